@@ -1,0 +1,19 @@
+// The one place where absl::Status and grpc::Status are converted into each other.
+#ifndef KAGENT_COMMON_GRPC_STATUS_H_
+#define KAGENT_COMMON_GRPC_STATUS_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace kagent {
+
+// Maps the code one to one (the two enums share their numbering) and keeps the message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The inverse, for statuses returned by outbound calls.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace kagent
+
+#endif  // KAGENT_COMMON_GRPC_STATUS_H_
