@@ -1,0 +1,189 @@
+// Unit tests for the common runtime: options, auth, logging, status conversion, metrics.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+#include "common/options.h"
+#include "common/server.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace kagent {
+namespace {
+
+std::string TempFile(const std::string& content) {
+  char path[] = "/tmp/kagent_test_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST_CASE("options: flag beats env beats config beats default") {
+  std::string a = "da", b = "db", c = "dc", d = "dd";
+  int n = 1;
+  OptionSet o("prog");
+  o.AddString("a", &a, "");
+  o.AddString("b", &b, "");
+  o.AddString("c", &c, "");
+  o.AddString("d", &d, "");
+  o.AddInt("n", &n, "");
+  std::string cfg = TempFile(R"({"a": "ca", "b": "cb", "c": "cc", "n": 7})");
+  std::map<std::string, std::string> env = {{"KAGENT_A", "ea"}, {"KAGENT_B", "eb"},
+                                            {"KAGENT_CONFIG", cfg}};
+  const char* argv[] = {"prog", "--a=fa", "pos1", "--n", "9"};
+  REQUIRE(o.Parse(5, argv, &env).ok());
+  CHECK(a == "fa");
+  CHECK(b == "eb");
+  CHECK(c == "cc");
+  CHECK(d == "dd");
+  CHECK(n == 9);
+  CHECK(o.SourceOf("a") == "flag");
+  CHECK(o.SourceOf("b") == "env");
+  CHECK(o.SourceOf("c") == "config");
+  CHECK(o.SourceOf("d") == "default");
+  CHECK(o.positional() == std::vector<std::string>{"pos1"});
+  std::remove(cfg.c_str());
+}
+
+TEST_CASE("options: errors name what to fix") {
+  int n = 0;
+  OptionSet o("prog");
+  o.AddInt("n", &n, "");
+  std::map<std::string, std::string> env;
+  const char* bad_flag[] = {"prog", "--nope=1"};
+  auto s = o.Parse(2, bad_flag, &env);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("--nope") != std::string::npos);
+
+  OptionSet o2("prog");
+  o2.AddInt("n", &n, "");
+  const char* bad_int[] = {"prog", "--n=abc"};
+  s = o2.Parse(2, bad_int, &env);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("integer") != std::string::npos);
+
+  OptionSet o3("prog");
+  o3.AddInt("n", &n, "");
+  std::string cfg = TempFile(R"({"typo": 1})");
+  const char* with_cfg[] = {"prog", "--config", cfg.c_str()};
+  s = o3.Parse(3, with_cfg, &env);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("typo") != std::string::npos);
+  std::remove(cfg.c_str());
+}
+
+TEST_CASE("server options validate") {
+  ServerOptions so;
+  CHECK(so.Validate().ok());
+  so.tls_cert = "x";
+  CHECK(so.Validate().code() == absl::StatusCode::kInvalidArgument);
+  so.tls_cert.clear();
+  so.max_message_bytes = 10;
+  CHECK(so.Validate().code() == absl::StatusCode::kInvalidArgument);
+  so.max_message_bytes = 1 << 20;
+  so.log_level = "loud";
+  CHECK(so.Validate().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("auth: tokens map to tenants; internal token may act for a tenant") {
+  Authenticator off;
+  auto c = off.AuthenticateHeader("", "");
+  REQUIRE(c.ok());
+  CHECK(c->tenant == kDefaultTenant);
+
+  Authenticator on({{"tok-alice-0123456789", "alice"}}, "internal-secret-0123");
+  CHECK(on.AuthenticateHeader("", "").status().code() == absl::StatusCode::kUnauthenticated);
+  CHECK(on.AuthenticateHeader("Bearer wrong", "").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  CHECK(on.AuthenticateHeader("Basic abc", "").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  auto alice = on.AuthenticateHeader("Bearer tok-alice-0123456789", "bob");
+  REQUIRE(alice.ok());
+  CHECK(alice->tenant == "alice");  // a user cannot pick another tenant
+  CHECK_FALSE(alice->internal);
+  auto svc = on.AuthenticateHeader("Bearer internal-secret-0123", "bob");
+  REQUIRE(svc.ok());
+  CHECK(svc->internal);
+  CHECK(svc->tenant == "bob");
+}
+
+TEST_CASE("auth: tokens file is validated") {
+  std::string good = TempFile("# comment\ntok-alice-0123456789 alice\n\n");
+  auto a = Authenticator::FromFile(good, "");
+  REQUIRE(a.ok());
+  CHECK(a->AuthenticateHeader("Bearer tok-alice-0123456789", "")->tenant == "alice");
+  std::string bad = TempFile("short alice\n");
+  CHECK(Authenticator::FromFile(bad, "").status().code() == absl::StatusCode::kInvalidArgument);
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST_CASE("logging writes JSON lines with scope fields") {
+  std::vector<std::string> lines;
+  SetLogSink([&](const std::string& l) { lines.push_back(l); });
+  {
+    LogScope scope({.job_id = "job-1", .request_id = "req-9", .tenant = "t"});
+    KLOG(INFO).With("worker", "w0") << "hello " << 42;
+  }
+  KLOG(DEBUG) << "filtered out at info";
+  SetLogSink(nullptr);
+  REQUIRE(lines.size() == 1);
+  auto j = nlohmann::json::parse(lines[0]);
+  CHECK(j["msg"] == "hello 42");
+  CHECK(j["level"] == "info");
+  CHECK(j["job_id"] == "job-1");
+  CHECK(j["request_id"] == "req-9");
+  CHECK(j["worker"] == "w0");
+}
+
+TEST_CASE("status conversion keeps code and message") {
+  auto g = ToGrpcStatus(absl::NotFoundError("job x not found"));
+  CHECK(g.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(g.error_message() == "job x not found");
+  CHECK(FromGrpcStatus(g).code() == absl::StatusCode::kNotFound);
+  CHECK(ToGrpcStatus(absl::OkStatus()).ok());
+}
+
+absl::StatusOr<int> Half(int x) {
+  if (x % 2) return absl::InvalidArgumentError("odd");
+  return x / 2;
+}
+absl::Status UseMacros(int x, int* out) {
+  KAGENT_ASSIGN_OR_RETURN(int h, Half(x));
+  KAGENT_RETURN_IF_ERROR(absl::OkStatus());
+  *out = h;
+  return absl::OkStatus();
+}
+
+TEST_CASE("status macros propagate") {
+  int out = 0;
+  CHECK(UseMacros(4, &out).ok());
+  CHECK(out == 2);
+  CHECK(UseMacros(3, &out).code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("metrics: method names split and codes named") {
+  auto [svc, m] = SplitFullMethod("/kagent.v1.JobService/SubmitJob");
+  CHECK(svc == "kagent.v1.JobService");
+  CHECK(m == "SubmitJob");
+  CHECK(std::string(GrpcCodeName(5)) == "NOT_FOUND");
+  auto metrics = Metrics::Create("");
+  REQUIRE(metrics.ok());
+  (*metrics)->RecordStarted("/a.B/C");
+  CHECK((*metrics)->in_flight() == 1);
+  (*metrics)->RecordHandled("/a.B/C", 0, 0.01);
+  CHECK((*metrics)->in_flight() == 0);
+}
+
+}  // namespace
+}  // namespace kagent
