@@ -1,0 +1,115 @@
+# kagent-template: row_norm
+# LayerNorm / RMSNorm over a contiguous range of dims. The input is viewed as
+# (OUTER, R, INNER) with R the normalized elements; each program owns one outer index and
+# BLOCK_I inner columns. Pass 1 walks R in BLOCK_R chunks accumulating statistics in fp32
+# (LayerNorm: chunked Welford merge of mean and M2, numerically stable; RMSNorm: sum of
+# squares); pass 2 normalizes and applies the optional affine weight/bias (indexed by r).
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
+                    BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, NORM: tl.constexpr,
+                    HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    pid = tl.program_id(0)
+    outer = pid // num_inner_blocks
+    offs_i = (pid % num_inner_blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < INNER
+    base = outer.to(tl.int64) * R * INNER
+    offs_r = tl.arange(0, BLOCK_R)
+    mean = tl.zeros([BLOCK_I], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_I], dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + offs_r
+        mask = (r < R)[:, None] & imask[None, :]
+        x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
+                    mask=mask, other=0.0).to(tl.float32)
+        if NORM == "layer":
+            n_chunk = tl.sum((r < R).to(tl.float32), axis=0)
+            c_mean = tl.sum(x, axis=0) / n_chunk
+            d = tl.where(mask, x - c_mean[None, :], 0.0)
+            c_m2 = tl.sum(d * d, axis=0)
+            count = r0 * 1.0  # every earlier chunk was full
+            n_new = count + n_chunk
+            delta = c_mean - mean
+            mean = mean + delta * (n_chunk / n_new)
+            m2 = m2 + c_m2 + delta * delta * (count * n_chunk / n_new)
+        else:
+            m2 += tl.sum(x * x, axis=0)
+    if NORM == "layer":
+        rstd = 1.0 / tl.sqrt(m2 / R + eps)
+    else:
+        rstd = 1.0 / tl.sqrt(m2 / R + eps)
+        mean = tl.zeros([BLOCK_I], dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + offs_r
+        rmask = r < R
+        mask = rmask[:, None] & imask[None, :]
+        ptrs = base + r[:, None].to(tl.int64) * INNER + offs_i[None, :]
+        x = tl.load(x_ptr + ptrs, mask=mask, other=0.0).to(tl.float32)
+        y = (x - mean[None, :]) * rstd[None, :]
+        if HAS_W:
+            w = tl.load(w_ptr + r, mask=rmask, other=0.0).to(tl.float32)
+            y = y * w[:, None]
+        if HAS_B:
+            b = tl.load(b_ptr + r, mask=rmask, other=0.0).to(tl.float32)
+            y = y + b[:, None]
+        tl.store(y_ptr + ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _arg(args, kwargs, index, name, default):
+    if name in kwargs:
+        return kwargs[name]
+    return args[index] if len(args) > index else default
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.affine = "{{AFFINE}}"
+        if self.affine == "layernorm_module":
+            self.norm = nn.LayerNorm(*args, **kwargs)
+        elif self.affine == "rmsnorm_module":
+            self.norm = nn.RMSNorm(*args, **kwargs)
+        else:
+            self.eps = float(_arg(args, kwargs, 1, "eps", {{EPS}}))
+
+    def forward(self, x):
+        x = x.contiguous()
+        if self.affine == "none":
+            d0 = {{DIM}} % x.dim()
+            d1 = d0 + {{NUM_DIMS}}
+            w = b = None
+            eps = self.eps
+        else:
+            d1 = x.dim()
+            d0 = d1 - len(self.norm.normalized_shape)
+            w = self.norm.weight
+            b = getattr(self.norm, "bias", None)
+            eps = self.norm.eps
+            if eps is None:
+                eps = torch.finfo(x.dtype).eps
+        R = 1
+        for s in x.shape[d0:d1]:
+            R *= s
+        INNER = 1
+        for s in x.shape[d1:]:
+            INNER *= s
+        OUTER = x.numel() // max(1, R * INNER)
+        y = torch.empty_like(x)
+        if x.numel() == 0:
+            return y
+        BLOCK_R = min({{BLOCK_R}}, triton.next_power_of_2(R))
+        BLOCK_I = min({{BLOCK_I}}, triton.next_power_of_2(INNER))
+        num_inner_blocks = triton.cdiv(INNER, BLOCK_I)
+        grid = (OUTER * num_inner_blocks,)
+        row_norm_kernel[grid](
+            x, w if w is not None else x, b if b is not None else x, y,
+            R, INNER, num_inner_blocks, float(eps),
+            BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, NORM="{{NORM}}",
+            HAS_W=w is not None, HAS_B=b is not None,
+            num_warps={{num_warps}}, num_stages={{num_stages}})
+        return y

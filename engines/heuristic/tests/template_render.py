@@ -1,0 +1,73 @@
+"""Renders a template of engines/heuristic/templates the way the C++ renderer does.
+
+Mirrors kagent::TemplateLibrary::Render: every `{{NAME}}` is replaced by the value given
+for NAME, else the param's default from <id>.json; a value must respect the param's
+declared type and bounds; an unknown param or a placeholder left unresolved is an error.
+When the C++ CLI `kagent-template-render` is found (env KAGENT_TEMPLATE_RENDER), it is
+used instead so the two cannot drift.
+"""
+import json
+import os
+import re
+import subprocess
+import types
+
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates")
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+
+
+def load_meta(template_id):
+    with open(os.path.join(TEMPLATES, template_id + ".json")) as f:
+        return json.load(f)
+
+
+def _check(name, spec, value):
+    kind = spec["type"]
+    if kind in ("int", "pow2"):
+        v = int(value)
+        if v < spec["min"] or v > spec["max"]:
+            raise ValueError(f"{name}={v} outside [{spec['min']}, {spec['max']}]")
+        if kind == "pow2" and v & (v - 1):
+            raise ValueError(f"{name}={v} is not a power of two")
+        return str(v)
+    if kind == "float":
+        return repr(float(value))
+    if kind == "choice":
+        if str(value) not in spec["allowed"]:
+            raise ValueError(f"{name}={value} not in {spec['allowed']}")
+        return str(value)
+    raise ValueError(f"unknown param type {kind}")
+
+
+def render(template_id, **params):
+    binary = os.environ.get("KAGENT_TEMPLATE_RENDER")
+    if binary:
+        args = [binary, template_id] + [f"{k}={v}" for k, v in params.items()]
+        return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    meta = load_meta(template_id)
+    specs = meta["params"]
+    for k in params:
+        if k not in specs:
+            raise ValueError(f"unknown param {k} for {template_id}")
+    values = {k: _check(k, s, params.get(k, s["default"])) for k, s in specs.items()}
+    with open(os.path.join(TEMPLATES, template_id + ".py")) as f:
+        text = f.read()
+    out = _PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), text)
+    left = _PLACEHOLDER.findall(out)
+    if left:
+        raise ValueError(f"unresolved placeholders {left}")
+    return out
+
+
+def load_model_new(template_id, **params):
+    """Renders and executes the candidate source; returns its ModelNew class."""
+    source = render(template_id, **params)
+    module = types.ModuleType(f"candidate_{template_id}")
+    module.__file__ = f"<{template_id}>"
+    # Triton's jit needs the source on disk to read kernel text via inspect.
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kagent_tpl_{os.getpid()}_{template_id}_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    module.__file__ = path
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module.ModelNew

@@ -1,0 +1,47 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from template_render import load_model_new
+
+# op -> (reference, template params, constructor args)
+CASES = {
+    "relu": (torch.relu, {}, ()),
+    "relu6": (F.relu6, {}, ()),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), dict(ALPHA_NAME="negative_slope"), (0.2,)),
+    "gelu": (F.gelu, {}, ()),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), {}, ()),
+    "sigmoid": (torch.sigmoid, {}, ()),
+    "tanh": (torch.tanh, {}, ()),
+    "softplus": (F.softplus, dict(ALPHA_NAME="beta", ALPHA=1.0, BETA_NAME="threshold", BETA=20.0), ()),
+    "softsign": (F.softsign, {}, ()),
+    "elu": (lambda x: F.elu(x, 0.7), dict(ALPHA=1.0), (0.7,)),
+    "selu": (torch.selu, {}, ()),
+    "celu": (lambda x: F.celu(x, 1.3), dict(ALPHA=1.0), (), ),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 0.5), dict(ALPHA_NAME="min_val", ALPHA=-1.0, BETA_NAME="max_val", BETA=1.0), (-0.5, 0.5)),
+    "hardsigmoid": (F.hardsigmoid, {}, ()),
+    "hardswish": (F.hardswish, {}, ()),
+    "swish": (lambda x: x * torch.sigmoid(x), {}, ()),
+    "mish": (F.mish, {}, ()),
+    "exp": (torch.exp, {}, ()),
+    "abs": (torch.abs, {}, ()),
+}
+
+
+@pytest.mark.parametrize("op", list(CASES))
+def test_activation(op):
+    ref_fn, params, ctor = CASES[op]
+    if op == "celu":
+        ctor = (1.3,)
+    torch.manual_seed(0)
+    x = torch.randn(7, 37) * 3  # 259 elements: not a multiple of BLOCK
+    model = load_model_new("elementwise", OP=op, BLOCK=64, **params)(*ctor)
+    torch.testing.assert_close(model(x), ref_fn(x), atol=1e-5, rtol=1e-5)
+
+
+def test_activation_bf16_noncontiguous_and_tiny():
+    model = load_model_new("elementwise", OP="gelu", BLOCK=64)()
+    x = torch.randn(20, 30, dtype=torch.bfloat16).t()
+    torch.testing.assert_close(model(x).float(), F.gelu(x.float()), atol=2e-2, rtol=2e-2)
+    one = torch.randn(1)
+    torch.testing.assert_close(model(one), F.gelu(one), atol=1e-5, rtol=1e-5)
