@@ -1,0 +1,246 @@
+#include "common/storage/validation.h"
+
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+
+namespace kagent {
+
+bool IsUnfinishedJobState(v1::JobState state) {
+  return state == v1::JOB_STATE_QUEUED || state == v1::JOB_STATE_BASELINE ||
+         state == v1::JOB_STATE_ROUNDS;
+}
+
+namespace storage {
+namespace {
+
+constexpr absl::string_view kPageTokenVersion = "p1";
+
+std::string Quote(absl::string_view value) { return QuoteValue(value); }
+
+}  // namespace
+
+std::string QuoteValue(absl::string_view value) {
+  constexpr size_t kMaxShown = 64;
+  if (value.size() <= kMaxShown) return absl::StrCat("\"", absl::CHexEscape(value), "\"");
+  return absl::StrCat("\"", absl::CHexEscape(value.substr(0, kMaxShown)), "\"... (",
+                      value.size(), " bytes)");
+}
+
+absl::Status ValidateIdentifier(absl::string_view field, absl::string_view value,
+                                size_t max_bytes) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  if (value.size() > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is ", value.size(),
+                                                   " bytes; the limit is ", max_bytes));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s %s has byte 0x%02x at offset %d; use printable ASCII without spaces", field,
+          Quote(value), c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateName(absl::string_view field, absl::string_view value,
+                          size_t max_bytes) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  if (value.size() > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is ", value.size(),
+                                                   " bytes; the limit is ", max_bytes));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s %s has control byte 0x%02x at offset %d", field, Quote(value), c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSize(absl::string_view what, int64_t size, int64_t limit) {
+  if (size > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " is ", size,
+                                                     " bytes; the limit is ", limit,
+                                                     " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJob(const v1::Job& job) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job.id", job.id()));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job.tenant", job.tenant()));
+  if (!v1::JobState_IsValid(job.state())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job.state ", static_cast<int>(job.state()), " is not a JobState"));
+  }
+  if (job.state() == v1::JOB_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("job.state must be set (JOB_STATE_UNSPECIFIED)");
+  }
+  if (job.current_round() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job.current_round is ", job.current_round(), "; it must be >= 0"));
+  }
+  return ValidateSize(absl::StrCat("job ", Quote(job.id()), " serialized"),
+                      static_cast<int64_t>(job.ByteSizeLong()), kMaxRecordBytes);
+}
+
+absl::Status ValidateIdempotencyKey(absl::string_view key) {
+  if (key.empty()) return absl::OkStatus();
+  return ValidateIdentifier("idempotency_key", key, kMaxIdempotencyKeyBytes);
+}
+
+absl::Status ValidateEvent(absl::string_view job_id, const v1::JobEvent& event) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  if (!event.job_id().empty() && event.job_id() != job_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event.job_id ", Quote(event.job_id()), " differs from job_id ",
+                     Quote(job_id), "; leave it empty or make them equal"));
+  }
+  if (event.sequence() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "event.sequence is ", event.sequence(), "; leave it 0: storage assigns it"));
+  }
+  if (!v1::JobEventType_IsValid(event.type())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "event.type ", static_cast<int>(event.type()), " is not a JobEventType"));
+  }
+  if (event.type() == v1::JOB_EVENT_TYPE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("event.type must be set (JOB_EVENT_TYPE_UNSPECIFIED)");
+  }
+  if (!v1::JobState_IsValid(event.state())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event.state ", static_cast<int>(event.state()), " is not a JobState"));
+  }
+  return ValidateSize("event serialized", static_cast<int64_t>(event.ByteSizeLong()),
+                      kMaxRecordBytes);
+}
+
+absl::Status ValidateCandidate(const v1::Candidate& candidate) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("candidate.id", candidate.id()));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("candidate.job_id", candidate.job_id()));
+  if (candidate.round() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate.round is ", candidate.round(), "; it must be >= 0"));
+  }
+  if (!v1::Verdict_IsValid(candidate.measurement().verdict())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate.measurement.verdict ",
+                     static_cast<int>(candidate.measurement().verdict()), " is not a Verdict"));
+  }
+  return ValidateSize(absl::StrCat("candidate ", Quote(candidate.id()), " serialized"),
+                      static_cast<int64_t>(candidate.ByteSizeLong()), kMaxRecordBytes);
+}
+
+absl::Status ValidateReflexion(absl::string_view field, const v1::Reflexion& reflexion) {
+  if (reflexion.round() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".round is ", reflexion.round(), "; it must be >= 0"));
+  }
+  return ValidateSize(absl::StrCat(field, " serialized"),
+                      static_cast<int64_t>(reflexion.ByteSizeLong()), kMaxRecordBytes);
+}
+
+absl::Status ValidateSharedMemoryKey(const SharedMemoryKey& key) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("key.tenant", key.tenant));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("key.op_class", key.op_class));
+  return ValidateIdentifier("key.gpu_arch", key.gpu_arch);
+}
+
+absl::Status ValidateArtifact(const v1::Artifact& artifact) {
+  KAGENT_RETURN_IF_ERROR(ValidateName("artifact.name", artifact.name(), kMaxArtifactNameBytes));
+  if (!artifact.kind().empty()) {
+    KAGENT_RETURN_IF_ERROR(
+        ValidateName("artifact.kind", artifact.kind(), kMaxArtifactKindBytes));
+  }
+  if (!artifact.content_type().empty()) {
+    KAGENT_RETURN_IF_ERROR(
+        ValidateName("artifact.content_type", artifact.content_type(), kMaxArtifactKindBytes));
+  }
+  return ValidateSize(absl::StrCat("artifact ", Quote(artifact.name()), " content"),
+                      static_cast<int64_t>(artifact.content().size()), kMaxArtifactBytes);
+}
+
+absl::Status ValidateCheckpoint(absl::string_view key, absl::string_view value) {
+  KAGENT_RETURN_IF_ERROR(ValidateName("checkpoint key", key, kMaxCheckpointKeyBytes));
+  return ValidateSize(absl::StrCat("checkpoint ", Quote(key), " value"),
+                      static_cast<int64_t>(value.size()), kMaxCheckpointBytes);
+}
+
+absl::Status ValidateTaskResult(absl::string_view task_id, absl::string_view result) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("task_id", task_id));
+  return ValidateSize(absl::StrCat("task ", Quote(task_id), " result"),
+                      static_cast<int64_t>(result.size()), kMaxTaskResultBytes);
+}
+
+absl::StatusOr<int> NormalizeLimit(absl::string_view field, int value, int default_value,
+                                   int max) {
+  if (value == 0) return default_value;
+  if (value < 0 || value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is ", value, "; use 1..", max, " (0 means ", default_value, ")"));
+  }
+  return value;
+}
+
+std::string EncodeJobPageToken(const ListJobsQuery& query, int64_t last_position) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kPageTokenVersion, "|",
+                                                static_cast<int>(query.state), "|",
+                                                last_position, "|", query.tenant));
+}
+
+absl::StatusOr<int64_t> DecodeJobPageToken(const ListJobsQuery& query) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      "page_token is not a token returned by ListJobs; pass next_page_token unchanged "
+      "or leave it empty for the first page");
+  std::string raw;
+  if (!absl::WebSafeBase64Unescape(query.page_token, &raw)) return bad;
+  std::vector<std::string> parts = absl::StrSplit(raw, absl::MaxSplits('|', 3));
+  int state = 0;
+  int64_t position = 0;
+  if (parts.size() != 4 || parts[0] != kPageTokenVersion || !absl::SimpleAtoi(parts[1], &state) ||
+      !absl::SimpleAtoi(parts[2], &position) || position <= 0) {
+    return bad;
+  }
+  if (parts[3] != query.tenant || state != static_cast<int>(query.state)) {
+    return absl::InvalidArgumentError(
+        "page_token was issued for a different tenant or state filter; start again "
+        "without a page_token");
+  }
+  return position;
+}
+
+absl::StatusOr<int> ValidateListJobsQuery(const ListJobsQuery& query) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("tenant", query.tenant));
+  if (!v1::JobState_IsValid(query.state)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state ", static_cast<int>(query.state), " is not a JobState"));
+  }
+  KAGENT_ASSIGN_OR_RETURN(int page_size, NormalizeLimit("page_size", query.page_size,
+                                                         kDefaultJobPageSize,
+                                                         kMaxJobPageSize));
+  if (!query.page_token.empty()) {
+    KAGENT_RETURN_IF_ERROR(DecodeJobPageToken(query).status());
+  }
+  return page_size;
+}
+
+absl::Status JobNotFound(absl::string_view job_id) {
+  return absl::NotFoundError(absl::StrCat("job ", Quote(job_id), " not found"));
+}
+
+}  // namespace storage
+}  // namespace kagent

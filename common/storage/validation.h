@@ -1,0 +1,69 @@
+// Input validation and page tokens shared by every Storage backend, so that all
+// backends reject the same input with the same code and message (the conformance suite
+// checks codes and the field names in messages).
+//
+// Pure functions: thread-safe, no state.
+#ifndef KAGENT_COMMON_STORAGE_VALIDATION_H_
+#define KAGENT_COMMON_STORAGE_VALIDATION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/storage/storage.h"
+#include "kagent/v1/common.pb.h"
+#include "kagent/v1/job_service.pb.h"
+
+namespace kagent::storage {
+
+// An id-like value: 1..max_bytes printable ASCII bytes (0x21..0x7e). `field` names it
+// in the message, e.g. "job.id".
+absl::Status ValidateIdentifier(absl::string_view field, absl::string_view value,
+                                size_t max_bytes = kMaxStorageIdBytes);
+
+// A name-like value (artifact name, checkpoint key): 1..max_bytes bytes, no control
+// characters (bytes < 0x20 and 0x7f); other bytes, UTF-8 included, are allowed.
+absl::Status ValidateName(absl::string_view field, absl::string_view value,
+                          size_t max_bytes);
+
+// RESOURCE_EXHAUSTED when `size` exceeds `limit`.
+absl::Status ValidateSize(absl::string_view what, int64_t size, int64_t limit);
+
+absl::Status ValidateJob(const v1::Job& job);
+absl::Status ValidateIdempotencyKey(absl::string_view key);
+// Validates the event for AppendEvent(job_id, event).
+absl::Status ValidateEvent(absl::string_view job_id, const v1::JobEvent& event);
+absl::Status ValidateCandidate(const v1::Candidate& candidate);
+absl::Status ValidateReflexion(absl::string_view field, const v1::Reflexion& reflexion);
+absl::Status ValidateSharedMemoryKey(const SharedMemoryKey& key);
+absl::Status ValidateArtifact(const v1::Artifact& artifact);
+absl::Status ValidateCheckpoint(absl::string_view key, absl::string_view value);
+absl::Status ValidateTaskResult(absl::string_view task_id, absl::string_view result);
+
+// Returns the effective limit: `value` when in 1..max, `default_value` when 0,
+// INVALID_ARGUMENT otherwise.
+absl::StatusOr<int> NormalizeLimit(absl::string_view field, int value, int default_value,
+                                   int max);
+
+// ListJobs page tokens. A token carries the tenant and state filter it was issued for
+// and the position (a backend's monotonically increasing creation counter) of the last
+// job returned; decoding a token issued for another query is INVALID_ARGUMENT.
+std::string EncodeJobPageToken(const ListJobsQuery& query, int64_t last_position);
+// Returns the position stored in the token. Precondition: query.page_token not empty.
+absl::StatusOr<int64_t> DecodeJobPageToken(const ListJobsQuery& query);
+
+// Validates the whole query (tenant, state, page size, token); returns the effective
+// page size.
+absl::StatusOr<int> ValidateListJobsQuery(const ListJobsQuery& query);
+
+// Quotes a user-supplied value for an error message: C-escaped, at most 64 bytes shown.
+std::string QuoteValue(absl::string_view value);
+
+// Messages for NOT_FOUND, shared so that backends say the same thing.
+absl::Status JobNotFound(absl::string_view job_id);
+
+}  // namespace kagent::storage
+
+#endif  // KAGENT_COMMON_STORAGE_VALIDATION_H_
