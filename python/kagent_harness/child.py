@@ -1,0 +1,384 @@
+"""The candidate's process: `python -m kagent_harness.child WORKDIR`.
+
+Everything in this process is within the candidate's reach, this module included. It
+never sees the reference's outputs or the input seeds: the supervisor sends inputs as
+files and compares the outputs it gets back. What this process reports besides outputs
+(launch counts, mutation and aliasing flags, times) is cross-checked by the supervisor
+where it can be and documented as best effort where it cannot (docs/harness.md).
+
+Protocol: one JSON object per line on stdin; one reply per line on the original stdout
+(fd 1 is moved to stderr first, so the candidate's prints go to the log). Replies carry
+"ok": true, or "ok": false with "kind" (a verdict name) and "message".
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+_PROTO_OUT = None
+
+
+def _send(msg):
+    _PROTO_OUT.write(json.dumps(msg) + "\n")
+    _PROTO_OUT.flush()
+
+
+def classify_exception(exc, phase):
+    """Verdict name for an exception raised in `phase` (import/construct/call/...)."""
+    name = type(exc).__name__
+    mod = type(exc).__module__ or ""
+    msg = str(exc)
+    low = msg.lower()
+    if isinstance(exc, MemoryError) or "OutOfMemoryError" in name or "out of memory" in low \
+            or "can't allocate memory" in low or "cannot allocate memory" in low:
+        return "OOM"
+    if "illegal memory access" in low or "misaligned address" in low \
+            or "unspecified launch failure" in low or "device-side assert" in low \
+            or "illegal instruction" in low:
+        return "CRASH"
+    if phase in ("import", "construct"):
+        return "COMPILE_ERROR"
+    if mod.startswith("triton.compiler") or name in ("CompilationError", "OutOfResources",
+                                                    "CompileTimeAssertionFailure"):
+        return "COMPILE_ERROR"
+    return "CRASH"
+
+
+def _fail(exc, phase):
+    tb = traceback.format_exc()
+    sys.stderr.write(tb)
+    sys.stderr.flush()
+    _send({"ok": False, "kind": classify_exception(exc, phase),
+           "message": f"{type(exc).__name__} during {phase}: {str(exc)[:1500]}",
+           "traceback": tb[-4000:]})
+
+
+class _Launches:
+    """Counts Triton launches; installed before the candidate is imported (best effort:
+    the candidate can undo it, and the supervisor treats the counts as hints)."""
+
+    def __init__(self, module_name):
+        self.module_name = module_name
+        self.reset()
+
+    def reset(self):
+        self.own = 0
+        self.total = 0
+        self.names = set()
+
+    def install(self):
+        classes = []
+        try:
+            from triton.runtime.jit import JITFunction
+            classes.append(JITFunction)
+        except Exception:  # noqa: BLE001 - no triton: nothing to count
+            return False
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except Exception:  # noqa: BLE001
+            pass
+        counter = self
+        for cls in classes:
+            orig = cls.run
+
+            def run(self, *args, __orig=orig, **kwargs):
+                if not kwargs.get("warmup", False):
+                    fn = getattr(self, "fn", None)
+                    counter.total += 1
+                    if getattr(fn, "__module__", None) == counter.module_name:
+                        counter.own += 1
+                        counter.names.add(getattr(fn, "__name__", "?"))
+                return __orig(self, *args, **kwargs)
+
+            cls.run = run
+        return True
+
+
+class _Cupti:
+    def __init__(self):
+        self.lib = None
+        path = os.environ.get("KAGENT_CUPTI_LIB")
+        if path:
+            try:
+                import ctypes
+                self.lib = ctypes.CDLL(path)
+                self.lib.kagent_cupti_mark.argtypes = [ctypes.c_char_p]
+                self.lib.kagent_cupti_mark.restype = ctypes.c_int
+                self.lib.kagent_cupti_flush.restype = ctypes.c_int
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write(f"kagent child: CUPTI library not usable: {e}\n")
+                self.lib = None
+
+    def mark(self, name):
+        if self.lib is not None:
+            self.lib.kagent_cupti_mark(name.encode())
+
+    def flush(self):
+        if self.lib is not None:
+            self.lib.kagent_cupti_flush()
+
+
+class _State:
+    pass
+
+
+def _same_layout(a, b):
+    import torch
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and a.stride() == b.stride()
+    return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
+
+
+def _equal_nan(a, b):
+    import torch
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool(torch.equal(a, b))
+
+
+def main():
+    global _PROTO_OUT
+    workdir = sys.argv[1]
+    _PROTO_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    with open(os.path.join(workdir, "child_config.json")) as f:
+        cfg = json.load(f)
+    st = _State()
+    st.device = cfg["device"]
+    st.inputs = None
+    st.prev_outputs = []
+    st.last = None
+    st.cupti = _Cupti()
+    st.launches = _Launches(cfg["module_name"])
+
+    try:
+        import torch
+        from kagent_harness import loader
+        from kagent_harness.timing import time_callable
+        st.hooked = st.launches.install()
+        torch.set_grad_enabled(False)
+        if st.device == "cuda":
+            torch.cuda.init()
+    except Exception as e:  # noqa: BLE001
+        _fail(e, "harness start")
+        return 1
+
+    # Import and build the candidate.
+    try:
+        sys.path.insert(0, workdir)
+        with open(cfg["candidate_path"], encoding="utf-8") as f:
+            source = f.read()
+        module = loader.load_source(source, cfg["module_name"], workdir)
+        if not hasattr(module, "ModelNew"):
+            raise AttributeError("the candidate defines no ModelNew")
+    except Exception as e:  # noqa: BLE001
+        _fail(e, "import")
+        return 1
+    try:
+        init_inputs = torch.load(cfg["init_inputs_path"], weights_only=True)
+        model = loader.build_model(module.ModelNew, init_inputs, cfg["init_seed"], st.device)
+        weights = "seed"
+        ref_state_path = cfg.get("ref_state_path")
+        if ref_state_path and isinstance(model, torch.nn.Module):
+            ref_state = torch.load(ref_state_path, weights_only=True)
+            own = model.state_dict()
+            if own and set(own) == set(ref_state) and all(
+                    own[k].shape == ref_state[k].shape for k in own):
+                model.load_state_dict(ref_state)
+                weights = "reference state_dict"
+    except Exception as e:  # noqa: BLE001
+        _fail(e, "construct")
+        return 1
+    st.model = model
+    _send({"ok": True, "event": "ready", "weights": weights, "triton_hook": st.hooked,
+           "torch": torch.__version__})
+
+    def fn():
+        st.last = model(*st.inputs)
+
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        cmd = msg.get("cmd")
+        phase = cmd or "?"
+        try:
+            if cmd == "exit":
+                _send({"ok": True})
+                return 0
+            elif cmd == "ping":
+                _send({"ok": True})
+            elif cmd == "call":
+                phase = "the gate's call of forward"
+                _send(_cmd_call(st, msg, torch, loader))
+            elif cmd == "time":
+                phase = "timing"
+                _send(_cmd_time(st, msg, torch, fn, time_callable))
+            elif cmd == "burst":
+                phase = "the supervisor's wall-clock burst"
+                n = int(msg["n"])
+                for _ in range(n):
+                    fn()
+                if st.device == "cuda":
+                    torch.cuda.synchronize()
+                _send({"ok": True})
+            elif cmd == "profile":
+                phase = "profiling"
+                _send(_cmd_profile(st, msg, torch, loader))
+            else:
+                _send({"ok": False, "kind": "INFRA_ERROR", "message": f"unknown cmd {cmd}"})
+        except Exception as e:  # noqa: BLE001
+            _fail(e, phase)
+
+
+def _load_inputs(st, msg, torch, loader):
+    new = torch.load(msg["inputs"], weights_only=True)
+    new = [loader.to_device(x, st.device) for x in new]
+    reused = False
+    if msg.get("reuse") and st.inputs is not None and len(st.inputs) == len(new) and all(
+            _same_layout(a, b) for a, b in zip(st.inputs, new)):
+        # New values in the same buffers: a candidate caching by pointer returns stale data.
+        for old, x in zip(st.inputs, new):
+            if isinstance(old, torch.Tensor):
+                old.copy_(x)
+        new = st.inputs
+        reused = True
+    st.inputs = new
+    return reused
+
+
+def _poison(st, msg, torch):
+    """Fills freed memory of each output's size with NaN (0xFF for integers), so that a
+    caching allocator hands the candidate garbage rather than a previous answer."""
+    for shape, dtype_name in msg.get("poison", []):
+        dtype = getattr(torch, dtype_name, None)
+        if dtype is None:
+            continue
+        t = torch.empty([int(s) for s in shape], dtype=dtype, device=st.device)
+        if t.is_floating_point() or t.is_complex():
+            t.fill_(float("nan"))
+        elif t.dtype != torch.bool:
+            t.view(torch.uint8).fill_(255) if t.numel() else None
+        del t
+
+
+def _cmd_call(st, msg, torch, loader):
+    from kagent_harness.compare import overlaps
+    reused = _load_inputs(st, msg, torch, loader)
+    clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in st.inputs]
+    _poison(st, msg, torch)
+    if st.device == "cuda":
+        torch.cuda.synchronize()
+    st.launches.reset()
+    prof_names = None
+    st.cupti.mark("gate_begin")
+    t0 = time.perf_counter()
+    if msg.get("profile_kernels") and st.device == "cuda":
+        prof_names, out = _profiled_call(st, torch)
+    else:
+        out = st.model(*st.inputs)
+    flat = loader.flatten_outputs(out)
+    # Copied on the current stream *without* a device sync first: work the candidate
+    # left on a side stream and did not join is not finished, and the copy shows it.
+    copies = [o.detach().clone() for o in flat]
+    copies = [c.cpu() for c in copies]
+    if st.device == "cuda":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    st.cupti.mark("gate_end")
+    st.cupti.flush()
+    aliased = None
+    for o in flat:
+        for x in st.inputs:
+            if isinstance(x, torch.Tensor) and overlaps(o, x):
+                aliased = "input"
+        for p in st.prev_outputs:
+            if overlaps(o, p):
+                aliased = aliased or "previous output"
+    mutated = [i for i, (x, c) in enumerate(zip(st.inputs, clones))
+               if isinstance(x, torch.Tensor) and not _equal_nan(x, c)]
+    st.prev_outputs = [o for o in flat]  # kept alive: a reused buffer shows up next call
+    torch.save(copies, msg["out"])
+    return {"ok": True, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
+            "own_launches": st.launches.own, "launches": st.launches.total,
+            "launch_names": sorted(st.launches.names), "profiler_kernels": prof_names,
+            "elapsed_s": elapsed}
+
+
+def _profiled_call(st, torch):
+    """GPU without the CUPTI tracer: torch.profiler lists the kernels of one call."""
+    from torch.profiler import ProfilerActivity, profile
+    names = set()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = st.model(*st.inputs)
+        torch.cuda.synchronize()
+    for e in prof.events():
+        dt = str(getattr(e, "device_type", ""))
+        if dt.endswith("CUDA") and e.name:
+            names.add(e.name)
+        for k in getattr(e, "kernels", []) or []:
+            names.add(k.name)
+    return sorted(names), out
+
+
+def _cmd_time(st, msg, torch, fn, time_callable):
+    device = st.device
+    flush_bytes = int(msg.get("flush_bytes", 0))
+    # Calibration: what the host clock adds to an empty call (sync latency).
+    noop = time_callable(lambda: None, device, reps=20, warmup_iters=3, warmup_ms=0.0,
+                         flush_bytes=0)
+    if flush_bytes:
+        buf = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        st.cupti.mark("flush_begin")
+        buf.zero_()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        st.cupti.mark("flush_end")
+        del buf
+    st.launches.reset()
+    res = time_callable(fn, device, reps=int(msg["reps"]), warmup_iters=int(msg["warmup_iters"]),
+                        warmup_ms=float(msg["warmup_ms"]), flush_bytes=flush_bytes,
+                        max_warmup_s=float(msg.get("max_warmup_s", 60.0)), mark=st.cupti.mark)
+    st.cupti.flush()
+    from kagent_harness.loader import flatten_outputs
+    torch.save([o.detach().cpu() for o in flatten_outputs(st.last)], msg["out"])
+    calls = res["warmup_calls"] + len(res["times_ms"])
+    res.update({"ok": True, "own_launches": st.launches.own, "launches": st.launches.total,
+                "calls": calls, "noop_wall_ms": sorted(noop["wall_ms"])[len(noop["wall_ms"]) // 2],
+                "noop_event_ms": sorted(noop["times_ms"])[len(noop["times_ms"]) // 2]})
+    return res
+
+
+def _cmd_profile(st, msg, torch, loader):
+    _load_inputs(st, msg, torch, loader)
+    for _ in range(int(msg.get("warmup_iters", 3))):
+        st.model(*st.inputs)
+    cuda = st.device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+    iters = int(msg.get("iters", 3))
+    for _ in range(iters):
+        if cuda:
+            torch.cuda.nvtx.range_push(msg.get("range", "kagent_candidate"))
+        st.model(*st.inputs)
+        if cuda:
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+    return {"ok": True, "iters": iters, "own_launches": st.launches.own,
+            "launch_names": sorted(st.launches.names)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Entry point: python -m kagent_harness MODE [--request FILE] [--out FILE].
+
+Reads the request JSON (file or stdin), runs the mode, writes the result JSON (file,
+written atomically, or stdout). It always answers with JSON: any failure of the harness
+itself is an INFRA_ERROR result, never a traceback without an answer. Exit status 0 when
+a result was written, 2 on a usage error (the JSON still says why).
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import traceback
+
+
+def _harden():
+    """The candidate child runs as the same user: make this process non-dumpable so it
+    cannot attach to us or read /proc/<pid>/mem (no effect against root; see docs)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def _write(result, out_path):
+    data = json.dumps(result, indent=1, sort_keys=True, allow_nan=False,
+                      default=str)
+    if out_path:
+        tmp = out_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(data + "\n")
+        os.replace(tmp, out_path)
+    else:
+        sys.stdout.write(data + "\n")
+        sys.stdout.flush()
+
+
+def _sanitize(x):
+    """JSON has no NaN/Inf: they become strings ("inf", "nan")."""
+    if isinstance(x, float):
+        if x != x:
+            return "nan"
+        if x in (float("inf"), float("-inf")):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, dict):
+        return {k: _sanitize(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_sanitize(v) for v in x]
+    return x
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kagent_harness")
+    parser.add_argument("mode", nargs="?", default=None,
+                        help="measure | signature | profile | gpuinfo")
+    parser.add_argument("--request", help="request JSON file (default: stdin)")
+    parser.add_argument("--out", help="result JSON file (default: stdout)")
+    parser.add_argument("--measure-ceilings", action="store_true",
+                        help="gpuinfo: also measure copy bandwidth and bf16 matmul FLOP/s")
+    args = parser.parse_args(argv)
+    _harden()
+
+    from kagent_harness import protocol as P
+    log = P.Log()
+    result = None
+    rc = 0
+    try:
+        if args.request:
+            with open(args.request, encoding="utf-8") as f:
+                text = f.read()
+        elif args.mode == "gpuinfo" and sys.stdin.isatty():
+            text = "{}"
+        else:
+            text = sys.stdin.read()
+        raw = json.loads(text) if text.strip() else {}
+        if args.measure_ceilings and isinstance(raw, dict):
+            raw["measure_ceilings"] = True
+        req = P.Request(raw, mode=args.mode, log=log)
+        result = run(req, log)
+    except (P.RequestError, ValueError, OSError) as e:
+        rc = 2 if isinstance(e, P.RequestError) else 0
+        log.add(f"bad request: {e}")
+        result = _error_result(P, f"bad request: {e}", log)
+    except Exception as e:  # noqa: BLE001 - the harness must answer
+        log.add(traceback.format_exc())
+        result = _error_result(P, f"harness error: {type(e).__name__}: {e}", log)
+    _write(_sanitize(result), args.out)
+    return rc
+
+
+def _error_result(P, reason, log):
+    c = P.empty_correctness()
+    c["reason"] = reason
+    return {"verdict": P.INFRA_ERROR, "correctness": c, "log": log.tail(), "ok": False,
+            "reason": reason}
+
+
+def run(req, log):
+    if req.mode == "gpuinfo":
+        from kagent_harness.gpuinfo import gpu_info
+        res = gpu_info(req.measure_ceilings, log)
+        res["log"] = log.tail()
+        return res
+    from kagent_harness.measure import Supervisor
+    sup = Supervisor(req, log)
+    if req.mode == "measure":
+        return sup.run_measure()
+    if req.mode == "profile":
+        return sup.run_profile()
+    # signature
+    res = {"ok": False, "op_signature": None, "reason": ""}
+    try:
+        import torch
+        torch.set_grad_enabled(False)
+        sup.load_reference()
+        res["op_signature"] = sup.signature()
+        res["ok"] = True
+    except Exception as e:  # noqa: BLE001
+        log.add(traceback.format_exc())
+        res["reason"] = f"{type(e).__name__}: {e}"
+        res["verdict"] = P_INFRA
+    finally:
+        r = sup.finish(0.0)
+        res["log"] = r["log"]
+        res["gpu_name"] = r["gpu_name"]
+    return res
+
+
+P_INFRA = "INFRA_ERROR"

@@ -1,0 +1,103 @@
+"""Loading KernelBench-style sources, seeding, building models and inputs.
+
+The supervisor uses it for the reference (trusted: the problem is the job's own
+reference) and the child uses it for the candidate. Nothing here runs candidate code in
+the supervisor: load_source is only called on candidate source inside the child.
+"""
+
+import importlib.util
+import os
+import random
+import sys
+import textwrap
+
+import torch
+
+
+def set_seed(seed):
+    """Seeds every generator a model constructor or get_inputs may draw from."""
+    seed = int(seed) % (2**63 - 1)
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    try:
+        import numpy as np
+        np.random.seed(seed % (2**32))
+    except ImportError:  # numpy is optional
+        pass
+
+
+def load_source(source, module_name, directory):
+    """Writes `source` to directory/module_name.py and imports it as `module_name`.
+
+    A real file keeps inspect.getsource working, which triton.jit needs.
+    """
+    path = os.path.join(directory, module_name + ".py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_problem(module):
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise ValueError(f"the problem defines no {name}")
+
+
+def override_get_inputs(module, source):
+    """Returns a get_inputs built from `source`: either a full `def get_inputs()` or the
+    body of one. It runs in a copy of the problem module's globals (torch, sizes, ...)."""
+    namespace = dict(vars(module))
+    if "def get_inputs" not in source:
+        source = "def get_inputs():\n" + textwrap.indent(textwrap.dedent(source), "    ")
+    exec(compile(source, "<get_inputs_source>", "exec"), namespace)  # trusted: job's own
+    fn = namespace.get("get_inputs")
+    if not callable(fn):
+        raise ValueError("get_inputs_source defines no get_inputs")
+    return fn
+
+
+def to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def build_model(cls, init_inputs, seed, device):
+    """KernelBench convention: seed, construct, move. Model and ModelNew built this way
+    under the same seed get identical weights when they create parameters in the same
+    order."""
+    set_seed(seed)
+    model = cls(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    return model
+
+
+def make_init_inputs(module, seed):
+    set_seed(seed)
+    return list(module.get_init_inputs())
+
+
+def make_inputs(get_inputs, seed, device):
+    set_seed(seed)
+    return [to_device(x, device) for x in get_inputs()]
+
+
+def flatten_outputs(out):
+    """A forward's result as a flat list of tensors (numbers become 0-d tensors)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        flat = []
+        for o in out:
+            flat.extend(flatten_outputs(o))
+        return flat
+    if isinstance(out, (int, float, bool)):
+        return [torch.tensor(out)]
+    raise TypeError(f"forward returned an unsupported type {type(out).__name__}")

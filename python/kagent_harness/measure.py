@@ -1,0 +1,613 @@
+"""Mode `measure` and mode `profile`: the trusted supervisor's side.
+
+The supervisor (this process) never imports candidate code. It loads the reference,
+draws input seeds from os.urandom, computes reference outputs, times eager and
+torch.compile before any candidate process exists, then drives one candidate child
+(sandbox.Child) through the gate and the timing and decides the verdict from what it
+computed itself plus cross-checks of what the child reports. docs/harness.md has the
+full list of checks.
+"""
+
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+import traceback
+
+import torch
+
+from kagent_harness import NVTX_RANGE, __version__
+from kagent_harness import kernels as K
+from kagent_harness import loader
+from kagent_harness import protocol as P
+from kagent_harness.compare import all_finite, compare, dtype_name, overlaps, tolerances
+from kagent_harness.sandbox import Child, ChildFailure, make_workdir
+from kagent_harness.timing import l2_flush_bytes, time_callable
+
+# The child's median may not be below this fraction of the supervisor's own wall-clock
+# time per call in a back-to-back burst (an independent, coarse upper bound).
+BURST_FACTOR = 0.5
+# The child's median may not be below this fraction of the GPU span of each call's
+# kernels as traced by CUPTI, minus CUPTI_SLACK_MS.
+CUPTI_FACTOR = 0.95
+CUPTI_SLACK_MS = 0.002
+# Host wall time per call beyond the event time (minus the empty-call calibration) above
+# which the work is deemed to finish outside the timed stream (side stream, not joined).
+SIDE_STREAM_MIN_MS = 0.02
+SIDE_STREAM_FRACTION = 0.2
+
+WIDE_VARIANTS = ("neg", "scale10", "randn", "const")
+
+
+class Rejection(Exception):
+    def __init__(self, verdict, reason):
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
+def _sysrand_seed(rng):
+    return rng.randrange(1, 2**62)
+
+
+def resolve_device(req):
+    if req.device == "cuda" and not torch.cuda.is_available():
+        raise P.RequestError("device 'cuda' requested but no CUDA device is visible")
+    if req.device:
+        return req.device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _median(xs):
+    return P.percentile(sorted(xs), 0.5)
+
+
+def _is_degenerate(inputs):
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            if bool((x == x.flatten()[0]).all()):
+                return True
+    return False
+
+
+def _variant(inputs, kind, seed):
+    loader.set_seed(seed)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            if kind == "neg":
+                x = -x
+            elif kind == "scale10":
+                x = x * 10
+            elif kind == "randn":
+                x = torch.randn_like(x)
+            elif kind == "const":
+                x = torch.full_like(x, 0.75)
+        out.append(x)
+    return out
+
+
+def _cpu(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("cpu")
+    return x
+
+
+def _gpu_index(req):
+    cvd = req.cuda_visible_devices if req.cuda_visible_devices is not None \
+        else os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    first = cvd.split(",")[0].strip() if cvd else ""
+    return int(first) if first.isdigit() else 0
+
+
+class Supervisor:
+    def __init__(self, req, log):
+        self.req = req
+        self.log = log
+        self.rng = random.SystemRandom()
+        self.device = resolve_device(req)
+        req.apply_floors(self.device, log)
+        self.result = {
+            "verdict": P.INFRA_ERROR, "correctness": P.empty_correctness(),
+            "candidate": None, "eager": None, "compiled": None, "kernels_launched": [],
+            "op_signature": None, "gpu_name": "", "gpu_index": 0, "gpu_seconds": 0.0,
+            "log": "", "shape_set": req.shape_set,
+            "harness": {"version": __version__, "torch": torch.__version__,
+                        "python": sys.version.split()[0], "device": self.device,
+                        "checks": [], "warnings": []},
+        }
+        try:
+            import triton
+            self.result["harness"]["triton"] = triton.__version__
+        except ImportError:
+            self.result["harness"]["triton"] = None
+        self.refdir = make_workdir()
+        self.workdir = None
+        self.child = None
+        self.trace_path = None
+
+    # -- reference ---------------------------------------------------------------------
+    def load_reference(self):
+        req = self.req
+        name = "kagent_problem_%x" % self.rng.getrandbits(32)
+        self.problem = loader.load_source(req.problem_source, name, self.refdir)
+        loader.check_problem(self.problem)
+        self.get_inputs = self.problem.get_inputs
+        if req.get_inputs_source:
+            self.get_inputs = loader.override_get_inputs(self.problem, req.get_inputs_source)
+        self.init_seed = req.seed if req.seed is not None else _sysrand_seed(self.rng)
+        self.init_inputs = loader.make_init_inputs(self.problem, self.init_seed)
+        self.model = loader.build_model(self.problem.Model, self.init_inputs, self.init_seed,
+                                        self.device)
+        if self.device == "cuda":
+            self.result["gpu_name"] = torch.cuda.get_device_name()
+            self.result["gpu_index"] = _gpu_index(req)
+        else:
+            self.result["gpu_name"] = "cpu"
+
+    def fresh_inputs(self):
+        return loader.make_inputs(self.get_inputs, _sysrand_seed(self.rng), self.device)
+
+    def ref(self, inputs):
+        out = self.model(*inputs)
+        outs = [o.detach().clone() for o in loader.flatten_outputs(out)]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return outs
+
+    def ref_with_flags(self, inputs):
+        """Reference outputs plus whether the reference mutates or aliases its inputs
+        (then the candidate may too)."""
+        clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        raw = loader.flatten_outputs(self.model(*inputs))
+        aliases = any(overlaps(o, x) for o in raw for x in inputs if isinstance(x, torch.Tensor))
+        outs = [o.detach().clone() for o in raw]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        mutates = any(isinstance(x, torch.Tensor) and not torch.equal(x, c)
+                      for x, c in zip(inputs, clones))
+        return outs, mutates, aliases
+
+    def timing_inputs(self):
+        inputs = self.fresh_inputs()
+        if _is_degenerate(inputs):
+            alt = _variant(inputs, "randn", _sysrand_seed(self.rng))
+            if all_finite(self.ref(alt)):
+                self.log.add("get_inputs gives a constant tensor: timing on randn inputs of "
+                             "the same shapes instead (a constant-input shortcut gains nothing)")
+                return alt
+        return inputs
+
+    # -- modes ---------------------------------------------------------------------------
+    def signature(self):
+        inputs = self.fresh_inputs()
+        from kagent_harness.signature import record
+        return record(self.model, inputs)
+
+    def run_measure(self):
+        req = self.req
+        t_start = time.monotonic()
+        torch.set_grad_enabled(False)
+        try:
+            self.load_reference()
+        except Exception as e:  # noqa: BLE001
+            self.log.add("reference failed:\n" + traceback.format_exc())
+            self.result["correctness"]["reason"] = f"the reference failed to load or build: {e}"
+            return self.finish(t_start)
+        if req.signature:
+            try:
+                self.result["op_signature"] = self.signature()
+            except Exception as e:  # noqa: BLE001
+                self.log.add(f"op signature not recorded: {e!r}")
+        try:
+            if req.baselines:
+                self.time_baselines()
+            if not req.kernel_source:
+                self.result["verdict"] = P.CORRECT if (self.result["eager"] or
+                                                       self.result["compiled"]) else P.INFRA_ERROR
+                if self.result["verdict"] == P.INFRA_ERROR:
+                    self.result["correctness"]["reason"] = "no kernel_source and no baselines"
+                self.result["correctness"]["reason"] = self.result["correctness"]["reason"] or \
+                    "no candidate: baselines only"
+                return self.finish(t_start)
+            self.run_candidate()
+        except Rejection as r:
+            self.result["verdict"] = r.verdict
+            self.result["correctness"]["reason"] = r.reason
+        except ChildFailure as f:
+            self.result["verdict"] = f.verdict
+            self.result["correctness"]["reason"] = f.reason
+        except Exception as e:  # noqa: BLE001
+            self.log.add("supervisor error:\n" + traceback.format_exc())
+            self.result["verdict"] = P.INFRA_ERROR
+            self.result["correctness"]["reason"] = f"harness error: {type(e).__name__}: {e}"
+        return self.finish(t_start)
+
+    def finish(self, t_start):
+        extra = ""
+        if self.child is not None:
+            self.child.close()
+            extra = self.child.stderr_tail()
+            self.result["harness"]["child_peak_rss_bytes"] = self.child.peak_rss
+        for d in (self.workdir, self.refdir):
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
+        if self.device == "cuda":
+            self.result["gpu_seconds"] = time.monotonic() - t_start
+        if self.req.mode == "measure":
+            self.log.add(f"verdict {self.result['verdict']}: "
+                         f"{self.result['correctness']['reason']}")
+        self.result["log"] = self.log.tail(extra)
+        return self.result
+
+    # -- baselines ----------------------------------------------------------------------
+    def time_baselines(self):
+        req = self.req
+        inputs = self.timing_inputs()
+        flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
+        model = self.model
+
+        def run(fn, label):
+            fn()  # first call outside the protocol (compilation for torch.compile)
+            res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
+                                req.warmup_ms, flush)
+            self.result[label] = P.timing_stats(res["times_ms"])
+            self.log.add(f"{label}: median {self.result[label]['median_ms']:.4f} ms over "
+                         f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls)")
+
+        if "eager" in req.baselines:
+            run(lambda: model(*inputs), "eager")
+        if "compiled" in req.baselines:
+            try:
+                compiled = torch.compile(model, mode="default", dynamic=False)
+                ref_out = self.ref(inputs)
+                got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
+                atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+                c = compare(ref_out, got, atol, rtol)
+                if not c["ok"]:
+                    self.result["harness"]["warnings"].append(
+                        "torch.compile output differs from eager: " + c["reason"])
+                run(lambda: compiled(*inputs), "compiled")
+            except Exception as e:  # noqa: BLE001
+                self.log.add(f"torch.compile baseline failed: {type(e).__name__}: {e}")
+                self.result["harness"]["warnings"].append(f"torch.compile failed: {e}")
+                self.result["compiled"] = None
+
+    # -- the candidate ------------------------------------------------------------------
+    def start_child(self):
+        req = self.req
+        self.workdir = make_workdir()
+        cand_path = os.path.join(self.workdir, "candidate_source.py")
+        with open(cand_path, "w", encoding="utf-8") as f:
+            f.write(req.kernel_source)
+        init_path = os.path.join(self.workdir, "init_inputs.pt")
+        torch.save([_cpu(x) for x in self.init_inputs], init_path)
+        state_path = None
+        if isinstance(self.model, torch.nn.Module) and self.model.state_dict():
+            state_path = os.path.join(self.workdir, "ref_state.pt")
+            torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+                       state_path)
+        cfg = {"device": self.device, "module_name": "kagent_candidate",
+               "candidate_path": cand_path, "init_inputs_path": init_path,
+               "init_seed": self.init_seed, "ref_state_path": state_path,
+               "language": req.language}
+        with open(os.path.join(self.workdir, "child_config.json"), "w") as f:
+            json.dump(cfg, f)
+        extra_env = {}
+        lib = os.environ.get("KAGENT_CUPTI_LIB")
+        if lib and self.device == "cuda":
+            self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
+            extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
+                         "KAGENT_CUPTI_OUT": self.trace_path}
+            self.log.add(f"CUPTI tracer: {lib}")
+        mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
+        self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
+                           network_isolation=req.network_isolation,
+                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env)
+        self.child.start()
+        ready = self.child.checked(self.child.recv(phase="candidate import and construction"),
+                                   "candidate import and construction")
+        self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
+                     f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
+        self.triton_hook = bool(ready.get("triton_hook")) and req.language == "triton"
+
+    def _trial_plan(self):
+        plan = [("seeded", str(i)) for i in range(self.req.trials)]
+        if self.req.wide_trials:
+            plan += [("wide", v) for v in WIDE_VARIANTS]
+        plan.append(("timing", "timing inputs"))
+        return plan
+
+    def run_candidate(self):
+        req = self.req
+        self.own_names = K.own_kernel_names(req.kernel_source)
+        self.result["harness"]["own_kernel_names"] = self.own_names
+        if not self.own_names:
+            self.result["harness"]["warnings"].append(
+                "no @triton.jit function or __global__ kernel found in the candidate source")
+        self.start_child()
+        corr = self.result["correctness"]
+        checks = self.result["harness"]["checks"]
+        prev_ref = None
+        ref_mutates = None
+        ref_aliases = False
+        poison = None
+        min_own = None
+        launch_names = set()
+        profiled = False
+        trials_run = 0
+        atol = rtol = None
+        timing_ref = None
+        for k, (kind, label) in enumerate(self._trial_plan()):
+            if kind == "seeded":
+                inputs = self.fresh_inputs()
+            elif kind == "wide":
+                inputs = _variant(self.fresh_inputs(), label, _sysrand_seed(self.rng))
+            else:
+                inputs = self.timing_inputs()
+            in_path = os.path.join(self.workdir, f"in_{k}.pt")
+            out_path = os.path.join(self.workdir, f"out_{k}.pt")
+            torch.save([_cpu(x) for x in inputs], in_path)
+            ref_first = kind != "seeded" or k % 2 == 0
+            ref_out = None
+            if ref_first:
+                if ref_mutates is None:
+                    ref_out, ref_mutates, ref_aliases = self.ref_with_flags(inputs)
+                else:
+                    ref_out = self.ref(inputs)
+                if kind == "wide" and not all_finite(ref_out):
+                    self.log.add(f"trial {label}: skipped, the reference is not finite there")
+                    os.unlink(in_path)
+                    continue
+            if poison is None and ref_out is not None:
+                poison = [[list(o.shape), dtype_name(o.dtype)] for o in ref_out]
+            msg = {"cmd": "call", "inputs": in_path, "out": out_path, "poison": poison or [],
+                   "reuse": k % 2 == 1,
+                   "profile_kernels": (self.device == "cuda" and not self.trace_path
+                                       and not profiled)}
+            profiled = profiled or msg["profile_kernels"]
+            self.child.send(msg)
+            if not ref_first:
+                ref_out = self.ref(inputs)
+            reply = self.child.checked(self.child.recv(timeout=req.call_timeout_s,
+                                                       phase=f"gate trial {label}"),
+                                       f"gate trial {label}")
+            os.unlink(in_path)
+            got = self._load_outputs(out_path, ref_out)
+            if atol is None:
+                atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+                corr["atol"], corr["rtol"] = atol, rtol
+            trials_run += 1
+            corr["trials"] = trials_run
+            c = compare(ref_out, got, atol, rtol)
+            corr["max_abs_error"] = max(corr["max_abs_error"], c["max_abs_error"])
+            corr["max_rel_error"] = max(corr["max_rel_error"], c["max_rel_error"])
+            if c["worst_index"] and (not c["ok"] or not corr["worst_index"]):
+                corr["worst_index"] = c["worst_index"]
+            what = f"trial {label} ({kind})"
+            if not c["ok"]:
+                if prev_ref is not None and compare(prev_ref, got, atol, rtol)["ok"] and \
+                        not compare(prev_ref, ref_out, atol, rtol)["ok"]:
+                    raise Rejection(P.REJECTED, f"{what}: returned the previous call's answer "
+                                    "although the inputs changed (caching by pointer or value)"
+                                    + (" [same input buffers, new values]"
+                                       if reply.get("reused_buffers") else ""))
+                raise Rejection(P.INCORRECT, f"{what}: {c['reason']}")
+            self._rule_checks(reply, what, ref_mutates, ref_aliases)
+            if self.triton_hook:
+                own = int(reply.get("own_launches", 0) or 0)
+                min_own = own if min_own is None else min(min_own, own)
+                launch_names.update(str(n) for n in (reply.get("launch_names") or [])[:100])
+                if own == 0:
+                    raise Rejection(P.REJECTED, f"{what}: no Triton kernel of the candidate ran "
+                                    f"during forward ({reply.get('launches', 0)} Triton launches "
+                                    "in all): the hot path is not the candidate's own kernels")
+            if reply.get("profiler_kernels") is not None:
+                names = [str(n) for n in reply["profiler_kernels"]][:200]
+                self._check_own_names(names, what + " (torch.profiler)")
+                launch_names.update(names)
+            corr["trials_passed"] += 1
+            prev_ref = ref_out
+            if kind == "timing":
+                timing_ref = ref_out
+        checks.append(f"gate: {trials_run} trials passed (atol={atol:g}, rtol={rtol:g})")
+        if self.trace_path:
+            launch_names |= self._check_cupti_gate()
+        self.result["kernels_launched"] = sorted(launch_names)
+        self.min_own = min_own
+        if req.time_candidate:
+            self.time_candidate(timing_ref, atol, rtol)
+        self.result["verdict"] = P.CORRECT
+        corr["reason"] = ""
+
+    def _load_outputs(self, path, ref_out):
+        limit = 4 * sum(o.numel() * o.element_size() for o in ref_out) + (16 << 20)
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            raise Rejection(P.REJECTED, "the candidate process wrote no output file")
+        if size > limit:
+            raise Rejection(P.REJECTED, f"output file of {size} bytes, far larger than the "
+                            "reference's outputs")
+        try:
+            got = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception as e:  # noqa: BLE001
+            raise Rejection(P.REJECTED, f"unreadable output file: {e}")
+        finally:
+            os.unlink(path)
+        if not isinstance(got, list) or not all(isinstance(t, torch.Tensor) for t in got):
+            raise Rejection(P.REJECTED, "the output file does not hold a list of tensors")
+        return [t.to(self.device) for t in got]
+
+    def _rule_checks(self, reply, what, ref_mutates, ref_aliases):
+        mutated = reply.get("mutated") or []
+        if mutated and not ref_mutates:
+            raise Rejection(P.REJECTED, f"{what}: forward mutated its input(s) "
+                            f"{list(mutated)[:8]} (the reference does not)")
+        aliased = reply.get("aliased")
+        if aliased == "input" and not ref_aliases:
+            raise Rejection(P.REJECTED, f"{what}: an output aliases an input's memory "
+                            "(the reference's does not)")
+        if aliased == "previous output":
+            raise Rejection(P.REJECTED, f"{what}: an output reuses the memory of the previous "
+                            "call's output (a persistent output buffer or a cached result)")
+
+    def _check_own_names(self, names, what):
+        if not names:
+            raise Rejection(P.REJECTED, f"{what}: forward launched no GPU kernel")
+        if not any(K.is_own(n, self.own_names) for n in names):
+            raise Rejection(P.REJECTED, f"{what}: only library kernels ran "
+                            f"({', '.join(names[:6])}): the hot path is not the candidate's "
+                            "own kernels")
+
+    def _check_cupti_gate(self):
+        trace = K.read_trace(self.trace_path)
+        if trace is None:
+            self.result["harness"]["warnings"].append("CUPTI trace file missing")
+            return set()
+        calls = K.analyze_gate(trace, self.own_names)
+        self.result["harness"]["cupti_gate_calls"] = len(calls)
+        names = set()
+        for i, call in enumerate(calls):
+            names.update(call["names"])
+            self._check_own_names(call["names"], f"gate call {i} (CUPTI)")
+        self.gate_own_min_cupti = min((c["own"] for c in calls), default=None)
+        self.result["harness"]["checks"].append(
+            f"CUPTI: {len(calls)} gate calls traced, own kernels in each")
+        return names
+
+    # -- candidate timing --------------------------------------------------------------
+    def time_candidate(self, timing_ref, atol, rtol):
+        req = self.req
+        h = self.result["harness"]
+        checks = h["checks"]
+        out_path = os.path.join(self.workdir, "out_timing.pt")
+        flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
+        t0 = time.monotonic()
+        reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
+                                    "warmup_iters": req.warmup_iters,
+                                    "warmup_ms": req.warmup_ms, "flush_bytes": flush,
+                                    "out": out_path}, phase="timing")
+        wall_phase_ms = (time.monotonic() - t0) * 1e3
+        times = reply.get("times_ms")
+        walls = reply.get("wall_ms")
+        if not isinstance(times, list) or len(times) != req.timing_reps or not all(
+                isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+            raise Rejection(P.REJECTED, f"timing: expected {req.timing_reps} positive finite "
+                            "times from the timing loop")
+        if not isinstance(walls, list) or len(walls) != len(times):
+            raise Rejection(P.REJECTED, "timing: malformed wall-clock times")
+        med = _median(times)
+        # 1. The output of the timed calls must be right.
+        got = self._load_outputs(out_path, timing_ref)
+        c = compare(timing_ref, got, atol, rtol)
+        if not c["ok"]:
+            raise Rejection(P.REJECTED, "the timed calls returned a wrong answer (behaves "
+                            "differently when timed): " + c["reason"])
+        checks.append("timing: output of the last timed call verified")
+        # 2. The candidate cannot claim more time than passed.
+        if sum(times) > wall_phase_ms * 1.05 + 5.0:
+            raise Rejection(P.REJECTED, f"timing: reported times sum to {sum(times):.3f} ms, "
+                            f"more than the {wall_phase_ms:.3f} ms of the whole phase")
+        # 3. Own kernels per call while timed, against the gate (Triton launch hook).
+        calls = int(reply.get("calls", 0) or 0)
+        if self.triton_hook and self.min_own and calls > 0:
+            per_call = float(reply.get("own_launches", 0) or 0) / calls
+            if per_call + 1e-9 < self.min_own:
+                raise Rejection(P.REJECTED, f"timing: {per_call:.2f} own Triton launches per "
+                                f"call while timed, {self.min_own} in every gate call "
+                                "(work skipped when timed: caching or a shortcut)")
+            checks.append(f"timing: {per_call:.2f} own Triton launches per call")
+        # 4. Work finishing outside the timed stream (child-reported wall vs events).
+        if self.device == "cuda":
+            noop_gap = float(reply.get("noop_wall_ms", 0.0)) - float(reply.get("noop_event_ms", 0.0))
+            wall_med = _median(walls)
+            excess = wall_med - med - max(0.0, noop_gap)
+            h["wall_median_ms"] = wall_med
+            if excess > SIDE_STREAM_MIN_MS and excess > SIDE_STREAM_FRACTION * wall_med:
+                raise Rejection(P.REJECTED, f"timing: host wall time per call {wall_med:.4f} ms "
+                                f"against event time {med:.4f} ms: work completes after the "
+                                "timed stream's end event (side stream not joined?)")
+        # 5. The supervisor's own clock: a back-to-back burst of calls.
+        rtt = min(self._ping_ms() for _ in range(3))
+        n = req.timing_reps
+        t1 = time.monotonic()
+        self.child.request({"cmd": "burst", "n": n}, phase="wall-clock burst")
+        burst_ms = (time.monotonic() - t1) * 1e3
+        per_call = max(0.0, burst_ms - rtt) / n
+        h["supervisor_burst_ms_per_call"] = per_call
+        if med < BURST_FACTOR * per_call - 0.005 and self.device != "cuda":
+            h["warnings"].append(f"timing: median {med:.4f} ms below {BURST_FACTOR} x the "
+                                 f"supervisor's {per_call:.4f} ms/call (CPU: not enforced)")
+        elif med < BURST_FACTOR * per_call - 0.005:
+            raise Rejection(P.REJECTED, f"timing: reported median {med:.4f} ms is below "
+                            f"{BURST_FACTOR} x the {per_call:.4f} ms per call the supervisor's "
+                            "clock measured over a back-to-back burst")
+        checks.append(f"timing: median {med:.4f} ms consistent with the supervisor's clock "
+                      f"({per_call:.4f} ms/call back-to-back)")
+        # 6. CUPTI: the kernels' own GPU time per call, and kernels per call.
+        if self.trace_path:
+            self._check_cupti_timing(med)
+        self.result["candidate"] = P.timing_stats(times)
+
+    def _ping_ms(self):
+        t = time.monotonic()
+        self.child.request({"cmd": "ping"}, timeout=30, phase="ping")
+        return (time.monotonic() - t) * 1e3
+
+    def _check_cupti_timing(self, med):
+        h = self.result["harness"]
+        trace = K.read_trace(self.trace_path)
+        if trace is None:
+            h["warnings"].append("CUPTI trace file missing after timing")
+            return
+        an = K.analyze_timing(trace, self.own_names, self.req.timing_reps)
+        if an is None or an["calls"] < self.req.timing_reps:
+            h["warnings"].append("CUPTI trace does not cover the timed calls; "
+                                 "cross-check skipped")
+            return
+        span_med = _median(an["span_ms"])
+        h["cupti_span"] = P.timing_stats(an["span_ms"])
+        h["cupti_busy"] = P.timing_stats(an["busy_ms"])
+        if med < CUPTI_FACTOR * span_med - CUPTI_SLACK_MS:
+            raise Rejection(P.REJECTED, f"timing: events report {med:.4f} ms per call but the "
+                            f"candidate's kernels span {span_med:.4f} ms on the GPU (CUPTI)")
+        gmin = getattr(self, "gate_own_min_cupti", None)
+        if gmin and min(an["own"]) < gmin:
+            raise Rejection(P.REJECTED, f"timing: a timed call launched {min(an['own'])} own "
+                            f"kernels, every gate call at least {gmin} (CUPTI)")
+        h["checks"].append(f"CUPTI: timed calls span {span_med:.4f} ms on the GPU, "
+                           f"events {med:.4f} ms")
+
+    # -- profile mode --------------------------------------------------------------------
+    def run_profile(self):
+        req = self.req
+        t_start = time.monotonic()
+        torch.set_grad_enabled(False)
+        res = {"ok": False, "verdict": "", "reason": "", "nvtx_range": NVTX_RANGE,
+               "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
+               "log": ""}
+        try:
+            self.load_reference()
+            res["gpu_name"] = self.result["gpu_name"]
+            self.start_child()
+            inputs = self.timing_inputs()
+            in_path = os.path.join(self.workdir, "in_profile.pt")
+            torch.save([_cpu(x) for x in inputs], in_path)
+            reply = self.child.request({"cmd": "profile", "inputs": in_path,
+                                        "iters": req.profile_iters, "range": NVTX_RANGE,
+                                        "warmup_iters": req.profile_warmup_iters},
+                                       phase="profile")
+            res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
+            res["ok"] = True
+        except ChildFailure as f:
+            res["verdict"], res["reason"] = f.verdict, f.reason
+        except Exception as e:  # noqa: BLE001
+            self.log.add("profile error:\n" + traceback.format_exc())
+            res["verdict"], res["reason"] = P.INFRA_ERROR, f"{type(e).__name__}: {e}"
+        r = self.finish(t_start)
+        res["log"] = r["log"]
+        return res

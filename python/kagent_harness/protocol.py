@@ -1,0 +1,201 @@
+"""The JSON protocol: request parsing with defaults and floors, verdicts, stats, the log.
+
+Pure Python (no torch): the supervisor, the child and the tests all use it.
+Field names follow proto/kagent/v1/common.proto (snake_case); verdict names are the
+proto's without the VERDICT_ prefix. docs/harness.md documents every field.
+"""
+
+import math
+import time
+
+CORRECT = "CORRECT"
+INCORRECT = "INCORRECT"
+COMPILE_ERROR = "COMPILE_ERROR"
+CRASH = "CRASH"
+TIMEOUT = "TIMEOUT"
+OOM = "OOM"
+REJECTED = "REJECTED"
+INFRA_ERROR = "INFRA_ERROR"
+VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, CRASH, TIMEOUT, OOM, REJECTED, INFRA_ERROR)
+
+MODES = ("measure", "signature", "profile", "gpuinfo")
+
+# Floors that apply on device "cuda" (a request asking for less gets the floor and a log
+# line). On device "cpu" timing is plumbing only and requests are honoured as given.
+GPU_MIN_TRIALS = 5
+GPU_MIN_REPS = 100
+GPU_MIN_WARMUP_ITERS = 25
+GPU_MIN_WARMUP_MS = 100.0
+
+LOG_LIMIT_BYTES = 16 * 1024
+
+
+class RequestError(ValueError):
+    """The request is malformed (answered as INFRA_ERROR with the message)."""
+
+
+def _get(req, name, kind, default):
+    value = req.get(name, default)
+    if value is None:
+        return default
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise RequestError(f"field {name!r} must be a boolean")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise RequestError(f"field {name!r} must be an integer")
+        return int(value)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RequestError(f"field {name!r} must be a finite number")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise RequestError(f"field {name!r} must be a string")
+        return value
+    return value
+
+
+class Request:
+    """A parsed request. Every field has a default; see docs/harness.md."""
+
+    def __init__(self, raw, mode=None, log=None):
+        if not isinstance(raw, dict):
+            raise RequestError("the request must be a JSON object")
+        self.raw = raw
+        self.mode = mode or _get(raw, "mode", str, "measure")
+        if self.mode not in MODES:
+            raise RequestError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
+        self.problem_source = _get(raw, "problem_source", str, None)
+        self.kernel_source = _get(raw, "kernel_source", str, None)
+        self.language = _get(raw, "language", str, "triton").lower()
+        if self.language not in ("triton", "cuda"):
+            raise RequestError("language must be 'triton' or 'cuda'")
+        self.seed = _get(raw, "seed", int, None)
+        self.device = _get(raw, "device", str, None)
+        if self.device is not None and self.device not in ("cuda", "cpu"):
+            raise RequestError("device must be 'cuda' or 'cpu'")
+        self.trials = _get(raw, "trials", int, 5)
+        self.wide_trials = _get(raw, "wide_trials", bool, True)
+        self.timing_reps = _get(raw, "timing_reps", int, 100)
+        self.warmup_iters = _get(raw, "warmup_iters", int, 25)
+        self.warmup_ms = _get(raw, "warmup_ms", float, 100.0)
+        self.atol = _get(raw, "atol", float, None)
+        self.rtol = _get(raw, "rtol", float, None)
+        self.timeout_s = _get(raw, "timeout_s", float, 600.0)
+        self.call_timeout_s = _get(raw, "call_timeout_s", float, 120.0)
+        self.memory_limit_mb = _get(raw, "memory_limit_mb", int, None)
+        self.get_inputs_source = _get(raw, "get_inputs_source", str, None)
+        self.shape_set = _get(raw, "shape_set", str, "")
+        self.time_candidate = _get(raw, "time_candidate", bool, True)
+        self.signature = _get(raw, "signature", bool, True)
+        self.flush_l2 = _get(raw, "flush_l2", bool, True)
+        self.network_isolation = _get(raw, "network_isolation", bool, True)
+        self.cuda_visible_devices = _get(raw, "cuda_visible_devices", str, None)
+        self.profile_iters = _get(raw, "profile_iters", int, 3)
+        self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)
+        self.measure_ceilings = _get(raw, "measure_ceilings", bool, False)
+        baselines = raw.get("baselines", False)
+        if baselines is True:
+            baselines = ["eager", "compiled"]
+        elif baselines in (False, None):
+            baselines = []
+        elif isinstance(baselines, list) and all(b in ("eager", "compiled") for b in baselines):
+            pass
+        else:
+            raise RequestError("baselines must be a boolean or a list of 'eager'/'compiled'")
+        self.baselines = list(baselines)
+        for name in ("trials", "timing_reps", "warmup_iters", "profile_iters"):
+            if getattr(self, name) < 1:
+                raise RequestError(f"field {name!r} must be >= 1")
+        if self.timeout_s <= 0 or self.call_timeout_s <= 0:
+            raise RequestError("timeouts must be > 0")
+        for name in ("atol", "rtol"):
+            v = getattr(self, name)
+            if v is not None and v < 0:
+                raise RequestError(f"field {name!r} must be >= 0")
+        if self.mode in ("measure", "signature", "profile") and not self.problem_source:
+            raise RequestError(f"mode {self.mode} needs problem_source")
+        if self.mode == "profile" and not self.kernel_source:
+            raise RequestError("mode profile needs kernel_source")
+        self._log = log
+
+    def apply_floors(self, device, log):
+        """Raise the gate and timing parameters to the GPU floors (device 'cuda' only)."""
+        if device != "cuda":
+            return
+        for name, floor in (("trials", GPU_MIN_TRIALS), ("timing_reps", GPU_MIN_REPS),
+                            ("warmup_iters", GPU_MIN_WARMUP_ITERS),
+                            ("warmup_ms", GPU_MIN_WARMUP_MS)):
+            if getattr(self, name) < floor:
+                log.add(f"request {name}={getattr(self, name)} raised to the floor {floor}")
+                setattr(self, name, floor)
+
+
+def default_tolerance(dtype_name):
+    """(atol, rtol) defaults per output dtype name (torch dtype names without 'torch.')."""
+    if dtype_name in ("float16", "bfloat16"):
+        return 1e-2, 1e-2
+    if dtype_name in ("float32", "complex64"):
+        return 1e-4, 1e-4
+    if dtype_name in ("float64", "complex128"):
+        return 1e-7, 1e-7
+    if dtype_name.startswith("float8"):
+        return 1.25e-1, 1.25e-1
+    return 0.0, 0.0  # integers and bool: exact
+
+
+def percentile(sorted_values, q):
+    """Linear-interpolated percentile (q in [0, 1]) of an ascending list, numpy's default."""
+    n = len(sorted_values)
+    if n == 0:
+        return 0.0
+    pos = (n - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_values[lo] * (1.0 - frac) + sorted_values[hi] * frac
+
+
+def timing_stats(times_ms):
+    """TimingStats (proto) from a list of per-repetition times in milliseconds."""
+    values = sorted(float(t) for t in times_ms)
+    n = len(values)
+    if n == 0:
+        return {"median_ms": 0.0, "mean_ms": 0.0, "p10_ms": 0.0, "p90_ms": 0.0,
+                "min_ms": 0.0, "max_ms": 0.0, "count": 0}
+    return {
+        "median_ms": percentile(values, 0.5),
+        "mean_ms": sum(values) / n,
+        "p10_ms": percentile(values, 0.1),
+        "p90_ms": percentile(values, 0.9),
+        "min_ms": values[0],
+        "max_ms": values[-1],
+        "count": n,
+    }
+
+
+class Log:
+    """Timestamped log lines; the result carries a bounded tail of them."""
+
+    def __init__(self):
+        self.lines = []
+        self.t0 = time.monotonic()
+
+    def add(self, msg):
+        self.lines.append(f"[{time.monotonic() - self.t0:8.3f}s] {msg}")
+
+    def tail(self, extra="", limit=LOG_LIMIT_BYTES):
+        text = "\n".join(self.lines)
+        if extra:
+            text += "\n--- candidate process stderr (tail) ---\n" + extra
+        data = text.encode("utf-8", "replace")
+        if len(data) > limit:
+            data = b"...(truncated)...\n" + data[-limit:]
+        return data.decode("utf-8", "replace")
+
+
+def empty_correctness(atol=0.0, rtol=0.0):
+    return {"trials": 0, "trials_passed": 0, "max_abs_error": 0.0, "max_rel_error": 0.0,
+            "worst_index": "", "atol": atol, "rtol": rtol, "reason": ""}

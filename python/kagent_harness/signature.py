@@ -1,0 +1,129 @@
+"""The reference's op signature (proto OpSignature): aten ops with shapes, strides and
+dtypes, recorded with a TorchDispatchMode around one forward; FLOPs and minimum bytes.
+
+FLOPs: exact for the matmul family (mm, addmm, bmm, baddbmm, mv, addmv, dot, matmul-like
+_scaled_mm) and convolutions (2 * MACs); every other compute op counts one FLOP per
+output element; views, copies and allocations count zero.
+min_bytes: every tensor the forward reads (its inputs, the module's parameters and
+buffers) read once, plus every output written once.
+"""
+
+import math
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kagent_harness.compare import dtype_name
+from kagent_harness.loader import flatten_outputs
+
+_ZERO_COST = {
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
+    "detach", "alias", "squeeze", "unsqueeze", "slice", "select", "split", "split_with_sizes",
+    "chunk", "unbind", "narrow", "flatten", "unflatten", "view_as_real", "view_as_complex",
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "clone", "copy_",
+    "_to_copy", "to", "contiguous", "lift_fresh", "scalar_tensor", "_local_scalar_dense",
+    "resize_", "set_", "fill_", "zero_", "arange", "cat", "stack", "index_select", "gather",
+    "repeat", "expand_as", "_reshape_alias", "unfold", "lift_fresh_copy", "copy",
+}
+
+
+def _info(t):
+    return {"shape": list(t.shape), "strides": list(t.stride()), "dtype": dtype_name(t.dtype)}
+
+
+def _tensors(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        out = []
+        for v in x:
+            out.extend(_tensors(v))
+        return out
+    return []
+
+
+def _prod(xs):
+    return math.prod(int(v) for v in xs)
+
+
+def op_flops(name, args, outs):
+    """FLOPs of one aten op given its args and outputs (tensors or infos)."""
+    base = name.split(".")[0]
+    if base.startswith("aten::"):
+        base = base[6:]
+    try:
+        if base in ("mm", "_scaled_mm"):
+            a, b = args[0], args[1]
+            return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+        if base == "addmm":
+            a, b = args[1], args[2]
+            return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+        if base == "bmm":
+            a, b = args[0], args[1]
+            return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        if base == "baddbmm":
+            a, b = args[1], args[2]
+            return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        if base == "mv":
+            a = args[0]
+            return 2.0 * a.shape[0] * a.shape[1]
+        if base == "addmv":
+            a = args[1]
+            return 2.0 * a.shape[0] * a.shape[1]
+        if base in ("dot", "vdot"):
+            return 2.0 * args[0].shape[0]
+        if base in ("convolution", "_convolution", "conv2d", "conv1d", "conv3d",
+                    "cudnn_convolution", "mkldnn_convolution"):
+            x, w = args[0], args[1]
+            transposed = bool(args[6]) if len(args) > 6 and isinstance(args[6], bool) else False
+            if transposed:
+                return 2.0 * _prod(x.shape) * w.shape[1] * _prod(w.shape[2:])
+            return 2.0 * _prod(outs[0].shape) * w.shape[1] * _prod(w.shape[2:])
+    except (AttributeError, IndexError, TypeError):
+        return 0.0
+    if base.rstrip("_") in _ZERO_COST or base in _ZERO_COST:
+        return 0.0
+    return float(sum(_prod(o.shape) for o in outs))
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+        self.flops = 0.0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = "aten::" + str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") \
+            else str(func)
+        ins = _tensors(list(args)) + _tensors(list(kwargs.values()))
+        outs = _tensors(out)
+        self.ops.append({"op": name, "inputs": [_info(t) for t in ins],
+                         "outputs": [_info(t) for t in outs]})
+        self.flops += op_flops(name, list(args), outs)
+        return out
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def record(model, inputs):
+    """Runs model(*inputs) once under the recorder; returns an OpSignature dict."""
+    rec = _Recorder()
+    with torch.no_grad():
+        with rec:
+            out = model(*inputs)
+    outs = flatten_outputs(out)
+    read = sum(_nbytes(t) for t in _tensors(list(inputs)))
+    if isinstance(model, torch.nn.Module):
+        seen = set()
+        for t in list(model.parameters()) + list(model.buffers()):
+            if id(t) not in seen:
+                seen.add(id(t))
+                read += _nbytes(t)
+    written = sum(_nbytes(t) for t in outs)
+    return {"ops": rec.ops, "flops": float(rec.flops), "min_bytes": float(read + written),
+            "op_class": ""}
