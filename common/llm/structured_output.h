@@ -1,0 +1,68 @@
+// Structured (JSON) output from LLM replies.
+//
+// Models asked for JSON often wrap it in ```json fences, add prose around it, leave
+// trailing commas or // comments, put raw newlines inside strings, or stop mid-object at
+// the token limit. ExtractJsonObject tolerates all of these; ChatForJson asks again, with
+// a follow-up message saying what was wrong, when a reply still cannot be used.
+//
+// Truncated replies are cut back to the last complete member and closed; a partial
+// string or number is never kept, so a truncated reply either lacks keys (and is asked
+// again) or holds only values the model finished.
+#ifndef KAGENT_COMMON_LLM_STRUCTURED_OUTPUT_H_
+#define KAGENT_COMMON_LLM_STRUCTURED_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/llm/llm_client.h"
+#include "nlohmann/json.hpp"
+
+namespace kagent::llm {
+
+struct JsonExtraction {
+  nlohmann::json value;  // always an object
+  // Comments, trailing commas or raw control characters in strings were fixed up.
+  bool repaired = false;
+  // The object was unterminated and was cut back to its last complete member.
+  bool truncated = false;
+};
+
+// Finds the first JSON object in `text` (fenced blocks first, then the raw text).
+// INVALID_ARGUMENT with the reason when there is none that can be parsed.
+absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text);
+
+// INVALID_ARGUMENT naming every key of `required` missing from the object `value`.
+absl::Status ValidateRequiredKeys(const nlohmann::json& value,
+                                  const std::vector<std::string>& required);
+
+struct StructuredChatOptions {
+  std::vector<std::string> required_keys;
+  // Replies requested in all (the first included). Must be >= 1.
+  int max_attempts = 3;
+};
+
+struct StructuredChatResult {
+  nlohmann::json value;
+  // The reply the value came from.
+  ChatResponse response;
+  // Replies requested (1 when the first was usable).
+  int attempts = 0;
+  // Usage summed over every reply requested.
+  Usage usage;
+  bool repaired = false;
+  bool truncated = false;
+};
+
+// Sends `request`, extracts a JSON object with the required keys from the reply; when
+// that fails, appends the reply and a user message explaining what was wrong and asks
+// again, up to options.max_attempts replies. Errors from the client are returned as they
+// are (no re-ask). INTERNAL when no reply was usable, with the last reason.
+// `client` must outlive the call; thread-safety is the client's.
+absl::StatusOr<StructuredChatResult> ChatForJson(LlmClient& client, const ChatRequest& request,
+                                                 const StructuredChatOptions& options);
+
+}  // namespace kagent::llm
+
+#endif  // KAGENT_COMMON_LLM_STRUCTURED_OUTPUT_H_
