@@ -1,0 +1,129 @@
+#include "services/coordinator/coordinator_setup.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "common/storage/sqlite_storage.h"
+#include "kagent/v1/job_service.grpc.pb.h"
+#include "services/coordinator/job_service.h"
+
+namespace kagent {
+
+void CoordinatorOptions::Register(OptionSet& o) {
+  o.AddString("db", &db, "SQLite database file (created if missing)");
+  o.AddString("workers", &workers,
+              "static GPU workers, comma-separated id=host:port (workers may also register)");
+  o.AddString("judge", &judge, "JudgeService address");
+  o.AddString("analyzer", &analyzer, "AnalyzerService address");
+  o.AddString("orchestrator", &orchestrator, "OrchestratorService address");
+  o.AddString("optimization-manager", &optimization_manager, "OptimizationManagerService address");
+  o.AddString("tls-ca", &tls_ca, "CA (PEM) for TLS to the other services; empty: plaintext");
+  o.AddDouble("no-worker-timeout-seconds", &no_worker_timeout_seconds,
+              "a GPU task with no live worker for this long fails its job");
+  o.AddDouble("measure-timeout-seconds", &measure_timeout_seconds, "deadline of one measurement");
+  o.AddDouble("call-timeout-seconds", &call_timeout_seconds, "deadline of judge/analyzer/orchestrator calls");
+  o.AddDouble("generate-timeout-seconds", &generate_timeout_seconds, "deadline of a Generate call");
+  o.AddInt("max-concurrent-jobs", &max_concurrent_jobs, "jobs running at once; the rest queue");
+  o.AddInt("max-active-jobs-per-tenant", &max_active_jobs_per_tenant,
+           "unfinished jobs a tenant may have; SubmitJob beyond it is RESOURCE_EXHAUSTED");
+  o.AddInt("default-rounds", &default_rounds, "rounds when a job sets no budget");
+  o.AddInt("default-beam", &default_beam, "beam width K when a job sets none");
+  o.AddInt("default-fixes", &default_fixes, "fixes per kernel M when a job sets none");
+  o.AddInt("correctness-trials", &correctness_trials, "seeded correctness trials per measurement");
+  o.AddInt("timing-reps", &timing_reps, "timed repetitions per measurement");
+  o.AddString("brains", &brains, "accepted JobConfig.brain values, comma-separated");
+  o.AddValidator([this] { return Validate(); });
+}
+
+absl::Status CoordinatorOptions::Validate() const {
+  if (db.empty()) return absl::InvalidArgumentError("--db must name a file");
+  if (no_worker_timeout_seconds <= 0 || measure_timeout_seconds <= 0 || call_timeout_seconds <= 0 ||
+      generate_timeout_seconds <= 0) {
+    return absl::InvalidArgumentError("timeouts must be positive");
+  }
+  if (max_concurrent_jobs < 1 || max_concurrent_jobs > 1024) {
+    return absl::InvalidArgumentError("--max-concurrent-jobs must be in [1, 1024]");
+  }
+  if (default_rounds < 1 || default_rounds > 1000 || default_beam < 1 || default_beam > 16 ||
+      default_fixes < 1 || default_fixes > 16) {
+    return absl::InvalidArgumentError(
+        "--default-rounds in [1,1000], --default-beam and --default-fixes in [1,16]");
+  }
+  if (correctness_trials < 5 || correctness_trials > 100 || timing_reps < 100 || timing_reps > 100000) {
+    return absl::InvalidArgumentError(
+        "--correctness-trials must be in [5,100] and --timing-reps in [100,100000]");
+  }
+  if (!workers.empty()) {
+    for (absl::string_view w : absl::StrSplit(workers, ',', absl::SkipEmpty())) {
+      std::vector<std::string> kv = absl::StrSplit(w, absl::MaxSplits('=', 1));
+      if (kv.size() != 2 || kv[0].empty() || kv[1].find(':') == std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--workers entry '", w, "' must be id=host:port"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
+                              const std::string& self_address, Scheduler** scheduler_out) {
+  std::filesystem::path dbp(o.db);
+  if (dbp.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dbp.parent_path(), ec);
+  }
+  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStorage> storage, SqliteStorage::Open({.path = o.db}));
+  Storage* store = ctx.Keep(std::move(storage));
+  KLOG(INFO) << "storage: SQLite " << o.db;
+
+  ChannelOptions channel;
+  channel.tls_ca = o.tls_ca;
+  channel.max_message_bytes = ctx.server_options->max_message_bytes;
+  auto* factory = ctx.Keep(std::make_unique<GrpcGpuWorkerFactory>(channel, ctx.server_options->internal_token));
+  SchedulerOptions so;
+  so.no_worker_timeout = absl::Seconds(o.no_worker_timeout_seconds);
+  so.measure_timeout = absl::Seconds(o.measure_timeout_seconds);
+  auto* scheduler = ctx.Keep(std::make_unique<Scheduler>(so, store, factory, &ctx.metrics->registry()));
+  if (!o.workers.empty()) {
+    for (absl::string_view w : absl::StrSplit(o.workers, ',', absl::SkipEmpty())) {
+      std::vector<std::string> kv = absl::StrSplit(w, absl::MaxSplits('=', 1));
+      KAGENT_RETURN_IF_ERROR(scheduler->RegisterWorker(kv[0], kv[1], {}, /*is_static=*/true));
+    }
+  }
+  if (scheduler_out != nullptr) *scheduler_out = scheduler;
+
+  LoopServiceAddresses addr{o.judge, o.analyzer, o.orchestrator, o.optimization_manager};
+  if (!self_address.empty()) addr = {self_address, self_address, self_address, self_address};
+  KAGENT_ASSIGN_OR_RETURN(
+      std::unique_ptr<GrpcLoopServices> loop,
+      GrpcLoopServices::Create(addr, channel, ctx.server_options->internal_token,
+                               absl::Seconds(o.call_timeout_seconds),
+                               absl::Seconds(o.generate_timeout_seconds)));
+  LoopServices* services = ctx.Keep(std::move(loop));
+
+  JobDefaults d;
+  d.beam_width = o.default_beam;
+  d.fixes_per_kernel = o.default_fixes;
+  d.max_rounds = o.default_rounds;
+  d.max_concurrent_jobs = o.max_concurrent_jobs;
+  d.correctness_trials = o.correctness_trials;
+  d.timing_reps = o.timing_reps;
+  JobManager* jobs = ctx.Keep(std::make_unique<JobManager>(d, store, scheduler, services,
+                                                           &ctx.metrics->registry()));
+  JobServiceLimits limits;
+  limits.max_active_jobs_per_tenant = o.max_active_jobs_per_tenant;
+  limits.brains.clear();
+  for (absl::string_view b : absl::StrSplit(o.brains, ',', absl::SkipEmpty())) {
+    limits.brains.insert(std::string(b));
+  }
+  auto* svc = ctx.Keep(std::make_unique<JobServiceImpl>(limits, store, jobs, scheduler, ctx.auth));
+  ctx.host->AddService(svc, v1::JobService::service_full_name());
+  ctx.OnStarted([jobs] { return jobs->ResumeUnfinished(); });
+  ctx.OnStop([jobs] { jobs->Shutdown(); });
+  return absl::OkStatus();
+}
+
+}  // namespace kagent

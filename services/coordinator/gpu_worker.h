@@ -1,0 +1,73 @@
+// The coordinator's view of a GPU worker: one process pinned to one GPU that serves
+// BenchmarkService and ProfilerService. GpuWorker is the seam between the scheduler and
+// the network: the real implementation calls the worker over gRPC; unit tests use fakes.
+#ifndef KAGENT_SERVICES_COORDINATOR_GPU_WORKER_H_
+#define KAGENT_SERVICES_COORDINATOR_GPU_WORKER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/client.h"
+#include "kagent/v1/benchmark_service.grpc.pb.h"
+#include "kagent/v1/profiler_service.grpc.pb.h"
+
+namespace kagent {
+
+// Lets a job cancel its in-flight outbound calls. Thread-safe.
+class CancelToken {
+ public:
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+  // Registers a context to be TryCancel()ed on Cancel(); returns false (and does not
+  // register) when already cancelled. Unregister before the context is destroyed.
+  bool Register(grpc::ClientContext* context);
+  void Unregister(grpc::ClientContext* context);
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  absl::Mutex mu_;
+  std::vector<grpc::ClientContext*> contexts_ ABSL_GUARDED_BY(mu_);
+};
+
+class GpuWorker {
+ public:
+  virtual ~GpuWorker() = default;
+  // A transport failure (the worker is gone or unreachable) is UNAVAILABLE or
+  // DEADLINE_EXCEEDED; a candidate's own failure is an OK status with its verdict.
+  virtual absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& request,
+                                                      absl::Duration timeout,
+                                                      CancelToken* cancel) = 0;
+  virtual absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& request,
+                                                      absl::Duration timeout,
+                                                      CancelToken* cancel) = 0;
+  virtual absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration timeout) = 0;
+};
+
+// Makes a GpuWorker for an address. The scheduler owns what it returns.
+class GpuWorkerFactory {
+ public:
+  virtual ~GpuWorkerFactory() = default;
+  virtual absl::StatusOr<std::unique_ptr<GpuWorker>> Connect(const std::string& address) = 0;
+};
+
+// The real factory: gRPC channels with the cluster's internal token.
+class GrpcGpuWorkerFactory : public GpuWorkerFactory {
+ public:
+  GrpcGpuWorkerFactory(ChannelOptions channel_options, std::string internal_token)
+      : channel_options_(std::move(channel_options)), token_(std::move(internal_token)) {}
+  absl::StatusOr<std::unique_ptr<GpuWorker>> Connect(const std::string& address) override;
+
+ private:
+  ChannelOptions channel_options_;
+  std::string token_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_COORDINATOR_GPU_WORKER_H_

@@ -1,0 +1,976 @@
+#include "services/coordinator/job_manager.h"
+
+#include <algorithm>
+#include <future>
+#include <set>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace kagent {
+
+using google::protobuf::util::TimeUtil;
+
+namespace {
+
+constexpr char kStateKey[] = "state";
+
+bool IsTerminal(v1::JobState s) {
+  return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round); }
+
+// Thrown-free control flow: a run step either succeeds or gives the status that ends
+// the job; kStopQuietly marks a shutdown, where the job is left for the next start.
+struct Stop {
+  enum Kind { kNone, kFailed, kCancelled, kShutdown } kind = kNone;
+  std::string reason;
+};
+
+}  // namespace
+
+std::string NormalizeSource(const std::string& source) {
+  std::istringstream in(source);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    // Drop comments (a '#' outside quotes; good enough for generated kernels).
+    bool in_s = false, in_d = false;
+    size_t cut = line.size();
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c == '\'' && !in_d) in_s = !in_s;
+      else if (c == '"' && !in_s) in_d = !in_d;
+      else if (c == '#' && !in_s && !in_d) {
+        cut = i;
+        break;
+      }
+    }
+    line.resize(cut);
+    std::string collapsed;
+    bool space = false;
+    for (char c : line) {
+      if (c == ' ' || c == '\t' || c == '\r') {
+        space = !collapsed.empty();
+      } else {
+        if (space) collapsed += ' ';
+        space = false;
+        collapsed += c;
+      }
+    }
+    if (!collapsed.empty()) out += collapsed + "\n";
+  }
+  return out;
+}
+
+// One job's run: the state machine above, executed on the job's thread.
+class JobRun {
+ public:
+  JobRun(JobManager* m, std::string job_id, CancelToken* cancel)
+      : m_(m), job_id_(std::move(job_id)), cancel_(cancel) {}
+
+  void Run();
+
+ private:
+  bool Stopping() const;
+  Stop StopFromStatus(const absl::Status& s) const;
+  absl::Status Persist(const std::function<void(v1::Job&)>& f);
+  absl::Status SetState(v1::JobState state, const std::string& message);
+  void EmitLog(const std::string& message);
+
+  Stop Baseline();
+  // Runs round `round`; sets *stop_reason when the job should stop after it.
+  Stop Round(int round, std::string* stop_reason);
+  Stop Finish(const std::string& stop_reason);
+
+  absl::StatusOr<v1::Measurement> Measure(const std::string& task_id, const v1::KernelSource& k,
+                                          bool baselines, const std::string& shape_set,
+                                          const v1::KernelSource* reference);
+  absl::Status EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx);
+  absl::Status SaveCandidate(const v1::Candidate& c);
+  void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
+  absl::Status SaveCheckpoint();
+  void AddGpuSeconds(double s);
+
+  JobManager* m_;
+  std::string job_id_;
+  CancelToken* cancel_;
+  v1::Job job_;
+  v1::JobConfig cfg_;
+  v1::JobCheckpoint ckpt_;
+  v1::GpuSpec gpu_;
+  v1::OpSignature signature_;
+  double gpu_seconds_pending_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// JobManager
+// ---------------------------------------------------------------------------
+
+JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* scheduler,
+                       LoopServices* services, prometheus::Registry* registry)
+    : defaults_(defaults), storage_(storage), scheduler_(scheduler), services_(services) {
+  if (registry != nullptr) {
+    jobs_submitted_ = &prometheus::BuildCounter()
+                           .Name("kagent_jobs_submitted_total")
+                           .Help("Jobs accepted by SubmitJob.")
+                           .Register(*registry);
+    jobs_finished_ = &prometheus::BuildCounter()
+                          .Name("kagent_jobs_finished_total")
+                          .Help("Jobs that reached a final state, by state.")
+                          .Register(*registry);
+    jobs_running_ = &prometheus::BuildGauge()
+                         .Name("kagent_jobs")
+                         .Help("Jobs known to this coordinator process, by state.")
+                         .Register(*registry);
+    rounds_ = &prometheus::BuildCounter()
+                   .Name("kagent_rounds_total")
+                   .Help("Optimization rounds completed.")
+                   .Register(*registry);
+    candidates_ = &prometheus::BuildCounter()
+                       .Name("kagent_candidates_total")
+                       .Help("Candidates measured, by verdict.")
+                       .Register(*registry);
+    best_speedup_ = &prometheus::BuildGauge()
+                         .Name("kagent_job_best_speedup")
+                         .Help("Best speedup over the starting kernel of running jobs.")
+                         .Register(*registry);
+    gpu_seconds_ = &prometheus::BuildCounter()
+                        .Name("kagent_job_gpu_seconds_total")
+                        .Help("GPU-seconds spent on jobs' measurements and profiles.")
+                        .Register(*registry);
+    jobs_running_->Add({{"state", "running"}}).Set(0);
+    jobs_running_->Add({{"state", "queued"}}).Set(0);
+  }
+}
+
+JobManager::~JobManager() { Shutdown(); }
+
+v1::JobConfig JobManager::EffectiveConfig(const v1::JobConfig& in) const {
+  v1::JobConfig c = in;
+  if (!c.has_beam_width()) c.set_beam_width(defaults_.beam_width);
+  if (!c.has_fixes_per_kernel()) c.set_fixes_per_kernel(defaults_.fixes_per_kernel);
+  if (c.strategy() == v1::SEARCH_STRATEGY_UNSPECIFIED) c.set_strategy(v1::SEARCH_STRATEGY_BEAM);
+  if (c.strategy() == v1::SEARCH_STRATEGY_GREEDY) c.set_beam_width(1);
+  if (!c.has_plateau_rounds()) c.set_plateau_rounds(defaults_.plateau_rounds);
+  if (!c.has_target_efficiency_pct()) c.set_target_efficiency_pct(defaults_.target_efficiency_pct);
+  if (c.brain().empty()) c.set_brain("heuristic");
+  v1::Budget* b = c.mutable_budget();
+  if (!b->has_max_rounds()) b->set_max_rounds(defaults_.max_rounds);
+  if (!b->has_max_wall_seconds()) b->set_max_wall_seconds(defaults_.max_wall_seconds);
+  return c;
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(v1::Job job, const std::string& idempotency_key) {
+  *job.mutable_config() = EffectiveConfig(job.config());
+  job.set_state(v1::JOB_STATE_QUEUED);
+  auto now = TimeUtil::GetCurrentTime();
+  *job.mutable_created_at() = now;
+  *job.mutable_updated_at() = now;
+  KAGENT_ASSIGN_OR_RETURN(CreateJobResult created, storage_->CreateJob(job, idempotency_key));
+  if (!created.created) return created.stored.job;
+  if (jobs_submitted_ != nullptr) jobs_submitted_->Add({}).Increment();
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_STATE_CHANGED);
+  e.set_state(v1::JOB_STATE_QUEUED);
+  e.set_message("job queued");
+  e.set_total_rounds(job.config().budget().max_rounds());
+  KAGENT_RETURN_IF_ERROR(Emit(job.id(), e).status());
+  absl::MutexLock lock(&mu_);
+  if (!shutting_down_) {
+    waiting_.push_back(job.id());
+    MaybeStartQueued();
+  }
+  return created.stored.job;
+}
+
+absl::StatusOr<v1::Job> JobManager::MutateJob(
+    const std::string& job_id, const std::function<absl::Status(v1::Job&)>& mutate) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    KAGENT_ASSIGN_OR_RETURN(StoredJob stored, storage_->GetJob(job_id));
+    v1::Job job = stored.job;
+    KAGENT_RETURN_IF_ERROR(mutate(job));
+    *job.mutable_updated_at() = TimeUtil::GetCurrentTime();
+    absl::StatusOr<int64_t> rev = storage_->UpdateJob(job, stored.revision);
+    if (rev.ok()) return job;
+    if (rev.status().code() != absl::StatusCode::kAborted) return rev.status();
+  }
+  return absl::AbortedError(absl::StrCat("job ", job_id, " is being updated concurrently"));
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::string& reason) {
+  bool changed = false;
+  KAGENT_ASSIGN_OR_RETURN(v1::Job job, MutateJob(job_id, [&](v1::Job& j) {
+    if (j.state() == v1::JOB_STATE_CANCELLED) return absl::OkStatus();
+    if (IsTerminal(j.state())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " already finished (", v1::JobState_Name(j.state()), ")"));
+    }
+    j.set_state(v1::JOB_STATE_CANCELLED);
+    j.mutable_result()->set_stop_reason(reason.empty() ? "cancelled" : "cancelled: " + reason);
+    changed = true;
+    return absl::OkStatus();
+  }));
+  if (changed) {
+    v1::JobEvent e;
+    e.set_type(v1::JOB_EVENT_JOB_FINISHED);
+    e.set_state(v1::JOB_STATE_CANCELLED);
+    e.set_message(job.result().stop_reason());
+    (void)Emit(job_id, e);
+    if (jobs_finished_ != nullptr) jobs_finished_->Add({{"state", "CANCELLED"}}).Increment();
+    absl::MutexLock lock(&mu_);
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), job_id), waiting_.end());
+    auto it = running_.find(job_id);
+    if (it != running_.end()) it->second.cancel->Cancel();
+  }
+  return job;
+}
+
+absl::Status JobManager::ResumeUnfinished() {
+  KAGENT_ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, storage_->ListUnfinishedJobs());
+  absl::MutexLock lock(&mu_);
+  for (const StoredJob& s : jobs) {
+    KLOG(INFO).With("job_id", s.job.id())
+        << "resuming job in state " << v1::JobState_Name(s.job.state());
+    waiting_.push_back(s.job.id());
+  }
+  MaybeStartQueued();
+  return absl::OkStatus();
+}
+
+void JobManager::MaybeStartQueued() {
+  // Reap finished threads.
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (it->second.finished) {
+      if (it->second.thread.joinable()) it->second.thread.detach();
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  while (!shutting_down_ && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < defaults_.max_concurrent_jobs) {
+    std::string id = waiting_.front();
+    waiting_.erase(waiting_.begin());
+    StartLocked(id);
+  }
+  if (jobs_running_ != nullptr) {
+    jobs_running_->Add({{"state", "running"}}).Set(static_cast<double>(running_.size()));
+    jobs_running_->Add({{"state", "queued"}}).Set(static_cast<double>(waiting_.size()));
+  }
+}
+
+void JobManager::StartLocked(const std::string& job_id) {
+  if (running_.count(job_id)) return;
+  Running& r = running_[job_id];
+  r.cancel = std::make_unique<CancelToken>();
+  CancelToken* token = r.cancel.get();
+  r.thread = std::thread([this, job_id, token] {
+    RunJob(job_id, token);
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(job_id);
+    if (it != running_.end()) it->second.finished = true;
+    MaybeStartQueued();
+  });
+}
+
+void JobManager::RunJob(const std::string& job_id, CancelToken* cancel) {
+  LogScope scope({.job_id = job_id});
+  JobRun run(this, job_id, cancel);
+  run.Run();
+}
+
+absl::StatusOr<int64_t> JobManager::Emit(const std::string& job_id, v1::JobEvent event) {
+  event.set_job_id(job_id);
+  event.set_sequence(0);
+  *event.mutable_time() = TimeUtil::GetCurrentTime();
+  KAGENT_ASSIGN_OR_RETURN(int64_t seq, storage_->AppendEvent(job_id, event));
+  absl::MutexLock lock(&events_mu_);
+  int64_t& last = last_sequence_[job_id];
+  last = std::max(last, seq);
+  return seq;
+}
+
+void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout) {
+  absl::MutexLock lock(&events_mu_);
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+    auto it = last_sequence_.find(job_id);
+    return it != last_sequence_.end() && it->second > after;
+  };
+  absl::Time deadline = absl::Now() + timeout;
+  while (!ready() && absl::Now() < deadline) {
+    events_mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  }
+}
+
+void JobManager::Shutdown() {
+  std::map<std::string, Running> running;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_ && running_.empty()) return;
+    shutting_down_ = true;
+    for (auto& [id, r] : running_) r.cancel->Cancel();
+  }
+  // Join outside the lock: job threads take mu_ when they end.
+  while (true) {
+    std::thread t;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = std::find_if(running_.begin(), running_.end(),
+                             [](auto& kv) { return kv.second.thread.joinable(); });
+      if (it == running_.end()) break;
+      t = std::move(it->second.thread);
+    }
+    t.join();
+  }
+  absl::MutexLock lock(&mu_);
+  running_.clear();
+}
+
+int JobManager::running_jobs() const {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [id, r] : running_) n += r.finished ? 0 : 1;
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// JobRun
+// ---------------------------------------------------------------------------
+
+bool JobRun::Stopping() const {
+  absl::MutexLock lock(&m_->mu_);
+  return m_->shutting_down_ || cancel_->cancelled();
+}
+
+Stop JobRun::StopFromStatus(const absl::Status& s) const {
+  {
+    absl::MutexLock lock(&m_->mu_);
+    if (m_->shutting_down_) return {Stop::kShutdown, "coordinator shutting down"};
+  }
+  if (cancel_->cancelled()) return {Stop::kCancelled, "cancelled"};
+  return {Stop::kFailed, std::string(s.message())};
+}
+
+absl::Status JobRun::Persist(const std::function<void(v1::Job&)>& f) {
+  double gpu = gpu_seconds_pending_;
+  absl::StatusOr<v1::Job> j = m_->MutateJob(job_id_, [&](v1::Job& job) {
+    if (IsTerminal(job.state())) {
+      return absl::AbortedError(absl::StrCat("job is ", v1::JobState_Name(job.state())));
+    }
+    job.set_gpu_seconds_used(job.gpu_seconds_used() + gpu);
+    f(job);
+    return absl::OkStatus();
+  });
+  if (!j.ok()) return j.status();
+  gpu_seconds_pending_ = 0;
+  job_ = *std::move(j);
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::SetState(v1::JobState state, const std::string& message) {
+  KAGENT_RETURN_IF_ERROR(Persist([&](v1::Job& j) { j.set_state(state); }));
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_STATE_CHANGED);
+  e.set_state(state);
+  e.set_message(message);
+  e.set_round(job_.current_round());
+  e.set_total_rounds(cfg_.budget().max_rounds());
+  return m_->Emit(job_id_, e).status();
+}
+
+void JobRun::EmitLog(const std::string& message) {
+  KLOG(INFO) << message;
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_LOG);
+  e.set_state(job_.state());
+  e.set_round(job_.current_round());
+  e.set_message(message);
+  (void)m_->Emit(job_id_, e);
+}
+
+void JobRun::AddGpuSeconds(double s) {
+  gpu_seconds_pending_ += s;
+  if (m_->gpu_seconds_ != nullptr) m_->gpu_seconds_->Add({}).Increment(s);
+}
+
+void JobRun::StoreArtifact(const std::string& name, const std::string& kind,
+                           const std::string& body) {
+  v1::Artifact a;
+  a.set_name(name);
+  a.set_kind(kind);
+  a.set_content_type(kind == "kernel" ? "text/x-python" : "application/json");
+  a.set_content(body);
+  absl::Status s = m_->storage_->PutArtifact(job_id_, a);
+  if (!s.ok()) KLOG(WARNING) << "artifact " << name << " not stored: " << s;
+}
+
+absl::Status JobRun::SaveCandidate(const v1::Candidate& c) {
+  KAGENT_RETURN_IF_ERROR(m_->storage_->PutCandidate(c));
+  std::string dir = absl::StrCat("round-", c.round(), "/", c.id(), "/");
+  if (!c.kernel().source().empty()) StoreArtifact(dir + "kernel.py", "kernel", c.kernel().source());
+  if (c.has_measurement()) StoreArtifact(dir + "measurement.json", "measurement", ToJson(c.measurement()));
+  if (c.has_metrics()) {
+    v1::HardwareMetrics m = c.metrics();
+    m.clear_raw_csv();
+    StoreArtifact(dir + "metrics.json", "metrics", ToJson(m));
+  }
+  if (c.has_report()) StoreArtifact(dir + "report.json", "report", ToJson(c.report()));
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::SaveCheckpoint() {
+  return m_->storage_->PutCheckpoint(job_id_, kStateKey, ckpt_.SerializeAsString());
+}
+
+absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
+                                                const v1::KernelSource& k, bool baselines,
+                                                const std::string& shape_set,
+                                                const v1::KernelSource* reference) {
+  GpuTask t;
+  t.kind = GpuTask::Kind::kMeasure;
+  t.task_id = task_id;
+  t.job_id = job_id_;
+  t.measure.set_task_id(task_id);
+  t.measure.set_job_id(job_id_);
+  *t.measure.mutable_problem() = job_.problem();
+  *t.measure.mutable_kernel() = k;
+  t.measure.set_measure_baselines(baselines);
+  t.measure.set_trials(m_->defaults_.correctness_trials);
+  t.measure.set_timing_reps(m_->defaults_.timing_reps);
+  t.measure.set_shape_set(shape_set);
+  if (reference != nullptr) *t.measure.mutable_reference_kernel() = *reference;
+  KAGENT_ASSIGN_OR_RETURN(GpuTaskResult r, m_->scheduler_->Run(t, cancel_));
+  if (!r.from_storage) AddGpuSeconds(r.measure.measurement().gpu_seconds() > 0
+                                         ? r.measure.measurement().gpu_seconds()
+                                         : r.seconds);
+  v1::Measurement out = r.measure.measurement();
+  if (out.worker_id().empty()) out.set_worker_id(r.worker_id);
+  if (m_->candidates_ != nullptr) {
+    m_->candidates_->Add({{"verdict", v1::Verdict_Name(out.verdict())}}).Increment();
+  }
+  return out;
+}
+
+absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx) {
+  if (!c.has_metrics()) {
+    GpuTask t;
+    t.kind = GpuTask::Kind::kProfile;
+    t.task_id = absl::StrCat(job_id_, "/profile/", c.id());
+    t.job_id = job_id_;
+    t.profile.set_task_id(t.task_id);
+    t.profile.set_job_id(job_id_);
+    *t.profile.mutable_problem() = job_.problem();
+    *t.profile.mutable_kernel() = c.kernel();
+    absl::StatusOr<GpuTaskResult> r = m_->scheduler_->Run(t, cancel_);
+    if (!r.ok()) {
+      if (Stopping()) return r.status();
+      EmitLog(absl::StrCat("profiling ", c.id(), " failed: ", r.status().message(),
+                           "; planning from the op class alone"));
+    } else {
+      if (!r->from_storage) AddGpuSeconds(r->seconds);
+      *c.mutable_metrics() = r->profile.metrics();
+      if (r->profile.has_gpu()) gpu_ = r->profile.gpu();
+      if (r->profile.op_signature().ops_size() > 0) signature_ = r->profile.op_signature();
+    }
+  }
+  if (gpu_.name().empty()) {
+    absl::StatusOr<v1::GpuSpec> spec = m_->scheduler_->AnyGpuSpec();
+    if (spec.ok()) gpu_ = *spec;
+  }
+  if (c.has_metrics() && c.metrics().kernels_size() > 0 && !c.has_report()) {
+    v1::DiagnoseRequest d;
+    *d.mutable_metrics() = c.metrics();
+    *d.mutable_gpu() = gpu_;
+    *d.mutable_op_signature() = signature_;
+    *d.mutable_timing() = c.measurement().candidate();
+    d.set_job_id(job_id_);
+    KAGENT_ASSIGN_OR_RETURN(v1::DiagnoseResponse report, m_->services_->Diagnose(d, cancel_));
+    *c.mutable_report() = report.report();
+  }
+  KAGENT_RETURN_IF_ERROR(SaveCandidate(c));
+  v1::PrescribeRequest p;
+  *p.mutable_report() = c.report();
+  *p.mutable_metrics() = c.metrics();
+  *p.mutable_gpu() = gpu_;
+  p.set_op_class(signature_.op_class());
+  for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
+  p.set_job_id(job_id_);
+  KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr, m_->services_->Prescribe(p, cancel_));
+  rx->assign(pr.prescriptions().begin(), pr.prescriptions().end());
+  return absl::OkStatus();
+}
+
+void JobRun::Run() {
+  absl::StatusOr<StoredJob> stored = m_->storage_->GetJob(job_id_);
+  if (!stored.ok()) {
+    KLOG(ERROR) << "cannot load job: " << stored.status();
+    return;
+  }
+  job_ = stored->job;
+  cfg_ = job_.config();
+  if (IsTerminal(job_.state())) return;
+  LogScope scope({.tenant = job_.tenant()});
+
+  Stop stop;
+  std::string stop_reason;
+  absl::StatusOr<std::string> saved = m_->storage_->GetCheckpoint(job_id_, kStateKey);
+  if (saved.ok() && ckpt_.ParseFromString(*saved)) {
+    EmitLog(absl::StrCat("resumed after round ", ckpt_.completed_round()));
+  } else {
+    absl::Status s = SetState(v1::JOB_STATE_BASELINE, "measuring the starting kernel and baselines");
+    stop = s.ok() ? Baseline() : StopFromStatus(s);
+  }
+  absl::Time wall_start = absl::FromUnixSeconds(job_.created_at().seconds());
+  while (stop.kind == Stop::kNone) {
+    if (job_.state() != v1::JOB_STATE_ROUNDS) {
+      absl::Status s = SetState(v1::JOB_STATE_ROUNDS, "optimizing");
+      if (!s.ok()) {
+        stop = StopFromStatus(s);
+        break;
+      }
+    }
+    if (Stopping()) {
+      stop = StopFromStatus(absl::CancelledError(""));
+      break;
+    }
+    const v1::Budget& b = cfg_.budget();
+    if (ckpt_.completed_round() >= b.max_rounds()) {
+      stop_reason = absl::StrCat("round budget spent (", b.max_rounds(), " rounds)");
+    } else if (ckpt_.rounds_without_improvement() >= cfg_.plateau_rounds()) {
+      stop_reason = absl::StrCat("plateau: no gain above 1% for ", cfg_.plateau_rounds(), " rounds");
+    } else if (absl::ToDoubleSeconds(absl::Now() - wall_start) >= b.max_wall_seconds()) {
+      stop_reason = absl::StrFormat("wall-time budget spent (%.0f s)", b.max_wall_seconds());
+    } else if (b.has_max_gpu_seconds() && job_.gpu_seconds_used() >= b.max_gpu_seconds()) {
+      stop_reason = absl::StrFormat("GPU-time budget spent (%.1f GPU-s)", b.max_gpu_seconds());
+    }
+    if (!stop_reason.empty()) break;
+    stop = Round(ckpt_.completed_round() + 1, &stop_reason);
+    if (!stop_reason.empty()) break;
+  }
+  if (stop.kind == Stop::kNone) stop = Finish(stop_reason);
+  switch (stop.kind) {
+    case Stop::kNone:
+      break;
+    case Stop::kShutdown:
+      KLOG(INFO) << "job left for the next start: " << stop.reason;
+      break;
+    case Stop::kCancelled:
+      // Cancel() already stored CANCELLED and announced it.
+      KLOG(INFO) << "job cancelled";
+      break;
+    case Stop::kFailed: {
+      KLOG(WARNING) << "job failed: " << stop.reason;
+      absl::Status s = Persist([&](v1::Job& j) {
+        j.set_state(v1::JOB_STATE_FAILED);
+        j.set_error(stop.reason);
+      });
+      if (s.ok()) {
+        v1::JobEvent e;
+        e.set_type(v1::JOB_EVENT_JOB_FINISHED);
+        e.set_state(v1::JOB_STATE_FAILED);
+        e.set_message(stop.reason);
+        (void)m_->Emit(job_id_, e);
+        if (m_->jobs_finished_ != nullptr) m_->jobs_finished_->Add({{"state", "FAILED"}}).Increment();
+      }
+      break;
+    }
+  }
+}
+
+Stop JobRun::Baseline() {
+  v1::KernelSource start = job_.start_kernel();
+  if (start.source().empty()) {
+    EmitLog("no starting kernel: asking the brain for a first correct kernel");
+    v1::GenerateRequest g;
+    g.set_job_id(job_id_);
+    *g.mutable_problem() = job_.problem();
+    g.set_brain(cfg_.brain());
+    absl::StatusOr<v1::GenerateResponse> r = m_->services_->Generate(g, cancel_);
+    if (!r.ok()) return StopFromStatus(r.status());
+    if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
+      std::string why = r->kernels_size() ? r->kernels(0).error() : "no kernel returned";
+      return {Stop::kFailed, "the brain could not write a first kernel: " + why};
+    }
+    start = r->kernels(0).kernel();
+  }
+  std::string task = absl::StrCat(job_id_, "/baseline");
+  absl::StatusOr<v1::Measurement> m = Measure(task, start, /*baselines=*/true, "", nullptr);
+  if (!m.ok()) return StopFromStatus(m.status());
+  v1::Candidate c;
+  c.set_id(absl::StrCat(job_id_, "-c0"));
+  c.set_job_id(job_id_);
+  c.set_round(0);
+  *c.mutable_kernel() = start;
+  *c.mutable_measurement() = *m;
+  *c.mutable_created_at() = TimeUtil::GetCurrentTime();
+  if (m->op_signature().ops_size() > 0) signature_ = m->op_signature();
+  absl::Status s = SaveCandidate(c);
+  if (!s.ok()) return StopFromStatus(s);
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_CANDIDATE_MEASURED);
+  e.set_state(v1::JOB_STATE_BASELINE);
+  v1::Candidate brief = c;
+  brief.mutable_kernel()->clear_source();
+  *e.mutable_candidate() = brief;
+  e.set_message(absl::StrFormat("starting kernel: %s, %.4f ms (eager %.4f ms, compile %.4f ms)",
+                                v1::Verdict_Name(m->verdict()), m->candidate().median_ms(),
+                                m->eager().median_ms(), m->compiled().median_ms()));
+  (void)m_->Emit(job_id_, e);
+  if (m->verdict() != v1::VERDICT_CORRECT) {
+    return {Stop::kFailed,
+            absl::StrCat("the starting kernel failed the correctness gate: ",
+                         v1::Verdict_Name(m->verdict()), ": ", m->correctness().reason())};
+  }
+  ckpt_.set_completed_round(0);
+  ckpt_.clear_beam_ids();
+  ckpt_.add_beam_ids(c.id());
+  ckpt_.set_start_candidate_id(c.id());
+  ckpt_.set_start_median_ms(m->candidate().median_ms());
+  ckpt_.set_best_median_ms(m->candidate().median_ms());
+  absl::Status ps = m_->storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
+    KAGENT_RETURN_IF_ERROR(tx.PutCheckpoint(job_id_, kStateKey, ckpt_.SerializeAsString()));
+    return absl::OkStatus();
+  });
+  if (ps.ok()) {
+    ps = Persist([&](v1::Job& j) {
+      *j.mutable_baseline() = *m;
+      if (j.start_kernel().source().empty()) *j.mutable_start_kernel() = start;
+    });
+  }
+  if (!ps.ok()) return StopFromStatus(ps);
+  return {};
+}
+
+Stop JobRun::Round(int round, std::string* stop_reason) {
+  LogScope scope({.request_id = absl::StrCat("round-", round)});
+  absl::Status s = Persist([&](v1::Job& j) { j.set_current_round(round); });
+  if (!s.ok()) return StopFromStatus(s);
+  {
+    v1::JobEvent e;
+    e.set_type(v1::JOB_EVENT_ROUND_STARTED);
+    e.set_state(v1::JOB_STATE_ROUNDS);
+    e.set_round(round);
+    e.set_total_rounds(cfg_.budget().max_rounds());
+    e.set_message(absl::StrCat("round ", round, " started"));
+    (void)m_->Emit(job_id_, e);
+  }
+  // The beam, from storage.
+  std::vector<v1::Candidate> beam;
+  for (const std::string& id : ckpt_.beam_ids()) {
+    absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(id);
+    if (!c.ok()) return {Stop::kFailed, absl::StrCat("beam kernel ", id, " lost: ", c.status().message())};
+    beam.push_back(*std::move(c));
+  }
+  if (signature_.ops_size() == 0 && !beam.empty()) {
+    absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
+    if (start.ok()) signature_ = start->measurement().op_signature();
+  }
+
+  v1::RoundCheckpoint rc;
+  absl::StatusOr<std::string> saved = m_->storage_->GetCheckpoint(job_id_, RoundCheckpointKey(round));
+  if (!(saved.ok() && rc.ParseFromString(*saved))) {
+    rc.Clear();
+    rc.set_round(round);
+    // Profile -> diagnose -> prescribe, per beam kernel.
+    v1::PlanRoundRequest plan_req;
+    plan_req.set_job_id(job_id_);
+    plan_req.set_round(round);
+    plan_req.set_fixes_per_kernel(cfg_.fixes_per_kernel());
+    for (auto& c : beam) {
+      std::vector<v1::Prescription> rx;
+      absl::Status ds = EnsureDiagnosed(c, &rx);
+      if (!ds.ok()) return StopFromStatus(ds);
+      if (&c == &beam.front() && c.has_metrics() &&
+          c.metrics().roofline_efficiency_pct() >= cfg_.target_efficiency_pct()) {
+        *stop_reason = absl::StrFormat("at the roofline target: %.1f%% >= %.1f%%",
+                                       c.metrics().roofline_efficiency_pct(),
+                                       cfg_.target_efficiency_pct());
+        return {};
+      }
+      v1::BeamEntry* be = plan_req.add_beam();
+      *be->mutable_kernel() = c;
+      for (auto& p : rx) *be->add_prescriptions() = p;
+    }
+    absl::StatusOr<std::vector<v1::Reflexion>> memory = m_->storage_->ListReflexions(job_id_);
+    if (memory.ok()) {
+      for (auto& r : *memory) *plan_req.add_memory() = r;
+    }
+    for (const auto& a : cfg_.avoid_patterns()) plan_req.add_avoid_patterns(a);
+    absl::StatusOr<v1::PlanRoundResponse> plan = m_->services_->PlanRound(plan_req, cancel_);
+    if (!plan.ok()) return StopFromStatus(plan.status());
+    *rc.mutable_plan() = plan->plan();
+    StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToJson(plan->plan()));
+    if (plan->plan().assignments_size() > 0) {
+      v1::GenerateRequest g;
+      g.set_job_id(job_id_);
+      *g.mutable_problem() = job_.problem();
+      *g.mutable_plan() = plan->plan();
+      for (const auto& c : beam) (*g.mutable_parents())[c.id()] = c.kernel();
+      *g.mutable_op_signature() = signature_;
+      *g.mutable_gpu() = gpu_;
+      g.set_brain(cfg_.brain());
+      for (const auto& r : plan_req.memory()) *g.add_memory() = r;
+      absl::StatusOr<v1::GenerateResponse> gen = m_->services_->Generate(g, cancel_);
+      if (!gen.ok()) return StopFromStatus(gen.status());
+      for (const auto& gk : gen->kernels()) {
+        v1::Candidate c;
+        c.set_id(absl::StrCat(job_id_, "-r", round, "-w", gk.assignment().worker_index()));
+        c.set_job_id(job_id_);
+        c.set_round(round);
+        c.set_worker_index(gk.assignment().worker_index());
+        c.set_parent_id(gk.assignment().parent_kernel_id());
+        *c.mutable_prescription() = gk.assignment().prescription();
+        *c.mutable_kernel() = gk.kernel();
+        *c.mutable_created_at() = TimeUtil::GetCurrentTime();
+        if (gk.kernel().source().empty()) {
+          c.mutable_measurement()->set_verdict(v1::VERDICT_COMPILE_ERROR);
+          c.mutable_measurement()->mutable_correctness()->set_reason(
+              gk.error().empty() ? "the brain returned no kernel" : gk.error());
+        }
+        std::string dir = absl::StrCat("round-", round, "/", c.id(), "/");
+        if (!gk.prompt().empty()) StoreArtifact(dir + "prompt.txt", "prompt", gk.prompt());
+        if (!gk.reply().empty()) StoreArtifact(dir + "reply.txt", "reply", gk.reply());
+        *rc.add_candidates() = c;
+      }
+    }
+    absl::Status cs = m_->storage_->PutCheckpoint(job_id_, RoundCheckpointKey(round), rc.SerializeAsString());
+    if (!cs.ok()) return StopFromStatus(cs);
+  }
+
+  // Measure every candidate, in parallel (the scheduler spreads them over the GPUs).
+  std::vector<v1::Candidate> cands(rc.candidates().begin(), rc.candidates().end());
+  std::vector<std::future<absl::Status>> futures;
+  for (auto& c : cands) {
+    if (c.has_measurement()) continue;  // generation failed: verdict already set
+    absl::StatusOr<v1::Candidate> existing = m_->storage_->GetCandidate(c.id());
+    if (existing.ok() && existing->has_measurement()) {
+      c = *existing;  // measured before a restart
+      continue;
+    }
+    futures.push_back(std::async(std::launch::async, [this, &c, round]() -> absl::Status {
+      LogScope scope({.job_id = job_id_, .request_id = c.id()});
+      absl::StatusOr<v1::Measurement> m =
+          Measure(absl::StrCat(job_id_, "/r", round, "/w", c.worker_index()), c.kernel(),
+                  /*baselines=*/false, "", nullptr);
+      if (!m.ok()) return m.status();
+      *c.mutable_measurement() = *m;
+      return absl::OkStatus();
+    }));
+  }
+  absl::Status first_error;
+  for (auto& f : futures) {
+    absl::Status st = f.get();
+    if (!st.ok() && first_error.ok()) first_error = st;
+  }
+  if (!first_error.ok()) return StopFromStatus(first_error);
+
+  // Persist, announce and reflect on every attempt.
+  std::map<std::string, v1::Candidate> by_id;
+  for (auto& b : beam) by_id[b.id()] = b;
+  absl::StatusOr<std::vector<v1::Reflexion>> prior = m_->storage_->ListReflexions(job_id_);
+  std::set<std::string> reflected;
+  if (prior.ok()) {
+    for (auto& r : *prior) reflected.insert(r.candidate_id());
+  }
+  for (auto& c : cands) {
+    absl::Status ss = SaveCandidate(c);
+    if (!ss.ok()) return StopFromStatus(ss);
+    v1::JobEvent e;
+    e.set_type(v1::JOB_EVENT_CANDIDATE_MEASURED);
+    e.set_state(v1::JOB_STATE_ROUNDS);
+    e.set_round(round);
+    v1::Candidate brief = c;
+    brief.mutable_kernel()->clear_source();
+    *e.mutable_candidate() = brief;
+    e.set_message(absl::StrFormat("%s: %s %.4f ms (%s)", c.id(),
+                                  v1::Verdict_Name(c.measurement().verdict()),
+                                  c.measurement().candidate().median_ms(),
+                                  c.prescription().pattern_id()));
+    (void)m_->Emit(job_id_, e);
+    if (reflected.count(c.id())) continue;
+    v1::ReflectRequest rr;
+    rr.set_job_id(job_id_);
+    if (by_id.count(c.parent_id())) *rr.mutable_parent() = by_id[c.parent_id()];
+    *rr.mutable_attempt() = c;
+    absl::StatusOr<v1::ReflectResponse> refl = m_->services_->Reflect(rr, cancel_);
+    if (!refl.ok()) {
+      if (Stopping()) return StopFromStatus(refl.status());
+      EmitLog(absl::StrCat("no reflexion for ", c.id(), ": ", refl.status().message()));
+      continue;
+    }
+    v1::Reflexion r = refl->reflexion();
+    r.set_candidate_id(c.id());
+    r.set_round(round);
+    r.set_worker_index(c.worker_index());
+    r.set_parent_id(c.parent_id());
+    if (r.pattern_id().empty()) r.set_pattern_id(c.prescription().pattern_id());
+    (void)m_->storage_->AppendReflexion(job_id_, r);
+    if (cfg_.share_memory_across_jobs() && !signature_.op_class().empty() && !gpu_.arch().empty()) {
+      (void)m_->storage_->AppendSharedReflexion({job_.tenant(), signature_.op_class(), gpu_.arch()},
+                                                job_id_, r);
+    }
+    StoreArtifact(absl::StrCat("round-", round, "/", c.id(), "/reflexion.json"), "reflexion", ToJson(r));
+    v1::JobEvent re;
+    re.set_type(v1::JOB_EVENT_REFLEXION_WRITTEN);
+    re.set_state(v1::JOB_STATE_ROUNDS);
+    re.set_round(round);
+    *re.mutable_reflexion() = r;
+    re.set_message(r.lesson());
+    (void)m_->Emit(job_id_, re);
+  }
+
+  // Beam update: top K distinct correct kernels by measured median.
+  std::vector<v1::Candidate> pool = beam;
+  for (auto& c : cands) {
+    if (c.measurement().verdict() == v1::VERDICT_CORRECT && c.measurement().candidate().median_ms() > 0) {
+      pool.push_back(c);
+    }
+  }
+  std::stable_sort(pool.begin(), pool.end(), [](const v1::Candidate& a, const v1::Candidate& b) {
+    return a.measurement().candidate().median_ms() < b.measurement().candidate().median_ms();
+  });
+  std::set<std::string> seen;
+  std::vector<std::string> new_beam;
+  for (auto& c : pool) {
+    if (static_cast<int>(new_beam.size()) >= cfg_.beam_width()) break;
+    if (!seen.insert(NormalizeSource(c.kernel().source())).second) continue;
+    new_beam.push_back(c.id());
+  }
+  double old_best = ckpt_.best_median_ms();
+  double new_best = pool.empty() ? old_best : pool.front().measurement().candidate().median_ms();
+  bool improved = new_best > 0 && old_best / new_best - 1 > m_->defaults_.improvement_threshold;
+  ckpt_.clear_beam_ids();
+  for (auto& id : new_beam) ckpt_.add_beam_ids(id);
+  ckpt_.set_completed_round(round);
+  ckpt_.set_rounds_without_improvement(improved ? 0 : ckpt_.rounds_without_improvement() + 1);
+  if (new_best > 0 && new_best < old_best) ckpt_.set_best_median_ms(new_best);
+  int correct = 0;
+  for (auto& c : cands) correct += c.measurement().verdict() == v1::VERDICT_CORRECT ? 1 : 0;
+  double speedup = ckpt_.best_median_ms() > 0 ? ckpt_.start_median_ms() / ckpt_.best_median_ms() : 0;
+  absl::Status cs = SaveCheckpoint();
+  if (cs.ok()) {
+    cs = Persist([&](v1::Job& j) {
+      v1::RoundSummary* rs = j.mutable_result()->add_trajectory();
+      rs->set_round(round);
+      rs->set_best_median_ms(ckpt_.best_median_ms());
+      rs->set_best_speedup_vs_start(speedup);
+      rs->set_candidates(static_cast<int>(cands.size()));
+      rs->set_correct(correct);
+    });
+  }
+  if (!cs.ok()) return StopFromStatus(cs);
+  if (m_->rounds_ != nullptr) m_->rounds_->Add({}).Increment();
+  if (m_->best_speedup_ != nullptr) m_->best_speedup_->Add({{"job_id", job_id_}}).Set(speedup);
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_BEAM_UPDATED);
+  e.set_state(v1::JOB_STATE_ROUNDS);
+  e.set_round(round);
+  e.set_total_rounds(cfg_.budget().max_rounds());
+  e.set_best_speedup(speedup);
+  e.set_message(absl::StrFormat("round %d: best %.4f ms (%.2fx the start), %d/%d correct%s", round,
+                                ckpt_.best_median_ms(), speedup, correct,
+                                static_cast<int>(cands.size()), improved ? "" : ", no gain"));
+  (void)m_->Emit(job_id_, e);
+  return {};
+}
+
+Stop JobRun::Finish(const std::string& stop_reason) {
+  absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
+  if (!start.ok()) return {Stop::kFailed, "starting kernel lost: " + std::string(start.status().message())};
+  // Verify the best kernels again, with the start kernel, eager and compile in one run;
+  // the first that passes is the result.
+  v1::Candidate best;
+  v1::Measurement final_m;
+  bool found = false;
+  for (const std::string& id : ckpt_.beam_ids()) {
+    absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(id);
+    if (!c.ok()) continue;
+    absl::StatusOr<v1::Measurement> m =
+        Measure(absl::StrCat(job_id_, "/final/", id), c->kernel(), /*baselines=*/true, "",
+                &start->kernel());
+    if (!m.ok()) return StopFromStatus(m.status());
+    if (m->verdict() == v1::VERDICT_CORRECT) {
+      best = *c;
+      final_m = *m;
+      found = true;
+      break;
+    }
+    EmitLog(absl::StrCat("final verification of ", id, " failed: ", v1::Verdict_Name(m->verdict()),
+                         " ", m->correctness().reason()));
+  }
+  if (!found) return {Stop::kFailed, "no kernel passed the final verification"};
+  StoreArtifact("final/measurement.json", "measurement", ToJson(final_m));
+  StoreArtifact("final/kernel.py", "kernel", best.kernel().source());
+
+  std::vector<v1::Measurement> extra;
+  for (const auto& shape : job_.problem().extra_shapes()) {
+    absl::StatusOr<v1::Measurement> m =
+        Measure(absl::StrCat(job_id_, "/shape/", shape.name()), best.kernel(), true, shape.name(),
+                &start->kernel());
+    if (!m.ok()) return StopFromStatus(m.status());
+    m->set_shape_set(shape.name());
+    extra.push_back(*m);
+  }
+  // Lineage: parents back to the start.
+  std::vector<std::string> lineage;
+  std::string cur = best.id();
+  for (int guard = 0; !cur.empty() && guard < 10000; ++guard) {
+    lineage.insert(lineage.begin(), cur);
+    absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(cur);
+    if (!c.ok()) break;
+    cur = c->parent_id();
+  }
+  auto ratio = [](double a, double b) { return (a > 0 && b > 0) ? a / b : 0.0; };
+  double med = final_m.candidate().median_ms();
+  double ref = final_m.reference_kernel().median_ms() > 0 ? final_m.reference_kernel().median_ms()
+                                                          : start->measurement().candidate().median_ms();
+  absl::Status s = Persist([&](v1::Job& j) {
+    v1::JobResult* r = j.mutable_result();
+    r->set_best_candidate_id(best.id());
+    *r->mutable_best_kernel() = best.kernel();
+    *r->mutable_best_measurement() = final_m;
+    r->set_speedup_vs_start(ratio(ref, med));
+    r->set_speedup_vs_eager(ratio(final_m.eager().median_ms(), med));
+    r->set_speedup_vs_compile(ratio(final_m.compiled().median_ms(), med));
+    r->set_roofline_efficiency_pct(best.metrics().roofline_efficiency_pct());
+    r->clear_lineage();
+    for (auto& id : lineage) r->add_lineage(id);
+    r->clear_extra_shapes();
+    for (auto& m : extra) *r->add_extra_shapes() = m;
+    r->set_stop_reason(stop_reason);
+    j.set_state(v1::JOB_STATE_DONE);
+  });
+  if (!s.ok()) return StopFromStatus(s);
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_JOB_FINISHED);
+  e.set_state(v1::JOB_STATE_DONE);
+  e.set_round(job_.current_round());
+  e.set_best_speedup(job_.result().speedup_vs_start());
+  e.set_message(absl::StrFormat(
+      "done (%s): best %.4f ms, %.2fx the start, %.2fx eager, %.2fx torch.compile", stop_reason,
+      med, job_.result().speedup_vs_start(), job_.result().speedup_vs_eager(),
+      job_.result().speedup_vs_compile()));
+  (void)m_->Emit(job_id_, e);
+  if (m_->jobs_finished_ != nullptr) m_->jobs_finished_->Add({{"state", "DONE"}}).Increment();
+  return {};
+}
+
+}  // namespace kagent

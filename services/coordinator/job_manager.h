@@ -1,0 +1,131 @@
+// JobManager: owns every job's lifecycle in the coordinator.
+//
+//   QUEUED -> BASELINE -> ROUNDS -> DONE | FAILED | CANCELLED
+//
+// BASELINE: the starting kernel (or, when the job has none, a first kernel the brain
+// writes) must pass the correctness gate; eager and torch.compile are measured in the
+// same run. ROUNDS: each round profiles the beam's kernels, asks the judge for a
+// diagnosis and the analyzer for prescriptions, has the orchestrator plan which beam
+// kernel gets which fix, has the optimization manager generate the candidates, measures
+// every candidate on the GPU workers (through the Scheduler), writes a reflexion for
+// every attempt, and keeps the top K distinct correct kernels by measured median. A job
+// stops on a plateau (no gain above 1% for N rounds), on reaching the target roofline
+// efficiency, when a budget is spent (rounds, wall time, GPU-seconds), or on cancel.
+//
+// Every transition and every result is persisted before it is announced. After a
+// restart, ResumeUnfinished() picks each unfinished job up from its last completed step:
+// the round checkpoint stores generated kernels before they are measured, and GPU tasks
+// have deterministic ids whose results are stored, so nothing is measured twice.
+//
+// Thread-safe. Each running job has one thread; at most `max_concurrent_jobs` run at once
+// and the rest wait in QUEUED.
+#ifndef KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_
+#define KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/storage/storage.h"
+#include "kagent/v1/common.pb.h"
+#include "prometheus/registry.h"
+#include "services/coordinator/loop_services.h"
+#include "services/coordinator/scheduler.h"
+
+namespace kagent {
+
+struct JobDefaults {
+  int beam_width = 2;
+  int fixes_per_kernel = 2;
+  int max_rounds = 5;
+  int plateau_rounds = 2;
+  double target_efficiency_pct = 90;
+  double max_wall_seconds = 4 * 3600;
+  double improvement_threshold = 0.01;  // "no gain above 1%"
+  int max_concurrent_jobs = 4;
+  int correctness_trials = 5;
+  int timing_reps = 100;
+};
+
+class JobManager {
+ public:
+  // Borrowed pointers must outlive the manager. `registry` may be null.
+  JobManager(JobDefaults defaults, Storage* storage, Scheduler* scheduler,
+             LoopServices* services, prometheus::Registry* registry);
+  ~JobManager();  // stops the job threads (jobs stay resumable)
+
+  // Applies defaults to unset config fields (used by SubmitJob before storing).
+  v1::JobConfig EffectiveConfig(const v1::JobConfig& config) const;
+
+  // Stores a new job (state QUEUED) and starts it. Returns the stored job; with an
+  // idempotency key already used by this tenant, the earlier job.
+  absl::StatusOr<v1::Job> Submit(v1::Job job, const std::string& idempotency_key);
+
+  // Cancels an unfinished job; a finished job is returned unchanged (FAILED_PRECONDITION
+  // when it finished otherwise than by cancel).
+  absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+
+  // Restarts every unfinished job found in storage. Call once at start.
+  absl::Status ResumeUnfinished();
+
+  // Appends an event (assigning its sequence) and wakes watchers.
+  absl::StatusOr<int64_t> Emit(const std::string& job_id, v1::JobEvent event);
+  // Blocks until the job has an event with sequence > `after` or `timeout` passes.
+  void WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout);
+
+  // Stops starting new work: running jobs stop at their next step, stay in storage in
+  // their state, and resume on the next start. Idempotent.
+  void Shutdown();
+
+  int running_jobs() const;
+
+ private:
+  struct Running {
+    std::unique_ptr<CancelToken> cancel;
+    std::thread thread;
+    bool finished = false;
+  };
+
+  void StartLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeStartQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunJob(const std::string& job_id, CancelToken* cancel);
+
+  // Re-reads, applies `mutate`, writes with the revision, retrying on ABORTED.
+  absl::StatusOr<v1::Job> MutateJob(const std::string& job_id,
+                                    const std::function<absl::Status(v1::Job&)>& mutate);
+
+  friend class JobRun;
+  const JobDefaults defaults_;
+  Storage* const storage_;
+  Scheduler* const scheduler_;
+  LoopServices* const services_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Running> running_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> waiting_ ABSL_GUARDED_BY(mu_);  // QUEUED, not started
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  mutable absl::Mutex events_mu_;
+  std::map<std::string, int64_t> last_sequence_ ABSL_GUARDED_BY(events_mu_);
+
+  prometheus::Family<prometheus::Counter>* jobs_finished_ = nullptr;
+  prometheus::Family<prometheus::Counter>* jobs_submitted_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* jobs_running_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rounds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* candidates_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* best_speedup_ = nullptr;
+  prometheus::Family<prometheus::Counter>* gpu_seconds_ = nullptr;
+};
+
+// Source normalized for duplicate detection: comments and blank lines dropped,
+// whitespace runs collapsed.
+std::string NormalizeSource(const std::string& source);
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_

@@ -1,0 +1,319 @@
+#include "services/coordinator/scheduler.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+#include "common/status.h"
+
+namespace kagent {
+namespace {
+
+bool IsTransportFailure(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kDeadlineExceeded ||
+         s.code() == absl::StatusCode::kUnknown || s.code() == absl::StatusCode::kInternal;
+}
+
+const char* KindName(GpuTask::Kind k) {
+  return k == GpuTask::Kind::kMeasure ? "measure" : "profile";
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactory* factory,
+                     prometheus::Registry* registry)
+    : options_(options), storage_(storage), factory_(factory) {
+  if (registry != nullptr) {
+    queue_depth_ = &prometheus::BuildGauge()
+                        .Name("kagent_gpu_queue_depth")
+                        .Help("GPU tasks waiting for a worker.")
+                        .Register(*registry);
+    workers_gauge_ = &prometheus::BuildGauge()
+                          .Name("kagent_gpu_workers")
+                          .Help("GPU workers known to the scheduler, by state.")
+                          .Register(*registry);
+    worker_busy_ = &prometheus::BuildGauge()
+                        .Name("kagent_gpu_worker_busy")
+                        .Help("1 while the worker runs a GPU task.")
+                        .Register(*registry);
+    worker_busy_seconds_ = &prometheus::BuildCounter()
+                                .Name("kagent_gpu_worker_busy_seconds_total")
+                                .Help("Seconds each worker spent running GPU tasks.")
+                                .Register(*registry);
+    tasks_ = &prometheus::BuildCounter()
+                  .Name("kagent_gpu_tasks_total")
+                  .Help("GPU tasks finished, by kind and outcome.")
+                  .Register(*registry);
+    task_seconds_ = &prometheus::BuildHistogram()
+                         .Name("kagent_gpu_task_seconds")
+                         .Help("Wall time of GPU tasks on a worker, by kind.")
+                         .Register(*registry);
+  }
+}
+
+Scheduler::~Scheduler() = default;
+
+absl::Status Scheduler::RegisterWorker(const std::string& worker_id, const std::string& address,
+                                       const std::vector<v1::GpuSpec>& gpus, bool is_static) {
+  if (worker_id.empty() || worker_id.size() > 128) {
+    return absl::InvalidArgumentError("worker_id must be 1..128 characters");
+  }
+  if (address.empty() || address.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError("worker address must be host:port");
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end() || it->second.info.address != address) {
+    KAGENT_ASSIGN_OR_RETURN(auto client, factory_->Connect(address));
+    Worker w;
+    w.info.id = worker_id;
+    w.info.address = address;
+    w.info.is_static = is_static;
+    if (it != workers_.end()) {
+      w.info.tasks_done = it->second.info.tasks_done;
+      w.info.busy = it->second.info.busy;
+    }
+    w.client = std::move(client);
+    workers_[worker_id] = std::move(w);
+    KLOG(INFO).With("worker", worker_id) << "GPU worker registered at " << address;
+  }
+  Worker& w = workers_[worker_id];
+  w.info.alive = true;
+  w.info.gpus = gpus;
+  w.down_until = absl::InfinitePast();
+  w.lease_expiry = is_static ? absl::InfiniteFuture() : absl::Now() + options_.lease;
+  Grant();
+  UpdateGauges();
+  return absl::OkStatus();
+}
+
+void Scheduler::RemoveWorker(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it != workers_.end() && !it->second.info.busy) workers_.erase(it);
+  else if (it != workers_.end()) it->second.lease_expiry = absl::InfinitePast();
+  UpdateGauges();
+}
+
+bool Scheduler::Usable(const Worker& w, absl::Time now) const {
+  return w.lease_expiry > now && w.down_until <= now;
+}
+
+bool Scheduler::AnyUsable(absl::Time now) const {
+  for (const auto& [id, w] : workers_) {
+    if (Usable(w, now)) return true;
+  }
+  return false;
+}
+
+void Scheduler::Grant() {
+  absl::Time now = absl::Now();
+  while (true) {
+    Worker* free = nullptr;
+    for (auto& [id, w] : workers_) {
+      if (!w.info.busy && Usable(w, now)) {
+        free = &w;
+        break;
+      }
+    }
+    if (free == nullptr) return;
+    // Next job after last_job_ with a pending ungranted task.
+    Pending* chosen = nullptr;
+    auto start = queues_.upper_bound(last_job_);
+    for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
+      auto begin = pass == 0 ? start : queues_.begin();
+      auto end = pass == 0 ? queues_.end() : start;
+      for (auto it = begin; it != end; ++it) {
+        if (!it->second.empty()) {
+          chosen = it->second.front();
+          it->second.pop_front();
+          last_job_ = it->first;
+          break;
+        }
+      }
+    }
+    if (chosen == nullptr) return;
+    chosen->granted = free->info.id;
+    free->info.busy = true;
+  }
+}
+
+void Scheduler::UpdateGauges() {
+  if (queue_depth_ == nullptr) return;
+  int depth = 0;
+  for (const auto& [job, q] : queues_) depth += static_cast<int>(q.size());
+  queue_depth_->Add({}).Set(depth);
+  absl::Time now = absl::Now();
+  int alive = 0, down = 0;
+  for (const auto& [id, w] : workers_) {
+    (Usable(w, now) ? alive : down)++;
+    worker_busy_->Add({{"worker", id}}).Set(w.info.busy ? 1 : 0);
+  }
+  workers_gauge_->Add({{"state", "alive"}}).Set(alive);
+  workers_gauge_->Add({{"state", "down"}}).Set(down);
+}
+
+absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CancelToken* cancel) {
+  if (task.task_id.empty() || task.job_id.empty()) {
+    return absl::InvalidArgumentError("GPU task needs task_id and job_id");
+  }
+  // Idempotence: a stored result is the answer.
+  if (storage_ != nullptr) {
+    absl::StatusOr<std::string> stored = storage_->GetTaskResult(task.task_id);
+    if (stored.ok()) {
+      GpuTaskResult r;
+      r.from_storage = true;
+      bool parsed = task.kind == GpuTask::Kind::kMeasure ? r.measure.ParseFromString(*stored)
+                                                         : r.profile.ParseFromString(*stored);
+      if (parsed) return r;
+      KLOG(WARNING) << "stored result of task " << task.task_id << " unreadable; re-running";
+    }
+  }
+  absl::Status last = absl::UnavailableError("not run");
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    std::string worker_id;
+    absl::StatusOr<GpuTaskResult> r = RunOnce(task, cancel, &worker_id);
+    if (r.ok()) {
+      if (storage_ != nullptr) {
+        std::string bytes = task.kind == GpuTask::Kind::kMeasure
+                                ? r->measure.SerializeAsString()
+                                : r->profile.SerializeAsString();
+        absl::StatusOr<std::string> kept = storage_->PutTaskResult(task.job_id, task.task_id, bytes);
+        if (!kept.ok()) {
+          KLOG(WARNING) << "could not store result of task " << task.task_id << ": "
+                        << kept.status();
+        }
+      }
+      if (tasks_ != nullptr) tasks_->Add({{"kind", KindName(task.kind)}, {"outcome", "ok"}}).Increment();
+      return r;
+    }
+    last = r.status();
+    if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("job cancelled");
+    if (worker_id.empty() || !IsTransportFailure(last)) break;  // not the worker's fault
+    KLOG(WARNING).With("worker", worker_id)
+        << "GPU task " << task.task_id << " failed on worker (attempt " << attempt
+        << "): " << last << "; moving it to another worker";
+  }
+  if (tasks_ != nullptr) tasks_->Add({{"kind", KindName(task.kind)}, {"outcome", "error"}}).Increment();
+  return last;
+}
+
+absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CancelToken* cancel,
+                                                 std::string* worker_id) {
+  Pending pending{&task, "", false};
+  GpuWorker* client = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    queues_[task.job_id].push_back(&pending);
+    Grant();
+    UpdateGauges();
+    absl::Time no_worker_since = absl::Now();
+    while (pending.granted.empty()) {
+      if (cancel != nullptr && cancel->cancelled()) break;
+      absl::Time now = absl::Now();
+      if (AnyUsable(now)) {
+        no_worker_since = now;
+      } else if (now - no_worker_since > options_.no_worker_timeout) {
+        break;
+      }
+      mu_.AwaitWithTimeout(absl::Condition(+[](Pending* p) { return !p->granted.empty(); },
+                                           &pending),
+                           absl::Milliseconds(200));
+      Grant();
+    }
+    if (pending.granted.empty()) {
+      auto& q = queues_[task.job_id];
+      q.erase(std::remove(q.begin(), q.end(), &pending), q.end());
+      if (q.empty()) queues_.erase(task.job_id);
+      UpdateGauges();
+      if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("job cancelled");
+      return absl::UnavailableError(absl::StrCat(
+          "no GPU worker available for ", absl::FormatDuration(options_.no_worker_timeout),
+          " (", workers_.size(),
+          " known, none live): start one with `kagent-benchmark --coordinator=ADDR` or give "
+          "kagentd --gpus / --workers"));
+    }
+    auto& q = queues_[task.job_id];
+    if (q.empty()) queues_.erase(task.job_id);
+    *worker_id = pending.granted;
+    client = workers_.at(pending.granted).client.get();
+    UpdateGauges();
+  }
+  absl::Time start = absl::Now();
+  GpuTaskResult result;
+  absl::Status status;
+  if (task.kind == GpuTask::Kind::kMeasure) {
+    auto r = client->Measure(task.measure, options_.measure_timeout, cancel);
+    status = r.status();
+    if (r.ok()) result.measure = *std::move(r);
+  } else {
+    auto r = client->Profile(task.profile, options_.profile_timeout, cancel);
+    status = r.status();
+    if (r.ok()) result.profile = *std::move(r);
+  }
+  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  result.seconds = seconds;
+  result.worker_id = *worker_id;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = workers_.find(*worker_id);
+    if (it != workers_.end()) {
+      Worker& w = it->second;
+      w.info.busy = false;
+      w.info.busy_seconds += seconds;
+      if (status.ok()) {
+        ++w.info.tasks_done;
+      } else if (IsTransportFailure(status) && !(cancel && cancel->cancelled())) {
+        ++w.info.failures;
+        if (w.info.is_static) {
+          w.down_until = absl::Now() + options_.static_cooldown;
+        } else {
+          w.lease_expiry = absl::InfinitePast();  // must re-register
+        }
+      }
+      if (worker_busy_seconds_ != nullptr) {
+        worker_busy_seconds_->Add({{"worker", *worker_id}}).Increment(seconds);
+        task_seconds_->Add({{"kind", KindName(task.kind)}}, Metrics::LatencyBuckets())
+            .Observe(seconds);
+      }
+    }
+    Grant();
+    UpdateGauges();
+  }
+  if (!status.ok()) return status;
+  return result;
+}
+
+std::vector<WorkerInfo> Scheduler::Workers() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<WorkerInfo> out;
+  absl::Time now = absl::Now();
+  for (const auto& [id, w] : workers_) {
+    WorkerInfo info = w.info;
+    info.alive = Usable(w, now);
+    out.push_back(info);
+  }
+  return out;
+}
+
+int Scheduler::QueueDepth() const {
+  absl::MutexLock lock(&mu_);
+  int depth = 0;
+  for (const auto& [job, q] : queues_) depth += static_cast<int>(q.size());
+  return depth;
+}
+
+absl::StatusOr<v1::GpuSpec> Scheduler::AnyGpuSpec() const {
+  absl::MutexLock lock(&mu_);
+  absl::Time now = absl::Now();
+  for (const auto& [id, w] : workers_) {
+    if (Usable(w, now) && !w.info.gpus.empty()) return w.info.gpus.front();
+  }
+  return absl::NotFoundError("no live GPU worker has reported its GPU");
+}
+
+}  // namespace kagent

@@ -1,0 +1,101 @@
+// Test doubles for the coordinator's non-deterministic seams: GPU workers and the loop
+// services. For unit tests only; the real implementations are gpu_worker.cc and
+// loop_services.cc (exercised by the integration tests).
+#ifndef KAGENT_SERVICES_COORDINATOR_TESTING_FAKES_H_
+#define KAGENT_SERVICES_COORDINATOR_TESTING_FAKES_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "services/coordinator/gpu_worker.h"
+#include "services/coordinator/loop_services.h"
+
+namespace kagent::testing {
+
+// A fake GPU: measures a kernel by looking its median up in a function of the source.
+struct FakeGpu {
+  // Returns the measurement for a kernel source (verdict and median).
+  std::function<v1::Measurement(const std::string& source)> measure;
+  absl::Duration delay = absl::Milliseconds(5);
+  std::atomic<int> in_flight{0};
+  std::atomic<int> max_in_flight{0};
+  std::atomic<int> calls{0};
+  std::atomic<bool> dead{false};  // calls fail UNAVAILABLE
+};
+
+class FakeWorker : public GpuWorker {
+ public:
+  explicit FakeWorker(FakeGpu* gpu) : gpu_(gpu) {}
+  absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& r, absl::Duration,
+                                              CancelToken* cancel) override {
+    auto guard = Enter();
+    if (gpu_->dead) return absl::UnavailableError("worker gone");
+    absl::SleepFor(gpu_->delay);
+    if (cancel && cancel->cancelled()) return absl::CancelledError("cancelled");
+    if (gpu_->dead) return absl::UnavailableError("worker died mid-task");
+    v1::MeasureResponse out;
+    *out.mutable_measurement() = gpu_->measure(r.kernel().source());
+    if (r.measure_baselines()) {
+      out.mutable_measurement()->mutable_eager()->set_median_ms(2.0);
+      out.mutable_measurement()->mutable_compiled()->set_median_ms(1.5);
+    }
+    if (!r.reference_kernel().source().empty()) {
+      *out.mutable_measurement()->mutable_reference_kernel() =
+          gpu_->measure(r.reference_kernel().source()).candidate();
+    }
+    out.mutable_measurement()->set_gpu_seconds(0.1);
+    return out;
+  }
+  absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,
+                                              CancelToken* cancel) override {
+    auto guard = Enter();
+    if (gpu_->dead) return absl::UnavailableError("worker gone");
+    absl::SleepFor(gpu_->delay);
+    v1::ProfileResponse out;
+    auto* k = out.mutable_metrics()->add_kernels();
+    k->set_kernel_name("kernel");
+    k->set_duration_ns(1000);
+    out.mutable_metrics()->set_memory_sol_pct(40);
+    out.mutable_metrics()->set_compute_sol_pct(10);
+    out.mutable_metrics()->set_roofline_efficiency_pct(40);
+    out.mutable_gpu()->set_name("Fake H200");
+    out.mutable_gpu()->set_arch("sm_90");
+    return out;
+  }
+  absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration) override {
+    return v1::DescribeWorkerResponse();
+  }
+
+ private:
+  struct Guard {
+    FakeGpu* g;
+    ~Guard() { g->in_flight--; }
+  };
+  Guard Enter() {
+    gpu_->calls++;
+    int now = ++gpu_->in_flight;
+    int prev = gpu_->max_in_flight.load();
+    while (now > prev && !gpu_->max_in_flight.compare_exchange_weak(prev, now)) {
+    }
+    return Guard{gpu_};
+  }
+  FakeGpu* gpu_;
+};
+
+// Maps addresses to fake GPUs.
+class FakeWorkerFactory : public GpuWorkerFactory {
+ public:
+  std::map<std::string, FakeGpu*> gpus;
+  absl::StatusOr<std::unique_ptr<GpuWorker>> Connect(const std::string& address) override {
+    auto it = gpus.find(address);
+    if (it == gpus.end()) return absl::UnavailableError("no such fake worker");
+    return std::unique_ptr<GpuWorker>(new FakeWorker(it->second));
+  }
+};
+
+}  // namespace kagent::testing
+
+#endif  // KAGENT_SERVICES_COORDINATOR_TESTING_FAKES_H_
