@@ -1,0 +1,632 @@
+#include "services/judge/judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "services/judge/categories.h"
+#include "services/judge/metric_names.h"
+
+namespace kagent {
+namespace {
+
+using kagent::v1::BottleneckCategory;
+using kagent::v1::BottleneckReport;
+using kagent::v1::DiagnoseRequest;
+using kagent::v1::Evidence;
+using kagent::v1::RootCause;
+
+std::string Pct(double v) { return absl::StrFormat("%.1f%%", v); }
+std::string Num(double v) {
+  if (std::fabs(v) >= 1e6) return absl::StrFormat("%.4g", v);
+  if (v == std::floor(v)) return absl::StrFormat("%.0f", v);
+  return absl::StrFormat("%.2f", v);
+}
+std::string Micros(double ns) { return absl::StrFormat("%.1f us", ns / 1000.0); }
+
+// One warp-stall reason: its metric, short name (used as limiter for latency-bound
+// kernels) and what a high value means.
+struct StallReason {
+  const char* metric;
+  const char* name;
+  const char* meaning;
+};
+
+constexpr StallReason kStalls[] = {
+    {metric::kStallLongScoreboard, "long_scoreboard",
+     "waiting for L1TEX results (global, local or texture memory): memory latency is "
+     "exposed; more warps in flight, more independent loads or deeper pipelining hide it"},
+    {metric::kStallShortScoreboard, "short_scoreboard",
+     "waiting for MIO results (shared memory, special math functions): shared-memory "
+     "latency or bank conflicts"},
+    {metric::kStallBarrier, "barrier",
+     "waiting at a block-wide barrier: warps of a CTA arrive unevenly or the CTA is too "
+     "large for its synchronization pattern"},
+    {metric::kStallMemoryThrottle, "memory_throttle",
+     "the memory pipeline is saturated with pending requests"},
+    {metric::kStallMioThrottle, "mio_throttle",
+     "the MIO queue (shared memory, special math) is full: too many shared-memory "
+     "instructions"},
+    {metric::kStallLgThrottle, "lg_throttle",
+     "the local/global queue is full: many small memory instructions; wider (vectorized) "
+     "accesses issue fewer of them"},
+    {metric::kStallMathPipeThrottle, "math_pipe_throttle",
+     "the math pipe is busy: the kernel is limited by arithmetic throughput"},
+    {metric::kStallWait, "wait", "fixed-latency dependencies between instructions"},
+    {metric::kStallNotSelected, "not_selected",
+     "eligible warps were not picked: there are more ready warps than issue slots"},
+    {metric::kStallNoInstruction, "no_instruction",
+     "instruction fetch misses: the code is too large for the instruction cache"},
+};
+
+// Builds a report incrementally, refusing to cite metrics that are not in the view.
+class ReportBuilder {
+ public:
+  explicit ReportBuilder(const ProfileView& view) : view_(view) {}
+
+  // Adds evidence for `metric` to `cause` when the metric is known; returns whether it
+  // was added.
+  bool Cite(RootCause* cause, const std::string& metric, const std::string& unit,
+            const std::string& meaning) {
+    std::optional<double> value = view_.Get(metric);
+    if (!value) return false;
+    Evidence* e = cause->add_evidence();
+    e->set_metric(metric);
+    e->set_value(*value);
+    e->set_unit(unit);
+    e->set_meaning(meaning);
+    cited_.insert(metric);
+    return true;
+  }
+
+  // Appends `cause` to the report when it cites at least one metric.
+  void Add(RootCause cause) {
+    if (cause.evidence().empty()) return;
+    cause.set_source("rules");
+    causes_.push_back(std::move(cause));
+  }
+
+  bool WasCited(const std::string& metric) const { return cited_.count(metric) > 0; }
+  std::vector<RootCause>& causes() { return causes_; }
+
+ private:
+  const ProfileView& view_;
+  std::set<std::string> cited_;
+  std::vector<RootCause> causes_;
+};
+
+bool IsReuseOp(const std::string& op_class) {
+  return op_class == "gemm" || op_class == "conv" || op_class == "attention" ||
+         op_class == "bmm";
+}
+
+}  // namespace
+
+absl::Status ValidateDiagnoseRequest(const DiagnoseRequest& request) {
+  if (request.metrics().kernels().empty()) {
+    return absl::InvalidArgumentError(
+        "metrics.kernels is empty: the judge needs at least one profiled kernel");
+  }
+  if (!request.has_gpu()) {
+    return absl::InvalidArgumentError("gpu is required: the judge needs the GPU's spec");
+  }
+  if (request.gpu().sm_count() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpu.sm_count must be > 0, got ", request.gpu().sm_count(), " (gpu '",
+        request.gpu().name(), "')"));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<std::string> OccupancyLimiter(const ProfileView& view) {
+  // Ties resolve in this order: a register or shared-memory limit is the actionable one.
+  const std::pair<const char*, const char*> limits[] = {
+      {metric::kLimitRegisters, "registers"},
+      {metric::kLimitSharedMem, "shared_memory"},
+      {metric::kLimitBlocks, "blocks_per_sm"},
+      {metric::kLimitWarps, "warps"},
+  };
+  std::optional<double> best;
+  std::optional<std::string> name;
+  for (const auto& [metric_name, limiter] : limits) {
+    std::optional<double> v = view.Get(metric_name);
+    if (v && (!best || *v < *best)) {
+      best = v;
+      name = limiter;
+    }
+  }
+  return name;
+}
+
+std::optional<double> TheoreticalOccupancy(const ProfileView& view, std::string* metric_name) {
+  if (auto v = view.Get(metric::kTheoreticalOccupancy)) {
+    if (metric_name) *metric_name = metric::kTheoreticalOccupancy;
+    return v;
+  }
+  if (auto v = view.Get(metric::kDerivedTheoreticalOccupancy)) {
+    if (metric_name) *metric_name = metric::kDerivedTheoreticalOccupancy;
+    return v;
+  }
+  return std::nullopt;
+}
+
+Judge::Judge(JudgeOptions options, JudgeNarrator* narrator)
+    : options_(options), narrator_(narrator) {}
+
+absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request) const {
+  KAGENT_RETURN_IF_ERROR(ValidateDiagnoseRequest(request));
+  KAGENT_ASSIGN_OR_RETURN(
+      ProfileView view,
+      ProfileView::Build(request.metrics(), request.gpu(),
+                         request.has_op_signature() ? &request.op_signature() : nullptr,
+                         request.has_timing() ? &request.timing() : nullptr));
+  KAGENT_ASSIGN_OR_RETURN(BottleneckReport report, DiagnoseByRules(request, view));
+
+  // Narrative: the configured narrator, else (or on its failure) the heuristic one.
+  JudgeNarrator* narrator = narrator_ != nullptr ? narrator_ : &heuristic_narrator_;
+  absl::StatusOr<NarrativeResult> narrative = narrator->Narrate(report, request.metrics());
+  std::string source = narrator == &heuristic_narrator_ ? "rules" : "llm";
+  if (!narrative.ok()) {
+    KLOG(WARNING).With("narrator", narrator->Name())
+        << "narrator failed, using the heuristic narrative: " << narrative.status().ToString();
+    narrative = heuristic_narrator_.Narrate(report, request.metrics());
+    source = "rules";
+    if (!narrative.ok()) return narrative.status();
+  }
+  NarrativeValidation checked = ValidateNarrative(*narrative, request.metrics(), view, source);
+  for (const std::string& drop : checked.drops) {
+    KLOG(WARNING).With("narrator", narrator->Name()) << "dropped narrator citation: " << drop;
+  }
+  report.set_narrative(checked.kept.narrative);
+  for (RootCause& cause : checked.kept.extra_root_causes) {
+    *report.add_root_causes() = std::move(cause);
+  }
+  return report;
+}
+
+absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& request,
+                                                        const ProfileView& view) const {
+  const JudgeOptions& o = options_;
+  const std::string op_class = request.op_signature().op_class();
+  const double sm_count = request.gpu().sm_count();
+  ReportBuilder rb(view);
+
+  // --- Speed of light. ncu's SOL metrics, else the op signature's achieved fractions.
+  std::string compute_metric = metric::kComputeSol;
+  std::string memory_metric = metric::kMemorySol;
+  std::optional<double> compute = view.Get(compute_metric);
+  std::optional<double> memory = view.Get(memory_metric);
+  if (!compute && !memory) {
+    compute_metric = metric::kAchievedFlopsPct;
+    memory_metric = metric::kAchievedBandwidthPct;
+    compute = view.Get(compute_metric);
+    memory = view.Get(memory_metric);
+  }
+  std::optional<double> efficiency;
+  if (compute || memory) efficiency = std::max(compute.value_or(0), memory.value_or(0));
+  const bool memory_side = memory.value_or(-1) >= compute.value_or(-1);  // ties: memory
+
+  // --- Flags, one per rule.
+  const bool at_roofline = efficiency && *efficiency >= o.at_roofline_pct;
+
+  const double mean_launch_ns = view.total_duration_ns() / view.launches();
+  std::optional<double> gpu_busy = view.Get(metric::kGpuBusy);
+  const bool short_launches = view.total_duration_ns() > 0 && mean_launch_ns < o.launch_bound_ns;
+  const bool mostly_idle = gpu_busy && *gpu_busy < o.min_gpu_busy_pct;
+  const bool launch_bound = short_launches || mostly_idle;
+
+  const bool sol_bound = efficiency && *efficiency >= o.bound_sol_pct;
+  const BottleneckCategory sol_category = memory_side ? kagent::v1::BOTTLENECK_MEMORY_BOUND
+                                                      : kagent::v1::BOTTLENECK_COMPUTE_BOUND;
+  const bool other_side_bound =
+      sol_bound && (memory_side ? compute.value_or(0) : memory.value_or(0)) >= o.bound_sol_pct;
+
+  std::optional<double> ctas = view.Get(metric::kGridSize);
+  const bool grid_underfilled = ctas && *ctas < sm_count;
+
+  std::string theoretical_metric;
+  std::optional<double> theoretical = TheoreticalOccupancy(view, &theoretical_metric);
+  std::optional<std::string> occupancy_limiter = OccupancyLimiter(view);
+  const bool occupancy_limited =
+      theoretical && *theoretical < o.low_occupancy_pct &&
+      (!efficiency || *efficiency < o.occupancy_matters_below_pct);
+
+  const bool latency_bound = efficiency && *efficiency < o.bound_sol_pct;
+
+  std::vector<BottleneckCategory> fired;
+  if (at_roofline) fired.push_back(kagent::v1::BOTTLENECK_AT_ROOFLINE);
+  if (launch_bound) fired.push_back(kagent::v1::BOTTLENECK_LAUNCH_BOUND);
+  if (sol_bound) fired.push_back(sol_category);
+  if (other_side_bound) {
+    fired.push_back(memory_side ? kagent::v1::BOTTLENECK_COMPUTE_BOUND
+                                : kagent::v1::BOTTLENECK_MEMORY_BOUND);
+  }
+  if (grid_underfilled) fired.push_back(kagent::v1::BOTTLENECK_GRID_UNDERFILLED);
+  if (occupancy_limited) fired.push_back(kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED);
+  if (latency_bound) fired.push_back(kagent::v1::BOTTLENECK_LATENCY_BOUND);
+  if (fired.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot diagnose kernel '", view.dominant_kernel(), "': the profile has no SOL metrics (",
+        metric::kComputeSol, ", ", metric::kMemorySol,
+        "), the request has no op_signature flops/min_bytes to derive them, and neither the "
+        "launch nor the grid rule applies"));
+  }
+  const BottleneckCategory primary = fired[0];
+  const BottleneckCategory secondary =
+      fired.size() > 1 ? fired[1] : kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED;
+  auto is = [&](BottleneckCategory c) { return primary == c || secondary == c; };
+
+  // --- Sub-diagnoses used for the limiter and the causes.
+  // Busiest memory unit.
+  std::string memory_unit;
+  std::string memory_unit_metric;
+  {
+    std::optional<double> best;
+    for (const auto& [name, unit] : {std::pair{metric::kDramThroughput, "dram_bandwidth"},
+                                     std::pair{metric::kL2Throughput, "l2_bandwidth"},
+                                     std::pair{metric::kL1Throughput, "l1_bandwidth"}}) {
+      if (auto v = view.Get(name); v && (!best || *v > *best)) {
+        best = v;
+        memory_unit = unit;
+        memory_unit_metric = name;
+      }
+    }
+  }
+  std::optional<double> tensor = view.Get(metric::kTensorPipe);
+  std::optional<double> ffma = view.Get(metric::kFfmaInst);
+  std::string compute_unit;
+  if (tensor && *tensor >= o.tensor_idle_pct) {
+    compute_unit = "tensor_pipe";
+  } else if (ffma && *ffma > 0) {
+    compute_unit = "fma_pipe";
+  }
+  // Top stall reasons.
+  std::vector<std::pair<double, const StallReason*>> stalls;
+  for (const StallReason& s : kStalls) {
+    if (auto v = view.Get(s.metric); v && *v >= o.min_stall_cycles) stalls.emplace_back(*v, &s);
+  }
+  std::stable_sort(stalls.begin(), stalls.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+
+  // --- Limiter.
+  std::string limiter;
+  if (is(kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED) && primary != kagent::v1::BOTTLENECK_AT_ROOFLINE) {
+    limiter = occupancy_limiter.value_or("");
+  } else {
+    BottleneckCategory basis = primary == kagent::v1::BOTTLENECK_AT_ROOFLINE ? sol_category : primary;
+    switch (basis) {
+      case kagent::v1::BOTTLENECK_MEMORY_BOUND:
+        limiter = memory_unit;
+        break;
+      case kagent::v1::BOTTLENECK_COMPUTE_BOUND:
+        limiter = compute_unit;
+        break;
+      case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
+        limiter = "launch_overhead";
+        break;
+      case kagent::v1::BOTTLENECK_GRID_UNDERFILLED:
+        limiter = "grid_size";
+        break;
+      case kagent::v1::BOTTLENECK_LATENCY_BOUND:
+        limiter = stalls.empty() ? "" : stalls.front().second->name;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // --- Root causes, one builder per category; emitted primary first, then secondary.
+  auto memory_cause = [&]() {
+    RootCause c;
+    std::string text = absl::StrCat("Memory-bound: memory SOL ", Pct(*memory), " against compute SOL ",
+                                    compute ? Pct(*compute) : std::string("unknown"));
+    rb.Cite(&c, memory_metric, "%",
+            "the busiest memory unit runs at this share of its sustained peak");
+    if (compute) rb.Cite(&c, compute_metric, "%", "the busiest compute pipe is far less loaded");
+    std::optional<double> dram = view.Get(metric::kDramThroughput);
+    if (memory_unit == "dram_bandwidth" && dram && *dram >= o.dram_near_peak_pct) {
+      absl::StrAppend(&text, "; DRAM throughput ", Pct(*dram),
+                      ": the kernel streams from HBM at near peak, so only moving fewer bytes "
+                      "can make it much faster");
+      rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth in use: near the ceiling");
+    } else if (memory_unit == "dram_bandwidth" && dram) {
+      absl::StrAppend(&text, "; DRAM is the busiest memory unit at ", Pct(*dram),
+                      ", below its ceiling: wider, coalesced accesses and more bytes in flight "
+                      "can still raise it");
+      rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth in use, with room left");
+    } else if (memory_unit == "l2_bandwidth") {
+      absl::StrAppend(&text, "; L2 is the busiest memory unit at ", Pct(*view.Get(metric::kL2Throughput)),
+                      ": data is re-read through L2; keeping it in shared memory or registers, or "
+                      "a better L2 access order, relieves it");
+      rb.Cite(&c, metric::kL2Throughput, "%", "L2 bandwidth in use: the busiest memory unit");
+      if (dram) rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth, below the L2 load");
+    } else if (memory_unit == "l1_bandwidth") {
+      absl::StrAppend(&text, "; L1/shared memory is the busiest unit at ",
+                      Pct(*view.Get(metric::kL1Throughput)),
+                      ": uncoalesced or redundant loads, or shared-memory bank conflicts, "
+                      "load L1 more than the data requires");
+      rb.Cite(&c, metric::kL1Throughput, "%", "L1TEX/shared-memory throughput: the busiest unit");
+      if (dram) rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth, below the L1 load");
+    }
+    c.set_cause(text);
+    rb.Add(std::move(c));
+  };
+
+  auto compute_cause = [&]() {
+    RootCause c;
+    std::string text = absl::StrCat("Compute-bound: compute SOL ", Pct(*compute), " against memory SOL ",
+                                    memory ? Pct(*memory) : std::string("unknown"));
+    rb.Cite(&c, compute_metric, "%", "the busiest compute pipe runs at this share of its peak");
+    if (memory) rb.Cite(&c, memory_metric, "%", "the memory system is less loaded");
+    if (compute_unit == "tensor_pipe") {
+      absl::StrAppend(&text, "; the tensor pipe is active ", Pct(*tensor),
+                      " of cycles: the MMA units are the limiter, so gains need fewer or "
+                      "cheaper MMAs (lower precision) or better overlap of the rest");
+      rb.Cite(&c, metric::kTensorPipe, "%", "tensor-core (HMMA) pipe activity: the limiter");
+    } else if (compute_unit == "fma_pipe") {
+      absl::StrAppend(&text, "; the math runs on the FP32 pipes",
+                      tensor ? absl::StrCat(" while the tensor pipe is active ", Pct(*tensor), " of cycles")
+                             : std::string(""),
+                      ffma ? absl::StrCat(" (", Num(*ffma), " FFMA thread instructions)") : std::string(""));
+      if (tensor) rb.Cite(&c, metric::kTensorPipe, "%", "tensor cores nearly idle");
+      if (ffma) rb.Cite(&c, metric::kFfmaInst, "thread-instructions", "FP32 fused multiply-adds executed");
+    }
+    c.set_cause(text);
+    rb.Add(std::move(c));
+  };
+
+  auto at_roofline_cause = [&]() {
+    RootCause c;
+    c.set_cause(absl::StrCat("At the roofline: efficiency ", Pct(*efficiency), " (",
+                             memory_side ? "memory" : "compute", " SOL) is at or above ",
+                             Pct(o.at_roofline_pct),
+                             ": further gains need less work (fewer bytes or FLOPs, fusion), not "
+                             "better scheduling"));
+    rb.Cite(&c, memory_side ? memory_metric : compute_metric, "%",
+            "at the hardware ceiling of this unit");
+    if (memory_side) rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth in use");
+    if (!memory_side) rb.Cite(&c, metric::kTensorPipe, "%", "tensor-core pipe activity");
+    rb.Add(std::move(c));
+  };
+
+  auto launch_cause = [&]() {
+    if (short_launches) {
+      RootCause c;
+      c.set_cause(absl::StrCat(
+          "Launch-bound: ", view.launches(), " launch", view.launches() == 1 ? "" : "es",
+          " averaging ", Micros(mean_launch_ns), " each (", Micros(view.total_duration_ns()),
+          " in all) is under ", Micros(o.launch_bound_ns),
+          " per launch, so the fixed cost of a launch (a few us of host, driver and GPU "
+          "front-end work) is comparable to the work itself"));
+      rb.Cite(&c, metric::kDuration, "ns", "mean GPU time of one launch of the diagnosed kernel");
+      rb.Cite(&c, metric::kMeanLaunchDuration, "ns", "mean GPU time per launch over all kernels");
+      rb.Cite(&c, metric::kLaunches, "count", "kernel launches in the profiled range");
+      rb.Add(std::move(c));
+    }
+    if (mostly_idle) {
+      RootCause c;
+      c.set_cause(absl::StrCat("Overhead-bound: kernels keep the GPU busy only ", Pct(*gpu_busy),
+                               " of the measured wall-clock median (",
+                               Micros(view.total_duration_ns()), " of kernel time): host-side "
+                               "work and gaps between launches dominate"));
+      rb.Cite(&c, metric::kGpuBusy, "%", "kernel time over the wall-clock median");
+      rb.Cite(&c, metric::kTotalKernelTime, "ns", "GPU time of all kernels");
+      rb.Add(std::move(c));
+    }
+  };
+
+  auto grid_cause = [&]() {
+    RootCause c;
+    const double idle = sm_count - *ctas;
+    c.set_cause(absl::StrCat("Grid underfilled: ", Num(*ctas), " CTAs for ", Num(sm_count),
+                             " SMs, so ", Num(idle), " SMs (", Pct(100.0 * idle / sm_count),
+                             ") get no work; split the work into more, smaller CTAs"));
+    rb.Cite(&c, metric::kGridSize, "CTAs", "CTAs launched, fewer than the GPU's SMs");
+    rb.Cite(&c, metric::kWaves, "waves/SM", "under one wave: the GPU is never full");
+    rb.Cite(&c, metric::kGridFill, "%", "CTAs per SM x 100");
+    rb.Add(std::move(c));
+  };
+
+  auto occupancy_cause = [&]() {
+    RootCause c;
+    std::string name = occupancy_limiter.value_or("");
+    std::string text = absl::StrCat("Occupancy-limited", name.empty() ? "" : " by " + name, ": at most ",
+                                    Pct(*theoretical), " of the warp slots can be filled");
+    if (auto achieved = view.Get(metric::kAchievedOccupancy)) {
+      absl::StrAppend(&text, " (achieved ", Pct(*achieved), ")");
+    }
+    absl::StrAppend(&text, ", too few warps to hide latency");
+    std::vector<std::string> limits;
+    for (const auto& [m, label] : {std::pair{metric::kLimitRegisters, "registers"},
+                                   std::pair{metric::kLimitSharedMem, "shared memory"},
+                                   std::pair{metric::kLimitWarps, "warps"},
+                                   std::pair{metric::kLimitBlocks, "block limit"}}) {
+      if (auto v = view.Get(m)) limits.push_back(absl::StrCat(label, " ", Num(*v)));
+    }
+    if (!limits.empty()) {
+      absl::StrAppend(&text, "; resident blocks per SM allowed by ", absl::StrJoin(limits, ", "));
+    }
+    if (name == "registers") {
+      if (auto regs = view.Get(metric::kRegistersPerThread)) {
+        absl::StrAppend(&text, "; ", Num(*regs), " registers per thread");
+      }
+      rb.Cite(&c, metric::kLimitRegisters, "blocks/SM", "blocks per SM the register file allows: the lowest limit");
+      rb.Cite(&c, metric::kRegistersPerThread, "registers/thread", "register footprint per thread");
+    } else if (name == "shared_memory") {
+      rb.Cite(&c, metric::kLimitSharedMem, "blocks/SM", "blocks per SM shared memory allows: the lowest limit");
+      rb.Cite(&c, metric::kSharedMemDynamic, "bytes/block", "dynamic shared memory per block");
+      rb.Cite(&c, metric::kSharedMemStatic, "bytes/block", "static shared memory per block");
+    } else if (name == "blocks_per_sm") {
+      absl::StrAppend(&text, "; blocks are too small to fill the SM within the per-SM block limit");
+      rb.Cite(&c, metric::kLimitBlocks, "blocks/SM", "hardware limit on resident blocks: the lowest limit");
+      rb.Cite(&c, metric::kBlockSize, "threads", "threads per block: small blocks");
+    } else if (name == "warps") {
+      rb.Cite(&c, metric::kLimitWarps, "blocks/SM", "blocks per SM the warp slots allow: the lowest limit");
+      rb.Cite(&c, metric::kBlockSize, "threads", "threads per block");
+    }
+    c.set_cause(text);
+    rb.Cite(&c, theoretical_metric, "%", "the most warps that can be resident, % of the SM's warp slots");
+    rb.Cite(&c, metric::kAchievedOccupancy, "%", "warps actually resident on average");
+    rb.Add(std::move(c));
+  };
+
+  auto latency_cause = [&]() {
+    RootCause c;
+    std::string text = absl::StrCat("Underutilized: memory SOL ", memory ? Pct(*memory) : "unknown",
+                                    " and compute SOL ", compute ? Pct(*compute) : "unknown",
+                                    " are both under ", Pct(o.bound_sol_pct),
+                                    ": neither the memory system nor the math pipes are busy, warps "
+                                    "mostly wait");
+    if (!stalls.empty()) {
+      absl::StrAppend(&text, ", most on ", stalls.front().second->name, " (",
+                      Num(stalls.front().first), " cycles per issued instruction)");
+    }
+    c.set_cause(text);
+    if (memory) rb.Cite(&c, memory_metric, "%", "memory side well under its peak");
+    if (compute) rb.Cite(&c, compute_metric, "%", "compute side well under its peak");
+    rb.Add(std::move(c));
+  };
+
+  auto emit = [&](BottleneckCategory category) {
+    switch (category) {
+      case kagent::v1::BOTTLENECK_MEMORY_BOUND:
+        memory_cause();
+        break;
+      case kagent::v1::BOTTLENECK_COMPUTE_BOUND:
+        compute_cause();
+        break;
+      case kagent::v1::BOTTLENECK_AT_ROOFLINE:
+        at_roofline_cause();
+        break;
+      case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
+        launch_cause();
+        break;
+      case kagent::v1::BOTTLENECK_GRID_UNDERFILLED:
+        grid_cause();
+        break;
+      case kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED:
+        occupancy_cause();
+        break;
+      case kagent::v1::BOTTLENECK_LATENCY_BOUND:
+        latency_cause();
+        break;
+      default:
+        break;
+    }
+  };
+  emit(primary);
+  if (secondary != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) emit(secondary);
+
+  // --- Supporting observations.
+  // Dominant stall reasons (the top one, and the second when at least half as large).
+  for (size_t i = 0; i < stalls.size() && i < 2; ++i) {
+    if (i == 1 && stalls[1].first < 0.5 * stalls[0].first) break;
+    const StallReason& s = *stalls[i].second;
+    RootCause c;
+    c.set_cause(absl::StrCat(i == 0 ? "Warps stall most on " : "Next stall reason: ", s.name, " (",
+                             Num(stalls[i].first), " cycles per issued instruction): ", s.meaning));
+    rb.Cite(&c, s.metric, "cycles/issue", s.meaning);
+    rb.Add(std::move(c));
+  }
+  // Achieved occupancy far under theoretical without a resource limit (tail, imbalance).
+  if (auto achieved = view.Get(metric::kAchievedOccupancy);
+      achieved && theoretical && !is(kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED) &&
+      !grid_underfilled && *achieved < o.achieved_over_theoretical_min * *theoretical) {
+    RootCause c;
+    c.set_cause(absl::StrCat("Achieved occupancy ", Pct(*achieved), " is well under the theoretical ",
+                             Pct(*theoretical),
+                             ": warps retire unevenly (a partial last wave, too few CTAs per SM, "
+                             "or load imbalance)"));
+    rb.Cite(&c, metric::kAchievedOccupancy, "%", "warps actually resident on average");
+    rb.Cite(&c, theoretical_metric, "%", "the most warps that could be resident");
+    rb.Cite(&c, metric::kWaves, "waves/SM", "waves of CTAs per SM");
+    rb.Add(std::move(c));
+  }
+  // DRAM traffic against the op's minimum.
+  if (auto ratio = view.Get(metric::kBytesOverMin); ratio && *ratio >= o.excess_bytes_ratio) {
+    RootCause c;
+    c.set_cause(absl::StrCat("DRAM traffic is ", absl::StrFormat("%.2f", *ratio),
+                             "x the minimum the op needs: data is fetched more than once "
+                             "(uncoalesced access, poor tile reuse or L2 misses)"));
+    rb.Cite(&c, metric::kBytesOverMin, "x", "DRAM bytes read+written over the op's minimum bytes");
+    rb.Cite(&c, metric::kDramBytesRead, "bytes", "bytes read from DRAM");
+    rb.Cite(&c, metric::kDramBytesWrite, "bytes", "bytes written to DRAM");
+    rb.Add(std::move(c));
+  }
+  // Poor L2 reuse on ops that reuse tiles.
+  if (auto hit = view.Get(metric::kL2HitRate); hit && IsReuseOp(op_class) && *hit < o.low_l2_hit_pct) {
+    RootCause c;
+    c.set_cause(absl::StrCat("L2 hit rate ", Pct(*hit), " on a ", op_class,
+                             ": tiles shared between CTAs are re-fetched from DRAM; a grouped "
+                             "(swizzled) program order keeps them in L2"));
+    rb.Cite(&c, metric::kL2HitRate, "%", "share of L2 sector lookups that hit");
+    rb.Add(std::move(c));
+  }
+  // Tensor cores idle on a GEMM-like op.
+  if (tensor && IsReuseOp(op_class) && *tensor < o.tensor_idle_pct &&
+      !rb.WasCited(metric::kTensorPipe)) {
+    RootCause c;
+    c.set_cause(absl::StrCat("Tensor cores are nearly idle (", Pct(*tensor), " of cycles) on a ", op_class,
+                             ": the MMAs run on the FP32 pipes (fp32 operands without tf32, or tile "
+                             "shapes that are not multiples of 16)"));
+    rb.Cite(&c, metric::kTensorPipe, "%", "tensor-core pipe activity");
+    rb.Cite(&c, metric::kFfmaInst, "thread-instructions", "FP32 fused multiply-adds executed");
+    rb.Add(std::move(c));
+  }
+  // Several kernels: say which one is diagnosed.
+  if (view.groups().size() > 1) {
+    RootCause c;
+    std::vector<std::string> others;
+    for (size_t i = 1; i < view.groups().size() && i < 4; ++i) {
+      const KernelGroup& g = view.groups()[i];
+      others.push_back(absl::StrCat(g.name, " ", Pct(100.0 * g.total_ns / view.total_duration_ns())));
+    }
+    c.set_cause(absl::StrCat("The profile holds ", view.groups().size(), " kernels (", view.launches(),
+                             " launches, ", Micros(view.total_duration_ns()), " in all); ",
+                             view.dominant_kernel(), " takes ", Pct(100.0 * view.dominant_share()),
+                             " of the GPU time and is the one diagnosed; then ",
+                             absl::StrJoin(others, ", ")));
+    rb.Cite(&c, metric::kDominantShare, "%", "share of GPU time in the diagnosed kernel");
+    rb.Cite(&c, metric::kDistinctKernels, "count", "distinct kernels in the profile");
+    rb.Cite(&c, metric::kLaunches, "count", "kernel launches in the profile");
+    rb.Add(std::move(c));
+  }
+
+  // --- The report.
+  BottleneckReport report;
+  report.set_primary(primary);
+  report.set_secondary(secondary);
+  report.set_limiter(limiter);
+  report.set_efficiency_pct(efficiency.value_or(0));
+  report.set_headroom_pct(std::clamp(100.0 - efficiency.value_or(0), 0.0, 100.0));
+  report.set_dominant_kernel(view.dominant_kernel());
+  report.set_dominant_kernel_share(view.dominant_share());
+  for (RootCause& c : rb.causes()) *report.add_root_causes() = std::move(c);
+
+  std::string summary = absl::StrCat(view.dominant_kernel(), ": ", CategoryName(primary));
+  if (secondary != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
+    absl::StrAppend(&summary, " (secondary: ", CategoryName(secondary), ")");
+  }
+  if (!limiter.empty()) absl::StrAppend(&summary, ", limiter ", limiter);
+  if (efficiency) {
+    absl::StrAppend(&summary, "; efficiency ", Pct(*efficiency), ", headroom ", Pct(100.0 - std::min(100.0, *efficiency)));
+  } else {
+    absl::StrAppend(&summary, "; efficiency unknown (no SOL metrics)");
+  }
+  if (view.groups().size() > 1) {
+    absl::StrAppend(&summary, "; dominant kernel of ", view.groups().size(), ", ",
+                    Pct(100.0 * view.dominant_share()), " of GPU time");
+  }
+  report.set_summary(summary);
+  return report;
+}
+
+}  // namespace kagent

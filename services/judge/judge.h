@@ -1,0 +1,110 @@
+// The judge: a deterministic roofline diagnosis of a profiled kernel.
+//
+// Given the profile (kagent.v1.HardwareMetrics), the GPU's spec and optionally the op
+// signature and the timing, Judge::Diagnose classifies the bottleneck of the dominant
+// kernel into a primary and a secondary BottleneckCategory, names the limiter, and writes
+// root causes each citing the metrics (name, value, unit, meaning) the rule read. Every
+// rule and threshold is listed in docs/judge.md; the thresholds live in JudgeOptions.
+//
+// Rules, in priority order (the first that fires is primary, the next one secondary):
+//   1. at-roofline       efficiency = max(compute SOL, memory SOL) >= 95%
+//   2. launch-bound      mean kernel duration per launch < 10 us, or kernels keep the GPU
+//                        busy < 50% of the measured wall-clock median
+//   3. memory-/compute-bound  the larger SOL >= 60% (ties go to memory); when both are
+//                        >= 60% the other side follows as the next category
+//   4. grid-underfilled  fewer CTAs than SMs (launch__grid_size < sm_count)
+//   5. occupancy-limited theoretical occupancy < 50% while efficiency < 80%; the limiter is
+//                        the smallest launch__occupancy_limit_* value
+//   6. latency-bound     both SOL < 60%
+// When SOL metrics are missing (CUPTI backend), the achieved DRAM bandwidth and FLOP/s
+// of the op signature over the kernel time stand in for them.
+//
+// A narrator (see narrator.h) writes BottleneckReport.narrative and may add root causes;
+// its citations are validated and it can change nothing else.
+//
+// Thread-safety: Diagnose is const and may be called concurrently when the narrator is
+// thread-safe.
+#ifndef KAGENT_SERVICES_JUDGE_JUDGE_H_
+#define KAGENT_SERVICES_JUDGE_JUDGE_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/common.pb.h"
+#include "kagent/v1/judge_service.pb.h"
+#include "services/judge/narrator.h"
+#include "services/judge/profile_view.h"
+
+namespace kagent {
+
+// Thresholds of the rules. Defaults are the documented ones (docs/judge.md).
+struct JudgeOptions {
+  // Efficiency (the larger SOL) at or above which the kernel is at its roofline.
+  double at_roofline_pct = 95.0;
+  // A SOL at or above this makes the kernel memory- or compute-bound; with both below
+  // it the kernel is latency-bound (underutilized).
+  double bound_sol_pct = 60.0;
+  // Low occupancy only counts as a bottleneck while efficiency is below this: a GEMM at
+  // 85% compute SOL with 12% occupancy is not occupancy-limited.
+  double occupancy_matters_below_pct = 80.0;
+  // Theoretical occupancy below this means a resource caps the resident warps.
+  double low_occupancy_pct = 50.0;
+  // Mean kernel duration per launch below this is launch-bound (launch cost is a few us).
+  double launch_bound_ns = 10000.0;
+  // Kernel time below this share of the wall-clock median is overhead-bound.
+  double min_gpu_busy_pct = 50.0;
+  // DRAM throughput at or above this is "near peak".
+  double dram_near_peak_pct = 80.0;
+  // Achieved occupancy below this fraction of theoretical is flagged (tail, imbalance).
+  double achieved_over_theoretical_min = 0.7;
+  // L2 hit rate below this on ops with data reuse (gemm, conv, attention) is flagged.
+  double low_l2_hit_pct = 50.0;
+  // DRAM bytes above this multiple of the op's minimum bytes are flagged as redundant.
+  double excess_bytes_ratio = 1.25;
+  // Stall reasons below this many cycles per issued instruction are not cited.
+  double min_stall_cycles = 1.0;
+  // Tensor pipe activity below this on GEMM-like ops means tensor cores are idle.
+  double tensor_idle_pct = 5.0;
+};
+
+// Returns INVALID_ARGUMENT for a request the judge cannot diagnose: no kernels, missing
+// GPU spec (gpu absent or sm_count <= 0), non-finite values.
+absl::Status ValidateDiagnoseRequest(const kagent::v1::DiagnoseRequest& request);
+
+// The occupancy limiter of the diagnosed kernel: the smallest of the
+// launch__occupancy_limit_* values ("registers", "shared_memory", "blocks_per_sm",
+// "warps"; ties in that order), or nullopt when none was collected.
+std::optional<std::string> OccupancyLimiter(const ProfileView& view);
+
+// The theoretical occupancy in percent: ncu's value, else the one derived from the
+// limiters; nullopt when neither is known. `metric_name` receives the name to cite.
+std::optional<double> TheoreticalOccupancy(const ProfileView& view, std::string* metric_name);
+
+class Judge {
+ public:
+  // `narrator` may be null (the heuristic narrator is used); when set it is not owned
+  // and must outlive the Judge.
+  explicit Judge(JudgeOptions options = {}, JudgeNarrator* narrator = nullptr);
+
+  // Diagnoses the request. INVALID_ARGUMENT for bad requests (see
+  // ValidateDiagnoseRequest) and for profiles no rule can classify (no SOL, no op
+  // signature to derive one, and neither launch nor grid rule applies).
+  absl::StatusOr<kagent::v1::BottleneckReport> Diagnose(
+      const kagent::v1::DiagnoseRequest& request) const;
+
+  // The rules alone, without a narrative. Same errors as Diagnose.
+  absl::StatusOr<kagent::v1::BottleneckReport> DiagnoseByRules(
+      const kagent::v1::DiagnoseRequest& request, const ProfileView& view) const;
+
+  const JudgeOptions& options() const { return options_; }
+
+ private:
+  JudgeOptions options_;
+  JudgeNarrator* narrator_;  // not owned; may be null
+  mutable HeuristicNarrator heuristic_narrator_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_JUDGE_JUDGE_H_

@@ -1,0 +1,77 @@
+// The judge's narrative seam.
+//
+// After the rules have produced a BottleneckReport, a JudgeNarrator may add prose and
+// further root causes. An LLM brain implements it (the LLM clients live in common/llm);
+// HeuristicNarrator is the embedded, deterministic implementation. Whatever a narrator
+// returns passes through ValidateNarrative() before it reaches the report: every metric it
+// cites must exist in the profile and match a measured value within 1%, or the citation
+// (and the sentence or root cause that depends on it) is dropped and the drop is logged.
+// The report's category, limiter and rule evidence never depend on a narrator.
+#ifndef KAGENT_SERVICES_JUDGE_NARRATOR_H_
+#define KAGENT_SERVICES_JUDGE_NARRATOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/common.pb.h"
+#include "services/judge/profile_view.h"
+
+namespace kagent {
+
+struct NarrativeResult {
+  // Prose for BottleneckReport.narrative. Metric names cited in it (tokens containing
+  // "__", e.g. dram__throughput.avg.pct_of_peak_sustained_elapsed) are validated.
+  std::string narrative;
+  // Root causes beyond the rules' own; each must cite at least one metric.
+  std::vector<kagent::v1::RootCause> extra_root_causes;
+};
+
+// Interface. Implementations must be thread-safe: one instance serves concurrent calls.
+class JudgeNarrator {
+ public:
+  virtual ~JudgeNarrator() = default;
+  // Returns narrative for `report` (already complete from the rules) over `metrics`.
+  // An error makes the judge fall back to the heuristic narrative; it never fails the
+  // diagnosis.
+  virtual absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
+                                                  const kagent::v1::HardwareMetrics& metrics) = 0;
+  // Short name for logs and for RootCause.source ("heuristic", "llm:<provider>").
+  virtual std::string Name() const = 0;
+};
+
+// Deterministic narrative composed from the report's rule root causes and category.
+// Adds no root causes. Stateless and thread-safe.
+class HeuristicNarrator : public JudgeNarrator {
+ public:
+  absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
+                                          const kagent::v1::HardwareMetrics& metrics) override;
+  std::string Name() const override { return "heuristic"; }
+};
+
+// What ValidateNarrative kept and why it dropped the rest.
+struct NarrativeValidation {
+  NarrativeResult kept;
+  std::vector<std::string> drops;  // one human-readable line per dropped item
+};
+
+// Checks every citation of `result` against the profile: the values of every kernel and
+// of the aggregate, the top-level SOL fields, kernel durations and launch shapes, and the
+// view's own (diagnosed-kernel and derived) values.
+//  - Evidence of an extra root cause is kept when its metric is in the profile and its
+//    value is within 1% of a measured value of that metric; a root cause left without
+//    evidence is dropped. Kept root causes get source "llm" unless `source` says otherwise.
+//  - The narrative is checked sentence by sentence: a sentence naming a metric that is
+//    not in the profile is dropped; a sentence with numbers must hold, for every metric it
+//    names, a number within 1% of a measured value of that metric, or it is dropped.
+// Pure function; logs nothing (the caller logs `drops`).
+NarrativeValidation ValidateNarrative(const NarrativeResult& result,
+                                      const kagent::v1::HardwareMetrics& metrics,
+                                      const ProfileView& view, const std::string& source);
+
+// True when `cited` is within 1% (relative) of `measured`; exact match required at 0.
+bool WithinOnePercent(double cited, double measured);
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_JUDGE_NARRATOR_H_
