@@ -994,6 +994,7 @@ absl::StatusOr<std::vector<v1::Artifact>> SqliteStorage::Connection::ListArtifac
     return absl::InvalidArgumentError(absl::StrCat("prefix is ", prefix.size(),
                                                    " bytes; the limit is ", kMaxArtifactNameBytes));
   }
+  KAGENT_RETURN_IF_ERROR(storage::ValidateUtf8("prefix", prefix));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   // Names compare bytewise (BINARY collation): prefix <= name < upper selects exactly the
   // names starting with prefix, through the primary key.

@@ -47,7 +47,7 @@ const std::vector<SqliteMigration>& SqliteSchemaMigrations();
 struct SqliteStorageOptions {
   // The database file, created when absent; ":memory:" for a private in-memory database
   // (tests; no WAL, gone when closed).
-  std::string path;
+  std::string path{};
   // Create the file's parent directories when missing.
   bool create_parent_directories = true;
   // How long a statement waits for a lock held by another connection before failing

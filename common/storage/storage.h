@@ -82,34 +82,34 @@ inline constexpr int kMaxSharedReflexionLimit = 1000;
 // A job with its revision: 1 after CreateJob, +1 per successful UpdateJob. The revision
 // is storage metadata (Job has no field for it); pass it back to UpdateJob.
 struct StoredJob {
-  v1::Job job;
+  v1::Job job{};
   int64_t revision = 0;
 };
 
 struct CreateJobResult {
-  StoredJob stored;
+  StoredJob stored{};
   // False when the (tenant, idempotency key) pair was already used: `stored` is then
   // the job created by that first call, and nothing was written.
   bool created = false;
 };
 
 struct ListJobsQuery {
-  std::string tenant;                       // required: a tenant sees only its jobs
+  std::string tenant{};                     // required: a tenant sees only its jobs
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;  // UNSPECIFIED: every state
   int page_size = 0;                        // 0: kDefaultJobPageSize; 1..kMaxJobPageSize
-  std::string page_token;                   // empty: the first page
+  std::string page_token{};                 // empty: the first page
 };
 
 struct JobPage {
-  std::vector<StoredJob> jobs;              // newest first (reverse creation order)
-  std::string next_page_token;              // empty: no more pages
+  std::vector<StoredJob> jobs{};            // newest first (reverse creation order)
+  std::string next_page_token{};            // empty: no more pages
 };
 
 // The key of the cross-job reflexion memory. All three parts are required.
 struct SharedMemoryKey {
-  std::string tenant;
-  std::string op_class;                     // e.g. "matvec"
-  std::string gpu_arch;                     // e.g. "sm_90"
+  std::string tenant{};
+  std::string op_class{};                   // e.g. "matvec"
+  std::string gpu_arch{};                   // e.g. "sm_90"
 };
 
 // ---------------------------------------------------------------------------

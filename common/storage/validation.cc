@@ -23,6 +23,42 @@ constexpr absl::string_view kPageTokenVersion = "p1";
 
 std::string Quote(absl::string_view value) { return QuoteValue(value); }
 
+// Returns the offset of the first byte that is not part of well-formed UTF-8 (no
+// overlong forms, no surrogates, at most U+10FFFF), or npos when all of it is.
+size_t FirstInvalidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int length = 0;
+    unsigned char low = 0x80, high = 0xbf;  // bounds of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      if (c == 0xe0) low = 0xa0;
+      if (c == 0xed) high = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      if (c == 0xf0) low = 0x90;
+      if (c == 0xf4) high = 0x8f;
+    } else {
+      return i;
+    }
+    if (i + length > s.size()) return i;
+    const unsigned char second = static_cast<unsigned char>(s[i + 1]);
+    if (second < low || second > high) return i;
+    for (int k = 2; k < length; ++k) {
+      const unsigned char next = static_cast<unsigned char>(s[i + k]);
+      if (next < 0x80 || next > 0xbf) return i;
+    }
+    i += length;
+  }
+  return absl::string_view::npos;
+}
+
 }  // namespace
 
 std::string QuoteValue(absl::string_view value) {
@@ -67,6 +103,15 @@ absl::Status ValidateName(absl::string_view field, absl::string_view value,
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s %s has control byte 0x%02x at offset %d", field, Quote(value), c, i));
     }
+  }
+  return ValidateUtf8(field, value);
+}
+
+absl::Status ValidateUtf8(absl::string_view field, absl::string_view value) {
+  const size_t bad = FirstInvalidUtf8(value);
+  if (bad != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s %s is not valid UTF-8 (at offset %d)", field, Quote(value), bad));
   }
   return absl::OkStatus();
 }

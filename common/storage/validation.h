@@ -23,10 +23,14 @@ namespace kagent::storage {
 absl::Status ValidateIdentifier(absl::string_view field, absl::string_view value,
                                 size_t max_bytes = kMaxStorageIdBytes);
 
-// A name-like value (artifact name, checkpoint key): 1..max_bytes bytes, no control
-// characters (bytes < 0x20 and 0x7f); other bytes, UTF-8 included, are allowed.
+// A name-like value (artifact name, checkpoint key): 1..max_bytes bytes of valid UTF-8
+// without control characters (< 0x20 and 0x7f). UTF-8 and no NUL so that every
+// backend can keep names as text (PostgreSQL's TEXT refuses both).
 absl::Status ValidateName(absl::string_view field, absl::string_view value,
                           size_t max_bytes);
+
+// INVALID_ARGUMENT unless `value` is well-formed UTF-8.
+absl::Status ValidateUtf8(absl::string_view field, absl::string_view value);
 
 // RESOURCE_EXHAUSTED when `size` exceeds `limit`.
 absl::Status ValidateSize(absl::string_view what, int64_t size, int64_t limit);
