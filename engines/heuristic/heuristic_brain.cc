@@ -1,0 +1,564 @@
+#include "engines/heuristic/heuristic_brain.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "engines/heuristic/knob_tuner.h"
+
+namespace kagent {
+namespace {
+
+using kagent::v1::BottleneckCategory;
+using kagent::v1::GpuSpec;
+
+constexpr int kDefaultSmCount = 132;  // H200; used when the GPU spec is absent
+
+int SmCount(const GpuSpec* gpu) {
+  return gpu != nullptr && gpu->sm_count() > 0 ? gpu->sm_count() : kDefaultSmCount;
+}
+
+int64_t NextPow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+int64_t Clamp(int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); }
+
+bool Is16Bit(const std::string& dtype) { return dtype == "bfloat16" || dtype == "float16"; }
+
+int64_t Prod(const std::vector<int64_t>& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+absl::Status Precondition(const TemplateInfo& t, const std::string& why) {
+  return absl::FailedPreconditionError(absl::StrCat("template ", t.id, ": ", why));
+}
+
+// (OUTER, R, INNER) view of a reduction over dims [dim, dim + num_dims).
+struct RowView {
+  int64_t outer = 1, r = 1, inner = 1;
+};
+RowView ViewOf(const RecognizedOp& op) {
+  RowView v;
+  int rank = op.input_shape.size();
+  int d0 = op.dim < 0 ? op.dim + rank : op.dim;
+  d0 = Clamp(d0, 0, std::max(0, rank - 1));
+  int d1 = std::min(rank, d0 + std::max(1, op.num_dims));
+  v.outer = Prod(op.input_shape, 0, d0);
+  v.r = Prod(op.input_shape, d0, d1);
+  v.inner = Prod(op.input_shape, d1, rank);
+  return v;
+}
+
+// Tiles (BLOCK_R, BLOCK_I, num_warps) for row-wise kernels over (OUTER, R, INNER).
+void RowTiles(const RowView& v, int64_t max_r, std::map<std::string, std::string>* p) {
+  int64_t bi = v.inner == 1 ? 1 : Clamp(NextPow2(v.inner), 1, 64);
+  int64_t br = Clamp(NextPow2(v.r), 1, std::max<int64_t>(1, max_r / bi));
+  int64_t tile = br * bi;
+  int64_t warps = Clamp(tile / 512, 1, 16);
+  warps = NextPow2(warps);
+  (*p)["BLOCK_R"] = std::to_string(br);
+  (*p)["BLOCK_I"] = std::to_string(bi);
+  (*p)["num_warps"] = std::to_string(std::max<int64_t>(warps, v.inner == 1 ? 4 : 2));
+}
+
+std::string OpArg(const std::string& variant, std::map<std::string, std::string>* p) {
+  if (variant == "leaky_relu") {
+    (*p)["ALPHA_NAME"] = "negative_slope";
+    (*p)["ALPHA"] = "0.01";
+  } else if (variant == "elu" || variant == "celu") {
+    (*p)["ALPHA_NAME"] = "alpha";
+    (*p)["ALPHA"] = "1.0";
+  } else if (variant == "softplus") {
+    (*p)["ALPHA_NAME"] = "beta";
+    (*p)["ALPHA"] = "1.0";
+    (*p)["BETA_NAME"] = "threshold";
+    (*p)["BETA"] = "20.0";
+  } else if (variant == "hardtanh") {
+    (*p)["ALPHA_NAME"] = "min_val";
+    (*p)["ALPHA"] = "-1.0";
+    (*p)["BETA_NAME"] = "max_val";
+    (*p)["BETA"] = "1.0";
+  }
+  return variant;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& TemplateAliases() {
+  static const auto* m = new std::map<std::string, std::string>{
+      {"matvec_row", "matvec_row_per_program"},
+      {"matvec_one_row_per_program", "matvec_row_per_program"},
+      {"matvec_splitk", "matvec_split_k"},
+      {"matvec_tile", "matvec_multi_row"},
+      {"matvec_multi_row_tile", "matvec_multi_row"},
+      {"gemm", "gemm_tiled"},
+      {"gemm_grouped", "gemm_tiled"},
+      {"gemm_swizzled", "gemm_tiled"},
+      {"gemm_splitk", "gemm_split_k"},
+      {"softmax", "softmax_online"},
+      {"log_softmax", "softmax_online"},
+      {"softmax_row", "softmax_online"},
+      {"layernorm", "row_norm"},
+      {"rmsnorm", "row_norm"},
+      {"layernorm_welford", "row_norm"},
+      {"reduction", "reduce_dim"},
+      {"reduce_single_pass", "reduce_dim"},
+      {"reduce_two_pass", "reduce_dim"},
+      {"reduce_split", "reduce_dim"},
+      {"elementwise_activation", "elementwise"},
+  };
+  return *m;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
+    const TemplateInfo& t, const RecognizedOp& op, const GpuSpec* gpu) {
+  std::map<std::string, std::string> p;
+  const int sms = SmCount(gpu);
+  if (op.op_class != t.op_class) {
+    return Precondition(t, absl::StrCat("serves op class ", t.op_class, ", the problem is ",
+                                        DescribeOp(op)));
+  }
+  if (!op.dtype.empty() &&
+      std::find(t.dtypes.begin(), t.dtypes.end(), op.dtype) == t.dtypes.end()) {
+    return Precondition(t, absl::StrCat("dtype ", op.dtype, " not in {",
+                                        absl::StrJoin(t.dtypes, ", "), "}"));
+  }
+  const bool half = Is16Bit(op.dtype);
+  if (t.op_class == "matvec") {
+    if (op.m <= 0 || op.k <= 0) return Precondition(t, "matvec shapes unknown");
+    p["A_EXPR"] = op.trans_a ? "A.t()" : "A";
+    const int64_t max_bk = half ? 4096 : 2048;
+    if (t.id == "matvec_row_per_program") {
+      p["BLOCK_K"] = std::to_string(Clamp(NextPow2(op.k), 64, max_bk));
+      p["num_warps"] = op.k >= 4096 ? "8" : "4";
+      p["num_stages"] = "2";
+    } else if (t.id == "matvec_multi_row") {
+      int64_t bm = op.m >= 8 * sms ? 4 : 1;
+      p["BLOCK_M"] = std::to_string(bm);
+      p["BLOCK_K"] = std::to_string(Clamp(NextPow2(op.k), 16, 2048 / bm));
+      p["num_warps"] = "4";
+      p["num_stages"] = "2";
+    } else if (t.id == "matvec_split_k") {
+      int64_t bk = Clamp(NextPow2(op.k), 64, max_bk);
+      int64_t bm = 1;
+      // Enough programs for ~8 per SM, without slices shorter than 4 BLOCK_K chunks.
+      int64_t want = CeilDiv(8LL * sms, CeilDiv(op.m, bm));
+      int64_t most = std::max<int64_t>(1, op.k / (4 * bk));
+      p["BLOCK_M"] = std::to_string(bm);
+      p["BLOCK_K"] = std::to_string(bk);
+      p["SPLIT_K"] = std::to_string(Clamp(want, 1, std::min<int64_t>(most, 1024)));
+      p["num_warps"] = op.k >= 4096 ? "8" : "4";
+      p["num_stages"] = "2";
+    }
+    return p;
+  }
+  if (t.op_class == "gemm") {
+    if (op.variant == "addmm" || op.variant == "linear") {
+      return Precondition(t, "a bias-adding linear layer (addmm) is not a plain A @ B");
+    }
+    if (op.variant == "diag" || op.variant == "triangular") {
+      return Precondition(t, absl::StrCat("the reference has ", op.variant,
+                                          " structure the plain GEMM would not preserve"));
+    }
+    if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
+    if (t.id == "gemm_split_k" && op.batch > 1) {
+      return Precondition(t, "split-K template is 2-D only (the problem is batched)");
+    }
+    auto tile = [&](int64_t dim) { return Clamp(NextPow2(dim), 16, half ? 128 : 64); };
+    int64_t bm = tile(op.m), bn = tile(op.n);
+    int64_t bk = half ? 64 : 32;
+    p["BLOCK_M"] = std::to_string(bm);
+    p["BLOCK_N"] = std::to_string(bn);
+    p["BLOCK_K"] = std::to_string(bk);
+    p["GROUP_M"] = "8";
+    p["num_warps"] = bm * bn >= 128 * 128 ? "8" : "4";
+    p["num_stages"] = half ? "4" : "3";
+    std::string tr = t.id == "gemm_split_k" ? ".t()" : ".mT";
+    p["A_EXPR"] = op.trans_a ? "A" + tr : "A";
+    p["B_EXPR"] = op.trans_b ? "B" + tr : "B";
+    p["INPUT_PRECISION"] = "ieee";
+    if (t.id == "gemm_split_k") {
+      int64_t tiles = CeilDiv(op.m, bm) * CeilDiv(op.n, bn);
+      int64_t want = CeilDiv(2LL * sms, tiles);
+      int64_t most = std::max<int64_t>(1, op.k / (4 * bk));
+      p["SPLIT_K"] = std::to_string(Clamp(want, 1, std::min<int64_t>(most, 256)));
+    }
+    return p;
+  }
+  if (t.op_class == "softmax") {
+    if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+    RowView v = ViewOf(op);
+    RowTiles(v, half ? 16384 : 8192, &p);
+    p["DIM"] = std::to_string(op.dim);
+    p["LOG"] = op.variant == "log_softmax" ? "True" : "False";
+    p["num_stages"] = "1";
+    return p;
+  }
+  if (t.op_class == "norm") {
+    if (op.variant != "layer" && op.variant != "rms") {
+      return Precondition(t, absl::StrCat("normalization '", op.variant,
+                                          "' has no template (layer and rms only)"));
+    }
+    if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+    RowView v = ViewOf(op);
+    RowTiles(v, 4096, &p);
+    p["NORM"] = op.variant == "layer" ? "layer" : "rms";
+    p["AFFINE"] = !op.has_affine ? "none"
+                  : op.variant == "layer" ? "layernorm_module"
+                                          : "rmsnorm_module";
+    p["DIM"] = std::to_string(op.dim);
+    p["NUM_DIMS"] = std::to_string(std::max(1, op.num_dims));
+    p["num_stages"] = "1";
+    return p;
+  }
+  if (t.op_class == "reduction") {
+    static const std::set<std::string> kOps = {"sum",  "mean",   "max",   "min",
+                                               "prod", "argmax", "argmin"};
+    if (!kOps.count(op.variant)) {
+      return Precondition(t, absl::StrCat("reduction '", op.variant, "' not supported"));
+    }
+    if (op.num_dims != 1 && op.input_shape.size() > 1) {
+      return Precondition(t, absl::StrCat("reduces ", op.num_dims,
+                                          " dims at once; the template reduces one"));
+    }
+    if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+    RowView v = ViewOf(op);
+    RowTiles(v, 4096, &p);
+    int64_t br = std::stoll(p["BLOCK_R"]), bi = std::stoll(p["BLOCK_I"]);
+    int64_t programs = v.outer * CeilDiv(v.inner, bi);
+    int64_t split = 1;
+    if (programs < 2LL * sms) {
+      split = Clamp(CeilDiv(4LL * sms, programs), 1, std::max<int64_t>(1, CeilDiv(v.r, 4 * br)));
+    }
+    p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+    p["OP"] = op.variant;
+    p["DIM"] = std::to_string(op.dim);
+    p["KEEPDIM"] = op.keepdim ? "True" : "False";
+    p["num_stages"] = "1";
+    return p;
+  }
+  if (t.op_class == "elementwise") {
+    const TemplateParam* ops = t.FindParam("OP");
+    if (ops == nullptr ||
+        std::find(ops->allowed.begin(), ops->allowed.end(), op.variant) == ops->allowed.end()) {
+      return Precondition(t, absl::StrCat("activation '", op.variant, "' not in its OP list"));
+    }
+    p["OP"] = OpArg(op.variant, &p);
+    p["BLOCK"] = op.numel >= (1 << 20) ? "4096" : "1024";
+    p["num_warps"] = op.numel >= (1 << 20) ? "8" : "4";
+    return p;
+  }
+  return Precondition(t, absl::StrCat("no parameter rules for op class ", t.op_class));
+}
+
+absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec* gpu) {
+  const int sms = SmCount(gpu);
+  if (op.op_class == "matvec") {
+    return op.m >= 4LL * sms ? "matvec_row_per_program" : "matvec_split_k";
+  }
+  if (op.op_class == "gemm") {
+    int64_t tiles = CeilDiv(op.m, 64) * CeilDiv(op.n, 64) * op.batch;
+    if (op.batch == 1 && tiles < sms / 2 && op.k >= 4096) return "gemm_split_k";
+    return "gemm_tiled";
+  }
+  if (op.op_class == "softmax") return "softmax_online";
+  if (op.op_class == "norm") return "row_norm";
+  if (op.op_class == "reduction") return "reduce_dim";
+  if (op.op_class == "elementwise") return "elementwise";
+  return absl::UnimplementedError(absl::StrCat("no template family for ", DescribeOp(op),
+                                               op.reason.empty() ? "" : " (" + op.reason + ")"));
+}
+
+namespace {
+
+// What a knob move should do, with numbers where the op tells them.
+std::string KnobEffect(const KnobEdit& e, const RecognizedOp* op, const GpuSpec* gpu) {
+  const int sms = SmCount(gpu);
+  const bool up = e.new_value > e.old_value;
+  const std::string arrow = absl::StrCat(e.knob, " ", e.old_value, " -> ", e.new_value, ": ");
+  if (e.knob == "BLOCK_M" && op != nullptr && op->m > 0) {
+    int64_t before = CeilDiv(op->m, e.old_value), after = CeilDiv(op->m, e.new_value);
+    return absl::StrCat(arrow, "row programs ", before, " -> ", after, " on ", sms, " SMs (",
+                        absl::StrFormat("%.2f", double(after) / sms), " per SM); ",
+                        up ? "fewer, fatter programs: more reuse of each x/B chunk, less parallelism"
+                           : "more parallelism to fill the SMs, each program streams fewer rows");
+  }
+  if (e.knob == "BLOCK_N" && op != nullptr && op->n > 0) {
+    return absl::StrCat(arrow, "column tiles ", CeilDiv(op->n, e.old_value), " -> ",
+                        CeilDiv(op->n, e.new_value), up ? "; more A reuse per tile, more registers"
+                                                         : "; more programs, less reuse");
+  }
+  if (absl::StartsWith(e.knob, "SPLIT")) {
+    return absl::StrCat(arrow, "parallelism along the reduction x",
+                        absl::StrFormat("%.2f", double(e.new_value) / e.old_value),
+                        up ? "; fills idle SMs at the cost of a partial-sum pass"
+                           : "; less partial-sum traffic, fewer programs");
+  }
+  if (absl::StartsWith(e.knob, "BLOCK")) {
+    return absl::StrCat(arrow, up ? "wider loads and fewer loop iterations per program (registers x"
+                                  : "fewer registers per program (x",
+                        absl::StrFormat("%.2f", double(e.new_value) / e.old_value),
+                        up ? "); better DRAM efficiency when loads were too narrow"
+                           : "); relieves register pressure / raises occupancy");
+  }
+  if (e.knob == "num_warps") {
+    return absl::StrCat(arrow, up ? "more warps per program: more loads in flight to hide memory latency"
+                                  : "fewer warps: more registers per thread, less scheduling overhead");
+  }
+  if (e.knob == "num_stages") {
+    return absl::StrCat(arrow, up ? "deeper software pipeline: next tiles' loads overlap the math (more shared memory)"
+                                  : "shallower pipeline: less shared memory, higher occupancy");
+  }
+  if (e.knob == "GROUP_M") {
+    return absl::StrCat(arrow, "row tiles per swizzle group; changes L2 reuse of shared B tiles");
+  }
+  return absl::StrCat(arrow, "value changed as prescribed");
+}
+
+std::string Effects(const std::vector<KnobEdit>& edits, const RecognizedOp* op,
+                    const GpuSpec* gpu, std::vector<std::string>* moves) {
+  std::vector<std::string> parts;
+  for (const KnobEdit& e : edits) {
+    parts.push_back(KnobEffect(e, op, gpu));
+    moves->push_back(absl::StrCat(e.knob, " ", e.old_value, " -> ", e.new_value, " (", e.where,
+                                  e.note.empty() ? "" : "; " + e.note, ")"));
+  }
+  return absl::StrJoin(parts, ". ");
+}
+
+std::string WithPrescription(std::string effect, const kagent::v1::Prescription& p) {
+  if (!p.expected_effect().empty()) absl::StrAppend(&effect, ". Prescribed: ", p.expected_effect());
+  if (p.expected_speedup() > 0) {
+    absl::StrAppend(&effect, absl::StrFormat(" (expected x%.2f)", p.expected_speedup()));
+  }
+  return effect;
+}
+
+std::string ResolveTemplateId(const TemplateLibrary& lib, const std::string& id) {
+  if (lib.Find(id) != nullptr) return id;
+  auto it = TemplateAliases().find(id);
+  return it != TemplateAliases().end() ? it->second : id;
+}
+
+}  // namespace
+
+HeuristicBrain::HeuristicBrain(std::shared_ptr<const TemplateLibrary> library)
+    : library_(std::move(library)) {
+  KAGENT_CHECK(library_ != nullptr) << "HeuristicBrain needs a template library";
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::RenderFor(const std::string& id,
+                                                      const kagent::v1::OpSignature& signature,
+                                                      const GpuSpec* gpu) const {
+  const TemplateInfo* t = library_->Find(ResolveTemplateId(*library_, id));
+  if (t == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no template '", id, "'; known: ",
+                                            absl::StrJoin(library_->Ids(), ", ")));
+  }
+  KAGENT_ASSIGN_OR_RETURN(RecognizedOp op, RecognizeOp(signature));
+  KAGENT_ASSIGN_OR_RETURN(auto params, TemplateParamsFor(*t, op, gpu));
+  KAGENT_ASSIGN_OR_RETURN(std::string source, library_->Render(t->id, params));
+  BrainResult r;
+  r.kernel.set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
+  r.kernel.set_source(std::move(source));
+  r.kernel.set_origin(absl::StrCat("template:", t->id));
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : params) kv.push_back(absl::StrCat(k, "=", v));
+  r.moves.push_back(absl::StrCat("render ", t->id, " {", absl::StrJoin(kv, ", "), "}"));
+  r.expected_effect = absl::StrCat(t->title, " for ", DescribeOp(op), ": ", t->architecture);
+  return r;
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::FirstKernel(const FirstKernelRequest& request) {
+  if (request.signature == nullptr) {
+    return absl::InvalidArgumentError("FirstKernel needs the problem's op signature");
+  }
+  KAGENT_ASSIGN_OR_RETURN(RecognizedOp op, RecognizeOp(*request.signature));
+  KAGENT_ASSIGN_OR_RETURN(std::string id, SelectTemplate(op, request.gpu));
+  KLOG(INFO).With("template", id) << "first kernel for " << DescribeOp(op);
+  return RenderFor(id, *request.signature, request.gpu);
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::SwitchTemplate(const FixRequest& request,
+                                                           const std::string& id) const {
+  if (request.signature == nullptr || request.signature->ops().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("template switch to ", id, " needs the problem's op signature"));
+  }
+  KAGENT_ASSIGN_OR_RETURN(BrainResult r, RenderFor(id, *request.signature, request.gpu));
+  const std::string resolved = ResolveTemplateId(*library_, id);
+  if (request.parent->origin() == absl::StrCat("template:", resolved) &&
+      request.prescription->knob_changes().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the parent already is template ", resolved));
+  }
+  std::string effect = absl::StrCat("architecture switch ",
+                                    request.parent->origin().empty() ? "parent" : request.parent->origin(),
+                                    " -> ", resolved, ": ", r.expected_effect);
+  // Knob changes that exist in the new kernel apply on top of its defaults.
+  std::string source = r.kernel.source();
+  for (const auto& [knob, change] : request.prescription->knob_changes()) {
+    auto tuned = ApplyKnobChanges(source, {{knob, change}}, library_.get());
+    if (!tuned.ok()) {
+      r.moves.push_back(absl::StrCat("skip ", knob, " ", change, ": ", tuned.status().message()));
+      continue;
+    }
+    source = tuned->source;
+    absl::StrAppend(&effect, ". ", Effects(tuned->edits, nullptr, request.gpu, &r.moves));
+  }
+  r.kernel.set_source(source);
+  r.expected_effect = WithPrescription(effect, *request.prescription);
+  return r;
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::TuneKnobs(
+    const FixRequest& request, const std::map<std::string, std::string>& changes,
+    const std::string& why) const {
+  KAGENT_ASSIGN_OR_RETURN(TuneResult tuned,
+                          ApplyKnobChanges(request.parent->source(), changes, library_.get()));
+  std::optional<RecognizedOp> op;
+  if (request.signature != nullptr && !request.signature->ops().empty()) {
+    auto r = RecognizeOp(*request.signature);
+    if (r.ok()) op = *r;
+  }
+  BrainResult result;
+  result.kernel.set_language(request.parent->language() == kagent::v1::KERNEL_LANGUAGE_UNSPECIFIED
+                                 ? kagent::v1::KERNEL_LANGUAGE_TRITON
+                                 : request.parent->language());
+  result.kernel.set_source(tuned.source);
+  result.kernel.set_origin(absl::StrCat("brain:heuristic"));
+  std::string effect = Effects(tuned.edits, op ? &*op : nullptr, request.gpu, &result.moves);
+  if (!why.empty()) effect = absl::StrCat(why, ": ", effect);
+  result.expected_effect = WithPrescription(effect, *request.prescription);
+  return result;
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& request) const {
+  using C = BottleneckCategory;
+  C category = request.report != nullptr ? request.report->primary()
+                                         : kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED;
+  std::string limiter = request.report != nullptr ? request.report->limiter() : "";
+  std::optional<RecognizedOp> op;
+  if (request.signature != nullptr && !request.signature->ops().empty()) {
+    auto r = RecognizeOp(*request.signature);
+    if (r.ok()) op = *r;
+  }
+  const std::string cls = op ? op->op_class : "";
+  struct Move {
+    std::map<std::string, std::string> knobs;
+    std::string template_id;
+    std::string why;
+  };
+  std::vector<Move> moves;
+  switch (category) {
+    case kagent::v1::BOTTLENECK_AT_ROOFLINE:
+      return absl::FailedPreconditionError("the kernel is at the roofline: no move expected to help");
+    case kagent::v1::BOTTLENECK_GRID_UNDERFILLED:
+    case kagent::v1::BOTTLENECK_LATENCY_BOUND:
+      moves = {{{{"SPLIT_K", "x2"}}, "", "grid underfilled: split the reduction"},
+               {{{"BLOCK_M", "/2"}}, "", "grid underfilled: fewer rows per program"},
+               {{}, cls == "matvec" ? "matvec_split_k" : cls == "gemm" ? "gemm_split_k" : "",
+                "grid underfilled: split-K architecture"},
+               {{{"SPLIT_R", "x2"}}, "", "grid underfilled: split the reduced dim"},
+               {{{"num_warps", "x2"}}, "", "latency bound: more loads in flight"},
+               {{{"num_stages", "+1"}}, "", "latency bound: deeper pipeline"}};
+      break;
+    case kagent::v1::BOTTLENECK_MEMORY_BOUND:
+      moves = {{{}, cls == "matvec" && !absl::StrContains(request.parent->origin(), "matvec_row_per_program")
+                        ? "matvec_row_per_program" : "",
+                "memory bound matvec: one streaming row per program"},
+               {{{"BLOCK_K", "x2"}}, "", "memory bound: wider loads per iteration"},
+               {{{"BLOCK", "x2"}}, "", "memory bound: more bytes per program"},
+               {{{"BLOCK_R", "x2"}}, "", "memory bound: wider loads per iteration"},
+               {{{"num_stages", "+1"}}, "", "memory bound: more loads in flight"},
+               {{{"num_warps", "x2"}}, "", "memory bound: more loads in flight"}};
+      break;
+    case kagent::v1::BOTTLENECK_COMPUTE_BOUND:
+      moves = {{{{"BLOCK_N", "x2"}}, "", "compute bound: larger tiles, more reuse per load"},
+               {{{"BLOCK_M", "x2"}}, "", "compute bound: larger tiles"},
+               {{{"num_stages", "+1"}}, "", "compute bound: keep the tensor cores fed"},
+               {{{"num_warps", "x2"}}, "", "compute bound: more warps per tile"}};
+      break;
+    case kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED:
+      if (limiter == "shared_memory") {
+        moves = {{{{"num_stages", "-1"}}, "", "shared memory limits occupancy: fewer stages"},
+                 {{{"BLOCK_K", "/2"}}, "", "shared memory limits occupancy: smaller K tiles"}};
+      } else {
+        moves = {{{{"BLOCK_K", "/2"}}, "", "registers limit occupancy: smaller tiles"},
+                 {{{"BLOCK_M", "/2"}}, "", "registers limit occupancy: fewer rows per program"},
+                 {{{"BLOCK_R", "/2"}}, "", "registers limit occupancy: smaller chunks"},
+                 {{{"num_warps", "x2"}}, "", "spread the tile over more threads"}};
+      }
+      break;
+    case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
+      moves = {{{{"BLOCK", "x2"}}, "", "launch bound: more work per program"},
+               {{{"BLOCK_M", "x2"}}, "", "launch bound: more work per program"},
+               {{{"BLOCK_R", "x2"}}, "", "launch bound: more work per program"}};
+      break;
+    default:
+      moves = {{{{"num_warps", "x2"}}, "", "no diagnosis: more loads in flight"},
+               {{{"BLOCK_K", "x2"}}, "", "no diagnosis: wider loads"},
+               {{{"num_stages", "+1"}}, "", "no diagnosis: deeper pipeline"},
+               {{{"BLOCK_M", "/2"}}, "", "no diagnosis: more programs"}};
+  }
+  // The applicable moves in order; `alternative` picks among them.
+  std::vector<BrainResult> applicable;
+  std::vector<std::string> skipped;
+  for (const Move& m : moves) {
+    absl::StatusOr<BrainResult> r = absl::UnknownError("");
+    if (!m.template_id.empty()) {
+      r = SwitchTemplate(request, m.template_id);
+      if (r.ok()) r->expected_effect = absl::StrCat(m.why, ": ", r->expected_effect);
+    } else if (!m.knobs.empty()) {
+      r = TuneKnobs(request, m.knobs, m.why);
+    } else {
+      continue;
+    }
+    if (r.ok()) {
+      applicable.push_back(*std::move(r));
+      if (static_cast<int>(applicable.size()) > request.alternative) break;
+    } else {
+      skipped.push_back(std::string(r.status().message()));
+    }
+  }
+  if (applicable.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no applicable move for this diagnosis: ", absl::StrJoin(skipped, "; ")));
+  }
+  if (request.alternative >= static_cast<int>(applicable.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "only ", applicable.size(), " distinct move(s) apply for this diagnosis; alternative ",
+        request.alternative, " requested"));
+  }
+  return applicable[request.alternative];
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) {
+  if (request.parent == nullptr || request.prescription == nullptr) {
+    return absl::InvalidArgumentError("ApplyFix needs a parent kernel and a prescription");
+  }
+  if (request.parent->source().empty()) {
+    return absl::InvalidArgumentError("the parent kernel's source is empty");
+  }
+  const kagent::v1::Prescription& p = *request.prescription;
+  if (!p.template_switch().empty()) return SwitchTemplate(request, p.template_switch());
+  if (!p.knob_changes().empty()) {
+    std::map<std::string, std::string> changes(p.knob_changes().begin(), p.knob_changes().end());
+    return TuneKnobs(request, changes, p.title());
+  }
+  return DerivedMove(request);
+}
+
+}  // namespace kagent

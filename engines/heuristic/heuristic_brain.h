@@ -1,0 +1,77 @@
+// HeuristicBrain: the embedded, deterministic KernelBrain (no network).
+//
+// FirstKernel recognizes the problem's op from its op signature, picks a template of the
+// op class whose conditions of use hold (see SelectTemplate) and renders it with defaults
+// sized for the shapes and the GPU (SM count).
+//
+// ApplyFix applies one prescription to a parent kernel:
+//   * template_switch set: re-renders the named template for the recognized op (its
+//     conditions must hold), then applies the prescription's knob_changes that exist in
+//     the new kernel;
+//   * knob_changes set: rewrites the parent's knobs with the knob tuner (any Triton
+//     source with a launch site; rendered templates keep their documented bounds);
+//   * neither: derives the moves from the bottleneck report's category (grid
+//     underfilled -> more programs or split-K; memory bound -> wider loads, deeper
+//     pipeline; occupancy -> smaller tiles / fewer stages; ...); `alternative` picks the
+//     i-th applicable move so that workers sharing a prescription get different fixes.
+// Every result carries the expected effect of each move (grid sizes against the SM
+// count, loads per iteration, ...) so a reflexion can check it. Never a blind sweep.
+//
+// Thread-safe: immutable after construction.
+#ifndef KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_
+#define KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engines/heuristic/op_recognition.h"
+#include "engines/heuristic/template_library.h"
+#include "engines/kernel_brain.h"
+
+namespace kagent {
+
+// Template id aliases accepted in Prescription.template_switch (e.g. the analyzer's
+// database names) -> template ids of the library.
+const std::map<std::string, std::string>& TemplateAliases();
+
+// The params (knobs and shape params) of template `id` for this op, or
+// FAILED_PRECONDITION naming the condition that does not hold. `gpu` may be null.
+absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
+    const TemplateInfo& info, const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
+
+// The template FirstKernel uses for this op: UNIMPLEMENTED when the class has no family.
+absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op,
+                                           const kagent::v1::GpuSpec* gpu);
+
+class HeuristicBrain : public KernelBrain {
+ public:
+  // `library` must not be null.
+  explicit HeuristicBrain(std::shared_ptr<const TemplateLibrary> library);
+
+  std::string name() const override { return "heuristic"; }
+  absl::StatusOr<BrainResult> FirstKernel(const FirstKernelRequest& request) override;
+  absl::StatusOr<BrainResult> ApplyFix(const FixRequest& request) override;
+
+  // Renders template `id` for the signature's op (FirstKernel with a chosen template).
+  absl::StatusOr<BrainResult> RenderFor(const std::string& id,
+                                        const kagent::v1::OpSignature& signature,
+                                        const kagent::v1::GpuSpec* gpu) const;
+
+  const TemplateLibrary& library() const { return *library_; }
+
+ private:
+  absl::StatusOr<BrainResult> SwitchTemplate(const FixRequest& request,
+                                             const std::string& id) const;
+  absl::StatusOr<BrainResult> TuneKnobs(const FixRequest& request,
+                                        const std::map<std::string, std::string>& changes,
+                                        const std::string& why) const;
+  absl::StatusOr<BrainResult> DerivedMove(const FixRequest& request) const;
+
+  std::shared_ptr<const TemplateLibrary> library_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_

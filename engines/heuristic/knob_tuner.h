@@ -1,0 +1,131 @@
+// Knob tuning of any Triton kernel source: finds the @triton.jit kernels, their
+// tl.constexpr parameters and the launch sites `kernel[grid](..., BLOCK_M=32,
+// num_warps=4)`, and rewrites knob values (absolute or relative changes) while keeping
+// the grid consistent, powers of two and bounds. Works on a user's own kernel with no
+// template and on rendered templates alike.
+//
+// Where a knob K lives, in order of preference (the first launch site that has it; for
+// num_warps / num_stages, the primary launch = the first launch site in the source):
+//   1. a launch keyword whose value is an integer literal: the literal is rewritten,
+//      unless the grid expression (or the assignment of a grid variable) contains that
+//      same literal without naming K: then the grid would go stale -> FAILED_PRECONDITION;
+//   2. a launch keyword whose value is a name Y: the last `Y = <int>` (or
+//      `Y = min(<int>, ...)`/`max(...)`) assignment before the launch is rewritten, so a
+//      grid computed from Y follows;
+//   3. a constexpr parameter default in the kernel's signature (`BLOCK: tl.constexpr = 64`)
+//      when the launch does not pass it;
+//   4. num_warps / num_stages absent from the launch: the keyword is added (the change
+//      applies to Triton's default, 4 warps / 3 stages).
+// An autotuned kernel (@triton.autotune) owns its knobs: FAILED_PRECONDITION.
+//
+// Changes: "16" (absolute), "x2" or "*2", "/2", "+1", "-1" (also "+N", "-N", "xN").
+// Bounds: a rendered template (first line `# kagent-template: <id>`) uses its params'
+// bounds; otherwise the generic table: BLOCK* / *_SIZE: powers of two in [1, 65536]
+// ([16, 256] when the kernel calls tl.dot); num_warps: power of two in [1, 32];
+// num_stages: [1, 8]; SPLIT* / GROUP*: [1, 4096]; other integers: [1, 1<<20]. A
+// power-of-two knob moved by +/- steps to the next power of two in that direction; a
+// value outside the bounds is clamped; a change that leaves the value where it is
+// (already at the bound) is FAILED_PRECONDITION.
+//
+// Pure functions; thread-safe.
+#ifndef KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_
+#define KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engines/heuristic/template_library.h"
+
+namespace kagent {
+
+struct KernelParam {
+  std::string name;
+  bool constexpr_ = false;
+  std::string default_text;       // empty when none
+  size_t default_begin = 0;       // offsets of default_text in the source
+  size_t default_end = 0;
+};
+
+struct JitKernel {
+  std::string name;
+  std::vector<KernelParam> params;
+  bool autotuned = false;
+  bool uses_dot = false;
+  size_t def_offset = 0;
+};
+
+struct LaunchArg {
+  std::string name;               // keyword, empty for positional
+  std::string value;              // trimmed text
+  size_t value_begin = 0;
+  size_t value_end = 0;
+};
+
+struct LaunchSite {
+  std::string kernel;
+  std::string grid;               // the text between [ and ]
+  size_t offset = 0;              // of the kernel name
+  size_t close_paren = 0;         // offset of the launch's closing ')'
+  std::vector<LaunchArg> args;
+
+  const LaunchArg* Keyword(absl::string_view name) const;
+};
+
+struct TritonSourceInfo {
+  std::vector<JitKernel> kernels;
+  std::vector<LaunchSite> launches;   // in source order
+  std::string template_id;            // from "# kagent-template: <id>", else empty
+
+  const JitKernel* Kernel(absl::string_view name) const;
+};
+
+// Parses the Python source. INVALID_ARGUMENT when there is no @triton.jit kernel or no
+// launch site of one.
+absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source);
+
+// The current value of every integer knob at the primary launch (keywords with integer
+// values, resolved through variables; constexpr defaults; num_warps/num_stages).
+std::map<std::string, int64_t> CurrentKnobs(absl::string_view source,
+                                            const TritonSourceInfo& info);
+
+struct KnobBounds {
+  int64_t min = 1;
+  int64_t max = 1 << 20;
+  bool pow2 = false;
+};
+
+// The bounds of `knob` for this source (see the file comment). `library` may be null.
+KnobBounds BoundsFor(absl::string_view knob, const TritonSourceInfo& info,
+                     const TemplateLibrary* library);
+
+// Applies one change string to a value. INVALID_ARGUMENT for a malformed change.
+// `note` (may be null) receives "clamped to 256" / "rounded to a power of two" notes.
+absl::StatusOr<int64_t> ApplyChange(int64_t current, absl::string_view change,
+                                    const KnobBounds& bounds, std::string* note);
+
+struct KnobEdit {
+  std::string knob;
+  int64_t old_value = 0;
+  int64_t new_value = 0;
+  std::string where;              // "launch keyword", "variable BLOCK_M", ...
+  std::string note;
+};
+
+struct TuneResult {
+  std::string source;
+  std::vector<KnobEdit> edits;
+};
+
+// Applies every change (knob name -> change) to the source. All or nothing: the first
+// change that cannot apply fails the whole call with its reason.
+absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
+                                            const std::map<std::string, std::string>& changes,
+                                            const TemplateLibrary* library);
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_

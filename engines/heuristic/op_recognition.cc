@@ -1,0 +1,510 @@
+#include "engines/heuristic/op_recognition.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace kagent {
+namespace {
+
+using kagent::v1::OpRecord;
+using kagent::v1::OpSignature;
+using kagent::v1::TensorInfo;
+
+// Ops that move, view or allocate without computing.
+const std::set<std::string>& ViewOps() {
+  static const auto* ops = new std::set<std::string>{
+      "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
+      "detach", "alias", "squeeze", "unsqueeze", "slice", "select", "split",
+      "split_with_sizes", "chunk", "unbind", "narrow", "flatten", "unflatten", "clone",
+      "contiguous", "_to_copy", "to", "copy_", "copy", "empty", "empty_like",
+      "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+      "new_empty", "new_zeros", "new_ones", "new_full", "lift_fresh", "lift_fresh_copy",
+      "scalar_tensor", "_local_scalar_dense", "fill_", "zero_", "expand_as",
+      "_reshape_alias", "numpy_T", "mT", "adjoint", "view_copy", "alias_copy", "resize_",
+      "set_", "arange"};
+  return *ops;
+}
+
+const std::set<std::string>& TransposeOps() {
+  static const auto* ops =
+      new std::set<std::string>{"t", "transpose", "permute", "numpy_T", "mT", "adjoint"};
+  return *ops;
+}
+
+// aten activation -> template op name.
+const std::map<std::string, std::string>& Activations() {
+  static const auto* m = new std::map<std::string, std::string>{
+      {"relu", "relu"},           {"relu6", "relu6"},         {"leaky_relu", "leaky_relu"},
+      {"gelu", "gelu"},           {"sigmoid", "sigmoid"},     {"tanh", "tanh"},
+      {"softplus", "softplus"},   {"elu", "elu"},             {"selu", "selu"},
+      {"celu", "celu"},           {"hardtanh", "hardtanh"},   {"hardsigmoid", "hardsigmoid"},
+      {"hardswish", "hardswish"}, {"silu", "swish"},          {"mish", "mish"},
+      {"exp", "exp"},             {"abs", "abs"},             {"neg", "neg"},
+      {"softsign", "softsign"},   {"threshold", "threshold"}, {"log_sigmoid", "log_sigmoid"},
+      {"log_sigmoid_forward", "log_sigmoid"}, {"square", "square"}};
+  return *m;
+}
+
+const std::set<std::string>& Pointwise() {
+  static const auto* ops = new std::set<std::string>{
+      "add", "sub", "rsub", "mul", "div", "pow", "exp", "log", "sqrt", "rsqrt", "clamp",
+      "clamp_min", "clamp_max", "where", "maximum", "minimum", "abs", "neg", "reciprocal",
+      "erf", "sign", "gt", "lt", "ge", "le", "eq", "ne", "expm1", "log1p"};
+  return *ops;
+}
+
+std::vector<int64_t> ShapeOf(const TensorInfo& t) { return {t.shape().begin(), t.shape().end()}; }
+
+int64_t Numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+// True when the last two dims are laid out column-major (a transposed view).
+bool IsColumnMajor(const TensorInfo& t) {
+  int r = t.shape_size();
+  if (r < 2 || t.strides_size() != r) return false;
+  int64_t rows = t.shape(r - 2), cols = t.shape(r - 1);
+  return rows > 1 && cols > 1 && t.strides(r - 2) == 1 && t.strides(r - 1) == rows;
+}
+
+struct Op {
+  std::string name;
+  const OpRecord* record;
+};
+
+class Recognizer {
+ public:
+  explicit Recognizer(const OpSignature& sig) : sig_(sig) {
+    for (const OpRecord& r : sig.ops()) {
+      std::string name = BaseOpName(r.op());
+      all_.insert(name);
+      if (ViewOps().count(name)) continue;
+      compute_.push_back({name, &r});
+      names_.insert(name);
+    }
+  }
+
+  RecognizedOp Run() {
+    if (!sig_.ops().empty()) {
+      const OpRecord& last = sig_.ops(sig_.ops_size() - 1);
+      if (last.outputs_size() > 0) out_.output_shape = ShapeOf(last.outputs(0));
+    }
+    if (Conv() || Matmul() || Loss() || Norm() || Softmax() || Pooling() || Scan() ||
+        Reduction() || Elementwise()) {
+      if (out_.input_shape.empty() && main_ != nullptr && main_->inputs_size() > 0) {
+        out_.input_shape = ShapeOf(main_->inputs(0));
+      }
+      if (out_.dtype.empty() && main_ != nullptr && main_->inputs_size() > 0) {
+        out_.dtype = main_->inputs(0).dtype();
+      }
+      out_.numel = Numel(out_.input_shape);
+      return out_;
+    }
+    std::vector<std::string> seen(names_.begin(), names_.end());
+    out_.reason = absl::StrCat("no op class matched ops {", absl::StrJoin(seen, ", "), "}");
+    return out_;
+  }
+
+ private:
+  bool Has(const std::string& n) const { return names_.count(n) > 0; }
+  bool HasAny(std::initializer_list<const char*> ns) const {
+    for (const char* n : ns) {
+      if (Has(n)) return true;
+    }
+    return false;
+  }
+  const Op* Find(std::initializer_list<const char*> ns) const {
+    for (const Op& op : compute_) {
+      for (const char* n : ns) {
+        if (op.name == n) return &op;
+      }
+    }
+    return nullptr;
+  }
+  void Decide(const Op* op, std::string cls, std::string variant, std::string reason) {
+    main_ = op->record;
+    out_.op_class = std::move(cls);
+    out_.variant = std::move(variant);
+    out_.main_op = op->name;
+    out_.reason = std::move(reason);
+    if (op->record->inputs_size() > 0) {
+      out_.input_shape = ShapeOf(op->record->inputs(0));
+      out_.dtype = op->record->inputs(0).dtype();
+    }
+  }
+  // True when a transpose-like view produced a tensor of exactly this shape.
+  bool TransposedByModel(const TensorInfo& t) const {
+    if (!IsColumnMajor(t)) return false;
+    for (const OpRecord& r : sig_.ops()) {
+      if (!TransposeOps().count(BaseOpName(r.op()))) continue;
+      for (const TensorInfo& o : r.outputs()) {
+        if (ShapeOf(o) == ShapeOf(t) && IsColumnMajor(o)) return true;
+      }
+    }
+    return false;
+  }
+
+  bool Conv() {
+    const Op* op = Find({"convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+                         "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                         "cudnn_convolution", "mkldnn_convolution",
+                         "convolution_overrideable", "cudnn_convolution_transpose"});
+    if (op == nullptr) return false;
+    const OpRecord& r = *op->record;
+    int rank = r.inputs_size() > 0 ? r.inputs(0).shape_size() : 0;
+    std::string variant = absl::StrCat("conv", std::max(1, rank - 2), "d");
+    Decide(op, "conv", variant, absl::StrCat("aten::", op->name, " on a rank-", rank, " input"));
+    if (r.inputs_size() >= 2 && r.outputs_size() >= 1 && rank >= 3) {
+      std::vector<int64_t> x = ShapeOf(r.inputs(0)), w = ShapeOf(r.inputs(1)),
+                           y = ShapeOf(r.outputs(0));
+      bool grows = y.size() == x.size();
+      for (size_t i = 2; grows && i < x.size(); ++i) grows = y[i] > x[i];
+      if (op->name.find("transpose") != std::string::npos || grows) out_.tags.insert("transposed");
+      if (w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1) out_.tags.insert("depthwise");
+      out_.batch = x[0];
+    }
+    return true;
+  }
+
+  bool Matmul() {
+    const Op* op = Find({"mm", "bmm", "addmm", "baddbmm", "mv", "addmv", "matmul", "linear",
+                         "dot", "_scaled_mm"});
+    if (op == nullptr) return false;
+    const OpRecord& r = *op->record;
+    bool bias_first = op->name == "addmm" || op->name == "baddbmm" || op->name == "addmv";
+    int ia = bias_first ? 1 : 0;
+    if (r.inputs_size() < ia + 2) {
+      Decide(op, "gemm", op->name, "matmul op with too few recorded inputs");
+      return true;
+    }
+    const TensorInfo& a = r.inputs(ia);
+    const TensorInfo& b = r.inputs(ia + 1);
+    std::vector<int64_t> as = ShapeOf(a), bs = ShapeOf(b);
+    Decide(op, "gemm", op->name, "");
+    out_.input_shape = as;
+    out_.dtype = a.dtype();
+    out_.trans_a = TransposedByModel(a);
+    out_.trans_b = TransposedByModel(b);
+    if (op->name == "mv" || op->name == "addmv" || (bs.size() == 1 && as.size() == 2)) {
+      out_.op_class = "matvec";
+      out_.variant = "mv";
+      out_.m = as[0];
+      out_.k = as.size() > 1 ? as[1] : 0;
+      out_.n = 1;
+      out_.reason = absl::StrCat("aten::", op->name, " with a vector operand");
+      return true;
+    }
+    if (as.size() >= 3 || bs.size() >= 3) {
+      out_.variant = "bmm";
+      out_.tags.insert("batched");
+      out_.batch = as.size() >= 3 ? as[0] : bs[0];
+    }
+    out_.m = as.size() >= 2 ? as[as.size() - 2] : 1;
+    out_.k = as.empty() ? 0 : as.back();
+    out_.n = bs.empty() ? 0 : bs.back();
+    if (op->name == "addmm") out_.variant = "addmm";
+    if (out_.n == 1 && out_.batch == 1 && !out_.trans_b) {
+      out_.op_class = "matvec";
+      out_.variant = "mm_n1";
+      out_.reason = absl::StrCat("aten::", op->name, " [", out_.m, "x", out_.k, "] @ [",
+                                 out_.k, "x1]: one output column");
+      return true;
+    }
+    if (HasAny({"diag", "diag_embed", "diagonal"})) out_.variant = "diag";
+    if (HasAny({"tril", "triu", "tril_", "triu_"})) out_.variant = "triangular";
+    int64_t lo = std::min(out_.m, out_.n), hi = std::max(out_.m, out_.n);
+    if (lo > 0 && hi >= 16 * lo) out_.tags.insert("tall_skinny");
+    if (out_.k > 0 && out_.k <= 64 && lo >= 256) out_.tags.insert("small_k");
+    if (hi > 0 && out_.k >= 8 * hi) out_.tags.insert("large_k");
+    if (out_.m % 16 || out_.n % 16 || out_.k % 16) out_.tags.insert("irregular");
+    if (out_.trans_a) out_.tags.insert("transposed_a");
+    if (out_.trans_b) out_.tags.insert("transposed_b");
+    if (out_.m == 1) out_.tags.insert("vecmat");
+    out_.reason = absl::StrCat("aten::", op->name, " M=", out_.m, " N=", out_.n, " K=", out_.k,
+                               out_.batch > 1 ? absl::StrCat(" batch=", out_.batch) : "");
+    return true;
+  }
+
+  bool ScalarOutput() const { return !out_.output_shape.empty() ? Numel(out_.output_shape) == 1 : true; }
+
+  bool Loss() {
+    static const std::map<std::string, std::string> kDirect = {
+        {"mse_loss", "mse"},
+        {"cross_entropy_loss", "cross_entropy"},
+        {"nll_loss", "cross_entropy"},
+        {"nll_loss_forward", "cross_entropy"},
+        {"nll_loss2d_forward", "cross_entropy"},
+        {"kl_div", "kl_div"},
+        {"smooth_l1_loss", "smooth_l1"},
+        {"huber_loss", "huber"},
+        {"cosine_similarity", "cosine_similarity"},
+        {"cosine_embedding_loss", "cosine_similarity"},
+        {"triplet_margin_loss", "triplet_margin"},
+        {"hinge_embedding_loss", "hinge"},
+        {"margin_ranking_loss", "margin_ranking"},
+        {"binary_cross_entropy", "bce"},
+        {"binary_cross_entropy_with_logits", "bce"},
+        {"soft_margin_loss", "soft_margin"}};
+    for (const Op& op : compute_) {
+      auto it = kDirect.find(op.name);
+      if (it != kDirect.end()) {
+        Decide(&op, "loss", it->second, absl::StrCat("aten::", op.name));
+        return true;
+      }
+    }
+    if (!ScalarOutput() || compute_.empty()) return false;
+    const Op* first = &compute_.front();
+    auto decide = [&](const char* variant, const char* why) {
+      Decide(first, "loss", variant, why);
+      return true;
+    };
+    bool mean_or_sum = HasAny({"mean", "sum"});
+    if (HasAny({"xlogy"}) || (Has("log") && Has("kl_div"))) return decide("kl_div", "xlogy reduced to a scalar");
+    if (HasAny({"linalg_vector_norm", "norm"}) && HasAny({"clamp_min", "clamp", "relu"}) && Has("sub"))
+      return decide("triplet_margin", "distance norms, margin clamp, scalar");
+    if (HasAny({"linalg_vector_norm", "norm"}) && Has("mul") && Has("sum") && HasAny({"div"}) && mean_or_sum)
+      return decide("cosine_similarity", "dot / norms reduced to a scalar");
+    if (HasAny({"clamp", "clamp_min", "relu"}) && Has("mul") && mean_or_sum)
+      return decide("hinge", "clamp(1 - y*p) reduced to a scalar");
+    if (Has("sub") && HasAny({"pow", "mul", "square"}) && Has("mean"))
+      return decide("mse", "mean of squared differences");
+    if (Has("sub") && Has("abs") && Has("where") && mean_or_sum)
+      return decide("smooth_l1", "piecewise |diff| reduced to a scalar");
+    return false;
+  }
+
+  bool Norm() {
+    static const std::map<std::string, std::string> kDirect = {
+        {"native_layer_norm", "layer"},
+        {"layer_norm", "layer"},
+        {"rms_norm", "rms"},
+        {"_fused_rms_norm", "rms"},
+        {"native_batch_norm", "batch"},
+        {"_native_batch_norm_legit_no_training", "batch"},
+        {"_native_batch_norm_legit", "batch"},
+        {"batch_norm", "batch"},
+        {"native_group_norm", "group"},
+        {"group_norm", "group"},
+        {"instance_norm", "instance"}};
+    for (const Op& op : compute_) {
+      auto it = kDirect.find(op.name);
+      if (it == kDirect.end()) continue;
+      Decide(&op, "norm", it->second, absl::StrCat("aten::", op.name));
+      const OpRecord& r = *op.record;
+      int rank = out_.input_shape.size();
+      if (it->second == "layer" || it->second == "rms") {
+        out_.has_affine = r.inputs_size() > 1;
+        out_.num_dims = out_.has_affine ? std::max(1, r.inputs(1).shape_size()) : 1;
+        out_.dim = rank - out_.num_dims;
+      } else {
+        out_.dim = 1;
+        out_.has_affine = r.inputs_size() > 1;
+      }
+      if (it->second == "batch" && rank >= 1 && out_.input_shape[0] == 1 && Has("view")) {
+        out_.variant = "instance";
+      }
+      return true;
+    }
+    // Decomposed RMSNorm: x / sqrt(mean(x^2, dim, keepdim) + eps).
+    const Op* mean = Find({"mean"});
+    bool same_shape = mean != nullptr && mean->record->inputs_size() > 0 &&
+                      ShapeOf(mean->record->inputs(0)) == out_.output_shape;
+    if (mean != nullptr && same_shape && HasAny({"pow", "mul", "square"}) &&
+        HasAny({"sqrt", "rsqrt"}) && HasAny({"div", "mul"})) {
+      Decide(mean, "norm", "rms", "x / sqrt(mean(x^2) + eps) pattern");
+      InferDim(*mean->record);
+      return true;
+    }
+    // Frobenius: x / ||x||_F.
+    const Op* nrm = Find({"linalg_vector_norm", "norm", "frobenius_norm"});
+    if (nrm != nullptr && Has("div") && nrm->record->inputs_size() > 0 &&
+        ShapeOf(nrm->record->inputs(0)) == out_.output_shape) {
+      Decide(nrm, "norm", "frobenius", "x / norm(x) pattern");
+      out_.dim = 0;
+      out_.num_dims = out_.input_shape.size();
+      return true;
+    }
+    return false;
+  }
+
+  bool Softmax() {
+    const Op* op = Find({"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"});
+    if (op == nullptr) return false;
+    bool log = op->name.find("log") != std::string::npos;
+    Decide(op, "softmax", log ? "log_softmax" : "softmax", absl::StrCat("aten::", op->name));
+    out_.dim = static_cast<int>(out_.input_shape.size()) - 1;  // not recorded: last dim
+    return true;
+  }
+
+  bool Pooling() {
+    for (const Op& op : compute_) {
+      const std::string& n = op.name;
+      bool max = n.rfind("max_pool", 0) == 0 || n.rfind("adaptive_max_pool", 0) == 0;
+      bool avg = n.rfind("avg_pool", 0) == 0 || n.rfind("adaptive_avg_pool", 0) == 0;
+      if (!max && !avg) continue;
+      size_t d = n.find("pool");
+      std::string dims = d != std::string::npos && d + 4 < n.size() ? n.substr(d + 4, 2) : "";
+      Decide(&op, "pooling", absl::StrCat(max ? "max" : "avg", dims), absl::StrCat("aten::", n));
+      if (n.rfind("adaptive", 0) == 0) out_.tags.insert("adaptive");
+      return true;
+    }
+    return false;
+  }
+
+  bool Scan() {
+    const Op* op = Find({"cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"});
+    if (op == nullptr) return false;
+    std::string variant = op->name;
+    if (Has("flip")) {
+      variant = absl::StrCat("reverse_", op->name);
+    } else if (HasAny({"cat", "constant_pad_nd", "pad"})) {
+      variant = absl::StrCat("exclusive_", op->name);
+    } else {
+      for (const Op& o : compute_) {
+        for (const TensorInfo& t : o.record->inputs()) {
+          if (t.dtype() == "bool") variant = absl::StrCat("masked_", op->name);
+        }
+      }
+    }
+    Decide(op, "scan", variant, absl::StrCat("aten::", op->name));
+    out_.dim = static_cast<int>(out_.input_shape.size()) - 1;
+    return true;
+  }
+
+  void InferDim(const OpRecord& r) {
+    if (r.inputs_size() == 0 || r.outputs_size() == 0) return;
+    std::vector<int64_t> in = ShapeOf(r.inputs(0)), out = ShapeOf(r.outputs(0));
+    out_.input_shape = in;
+    int rank = in.size();
+    if (out.size() == in.size()) {
+      out_.keepdim = true;
+      int first = -1, count = 0;
+      for (int i = 0; i < rank; ++i) {
+        if (out[i] == 1 && in[i] != 1) {
+          if (first < 0) first = i;
+          ++count;
+        }
+      }
+      out_.dim = first >= 0 ? first : rank - 1;
+      out_.num_dims = std::max(1, count);
+      return;
+    }
+    out_.keepdim = false;
+    int removed = rank - static_cast<int>(out.size());
+    int i = 0;
+    while (i < static_cast<int>(out.size()) && out[i] == in[i]) ++i;
+    out_.dim = i;
+    out_.num_dims = std::max(1, removed);
+    if (out.empty() || Numel(out) == 1) out_.tags.insert("full");
+  }
+
+  bool Reduction() {
+    static const std::map<std::string, std::string> kOps = {
+        {"sum", "sum"},       {"mean", "mean"},     {"amax", "max"},       {"amin", "min"},
+        {"max", "max"},       {"min", "min"},       {"prod", "prod"},      {"argmax", "argmax"},
+        {"argmin", "argmin"}, {"linalg_vector_norm", "norm"}, {"norm", "norm"},
+        {"frobenius_norm", "norm"}, {"std", "std"}, {"var", "var"}, {"logsumexp", "logsumexp"},
+        {"all", "all"},       {"any", "any"},       {"var_mean", "var"},   {"std_mean", "std"}};
+    for (const Op& op : compute_) {
+      auto it = kOps.find(op.name);
+      if (it == kOps.end()) continue;
+      // max/min with one tensor input and no dim reduce everything; with a second
+      // input they are elementwise (maximum/minimum).
+      if ((op.name == "max" || op.name == "min") && op.record->inputs_size() > 1) continue;
+      Decide(&op, "reduction", it->second, absl::StrCat("aten::", op.name));
+      InferDim(*op.record);
+      return true;
+    }
+    return false;
+  }
+
+  bool Elementwise() {
+    if (compute_.empty()) return false;
+    // Composite activations first.
+    if (Has("sigmoid") && Has("mul") && !Has("tanh")) {
+      Decide(Find({"sigmoid"}), "elementwise", "swish", "x * sigmoid(x)");
+      return true;
+    }
+    if (Has("abs") && Has("add") && Has("div")) {
+      Decide(Find({"abs"}), "elementwise", "softsign", "x / (1 + |x|)");
+      return true;
+    }
+    if (Has("tanh") && Has("softplus")) {
+      Decide(Find({"softplus"}), "elementwise", "mish", "x * tanh(softplus(x))");
+      return true;
+    }
+    for (const Op& op : compute_) {
+      auto it = Activations().find(op.name);
+      if (it == Activations().end()) continue;
+      std::string variant = it->second;
+      if (variant == "hardtanh" || variant == "relu6") variant = op.name;
+      Decide(&op, "elementwise", variant, absl::StrCat("aten::", op.name));
+      return true;
+    }
+    bool all_pointwise = true;
+    for (const Op& op : compute_) all_pointwise &= Pointwise().count(op.name) > 0;
+    if (all_pointwise) {
+      Decide(&compute_.front(), "elementwise", "fused",
+             absl::StrCat(compute_.size(), " pointwise ops"));
+      out_.tags.insert("no_template_op");
+      return true;
+    }
+    return false;
+  }
+
+  const OpSignature& sig_;
+  std::vector<Op> compute_;
+  std::set<std::string> names_;
+  std::set<std::string> all_;
+  const OpRecord* main_ = nullptr;
+  RecognizedOp out_;
+};
+
+}  // namespace
+
+std::string BaseOpName(absl::string_view op) {
+  absl::ConsumePrefix(&op, "aten::");
+  size_t dot = op.find('.');
+  if (dot != absl::string_view::npos) op = op.substr(0, dot);
+  std::string name(op);
+  // In-place variants ("relu_") classify like their functional form.
+  if (name.size() > 1 && name.back() == '_' && name.front() != '_') name.pop_back();
+  return name;
+}
+
+absl::StatusOr<RecognizedOp> RecognizeOp(const OpSignature& signature) {
+  if (signature.ops().empty()) {
+    return absl::InvalidArgumentError("op signature has no ops: nothing to recognize");
+  }
+  return Recognizer(signature).Run();
+}
+
+std::string DescribeOp(const RecognizedOp& op) {
+  std::string s = op.op_class;
+  if (!op.variant.empty()) absl::StrAppend(&s, "/", op.variant);
+  if (op.op_class == "matvec") {
+    absl::StrAppend(&s, " M=", op.m, " K=", op.k);
+  } else if (op.op_class == "gemm") {
+    absl::StrAppend(&s, " M=", op.m, " N=", op.n, " K=", op.k);
+    if (op.batch > 1) absl::StrAppend(&s, " batch=", op.batch);
+  } else if (!op.input_shape.empty()) {
+    absl::StrAppend(&s, " shape=[", absl::StrJoin(op.input_shape, ","), "]");
+    if (op.op_class == "reduction" || op.op_class == "softmax" || op.op_class == "norm" ||
+        op.op_class == "scan") {
+      absl::StrAppend(&s, " dim=", op.dim);
+    }
+  }
+  if (!op.dtype.empty()) absl::StrAppend(&s, " ", op.dtype);
+  if (!op.tags.empty()) {
+    absl::StrAppend(&s, " [", absl::StrJoin(op.tags, ","), "]");
+  }
+  return s;
+}
+
+}  // namespace kagent

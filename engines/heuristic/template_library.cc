@@ -1,0 +1,297 @@
+#include "engines/heuristic/template_library.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace kagent {
+
+// Defined in the generated templates_embedded.cc: (file name, contents) of every file
+// under engines/heuristic/templates.
+const std::vector<std::pair<const char*, const char*>>& EmbeddedTemplateFiles();
+
+namespace {
+
+using nlohmann::json;
+
+std::string JsonScalarText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return absl::StrCat(v.get<double>());
+  return v.dump();
+}
+
+// Python-repr-like text of a double: shortest round-trip digits, ".0" on integers.
+std::string FloatText(double d) {
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+absl::StatusOr<TemplateInfo> ParseMeta(const std::string& file, const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": not a JSON object"));
+  }
+  TemplateInfo t;
+  auto str = [&](const char* key, std::string* out) -> absl::Status {
+    if (!j.contains(key) || !j[key].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": missing string \"", key, "\""));
+    }
+    *out = j[key].get<std::string>();
+    return absl::OkStatus();
+  };
+  KAGENT_RETURN_IF_ERROR(str("id", &t.id));
+  KAGENT_RETURN_IF_ERROR(str("op_class", &t.op_class));
+  KAGENT_RETURN_IF_ERROR(str("title", &t.title));
+  KAGENT_RETURN_IF_ERROR(str("architecture", &t.architecture));
+  for (const char* key : {"dtypes", "conditions"}) {
+    if (!j.contains(key) || !j[key].is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": missing array \"", key, "\""));
+    }
+  }
+  for (const auto& v : j["dtypes"]) t.dtypes.push_back(v.get<std::string>());
+  for (const auto& v : j["conditions"]) t.conditions.push_back(v.get<std::string>());
+  if (j.contains("max_tile_elements")) t.max_tile_elements = j["max_tile_elements"].get<int64_t>();
+  if (!j.contains("params") || !j["params"].is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": missing object \"params\""));
+  }
+  for (auto it = j["params"].begin(); it != j["params"].end(); ++it) {
+    const json& p = it.value();
+    TemplateParam param;
+    param.name = it.key();
+    param.kind = p.value("kind", "");
+    param.type = p.value("type", "");
+    param.doc = p.value("doc", "");
+    if (param.kind != "knob" && param.kind != "shape") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": param ", param.name, ": kind must be knob or shape"));
+    }
+    if (param.type == "pow2" || param.type == "int") {
+      if (!p.contains("min") || !p.contains("max")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ": param ", param.name, ": int params need min and max"));
+      }
+      param.min = p["min"].get<int64_t>();
+      param.max = p["max"].get<int64_t>();
+    } else if (param.type == "choice") {
+      if (!p.contains("allowed") || !p["allowed"].is_array()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ": param ", param.name, ": choice params need allowed"));
+      }
+      for (const auto& v : p["allowed"]) param.allowed.push_back(JsonScalarText(v));
+    } else if (param.type != "float") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": param ", param.name, ": unknown type '", param.type, "'"));
+    }
+    if (!p.contains("default")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": param ", param.name, ": no default"));
+    }
+    std::string def = JsonScalarText(p["default"]);
+    auto checked = TemplateLibrary::CheckValue(param, def);
+    if (!checked.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": default of ", param.name, ": ",
+                                                     checked.status().message()));
+    }
+    param.default_value = *checked;
+    t.params.push_back(std::move(param));
+  }
+  return t;
+}
+
+// Names of every {{NAME}} in `text`.
+std::vector<std::string> Placeholders(absl::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = text.find("{{", pos)) != absl::string_view::npos) {
+    size_t end = text.find("}}", pos + 2);
+    if (end == absl::string_view::npos) break;
+    out.emplace_back(text.substr(pos + 2, end - pos - 2));
+    pos = end + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+const TemplateParam* TemplateInfo::FindParam(absl::string_view name) const {
+  for (const TemplateParam& p : params) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::string> TemplateLibrary::CheckValue(const TemplateParam& param,
+                                                        absl::string_view value) {
+  if (param.type == "pow2" || param.type == "int") {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(value, &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(param.name, "=", value, " is not an integer"));
+    }
+    if (v < param.min || v > param.max) {
+      return absl::InvalidArgumentError(absl::StrCat(param.name, "=", v, " outside [",
+                                                     param.min, ", ", param.max, "]"));
+    }
+    if (param.type == "pow2" && !IsPow2(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(param.name, "=", v, " is not a power of two"));
+    }
+    return std::to_string(v);
+  }
+  if (param.type == "float") {
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(param.name, "=", value, " is not a finite number"));
+    }
+    return FloatText(d);
+  }
+  for (const std::string& a : param.allowed) {
+    if (a == value) return a;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(param.name, "=", value, " not one of {",
+                                                 absl::StrJoin(param.allowed, ", "), "}"));
+}
+
+absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::FromFiles(
+    const std::map<std::string, std::string>& files) {
+  auto lib = std::make_shared<TemplateLibrary>();
+  for (const auto& [name, text] : files) {
+    if (!absl::EndsWith(name, ".json")) continue;
+    std::string id = name.substr(0, name.size() - 5);
+    KAGENT_ASSIGN_OR_RETURN(TemplateInfo info, ParseMeta(name, text));
+    if (info.id != id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": id \"", info.id, "\" does not match the file name"));
+    }
+    auto py = files.find(id + ".py");
+    if (py == files.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": no ", id, ".py beside it"));
+    }
+    info.source = py->second;
+    for (const std::string& ph : Placeholders(info.source)) {
+      if (info.FindParam(ph) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(id, ".py: placeholder {{", ph, "}} has no param in ", name));
+      }
+    }
+    lib->templates_.emplace(id, std::move(info));
+  }
+  return std::shared_ptr<const TemplateLibrary>(std::move(lib));
+}
+
+absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::Embedded() {
+  std::map<std::string, std::string> files;
+  for (const auto& [name, text] : EmbeddedTemplateFiles()) files.emplace(name, text);
+  return FromFiles(files);
+}
+
+absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::FromDirectory(
+    const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("template directory not found: ", dir));
+  }
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!absl::EndsWith(name, ".json") && !absl::EndsWith(name, ".py")) continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    files.emplace(name, ss.str());
+  }
+  return FromFiles(files);
+}
+
+const TemplateInfo* TemplateLibrary::Find(absl::string_view id) const {
+  auto it = templates_.find(std::string(id));
+  return it == templates_.end() ? nullptr : &it->second;
+}
+
+std::vector<const TemplateInfo*> TemplateLibrary::ForOpClass(absl::string_view op_class) const {
+  std::vector<const TemplateInfo*> out;
+  for (const auto& [id, t] : templates_) {
+    if (t.op_class == op_class) out.push_back(&t);
+  }
+  return out;
+}
+
+std::vector<std::string> TemplateLibrary::Ids() const {
+  std::vector<std::string> out;
+  for (const auto& [id, t] : templates_) out.push_back(id);
+  return out;
+}
+
+absl::StatusOr<std::string> TemplateLibrary::Render(
+    absl::string_view id, const std::map<std::string, std::string>& params) const {
+  const TemplateInfo* t = Find(id);
+  if (t == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no template '", id, "'; known: ",
+                                            absl::StrJoin(Ids(), ", ")));
+  }
+  for (const auto& [name, value] : params) {
+    if (t->FindParam(name) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("template ", id, " has no param ", name));
+    }
+  }
+  std::map<std::string, std::string> values;
+  int64_t tile = 1;
+  for (const TemplateParam& p : t->params) {
+    auto it = params.find(p.name);
+    std::string v = p.default_value;
+    if (it != params.end()) {
+      KAGENT_ASSIGN_OR_RETURN(v, CheckValue(p, it->second));
+    }
+    if (p.kind == "knob" && absl::StartsWith(p.name, "BLOCK")) tile *= std::stoll(v);
+    values[p.name] = v;
+  }
+  if (t->max_tile_elements > 0 && tile > t->max_tile_elements) {
+    return absl::InvalidArgumentError(absl::StrCat("template ", id, ": tile of ", tile,
+                                                   " elements (product of BLOCK_*) exceeds ",
+                                                   t->max_tile_elements));
+  }
+  std::string out;
+  out.reserve(t->source.size());
+  absl::string_view src = t->source;
+  size_t pos = 0;
+  while (true) {
+    size_t open = src.find("{{", pos);
+    if (open == absl::string_view::npos) break;
+    size_t close = src.find("}}", open + 2);
+    if (close == absl::string_view::npos) break;
+    out.append(src.data() + pos, open - pos);
+    std::string name(src.substr(open + 2, close - open - 2));
+    auto v = values.find(name);
+    if (v == values.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("template ", id, ": unresolved {{", name, "}}"));
+    }
+    out.append(v->second);
+    pos = close + 2;
+  }
+  out.append(src.data() + pos, src.size() - pos);
+  return out;
+}
+
+}  // namespace kagent

@@ -1,0 +1,89 @@
+// TemplateLibrary: the Triton kernel templates of engines/heuristic/templates.
+//
+// A template is two files: `<id>.py`, a complete candidate source (imports, @triton.jit
+// kernels, `class ModelNew(nn.Module)`) with `{{NAME}}` placeholders, and `<id>.json`,
+// its metadata: op_class, title, architecture notes, dtypes, conditions of use (text),
+// and params. Each param has a kind ("knob": a tunable the knob tuner may change later;
+// "shape": set from the recognized op), a type ("pow2", "int", "float", "choice"),
+// bounds (min/max) or allowed values, a default and a doc line. Optional
+// "max_tile_elements" bounds the product of the template's BLOCK_* knobs.
+// See docs/templates.md.
+//
+// The library is built into the binary (the files are embedded at build time) and can
+// also be loaded from a directory (development, tests).
+//
+// Thread-safety: immutable after construction; all methods are const and thread-safe.
+#ifndef KAGENT_ENGINES_HEURISTIC_TEMPLATE_LIBRARY_H_
+#define KAGENT_ENGINES_HEURISTIC_TEMPLATE_LIBRARY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kagent {
+
+struct TemplateParam {
+  std::string name;
+  std::string kind;           // "knob" or "shape"
+  std::string type;           // "pow2", "int", "float", "choice"
+  int64_t min = 0;            // pow2 / int
+  int64_t max = 0;
+  std::vector<std::string> allowed;  // choice
+  std::string default_value;  // rendered text
+  std::string doc;
+};
+
+struct TemplateInfo {
+  std::string id;
+  std::string op_class;
+  std::string title;
+  std::string architecture;
+  std::vector<std::string> dtypes;
+  std::vector<std::string> conditions;
+  std::vector<TemplateParam> params;  // in the order of the JSON file
+  int64_t max_tile_elements = 0;      // 0: no bound
+  std::string source;                 // the .py text with placeholders
+
+  const TemplateParam* FindParam(absl::string_view name) const;
+};
+
+class TemplateLibrary {
+ public:
+  // The templates compiled into the binary.
+  static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> Embedded();
+  // Every <id>.json + <id>.py pair of `dir`. INVALID_ARGUMENT on malformed metadata
+  // (the message names the file), NOT_FOUND when the directory is missing.
+  static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> FromDirectory(
+      const std::string& dir);
+  // From (file name -> contents) pairs, e.g. {"matvec_split_k.json": "...", ...}.
+  static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> FromFiles(
+      const std::map<std::string, std::string>& files);
+
+  // nullptr when unknown.
+  const TemplateInfo* Find(absl::string_view id) const;
+  std::vector<const TemplateInfo*> ForOpClass(absl::string_view op_class) const;
+  std::vector<std::string> Ids() const;
+
+  // Substitutes every placeholder: a value from `params`, else the param's default.
+  // Errors: NOT_FOUND unknown template; INVALID_ARGUMENT for an unknown param name, a
+  // value of the wrong type or out of bounds (a pow2 param must be a power of two), a
+  // tile over max_tile_elements, or a placeholder without a param.
+  absl::StatusOr<std::string> Render(absl::string_view id,
+                                     const std::map<std::string, std::string>& params) const;
+
+  // Checks one value against its param; returns the normalized text.
+  static absl::StatusOr<std::string> CheckValue(const TemplateParam& param,
+                                                absl::string_view value);
+
+ private:
+  std::map<std::string, TemplateInfo> templates_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_HEURISTIC_TEMPLATE_LIBRARY_H_

@@ -1,0 +1,77 @@
+// KernelBrain: the interface through which the optimization manager asks for kernels.
+//
+// A brain writes candidate kernels: a first correct kernel for a problem that arrives
+// without one, and a new kernel that applies one prescribed fix to a parent kernel. The
+// embedded implementation is kagent::HeuristicBrain (engines/heuristic); an LLM-backed
+// brain implements the same interface.
+//
+// Thread-safety: implementations must allow concurrent calls from many threads (the
+// optimization manager runs a round's assignments in parallel on one brain instance).
+// Requests are borrowed for the duration of the call only.
+#ifndef KAGENT_ENGINES_KERNEL_BRAIN_H_
+#define KAGENT_ENGINES_KERNEL_BRAIN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/common.pb.h"
+
+namespace kagent {
+
+// What a brain returns: the kernel and what it expects from it.
+struct BrainResult {
+  kagent::v1::KernelSource kernel;
+  // What the change should do and why, in numbers where the brain has them (e.g. "grid
+  // grows from 64 to 2048 programs on 132 SMs"), so that a reflexion can judge it.
+  std::string expected_effect;
+  // The moves made, one short line each (e.g. "BLOCK_M 32 -> 16 (launch kwarg)").
+  std::vector<std::string> moves;
+  // The prompt and reply when an LLM was used; empty otherwise.
+  std::string prompt;
+  std::string reply;
+};
+
+struct FirstKernelRequest {
+  const kagent::v1::Problem* problem = nullptr;           // required
+  const kagent::v1::OpSignature* signature = nullptr;     // required
+  const kagent::v1::GpuSpec* gpu = nullptr;               // may be null: generic defaults
+};
+
+struct FixRequest {
+  const kagent::v1::KernelSource* parent = nullptr;         // required
+  const kagent::v1::Prescription* prescription = nullptr;   // required
+  const kagent::v1::Problem* problem = nullptr;             // may be null
+  const kagent::v1::OpSignature* signature = nullptr;       // may be null (no template moves)
+  const kagent::v1::GpuSpec* gpu = nullptr;                 // may be null
+  const kagent::v1::BottleneckReport* report = nullptr;     // may be null
+  const std::vector<kagent::v1::Reflexion>* memory = nullptr;  // may be null
+  // Which of the brain's alternatives to take when the prescription leaves the move open
+  // (no knob_changes and no template_switch): workers of one round pass distinct values
+  // so they get distinct fixes. 0 is the brain's first choice.
+  int alternative = 0;
+};
+
+class KernelBrain {
+ public:
+  virtual ~KernelBrain() = default;
+
+  // A short stable name ("heuristic", "openai:gpt-...").
+  virtual std::string name() const = 0;
+
+  // Writes a first correct kernel for the problem. Errors: INVALID_ARGUMENT for a
+  // malformed request; UNIMPLEMENTED when the op class has no kernel family;
+  // FAILED_PRECONDITION when the family's conditions of use do not hold (message says
+  // which).
+  virtual absl::StatusOr<BrainResult> FirstKernel(const FirstKernelRequest& request) = 0;
+
+  // Applies the prescription to the parent kernel. Errors: INVALID_ARGUMENT for a
+  // malformed request or knob change; FAILED_PRECONDITION when the fix cannot apply
+  // (knob already at its bound, template conditions not met, autotuned knob, ...);
+  // NOT_FOUND when a named knob or template does not exist.
+  virtual absl::StatusOr<BrainResult> ApplyFix(const FixRequest& request) = 0;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_KERNEL_BRAIN_H_
