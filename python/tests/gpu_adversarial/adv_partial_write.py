@@ -1,0 +1,34 @@
+# Adversarial (INCORRECT): writes only the first half of the rows.
+# One row per program: program i reduces row i of A against x in BLOCK_K chunks,
+# accumulating in fp32.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matvec_row_kernel(a_ptr, x_ptr, c_ptr, K, stride_am, BLOCK_K: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    a_row = a_ptr + row * stride_am
+    acc = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs = k0 + tl.arange(0, BLOCK_K)
+        mask = offs < K
+        a = tl.load(a_row + offs, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        acc += a * x
+    tl.store(c_ptr + row, tl.sum(acc, axis=0).to(c_ptr.dtype.element_ty))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, x):
+        A = A.contiguous()
+        x = x.contiguous()
+        M, K = A.shape
+        c = torch.empty((M, 1), dtype=A.dtype, device=A.device)
+        matvec_row_kernel[(M // 2,)](A, x, c, K, A.stride(0), BLOCK_K=4096)
+        return c

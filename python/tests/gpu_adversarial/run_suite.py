@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""GPU suite for the harness: the seed's case study and the adversarial candidates.
+
+Run on a GPU machine from the repository root:
+    PYTHONPATH=python python3 python/tests/gpu_adversarial/run_suite.py [--quick] [--json F]
+Each case runs `python -m kagent_harness measure` as a separate process (as a worker
+does) and the table shows the verdict it got against the verdicts it should get. Exit
+status 0 when every case got an expected verdict.
+
+--case-study-k K   K of the case study (default 1,048,576: A is 4 GiB)
+--adv-k K          K for the adversarial cases (default 65,536, to keep them quick)
+--only NAME,...    run only these cases
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(os.path.dirname(HERE))
+
+CASES = [
+    # name, candidate file (None: baselines only), expected verdicts, extra request fields
+    ("case_study_baselines", None, ["CORRECT"], {"baselines": True}),
+    ("case_study_row", "cand_matvec_row.py", ["CORRECT"], {}),
+    ("case_study_tile32", "cand_matvec_tile32.py", ["CORRECT"], {}),
+    ("returns_reference", "adv_returns_reference.py", ["REJECTED"], {}),
+    ("cache_by_pointer", "adv_cache_by_pointer.py", ["REJECTED"], {}),
+    ("partial_write", "adv_partial_write.py", ["INCORRECT"], {}),
+    ("mutates_inputs", "adv_mutates_inputs.py", ["REJECTED"], {}),
+    ("side_stream", "adv_side_stream.py", ["INCORRECT", "REJECTED"], {}),
+    ("constant_shortcut", "adv_constant_shortcut.py", ["INCORRECT"], {}),
+    ("timing_shortcut", "adv_timing_shortcut.py", ["REJECTED"], {}),
+    ("hang", "adv_hang.py", ["TIMEOUT"], {"call_timeout_s": 20}),
+    ("segfault", "adv_segfault.py", ["CRASH"], {}),
+    ("illegal_address", "adv_illegal_address.py", ["CRASH"], {}),
+    ("oom_200gb", "adv_oom_200gb.py", ["OOM"], {}),
+    ("row_after_adversaries", "cand_matvec_row.py", ["CORRECT"], {}),
+]
+
+
+def run_case(name, cand, extra, k, m):
+    req = {"problem_source": open(os.path.join(HERE, "problem_matvec.py")).read(),
+           "device": "cuda", "timeout_s": 400, "call_timeout_s": 120}
+    if cand:
+        req["kernel_source"] = open(os.path.join(HERE, cand)).read()
+    req.update(extra)
+    env = dict(os.environ, KAGENT_MATVEC_K=str(k), KAGENT_MATVEC_M=str(m),
+               PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.time()
+    p = subprocess.run([sys.executable, "-m", "kagent_harness", "measure"],
+                       input=json.dumps(req), capture_output=True, text=True, env=env,
+                       timeout=900)
+    wall = time.time() - t0
+    try:
+        res = json.loads(p.stdout)
+    except ValueError:
+        res = {"verdict": "NO_JSON", "correctness": {"reason": p.stderr[-500:]}}
+    return res, wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case-study-k", type=int, default=1048576)
+    ap.add_argument("--adv-k", type=int, default=65536)
+    ap.add_argument("--m", type=int, default=2048)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    rows, ok_all, results = [], True, {}
+    for name, cand, expect, extra in CASES:
+        if only and name not in only:
+            continue
+        k = args.case_study_k if name.startswith("case_study") else args.adv_k
+        res, wall = run_case(name, cand, extra, k, args.m)
+        results[name] = res
+        v = res.get("verdict")
+        ok = v in expect
+        ok_all &= ok
+        t = res.get("candidate") or res.get("eager") or {}
+        med = t.get("median_ms")
+        reason = (res.get("correctness") or {}).get("reason", "")
+        rows.append((name, v, "/".join(expect), "ok" if ok else "FAIL",
+                     f"{med:.4f}" if isinstance(med, float) else "-", f"{wall:.1f}",
+                     reason[:110]))
+        print("\t".join(rows[-1]), flush=True)
+        if name == "case_study_baselines":
+            for label in ("eager", "compiled"):
+                s = res.get(label) or {}
+                print(f"  {label}: {json.dumps(s)}", flush=True)
+    print()
+    print(f"{'case':24} {'verdict':13} {'expected':20} {'':4} {'median_ms':>10} {'wall_s':>7}  reason")
+    for r in rows:
+        print(f"{r[0]:24} {r[1]:13} {r[2]:20} {r[3]:4} {r[4]:>10} {r[5]:>7}  {r[6]}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
