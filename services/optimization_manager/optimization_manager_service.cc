@@ -1,0 +1,313 @@
+#include "services/optimization_manager/optimization_manager_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "common/subprocess/subprocess.h"
+
+namespace kagent {
+namespace {
+
+using kagent::v1::GeneratedKernel;
+using kagent::v1::GenerateRequest;
+using kagent::v1::GenerateResponse;
+
+// Reads the candidate on stdin; exit 0 when it parses and has ModelNew and a jit kernel,
+// else exit 1 with one line on stdout saying why.
+constexpr char kCheckScript[] = R"py(
+import ast, sys
+src = sys.stdin.read()
+try:
+    tree = ast.parse(src)
+except SyntaxError as e:
+    print(f"syntax error at line {e.lineno}: {e.msg}")
+    sys.exit(1)
+def is_jit(d):
+    if isinstance(d, ast.Call):
+        d = d.func
+    name = ast.unparse(d) if hasattr(ast, "unparse") else ""
+    return name.split(".")[-1] in ("jit",)
+has_model = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
+has_jit = any(isinstance(n, ast.FunctionDef) and any(is_jit(d) for d in n.decorator_list)
+              for n in ast.walk(tree))
+if not has_model:
+    print("no top-level class ModelNew")
+    sys.exit(1)
+if not has_jit:
+    print("no @triton.jit function")
+    sys.exit(1)
+)py";
+
+}  // namespace
+
+PythonSourceChecker::PythonSourceChecker(std::string python, absl::Duration timeout)
+    : python_(std::move(python)), timeout_(timeout) {}
+
+absl::Status PythonSourceChecker::Check(const std::string& source) {
+  SubprocessOptions opts;
+  opts.argv = {python_, "-I", "-c", kCheckScript};
+  opts.inherit_env = true;
+  opts.stdin_data = source;
+  opts.timeout = timeout_;
+  opts.max_output_bytes = 64 << 10;
+  opts.rlimit_as_bytes = int64_t{4} << 30;
+  absl::StatusOr<SubprocessResult> r = RunSubprocess(opts);
+  if (!r.ok()) {
+    return absl::UnavailableError(absl::StrCat("source check could not run ", python_, ": ",
+                                               r.status().message()));
+  }
+  if (r->ok()) return absl::OkStatus();
+  if (r->exited && r->exit_code == 1) {
+    return absl::InvalidArgumentError(
+        std::string(absl::StripAsciiWhitespace(r->stdout_data)));
+  }
+  return absl::UnavailableError(absl::StrCat("source check failed: ", r->Describe(), ": ",
+                                             absl::StripAsciiWhitespace(r->stderr_data)));
+}
+
+std::string NormalizeSource(const std::string& source) {
+  std::string out;
+  out.reserve(source.size());
+  size_t i = 0, n = source.size();
+  std::string line;
+  auto flush = [&]() {
+    // Collapse whitespace runs, trim.
+    std::string norm;
+    bool space = false;
+    for (char c : line) {
+      if (c == ' ' || c == '\t' || c == '\r') {
+        space = true;
+        continue;
+      }
+      if (space && !norm.empty()) norm.push_back(' ');
+      space = false;
+      norm.push_back(c);
+    }
+    if (!norm.empty()) {
+      out += norm;
+      out.push_back('\n');
+    }
+    line.clear();
+  };
+  char quote = 0;
+  bool triple = false;
+  while (i < n) {
+    char c = source[i];
+    if (quote == 0) {
+      if (c == '#') {
+        while (i < n && source[i] != '\n') ++i;
+        continue;
+      }
+      if (c == '\n') {
+        flush();
+        ++i;
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        quote = c;
+        triple = i + 2 < n && source[i + 1] == c && source[i + 2] == c;
+        line.append(source, i, triple ? 3 : 1);
+        i += triple ? 3 : 1;
+        continue;
+      }
+      line.push_back(c);
+      ++i;
+      continue;
+    }
+    // Inside a string: copied verbatim.
+    if (c == '\\' && i + 1 < n) {
+      line.append(source, i, 2);
+      i += 2;
+      continue;
+    }
+    if (c == quote && (!triple || (i + 2 < n && source[i + 1] == c && source[i + 2] == c))) {
+      line.append(source, i, triple ? 3 : 1);
+      i += triple ? 3 : 1;
+      quote = 0;
+      continue;
+    }
+    if (c == '\n' && !triple) quote = 0;  // unterminated: end at the line
+    line.push_back(c);
+    ++i;
+  }
+  flush();
+  return out;
+}
+
+OptimizationManagerServiceImpl::OptimizationManagerServiceImpl(
+    OptimizationManagerOptions options, KernelBrain* brain, const Authenticator* auth)
+    : OptimizationManagerServiceImpl(
+          options, brain, auth,
+          options.check_sources
+              ? std::make_unique<PythonSourceChecker>(options.python, options.check_timeout)
+              : nullptr) {}
+
+OptimizationManagerServiceImpl::OptimizationManagerServiceImpl(
+    OptimizationManagerOptions options, KernelBrain* brain, const Authenticator* auth,
+    std::unique_ptr<SourceChecker> checker)
+    : options_(std::move(options)), brain_(brain), auth_(auth), checker_(std::move(checker)) {
+  KAGENT_CHECK(brain_ != nullptr) << "the optimization manager needs a brain";
+  options_.max_parallel_workers = std::max(1, options_.max_parallel_workers);
+}
+
+grpc::Status OptimizationManagerServiceImpl::Generate(grpc::ServerContext* context,
+                                                      const GenerateRequest* request,
+                                                      GenerateResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
+                  .tenant = caller.tenant});
+  return ToGrpcStatus(DoGenerate(*request, response));
+}
+
+absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& request,
+                                                        GenerateResponse* response) {
+  if (!request.brain().empty() && request.brain() != brain_->name()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "brain '", request.brain(), "' is not served here (this manager runs '",
+        brain_->name(), "')"));
+  }
+  const auto& assignments = request.plan().assignments();
+  if (assignments.size() > options_.max_assignments) {
+    return absl::InvalidArgumentError(absl::StrCat("plan has ", assignments.size(),
+                                                   " assignments; at most ",
+                                                   options_.max_assignments));
+  }
+  const bool first_kernel = assignments.empty() && request.parents().empty();
+  if (first_kernel) {
+    if (request.problem().source().empty()) {
+      return absl::InvalidArgumentError("a first-kernel request needs problem.source");
+    }
+    if (request.op_signature().ops().empty()) {
+      return absl::InvalidArgumentError(
+          "a first-kernel request needs the problem's op_signature (no ops given)");
+    }
+  }
+  for (int i = 0; i < assignments.size(); ++i) {
+    const auto& a = assignments[i];
+    auto it = request.parents().find(a.parent_kernel_id());
+    if (it == request.parents().end()) {
+      return absl::InvalidArgumentError(absl::StrCat("assignment ", i, ": parent '",
+                                                     a.parent_kernel_id(),
+                                                     "' is not in parents"));
+    }
+    if (it->second.source().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parent '", a.parent_kernel_id(), "' has an empty source"));
+    }
+  }
+
+  // Work items: one per assignment, or the single first-kernel item.
+  const int count = first_kernel ? 1 : assignments.size();
+  std::vector<GeneratedKernel> results(count);
+  std::vector<int> alternatives(count, 0);
+  {
+    std::map<std::string, int> open_moves;  // parent -> assignments without explicit move
+    for (int i = 0; i < assignments.size(); ++i) {
+      const auto& p = assignments[i].prescription();
+      if (p.knob_changes().empty() && p.template_switch().empty()) {
+        alternatives[i] = open_moves[assignments[i].parent_kernel_id() + "\n" + p.pattern_id()]++;
+      }
+    }
+  }
+  std::vector<kagent::v1::Reflexion> memory(request.memory().begin(), request.memory().end());
+  auto work = [&](int i) {
+    GeneratedKernel& out = results[i];
+    absl::StatusOr<BrainResult> r;
+    if (first_kernel) {
+      out.mutable_assignment()->set_worker_index(0);
+      FirstKernelRequest fk{&request.problem(), &request.op_signature(),
+                            request.has_gpu() ? &request.gpu() : nullptr};
+      r = brain_->FirstKernel(fk);
+    } else {
+      const auto& a = assignments[i];
+      *out.mutable_assignment() = a;
+      FixRequest fr;
+      fr.parent = &request.parents().at(a.parent_kernel_id());
+      fr.prescription = &a.prescription();
+      fr.problem = &request.problem();
+      fr.signature = &request.op_signature();
+      fr.gpu = request.has_gpu() ? &request.gpu() : nullptr;
+      fr.memory = &memory;
+      fr.alternative = alternatives[i];
+      r = brain_->ApplyFix(fr);
+    }
+    if (!r.ok()) {
+      out.set_error(absl::StrCat("generation failed: ", r.status().ToString()));
+      return;
+    }
+    if (checker_ != nullptr) {
+      absl::Status check = checker_->Check(r->kernel.source());
+      if (!check.ok()) {
+        out.set_error(absl::StrCat("compile check failed: ", check.message()));
+        return;
+      }
+    }
+    *out.mutable_kernel() = r->kernel;
+    std::string moves;
+    for (const std::string& m : r->moves) absl::StrAppend(&moves, moves.empty() ? "" : "\n", m);
+    // The expected effect travels in the assignment's prescription so the reflexion
+    // compares against what this kernel was meant to do.
+    if (!r->expected_effect.empty()) {
+      out.mutable_assignment()->mutable_prescription()->set_expected_effect(r->expected_effect);
+    }
+    if (!moves.empty()) out.mutable_assignment()->mutable_prescription()->set_fix(
+        out.assignment().prescription().fix().empty()
+            ? moves
+            : absl::StrCat(out.assignment().prescription().fix(), "\n", moves));
+    out.set_prompt(r->prompt);
+    out.set_reply(r->reply);
+  };
+
+  const int threads = std::min(count, options_.max_parallel_workers);
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&]() {
+      for (int i = next++; i < count; i = next++) work(i);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+
+  // Duplicates: same as the parent, or as an earlier assignment's kernel.
+  std::map<std::string, int> seen;
+  for (int i = 0; i < count; ++i) {
+    GeneratedKernel& g = results[i];
+    if (!g.has_kernel()) continue;
+    std::string norm = NormalizeSource(g.kernel().source());
+    if (!first_kernel) {
+      const auto& parent = request.parents().at(g.assignment().parent_kernel_id());
+      if (NormalizeSource(parent.source()) == norm) {
+        g.clear_kernel();
+        g.set_error("duplicate: the fix left the parent kernel unchanged");
+        continue;
+      }
+    }
+    auto [it, inserted] = seen.emplace(norm, i);
+    if (!inserted) {
+      g.clear_kernel();
+      g.set_error(absl::StrCat("duplicate: same kernel as assignment ", it->second,
+                               " (worker ", results[it->second].assignment().worker_index(),
+                               ")"));
+    }
+  }
+  int ok = 0;
+  for (GeneratedKernel& g : results) {
+    ok += g.has_kernel();
+    *response->add_kernels() = std::move(g);
+  }
+  KLOG(INFO).With("generated", ok).With("requested", count)
+      << (first_kernel ? "first kernel" : "round generated");
+  return absl::OkStatus();
+}
+
+}  // namespace kagent

@@ -1,0 +1,102 @@
+// OptimizationManagerServiceImpl: runs a round plan's assignments in parallel; each asks
+// the brain for a new kernel (apply prescription F to parent kernel K) and checks that
+// the result compiles (a Python syntax check in a child process, plus: it defines
+// ModelNew and at least one @triton.jit function).
+//
+// Generate semantics:
+//   * An empty plan with no parents means "write a first kernel": one GeneratedKernel
+//     (assignment with worker_index 0) from KernelBrain::FirstKernel. The request then
+//     needs the problem and its op signature.
+//   * Otherwise every assignment names a parent in `parents` (INVALID_ARGUMENT when not);
+//     the response has one GeneratedKernel per assignment, in plan order, with `error`
+//     set (and no kernel) when generation or the compile check failed.
+//   * Workers of one round get different fixes: a result whose normalized source
+//     (comments, blank lines and whitespace runs removed) equals its parent's, or an
+//     earlier assignment's in plan order, is reported as an error on the later one.
+//   * Assignments that share a parent and leave the move open (no knob_changes, no
+//     template_switch) get successive `alternative`s so the brain picks distinct moves.
+//   * `brain` must be empty or the configured brain's name (FAILED_PRECONDITION else).
+//
+// Thread-safety: the service is safe for concurrent RPCs. The brain and the checker must
+// be thread-safe and outlive the service; `auth` may be null (auth off).
+#ifndef KAGENT_SERVICES_OPTIMIZATION_MANAGER_OPTIMIZATION_MANAGER_SERVICE_H_
+#define KAGENT_SERVICES_OPTIMIZATION_MANAGER_OPTIMIZATION_MANAGER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/auth.h"
+#include "engines/kernel_brain.h"
+#include "kagent/v1/optimization_manager_service.grpc.pb.h"
+
+namespace kagent {
+
+// Checks that a candidate source compiles far enough to be worth measuring.
+class SourceChecker {
+ public:
+  virtual ~SourceChecker() = default;
+  // OK, or INVALID_ARGUMENT with the reason (syntax error with its line, no ModelNew,
+  // no @triton.jit function); UNAVAILABLE when the checker itself could not run.
+  virtual absl::Status Check(const std::string& source) = 0;
+};
+
+// Runs `python -c <script>` with the source on stdin: ast.parse, then looks for a
+// top-level `class ModelNew` and a function decorated with triton.jit / jit (possibly
+// under triton.autotune / triton.heuristics). Thread-safe.
+class PythonSourceChecker : public SourceChecker {
+ public:
+  // `python`: the interpreter (absolute path or a name on PATH).
+  explicit PythonSourceChecker(std::string python,
+                               absl::Duration timeout = absl::Seconds(30));
+  absl::Status Check(const std::string& source) override;
+
+ private:
+  std::string python_;
+  absl::Duration timeout_;
+};
+
+// Removes comments, blank lines, trailing whitespace and collapses whitespace runs: two
+// sources equal after this are the same kernel.
+std::string NormalizeSource(const std::string& source);
+
+struct OptimizationManagerOptions {
+  int max_parallel_workers = 4;   // threads per Generate call (bounded pool)
+  int max_assignments = 256;      // larger plans are INVALID_ARGUMENT
+  bool check_sources = true;      // run the SourceChecker on every generated kernel
+  // The interpreter of the default checker (PythonSourceChecker).
+  std::string python = "python3";
+  absl::Duration check_timeout = absl::Seconds(30);
+};
+
+class OptimizationManagerServiceImpl final
+    : public kagent::v1::OptimizationManagerService::Service {
+ public:
+  // `brain` is borrowed and must outlive the service; `auth` may be null (auth off).
+  // Checks sources with a PythonSourceChecker(options.python) when check_sources.
+  OptimizationManagerServiceImpl(OptimizationManagerOptions options, KernelBrain* brain,
+                                 const Authenticator* auth);
+  // The same with another checker (tests); null disables checking.
+  OptimizationManagerServiceImpl(OptimizationManagerOptions options, KernelBrain* brain,
+                                 const Authenticator* auth,
+                                 std::unique_ptr<SourceChecker> checker);
+
+  grpc::Status Generate(grpc::ServerContext* context,
+                        const kagent::v1::GenerateRequest* request,
+                        kagent::v1::GenerateResponse* response) override;
+
+  // The logic behind Generate, without the gRPC edge (tests, kagentd in-process calls).
+  absl::Status DoGenerate(const kagent::v1::GenerateRequest& request,
+                          kagent::v1::GenerateResponse* response);
+
+ private:
+  OptimizationManagerOptions options_;
+  KernelBrain* brain_;
+  const Authenticator* auth_;
+  std::unique_ptr<SourceChecker> checker_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_OPTIMIZATION_MANAGER_OPTIMIZATION_MANAGER_SERVICE_H_
