@@ -1,1 +1,136 @@
+#include "engines/heuristic/knob_tuner.h"
+
 #include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "engines/heuristic/test_kernels.h"
+
+namespace kagent {
+namespace {
+
+using testing::kUserMatvec;
+
+TEST_CASE("Knobs: parses kernels, constexprs and the launch site of a user kernel") {
+  auto info = ParseTritonSource(kUserMatvec);
+  REQUIRE(info.ok());
+  REQUIRE(info->kernels.size() == 1);
+  const JitKernel& k = info->kernels[0];
+  CHECK(k.name == "matvec_tile_kernel");
+  REQUIRE(k.params.size() == 8);
+  CHECK(k.params[6].name == "BLOCK_M");
+  CHECK(k.params[6].constexpr_);
+  CHECK_FALSE(k.params[0].constexpr_);
+  CHECK_FALSE(k.autotuned);
+  CHECK_FALSE(k.uses_dot);
+  REQUIRE(info->launches.size() == 1);
+  const LaunchSite& l = info->launches[0];
+  CHECK(l.kernel == "matvec_tile_kernel");
+  CHECK(l.grid == "grid");
+  REQUIRE(l.Keyword("BLOCK_K") != nullptr);
+  CHECK(l.Keyword("BLOCK_K")->value == "512");
+  CHECK(l.Keyword("num_warps") == nullptr);
+  auto knobs = CurrentKnobs(kUserMatvec, *info);
+  CHECK(knobs["BLOCK_M"] == 32);
+  CHECK(knobs["BLOCK_K"] == 512);
+  CHECK(knobs["num_stages"] == 1);
+  CHECK(knobs["num_warps"] == 4);  // Triton's default
+
+  CHECK(ParseTritonSource("import torch\n").status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("Knobs: rewrites variables, literals and adds launch keywords") {
+  auto r = ApplyKnobChanges(kUserMatvec,
+                            {{"BLOCK_M", "/2"}, {"BLOCK_K", "x2"}, {"num_stages", "+1"},
+                             {"num_warps", "8"}},
+                            nullptr);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->source, "        BLOCK_M = 16\n"));
+  CHECK(absl::StrContains(r->source, "BLOCK_K=1024"));
+  CHECK(absl::StrContains(r->source, "num_stages=2"));
+  CHECK(absl::StrContains(r->source, "num_stages=2, num_warps=8)"));
+  // Comments and strings untouched; the grid still follows BLOCK_M.
+  CHECK(absl::StrContains(r->source, "\"BLOCK_M=999, num_warps=1\""));
+  CHECK(absl::StrContains(r->source, "grid = (triton.cdiv(M, BLOCK_M),)"));
+  REQUIRE(r->edits.size() == 4);
+  for (const KnobEdit& e : r->edits) {
+    if (e.knob == "BLOCK_M") {
+      CHECK(e.old_value == 32);
+      CHECK(e.new_value == 16);
+      CHECK(e.where == "variable BLOCK_M");
+    }
+    if (e.knob == "num_warps") CHECK(e.old_value == 4);
+  }
+  // The result parses again and the new values read back.
+  auto info = ParseTritonSource(r->source);
+  REQUIRE(info.ok());
+  auto knobs = CurrentKnobs(r->source, *info);
+  CHECK(knobs["BLOCK_M"] == 16);
+  CHECK(knobs["num_warps"] == 8);
+}
+
+TEST_CASE("Knobs: powers of two, bounds and no-op changes") {
+  KnobBounds pow2{1, 256, true};
+  std::string note;
+  CHECK(*ApplyChange(32, "x3", pow2, &note) == 64);  // 96: nearer power below on a tie
+  CHECK(absl::StrContains(note, "power of two"));
+  CHECK(*ApplyChange(32, "+1", pow2, &note) == 64);
+  CHECK(*ApplyChange(32, "-1", pow2, &note) == 16);
+  CHECK(*ApplyChange(32, "x100", pow2, &note) == 256);
+  CHECK(absl::StrContains(note, "clamped"));
+  CHECK(*ApplyChange(3, "+1", KnobBounds{1, 8, false}, &note) == 4);
+  CHECK(ApplyChange(3, "abc", pow2, &note).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(ApplyChange(3, "x-2", pow2, &note).status().code() == absl::StatusCode::kInvalidArgument);
+
+  auto at_bound = ApplyKnobChanges(kUserMatvec, {{"num_stages", "-1"}}, nullptr);
+  CHECK(at_bound.status().code() == absl::StatusCode::kFailedPrecondition);
+  auto unknown = ApplyKnobChanges(kUserMatvec, {{"BLOCK_Z", "x2"}}, nullptr);
+  CHECK(unknown.status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("Knobs: a grid with the knob's literal baked in is refused") {
+  std::string src = absl::StrReplaceAll(
+      kUserMatvec, {{"        BLOCK_M = 32\n", ""},
+                    {"grid = (triton.cdiv(M, BLOCK_M),)", "grid = (triton.cdiv(M, 32),)"},
+                    {"BLOCK_M=BLOCK_M", "BLOCK_M=32"}});
+  auto r = ApplyKnobChanges(src, {{"BLOCK_M", "/2"}}, nullptr);
+  CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(r.status().message(), "grid"));
+  // BLOCK_K is not in the grid: fine.
+  CHECK(ApplyKnobChanges(src, {{"BLOCK_K", "/2"}}, nullptr).ok());
+  // A meta-lambda grid follows the keyword.
+  std::string lambda = absl::StrReplaceAll(
+      src, {{"grid = (triton.cdiv(M, 32),)", "grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']),)"}});
+  auto ok = ApplyKnobChanges(lambda, {{"BLOCK_M", "/2"}}, nullptr);
+  REQUIRE(ok.ok());
+  CHECK(absl::StrContains(ok->source, "BLOCK_M=16"));
+}
+
+TEST_CASE("Knobs: constexpr defaults, autotune, tl.dot bounds") {
+  std::string with_default = absl::StrReplaceAll(
+      kUserMatvec, {{"BLOCK_K: tl.constexpr)", "BLOCK_K: tl.constexpr = 256)"},
+                    {"BLOCK_M=BLOCK_M, BLOCK_K=512, ", "BLOCK_M=BLOCK_M, "}});
+  auto r = ApplyKnobChanges(with_default, {{"BLOCK_K", "x2"}}, nullptr);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->source, "BLOCK_K: tl.constexpr = 512)"));
+  CHECK(absl::StartsWith(r->edits[0].where, "constexpr default"));
+
+  std::string autotuned = absl::StrReplaceAll(
+      kUserMatvec, {{"@triton.jit\n", "@triton.autotune(configs=[triton.Config({'BLOCK_K': 128})], key=['K'])\n@triton.jit\n"}});
+  auto a = ApplyKnobChanges(autotuned, {{"BLOCK_K", "x2"}}, nullptr);
+  CHECK(a.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(a.status().message(), "autotune"));
+
+  std::string dot = absl::StrReplaceAll(kUserMatvec, {{"acc += a.to(tl.float32)", "acc += tl.dot(a, a)\n        acc += a.to(tl.float32)"}});
+  auto info = ParseTritonSource(dot);
+  REQUIRE(info.ok());
+  CHECK(info->kernels[0].uses_dot);
+  CHECK(BoundsFor("BLOCK_M", *info, nullptr).min == 16);
+  auto small = ApplyKnobChanges(dot, {{"BLOCK_M", "1"}}, nullptr);
+  REQUIRE(small.ok());
+  CHECK(small->edits[0].new_value == 16);
+}
+
+}  // namespace
+}  // namespace kagent

@@ -1,1 +1,220 @@
+#include "engines/heuristic/op_recognition.h"
+
 #include <catch2/catch.hpp>
+
+#include "engines/heuristic/test_signatures.h"
+
+namespace kagent {
+namespace {
+
+using testing::AddOp;
+using testing::T;
+using v1::OpSignature;
+
+RecognizedOp Recognize(const OpSignature& sig) {
+  auto r = RecognizeOp(sig);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+TEST_CASE("Recognition: the flagship matvec (mm with one column)") {
+  RecognizedOp op = Recognize(testing::MatvecSignature(2048, 1048576));
+  CHECK(op.op_class == "matvec");
+  CHECK(op.variant == "mm_n1");
+  CHECK(op.m == 2048);
+  CHECK(op.k == 1048576);
+  CHECK(op.dtype == "bfloat16");
+  CHECK_FALSE(op.trans_a);
+  CHECK(DescribeOp(op) == "matvec/mm_n1 M=2048 K=1048576 bfloat16");
+}
+
+TEST_CASE("Recognition: mv, GEMM shapes, transposes and batches") {
+  OpSignature mv;
+  AddOp(&mv, "aten::mv", {{{64, 100}}, {{100}}}, {{{64}}});
+  CHECK(Recognize(mv).op_class == "matvec");
+  CHECK(Recognize(mv).variant == "mv");
+
+  // torch.matmul(A.T, B): aten::t produces a column-major view consumed by mm.
+  OpSignature ta;
+  AddOp(&ta, "aten::t", {{{512, 256}}}, {{{256, 512}, "float32", {1, 256}}});
+  AddOp(&ta, "aten::mm", {{{256, 512}, "float32", {1, 256}}, {{512, 128}}}, {{{256, 128}}});
+  RecognizedOp g = Recognize(ta);
+  CHECK(g.op_class == "gemm");
+  CHECK(g.trans_a);
+  CHECK_FALSE(g.trans_b);
+  CHECK(g.m == 256);
+  CHECK(g.n == 128);
+  CHECK(g.k == 512);
+  CHECK(g.tags.count("transposed_a"));
+
+  // A column-major input the model did not transpose itself is not "trans_a".
+  OpSignature given;
+  AddOp(&given, "aten::mm", {{{256, 512}, "float32", {1, 256}}, {{512, 128}}}, {{{256, 128}}});
+  CHECK_FALSE(Recognize(given).trans_a);
+
+  OpSignature bmm;
+  AddOp(&bmm, "aten::bmm", {{{8, 100, 30}}, {{8, 30, 70}}}, {{{8, 100, 70}}});
+  RecognizedOp b = Recognize(bmm);
+  CHECK(b.variant == "bmm");
+  CHECK(b.batch == 8);
+  CHECK(b.tags.count("batched"));
+  CHECK(b.tags.count("irregular"));
+
+  OpSignature tall;
+  AddOp(&tall, "aten::mm", {{{32768, 64}}, {{64, 32}}}, {{{32768, 32}}});
+  RecognizedOp t = Recognize(tall);
+  CHECK(t.tags.count("tall_skinny"));
+
+  OpSignature diag;
+  AddOp(&diag, "aten::diag", {{{64}}}, {{{64, 64}}});
+  AddOp(&diag, "aten::mm", {{{64, 64}}, {{64, 32}}}, {{{64, 32}}});
+  CHECK(Recognize(diag).variant == "diag");
+}
+
+TEST_CASE("Recognition: activations, including composites") {
+  for (auto [aten, variant] : std::vector<std::pair<std::string, std::string>>{
+           {"aten::relu", "relu"}, {"aten::leaky_relu", "leaky_relu"}, {"aten::gelu", "gelu"},
+           {"aten::sigmoid", "sigmoid"}, {"aten::tanh", "tanh"}, {"aten::softplus", "softplus"},
+           {"aten::elu", "elu"}, {"aten::selu", "selu"}, {"aten::hardtanh", "hardtanh"},
+           {"aten::hardsigmoid", "hardsigmoid"}, {"aten::silu", "swish"}}) {
+    OpSignature s;
+    AddOp(&s, aten, {{{16, 1024}}}, {{{16, 1024}}});
+    RecognizedOp op = Recognize(s);
+    CHECK(op.op_class == "elementwise");
+    CHECK(op.variant == variant);
+    CHECK(op.numel == 16 * 1024);
+  }
+  OpSignature swish;
+  AddOp(&swish, "aten::sigmoid", {{{16, 1024}}}, {{{16, 1024}}});
+  AddOp(&swish, "aten::mul", {{{16, 1024}}, {{16, 1024}}}, {{{16, 1024}}});
+  CHECK(Recognize(swish).variant == "swish");
+  OpSignature softsign;
+  AddOp(&softsign, "aten::abs", {{{16, 64}}}, {{{16, 64}}});
+  AddOp(&softsign, "aten::add", {{{16, 64}}}, {{{16, 64}}});
+  AddOp(&softsign, "aten::div", {{{16, 64}}, {{16, 64}}}, {{{16, 64}}});
+  CHECK(Recognize(softsign).variant == "softsign");
+}
+
+TEST_CASE("Recognition: reductions infer dim and keepdim from shapes") {
+  OpSignature sum;
+  AddOp(&sum, "aten::sum", {{{16, 256, 256}}}, {{{16, 1, 256}}});
+  RecognizedOp s = Recognize(sum);
+  CHECK(s.op_class == "reduction");
+  CHECK(s.variant == "sum");
+  CHECK(s.dim == 1);
+  CHECK(s.keepdim);
+
+  OpSignature am;
+  AddOp(&am, "aten::argmax", {{{16, 256, 128}}}, {{{16, 128}, "int64"}});
+  RecognizedOp a = Recognize(am);
+  CHECK(a.variant == "argmax");
+  CHECK(a.dim == 1);
+  CHECK_FALSE(a.keepdim);
+
+  OpSignature mx;
+  AddOp(&mx, "aten::max", {{{16, 256, 128}}}, {{{16, 256}}, {{16, 256}, "int64"}});
+  CHECK(Recognize(mx).variant == "max");
+  CHECK(Recognize(mx).dim == 2);
+
+  OpSignature amin;
+  AddOp(&amin, "aten::amin", {{{4, 8}}}, {{{4}}});
+  CHECK(Recognize(amin).variant == "min");
+}
+
+TEST_CASE("Recognition: softmax, norms, losses") {
+  OpSignature sm;
+  AddOp(&sm, "aten::_softmax", {{{16, 16384}}}, {{{16, 16384}}});
+  CHECK(Recognize(sm).op_class == "softmax");
+  CHECK(Recognize(sm).variant == "softmax");
+  CHECK(Recognize(sm).dim == 1);
+  OpSignature lsm;
+  AddOp(&lsm, "aten::_log_softmax", {{{16, 100}}}, {{{16, 100}}});
+  CHECK(Recognize(lsm).variant == "log_softmax");
+
+  OpSignature ln;
+  AddOp(&ln, "aten::native_layer_norm", {{{16, 64, 256, 256}}, {{64, 256, 256}}, {{64, 256, 256}}},
+        {{{16, 64, 256, 256}}, {{16, 1, 1, 1}}, {{16, 1, 1, 1}}});
+  RecognizedOp l = Recognize(ln);
+  CHECK(l.op_class == "norm");
+  CHECK(l.variant == "layer");
+  CHECK(l.num_dims == 3);
+  CHECK(l.dim == 1);
+  CHECK(l.has_affine);
+
+  // KernelBench RMSNorm: x / sqrt(mean(x**2, dim=1, keepdim=True) + eps).
+  OpSignature rms;
+  AddOp(&rms, "aten::pow", {{{16, 64, 32, 32}}}, {{{16, 64, 32, 32}}});
+  AddOp(&rms, "aten::mean", {{{16, 64, 32, 32}}}, {{{16, 1, 32, 32}}});
+  AddOp(&rms, "aten::add", {{{16, 1, 32, 32}}}, {{{16, 1, 32, 32}}});
+  AddOp(&rms, "aten::sqrt", {{{16, 1, 32, 32}}}, {{{16, 1, 32, 32}}});
+  AddOp(&rms, "aten::div", {{{16, 64, 32, 32}}, {{16, 1, 32, 32}}}, {{{16, 64, 32, 32}}});
+  RecognizedOp r = Recognize(rms);
+  CHECK(r.op_class == "norm");
+  CHECK(r.variant == "rms");
+  CHECK(r.dim == 1);
+  CHECK_FALSE(r.has_affine);
+
+  OpSignature bn;
+  AddOp(&bn, "aten::_native_batch_norm_legit_no_training", {{{16, 64, 32, 32}}, {{64}}, {{64}}},
+        {{{16, 64, 32, 32}}});
+  CHECK(Recognize(bn).variant == "batch");
+
+  OpSignature ce;  // cross-entropy is softmax inside: still a loss
+  AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});
+  AddOp(&ce, "aten::nll_loss_forward", {{{128, 10}}, {{128}, "int64"}}, {{{}}, {{}}});
+  CHECK(Recognize(ce).op_class == "loss");
+  CHECK(Recognize(ce).variant == "cross_entropy");
+
+  OpSignature mse;
+  AddOp(&mse, "aten::sub", {{{128, 4096}}, {{128, 4096}}}, {{{128, 4096}}});
+  AddOp(&mse, "aten::pow", {{{128, 4096}}}, {{{128, 4096}}});
+  AddOp(&mse, "aten::mean", {{{128, 4096}}}, {{{}}});
+  CHECK(Recognize(mse).op_class == "loss");
+  CHECK(Recognize(mse).variant == "mse");
+
+  OpSignature hl;
+  AddOp(&hl, "aten::huber_loss", {{{128, 4096}}, {{128, 4096}}}, {{{}}});
+  CHECK(Recognize(hl).variant == "huber");
+}
+
+TEST_CASE("Recognition: conv, pooling, scans, unknown, empty") {
+  OpSignature dw;
+  AddOp(&dw, "aten::convolution", {{{16, 64, 128, 128}}, {{64, 1, 3, 3}}}, {{{16, 64, 126, 126}}});
+  RecognizedOp c = Recognize(dw);
+  CHECK(c.op_class == "conv");
+  CHECK(c.variant == "conv2d");
+  CHECK(c.tags.count("depthwise"));
+  CHECK_FALSE(c.tags.count("transposed"));
+
+  OpSignature tr;
+  AddOp(&tr, "aten::convolution", {{{16, 32, 16, 16, 16}}, {{32, 64, 3, 3, 3}}},
+        {{{16, 64, 18, 18, 18}}});
+  CHECK(Recognize(tr).variant == "conv3d");
+  CHECK(Recognize(tr).tags.count("transposed"));
+
+  OpSignature mp;
+  AddOp(&mp, "aten::max_pool2d_with_indices", {{{16, 32, 128, 128}}},
+        {{{16, 32, 64, 64}}, {{16, 32, 64, 64}, "int64"}});
+  CHECK(Recognize(mp).op_class == "pooling");
+  CHECK(Recognize(mp).variant == "max2d");
+
+  OpSignature rc;
+  AddOp(&rc, "aten::flip", {{{128, 4000}}}, {{{128, 4000}}});
+  AddOp(&rc, "aten::cumsum", {{{128, 4000}}}, {{{128, 4000}}});
+  AddOp(&rc, "aten::flip", {{{128, 4000}}}, {{{128, 4000}}});
+  CHECK(Recognize(rc).op_class == "scan");
+  CHECK(Recognize(rc).variant == "reverse_cumsum");
+
+  OpSignature unk;
+  AddOp(&unk, "aten::fft_fft", {{{16}}}, {{{16}}});
+  RecognizedOp u = Recognize(unk);
+  CHECK(u.op_class == "unknown");
+  CHECK(u.reason.find("fft_fft") != std::string::npos);
+
+  CHECK(RecognizeOp(OpSignature()).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(BaseOpName("aten::relu_.default") == "relu");
+  CHECK(BaseOpName("aten::_softmax") == "_softmax");
+}
+
+}  // namespace
+}  // namespace kagent

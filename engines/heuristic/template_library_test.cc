@@ -1,1 +1,96 @@
+#include "engines/heuristic/template_library.h"
+
+#include <cstdlib>
+
 #include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "engines/heuristic/knob_tuner.h"
+
+namespace kagent {
+namespace {
+
+std::shared_ptr<const TemplateLibrary> Lib() {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  return *lib;
+}
+
+TEST_CASE("Templates: every embedded template renders with its defaults and parses") {
+  auto lib = Lib();
+  std::vector<std::string> ids = lib->Ids();
+  for (const char* id : {"matvec_row_per_program", "matvec_multi_row", "matvec_split_k",
+                         "gemm_tiled", "gemm_split_k", "softmax_online", "row_norm",
+                         "reduce_dim", "elementwise"}) {
+    INFO(id);
+    REQUIRE(lib->Find(id) != nullptr);
+    auto src = lib->Render(id, {});
+    REQUIRE(src.ok());
+    CHECK_FALSE(absl::StrContains(*src, "{{"));
+    CHECK(absl::StartsWith(*src, std::string("# kagent-template: ") + id));
+    CHECK(absl::StrContains(*src, "class ModelNew(nn.Module)"));
+    auto info = ParseTritonSource(*src);
+    REQUIRE(info.ok());
+    CHECK(info->template_id == id);
+    CHECK_FALSE(lib->Find(id)->conditions.empty());
+  }
+  CHECK(lib->ForOpClass("matvec").size() == 3);
+  CHECK(lib->ForOpClass("gemm").size() == 2);
+}
+
+TEST_CASE("Templates: rendering validates params") {
+  auto lib = Lib();
+  auto ok = lib->Render("matvec_split_k", {{"SPLIT_K", "3"}, {"BLOCK_K", "1024"}});
+  REQUIRE(ok.ok());
+  CHECK(absl::StrContains(*ok, "SPLIT_K = 3\n"));
+  CHECK(absl::StrContains(*ok, "BLOCK_K = 1024\n"));
+  CHECK(lib->Render("nope", {}).status().code() == absl::StatusCode::kNotFound);
+  auto bad = lib->Render("matvec_split_k", {{"BLOCK_K", "1000"}});
+  CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad.status().message(), "power of two"));
+  CHECK(lib->Render("matvec_split_k", {{"BLOCK_K", "32"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);  // below min 64
+  CHECK(lib->Render("matvec_split_k", {{"NOT_A_PARAM", "1"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(lib->Render("elementwise", {{"OP", "frobnicate"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  auto tile = lib->Render("matvec_multi_row", {{"BLOCK_M", "256"}, {"BLOCK_K", "8192"}});
+  CHECK(tile.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(tile.status().message(), "tile"));
+  auto eps = lib->Render("row_norm", {{"EPS", "1e-6"}, {"AFFINE", "none"}});
+  REQUIRE(eps.ok());
+  CHECK(absl::StrContains(*eps, "\"eps\", 1e-06)"));
+}
+
+TEST_CASE("Templates: malformed libraries are refused with the file named") {
+  auto missing = TemplateLibrary::FromFiles(
+      {{"t.json", R"({"id":"t","op_class":"x","title":"","architecture":"","dtypes":[],
+                      "conditions":[],"params":{}})"},
+       {"t.py", "x = {{UNDECLARED}}\n"}});
+  CHECK(missing.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(missing.status().message(), "UNDECLARED"));
+  auto bad_default = TemplateLibrary::FromFiles(
+      {{"t.json", R"({"id":"t","op_class":"x","title":"","architecture":"","dtypes":[],
+                      "conditions":[],"params":{"B":{"kind":"knob","type":"pow2","min":1,
+                      "max":8,"default":3}}})"},
+       {"t.py", "x = {{B}}\n"}});
+  CHECK(bad_default.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad_default.status().message(), "t.json"));
+  CHECK(TemplateLibrary::FromDirectory("/nonexistent").status().code() ==
+        absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("Templates: the source directory matches the embedded copy") {
+  const char* src = std::getenv("KAGENT_SOURCE_DIR");
+  if (src == nullptr) return;
+  auto dir = TemplateLibrary::FromDirectory(std::string(src) + "/engines/heuristic/templates");
+  REQUIRE(dir.ok());
+  auto lib = Lib();
+  REQUIRE((*dir)->Ids() == lib->Ids());
+  for (const std::string& id : lib->Ids()) {
+    CHECK((*dir)->Find(id)->source == lib->Find(id)->source);
+  }
+}
+
+}  // namespace
+}  // namespace kagent

@@ -1,1 +1,190 @@
+#include "services/optimization_manager/optimization_manager_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <catch2/catch.hpp>
+#include <grpcpp/server_context.h>
+
+#include "absl/strings/match.h"
+#include "engines/heuristic/heuristic_brain.h"
+#include "engines/heuristic/test_kernels.h"
+#include "engines/heuristic/test_signatures.h"
+
+namespace kagent {
+namespace {
+
+OptimizationManagerOptions Options() {
+  OptimizationManagerOptions o;
+  o.max_parallel_workers = 4;
+  o.python = "python3";
+  return o;
+}
+
+std::unique_ptr<HeuristicBrain> Brain() {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  return std::make_unique<HeuristicBrain>(*lib);
+}
+
+v1::GenerateRequest RoundRequest() {
+  v1::GenerateRequest req;
+  req.set_job_id("job-1");
+  req.mutable_problem()->set_source("class Model: ...");
+  *req.mutable_op_signature() = testing::MatvecSignature(2048, 1048576);
+  req.mutable_gpu()->set_sm_count(132);
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  parent.set_origin("user");
+  (*req.mutable_parents())["k0"] = parent;
+  return req;
+}
+
+v1::Assignment* Add(v1::GenerateRequest* req, int worker, std::map<std::string, std::string> knobs,
+                    const std::string& template_switch = "") {
+  v1::Assignment* a = req->mutable_plan()->add_assignments();
+  a->set_parent_kernel_id("k0");
+  a->set_worker_index(worker);
+  for (const auto& [k, v] : knobs) (*a->mutable_prescription()->mutable_knob_changes())[k] = v;
+  a->mutable_prescription()->set_template_switch(template_switch);
+  return a;
+}
+
+TEST_CASE("Manager: a round's assignments run in parallel with compile checks and dedup") {
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  Add(&req, 0, {{"BLOCK_M", "/2"}});
+  Add(&req, 1, {{"BLOCK_K", "x2"}});
+  Add(&req, 2, {}, "matvec_split_k");
+  Add(&req, 3, {{"BLOCK_M", "16"}});      // same kernel as worker 0
+  Add(&req, 4, {{"num_stages", "-1"}});   // already at the bound
+  Add(&req, 5, {{"BLOCK_M", "x1"}});      // no change: same as the parent... refused earlier
+  v1::GenerateResponse resp;
+  REQUIRE(svc.DoGenerate(req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 6);
+  for (int i = 0; i < 3; ++i) {
+    INFO(i << ": " << resp.kernels(i).error());
+    CHECK(resp.kernels(i).error().empty());
+    CHECK_FALSE(resp.kernels(i).kernel().source().empty());
+    CHECK(resp.kernels(i).assignment().worker_index() == i);
+    CHECK_FALSE(resp.kernels(i).assignment().prescription().expected_effect().empty());
+  }
+  CHECK(resp.kernels(2).kernel().origin() == "template:matvec_split_k");
+  CHECK_FALSE(resp.kernels(3).has_kernel());
+  CHECK(absl::StrContains(resp.kernels(3).error(), "duplicate: same kernel as assignment 0"));
+  CHECK(absl::StrContains(resp.kernels(4).error(), "num_stages stays at 1"));
+  CHECK_FALSE(resp.kernels(5).has_kernel());
+  CHECK_FALSE(resp.kernels(5).error().empty());
+}
+
+TEST_CASE("Manager: open prescriptions get distinct alternatives") {
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  Add(&req, 0, {});
+  Add(&req, 1, {});
+  v1::GenerateResponse resp;
+  REQUIRE(svc.DoGenerate(req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 2);
+  CHECK(resp.kernels(0).error().empty());
+  CHECK(resp.kernels(1).error().empty());
+  CHECK(resp.kernels(0).kernel().source() != resp.kernels(1).kernel().source());
+}
+
+TEST_CASE("Manager: first kernel when the plan and parents are empty") {
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateRequest req;
+  req.mutable_problem()->set_source("class Model: ...");
+  *req.mutable_op_signature() = testing::MatvecSignature(2048, 1048576);
+  v1::GenerateResponse resp;
+  grpc::ServerContext ctx;
+  REQUIRE(svc.Generate(&ctx, &req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 1);
+  CHECK(resp.kernels(0).error().empty());
+  CHECK(resp.kernels(0).kernel().origin() == "template:matvec_row_per_program");
+
+  v1::GenerateRequest no_sig;
+  no_sig.mutable_problem()->set_source("x");
+  CHECK(svc.DoGenerate(no_sig, &resp).code() == absl::StatusCode::kInvalidArgument);
+}
+
+// A brain that returns fixed sources, to drive the checker.
+class ScriptedBrain : public KernelBrain {
+ public:
+  explicit ScriptedBrain(std::string source) : source_(std::move(source)) {}
+  std::string name() const override { return "scripted"; }
+  absl::StatusOr<BrainResult> FirstKernel(const FirstKernelRequest&) override { return Make(); }
+  absl::StatusOr<BrainResult> ApplyFix(const FixRequest& r) override {
+    calls_++;
+    BrainResult b = Make();
+    b.kernel.set_source(source_ + "\n# worker " + std::to_string(r.alternative) +
+                        std::to_string(calls_.load()) + "\nvalue_" +
+                        std::to_string(calls_.load()) + " = 1\n");
+    return b;
+  }
+  std::atomic<int> calls_{0};
+
+ private:
+  BrainResult Make() {
+    BrainResult b;
+    b.kernel.set_source(source_);
+    return b;
+  }
+  std::string source_;
+};
+
+TEST_CASE("Manager: syntax errors and missing pieces are reported per assignment") {
+  ScriptedBrain broken("import triton\n@triton.jit\ndef k(x):\n    return (\n\nclass ModelNew:\n  pass\n");
+  OptimizationManagerServiceImpl svc(Options(), &broken, nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  Add(&req, 0, {{"BLOCK_M", "/2"}});
+  v1::GenerateResponse resp;
+  REQUIRE(svc.DoGenerate(req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 1);
+  CHECK(absl::StrContains(resp.kernels(0).error(), "compile check failed: syntax error"));
+
+  ScriptedBrain no_model("import triton\n@triton.jit\ndef k(x):\n    pass\n");
+  OptimizationManagerServiceImpl svc2(Options(), &no_model, nullptr);
+  v1::GenerateResponse resp2;
+  REQUIRE(svc2.DoGenerate(req, &resp2).ok());
+  CHECK(absl::StrContains(resp2.kernels(0).error(), "no top-level class ModelNew"));
+
+  ScriptedBrain no_jit("class ModelNew:\n    pass\n");
+  OptimizationManagerServiceImpl svc3(Options(), &no_jit, nullptr);
+  v1::GenerateResponse resp3;
+  REQUIRE(svc3.DoGenerate(req, &resp3).ok());
+  CHECK(absl::StrContains(resp3.kernels(0).error(), "no @triton.jit function"));
+}
+
+TEST_CASE("Manager: request validation") {
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateResponse resp;
+  v1::GenerateRequest missing = RoundRequest();
+  Add(&missing, 0, {{"BLOCK_M", "/2"}})->set_parent_kernel_id("nope");
+  auto s = svc.DoGenerate(missing, &resp);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(s.message(), "'nope'"));
+  v1::GenerateRequest other = RoundRequest();
+  other.set_brain("openai:gpt");
+  CHECK(svc.DoGenerate(other, &resp).code() == absl::StatusCode::kFailedPrecondition);
+  OptimizationManagerOptions small = Options();
+  small.max_assignments = 1;
+  OptimizationManagerServiceImpl svc2(small, brain.get(), nullptr);
+  v1::GenerateRequest big = RoundRequest();
+  Add(&big, 0, {{"BLOCK_M", "/2"}});
+  Add(&big, 1, {{"BLOCK_K", "x2"}});
+  CHECK(svc2.DoGenerate(big, &resp).code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("Manager: normalization ignores comments and whitespace, not strings") {
+  CHECK(NormalizeSource("x  =  1   # c\n\n\ny = '#  k'\n") ==
+        NormalizeSource("x = 1\ny = '#  k'   \n"));
+  CHECK(NormalizeSource("y = '#  k'\n") != NormalizeSource("y = '# k'\n"));
+}
+
+}  // namespace
+}  // namespace kagent
