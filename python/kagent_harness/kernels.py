@@ -62,10 +62,14 @@ def own_kernel_names(source):
 
 
 def is_own(kernel_name, own_names):
+    """True when kernel_name is one of own_names, plain (Triton, extern "C") or
+    Itanium-mangled (`_Z<len><name>...`, possibly inside a namespace)."""
     for n in own_names:
-        if re.search(r"(^|[^A-Za-z0-9_])" + re.escape(n) + r"($|[^A-Za-z0-9_])", kernel_name) \
-                or re.search(r"\d" + re.escape(n) + r"($|[^A-Za-z0-9_])", kernel_name):
-            return True  # plain (Triton) or Itanium-mangled (_Z<len><name>...) name
+        e = re.escape(n)
+        if re.search(r"(^|[^A-Za-z0-9_])" + e + r"($|[^A-Za-z0-9_])", kernel_name):
+            return True
+        if re.search(r"(?<![0-9])" + str(len(n)) + e, kernel_name):
+            return True
     return False
 
 

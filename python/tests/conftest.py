@@ -1,0 +1,43 @@
+"""Shared helpers. The harness runs on the CPU here, Triton kernels under the
+interpreter (TRITON_INTERPRET=1 is set for the candidate children by the harness)."""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(HERE)
+FIXTURES = os.path.join(HERE, "fixtures")
+GPU_ADV = os.path.join(HERE, "gpu_adversarial")
+if PYDIR not in sys.path:
+    sys.path.insert(0, PYDIR)
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def read(name, folder=FIXTURES):
+    with open(os.path.join(folder, name), encoding="utf-8") as f:
+        return f.read()
+
+
+# Small and quick: the CPU gate is about verdicts, not times.
+FAST = {"device": "cpu", "trials": 5, "timing_reps": 3, "warmup_iters": 1, "warmup_ms": 0,
+        "call_timeout_s": 20, "timeout_s": 120}
+
+
+def measure(problem, candidate=None, folder=FIXTURES, **overrides):
+    """Runs mode measure in-process (the supervisor; the candidate gets its own child)."""
+    from kagent_harness import protocol as P
+    from kagent_harness.measure import Supervisor
+    raw = dict(FAST)
+    raw["problem_source"] = read(problem, folder)
+    if candidate:
+        raw["kernel_source"] = read(candidate, folder)
+    raw.update(overrides)
+    req = P.Request(raw, mode="measure")
+    return Supervisor(req, P.Log()).run_measure()
+
+
+@pytest.fixture
+def run_measure():
+    return measure

@@ -1,0 +1,72 @@
+"""The correctness gate end to end on real Triton candidates (interpreter, CPU): each
+candidate runs in its own child process, as in production."""
+
+import pytest
+
+from conftest import GPU_ADV, measure
+
+PROBLEM = "problem_relu_add.py"
+
+CASES = [
+    # candidate, expected verdict, a fragment of the reason
+    ("cand_relu_add_wrong.py", "INCORRECT", "outside atol"),
+    ("cand_relu_add_no_relu.py", "INCORRECT", "trial neg"),
+    ("cand_relu_add_cache_ptr.py", "REJECTED", "previous call's answer"),
+    ("cand_relu_add_mutates.py", "REJECTED", "mutated its input"),
+    ("cand_relu_add_torch_only.py", "REJECTED", "no Triton kernel of the candidate ran"),
+    ("cand_relu_add_const_shortcut.py", "INCORRECT", "trial const"),
+    ("cand_relu_add_partial.py", "INCORRECT", "output 0"),
+    ("cand_relu_add_persistent_out.py", "REJECTED", "previous call's output"),
+    ("cand_relu_add_timing_shortcut.py", "REJECTED", "while timed"),
+    ("cand_relu_add_hang.py", "TIMEOUT", "no answer"),
+    ("cand_relu_add_segfault.py", "CRASH", "SIGSEGV"),
+    ("cand_relu_add_import_error.py", "COMPILE_ERROR", "broken candidate"),
+    ("cand_relu_add_oom.py", "OOM", "allocate"),
+]
+
+
+def test_correct_candidate_passes_and_is_timed():
+    r = measure(PROBLEM, "cand_relu_add_good.py")
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    c = r["correctness"]
+    assert c["trials"] == c["trials_passed"] == 5 + 4 + 1  # seeded + wide + timing inputs
+    assert (c["atol"], c["rtol"]) == (1e-4, 1e-4)
+    assert r["candidate"]["count"] == 3
+    assert r["kernels_launched"] == ["relu_add_kernel"]
+    assert r["op_signature"]["ops"][0]["op"] == "aten::relu"
+    assert any("verified" in x for x in r["harness"]["checks"])
+
+
+@pytest.mark.parametrize("candidate,verdict,reason", CASES, ids=[c[0][14:-3] for c in CASES])
+def test_bad_candidates_get_their_verdict(candidate, verdict, reason):
+    extra = {"call_timeout_s": 4} if "hang" in candidate else {}
+    r = measure(PROBLEM, candidate, **extra)
+    assert r["verdict"] == verdict, (r["correctness"], r["log"][-2000:])
+    assert reason in r["correctness"]["reason"], r["correctness"]["reason"]
+
+
+def test_seeded_weights_match_between_model_and_modelnew():
+    # nn.Linear weights drawn under the same seed in both processes; a Triton matmul.
+    r = measure("problem_linear.py", "cand_linear_triton.py", timing_reps=1)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+
+
+def test_tolerance_override_is_used():
+    r = measure(PROBLEM, "cand_relu_add_wrong.py", atol=10.0, rtol=0.0, time_candidate=False)
+    assert r["verdict"] == "CORRECT" and r["correctness"]["atol"] == 10.0
+
+
+@pytest.mark.parametrize("candidate", ["cand_matvec_row.py", "cand_matvec_tile32.py"])
+def test_case_study_candidates_pass_at_reduced_size(candidate, monkeypatch):
+    monkeypatch.setenv("KAGENT_MATVEC_M", "40")   # not a multiple of the 32-row tile
+    monkeypatch.setenv("KAGENT_MATVEC_K", "600")  # not a multiple of BLOCK_K
+    r = measure("problem_matvec.py", candidate, folder=GPU_ADV, timing_reps=1, trials=5)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    assert r["op_signature"]["flops"] == 2 * 40 * 600
+
+
+def test_case_study_returns_reference_is_rejected(monkeypatch):
+    monkeypatch.setenv("KAGENT_MATVEC_M", "16")
+    monkeypatch.setenv("KAGENT_MATVEC_K", "256")
+    r = measure("problem_matvec.py", "adv_returns_reference.py", folder=GPU_ADV)
+    assert r["verdict"] == "REJECTED"

@@ -1,0 +1,230 @@
+"""Unit tests: protocol, statistics, comparison, kernel names, CUPTI trace analysis,
+op signature, loading and seeding, the timing loop."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from conftest import read
+from kagent_harness import kernels as K
+from kagent_harness import loader
+from kagent_harness import protocol as P
+from kagent_harness.compare import compare, overlaps, tolerances
+from kagent_harness.signature import record
+from kagent_harness.timing import time_callable
+
+
+# -- protocol ---------------------------------------------------------------------------
+def test_timing_stats_match_numpy_percentiles():
+    np = pytest.importorskip("numpy")
+    xs = [5.0, 1.0, 4.0, 2.0, 3.0, 10.0, 7.0]
+    s = P.timing_stats(xs)
+    assert s["count"] == 7
+    assert s["median_ms"] == pytest.approx(float(np.median(xs)))
+    assert s["mean_ms"] == pytest.approx(float(np.mean(xs)))
+    assert s["p10_ms"] == pytest.approx(float(np.percentile(xs, 10)))
+    assert s["p90_ms"] == pytest.approx(float(np.percentile(xs, 90)))
+    assert (s["min_ms"], s["max_ms"]) == (1.0, 10.0)
+    assert P.timing_stats([])["count"] == 0
+
+
+def test_request_defaults_and_validation():
+    r = P.Request({"problem_source": "x"}, mode="measure")
+    assert (r.trials, r.timing_reps, r.warmup_iters, r.warmup_ms) == (5, 100, 25, 100.0)
+    assert r.language == "triton" and r.baselines == []
+    assert P.Request({"problem_source": "x", "baselines": True}).baselines == ["eager", "compiled"]
+    with pytest.raises(P.RequestError):
+        P.Request({"problem_source": "x", "trials": "five"})
+    with pytest.raises(P.RequestError):
+        P.Request({"problem_source": "x", "language": "rust"})
+    with pytest.raises(P.RequestError):
+        P.Request({}, mode="measure")  # no problem
+    with pytest.raises(P.RequestError):
+        P.Request({"problem_source": "x"}, mode="profile")  # no kernel
+
+
+def test_gpu_floors_apply_on_cuda_only():
+    log = P.Log()
+    r = P.Request({"problem_source": "x", "trials": 1, "timing_reps": 3, "warmup_iters": 1,
+                   "warmup_ms": 0})
+    r.apply_floors("cpu", log)
+    assert (r.trials, r.timing_reps) == (1, 3)
+    r.apply_floors("cuda", log)
+    assert (r.trials, r.timing_reps, r.warmup_iters, r.warmup_ms) == (5, 100, 25, 100.0)
+
+
+def test_default_tolerances_per_dtype():
+    assert P.default_tolerance("float32") == (1e-4, 1e-4)
+    assert P.default_tolerance("bfloat16") == (1e-2, 1e-2)
+    assert P.default_tolerance("float16") == (1e-2, 1e-2)
+    assert P.default_tolerance("int64") == (0.0, 0.0)
+    assert tolerances([torch.zeros(2, dtype=torch.bfloat16)]) == (1e-2, 1e-2)
+    assert tolerances([torch.zeros(2)], atol=0.5) == (0.5, 1e-4)
+
+
+def test_log_tail_is_bounded():
+    log = P.Log()
+    for i in range(5000):
+        log.add("line %d %s" % (i, "x" * 50))
+    assert len(log.tail().encode()) <= P.LOG_LIMIT_BYTES + 100
+
+
+# -- compare ----------------------------------------------------------------------------
+def test_compare_reports_worst_index_and_errors():
+    r = torch.zeros(3, 4)
+    c = r.clone()
+    c[2, 1] = 0.5
+    res = compare([r], [c], 1e-4, 1e-4)
+    assert not res["ok"] and res["worst_index"] == "[2, 1]"
+    assert res["max_abs_error"] == pytest.approx(0.5)
+    assert compare([r], [r.clone()], 1e-4, 1e-4)["ok"]
+
+
+def test_compare_shape_dtype_nan():
+    r = torch.ones(4)
+    assert "shape" in compare([r], [torch.ones(5)], 1e-4, 1e-4)["reason"]
+    assert "dtype" in compare([r], [torch.ones(4, dtype=torch.float64)], 1e-4, 1e-4)["reason"]
+    c = r.clone()
+    c[1] = float("nan")
+    assert "NaN" in compare([r], [c], 1e-4, 1e-4)["reason"]
+    assert "returned 2" in compare([r], [r, r], 1e-4, 1e-4)["reason"]
+    ri = torch.arange(4)
+    assert not compare([ri], [ri + 1], 0.0, 0.0)["ok"]
+
+
+def test_overlap_detection():
+    a = torch.zeros(10)
+    assert overlaps(a[2:5], a[4:8]) and not overlaps(a[0:2], a[2:4])
+    assert not overlaps(a, torch.zeros(10))
+
+
+# -- kernels and CUPTI traces -----------------------------------------------------------
+def test_own_kernel_names_from_source():
+    names = K.own_kernel_names(read("cand_relu_add_good.py"))
+    assert names == ["relu_add_kernel"]
+    src = ('import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k1(x): pass\n'
+           'cuda_src = """\n__global__ void my_add(float* a) {}\n"""\n')
+    assert K.own_kernel_names(src) == ["k1", "my_add"]
+    assert K.is_own("_Z6my_addPf", ["my_add"])
+    assert K.is_own("k1", ["k1"]) and not K.is_own("k10", ["k1"])
+    assert K.is_library("ampere_bf16_s16816gemm_bf16_128x64") and not K.is_library("k1")
+
+
+def _trace(tmp_path, records):
+    p = tmp_path / "trace.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in records) + "\nnot json\n")
+    return K.read_trace(str(p))
+
+
+def _k(name, s, e, stream=7):
+    return {"type": "kernel", "name": name, "start_ns": s, "end_ns": e, "stream": stream,
+            "device": 0, "grid": [1, 1, 1], "block": [128, 1, 1], "correlation": 1}
+
+
+def _m(name, ts):
+    return {"type": "marker", "name": name, "ts_ns": ts}
+
+
+def test_cupti_gate_analysis(tmp_path):
+    t = _trace(tmp_path, [_m("gate_begin", 0), _k("my_kernel", 10, 20), _m("gate_end", 30),
+                          _m("gate_begin", 100), _k("ampere_sgemm", 110, 120), _m("gate_end", 130)])
+    assert t["bad_lines"] == 1
+    calls = K.analyze_gate(t, ["my_kernel"])
+    assert [c["own"] for c in calls] == [1, 0]
+    assert calls[1]["names"] == ["ampere_sgemm"]
+
+
+def test_cupti_timing_segments(tmp_path):
+    flush = "vectorized_elementwise_kernel<FillFunctor>"
+    recs = [_m("flush_begin", 0), _k(flush, 1, 5), _m("flush_end", 6), _m("timing_begin", 10)]
+    t0 = 20
+    for i in range(4):
+        recs += [_k(flush, t0, t0 + 100), _k("mine", t0 + 110, t0 + 1110),
+                 _k("mine", t0 + 1120, t0 + 2120)]
+        t0 += 5000
+    recs.append(_m("timing_end", t0))
+    an = K.analyze_timing(_trace(tmp_path, recs), ["mine"], reps=3)
+    assert an["calls"] == 3 and an["own"] == [2, 2, 2]
+    assert an["span_ms"] == [pytest.approx(2010 / 1e6)] * 3
+    assert an["busy_ms"] == [pytest.approx(2000 / 1e6)] * 3
+
+
+# -- signature --------------------------------------------------------------------------
+def test_signature_matmul_flops_and_bytes():
+    class MV(torch.nn.Module):
+        def forward(self, a, x):
+            return torch.matmul(a, x)
+
+    a, x = torch.randn(8, 32), torch.randn(32, 1)
+    sig = record(MV(), [a, x])
+    assert sig["flops"] == 2 * 8 * 32 * 1
+    assert sig["min_bytes"] == (8 * 32 + 32 + 8) * 4
+    op = sig["ops"][0]
+    assert op["op"] == "aten::mm" and op["inputs"][0]["shape"] == [8, 32]
+    assert op["inputs"][0]["strides"] == [32, 1] and op["inputs"][0]["dtype"] == "float32"
+
+
+def test_signature_linear_and_conv():
+    lin = torch.nn.Linear(16, 4)
+    sig = record(lin, [torch.randn(2, 16)])
+    assert sig["flops"] == 2 * 2 * 16 * 4
+    assert sig["min_bytes"] == (2 * 16 + 16 * 4 + 4 + 2 * 4) * 4
+    conv = torch.nn.Conv2d(3, 8, 3, bias=False)
+    sig = record(conv, [torch.randn(1, 3, 10, 10)])
+    assert sig["flops"] == 2 * (8 * 8 * 8) * 3 * 9
+
+
+# -- loading and seeding ----------------------------------------------------------------
+CANDIDATE_LINEAR = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.fc = nn.Linear(i, o)
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def test_same_seed_same_weights(tmp_path):
+    prob = loader.load_source(read("problem_linear.py"), "t_problem_linear", str(tmp_path))
+    cand = loader.load_source(CANDIDATE_LINEAR, "t_cand_linear", str(tmp_path))
+    init = loader.make_init_inputs(prob, 1234)
+    m1 = loader.build_model(prob.Model, init, 1234, "cpu")
+    m2 = loader.build_model(cand.ModelNew, init, 1234, "cpu")
+    m3 = loader.build_model(prob.Model, init, 99, "cpu")
+    assert torch.equal(m1.fc.weight, m2.fc.weight) and torch.equal(m1.fc.bias, m2.fc.bias)
+    assert not torch.equal(m1.fc.weight, m3.fc.weight)
+    x1 = loader.make_inputs(prob.get_inputs, 5, "cpu")
+    x2 = loader.make_inputs(prob.get_inputs, 5, "cpu")
+    x3 = loader.make_inputs(prob.get_inputs, 6, "cpu")
+    assert torch.equal(x1[0], x2[0]) and not torch.equal(x1[0], x3[0])
+
+
+def test_problem_loading_and_get_inputs_override(tmp_path):
+    prob = loader.load_source(read("problem_relu_add.py"), "t_problem_relu", str(tmp_path))
+    loader.check_problem(prob)
+    gi = loader.override_get_inputs(prob, "return [torch.rand(3, 5), torch.rand(3, 5)]")
+    assert gi()[0].shape == (3, 5)
+    gi = loader.override_get_inputs(prob, "def get_inputs():\n    return [torch.ones(2)]\n")
+    assert gi()[0].shape == (2,)
+    with pytest.raises(ValueError):
+        loader.check_problem(loader.load_source("x = 1\n", "t_empty", str(tmp_path)))
+
+
+# -- timing -----------------------------------------------------------------------------
+def test_time_callable_honours_counts_on_cpu():
+    calls, marks = [], []
+    res = time_callable(lambda: calls.append(1), "cpu", reps=7, warmup_iters=3, warmup_ms=0,
+                        flush_bytes=1024, mark=marks.append)
+    assert len(res["times_ms"]) == 7 and len(res["wall_ms"]) == 7
+    assert res["warmup_calls"] == 3 and len(calls) == 10
+    assert marks == ["timing_begin", "timing_end"]
+    assert all(t >= 0 and math.isfinite(t) for t in res["times_ms"])
+
+
+def test_time_callable_warmup_ms_is_a_floor():
+    res = time_callable(lambda: None, "cpu", reps=1, warmup_iters=1, warmup_ms=30)
+    assert res["warmup_calls"] > 1
