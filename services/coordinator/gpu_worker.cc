@@ -8,20 +8,20 @@
 
 namespace kagent {
 
-void CancelToken::Cancel() {
+void CallCancelToken::Cancel() {
   cancelled_.store(true);
   absl::MutexLock lock(&mu_);
   for (grpc::ClientContext* c : contexts_) c->TryCancel();
 }
 
-bool CancelToken::Register(grpc::ClientContext* context) {
+bool CallCancelToken::Register(grpc::ClientContext* context) {
   absl::MutexLock lock(&mu_);
   if (cancelled_.load()) return false;
   contexts_.push_back(context);
   return true;
 }
 
-void CancelToken::Unregister(grpc::ClientContext* context) {
+void CallCancelToken::Unregister(grpc::ClientContext* context) {
   absl::MutexLock lock(&mu_);
   contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), context), contexts_.end());
 }
@@ -37,7 +37,7 @@ class GrpcGpuWorker : public GpuWorker {
 
   absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& request,
                                               absl::Duration timeout,
-                                              CancelToken* cancel) override {
+                                              CallCancelToken* cancel) override {
     v1::MeasureResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
       return bench_->Measure(ctx, request, &response);
@@ -47,7 +47,7 @@ class GrpcGpuWorker : public GpuWorker {
 
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& request,
                                               absl::Duration timeout,
-                                              CancelToken* cancel) override {
+                                              CallCancelToken* cancel) override {
     v1::ProfileResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
       return prof_->Profile(ctx, request, &response);
@@ -65,7 +65,7 @@ class GrpcGpuWorker : public GpuWorker {
 
  private:
   template <typename F>
-  absl::Status Call(absl::Duration timeout, CancelToken* cancel, F rpc) {
+  absl::Status Call(absl::Duration timeout, CallCancelToken* cancel, F rpc) {
     CallOptions opts;
     opts.timeout = timeout;
     opts.token = token_;

@@ -20,7 +20,7 @@
 namespace kagent {
 
 // Lets a job cancel its in-flight outbound calls. Thread-safe.
-class CancelToken {
+class CallCancelToken {
  public:
   void Cancel();
   bool cancelled() const { return cancelled_.load(); }
@@ -42,10 +42,10 @@ class GpuWorker {
   // DEADLINE_EXCEEDED; a candidate's own failure is an OK status with its verdict.
   virtual absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& request,
                                                       absl::Duration timeout,
-                                                      CancelToken* cancel) = 0;
+                                                      CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& request,
                                                       absl::Duration timeout,
-                                                      CancelToken* cancel) = 0;
+                                                      CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration timeout) = 0;
 };
 

@@ -86,14 +86,14 @@ class JobManager {
 
  private:
   struct Running {
-    std::unique_ptr<CancelToken> cancel;
+    std::unique_ptr<CallCancelToken> cancel;
     std::thread thread;
     bool finished = false;
   };
 
   void StartLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeStartQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunJob(const std::string& job_id, CancelToken* cancel);
+  void RunJob(const std::string& job_id, CallCancelToken* cancel);
 
   // Re-reads, applies `mutate`, writes with the revision, retrying on ABORTED.
   absl::StatusOr<v1::Job> MutateJob(const std::string& job_id,

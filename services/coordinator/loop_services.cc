@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<GrpcLoopServices>> GrpcLoopServices::Create(
 
 template <typename F>
 absl::Status GrpcLoopServices::Call(const char* what, absl::Duration timeout,
-                                    CancelToken* cancel, F rpc) {
+                                    CallCancelToken* cancel, F rpc) {
   CallOptions opts;
   opts.timeout = timeout;
   opts.token = token_;
@@ -46,7 +46,7 @@ absl::Status GrpcLoopServices::Call(const char* what, absl::Duration timeout,
 }
 
 absl::StatusOr<v1::DiagnoseResponse> GrpcLoopServices::Diagnose(const v1::DiagnoseRequest& r,
-                                                                CancelToken* cancel) {
+                                                                CallCancelToken* cancel) {
   v1::DiagnoseResponse out;
   KAGENT_RETURN_IF_ERROR(Call("judge", timeout_, cancel, [&](grpc::ClientContext* c) {
     return judge_->Diagnose(c, r, &out);
@@ -55,7 +55,7 @@ absl::StatusOr<v1::DiagnoseResponse> GrpcLoopServices::Diagnose(const v1::Diagno
 }
 
 absl::StatusOr<v1::PrescribeResponse> GrpcLoopServices::Prescribe(const v1::PrescribeRequest& r,
-                                                                  CancelToken* cancel) {
+                                                                  CallCancelToken* cancel) {
   v1::PrescribeResponse out;
   KAGENT_RETURN_IF_ERROR(Call("analyzer", timeout_, cancel, [&](grpc::ClientContext* c) {
     return analyzer_->Prescribe(c, r, &out);
@@ -64,7 +64,7 @@ absl::StatusOr<v1::PrescribeResponse> GrpcLoopServices::Prescribe(const v1::Pres
 }
 
 absl::StatusOr<v1::PlanRoundResponse> GrpcLoopServices::PlanRound(const v1::PlanRoundRequest& r,
-                                                                  CancelToken* cancel) {
+                                                                  CallCancelToken* cancel) {
   v1::PlanRoundResponse out;
   KAGENT_RETURN_IF_ERROR(Call("orchestrator", timeout_, cancel, [&](grpc::ClientContext* c) {
     return orchestrator_->PlanRound(c, r, &out);
@@ -73,7 +73,7 @@ absl::StatusOr<v1::PlanRoundResponse> GrpcLoopServices::PlanRound(const v1::Plan
 }
 
 absl::StatusOr<v1::ReflectResponse> GrpcLoopServices::Reflect(const v1::ReflectRequest& r,
-                                                              CancelToken* cancel) {
+                                                              CallCancelToken* cancel) {
   v1::ReflectResponse out;
   KAGENT_RETURN_IF_ERROR(Call("orchestrator", timeout_, cancel, [&](grpc::ClientContext* c) {
     return orchestrator_->Reflect(c, r, &out);
@@ -82,7 +82,7 @@ absl::StatusOr<v1::ReflectResponse> GrpcLoopServices::Reflect(const v1::ReflectR
 }
 
 absl::StatusOr<v1::GenerateResponse> GrpcLoopServices::Generate(const v1::GenerateRequest& r,
-                                                                CancelToken* cancel) {
+                                                                CallCancelToken* cancel) {
   v1::GenerateResponse out;
   KAGENT_RETURN_IF_ERROR(
       Call("optimization manager", generate_timeout_, cancel,

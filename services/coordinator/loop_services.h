@@ -23,15 +23,15 @@ class LoopServices {
  public:
   virtual ~LoopServices() = default;
   virtual absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r,
-                                                        CancelToken* cancel) = 0;
+                                                        CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r,
-                                                          CancelToken* cancel) = 0;
+                                                          CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r,
-                                                          CancelToken* cancel) = 0;
+                                                          CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r,
-                                                      CancelToken* cancel) = 0;
+                                                      CallCancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r,
-                                                        CancelToken* cancel) = 0;
+                                                        CallCancelToken* cancel) = 0;
 };
 
 struct LoopServiceAddresses {
@@ -50,20 +50,20 @@ class GrpcLoopServices : public LoopServices {
       std::string internal_token, absl::Duration timeout, absl::Duration generate_timeout);
 
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r,
-                                                CancelToken* cancel) override;
+                                                CallCancelToken* cancel) override;
   absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r,
-                                                  CancelToken* cancel) override;
+                                                  CallCancelToken* cancel) override;
   absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r,
-                                                  CancelToken* cancel) override;
+                                                  CallCancelToken* cancel) override;
   absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r,
-                                              CancelToken* cancel) override;
+                                              CallCancelToken* cancel) override;
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r,
-                                                CancelToken* cancel) override;
+                                                CallCancelToken* cancel) override;
 
  private:
   GrpcLoopServices() = default;
   template <typename F>
-  absl::Status Call(const char* what, absl::Duration timeout, CancelToken* cancel, F rpc);
+  absl::Status Call(const char* what, absl::Duration timeout, CallCancelToken* cancel, F rpc);
 
   std::unique_ptr<v1::JudgeService::Stub> judge_;
   std::unique_ptr<v1::AnalyzerService::Stub> analyzer_;

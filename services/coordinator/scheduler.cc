@@ -157,7 +157,7 @@ void Scheduler::UpdateGauges() {
   workers_gauge_->Add({{"state", "down"}}).Set(down);
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CancelToken* cancel) {
+absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToken* cancel) {
   if (task.task_id.empty() || task.job_id.empty()) {
     return absl::InvalidArgumentError("GPU task needs task_id and job_id");
   }
@@ -202,7 +202,7 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CancelToken* c
   return last;
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CancelToken* cancel,
+absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancelToken* cancel,
                                                  std::string* worker_id) {
   Pending pending{&task, "", false};
   GpuWorker* client = nullptr;

@@ -87,7 +87,7 @@ class Scheduler {
   void RemoveWorker(const std::string& worker_id);
 
   // Runs the task on some worker; blocks. CANCELLED when `cancel` fires first.
-  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CancelToken* cancel);
+  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CallCancelToken* cancel);
 
   std::vector<WorkerInfo> Workers() const;
   int QueueDepth() const;
@@ -111,7 +111,7 @@ class Scheduler {
   bool AnyUsable(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Grants free workers to queued tasks, round-robin over jobs.
   void Grant() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CancelToken* cancel,
+  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CallCancelToken* cancel,
                                         std::string* worker_id);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -30,7 +30,7 @@ class FakeWorker : public GpuWorker {
  public:
   explicit FakeWorker(FakeGpu* gpu) : gpu_(gpu) {}
   absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& r, absl::Duration,
-                                              CancelToken* cancel) override {
+                                              CallCancelToken* cancel) override {
     auto guard = Enter();
     if (gpu_->dead) return absl::UnavailableError("worker gone");
     absl::SleepFor(gpu_->delay);
@@ -50,7 +50,7 @@ class FakeWorker : public GpuWorker {
     return out;
   }
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,
-                                              CancelToken* cancel) override {
+                                              CallCancelToken* cancel) override {
     auto guard = Enter();
     if (gpu_->dead) return absl::UnavailableError("worker gone");
     absl::SleepFor(gpu_->delay);

@@ -1,0 +1,44 @@
+// Builds a GPU worker (BenchmarkService, and ProfilerService sharing its GPU slot) on a
+// ServiceContext, and keeps it registered with a coordinator under a lease. Shared by the
+// kagent-benchmark binary and kagentd (which starts one worker per local GPU).
+#ifndef KAGENT_SERVICES_BENCHMARK_WORKER_SETUP_H_
+#define KAGENT_SERVICES_BENCHMARK_WORKER_SETUP_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/options.h"
+#include "common/service_main.h"
+#include "kagent/v1/common.pb.h"
+#include "services/benchmark/harness_client.h"
+
+namespace kagent {
+
+struct WorkerOptions {
+  std::string worker_id;             // default: worker-<gpu>
+  int gpu = 0;                       // CUDA device index this worker owns
+  std::string device = "cuda";       // "cuda", or "cpu" (Triton interpreter, no timing)
+  std::string python;                // default: <root>/.venv/bin/python, else python3
+  std::string harness_dir;           // default: <root>/python
+  std::string cupti_lib;             // libkagent_cupti.so; default: next to the binary
+  std::string ncu = "ncu";
+  std::string coordinator;           // register with this coordinator (host:port)
+  std::string advertise;             // address the coordinator dials; default from --listen
+  double lease_renew_seconds = 10;
+
+  void Register(OptionSet& o);
+  absl::Status Validate() const;
+};
+
+// Fills defaults that depend on the install (python, harness dir, cupti lib).
+void ResolveWorkerPaths(WorkerOptions& o, const std::string& argv0);
+
+// Asks the harness which GPU this is (gpuinfo) and returns its spec; on device "cpu", a
+// spec named "cpu (triton interpreter)". FAILED_PRECONDITION when no GPU is visible.
+absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness);
+
+absl::Status SetUpWorker(const WorkerOptions& options, ServiceContext& ctx);
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_BENCHMARK_WORKER_SETUP_H_

@@ -1,0 +1,39 @@
+#include "services/orchestrator/orchestrator_service.h"
+
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "services/orchestrator/planner.h"
+
+namespace kagent {
+
+grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
+                                                const v1::PlanRoundRequest* request,
+                                                v1::PlanRoundResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
+  absl::StatusOr<v1::RoundPlan> plan = kagent::PlanRound(*request);
+  if (!plan.ok()) return ToGrpcStatus(plan.status());
+  KLOG(INFO) << "round " << request->round() << " planned: " << plan->assignments_size()
+             << " assignment(s): " << plan->rationale();
+  *response->mutable_plan() = *std::move(plan);
+  return grpc::Status::OK;
+}
+
+grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
+                                              const v1::ReflectRequest* request,
+                                              v1::ReflectResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  if (!request->has_attempt() || request->attempt().id().empty()) {
+    return ToGrpcStatus(absl::InvalidArgumentError("attempt with an id is required"));
+  }
+  if (request->attempt().measurement().verdict() == v1::VERDICT_UNSPECIFIED) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        "attempt.measurement.verdict is required: reflect only on measured attempts"));
+  }
+  absl::StatusOr<v1::Reflexion> r = reflector_->Reflect(request->parent(), request->attempt());
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *response->mutable_reflexion() = *std::move(r);
+  return grpc::Status::OK;
+}
+
+}  // namespace kagent

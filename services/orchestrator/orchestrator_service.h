@@ -1,0 +1,39 @@
+// OrchestratorServiceImpl: plans rounds (planner.h) and writes one reflexion per
+// measured attempt through a Reflector (the heuristic one by default; an LLM brain may
+// implement the same interface). Thread-safe.
+#ifndef KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+#define KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+
+#include "absl/status/statusor.h"
+#include "common/auth.h"
+#include "kagent/v1/orchestrator_service.grpc.pb.h"
+
+namespace kagent {
+
+class Reflector {
+ public:
+  virtual ~Reflector() = default;
+  // `parent` may be empty (a first kernel has none). Must handle every verdict.
+  virtual absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
+                                                const v1::Candidate& attempt) = 0;
+};
+
+class OrchestratorServiceImpl final : public v1::OrchestratorService::Service {
+ public:
+  // `reflector` must outlive the service; `auth` may be null (auth off).
+  OrchestratorServiceImpl(Reflector* reflector, const Authenticator* auth)
+      : reflector_(reflector), auth_(auth) {}
+
+  grpc::Status PlanRound(grpc::ServerContext* context, const v1::PlanRoundRequest* request,
+                         v1::PlanRoundResponse* response) override;
+  grpc::Status Reflect(grpc::ServerContext* context, const v1::ReflectRequest* request,
+                       v1::ReflectResponse* response) override;
+
+ private:
+  Reflector* reflector_;
+  const Authenticator* auth_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_

@@ -1,0 +1,24 @@
+// The round planner: which beam kernel gets which fix.
+//
+// Deterministic. For each beam kernel (best first) it takes up to M of its prescriptions
+// in rank order, skipping
+//   - patterns on the job's avoid-list and those the reflexion memory says to avoid,
+//   - a pattern already tried on the same parent kernel (a dead end recorded in memory,
+//     or a fix that already produced a kernel: repeating it gives the same kernel),
+//   - a pattern already given to another worker for the same parent this round,
+// and ranks patterns the memory says to try ahead of the rest. Workers of one round
+// therefore get different fixes, never copies of one.
+#ifndef KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
+#define KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/orchestrator_service.pb.h"
+
+namespace kagent {
+
+// INVALID_ARGUMENT for an empty beam, a beam kernel without an id, or M outside [1, 16].
+absl::StatusOr<v1::RoundPlan> PlanRound(const v1::PlanRoundRequest& request);
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
