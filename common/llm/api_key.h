@@ -12,9 +12,9 @@ namespace kagent::llm {
 
 struct ApiKeySource {
   // Name of an environment variable holding the key (e.g. "OPENAI_API_KEY").
-  std::string env;
+  std::string env{};
   // Path of a file holding the key (surrounding whitespace is stripped).
-  std::string file;
+  std::string file{};
 };
 
 // Returns the key: from `env` when it names a set, non-empty variable, else from `file`

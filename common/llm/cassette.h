@@ -43,9 +43,9 @@ absl::string_view CassetteModeName(CassetteMode mode);
 // The client defaults that fill in a request's unset fields before it is hashed, so a
 // request hashes the same whether it names the default model or leaves it empty.
 struct RequestDefaults {
-  std::string model;
+  std::string model{};
   int max_tokens = 0;
-  std::optional<double> temperature;
+  std::optional<double> temperature = std::nullopt;
 };
 
 nlohmann::json NormalizeRequest(const ChatRequest& request, const RequestDefaults& defaults);

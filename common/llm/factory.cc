@@ -184,7 +184,7 @@ absl::StatusOr<LlmConfig> ParseLlmConfig(const json& config) {
   return c;
 }
 
-absl::StatusOr<LlmConfig> ParseLlmConfig(absl::string_view json_text) {
+absl::StatusOr<LlmConfig> ParseLlmConfigJson(absl::string_view json_text) {
   const json j = json::parse(json_text.begin(), json_text.end(), nullptr,
                              /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (j.is_discarded()) return absl::InvalidArgumentError("the LLM config is not valid JSON");

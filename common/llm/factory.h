@@ -63,7 +63,7 @@ struct LlmConfig {
 
 // Parses the JSON form above. INVALID_ARGUMENT naming the offending key.
 absl::StatusOr<LlmConfig> ParseLlmConfig(const nlohmann::json& config);
-absl::StatusOr<LlmConfig> ParseLlmConfig(absl::string_view json_text);
+absl::StatusOr<LlmConfig> ParseLlmConfigJson(absl::string_view json_text);
 
 // INVALID_ARGUMENT when the configuration cannot make a client.
 absl::Status ValidateLlmConfig(const LlmConfig& config);

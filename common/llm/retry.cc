@@ -22,7 +22,9 @@ absl::Duration BackoffCeiling(const RetryPolicy& policy, int failed_attempts) {
 absl::Duration BackoffDelay(const RetryPolicy& policy, int failed_attempts, double uniform01) {
   if (!(uniform01 >= 0.0)) uniform01 = 0.0;  // also catches NaN
   if (uniform01 >= 1.0) uniform01 = std::nextafter(1.0, 0.0);
-  return BackoffCeiling(policy, failed_attempts) * uniform01;
+  // Floored to whole nanoseconds so a draw just under 1 stays under the ceiling.
+  const double ns = absl::ToDoubleNanoseconds(BackoffCeiling(policy, failed_attempts));
+  return absl::Nanoseconds(static_cast<int64_t>(std::floor(ns * uniform01)));
 }
 
 std::optional<absl::Duration> ParseRetryAfter(absl::string_view value, absl::Time now) {
