@@ -4,9 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include "absl/strings/match.h"
@@ -208,6 +211,30 @@ TEST_CASE("cassette through the factory: record, stop the server, replay", "[fac
   CHECK(absl::IsNotFound(miss.status()));
   CHECK(absl::StrContains(miss.status().message(), "has no response for request "));
   fs::remove(path);
+}
+
+TEST_CASE("the stack is safe to call from many threads", "[factory][threads]") {
+  auto server = FakeLlmServer::Start(WireFormat::kOpenAi).value();
+  server->SetDefault(OpenAiReply("parallel", 3, 2));
+  LlmConfig c;
+  c.provider = "openai";
+  c.model = "m";
+  c.base_url = server->base_url();
+  auto stack = MakeLlmStack(c).value();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        if (stack.client->Chat(Ask("hi", absl::StrCat("job-", t % 2))).ok()) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(ok == 40);
+  CHECK(server->request_count() == 40);
+  CHECK(stack.accountant->Snapshot().total.tokens() == 200);
+  CHECK(stack.accountant->JobUsage("job-0").calls == 20);
 }
 
 }  // namespace
