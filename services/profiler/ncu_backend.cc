@@ -1,0 +1,184 @@
+#include "services/profiler/ncu_backend.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace kagent {
+namespace {
+
+std::string Tail(absl::string_view text, size_t n) {
+  if (text.size() <= n) return std::string(text);
+  return absl::StrCat("...", text.substr(text.size() - n));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limit) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::string data(limit, '\0');
+  file.read(data.data(), static_cast<std::streamsize>(limit));
+  data.resize(static_cast<size_t>(file.gcount()));
+  if (file.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
+  return data;
+}
+
+std::vector<std::string> BuildNcuArgv(const NcuBackendOptions& options,
+                                      const HarnessCommand& harness,
+                                      const std::string& request_path,
+                                      const std::string& result_path,
+                                      const std::string& log_path) {
+  return {options.ncu_path,
+          "--csv",
+          "--page",
+          "raw",
+          "--print-units",
+          "base",
+          "--clock-control",
+          "none",
+          "--nvtx",
+          "--nvtx-include",
+          absl::StrCat(kNvtxRange, "/"),
+          "--metrics",
+          absl::StrJoin(options.metrics, ","),
+          "--target-processes",
+          "all",
+          "--log-file",
+          log_path,
+          harness.python,
+          "-m",
+          "kagent_harness",
+          "profile",
+          "--request",
+          request_path,
+          "--out",
+          result_path};
+}
+
+SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const ProfileRun& run,
+                                           std::vector<std::string> argv) {
+  SubprocessOptions options;
+  options.argv = std::move(argv);
+  options.inherit_env = true;
+  if (!harness.pythonpath.empty()) {
+    const char* existing = std::getenv("PYTHONPATH");
+    options.env["PYTHONPATH"] = existing != nullptr && *existing != '\0'
+                                    ? absl::StrCat(harness.pythonpath, ":", existing)
+                                    : harness.pythonpath;
+  }
+  if (!harness.cuda_visible_devices.empty()) {
+    options.env["CUDA_VISIBLE_DEVICES"] = harness.cuda_visible_devices;
+  }
+  for (const auto& [key, value] : harness.extra_env) options.env[key] = value;
+  options.working_dir = run.work_dir;
+  options.env["TMPDIR"] = run.work_dir;
+  options.private_temp_dir = false;  // run.work_dir is the caller's private temp dir
+  options.timeout = run.timeout;
+  options.cancel = run.cancel;
+  options.rlimit_as_bytes = harness.rlimit_as_bytes;
+  options.max_output_bytes = size_t{1} << 20;
+  return options;
+}
+
+absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
+                              absl::Duration timeout) {
+  const std::string all = absl::StrCat(ncu_log, "\n", result.stdout_data, "\n",
+                                       result.stderr_data);
+  if (absl::StrContains(all, "ERR_NVGPUCTRPERM")) {
+    return absl::PermissionDeniedError(
+        "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): run the profiler "
+        "as root, or allow all users by setting the nvidia module option "
+        "NVreg_RestrictProfilingToAdminUsers=0 (e.g. 'options nvidia "
+        "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d/, then reload the driver)");
+  }
+  if (result.timed_out) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "ncu profiling timed out after %.1f s (ncu replays every kernel once per metric "
+        "pass; raise timeout_seconds or profile a smaller problem). Output tail: %s",
+        absl::ToDoubleSeconds(timeout), Tail(result.stderr_data, 400)));
+  }
+  if (result.cancelled) return absl::CancelledError("profiling cancelled");
+  std::vector<std::string> errors;
+  std::istringstream lines{std::string(ncu_log)};
+  for (std::string line; std::getline(lines, line);) {
+    if (absl::StartsWith(line, "==ERROR==")) errors.push_back(line);
+  }
+  if (!result.exited || (result.exit_code != 0 && !errors.empty())) {
+    return absl::InternalError(absl::StrCat(
+        "ncu failed (", result.Describe(), ")",
+        errors.empty() ? "" : absl::StrCat(": ", absl::StrJoin(errors, "; ")),
+        ". stderr tail: ", Tail(result.stderr_data, 600)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
+                                         const HarnessCommand& harness, const ProfileRun& run) {
+  if (!runner->CanRun(options.ncu_path)) {
+    return absl::FailedPreconditionError(kNcuMissingMessage);
+  }
+  const std::string log_path = absl::StrCat(run.work_dir, "/ncu.csv");
+  const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
+  SubprocessOptions subprocess = HarnessSubprocessOptions(
+      harness, run, BuildNcuArgv(options, harness, run.request_path, result_path, log_path));
+  KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics";
+  absl::StatusOr<SubprocessResult> result = runner->Run(subprocess);
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kNotFound) {
+      return absl::FailedPreconditionError(kNcuMissingMessage);
+    }
+    return result.status();
+  }
+  std::string ncu_log = ReadFileBounded(log_path, size_t{64} << 20).value_or("");
+  KAGENT_RETURN_IF_ERROR(NcuFailureStatus(*result, ncu_log, run.timeout));
+
+  NcuProfile profile;
+  if (absl::StatusOr<std::string> text = ReadFileBounded(result_path, size_t{16} << 20);
+      text.ok()) {
+    if (absl::StatusOr<HarnessProfileResult> parsed = ParseHarnessProfileResult(*text);
+        parsed.ok()) {
+      profile.harness = *std::move(parsed);
+      if (!profile.harness.ok) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the candidate failed under the profiler: ",
+            profile.harness.verdict.empty() ? "ERROR" : profile.harness.verdict, ": ",
+            profile.harness.reason));
+      }
+    }
+  }
+  KAGENT_ASSIGN_OR_RETURN(profile.report, ParseNcuCsv(ncu_log));
+  if (profile.report.kernels.empty()) {
+    if (!result->ok()) {
+      return absl::InternalError(absl::StrCat("ncu run failed (", result->Describe(),
+                                              "), no kernels profiled. stderr tail: ",
+                                              Tail(result->stderr_data, 600)));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no kernels captured: the candidate launched no GPU kernel inside the NVTX range '",
+        kNvtxRange, "' (does ModelNew.forward run its own kernels on the GPU?)"));
+  }
+  std::set<std::string> present;
+  for (const auto& kernel : profile.report.kernels) {
+    for (const auto& [name, value] : kernel.values()) present.insert(name);
+  }
+  for (const std::string& name : options.metrics) {
+    if (!present.count(name)) profile.missing_metrics.push_back(name);
+  }
+  if (!profile.missing_metrics.empty()) {
+    KLOG(WARNING) << "ncu did not report " << profile.missing_metrics.size()
+                  << " requested metrics: " << absl::StrJoin(profile.missing_metrics, ", ");
+  }
+  profile.raw_csv = std::move(ncu_log);
+  return profile;
+}
+
+}  // namespace kagent

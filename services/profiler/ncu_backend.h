@@ -1,0 +1,90 @@
+// The Nsight Compute backend: runs the harness's profile mode under
+//   ncu --csv --page raw --print-units base --clock-control none --nvtx
+//       --nvtx-include "kagent_candidate/" --metrics <list> --target-processes all
+//       --log-file <work>/ncu.csv <python> -m kagent_harness profile
+//       --request <work>/request.json --out <work>/result.json
+// through a CommandRunner and parses the CSV into per-kernel metrics. ncu's own output
+// goes to --log-file so the harness's stdout never mixes into the CSV.
+//
+// Errors: ncu missing -> FAILED_PRECONDITION; ERR_NVGPUCTRPERM -> PERMISSION_DENIED with
+// the fix; timeout -> DEADLINE_EXCEEDED; cancellation -> CANCELLED; the candidate failing
+// under the profiler -> FAILED_PRECONDITION with the harness's verdict; nothing captured
+// inside the NVTX range -> FAILED_PRECONDITION.
+//
+// Thread-safe: no state; the caller serializes use of one GPU.
+#ifndef KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
+#define KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/subprocess/subprocess.h"
+#include "services/profiler/command_runner.h"
+#include "services/profiler/harness_request.h"
+#include "services/profiler/ncu_csv.h"
+
+namespace kagent {
+
+inline constexpr char kNvtxRange[] = "kagent_candidate";
+inline constexpr char kNcuMissingMessage[] =
+    "ncu not found on PATH; install Nsight Compute or use the cupti backend";
+
+// How to start the harness (shared by both backends).
+struct HarnessCommand {
+  std::string python = "python3";
+  std::string pythonpath;             // the folder holding kagent_harness; may be empty
+  std::string cuda_visible_devices;   // e.g. "0"; empty leaves the variable unset
+  std::map<std::string, std::string> extra_env;
+  int64_t rlimit_as_bytes = 0;        // 0: none (CUDA maps large address ranges)
+};
+
+// One profile run: the files live in `work_dir` (the caller's private temp dir).
+struct ProfileRun {
+  std::string work_dir;
+  std::string request_path;   // the harness request, already written
+  absl::Duration timeout = absl::Seconds(300);
+  const CancelToken* cancel = nullptr;
+};
+
+struct NcuBackendOptions {
+  std::string ncu_path = "ncu";
+  std::vector<std::string> metrics;   // NcuMetricsForArch(cc)
+};
+
+struct NcuProfile {
+  NcuCsvReport report;
+  std::string raw_csv;                  // ncu's log file as written (bounded by caller)
+  HarnessProfileResult harness;         // when the harness wrote its result
+  std::vector<std::string> missing_metrics;  // requested, absent from every kernel
+};
+
+// The full argv (exposed for tests and for record_fixtures.sh's twin).
+std::vector<std::string> BuildNcuArgv(const NcuBackendOptions& options,
+                                      const HarnessCommand& harness,
+                                      const std::string& request_path,
+                                      const std::string& result_path,
+                                      const std::string& log_path);
+
+// The environment for the harness (and ncu): the worker's, plus PYTHONPATH,
+// CUDA_VISIBLE_DEVICES and extra_env.
+SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const ProfileRun& run,
+                                           std::vector<std::string> argv);
+
+// Maps a finished ncu run to an error, or OK when it may be parsed. `ncu_log` is the
+// --log-file text.
+absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
+                              absl::Duration timeout);
+
+absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
+                                         const HarnessCommand& harness, const ProfileRun& run);
+
+// Reads a whole file; NOT_FOUND / INTERNAL on failure. Files over `limit` bytes keep the
+// first `limit` bytes.
+absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limit);
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_

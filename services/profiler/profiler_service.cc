@@ -1,0 +1,240 @@
+#include "services/profiler/profiler_service.h"
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "services/profiler/cupti_backend.h"
+#include "services/profiler/gpu_spec.h"
+#include "services/profiler/hardware_metrics.h"
+#include "services/profiler/harness_request.h"
+#include "services/profiler/ncu_backend.h"
+#include "services/profiler/ncu_metrics.h"
+
+namespace kagent {
+namespace {
+
+constexpr int kDefaultComputeCapability = 90;
+
+absl::Status WriteFile(const std::string& path, absl::string_view data) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return absl::InternalError(absl::StrCat("cannot create ", path));
+  file.write(data.data(), static_cast<std::streamsize>(data.size()));
+  file.close();
+  if (!file) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ProfilerServiceImpl::ProfilerServiceImpl(ProfilerServiceOptions options,
+                                         const Authenticator* auth, CommandRunner* runner)
+    : options_(std::move(options)), auth_(auth), runner_(runner) {}
+
+absl::Status ProfilerServiceImpl::ValidateRequest(const kagent::v1::ProfileRequest& request) const {
+  const size_t limit = options_.max_source_bytes;
+  if (request.problem().source().empty()) {
+    return absl::InvalidArgumentError(
+        "problem.source is empty: send the reference Python source (class Model, "
+        "get_inputs, get_init_inputs)");
+  }
+  if (request.problem().source().size() > limit) {
+    return absl::InvalidArgumentError(absl::StrCat("problem.source is ",
+                                                   request.problem().source().size(),
+                                                   " bytes; the limit is ", limit));
+  }
+  if (!request.has_kernel() || request.kernel().source().empty()) {
+    return absl::InvalidArgumentError(
+        "kernel.source is empty: send the candidate's Python source defining ModelNew");
+  }
+  if (request.kernel().source().size() > limit) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel.source is ",
+                                                   request.kernel().source().size(),
+                                                   " bytes; the limit is ", limit));
+  }
+  if (!std::isfinite(request.timeout_seconds()) || request.timeout_seconds() < 0) {
+    return absl::InvalidArgumentError(
+        "timeout_seconds must be a finite number >= 0 (0 means the worker default)");
+  }
+  return absl::OkStatus();
+}
+
+std::optional<kagent::v1::GpuSpec> ProfilerServiceImpl::GpuSpec() {
+  absl::MutexLock lock(&spec_mu_);
+  if (spec_detected_) return spec_;
+  spec_detected_ = true;
+  absl::StatusOr<std::unique_ptr<ScopedTempDir>> dir =
+      ScopedTempDir::Create("kagent-gpuinfo-", options_.temp_dir_parent);
+  if (!dir.ok()) {
+    KLOG(WARNING) << "gpuinfo: " << dir.status().ToString();
+    return std::nullopt;
+  }
+  HarnessCommand harness{options_.python, options_.harness_pythonpath,
+                         std::to_string(options_.gpu_index), {}, 0};
+  ProfileRun run{(*dir)->path(), "", options_.gpuinfo_timeout, nullptr};
+  const std::string out_path = (*dir)->path() + "/gpuinfo.json";
+  SubprocessOptions subprocess = HarnessSubprocessOptions(
+      harness, run,
+      {options_.python, "-m", "kagent_harness", "gpuinfo", "--measure-ceilings", "--out",
+       out_path});
+  subprocess.stdin_data = "{}";
+  absl::StatusOr<SubprocessResult> result = runner_->Run(subprocess);
+  if (!result.ok() || !result->ok()) {
+    KLOG(WARNING) << "gpuinfo failed: "
+                  << (result.ok() ? result->Describe() + " " + result->stderr_data
+                                  : result.status().ToString());
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string> text = ReadFileBounded(out_path, size_t{1} << 20);
+  absl::StatusOr<GpuInfo> info =
+      text.ok() ? ParseGpuInfoJson(*text) : absl::StatusOr<GpuInfo>(text.status());
+  if (!info.ok()) {
+    KLOG(WARNING) << "gpuinfo: " << info.status().ToString();
+    return std::nullopt;
+  }
+  detected_cc_ = info->major * 10 + info->minor;
+  absl::StatusOr<kagent::v1::GpuSpec> spec = GpuSpecFor(*info);
+  if (!spec.ok()) {
+    KLOG(WARNING) << "gpu spec: " << spec.status().ToString();
+    return std::nullopt;
+  }
+  KLOG(INFO) << "GPU " << spec->name() << " (" << spec->arch() << ")"
+             << (spec->measured() ? ", measured ceilings" : ", datasheet ceilings");
+  spec_ = *std::move(spec);
+  return spec_;
+}
+
+int ProfilerServiceImpl::ComputeCapability() {
+  if (options_.compute_capability > 0) return options_.compute_capability;
+  GpuSpec();
+  absl::MutexLock lock(&spec_mu_);
+  if (detected_cc_ > 0) return detected_cc_;
+  if (spec_.has_value()) {
+    int cc = ParseComputeCapability(spec_->arch());
+    if (cc > 0) return cc;
+  }
+  return kDefaultComputeCapability;
+}
+
+absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
+    const kagent::v1::ProfileRequest& request, const CancelToken* cancel,
+    absl::Duration deadline_left) {
+  KAGENT_RETURN_IF_ERROR(ValidateRequest(request));
+  absl::Duration timeout = request.timeout_seconds() > 0
+                               ? absl::Seconds(request.timeout_seconds())
+                               : options_.default_timeout;
+  timeout = std::min({timeout, options_.max_timeout, deadline_left});
+
+  // Pick the backend before taking the GPU.
+  bool use_ncu = options_.backend != ProfilerServiceOptions::Backend::kCupti;
+  if (options_.backend == ProfilerServiceOptions::Backend::kAuto &&
+      !runner_->CanRun(options_.ncu_path)) {
+    if (options_.cupti_library.empty()) {
+      return absl::FailedPreconditionError(kNcuMissingMessage);
+    }
+    use_ncu = false;
+  }
+
+  absl::MutexLock gpu_lock(&gpu_mu_);  // one GPU task at a time on this GPU
+  const std::optional<kagent::v1::GpuSpec> spec = GpuSpec();
+  const int cc = ComputeCapability();
+
+  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<ScopedTempDir> dir,
+                          ScopedTempDir::Create("kagent-profile-", options_.temp_dir_parent));
+  HarnessProfileParams params;
+  params.profile_warmup_iters = options_.profile_warmup_iters;
+  params.timeout = timeout;
+  params.cuda_visible_devices = std::to_string(options_.gpu_index);
+  params.network_isolation = !use_ncu;  // ncu reaches its target over loopback TCP
+  const std::string request_path = dir->path() + "/request.json";
+  KAGENT_RETURN_IF_ERROR(WriteFile(request_path, BuildHarnessProfileRequest(request, params)));
+
+  HarnessCommand harness{options_.python, options_.harness_pythonpath,
+                         std::to_string(options_.gpu_index), {}, 0};
+  ProfileRun run{dir->path(), request_path, timeout, cancel};
+  kagent::v1::ProfileResponse response;
+  const kagent::v1::OpSignature* signature = nullptr;
+
+  if (use_ncu) {
+    NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc)};
+    KAGENT_ASSIGN_OR_RETURN(NcuProfile profile, RunNcuProfile(runner_, ncu, harness, run));
+    if (profile.harness.has_op_signature) {
+      *response.mutable_op_signature() = profile.harness.op_signature;
+      signature = &response.op_signature();
+    }
+    KAGENT_ASSIGN_OR_RETURN(
+        *response.mutable_metrics(),
+        BuildHardwareMetrics(std::move(profile.report.kernels), "ncu", signature,
+                             spec.has_value() ? &*spec : nullptr));
+    if (profile.raw_csv.size() > options_.max_raw_csv_bytes) {
+      profile.raw_csv.resize(options_.max_raw_csv_bytes);
+    }
+    response.mutable_metrics()->set_raw_csv(std::move(profile.raw_csv));
+  } else {
+    CuptiBackendOptions cupti{options_.cupti_library};
+    KAGENT_ASSIGN_OR_RETURN(CuptiProfile profile, RunCuptiProfile(runner_, cupti, harness, run));
+    if (profile.harness.has_op_signature) {
+      *response.mutable_op_signature() = profile.harness.op_signature;
+      signature = &response.op_signature();
+    }
+    KAGENT_ASSIGN_OR_RETURN(*response.mutable_metrics(),
+                            BuildHardwareMetrics(std::move(profile.kernels), "cupti", signature,
+                                                 spec.has_value() ? &*spec : nullptr));
+    // The audit field says what this backend could not measure, then holds the trace.
+    std::string audit = absl::StrCat("# backend cupti: collected gpu__time_duration.sum, ",
+                                     "launch__grid_size, launch__block_size; missing: ",
+                                     absl::StrJoin(CuptiMissingMetrics(cc), ","), "\n",
+                                     profile.raw_trace);
+    if (audit.size() > options_.max_raw_csv_bytes) audit.resize(options_.max_raw_csv_bytes);
+    response.mutable_metrics()->set_raw_csv(std::move(audit));
+  }
+  if (spec.has_value()) *response.mutable_gpu() = *spec;
+  return response;
+}
+
+grpc::Status ProfilerServiceImpl::Profile(grpc::ServerContext* context,
+                                          const kagent::v1::ProfileRequest* request,
+                                          kagent::v1::ProfileResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
+                  .tenant = caller.tenant});
+  absl::Duration deadline_left = absl::InfiniteDuration();
+  const auto deadline = context->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    deadline_left = absl::FromChrono(deadline) - absl::Now();
+    if (deadline_left <= absl::ZeroDuration()) {
+      return ToGrpcStatus(absl::DeadlineExceededError("the call's deadline has passed"));
+    }
+  }
+  // Client cancellation reaches the child process through the token.
+  CancelToken cancel;
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (context->IsCancelled()) {
+        cancel.Cancel();
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  absl::StatusOr<kagent::v1::ProfileResponse> result =
+      RunProfile(*request, &cancel, deadline_left);
+  done.store(true);
+  watcher.join();
+  if (!result.ok()) {
+    KLOG(WARNING) << "profile failed: " << result.status().ToString();
+    return ToGrpcStatus(result.status());
+  }
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
+}  // namespace kagent

@@ -1,0 +1,190 @@
+#include "services/profiler/profiler_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "nlohmann/json.hpp"
+#include "services/profiler/testing/fake_runner.h"
+
+namespace kagent {
+namespace {
+
+using ::kagent::testing::FakeRunner;
+using ::kagent::testing::ReadFixture;
+
+kagent::v1::ProfileRequest ValidRequest() {
+  kagent::v1::ProfileRequest request;
+  request.set_task_id("t1");
+  request.set_job_id("j1");
+  request.mutable_problem()->set_name("matvec");
+  request.mutable_problem()->set_source("class Model: ...");
+  request.mutable_kernel()->set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
+  request.mutable_kernel()->set_source("class ModelNew: ...");
+  return request;
+}
+
+ProfilerServiceOptions TestOptions() {
+  ProfilerServiceOptions options;
+  options.python = "python3";
+  options.harness_pythonpath = "/opt/kagent/python";
+  options.gpu_index = 2;
+  return options;
+}
+
+TEST_CASE("Requests are validated with what to fix", "[profiler_service]") {
+  FakeRunner runner;
+  ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
+  CHECK(service.ValidateRequest(ValidRequest()).ok());
+
+  auto request = ValidRequest();
+  request.mutable_problem()->clear_source();
+  absl::Status status = service.ValidateRequest(request);
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(status.message().find("problem.source") != absl::string_view::npos);
+
+  request = ValidRequest();
+  request.mutable_problem()->set_source(std::string((1 << 20) + 1, 'x'));
+  CHECK(service.ValidateRequest(request).message().find("limit") != absl::string_view::npos);
+
+  request = ValidRequest();
+  request.clear_kernel();
+  CHECK(service.ValidateRequest(request).message().find("kernel.source") !=
+        absl::string_view::npos);
+
+  request = ValidRequest();
+  request.set_timeout_seconds(-1);
+  CHECK(service.ValidateRequest(request).code() == absl::StatusCode::kInvalidArgument);
+
+  // Nothing was run for invalid requests.
+  request = ValidRequest();
+  request.clear_kernel();
+  CHECK(service.RunProfile(request, nullptr).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(runner.calls().empty());
+}
+
+TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[profiler_service]") {
+  FakeRunner runner;
+  runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
+  runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
+  runner.harness_result =
+      R"({"ok":true,"kernels_launched":["_matvec_row_kernel"],"op_signature":)"
+      R"({"ops":[{"op":"aten::mv","inputs":[{"shape":[8192,8192],"strides":[8192,1],)"
+      R"("dtype":"bfloat16"}],"outputs":[]}],"flops":134217728,"min_bytes":134250496,)"
+      R"("op_class":"matvec"}})";
+  ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
+  auto request = ValidRequest();
+  request.set_timeout_seconds(45);
+  absl::StatusOr<kagent::v1::ProfileResponse> response = service.RunProfile(request, nullptr);
+  REQUIRE(response.ok());
+  const auto& metrics = response->metrics();
+  CHECK(metrics.backend() == "ncu");
+  REQUIRE(metrics.kernels_size() == 1);
+  CHECK(metrics.kernels(0).kernel_name() == "_matvec_row_kernel");
+  CHECK(metrics.compute_sol_pct() == Approx(42.67));
+  CHECK(metrics.memory_sol_pct() == Approx(82.80));
+  CHECK(metrics.roofline_efficiency_pct() == Approx(82.80));
+  CHECK(metrics.raw_csv() == runner.ncu_csv);
+  CHECK(response->gpu().name() == "NVIDIA H200");
+  CHECK(response->gpu().peak_dram_bytes_per_second() == Approx(4.8e12));
+  CHECK(response->op_signature().op_class() == "matvec");
+  CHECK(metrics.arithmetic_intensity() == Approx(134217728.0 / 134250496.0));
+  CHECK(metrics.roofline_bound_pct() > 0);
+
+  // gpuinfo once, then ncu; pinned to the worker's GPU, with the request's timeout.
+  std::vector<SubprocessOptions> calls = runner.calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(std::find(calls[0].argv.begin(), calls[0].argv.end(), "gpuinfo") != calls[0].argv.end());
+  CHECK(calls[1].argv[0] == "ncu");
+  CHECK(calls[1].env.at("CUDA_VISIBLE_DEVICES") == "2");
+  CHECK(calls[1].timeout == absl::Seconds(45));
+  // The harness request written for the run (its temp dir is gone; check the content the
+  // runner saw through argv instead).
+  CHECK(::kagent::testing::ArgAfter(calls[1].argv, "--request").find("/request.json") !=
+        std::string::npos);
+
+  // A second profile reuses the detected spec.
+  REQUIRE(service.RunProfile(request, nullptr).ok());
+  CHECK(runner.calls().size() == 3);
+}
+
+TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_service]") {
+  FakeRunner runner;
+  runner.ncu_available = false;
+  {
+    ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
+    absl::Status status = service.RunProfile(ValidRequest(), nullptr).status();
+    CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(status.message() ==
+          "ncu not found on PATH; install Nsight Compute or use the cupti backend");
+  }
+  ProfilerServiceOptions options = TestOptions();
+  options.cupti_library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
+  runner.cupti_trace =
+      R"({"type":"marker","name":"profile_begin","ts_ns":10})"
+      "\n"
+      R"({"type":"kernel","name":"k","start_ns":12,"end_ns":20,"stream":7,"device":0,"grid":[2,1,1],"block":[64,1,1],"correlation":2})"
+      "\n"
+      R"({"type":"marker","name":"profile_end","ts_ns":30})"
+      "\n";
+  ProfilerServiceImpl service(options, nullptr, &runner);
+  absl::StatusOr<kagent::v1::ProfileResponse> response =
+      service.RunProfile(ValidRequest(), nullptr);
+  REQUIRE(response.ok());
+  CHECK(response->metrics().backend() == "cupti");
+  CHECK(response->metrics().kernels_size() == 1);
+  CHECK(response->metrics().aggregate().duration_ns() == 8);
+  CHECK(response->metrics().raw_csv().rfind("# backend cupti:", 0) == 0);
+  CHECK(response->metrics().raw_csv().find("missing: ") != std::string::npos);
+  CHECK(response->metrics().raw_csv().find("dram__bytes_read.sum") != std::string::npos);
+}
+
+TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service]") {
+  FakeRunner runner;
+  runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
+  runner.ncu_csv = ReadFixture("h200_multi.csv");
+  Authenticator auth({{"secret", "tenant-a"}}, "");
+  ProfilerServiceImpl service(TestOptions(), &auth, &runner);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+  REQUIRE(port > 0);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = kagent::v1::ProfilerService::NewStub(channel);
+
+  {
+    grpc::ClientContext context;
+    kagent::v1::ProfileResponse response;
+    grpc::Status status = stub->Profile(&context, ValidRequest(), &response);
+    CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer secret");
+    kagent::v1::ProfileResponse response;
+    grpc::Status status = stub->Profile(&context, ValidRequest(), &response);
+    REQUIRE(status.ok());
+    CHECK(response.metrics().kernels_size() == 3);
+    CHECK(response.gpu().arch() == "sm_90");
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer secret");
+    auto request = ValidRequest();
+    request.mutable_problem()->clear_source();
+    kagent::v1::ProfileResponse response;
+    grpc::Status status = stub->Profile(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace kagent

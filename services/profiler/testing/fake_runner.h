@@ -1,0 +1,106 @@
+// Test doubles for the profiler: a CommandRunner that plays the parts of ncu, the harness
+// and the CUPTI tracer by writing recorded outputs where the real tools would, and
+// fixture helpers. Test-only; thread-safe (a mutex guards the recorded calls).
+#ifndef KAGENT_SERVICES_PROFILER_TESTING_FAKE_RUNNER_H_
+#define KAGENT_SERVICES_PROFILER_TESTING_FAKE_RUNNER_H_
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "services/profiler/command_runner.h"
+
+namespace kagent::testing {
+
+// Reads tests/fixtures/ncu/<name>; empty string when missing.
+inline std::string ReadFixture(const std::string& name) {
+  std::ifstream file(std::string(KAGENT_FIXTURE_DIR) + "/" + name, std::ios::binary);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+inline std::string ArgAfter(const std::vector<std::string>& argv, const std::string& flag) {
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == flag) return argv[i + 1];
+  }
+  return "";
+}
+
+inline void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+}
+
+class FakeRunner : public CommandRunner {
+ public:
+  // What the fake tools produce.
+  bool ncu_available = true;
+  std::string ncu_csv;          // written to --log-file
+  std::string harness_result = R"({"ok":true,"verdict":"","reason":"","kernels_launched":[]})";
+  std::string gpuinfo_json;     // written to --out for gpuinfo; empty: gpuinfo fails
+  std::string cupti_trace;      // written to $KAGENT_CUPTI_OUT
+  SubprocessResult result = [] {
+    SubprocessResult r;
+    r.exited = true;
+    r.exit_code = 0;
+    return r;
+  }();
+
+  bool CanRun(const std::string& program) override {
+    return program.find("ncu") == std::string::npos || ncu_available;
+  }
+
+  absl::StatusOr<SubprocessResult> Run(const SubprocessOptions& options) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(options);
+    }
+    const bool gpuinfo =
+        std::find(options.argv.begin(), options.argv.end(), "gpuinfo") != options.argv.end();
+    if (gpuinfo) {
+      SubprocessResult r = result;
+      if (gpuinfo_json.empty()) {
+        r.exit_code = 1;
+        return r;
+      }
+      WriteText(ArgAfter(options.argv, "--out"), gpuinfo_json);
+      SubprocessResult ok;
+      ok.exited = true;
+      ok.exit_code = 0;
+      return ok;
+    }
+    if (std::string log = ArgAfter(options.argv, "--log-file"); !log.empty()) {
+      WriteText(log, ncu_csv);
+    }
+    if (std::string out = ArgAfter(options.argv, "--out"); !out.empty()) {
+      WriteText(out, harness_result);
+    }
+    if (auto it = options.env.find("KAGENT_CUPTI_OUT"); it != options.env.end()) {
+      WriteText(it->second, cupti_trace);
+    }
+    return result;
+  }
+
+  std::vector<SubprocessOptions> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<SubprocessOptions> calls_;
+};
+
+// The harness's gpuinfo output on the H200 (python/kagent_harness/gpuinfo.py's fields).
+inline constexpr char kH200GpuInfo[] =
+    R"({"ok":true,"name":"NVIDIA H200","arch":"sm_90","compute_capability":"9.0",)"
+    R"("sm_count":132,"memory_bytes":150754820096,"l2_bytes":52428800,)"
+    R"("sm_clock_mhz":1980,"mem_clock_mhz":3201,"measured":false,)"
+    R"("peak_dram_bytes_per_second":0.0,"peak_flops":{}})";
+
+}  // namespace kagent::testing
+
+#endif  // KAGENT_SERVICES_PROFILER_TESTING_FAKE_RUNNER_H_
