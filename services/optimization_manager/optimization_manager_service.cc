@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
@@ -77,27 +78,23 @@ absl::Status PythonSourceChecker::Check(const std::string& source) {
 std::string NormalizeSource(const std::string& source) {
   std::string out;
   out.reserve(source.size());
-  size_t i = 0, n = source.size();
   std::string line;
+  bool pending_space = false;  // whitespace seen outside strings since the last token
+  auto put = [&](absl::string_view text) {
+    if (pending_space && !line.empty()) line.push_back(' ');
+    pending_space = false;
+    line.append(text.data(), text.size());
+  };
   auto flush = [&]() {
-    // Collapse whitespace runs, trim.
-    std::string norm;
-    bool space = false;
-    for (char c : line) {
-      if (c == ' ' || c == '\t' || c == '\r') {
-        space = true;
-        continue;
-      }
-      if (space && !norm.empty()) norm.push_back(' ');
-      space = false;
-      norm.push_back(c);
-    }
-    if (!norm.empty()) {
-      out += norm;
+    if (!line.empty()) {
+      out += line;
       out.push_back('\n');
     }
     line.clear();
+    pending_space = false;
   };
+  const size_t n = source.size();
+  size_t i = 0;
   char quote = 0;
   bool triple = false;
   while (i < n) {
@@ -112,14 +109,19 @@ std::string NormalizeSource(const std::string& source) {
         ++i;
         continue;
       }
+      if (c == ' ' || c == '\t' || c == '\r') {
+        pending_space = true;
+        ++i;
+        continue;
+      }
       if (c == '"' || c == '\'') {
         quote = c;
         triple = i + 2 < n && source[i + 1] == c && source[i + 2] == c;
-        line.append(source, i, triple ? 3 : 1);
+        put(absl::string_view(source).substr(i, triple ? 3 : 1));
         i += triple ? 3 : 1;
         continue;
       }
-      line.push_back(c);
+      put(absl::string_view(&source[i], 1));
       ++i;
       continue;
     }
@@ -135,7 +137,12 @@ std::string NormalizeSource(const std::string& source) {
       quote = 0;
       continue;
     }
-    if (c == '\n' && !triple) quote = 0;  // unterminated: end at the line
+    if (c == '\n' && !triple) {  // unterminated: end at the line
+      quote = 0;
+      flush();
+      ++i;
+      continue;
+    }
     line.push_back(c);
     ++i;
   }
