@@ -38,6 +38,7 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(big.ok());
   CHECK(big->kernel.origin() == "template:matvec_row_per_program");
   CHECK(absl::StrContains(big->kernel.source(), "BLOCK_K = 4096"));
+  CHECK(absl::StrContains(big->kernel.source(), "num_warps=16"));
   auto small = first(testing::MatvecSignature(64, 1 << 20));
   REQUIRE(small.ok());
   CHECK(small->kernel.origin() == "template:matvec_split_k");
