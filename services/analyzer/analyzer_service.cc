@@ -8,20 +8,37 @@
 
 namespace kagent {
 
-AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer)
-    : analyzer_(std::move(analyzer)) {
+AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer,
+                                         const Authenticator* auth, prometheus::Registry* registry)
+    : analyzer_(std::move(analyzer)), auth_(auth) {
   KAGENT_CHECK(analyzer_ != nullptr) << "AnalyzerServiceImpl needs an analyzer";
+  if (registry == nullptr) return;
+  auto& requests = prometheus::BuildCounter()
+                       .Name("kagent_analyzer_requests_total")
+                       .Help("Prescribe requests by outcome")
+                       .Register(*registry);
+  ok_ = &requests.Add({{"outcome", "ok"}});
+  invalid_ = &requests.Add({{"outcome", "invalid"}});
+  prescriptions_ = &prometheus::BuildCounter()
+                        .Name("kagent_analyzer_prescriptions_total")
+                        .Help("Prescriptions returned")
+                        .Register(*registry)
+                        .Add({});
 }
 
 grpc::Status AnalyzerServiceImpl::Prescribe(grpc::ServerContext* context,
                                             const kagent::v1::PrescribeRequest* request,
                                             kagent::v1::PrescribeResponse* response) {
-  LogScope scope({.job_id = request->job_id(), .request_id = "", .tenant = ""});
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   absl::StatusOr<kagent::v1::PrescribeResponse> result = analyzer_->Prescribe(*request);
   if (!result.ok()) {
+    if (invalid_ != nullptr) invalid_->Increment();
     KLOG(WARNING) << "prescribe failed: " << result.status().ToString();
     return ToGrpcStatus(result.status());
   }
+  if (ok_ != nullptr) ok_->Increment();
+  if (prescriptions_ != nullptr) prescriptions_->Increment(result->prescriptions_size());
   KLOG(INFO).With("prescriptions", static_cast<double>(result->prescriptions_size()))
       << "prescribed for " << request->report().dominant_kernel();
   *response = *std::move(result);

@@ -1,14 +1,19 @@
 // AnalyzerServiceImpl: the gRPC face of the Analyzer (kagent.v1.AnalyzerService).
 //
-// Converts absl::Status to grpc::Status at this edge only. Thread-safe (the analyzer is
-// immutable).
+// Authenticates every call (KAGENT_AUTHENTICATE) and converts absl::Status to
+// grpc::Status at this edge only. Counts requests in
+// kagent_analyzer_requests_total{outcome="ok"|"invalid"} and prescriptions returned in
+// kagent_analyzer_prescriptions_total. Thread-safe (the analyzer is immutable).
 #ifndef KAGENT_SERVICES_ANALYZER_ANALYZER_SERVICE_H_
 #define KAGENT_SERVICES_ANALYZER_ANALYZER_SERVICE_H_
 
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
 
+#include "common/auth.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
 #include "services/analyzer/analyzer.h"
 
@@ -20,8 +25,11 @@ inline constexpr char kDefaultOptimizationDbPath[] = "data/optimization_db.json"
 
 class AnalyzerServiceImpl final : public kagent::v1::AnalyzerService::Service {
  public:
-  // `analyzer` must not be null.
-  explicit AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer);
+  // `analyzer` must not be null. Borrowed pointers must outlive the service; `auth` may
+  // be null (auth off), `registry` may be null (no metrics).
+  explicit AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer,
+                               const Authenticator* auth = nullptr,
+                               prometheus::Registry* registry = nullptr);
 
   grpc::Status Prescribe(grpc::ServerContext* context, const kagent::v1::PrescribeRequest* request,
                          kagent::v1::PrescribeResponse* response) override;
@@ -30,6 +38,10 @@ class AnalyzerServiceImpl final : public kagent::v1::AnalyzerService::Service {
 
  private:
   std::shared_ptr<const Analyzer> analyzer_;
+  const Authenticator* auth_;
+  prometheus::Counter* ok_ = nullptr;
+  prometheus::Counter* invalid_ = nullptr;
+  prometheus::Counter* prescriptions_ = nullptr;
 };
 
 }  // namespace kagent

@@ -8,18 +8,38 @@
 
 namespace kagent {
 
-JudgeServiceImpl::JudgeServiceImpl(JudgeOptions options, JudgeNarrator* narrator)
-    : judge_(options, narrator) {}
+JudgeServiceImpl::JudgeServiceImpl(JudgeOptions options, JudgeNarrator* narrator,
+                                   const Authenticator* auth, prometheus::Registry* registry)
+    : judge_(options, narrator), auth_(auth) {
+  if (registry == nullptr) return;
+  auto& family = prometheus::BuildCounter()
+                     .Name("kagent_judge_diagnoses_total")
+                     .Help("Diagnoses by primary bottleneck category (\"error\" for failed requests)")
+                     .Register(*registry);
+  for (int c = 1; c <= 7; ++c) {
+    std::string name = CategoryName(static_cast<kagent::v1::BottleneckCategory>(c));
+    diagnoses_[name] = &family.Add({{"primary", name}});
+  }
+  diagnoses_["error"] = &family.Add({{"primary", "error"}});
+}
+
+void JudgeServiceImpl::Count(const std::string& label) {
+  auto it = diagnoses_.find(label);
+  if (it != diagnoses_.end()) it->second->Increment();
+}
 
 grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
                                         const kagent::v1::DiagnoseRequest* request,
                                         kagent::v1::DiagnoseResponse* response) {
-  LogScope scope({.job_id = request->job_id(), .request_id = "", .tenant = ""});
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   absl::StatusOr<kagent::v1::BottleneckReport> report = judge_.Diagnose(*request);
   if (!report.ok()) {
+    Count("error");
     KLOG(WARNING) << "diagnose failed: " << report.status().ToString();
     return ToGrpcStatus(report.status());
   }
+  Count(CategoryName(report->primary()));
   KLOG(INFO).With("primary", CategoryName(report->primary()))
           .With("secondary", CategoryName(report->secondary()))
           .With("efficiency_pct", report->efficiency_pct())

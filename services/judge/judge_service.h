@@ -1,12 +1,20 @@
 // JudgeServiceImpl: the gRPC face of the Judge (kagent.v1.JudgeService).
 //
-// Converts absl::Status to grpc::Status at this edge only. Thread-safe: the Judge is
-// immutable and the narrator, when set, must be thread-safe.
+// Authenticates every call (KAGENT_AUTHENTICATE) and converts absl::Status to
+// grpc::Status at this edge only. Counts diagnoses in
+// kagent_judge_diagnoses_total{primary} (the category name, or "error").
+// Thread-safe: the Judge is immutable; the narrator, when set, must be thread-safe.
 #ifndef KAGENT_SERVICES_JUDGE_JUDGE_SERVICE_H_
 #define KAGENT_SERVICES_JUDGE_JUDGE_SERVICE_H_
 
-#include <grpcpp/grpcpp.h>
+#include <map>
+#include <string>
 
+#include <grpcpp/grpcpp.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
+#include "common/auth.h"
 #include "kagent/v1/judge_service.grpc.pb.h"
 #include "services/judge/judge.h"
 
@@ -14,9 +22,11 @@ namespace kagent {
 
 class JudgeServiceImpl final : public kagent::v1::JudgeService::Service {
  public:
-  // `narrator` may be null (heuristic narrative); when set it is not owned and must
-  // outlive the service.
-  explicit JudgeServiceImpl(JudgeOptions options = {}, JudgeNarrator* narrator = nullptr);
+  // Borrowed pointers must outlive the service. `narrator` may be null (heuristic
+  // narrative); `auth` may be null (auth off); `registry` may be null (no metrics).
+  explicit JudgeServiceImpl(JudgeOptions options = {}, JudgeNarrator* narrator = nullptr,
+                            const Authenticator* auth = nullptr,
+                            prometheus::Registry* registry = nullptr);
 
   grpc::Status Diagnose(grpc::ServerContext* context, const kagent::v1::DiagnoseRequest* request,
                         kagent::v1::DiagnoseResponse* response) override;
@@ -24,7 +34,12 @@ class JudgeServiceImpl final : public kagent::v1::JudgeService::Service {
   const Judge& judge() const { return judge_; }
 
  private:
+  void Count(const std::string& label);
+
   Judge judge_;
+  const Authenticator* auth_;
+  // Counters per label, created up front (the label set is fixed), read-only afterwards.
+  std::map<std::string, prometheus::Counter*> diagnoses_;
 };
 
 }  // namespace kagent
