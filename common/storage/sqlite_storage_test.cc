@@ -17,11 +17,18 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "common/storage/storage_test_suite.h"
 
 namespace kagent {
 namespace {
+
+// Every Open logs its schema version at INFO; keep test output to what matters.
+const bool kQuietLogs = [] {
+  SetLogLevel(LogLevel::kWarning);
+  return true;
+}();
 
 // A fresh directory under $TMPDIR, removed with everything in it when destroyed.
 class TempDir {
