@@ -96,6 +96,7 @@ class Request:
         self.profile_iters = _get(raw, "profile_iters", int, 3)
         self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)
         self.measure_ceilings = _get(raw, "measure_ceilings", bool, False)
+        self.do_bench_check = _get(raw, "do_bench_check", bool, False)
         baselines = raw.get("baselines", False)
         if baselines is True:
             baselines = ["eager", "compiled"]

@@ -24,7 +24,7 @@ PYDIR = os.path.dirname(os.path.dirname(HERE))
 
 CASES = [
     # name, candidate file (None: baselines only), expected verdicts, extra request fields
-    ("case_study_baselines", None, ["CORRECT"], {"baselines": True}),
+    ("case_study_baselines", None, ["CORRECT"], {"baselines": True, "do_bench_check": True}),
     ("case_study_row", "cand_matvec_row.py", ["CORRECT"], {}),
     ("case_study_tile32", "cand_matvec_tile32.py", ["CORRECT"], {}),
     ("returns_reference", "adv_returns_reference.py", ["REJECTED"], {}),
@@ -69,6 +69,8 @@ def main():
     ap.add_argument("--m", type=int, default=2048)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="measure case_study_row this many times and report the spread")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     rows, ok_all, results = [], True, {}
@@ -89,9 +91,27 @@ def main():
                      reason[:110]))
         print("\t".join(rows[-1]), flush=True)
         if name == "case_study_baselines":
+            db = (res.get("harness") or {}).get("do_bench_median_ms", {})
             for label in ("eager", "compiled"):
                 s = res.get(label) or {}
                 print(f"  {label}: {json.dumps(s)}", flush=True)
+                if label in db and s.get("median_ms"):
+                    print(f"  {label}: do_bench median {db[label]:.4f} ms, harness/do_bench = "
+                          f"{s['median_ms'] / db[label]:.4f}", flush=True)
+    if args.repeat > 1 and (not only or "case_study_row" in only):
+        meds = []
+        for _ in range(args.repeat - 1):
+            res, _ = run_case("case_study_row", "cand_matvec_row.py", {}, args.case_study_k,
+                              args.m)
+            if res.get("verdict") == "CORRECT":
+                meds.append(res["candidate"]["median_ms"])
+        first = results.get("case_study_row", {}).get("candidate") or {}
+        if first.get("median_ms"):
+            meds.insert(0, first["median_ms"])
+        if meds:
+            spread = (max(meds) - min(meds)) / min(meds) * 100
+            print(f"case_study_row x{len(meds)}: medians {[round(m, 4) for m in meds]} ms, "
+                  f"spread {spread:.2f}%", flush=True)
     print()
     print(f"{'case':24} {'verdict':13} {'expected':20} {'':4} {'median_ms':>10} {'wall_s':>7}  reason")
     for r in rows:

@@ -1,0 +1,84 @@
+"""The JSON protocol through the real entry point: python -m kagent_harness."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import FAST, PYDIR, read
+
+
+def run_cli(args, stdin=None, cwd=None):
+    env = dict(os.environ, PYTHONPATH=PYDIR)
+    return subprocess.run([sys.executable, "-m", "kagent_harness"] + args, input=stdin,
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def test_measure_with_files_and_baselines(tmp_path):
+    req = dict(FAST, problem_source=read("problem_relu_add.py"),
+               kernel_source=read("cand_relu_add_good.py"), baselines=["eager"],
+               shape_set="default")
+    (tmp_path / "req.json").write_text(json.dumps(req))
+    p = run_cli(["measure", "--request", str(tmp_path / "req.json"),
+                 "--out", str(tmp_path / "res.json")])
+    assert p.returncode == 0, p.stderr
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert res["verdict"] == "CORRECT", res["log"]
+    for key in ("correctness", "candidate", "eager", "compiled", "kernels_launched",
+                "op_signature", "gpu_name", "log", "shape_set"):
+        assert key in res
+    assert res["eager"]["count"] == 3 and res["candidate"]["count"] == 3
+    assert res["compiled"] is None and res["shape_set"] == "default"
+    assert set(res["correctness"]) == {"trials", "trials_passed", "max_abs_error",
+                                       "max_rel_error", "worst_index", "atol", "rtol", "reason"}
+    assert set(res["candidate"]) == {"median_ms", "mean_ms", "p10_ms", "p90_ms", "min_ms",
+                                     "max_ms", "count"}
+
+
+def test_baselines_only_with_torch_compile_over_stdin():
+    req = dict(FAST, problem_source=read("problem_relu_add.py"), baselines=True,
+               signature=False)
+    p = run_cli(["measure"], stdin=json.dumps(req))
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["verdict"] == "CORRECT", res["log"]
+    assert res["eager"]["count"] == 3
+    assert res["compiled"] is not None and res["compiled"]["count"] == 3, res["log"]
+
+
+def test_signature_mode_over_stdin():
+    req = {"problem_source": read("problem_linear.py"), "device": "cpu"}
+    p = run_cli(["signature"], stdin=json.dumps(req))
+    res = json.loads(p.stdout)
+    assert res["ok"], res
+    sig = res["op_signature"]
+    assert sig["flops"] == 2 * 8 * 32 * 16
+    assert any(op["op"] == "aten::addmm" for op in sig["ops"])
+
+
+def test_profile_mode_runs_candidate_in_child():
+    req = dict(FAST, problem_source=read("problem_relu_add.py"),
+               kernel_source=read("cand_relu_add_good.py"), profile_iters=2)
+    p = run_cli(["profile"], stdin=json.dumps(req))
+    res = json.loads(p.stdout)
+    assert res["ok"] and res["nvtx_range"] == "kagent_candidate", res
+    assert res["kernels_launched"] == ["relu_add_kernel"]
+
+
+def test_gpuinfo_without_gpu_answers_json():
+    p = run_cli(["gpuinfo"], stdin="{}")
+    res = json.loads(p.stdout)
+    assert "ok" in res
+
+
+def test_bad_requests_still_answer_json():
+    p = run_cli(["measure"], stdin="{not json")
+    res = json.loads(p.stdout)
+    assert res["verdict"] == "INFRA_ERROR" and "bad request" in res["correctness"]["reason"]
+    p = run_cli(["measure"], stdin=json.dumps({"problem_source": "x", "trials": "many"}))
+    assert p.returncode == 2
+    assert json.loads(p.stdout)["verdict"] == "INFRA_ERROR"
+    p = run_cli(["measure"], stdin=json.dumps({"problem_source": "import nothing_here\n",
+                                               "device": "cpu"}))
+    res = json.loads(p.stdout)
+    assert res["verdict"] == "INFRA_ERROR" and "reference" in res["correctness"]["reason"]
