@@ -27,6 +27,7 @@ CASES = [
     ("case_study_baselines", None, ["CORRECT"], {"baselines": True, "do_bench_check": True}),
     ("case_study_row", "cand_matvec_row.py", ["CORRECT"], {}),
     ("case_study_tile32", "cand_matvec_tile32.py", ["CORRECT"], {}),
+    ("cuda_load_inline", "cand_matvec_cuda.py", ["CORRECT"], {"language": "cuda"}),
     ("returns_reference", "adv_returns_reference.py", ["REJECTED"], {}),
     ("cache_by_pointer", "adv_cache_by_pointer.py", ["REJECTED"], {}),
     ("partial_write", "adv_partial_write.py", ["INCORRECT"], {}),
