@@ -178,6 +178,9 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
                                             result.stderr_data.substr(0, 600)));
   }
   absl::StatusOr<std::string> trace_text = ReadFileBounded(trace_path, size_t{256} << 20);
+  if ((!trace_text.ok() || trace_text->empty()) && !profile.harness.cupti_trace_jsonl.empty()) {
+    trace_text = profile.harness.cupti_trace_jsonl;
+  }
   if (!trace_text.ok()) {
     return absl::InternalError(absl::StrCat(
         "the CUPTI tracer wrote no trace (", trace_path,

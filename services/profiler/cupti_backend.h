@@ -6,6 +6,9 @@
 // grid and block. Every other metric of the set is missing (listed by
 // CuptiMissingMetrics); the HardwareMetrics has backend "cupti" and zero SOL figures.
 //
+// The trace comes from $KAGENT_CUPTI_OUT when the tracer wrote there, else from the
+// harness result's "cupti_records" (the harness points the tracer at its own work dir).
+//
 // The window: kernels whose start lies between a "profile_begin" marker and the next
 // "profile_end" marker (every such pair counts), markers the harness writes through
 // kagent_cupti_mark() around the profiled forwards. A trace without them is an error:

@@ -93,6 +93,22 @@ TEST_CASE("Runs the harness with the tracer injected", "[cupti_backend]") {
   CHECK(call.env.at("KAGENT_CUPTI_OUT") == dir->path() + "/cupti.jsonl");
   CHECK(call.argv.at(3) == "profile");
 
+  // The harness may return the records in its result instead.
+  FakeRunner returning;
+  returning.harness_result =
+      R"({"ok":true,"cupti_records":[{"type":"marker","name":"profile_begin","ts_ns":1},)"
+      R"({"type":"kernel","name":"k","start_ns":2,"end_ns":7,"stream":7,"device":0,)"
+      R"("grid":[1,1,1],"block":[32,1,1],"correlation":1},)"
+      R"({"type":"marker","name":"profile_end","ts_ns":9}]})";
+  auto fresh = *ScopedTempDir::Create("kagent-cupti-test-");
+  ProfileRun fresh_run{fresh->path(), fresh->path() + "/request.json", absl::Seconds(30),
+                       nullptr};
+  absl::StatusOr<CuptiProfile> from_result =
+      RunCuptiProfile(&returning, CuptiBackendOptions{library}, harness, fresh_run);
+  REQUIRE(from_result.ok());
+  REQUIRE(from_result->kernels.size() == 1);
+  CHECK(from_result->kernels[0].duration_ns() == 5);
+
   CHECK(RunCuptiProfile(&runner, CuptiBackendOptions{"/nonexistent.so"}, harness, run)
             .status()
             .code() == absl::StatusCode::kFailedPrecondition);

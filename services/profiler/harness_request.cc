@@ -97,6 +97,11 @@ absl::StatusOr<HarnessProfileResult> ParseHarnessProfileResult(absl::string_view
       if (name.is_string()) result.kernels_launched.push_back(name.get<std::string>());
     }
   }
+  if (auto it = json.find("cupti_records"); it != json.end() && it->is_array()) {
+    for (const auto& record : *it) {
+      if (record.is_object()) result.cupti_trace_jsonl += record.dump() + "\n";
+    }
+  }
   if (auto it = json.find("op_signature"); it != json.end() && it->is_object()) {
     result.has_op_signature = true;
     result.op_signature = SignatureFromJson(*it);

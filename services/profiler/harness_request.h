@@ -37,6 +37,9 @@ struct HarnessProfileResult {
   std::string reason;
   std::string log;
   std::vector<std::string> kernels_launched;
+  // The CUPTI tracer's records the harness returns ("cupti_records": the trace's JSON
+  // objects, kernels and markers), re-serialized one per line; empty when absent.
+  std::string cupti_trace_jsonl;
   bool has_op_signature = false;
   kagent::v1::OpSignature op_signature;
 };

@@ -5,9 +5,12 @@
 #   services/profiler/record_fixtures.sh OUT_DIR [--standalone] [--pairs DIR]
 #                                        [--python PY] [--cases "a b c"]
 #
-# Harness mode (default): every pair DIR/<name>.problem.py + DIR/<name>.candidate.py
-# (default DIR: examples/) is written into a harness request and profiled with
-#   ncu ... <python> -m kagent_harness profile --request <file>
+# Harness mode (default): every pair in --pairs DIR is profiled through the harness:
+# DIR/<name>.problem.py + DIR/<name>.candidate.py, or, when DIR has none, the harness's
+# own fixtures (python/tests/fixtures/problem_<p>.py + cand_<p>_good.py). Each pair is
+# written into a harness request (the harness's JSON: problem_source, kernel_source, ...)
+# and profiled with
+#   ncu ... <python> -m kagent_harness profile --request <file> --out <result>
 # PYTHONPATH gets <repo>/python so the harness package is found.
 # --standalone: profiles services/profiler/fixture_workload.py cases instead (no harness
 # needed); --cases picks which (default: all of them).
@@ -23,7 +26,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 out=""
 mode=harness
-pairs="$repo/examples"
+pairs="$repo/python/tests/fixtures"
 python=python3
 cases="triton_add triton_matvec torch_mm_bf16 multi empty"
 while [[ $# -gt 0 ]]; do
@@ -92,25 +95,33 @@ if [[ "$mode" == standalone ]]; then
 else
   export PYTHONPATH="$repo/python${PYTHONPATH:+:$PYTHONPATH}"
   shopt -s nullglob
+  list=()
   for problem in "$pairs"/*.problem.py; do
     name="$(basename "$problem" .problem.py)"
-    candidate="$pairs/$name.candidate.py"
-    [[ -f "$candidate" ]] || continue
+    [[ -f "$pairs/$name.candidate.py" ]] && list+=("$name:$problem:$pairs/$name.candidate.py")
+  done
+  for problem in "$pairs"/problem_*.py; do
+    p="$(basename "$problem" .py)"; p="${p#problem_}"
+    [[ -f "$pairs/cand_${p}_good.py" ]] && list+=("$p:$problem:$pairs/cand_${p}_good.py")
+  done
+  for entry in "${list[@]}"; do
+    IFS=: read -r name problem candidate <<<"$entry"
     request="$out/$name.request.json"
-    "$python" - "$problem" "$candidate" "$name" > "$request" <<'PY'
+    "$python" - "$problem" "$candidate" > "$request" <<'PY'
 import json, sys
-problem, candidate, name = sys.argv[1:4]
+problem, candidate = sys.argv[1:3]
 print(json.dumps({
     "mode": "profile",
-    "problem": {"name": name, "source": open(problem).read()},
-    "kernel": {"language": "triton", "source": open(candidate).read()},
-    "nvtx_range": "kagent_candidate",
-    "warmup_iterations": 3,
-    "profile_iterations": 1,
-    "seed": 0,
+    "problem_source": open(problem).read(),
+    "kernel_source": open(candidate).read(),
+    "language": "triton",
+    "profile_iters": 1,
+    "profile_warmup_iters": 3,
+    "network_isolation": False,  # ncu reaches its target over loopback TCP
 }))
 PY
-    run_ncu "$name" base "$python" -m kagent_harness profile --request "$request"
+    run_ncu "$name" base "$python" -m kagent_harness profile --request "$request" \
+      --out "$out/$name.result.json"
   done
 fi
 sort -u -o "$out/dropped_metrics.txt" "$out/dropped_metrics.txt"

@@ -78,7 +78,8 @@ class FakeRunner : public CommandRunner {
     if (std::string out = ArgAfter(options.argv, "--out"); !out.empty()) {
       WriteText(out, harness_result);
     }
-    if (auto it = options.env.find("KAGENT_CUPTI_OUT"); it != options.env.end()) {
+    if (auto it = options.env.find("KAGENT_CUPTI_OUT");
+        it != options.env.end() && !cupti_trace.empty()) {
       WriteText(it->second, cupti_trace);
     }
     return result;

@@ -1,0 +1,82 @@
+// kagent_profile_once: runs one ProfileRequest through ProfilerServiceImpl on this
+// machine's GPU (no server) and prints the ProfileResponse as JSON. For checking the
+// real path (harness + ncu or CUPTI) on a GPU machine and recording fixtures.
+//
+//   kagent_profile_once --problem P.py --kernel K.py [--backend auto|ncu|cupti]
+//       [--cupti-lib libkagent_cupti.so] [--pythonpath DIR] [--python PY] [--gpu N]
+//       [--timeout SECONDS] [--raw-out FILE]
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "services/profiler/profiler_service.h"
+
+namespace {
+
+bool ReadAll(const std::string& path, std::string* out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  *out = buffer.str();
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kagent::ProfilerServiceOptions options;
+  kagent::v1::ProfileRequest request;
+  std::string problem_path, kernel_path, raw_out;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    std::string value = argv[i + 1];
+    if (flag == "--problem") problem_path = value;
+    else if (flag == "--kernel") kernel_path = value;
+    else if (flag == "--cupti-lib") options.cupti_library = value;
+    else if (flag == "--pythonpath") options.harness_pythonpath = value;
+    else if (flag == "--python") options.python = value;
+    else if (flag == "--ncu") options.ncu_path = value;
+    else if (flag == "--gpu") options.gpu_index = std::atoi(value.c_str());
+    else if (flag == "--timeout") request.set_timeout_seconds(std::atof(value.c_str()));
+    else if (flag == "--raw-out") raw_out = value;
+    else if (flag == "--backend") {
+      options.backend = value == "ncu"     ? kagent::ProfilerServiceOptions::Backend::kNcu
+                        : value == "cupti" ? kagent::ProfilerServiceOptions::Backend::kCupti
+                                           : kagent::ProfilerServiceOptions::Backend::kAuto;
+    } else {
+      std::cerr << "unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  std::string problem, kernel;
+  if (!ReadAll(problem_path, &problem) || !ReadAll(kernel_path, &kernel)) {
+    std::cerr << "usage: kagent_profile_once --problem P.py --kernel K.py [...]\n";
+    return 2;
+  }
+  request.mutable_problem()->set_name(problem_path);
+  request.mutable_problem()->set_source(problem);
+  request.mutable_kernel()->set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
+  request.mutable_kernel()->set_source(kernel);
+  kagent::ProfilerServiceImpl service(options, nullptr);
+  absl::StatusOr<kagent::v1::ProfileResponse> response = service.RunProfile(request, nullptr);
+  if (!response.ok()) {
+    std::cerr << response.status().ToString() << "\n";
+    return 1;
+  }
+  if (!raw_out.empty()) {
+    std::ofstream(raw_out, std::ios::binary) << response->metrics().raw_csv();
+  }
+  response->mutable_metrics()->clear_raw_csv();
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(*response, &json, print);
+  std::cout << json;
+  return 0;
+}
