@@ -55,9 +55,11 @@ namespace kagent {
 // INVALID_ARGUMENT.
 // ---------------------------------------------------------------------------
 
-// Ids (job, candidate, task) and tenants: 1..128 printable ASCII bytes, no spaces.
+// Ids (job, candidate, task), tenants, and the op_class and gpu_arch of the shared
+// reflexion memory: 1..128 printable ASCII bytes (0x21..0x7e), no spaces.
 inline constexpr size_t kMaxStorageIdBytes = 128;
-// op_class and gpu_arch of the shared reflexion memory: same rule as ids.
+// Idempotency keys: the same rule, up to 256 bytes. Artifact names and checkpoint keys:
+// UTF-8 without control characters.
 inline constexpr size_t kMaxIdempotencyKeyBytes = 256;
 inline constexpr size_t kMaxArtifactNameBytes = 512;
 inline constexpr size_t kMaxArtifactKindBytes = 64;
