@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/source_text.h"
 #include "common/status.h"
 
 namespace kagent {
@@ -47,38 +48,6 @@ struct Stop {
 
 }  // namespace
 
-std::string NormalizeSource(const std::string& source) {
-  std::istringstream in(source);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    // Drop comments (a '#' outside quotes; good enough for generated kernels).
-    bool in_s = false, in_d = false;
-    size_t cut = line.size();
-    for (size_t i = 0; i < line.size(); ++i) {
-      char c = line[i];
-      if (c == '\'' && !in_d) in_s = !in_s;
-      else if (c == '"' && !in_s) in_d = !in_d;
-      else if (c == '#' && !in_s && !in_d) {
-        cut = i;
-        break;
-      }
-    }
-    line.resize(cut);
-    std::string collapsed;
-    bool space = false;
-    for (char c : line) {
-      if (c == ' ' || c == '\t' || c == '\r') {
-        space = !collapsed.empty();
-      } else {
-        if (space) collapsed += ' ';
-        space = false;
-        collapsed += c;
-      }
-    }
-    if (!collapsed.empty()) out += collapsed + "\n";
-  }
-  return out;
-}
 
 // One job's run: the state machine above, executed on the job's thread.
 class JobRun {

@@ -122,10 +122,6 @@ class JobManager {
   prometheus::Family<prometheus::Counter>* gpu_seconds_ = nullptr;
 };
 
-// Source normalized for duplicate detection: comments and blank lines dropped,
-// whitespace runs collapsed.
-std::string NormalizeSource(const std::string& source);
-
 }  // namespace kagent
 
 #endif  // KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_

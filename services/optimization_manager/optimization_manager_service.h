@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/source_text.h"
 #include "engines/kernel_brain.h"
 #include "kagent/v1/optimization_manager_service.grpc.pb.h"
 
@@ -56,10 +57,6 @@ class PythonSourceChecker : public SourceChecker {
   std::string python_;
   absl::Duration timeout_;
 };
-
-// Removes comments, blank lines, trailing whitespace and collapses whitespace runs: two
-// sources equal after this are the same kernel.
-std::string NormalizeSource(const std::string& source);
 
 struct OptimizationManagerOptions {
   int max_parallel_workers = 4;   // threads per Generate call (bounded pool)
