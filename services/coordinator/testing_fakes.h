@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "services/coordinator/gpu_worker.h"
@@ -24,6 +25,8 @@ struct FakeGpu {
   std::atomic<int> max_in_flight{0};
   std::atomic<int> calls{0};
   std::atomic<bool> dead{false};  // calls fail UNAVAILABLE
+  absl::Mutex mu;
+  std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
 };
 
 class FakeWorker : public GpuWorker {
@@ -47,6 +50,8 @@ class FakeWorker : public GpuWorker {
           gpu_->measure(r.reference_kernel().source()).candidate();
     }
     out.mutable_measurement()->set_gpu_seconds(0.1);
+    absl::MutexLock lock(&gpu_->mu);
+    gpu_->completed.push_back(r.task_id());
     return out;
   }
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,

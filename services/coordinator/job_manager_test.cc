@@ -1,0 +1,315 @@
+// The whole loop on the CPU: the real JobManager, Scheduler, SQLite storage and round
+// planner, with fake GPU workers and scripted judge/analyzer/reflector/brain.
+//
+// A kernel's source carries the fixes applied to it as comment lines "# fix:<id>"; the
+// fake GPU times it from them: "good" fixes take 20% off, "bad" ones add 30%, "crash"
+// makes it crash. The scripted analyzer prescribes the fixes listed in `fixes`.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/storage/sqlite_storage.h"
+#include "services/coordinator/job_manager.h"
+#include "services/coordinator/testing_fakes.h"
+#include "services/orchestrator/planner.h"
+
+namespace kagent {
+namespace {
+
+using testing::FakeGpu;
+using testing::FakeWorkerFactory;
+
+constexpr char kProblem[] = "class Model: pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n";
+constexpr char kStart[] = "class ModelNew: pass  # start\n";
+
+v1::Measurement Time(const std::string& source) {
+  v1::Measurement m;
+  double ms = 1.0;
+  bool crash = false;
+  for (absl::string_view line : absl::StrSplit(source, '\n')) {
+    if (!absl::StartsWith(line, "# fix:")) continue;
+    if (absl::StrContains(line, "good")) ms *= 0.8;
+    if (absl::StrContains(line, "bad")) ms *= 1.3;
+    if (absl::StrContains(line, "crash")) crash = true;
+  }
+  if (absl::StrContains(source, "WRONG")) {
+    m.set_verdict(v1::VERDICT_INCORRECT);
+    m.mutable_correctness()->set_reason("max abs error 3.0 at [0]");
+    return m;
+  }
+  if (crash) {
+    m.set_verdict(v1::VERDICT_CRASH);
+    m.mutable_correctness()->set_reason("signal 11");
+    return m;
+  }
+  m.set_verdict(v1::VERDICT_CORRECT);
+  m.mutable_candidate()->set_median_ms(ms);
+  m.mutable_candidate()->set_count(100);
+  return m;
+}
+
+class ScriptedServices : public LoopServices {
+ public:
+  std::vector<std::string> fixes = {"good-1", "crash-1", "good-2", "bad-1"};
+  std::atomic<int> generate_calls{0};
+
+  absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CallCancelToken*) override {
+    v1::DiagnoseResponse out;
+    out.mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
+    out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
+    return out;
+  }
+  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CallCancelToken*) override {
+    v1::PrescribeResponse out;
+    for (const auto& f : fixes) {
+      auto* p = out.add_prescriptions();
+      p->set_pattern_id(f);
+      p->set_expected_speedup(1.2);
+    }
+    return out;
+  }
+  absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r, CallCancelToken*) override {
+    auto plan = kagent::PlanRound(r);  // the real planner
+    if (!plan.ok()) return plan.status();
+    v1::PlanRoundResponse out;
+    *out.mutable_plan() = *plan;
+    return out;
+  }
+  absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CallCancelToken*) override {
+    v1::ReflectResponse out;
+    auto* x = out.mutable_reflexion();
+    bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
+    double a = r.attempt().measurement().candidate().median_ms();
+    double p = r.parent().measurement().candidate().median_ms();
+    x->set_fix_effective(ok && a < p);
+    x->set_actual_speedup(ok && a > 0 ? p / a : 0);
+    x->set_lesson(ok ? "measured" : "failed");
+    if (!x->fix_effective()) x->add_avoid_patterns(r.attempt().prescription().pattern_id());
+    return out;
+  }
+  absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CallCancelToken*) override {
+    generate_calls++;
+    v1::GenerateResponse out;
+    if (r.plan().assignments_size() == 0 && r.parents().empty()) {
+      auto* g = out.add_kernels();
+      g->mutable_kernel()->set_source(kStart);
+      g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+      return out;
+    }
+    for (const auto& a : r.plan().assignments()) {
+      auto* g = out.add_kernels();
+      *g->mutable_assignment() = a;
+      g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+      g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
+                                                   "# fix:", a.prescription().pattern_id(), "\n"));
+    }
+    return out;
+  }
+};
+
+struct Loop {
+  explicit Loop(std::string db_path = ":memory:", absl::Duration gpu_delay = absl::Milliseconds(2)) {
+    storage = *SqliteStorage::Open({.path = db_path});
+    gpu_a.measure = gpu_b.measure = Time;
+    gpu_a.delay = gpu_b.delay = gpu_delay;
+    factory.gpus = {{"a:1", &gpu_a}, {"b:1", &gpu_b}};
+    SchedulerOptions so;
+    so.no_worker_timeout = absl::Seconds(2);
+    scheduler = std::make_unique<Scheduler>(so, storage.get(), &factory, nullptr);
+    REQUIRE(scheduler->RegisterWorker("wa", "a:1", {}, true).ok());
+    REQUIRE(scheduler->RegisterWorker("wb", "b:1", {}, true).ok());
+    manager = std::make_unique<JobManager>(JobDefaults(), storage.get(), scheduler.get(), &services, nullptr);
+  }
+  v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2) {
+    v1::Job j;
+    j.set_id(absl::StrCat("job-", ++n));
+    j.set_tenant("t");
+    j.mutable_problem()->set_name("p");
+    j.mutable_problem()->set_source(kProblem);
+    if (!start.empty()) {
+      j.mutable_start_kernel()->set_source(start);
+      j.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+    }
+    j.mutable_config()->mutable_budget()->set_max_rounds(rounds);
+    j.mutable_config()->set_plateau_rounds(plateau);
+    auto s = manager->Submit(j, "");
+    REQUIRE(s.ok());
+    return *s;
+  }
+  v1::Job WaitDone(const std::string& id, absl::Duration limit = absl::Seconds(60)) {
+    absl::Time end = absl::Now() + limit;
+    while (absl::Now() < end) {
+      auto j = storage->GetJob(id);
+      REQUIRE(j.ok());
+      if (!IsUnfinishedJobState(j->job.state())) {
+        // Let the job thread finish its last writes.
+        for (int i = 0; i < 100 && manager->running_jobs() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+        return storage->GetJob(id)->job;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    FAIL("job " << id << " did not finish");
+    return {};
+  }
+  std::vector<v1::JobEvent> Events(const std::string& id) { return *storage->ListEvents(id, 0, 10000); }
+
+  int n = 0;
+  std::unique_ptr<SqliteStorage> storage;
+  FakeGpu gpu_a, gpu_b;
+  FakeWorkerFactory factory;
+  ScriptedServices services;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<JobManager> manager;
+};
+
+TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(3).id());
+  INFO(job.DebugString());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const v1::JobResult& r = job.result();
+  // good-1 then good-2 stack: 0.8 * 0.8 = 0.64 of the start at least.
+  CHECK(r.speedup_vs_start() >= 1.0 / 0.64 - 1e-6);
+  CHECK(r.speedup_vs_eager() > 0);
+  CHECK(r.speedup_vs_compile() > 0);
+  CHECK(r.trajectory_size() >= 2);
+  CHECK(r.lineage_size() >= 2);
+  CHECK(r.lineage(0) == job.id() + "-c0");
+  CHECK(r.best_measurement().reference_kernel().median_ms() == 1.0);  // start timed in the same run
+  auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  std::map<v1::Verdict, int> verdicts;
+  for (auto& c : cands) verdicts[c.measurement().verdict()]++;
+  CHECK(verdicts[v1::VERDICT_CRASH] >= 1);  // the crash was measured, recorded, survived
+  CHECK(verdicts[v1::VERDICT_CORRECT] >= 3);
+  // A reflexion for every attempt, failed ones included, labelled by round/worker/parent.
+  auto refl = *loop.storage->ListReflexions(job.id());
+  CHECK(refl.size() == cands.size() - 1);
+  for (auto& x : refl) {
+    CHECK(x.round() >= 1);
+    CHECK_FALSE(x.parent_id().empty());
+  }
+  // Events: sequence numbers 1..n without gaps; the last one finishes the job.
+  auto ev = loop.Events(job.id());
+  for (size_t i = 0; i < ev.size(); ++i) CHECK(ev[i].sequence() == static_cast<int64_t>(i + 1));
+  CHECK(ev.back().type() == v1::JOB_EVENT_JOB_FINISHED);
+  // Both GPUs worked, never two tasks at once on one.
+  CHECK(loop.gpu_a.max_in_flight <= 1);
+  CHECK(loop.gpu_b.max_in_flight <= 1);
+}
+
+TEST_CASE("loop: stops on a plateau") {
+  Loop loop;
+  loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4", "bad-5", "bad-6"};
+  v1::Job job = loop.WaitDone(loop.Submit(10, kStart, /*plateau=*/2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(absl::StrContains(job.result().stop_reason(), "plateau"));
+  CHECK(job.current_round() == 2);
+  CHECK(job.result().best_candidate_id() == job.id() + "-c0");  // nothing beat the start
+}
+
+TEST_CASE("loop: stops when the round budget is spent") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(absl::StrContains(job.result().stop_reason(), "round budget"));
+  CHECK(job.result().trajectory_size() == 1);
+}
+
+TEST_CASE("loop: a starting kernel that fails the gate fails the job with the reason") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(3, "class ModelNew: pass  # WRONG\n").id());
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::StrContains(job.error(), "INCORRECT"));
+  CHECK(absl::StrContains(job.error(), "max abs error"));
+}
+
+TEST_CASE("loop: without a starting kernel the brain writes the first one") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(job.start_kernel().source() == kStart);
+}
+
+TEST_CASE("loop: a job whose GPU work cannot run fails with a clear reason") {
+  Loop loop;
+  loop.scheduler->RemoveWorker("wa");
+  loop.scheduler->RemoveWorker("wb");
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::StrContains(job.error(), "no GPU worker"));
+}
+
+TEST_CASE("loop: cancel in mid-round stops the job") {
+  Loop loop(":memory:", absl::Milliseconds(300));
+  v1::Job job = loop.Submit(5);
+  // Wait until round 1 measures.
+  for (int i = 0; i < 500; ++i) {
+    auto j = loop.storage->GetJob(job.id());
+    if (j->job.current_round() >= 1) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  auto c = loop.manager->Cancel(job.id(), "user asked");
+  REQUIRE(c.ok());
+  CHECK(c->state() == v1::JOB_STATE_CANCELLED);
+  v1::Job done = loop.WaitDone(job.id());
+  CHECK(done.state() == v1::JOB_STATE_CANCELLED);
+  CHECK(absl::StrContains(done.result().stop_reason(), "user asked"));
+  for (int i = 0; i < 300 && loop.manager->running_jobs() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  CHECK(loop.manager->running_jobs() == 0);
+  // Cancelling again is idempotent; the final event says CANCELLED.
+  CHECK(loop.manager->Cancel(job.id(), "").ok());
+  CHECK(loop.Events(job.id()).back().state() == v1::JOB_STATE_CANCELLED);
+}
+
+TEST_CASE("loop: a coordinator stopped in mid-round resumes; nothing measured twice") {
+  std::string path = std::filesystem::temp_directory_path() / absl::StrCat("kagent-resume-", getpid(), ".db");
+  std::filesystem::remove(path);
+  std::string id;
+  std::vector<std::string> done_before;
+  {
+    Loop loop(path, absl::Milliseconds(150));
+    id = loop.Submit(3).id();
+    for (int i = 0; i < 1000; ++i) {
+      auto j = loop.storage->GetJob(id);
+      if (j->job.current_round() >= 2) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    absl::SleepFor(absl::Milliseconds(200));  // in the middle of round 2's measurements
+    loop.manager->Shutdown();                  // the "kill": state stays as it was
+    auto j = loop.storage->GetJob(id);
+    REQUIRE(IsUnfinishedJobState(j->job.state()));
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      done_before.insert(done_before.end(), g->completed.begin(), g->completed.end());
+    }
+    REQUIRE(done_before.size() >= 3);  // the baseline and round 1 were measured
+  }
+  Loop again(path);
+  REQUIRE(again.manager->ResumeUnfinished().ok());
+  v1::Job job = again.WaitDone(id);
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  // Every measured task id is stored once; tasks finished before the stop are not re-run:
+  // the measurements after the restart are only those not yet done.
+  auto cands = *again.storage->ListCandidates(id, std::nullopt);
+  std::set<std::string> ids;
+  for (auto& c : cands) CHECK(ids.insert(c.id()).second);
+  // No measurement finished before the stop was run again after it.
+  std::set<std::string> before(done_before.begin(), done_before.end());
+  for (FakeGpu* g : {&again.gpu_a, &again.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    for (const auto& t : g->completed) CHECK(before.count(t) == 0);
+  }
+  CHECK(job.result().trajectory_size() == 3);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace kagent

@@ -1,0 +1,28 @@
+// The deterministic Reflector: HeuristicReflect (services/analyzer/reflexion.h) with the
+// optimization database for try-patterns. An attempt with no correct parent to compare
+// against (a first kernel) gets a reflexion that records its verdict only.
+#ifndef KAGENT_SERVICES_ORCHESTRATOR_HEURISTIC_REFLECTOR_H_
+#define KAGENT_SERVICES_ORCHESTRATOR_HEURISTIC_REFLECTOR_H_
+
+#include <memory>
+
+#include "services/analyzer/analyzer.h"
+#include "services/orchestrator/orchestrator_service.h"
+
+namespace kagent {
+
+class HeuristicReflector : public Reflector {
+ public:
+  // `analyzer` may be null (no try-patterns).
+  explicit HeuristicReflector(std::shared_ptr<const Analyzer> analyzer)
+      : analyzer_(std::move(analyzer)) {}
+  absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
+                                        const v1::Candidate& attempt) override;
+
+ private:
+  std::shared_ptr<const Analyzer> analyzer_;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_SERVICES_ORCHESTRATOR_HEURISTIC_REFLECTOR_H_

@@ -1,0 +1,460 @@
+#include "tools/cli.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "common/client.h"
+#include "common/options.h"
+#include "kagent/v1/job_service.grpc.pb.h"
+#include "tools/report.h"
+
+namespace kagent::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Flags {
+  std::string server = "127.0.0.1:50051";
+  std::string token;
+  std::string tls_ca;
+  std::string kernel;
+  std::string name;
+  std::string strategy;
+  std::string brain;
+  std::string state;
+  std::string reason;
+  std::string kernel_out;
+  int rounds = 0, beam = 0, workers = 0, limit = 50;
+  int64_t from = 0;
+  bool watch = false;
+  double timeout_seconds = 30;
+};
+
+constexpr char kUsage[] =
+    "usage: kagent [--server ADDR] [--token TOKEN] COMMAND ...\n"
+    "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]\n"
+    "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
+    "  watch JOB [--from N]       live progress until the job ends\n"
+    "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
+    "  list [--state S] [--limit N]\n"
+    "  cancel JOB [--reason TEXT]\n"
+    "  export JOB DIR             JSON, kernel files and report.html\n"
+    "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
+    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
+
+std::string StateName(v1::JobState s) {
+  std::string n = v1::JobState_Name(s);
+  return n.rfind("JOB_STATE_", 0) == 0 ? n.substr(10) : n;
+}
+std::string VerdictName(v1::Verdict v) {
+  std::string n = v1::Verdict_Name(v);
+  return n.rfind("VERDICT_", 0) == 0 ? n.substr(8) : n;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  return true;
+}
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+class Client {
+ public:
+  Client(const Flags& f, std::ostream& err) : flags_(f), err_(err) {}
+
+  bool Connect() {
+    ChannelOptions co;
+    co.tls_ca = flags_.tls_ca;
+    auto ch = MakeChannel(flags_.server, co);
+    if (!ch.ok()) {
+      err_ << "kagent: " << ch.status().message() << "\n";
+      return false;
+    }
+    stub_ = v1::JobService::NewStub(*ch);
+    return true;
+  }
+  std::unique_ptr<grpc::ClientContext> Ctx(bool streaming = false) {
+    CallOptions o;
+    o.token = flags_.token;
+    o.timeout = streaming ? absl::Hours(24 * 7) : absl::Seconds(flags_.timeout_seconds);
+    return MakeClientContext(o);
+  }
+  // Prints a failed call; returns the exit code (1).
+  int Fail(const grpc::Status& s) {
+    err_ << "kagent: " << GrpcCode(s.error_code()) << ": " << s.error_message() << "\n";
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      err_ << "  (is the server running at " << flags_.server << "? set --server or KAGENT_SERVER)\n";
+    }
+    return 1;
+  }
+  static std::string GrpcCode(grpc::StatusCode c) {
+    static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                   "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                   "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                   "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+    int i = static_cast<int>(c);
+    return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
+  }
+  v1::JobService::Stub* stub() { return stub_.get(); }
+
+ private:
+  const Flags& flags_;
+  std::ostream& err_;
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+void PrintJob(const v1::Job& j, std::ostream& out) {
+  const v1::JobResult& r = j.result();
+  const v1::Measurement& b = r.best_measurement();
+  out << "job        " << j.id() << "  (" << j.problem().name() << ")\n"
+      << "state      " << StateName(j.state());
+  if (!j.error().empty()) out << "  error: " << j.error();
+  if (!r.stop_reason().empty()) out << "  (" << r.stop_reason() << ")";
+  out << "\nround      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
+  out << absl::StrFormat("gpu time   %.1f GPU-s\n", j.gpu_seconds_used());
+  if (j.has_baseline()) {
+    out << absl::StrFormat("start      %s %.4f ms  (eager %.4f ms, torch.compile %.4f ms)\n",
+                           VerdictName(j.baseline().verdict()), j.baseline().candidate().median_ms(),
+                           j.baseline().eager().median_ms(), j.baseline().compiled().median_ms());
+  }
+  if (!r.trajectory().empty()) {
+    out << "\n round | best ms    | vs start | correct\n -------+------------+----------+--------\n";
+    for (const auto& t : r.trajectory()) {
+      out << absl::StrFormat(" %5d | %10.4f | %7.2fx | %d/%d\n", t.round(), t.best_median_ms(),
+                             t.best_speedup_vs_start(), t.correct(), t.candidates());
+    }
+  }
+  if (!r.best_candidate_id().empty()) {
+    out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
+    out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
+    out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", b.reference_kernel().median_ms(), r.speedup_vs_start());
+    out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
+    out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
+    out << absl::StrFormat("  roofline        %.1f%%\n", r.roofline_efficiency_pct());
+    for (const auto& m : r.extra_shapes()) {
+      double med = m.candidate().median_ms();
+      out << absl::StrFormat("  shape %-10s %s %.4f ms, %.2fx eager, %.2fx compile\n", m.shape_set(),
+                             VerdictName(m.verdict()), med, med > 0 ? m.eager().median_ms() / med : 0,
+                             med > 0 ? m.compiled().median_ms() / med : 0);
+    }
+    out << "  lineage: ";
+    for (int i = 0; i < r.lineage_size(); ++i) out << (i ? " -> " : "") << r.lineage(i);
+    out << "\n  source: kagent get " << j.id() << " --kernel-out best.py   or   kagent export "
+        << j.id() << " DIR\n";
+  }
+}
+
+int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out) {
+  v1::WatchJobRequest req;
+  req.set_job_id(job_id);
+  req.set_from_sequence(from);
+  auto ctx = c.Ctx(/*streaming=*/true);
+  auto reader = c.stub()->WatchJob(ctx.get(), req);
+  bool tty = isatty(STDOUT_FILENO) && &out == &std::cout;
+  v1::JobEvent e;
+  v1::JobState final_state = v1::JOB_STATE_UNSPECIFIED;
+  int total = 0, round = 0;
+  double best = 0;
+  int measured = 0;
+  auto bar = [&] {
+    int width = 30;
+    int done = total > 0 ? std::min(width, width * round / total) : 0;
+    return absl::StrCat("[", std::string(done, '#'), std::string(width - done, '.'), "] round ", round, "/",
+                        total, absl::StrFormat("  best %.2fx  measured %d", best, measured));
+  };
+  while (reader->Read(&e)) {
+    if (e.total_rounds() > 0) total = e.total_rounds();
+    if (e.round() > 0) round = e.round();
+    if (e.best_speedup() > 0) best = e.best_speedup();
+    std::string line;
+    switch (e.type()) {
+      case v1::JOB_EVENT_CANDIDATE_MEASURED:
+        ++measured;
+        line = absl::StrFormat("  %-28s %-14s %10.4f ms  %s", e.candidate().id(),
+                               VerdictName(e.candidate().measurement().verdict()),
+                               e.candidate().measurement().candidate().median_ms(),
+                               e.candidate().prescription().pattern_id());
+        break;
+      case v1::JOB_EVENT_REFLEXION_WRITTEN:
+        line = "    reflexion: " + e.message();
+        break;
+      default:
+        line = absl::StrCat("#", e.sequence(), " ", e.message());
+    }
+    if (tty) out << "\r\033[K";
+    out << line << "\n";
+    if (tty) out << bar() << std::flush;
+    if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state = e.state();
+  }
+  if (tty) out << "\r\033[K" << bar() << "\n";
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return c.Fail(s);
+  if (final_state == v1::JOB_STATE_UNSPECIFIED) {
+    // Resumed past the end: read the state.
+    v1::GetJobRequest g;
+    g.set_job_id(job_id);
+    v1::GetJobResponse r;
+    auto gctx = c.Ctx();
+    if (c.stub()->GetJob(gctx.get(), g, &r).ok()) final_state = r.job().state();
+  }
+  out << "job " << job_id << " " << StateName(final_state) << "\n";
+  return final_state == v1::JOB_STATE_DONE ? 0 : 3;
+}
+
+int Export(Client& c, const std::string& job_id, const std::string& dir, std::ostream& out,
+           std::ostream& err) {
+  v1::GetJobRequest g;
+  g.set_job_id(job_id);
+  v1::GetJobResponse job;
+  auto ctx = c.Ctx();
+  grpc::Status s = c.stub()->GetJob(ctx.get(), g, &job);
+  if (!s.ok()) return c.Fail(s);
+  v1::ListCandidatesRequest lc;
+  lc.set_job_id(job_id);
+  lc.set_include_source(true);
+  v1::ListCandidatesResponse cands;
+  auto ctx2 = c.Ctx();
+  s = c.stub()->ListCandidates(ctx2.get(), lc, &cands);
+  if (!s.ok()) return c.Fail(s);
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "kernels", ec);
+  if (ec) {
+    err << "kagent: cannot create " << dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  auto write = [&](const fs::path& p, const std::string& body) {
+    fs::create_directories(p.parent_path(), ec);
+    std::ofstream f(p, std::ios::binary);
+    f << body;
+    return static_cast<bool>(f);
+  };
+  int files = 0;
+  files += write(fs::path(dir) / "job.json", Json(job.job()));
+  files += write(fs::path(dir) / "candidates.json", Json(cands));
+  std::vector<v1::Candidate> cv(cands.candidates().begin(), cands.candidates().end());
+  std::vector<v1::Reflexion> rv(cands.reflexions().begin(), cands.reflexions().end());
+  for (const auto& cand : cv) {
+    if (!cand.kernel().source().empty()) {
+      files += write(fs::path(dir) / "kernels" / (cand.id() + ".py"), cand.kernel().source());
+    }
+  }
+  if (!job.job().result().best_kernel().source().empty()) {
+    files += write(fs::path(dir) / "best_kernel.py", job.job().result().best_kernel().source());
+  }
+  // Every stored artifact (plans, metrics, reports, reflexions, prompts and replies).
+  v1::GetArtifactsRequest ga;
+  ga.set_job_id(job_id);
+  v1::GetArtifactsResponse arts;
+  auto ctx3 = c.Ctx();
+  s = c.stub()->GetArtifacts(ctx3.get(), ga, &arts);
+  if (s.ok()) {
+    for (const auto& a : arts.artifacts()) {
+      fs::path p = fs::path(dir) / "artifacts" / a.name();
+      if (p.lexically_normal().string().find("..") != std::string::npos) continue;
+      files += write(p, a.content());
+    }
+  } else {
+    err << "kagent: artifacts not exported: " << s.error_message() << "\n";
+  }
+  files += write(fs::path(dir) / "report.html", RenderHtmlReport(job.job(), cv, rv));
+  out << "exported " << files << " files to " << dir << " (open " << (fs::path(dir) / "report.html").string()
+      << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags f;
+  OptionSet o("kagent");
+  o.AddString("server", &f.server, "coordinator address");
+  o.AddString("token", &f.token, "bearer token", /*secret=*/true);
+  o.AddString("tls-ca", &f.tls_ca, "CA (PEM) to verify the server; enables TLS");
+  o.AddString("kernel", &f.kernel, "starting kernel file (submit)");
+  o.AddString("name", &f.name, "problem name (submit; default: the file name)");
+  o.AddString("strategy", &f.strategy, "beam or greedy (submit)");
+  o.AddString("brain", &f.brain, "brain to use (submit)");
+  o.AddString("state", &f.state, "filter by state (list)");
+  o.AddString("reason", &f.reason, "why (cancel)");
+  o.AddString("kernel-out", &f.kernel_out, "write the best kernel here (get)");
+  o.AddInt("rounds", &f.rounds, "round budget (submit)");
+  o.AddInt("beam", &f.beam, "beam width K (submit)");
+  o.AddInt("workers", &f.workers, "candidates per round, split over the beam (submit)");
+  o.AddInt("limit", &f.limit, "page size (list)");
+  o.AddInt("from", &f.from, "resume from this event sequence number (watch)");
+  o.AddBool("watch", &f.watch, "after submit, watch the job");
+  o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
+  std::vector<const char*> argv;
+  argv.push_back("kagent");
+  for (const auto& a : args) argv.push_back(a.c_str());
+  absl::Status parsed = o.Parse(static_cast<int>(argv.size()), argv.data());
+  if (o.help_requested() || (parsed.ok() && o.positional().empty())) {
+    (o.help_requested() ? out : err) << kUsage;
+    return o.help_requested() ? 0 : 2;
+  }
+  if (!parsed.ok()) {
+    err << "kagent: " << parsed.message() << "\n" << kUsage;
+    return 2;
+  }
+  const std::vector<std::string>& pos = o.positional();
+  const std::string& cmd = pos[0];
+  auto need = [&](size_t n, const char* what) {
+    if (pos.size() != n + 1) {
+      err << "kagent " << cmd << ": expected " << what << "\n" << kUsage;
+      return false;
+    }
+    return true;
+  };
+  Client c(f, err);
+  if (cmd == "submit") {
+    if (!need(1, "PROBLEM.py")) return 2;
+    v1::SubmitJobRequest req;
+    if (!ReadFile(pos[1], req.mutable_problem()->mutable_source())) {
+      err << "kagent: cannot read " << pos[1] << "\n";
+      return 2;
+    }
+    std::string name = f.name.empty() ? fs::path(pos[1]).stem().string() : f.name;
+    req.mutable_problem()->set_name(name);
+    if (!f.kernel.empty()) {
+      if (!ReadFile(f.kernel, req.mutable_start_kernel()->mutable_source())) {
+        err << "kagent: cannot read " << f.kernel << "\n";
+        return 2;
+      }
+      bool cuda = req.start_kernel().source().find("load_inline") != std::string::npos;
+      req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);
+      req.mutable_start_kernel()->set_origin("user:" + fs::path(f.kernel).filename().string());
+    }
+    v1::JobConfig* cfg = req.mutable_config();
+    if (o.SourceOf("rounds") != "default") cfg->mutable_budget()->set_max_rounds(f.rounds);
+    if (o.SourceOf("beam") != "default") cfg->set_beam_width(f.beam);
+    if (o.SourceOf("workers") != "default") {
+      int k = o.SourceOf("beam") != "default" && f.beam > 0 ? f.beam : 2;
+      if (f.workers < 1) {
+        err << "kagent: --workers must be >= 1\n";
+        return 2;
+      }
+      cfg->set_fixes_per_kernel(std::max(1, (f.workers + k - 1) / k));
+    }
+    if (!f.strategy.empty()) {
+      std::string s = absl::AsciiStrToLower(f.strategy);
+      if (s == "beam") cfg->set_strategy(v1::SEARCH_STRATEGY_BEAM);
+      else if (s == "greedy") cfg->set_strategy(v1::SEARCH_STRATEGY_GREEDY);
+      else {
+        err << "kagent: --strategy must be beam or greedy\n";
+        return 2;
+      }
+    }
+    if (!f.brain.empty()) cfg->set_brain(f.brain);
+    if (!c.Connect()) return 1;
+    v1::SubmitJobResponse resp;
+    auto ctx = c.Ctx();
+    grpc::Status s = c.stub()->SubmitJob(ctx.get(), req, &resp);
+    if (!s.ok()) return c.Fail(s);
+    out << "submitted " << resp.job().id() << " (" << name << ")\n";
+    if (f.watch) return Watch(c, resp.job().id(), 0, out);
+    out << "watch it with: kagent watch " << resp.job().id() << "\n";
+    return 0;
+  }
+  if (cmd == "watch") {
+    if (!need(1, "JOB")) return 2;
+    if (!c.Connect()) return 1;
+    return Watch(c, pos[1], f.from, out);
+  }
+  if (cmd == "get") {
+    if (!need(1, "JOB")) return 2;
+    if (!c.Connect()) return 1;
+    v1::GetJobRequest req;
+    req.set_job_id(pos[1]);
+    v1::GetJobResponse resp;
+    auto ctx = c.Ctx();
+    grpc::Status s = c.stub()->GetJob(ctx.get(), req, &resp);
+    if (!s.ok()) return c.Fail(s);
+    PrintJob(resp.job(), out);
+    if (!f.kernel_out.empty()) {
+      const std::string& src = resp.job().result().best_kernel().source();
+      if (src.empty()) {
+        err << "kagent: job has no best kernel yet\n";
+        return 1;
+      }
+      std::ofstream(f.kernel_out) << src;
+      out << "best kernel written to " << f.kernel_out << "\n";
+    }
+    return 0;
+  }
+  if (cmd == "list") {
+    if (!need(0, "no arguments")) return 2;
+    v1::ListJobsRequest req;
+    req.set_page_size(f.limit);
+    if (!f.state.empty()) {
+      v1::JobState st;
+      std::string name = "JOB_STATE_" + absl::AsciiStrToUpper(f.state);
+      if (!v1::JobState_Parse(name, &st)) {
+        err << "kagent: unknown --state " << f.state
+            << " (queued, baseline, rounds, done, failed, cancelled)\n";
+        return 2;
+      }
+      req.set_state(st);
+    }
+    if (!c.Connect()) return 1;
+    v1::ListJobsResponse resp;
+    auto ctx = c.Ctx();
+    grpc::Status s = c.stub()->ListJobs(ctx.get(), req, &resp);
+    if (!s.ok()) return c.Fail(s);
+    out << absl::StrFormat("%-18s %-10s %-6s %-9s %s\n", "JOB", "STATE", "ROUND", "SPEEDUP", "PROBLEM");
+    for (const auto& j : resp.jobs()) {
+      out << absl::StrFormat("%-18s %-10s %-6d %-9s %s\n", j.id(), StateName(j.state()), j.current_round(),
+                             j.result().speedup_vs_start() > 0
+                                 ? absl::StrFormat("%.2fx", j.result().speedup_vs_start())
+                                 : "-",
+                             j.problem().name());
+    }
+    if (!resp.next_page_token().empty()) out << "(more: raise --limit)\n";
+    return 0;
+  }
+  if (cmd == "cancel") {
+    if (!need(1, "JOB")) return 2;
+    if (!c.Connect()) return 1;
+    v1::CancelJobRequest req;
+    req.set_job_id(pos[1]);
+    req.set_reason(f.reason);
+    v1::CancelJobResponse resp;
+    auto ctx = c.Ctx();
+    grpc::Status s = c.stub()->CancelJob(ctx.get(), req, &resp);
+    if (!s.ok()) return c.Fail(s);
+    out << "job " << resp.job().id() << " " << StateName(resp.job().state()) << "\n";
+    return 0;
+  }
+  if (cmd == "export") {
+    if (!need(2, "JOB DIR")) return 2;
+    if (!c.Connect()) return 1;
+    return Export(c, pos[1], pos[2], out, err);
+  }
+  err << "kagent: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
+}
+
+}  // namespace kagent::cli

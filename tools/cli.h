@@ -1,0 +1,29 @@
+// The kagent command-line client's commands, as a library so tests can run them.
+//
+//   kagent [--server ADDR] [--token TOKEN] COMMAND [ARGS] [FLAGS]
+//     submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]
+//            [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]
+//     watch JOB [--from N]
+//     get JOB [--kernel-out FILE]
+//     list [--state STATE] [--limit N]
+//     cancel JOB [--reason TEXT]
+//     export JOB DIR
+//
+// --server defaults to KAGENT_SERVER, else 127.0.0.1:50051; --token to KAGENT_TOKEN.
+// Exit codes: 0 success; 1 the server answered an error; 2 bad usage; 3 the job ended
+// FAILED or CANCELLED (submit --watch, watch).
+#ifndef KAGENT_TOOLS_CLI_H_
+#define KAGENT_TOOLS_CLI_H_
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kagent::cli {
+
+// Runs one invocation; writes to `out` and `err`.
+int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace kagent::cli
+
+#endif  // KAGENT_TOOLS_CLI_H_

@@ -1,0 +1,76 @@
+// CLI tests that need no server: usage errors and the HTML report.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "tools/cli.h"
+#include "tools/report.h"
+
+namespace kagent {
+namespace {
+
+int RunCli(std::vector<std::string> args, std::string* out, std::string* err) {
+  std::ostringstream o, e;
+  int rc = cli::Run(args, o, e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+TEST_CASE("cli: usage errors exit 2 with a message") {
+  std::string out, err;
+  CHECK(RunCli({}, &out, &err) == 2);
+  CHECK(err.find("usage") != std::string::npos);
+  CHECK(RunCli({"frobnicate"}, &out, &err) == 2);
+  CHECK(err.find("unknown command") != std::string::npos);
+  CHECK(RunCli({"get"}, &out, &err) == 2);
+  CHECK(RunCli({"submit", "/nonexistent/problem.py"}, &out, &err) == 2);
+  CHECK(err.find("cannot read") != std::string::npos);
+  CHECK(RunCli({"list", "--state", "sleeping"}, &out, &err) == 2);
+  CHECK(RunCli({"--bogus", "list"}, &out, &err) == 2);
+  CHECK(RunCli({"--help"}, &out, &err) == 0);
+  CHECK(out.find("submit PROBLEM.py") != std::string::npos);
+}
+
+TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {
+  std::string out, err;
+  int rc = RunCli({"--server", "127.0.0.1:1", "--timeout-seconds", "2", "list"}, &out, &err);
+  CHECK(rc == 1);
+  CHECK(err.find("UNAVAILABLE") != std::string::npos);
+  CHECK(err.find("--server") != std::string::npos);
+}
+
+TEST_CASE("report: escapes text and holds every section") {
+  CHECK(HtmlEscape("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  v1::Job job;
+  job.set_id("job-1");
+  job.mutable_problem()->set_name("matvec<script>");
+  job.set_state(v1::JOB_STATE_DONE);
+  auto* r = job.mutable_result();
+  r->set_best_candidate_id("job-1-r1-w0");
+  r->set_speedup_vs_start(2.5);
+  r->mutable_best_kernel()->set_source("def f(): return 1 < 2");
+  for (int i = 1; i <= 3; ++i) {
+    auto* t = r->add_trajectory();
+    t->set_round(i);
+    t->set_best_speedup_vs_start(1.0 + i * 0.5);
+  }
+  r->add_lineage("job-1-c0");
+  r->add_lineage("job-1-r1-w0");
+  v1::Candidate c;
+  c.set_id("job-1-r1-w0");
+  c.mutable_measurement()->set_verdict(v1::VERDICT_CORRECT);
+  c.mutable_metrics()->add_kernels();
+  c.mutable_metrics()->set_roofline_efficiency_pct(88);
+  std::string html = RenderHtmlReport(job, {c}, {});
+  CHECK(html.find("matvec&lt;script&gt;") != std::string::npos);
+  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("Best speedup by round") != std::string::npos);
+  CHECK(html.find("<polyline") != std::string::npos);
+  CHECK(html.find("Roofline") != std::string::npos);
+  CHECK(html.find("2.50x") != std::string::npos);
+  CHECK(html.find("1 &lt; 2") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kagent
