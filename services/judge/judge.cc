@@ -219,7 +219,10 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
 
   const double mean_launch_ns = view.total_duration_ns() / view.launches();
   std::optional<double> gpu_busy = view.Get(metric::kGpuBusy);
-  const bool short_launches = view.total_duration_ns() > 0 && mean_launch_ns < o.launch_bound_ns;
+  const bool short_launches =
+      view.total_duration_ns() > 0 &&
+      (mean_launch_ns < o.launch_bound_ns ||
+       (view.launches() >= o.many_launches && mean_launch_ns < o.many_launches_mean_ns));
   const bool mostly_idle = gpu_busy && *gpu_busy < o.min_gpu_busy_pct;
   const bool launch_bound = short_launches || mostly_idle;
 
@@ -265,18 +268,23 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   auto is = [&](BottleneckCategory c) { return primary == c || secondary == c; };
 
   // --- Sub-diagnoses used for the limiter and the causes.
-  // Busiest memory unit.
+  // The limiting memory unit. DRAM when its throughput is near its ceiling (>= 80%) or
+  // makes up the memory SOL (>= 90% of it): every DRAM byte also crosses L2, so a busier
+  // L2 does not make a streaming kernel L2-bound. Otherwise the busier of L2 and L1.
   std::string memory_unit;
-  std::string memory_unit_metric;
   {
-    std::optional<double> best;
-    for (const auto& [name, unit] : {std::pair{metric::kDramThroughput, "dram_bandwidth"},
-                                     std::pair{metric::kL2Throughput, "l2_bandwidth"},
-                                     std::pair{metric::kL1Throughput, "l1_bandwidth"}}) {
-      if (auto v = view.Get(name); v && (!best || *v > *best)) {
-        best = v;
-        memory_unit = unit;
-        memory_unit_metric = name;
+    std::optional<double> dram = view.Get(metric::kDramThroughput);
+    if (dram && (*dram >= o.dram_near_peak_pct || (memory && *dram >= 0.9 * *memory))) {
+      memory_unit = "dram_bandwidth";
+    } else {
+      std::optional<double> best;
+      for (const auto& [name, unit] : {std::pair{metric::kL2Throughput, "l2_bandwidth"},
+                                       std::pair{metric::kL1Throughput, "l1_bandwidth"},
+                                       std::pair{metric::kDramThroughput, "dram_bandwidth"}}) {
+        if (auto v = view.Get(name); v && (!best || *v > *best)) {
+          best = v;
+          memory_unit = unit;
+        }
       }
     }
   }
@@ -349,10 +357,13 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
       rb.Cite(&c, metric::kL2Throughput, "%", "L2 bandwidth in use: the busiest memory unit");
       if (dram) rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth, below the L2 load");
     } else if (memory_unit == "l1_bandwidth") {
-      absl::StrAppend(&text, "; L1/shared memory is the busiest unit at ",
+      absl::StrAppend(&text, "; L1/shared memory is the busiest memory unit at ",
                       Pct(*view.Get(metric::kL1Throughput)),
-                      ": uncoalesced or redundant loads, or shared-memory bank conflicts, "
-                      "load L1 more than the data requires");
+                      IsReuseOp(op_class)
+                          ? ": the traffic is on chip (shared-memory staging of the MMA operands); "
+                            "larger tiles or fewer shared-memory round trips per FLOP relieve it"
+                          : ": the traffic is on chip; uncoalesced or redundant loads, or "
+                            "shared-memory bank conflicts, load L1 more than the data requires");
       rb.Cite(&c, metric::kL1Throughput, "%", "L1TEX/shared-memory throughput: the busiest unit");
       if (dram) rb.Cite(&c, metric::kDramThroughput, "%", "HBM bandwidth, below the L1 load");
     }
@@ -400,12 +411,18 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   auto launch_cause = [&]() {
     if (short_launches) {
       RootCause c;
+      const bool tiny = mean_launch_ns < o.launch_bound_ns;
       c.set_cause(absl::StrCat(
-          "Launch-bound: ", view.launches(), " launch", view.launches() == 1 ? "" : "es",
+          "Launch-bound: ", view.launches(), view.launches() == 1 ? " launch" : " launches",
           " averaging ", Micros(mean_launch_ns), " each (", Micros(view.total_duration_ns()),
-          " in all) is under ", Micros(o.launch_bound_ns),
-          " per launch, so the fixed cost of a launch (a few us of host, driver and GPU "
-          "front-end work) is comparable to the work itself"));
+          " in all)",
+          tiny ? absl::StrCat(" is under ", Micros(o.launch_bound_ns),
+                              " per launch, so the fixed cost of a launch (a few us of host, "
+                              "driver and GPU front-end work) is comparable to the work itself")
+               : absl::StrCat(": with ", o.many_launches, " or more launches under ",
+                              Micros(o.many_launches_mean_ns),
+                              " each, the per-launch costs (a few us each) add up; fewer, "
+                              "fused launches remove them")));
       rb.Cite(&c, metric::kDuration, "ns", "mean GPU time of one launch of the diagnosed kernel");
       rb.Cite(&c, metric::kMeanLaunchDuration, "ns", "mean GPU time per launch over all kernels");
       rb.Cite(&c, metric::kLaunches, "count", "kernel launches in the profiled range");

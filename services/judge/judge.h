@@ -8,8 +8,9 @@
 //
 // Rules, in priority order (the first that fires is primary, the next one secondary):
 //   1. at-roofline       efficiency = max(compute SOL, memory SOL) >= 95%
-//   2. launch-bound      mean kernel duration per launch < 10 us, or kernels keep the GPU
-//                        busy < 50% of the measured wall-clock median
+//   2. launch-bound      mean kernel duration per launch < 10 us, or >= 3 launches with a
+//                        mean < 20 us, or kernels keep the GPU busy < 50% of the measured
+//                        wall-clock median
 //   3. memory-/compute-bound  the larger SOL >= 60% (ties go to memory); when both are
 //                        >= 60% the other side follows as the next category
 //   4. grid-underfilled  fewer CTAs than SMs (launch__grid_size < sm_count)
@@ -52,6 +53,10 @@ struct JudgeOptions {
   double low_occupancy_pct = 50.0;
   // Mean kernel duration per launch below this is launch-bound (launch cost is a few us).
   double launch_bound_ns = 10000.0;
+  // Many short kernels: at least this many launches with a mean below
+  // many_launches_mean_ns are launch-bound too.
+  int many_launches = 3;
+  double many_launches_mean_ns = 20000.0;
   // Kernel time below this share of the wall-clock median is overhead-bound.
   double min_gpu_busy_pct = 50.0;
   // DRAM throughput at or above this is "near peak".

@@ -42,9 +42,9 @@ absl::Status CheckKernel(const KernelMetrics& kernel, absl::string_view where) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype) {
+// Maps a torch dtype name ("bfloat16", "float32", ...) to the GpuSpec.peak_flops key
+// ("bf16", "fp32", ...). Empty when unknown.
+std::string PeakKeyForDtype(absl::string_view torch_dtype) {
   std::string d = absl::AsciiStrToLower(torch_dtype);
   if (absl::StartsWith(d, "torch.")) d = d.substr(6);
   if (d == "bfloat16") return "bf16";
@@ -54,6 +54,8 @@ std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype) {
   if (absl::StartsWith(d, "float8")) return "fp8";
   return "";
 }
+
+}  // namespace
 
 absl::StatusOr<ProfileView> ProfileView::Build(const HardwareMetrics& metrics,
                                                const GpuSpec& gpu,
@@ -181,7 +183,7 @@ absl::StatusOr<ProfileView> ProfileView::Build(const HardwareMetrics& metrics,
     }
     if (seconds > 0 && op_signature->flops() > 0 && !op_signature->ops().empty() &&
         !op_signature->ops(0).inputs().empty()) {
-      std::string key = PeakFlopsKeyForDtype(op_signature->ops(0).inputs(0).dtype());
+      std::string key = PeakKeyForDtype(op_signature->ops(0).inputs(0).dtype());
       auto peak = gpu.peak_flops().find(key);
       if (!key.empty() && peak != gpu.peak_flops().end() && peak->second > 0) {
         view.values_[metric::kAchievedFlopsPct] =

@@ -76,10 +76,6 @@ class ProfileView {
   kagent::v1::GpuSpec gpu_;
 };
 
-// Maps a torch dtype name ("bfloat16", "float32", ...) to the GpuSpec.peak_flops key
-// ("bf16", "fp32", ...). Empty when unknown.
-std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype);
-
 }  // namespace kagent
 
 #endif  // KAGENT_SERVICES_JUDGE_PROFILE_VIEW_H_
