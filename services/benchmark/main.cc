@@ -8,7 +8,7 @@ int main(int argc, char** argv) {
   return kagent::ServiceMain(
       argc, argv, "kagent-benchmark", [&](kagent::OptionSet& o) { options.Register(o); },
       [&](kagent::ServiceContext& ctx) {
-        kagent::ResolveWorkerPaths(options, argv[0]);
+        kagent::ResolveWorkerPaths(options);
         return kagent::SetUpWorker(options, ctx);
       });
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/client.h"
 #include "common/grpc_status.h"
+#include "common/install_paths.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
@@ -91,32 +92,19 @@ absl::Status WorkerOptions::Validate() const {
   return absl::OkStatus();
 }
 
-void ResolveWorkerPaths(WorkerOptions& o, const std::string& argv0) {
-  std::error_code ec;
-  fs::path exe = fs::canonical("/proc/self/exe", ec);
-  if (ec) exe = fs::absolute(argv0);
-  // The source root: walk up from the binary looking for python/kagent_harness.
-  fs::path root;
-  for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
-    if (fs::exists(p / "python" / "kagent_harness" / "__init__.py")) {
-      root = p;
-      break;
-    }
+void ResolveWorkerPaths(WorkerOptions& o) {
+  if (o.harness_dir.empty()) {
+    std::string pkg = FindInstallFile("python/kagent_harness/__init__.py");
+    if (!pkg.empty()) o.harness_dir = fs::path(pkg).parent_path().parent_path().string();
   }
-  if (root.empty() && fs::exists(fs::current_path() / "python" / "kagent_harness")) {
-    root = fs::current_path();
-  }
-  if (o.harness_dir.empty() && !root.empty()) o.harness_dir = (root / "python").string();
-  if (o.python.empty()) {
-    o.python = (!root.empty() && fs::exists(root / ".venv" / "bin" / "python"))
-                   ? (root / ".venv" / "bin" / "python").string()
-                   : "python3";
-  }
+  if (o.python.empty()) o.python = DefaultPython();
   if (o.cupti_lib.empty() && o.device == "cuda") {
-    for (fs::path p : {exe.parent_path() / "libkagent_cupti.so",
-                       exe.parent_path().parent_path() / "services" / "profiler" / "libkagent_cupti.so"}) {
-      if (fs::exists(p)) {
-        o.cupti_lib = p.string();
+    // Next to the binary (an install) or in the build tree.
+    for (const char* rel : {"libkagent_cupti.so", "services/profiler/libkagent_cupti.so",
+                            "build/services/profiler/libkagent_cupti.so"}) {
+      std::string p = FindInstallFile(rel);
+      if (!p.empty()) {
+        o.cupti_lib = p;
         break;
       }
     }

@@ -31,7 +31,7 @@ struct WorkerOptions {
 };
 
 // Fills defaults that depend on the install (python, harness dir, cupti lib).
-void ResolveWorkerPaths(WorkerOptions& o, const std::string& argv0);
+void ResolveWorkerPaths(WorkerOptions& o);
 
 // Asks the harness which GPU this is (gpuinfo) and returns its spec; on device "cpu", a
 // spec named "cpu (triton interpreter)". FAILED_PRECONDITION when no GPU is visible.

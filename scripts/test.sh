@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets up (Debian packages, .venv), builds with warnings as errors, and runs every test:
+# the C++ unit and integration tests (CTest) and the Python harness and template tests
+# (pytest under Triton's CPU interpreter). Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+start=$(date +%s)
+bash scripts/setup.sh
+bash scripts/build.sh -DKAGENT_WERROR=ON
+echo "build: done in $(( $(date +%s) - start )) s"
+
+status=0
+export TRITON_INTERPRET=1
+echo "== pytest: harness and templates (Triton interpreter, CPU) =="
+.venv/bin/python -m pytest -q -p no:cacheprovider python/tests engines/heuristic/tests || status=1
+echo "== ctest: C++ unit and integration tests =="
+(cd build && ctest --output-on-failure -j2 --timeout 1500) || status=1
+echo "tests: done in $(( $(date +%s) - start )) s (status $status)"
+exit $status

@@ -1,0 +1,285 @@
+// Integration tests: the real kagentd and kagent binaries on loopback (ports chosen by
+// the kernel), with a CPU worker that runs candidates under Triton's interpreter.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/client.h"
+#include "kagent/v1/job_service.grpc.pb.h"
+#include "tests/integration/health.grpc.pb.h"
+#include "tests/integration/process.h"
+
+namespace kagent::testing {
+namespace {
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Daemon {
+  explicit Daemon(std::string dir, std::vector<std::string> extra = {}) : dir(std::move(dir)) {
+    std::vector<std::string> argv = {BinaryDir() + "/tools/kagentd", "--listen=127.0.0.1:0",
+                                     "--metrics-listen=127.0.0.1:0", "--gpus=cpu",
+                                     "--db=" + this->dir + "/kagent.db", "--drain-seconds=1",
+                                     "--no-worker-timeout-seconds=20"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc = std::make_unique<Process>(argv, std::map<std::string, std::string>{},
+                                     this->dir + "/kagentd.log");
+    ready = proc->ReadyLine(absl::Seconds(120));
+    INFO(proc->Log());
+    REQUIRE(ready.is_object());
+    port = ready["port"];
+    metrics_port = ready["metrics_port"];
+    channel = *MakeChannel(absl::StrCat("127.0.0.1:", port), ChannelOptions());
+    jobs = v1::JobService::NewStub(channel);
+  }
+  std::string addr() const { return absl::StrCat("127.0.0.1:", port); }
+  int Cli(std::vector<std::string> args, std::string* out, std::string* err = nullptr) {
+    std::vector<std::string> argv = {BinaryDir() + "/tools/kagent", "--server", addr()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string e;
+    int rc = RunCommand(argv, out, err ? err : &e);
+    return rc;
+  }
+  std::string dir;
+  std::unique_ptr<Process> proc;
+  nlohmann::json ready;
+  int port = 0, metrics_port = 0;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::JobService::Stub> jobs;
+};
+
+std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "") {
+  CallOptions o;
+  o.timeout = absl::Seconds(20);
+  o.token = token;
+  return MakeClientContext(o);
+}
+
+std::string Fixture(const std::string& name) { return SourceDir() + "/python/tests/fixtures/" + name; }
+
+v1::SubmitJobRequest ReluAddJob(int rounds) {
+  v1::SubmitJobRequest r;
+  r.mutable_problem()->set_name("relu_add");
+  r.mutable_problem()->set_source(ReadFile(Fixture("problem_relu_add.py")));
+  r.mutable_start_kernel()->set_source(ReadFile(Fixture("cand_relu_add_good.py")));
+  r.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_config()->mutable_budget()->set_max_rounds(rounds);
+  return r;
+}
+
+TEST_CASE("kagentd: health, reflection-ready server, and /metrics", "[integration]") {
+  Daemon d(TempDir());
+  auto health = grpc::health::v1::Health::NewStub(d.channel);
+  for (const char* svc : {"", "kagent.liveness", "kagent.v1.JobService"}) {
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(svc);
+    grpc::health::v1::HealthCheckResponse resp;
+    auto ctx = Ctx();
+    REQUIRE(health->Check(ctx.get(), req, &resp).ok());
+    CHECK(resp.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  // One call so the gRPC counters have a sample.
+  v1::ListJobsRequest lr;
+  v1::ListJobsResponse lresp;
+  auto ctx = Ctx();
+  REQUIRE(d.jobs->ListJobs(ctx.get(), lr, &lresp).ok());
+  std::string metrics = HttpGet(d.metrics_port, "/metrics");
+  for (const char* name : {"kagent_grpc_server_started_total", "kagent_grpc_server_handled_total",
+                           "kagent_grpc_server_handling_seconds_bucket", "kagent_jobs",
+                           "kagent_gpu_queue_depth", "kagent_gpu_workers", "kagent_build_info",
+                           "kagent_benchmark_gpu_queue_depth"}) {
+    INFO(name);
+    CHECK(absl::StrContains(metrics, name));
+  }
+  CHECK(absl::StrContains(metrics, "method=\"ListJobs\""));
+  // SIGTERM: drains and exits 0.
+  d.proc->Signal(SIGTERM);
+  CHECK(d.proc->Wait(absl::Seconds(30)) == 0);
+}
+
+TEST_CASE("kagentd: every bad input gets a precise status and stores nothing", "[integration]") {
+  Daemon d(TempDir());
+  auto submit = [&](v1::SubmitJobRequest r) {
+    v1::SubmitJobResponse resp;
+    auto ctx = Ctx();
+    return d.jobs->SubmitJob(ctx.get(), r, &resp);
+  };
+  v1::SubmitJobRequest good = ReluAddJob(1);
+  {
+    v1::SubmitJobRequest r;
+    CHECK(submit(r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);  // missing problem
+  }
+  {
+    auto r = good;
+    r.mutable_problem()->set_source("");
+    auto s = submit(r);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), "problem.source"));
+  }
+  {
+    auto r = good;
+    r.mutable_problem()->set_source(std::string(2 << 20, '#') + "class Model def get_inputs");
+    CHECK(submit(r).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  {
+    auto r = good;
+    r.mutable_config()->mutable_budget()->set_max_rounds(-3);
+    auto s = submit(r);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), "max_rounds"));
+  }
+  {
+    auto r = good;
+    r.mutable_config()->mutable_budget()->set_max_wall_seconds(1e12);
+    CHECK(submit(r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    auto r = good;
+    r.mutable_config()->set_strategy(static_cast<v1::SearchStrategy>(42));
+    CHECK(submit(r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    auto r = good;
+    r.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_UNSPECIFIED);
+    CHECK(submit(r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    auto r = good;
+    r.mutable_config()->set_brain("gpt-99");
+    CHECK(submit(r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // Unknown job, bad page size, bad state filter, negative resume point.
+  v1::GetJobRequest g;
+  g.set_job_id("job-doesnotexist");
+  v1::GetJobResponse gr;
+  auto c1 = Ctx();
+  CHECK(d.jobs->GetJob(c1.get(), g, &gr).error_code() == grpc::StatusCode::NOT_FOUND);
+  v1::ListJobsRequest l;
+  l.set_page_size(100000);
+  v1::ListJobsResponse lr;
+  auto c2 = Ctx();
+  CHECK(d.jobs->ListJobs(c2.get(), l, &lr).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  l.set_page_size(10);
+  l.set_state(static_cast<v1::JobState>(99));
+  auto c3 = Ctx();
+  CHECK(d.jobs->ListJobs(c3.get(), l, &lr).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  v1::CancelJobRequest cr;
+  cr.set_job_id("job-doesnotexist");
+  v1::CancelJobResponse cresp;
+  auto c4 = Ctx();
+  CHECK(d.jobs->CancelJob(c4.get(), cr, &cresp).error_code() == grpc::StatusCode::NOT_FOUND);
+  // Nothing was stored by any of it.
+  l.set_state(v1::JOB_STATE_UNSPECIFIED);
+  auto c5 = Ctx();
+  REQUIRE(d.jobs->ListJobs(c5.get(), l, &lr).ok());
+  CHECK(lr.jobs_size() == 0);
+  // Users cannot register workers.
+  v1::RegisterWorkerRequest rw;
+  rw.set_worker_id("w");
+  rw.set_address("127.0.0.1:1");
+  v1::RegisterWorkerResponse rwr;
+  auto c6 = Ctx();
+  // Auth is off here: every caller is trusted, so the call is judged on its content.
+  CHECK(d.jobs->RegisterWorker(c6.get(), rw, &rwr).ok());
+}
+
+TEST_CASE("kagentd: auth on — tokens, tenants, and another tenant's job", "[integration]") {
+  std::string dir = TempDir();
+  std::ofstream(dir + "/tokens") << "alice-token-0123456789 alice\nbob-token-0123456789ab bob\n";
+  Daemon d(dir, {"--tokens-file=" + dir + "/tokens"});
+  v1::SubmitJobResponse resp;
+  auto c0 = Ctx();
+  CHECK(d.jobs->SubmitJob(c0.get(), ReluAddJob(1), &resp).error_code() ==
+        grpc::StatusCode::UNAUTHENTICATED);
+  auto c1 = Ctx("wrong-token");
+  CHECK(d.jobs->SubmitJob(c1.get(), ReluAddJob(1), &resp).error_code() ==
+        grpc::StatusCode::UNAUTHENTICATED);
+  auto c2 = Ctx("alice-token-0123456789");
+  REQUIRE(d.jobs->SubmitJob(c2.get(), ReluAddJob(1), &resp).ok());
+  std::string job = resp.job().id();
+  CHECK(resp.job().tenant() == "alice");
+  // Bob can neither see nor cancel nor list Alice's job.
+  v1::GetJobRequest g;
+  g.set_job_id(job);
+  v1::GetJobResponse gr;
+  auto c3 = Ctx("bob-token-0123456789ab");
+  CHECK(d.jobs->GetJob(c3.get(), g, &gr).error_code() == grpc::StatusCode::NOT_FOUND);
+  v1::CancelJobRequest cr;
+  cr.set_job_id(job);
+  v1::CancelJobResponse cresp;
+  auto c4 = Ctx("bob-token-0123456789ab");
+  CHECK(d.jobs->CancelJob(c4.get(), cr, &cresp).error_code() == grpc::StatusCode::NOT_FOUND);
+  v1::ListJobsRequest l;
+  v1::ListJobsResponse lr;
+  auto c5 = Ctx("bob-token-0123456789ab");
+  REQUIRE(d.jobs->ListJobs(c5.get(), l, &lr).ok());
+  CHECK(lr.jobs_size() == 0);
+  auto c6 = Ctx("alice-token-0123456789");
+  REQUIRE(d.jobs->ListJobs(c6.get(), l, &lr).ok());
+  CHECK(lr.jobs_size() == 1);
+  // A tenant token cannot register GPU workers.
+  v1::RegisterWorkerRequest rw;
+  rw.set_worker_id("w");
+  rw.set_address("127.0.0.1:1");
+  v1::RegisterWorkerResponse rwr;
+  auto c7 = Ctx("alice-token-0123456789");
+  CHECK(d.jobs->RegisterWorker(c7.get(), rw, &rwr).error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  // Alice cancels her job through the CLI (token from the environment).
+  std::string out, err;
+  std::vector<std::string> argv = {BinaryDir() + "/tools/kagent", "--server", d.addr(), "cancel", job};
+  CHECK(RunCommand(argv, &out, &err, {{"KAGENT_TOKEN", "alice-token-0123456789"}}) == 0);
+  CHECK(absl::StrContains(out, "CANCELLED"));
+  CHECK(RunCommand(argv, &out, &err) == 1);  // no token
+  CHECK(absl::StrContains(err, "UNAUTHENTICATED"));
+}
+
+TEST_CASE("kagentd: a real job end to end on the CPU worker; survives a restart", "[integration][slow]") {
+  std::string dir = TempDir();
+  std::string job;
+  {
+    Daemon d(dir);
+    std::string out, err;
+    int rc = d.Cli({"submit", Fixture("problem_relu_add.py"), "--kernel", Fixture("cand_relu_add_good.py"),
+                    "--rounds", "1", "--beam", "1", "--workers", "1", "--watch"},
+                   &out, &err);
+    INFO(out << err << d.proc->Log().substr(0, 20000));
+    CHECK(rc == 0);
+    REQUIRE(absl::StrContains(out, "submitted job-"));
+    job = out.substr(out.find("job-"), 16);
+    CHECK(absl::StrContains(out, "DONE"));
+    REQUIRE(d.Cli({"get", job}, &out) == 0);
+    CHECK(absl::StrContains(out, "best kernel"));
+    CHECK(absl::StrContains(out, "torch.compile"));
+    REQUIRE(d.Cli({"list"}, &out) == 0);
+    CHECK(absl::StrContains(out, job));
+    REQUIRE(d.Cli({"export", job, dir + "/export"}, &out) == 0);
+    CHECK(absl::StrContains(ReadFile(dir + "/export/report.html"), "Best speedup by round"));
+    CHECK(!ReadFile(dir + "/export/best_kernel.py").empty());
+    CHECK(absl::StrContains(ReadFile(dir + "/export/job.json"), "\"speedup_vs_eager\""));
+    // Watching a finished job replays its events and ends.
+    REQUIRE(d.Cli({"watch", job}, &out) == 0);
+    CHECK(absl::StrContains(out, "DONE"));
+    d.proc->Signal(SIGTERM);
+    REQUIRE(d.proc->Wait(absl::Seconds(30)) == 0);
+  }
+  Daemon again(dir);
+  std::string out;
+  REQUIRE(again.Cli({"get", job}, &out) == 0);
+  CHECK(absl::StrContains(out, "DONE"));
+  REQUIRE(again.Cli({"list"}, &out) == 0);
+  CHECK(absl::StrContains(out, job));
+}
+
+}  // namespace
+}  // namespace kagent::testing

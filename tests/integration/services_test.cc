@@ -1,0 +1,97 @@
+// Integration test: the seven services as separate processes on loopback, wired by
+// address exactly as on a cluster; a GPU worker (CPU device) registers itself.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/client.h"
+#include "kagent/v1/job_service.grpc.pb.h"
+#include "tests/integration/health.grpc.pb.h"
+#include "tests/integration/process.h"
+
+namespace kagent::testing {
+namespace {
+
+struct Svc {
+  std::string name;
+  std::unique_ptr<Process> proc;
+  int port = 0, metrics_port = 0;
+  std::string addr() const { return absl::StrCat("127.0.0.1:", port); }
+};
+
+Svc Start(const std::string& dir, const std::string& binary, std::vector<std::string> flags) {
+  Svc s;
+  s.name = binary;
+  std::vector<std::string> argv = {BinaryDir() + "/services/" + binary, "--listen=127.0.0.1:0",
+                                   "--metrics-listen=127.0.0.1:0", "--drain-seconds=1",
+                                   "--internal-token=cluster-internal-token"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::string exe_name = binary.substr(binary.find('/') + 1);
+  s.proc = std::make_unique<Process>(argv, std::map<std::string, std::string>{},
+                                     dir + "/" + exe_name + ".log");
+  auto ready = s.proc->ReadyLine(absl::Seconds(120));
+  INFO(binary << ": " << s.proc->Log());
+  REQUIRE(ready.is_object());
+  s.port = ready["port"];
+  s.metrics_port = ready["metrics_port"];
+  return s;
+}
+
+TEST_CASE("seven services as separate processes", "[integration][slow]") {
+  std::string dir = TempDir();
+  std::vector<Svc> svcs;
+  svcs.push_back(Start(dir, "judge/kagent-judge", {}));
+  svcs.push_back(Start(dir, "analyzer/kagent-analyzer", {}));
+  svcs.push_back(Start(dir, "orchestrator/kagent-orchestrator", {}));
+  svcs.push_back(Start(dir, "optimization_manager/kagent-optimization-manager", {}));
+  svcs.push_back(Start(dir, "profiler/kagent-profiler", {}));
+  svcs.push_back(Start(dir, "coordinator/kagent-coordinator",
+                       {"--db=" + dir + "/kagent.db", "--judge=" + svcs[0].addr(),
+                        "--analyzer=" + svcs[1].addr(), "--orchestrator=" + svcs[2].addr(),
+                        "--optimization-manager=" + svcs[3].addr(), "--no-worker-timeout-seconds=60"}));
+  const Svc& coord = svcs.back();
+  svcs.push_back(Start(dir, "benchmark/kagent-benchmark",
+                       {"--device=cpu", "--coordinator=" + coord.addr(), "--lease-renew-seconds=2"}));
+
+  // Every service answers health and serves /metrics.
+  for (const Svc& s : svcs) {
+    INFO(s.name);
+    auto ch = *MakeChannel(s.addr(), ChannelOptions());
+    auto health = grpc::health::v1::Health::NewStub(ch);
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    CallOptions o;
+    o.timeout = absl::Seconds(10);
+    auto ctx = MakeClientContext(o);
+    REQUIRE(health->Check(ctx.get(), req, &resp).ok());
+    CHECK(resp.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+    CHECK(absl::StrContains(HttpGet(s.metrics_port, "/metrics"), "kagent_build_info"));
+  }
+
+  // A job crosses every process: coordinator -> worker (registered by itself) ->
+  // judge/analyzer/orchestrator/optimization manager.
+  std::string out, err;
+  std::vector<std::string> argv = {BinaryDir() + "/tools/kagent", "--server", coord.addr(), "submit",
+                                   SourceDir() + "/python/tests/fixtures/problem_relu_add.py", "--kernel",
+                                   SourceDir() + "/python/tests/fixtures/cand_relu_add_good.py",
+                                   "--rounds", "1", "--beam", "1", "--workers", "1", "--watch"};
+  int rc = RunCommand(argv, &out, &err);
+  INFO(out << err);
+  for (const Svc& s : svcs) INFO(s.name << " log: " << s.proc->Log().substr(0, 6000));
+  CHECK(rc == 0);
+  CHECK(absl::StrContains(out, "DONE"));
+
+  // SIGTERM stops each cleanly.
+  for (auto it = svcs.rbegin(); it != svcs.rend(); ++it) {
+    INFO(it->name);
+    it->proc->Signal(SIGTERM);
+    CHECK(it->proc->Wait(absl::Seconds(30)) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace kagent::testing

@@ -1,0 +1,261 @@
+// kagentd: every kagent service in one process — the embedded default.
+//
+// One public gRPC server (the coordinator's JobService) on --listen; the judge, analyzer,
+// orchestrator and optimization manager on an internal loopback server that the
+// coordinator calls over real gRPC, exactly as it would call them on other hosts; and one
+// GPU worker (BenchmarkService + ProfilerService) per local GPU, each on its own loopback
+// server, pinned to its GPU. With no GPU (or --gpus=cpu), one worker runs candidates on the
+// CPU under Triton's interpreter: correctness is real, timings are plumbing only.
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/install_paths.h"
+#include "common/logging.h"
+#include "common/service_main.h"
+#include "common/subprocess/subprocess.h"
+#include "services/analyzer/analyzer_setup.h"
+#include "services/benchmark/worker_setup.h"
+#include "services/coordinator/coordinator_setup.h"
+#include "services/judge/judge_setup.h"
+#include "services/optimization_manager/optimization_manager_setup.h"
+#include "services/orchestrator/orchestrator_setup.h"
+
+namespace kagent {
+namespace {
+
+struct DaemonOptions {
+  std::string gpus = "auto";  // auto | cpu | none | 0,1,...
+  std::string python;
+  std::string harness_dir;
+  std::string cupti_lib;
+  std::string ncu = "ncu";
+  std::string optimization_db;
+
+  void Register(OptionSet& o) {
+    o.AddString("gpus", &gpus,
+                "GPU workers: auto (every visible GPU, else one CPU worker), cpu, none, or a "
+                "list of device indices like 0,1");
+    o.AddString("python", &python, "Python with torch and triton (default .venv/bin/python)");
+    o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
+    o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
+    o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
+    o.AddString("optimization-db", &optimization_db, "optimization database file");
+    o.AddValidator([this]() -> absl::Status {
+      if (gpus == "auto" || gpus == "cpu" || gpus == "none") return absl::OkStatus();
+      for (absl::string_view g : absl::StrSplit(gpus, ',')) {
+        int i;
+        if (!absl::SimpleAtoi(g, &i) || i < 0 || i > 63) {
+          return absl::InvalidArgumentError("--gpus must be auto, cpu, none or indices like 0,1");
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+
+// How many CUDA devices the harness's Python sees (0 when none or torch is missing).
+int CountCudaDevices(const std::string& python) {
+  SubprocessOptions so;
+  so.argv = {python, "-c", "import torch; print(torch.cuda.device_count())"};
+  so.inherit_env = true;
+  so.timeout = absl::Seconds(120);
+  absl::StatusOr<SubprocessResult> r = RunSubprocess(so);
+  int n = 0;
+  if (r.ok() && r->ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(r->stdout_data), &n)) return n;
+  KLOG(WARNING) << "could not count CUDA devices with " << python << ": "
+                << (r.ok() ? r->Describe() + " " + r->stderr_data.substr(0, 300) : r.status().ToString());
+  return 0;
+}
+
+// A loopback server with its own context (internal services, one per GPU worker).
+struct Side {
+  ServerOptions options;
+  ServiceContext ctx;
+  std::unique_ptr<ServiceHost> host;
+};
+
+absl::StatusOr<std::unique_ptr<Side>> MakeSide(const ServerOptions& main, Metrics* metrics,
+                                               const Authenticator* auth) {
+  auto side = std::make_unique<Side>();
+  side->options = main;
+  side->options.listen = "127.0.0.1:0";
+  auto host = ServiceHost::Create(side->options, metrics);
+  if (!host.ok()) return host.status();
+  side->host = *std::move(host);
+  side->ctx.server_options = &side->options;
+  side->ctx.metrics = metrics;
+  side->ctx.host = side->host.get();
+  side->ctx.auth = auth;
+  return side;
+}
+
+void RunStopHooks(ServiceContext& ctx) {
+  for (auto it = ctx.stop_hooks_.rbegin(); it != ctx.stop_hooks_.rend(); ++it) (*it)();
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  SetLogService("kagentd");
+  ServerOptions so;
+  so.listen = "127.0.0.1:50051";
+  so.metrics_listen = "127.0.0.1:9464";
+  CoordinatorOptions co;
+  DaemonOptions dopts;
+  OptimizationManagerSetupOptions mo;
+  OptionSet options("kagentd");
+  so.Register(options);
+  co.Register(options);
+  dopts.Register(options);
+  absl::Status parsed = options.Parse(argc, argv);
+  if (options.help_requested()) {
+    std::cout << options.Usage();
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::cerr << "kagentd: " << parsed.message() << "\n";
+    return 2;
+  }
+  // The services call each other with the internal token; with auth on and none given,
+  // make one for this process.
+  if (!so.tokens_file.empty() && so.internal_token.empty()) {
+    std::random_device rd;
+    so.internal_token = absl::StrFormat("kagentd-%016x%016x", (uint64_t{rd()} << 32) | rd(),
+                                        (uint64_t{rd()} << 32) | rd());
+  }
+  auto auth = MakeAuthenticator(so);
+  if (!auth.ok()) {
+    std::cerr << "kagentd: " << auth.status().message() << "\n";
+    return 2;
+  }
+  options.LogEffective();
+  auto metrics = Metrics::Create(so.metrics_listen);
+  if (!metrics.ok()) {
+    KLOG(ERROR) << metrics.status();
+    return 1;
+  }
+  Metrics* m = metrics->get();
+  const Authenticator* a = auth->get();
+
+  // 1. The internal services.
+  auto internal = MakeSide(so, m, a);
+  if (!internal.ok()) {
+    KLOG(ERROR) << internal.status();
+    return 1;
+  }
+  Side& in = **internal;
+  mo.python = dopts.python;
+  absl::Status s = SetUpJudge(in.ctx);
+  if (s.ok()) s = SetUpAnalyzer(dopts.optimization_db, in.ctx);
+  if (s.ok()) {
+    OrchestratorOptions oo;
+    oo.optimization_db = dopts.optimization_db;
+    s = SetUpOrchestrator(oo, in.ctx);
+  }
+  if (s.ok()) s = SetUpOptimizationManager(mo, in.ctx);
+  if (s.ok()) s = in.host->Start();
+  if (!s.ok()) {
+    KLOG(ERROR) << "internal services failed to start: " << s;
+    return 1;
+  }
+  std::string internal_addr = absl::StrCat("127.0.0.1:", in.host->port());
+
+  // 2. GPU workers.
+  std::vector<std::pair<std::string, std::string>> devices;  // (device, index)
+  std::string python = dopts.python.empty() ? DefaultPython() : dopts.python;
+  if (dopts.gpus == "auto") {
+    int n = CountCudaDevices(python);
+    for (int i = 0; i < n; ++i) devices.push_back({"cuda", std::to_string(i)});
+    if (n == 0) {
+      KLOG(WARNING) << "no CUDA GPU visible: running one CPU worker under Triton's interpreter "
+                       "(correctness is checked for real; timings are not GPU timings)";
+      devices.push_back({"cpu", "0"});
+    }
+  } else if (dopts.gpus == "cpu") {
+    devices.push_back({"cpu", "0"});
+  } else if (dopts.gpus != "none") {
+    for (absl::string_view g : absl::StrSplit(dopts.gpus, ',')) devices.push_back({"cuda", std::string(g)});
+  }
+  std::vector<std::unique_ptr<Side>> workers;
+  std::string static_workers;
+  for (const auto& [device, index] : devices) {
+    auto side = MakeSide(so, m, a);
+    if (!side.ok()) {
+      KLOG(ERROR) << side.status();
+      return 1;
+    }
+    WorkerOptions wo;
+    wo.device = device;
+    (void)absl::SimpleAtoi(index, &wo.gpu);
+    wo.python = dopts.python;
+    wo.harness_dir = dopts.harness_dir;
+    wo.cupti_lib = dopts.cupti_lib;
+    wo.ncu = dopts.ncu;
+    ResolveWorkerPaths(wo);
+    s = SetUpWorker(wo, (*side)->ctx);
+    if (s.ok()) s = (*side)->host->Start();
+    if (!s.ok()) {
+      KLOG(ERROR) << "GPU worker " << wo.worker_id << " failed to start: " << s;
+      return 1;
+    }
+    absl::StrAppend(&static_workers, static_workers.empty() ? "" : ",", wo.worker_id, "=127.0.0.1:",
+                    (*side)->host->port());
+    workers.push_back(*std::move(side));
+  }
+  if (workers.empty()) {
+    KLOG(WARNING) << "no GPU workers (--gpus=none): jobs wait for workers to register";
+  }
+
+  // 3. The coordinator on the public server.
+  auto host = ServiceHost::Create(so, m);
+  if (!host.ok()) {
+    KLOG(ERROR) << host.status();
+    return 1;
+  }
+  ServiceContext ctx;
+  ctx.server_options = &so;
+  ctx.metrics = m;
+  ctx.host = host->get();
+  ctx.auth = a;
+  if (!static_workers.empty()) {
+    co.workers = co.workers.empty() ? static_workers : co.workers + "," + static_workers;
+  }
+  s = SetUpCoordinator(co, ctx, internal_addr, nullptr);
+  if (s.ok()) s = (*host)->Start();
+  if (!s.ok()) {
+    KLOG(ERROR) << "coordinator failed to start: " << s;
+    return 1;
+  }
+  for (auto& hook : ctx.start_hooks_) {
+    absl::Status hs = hook();
+    if (!hs.ok()) KLOG(ERROR) << "start hook failed: " << hs;
+  }
+  std::cout << "{\"service\":\"kagentd\",\"port\":" << (*host)->port() << ",\"metrics_port\":" << m->port()
+            << ",\"internal_port\":" << in.host->port() << ",\"workers\":" << workers.size() << "}"
+            << std::endl;
+  KLOG(INFO) << "kagentd ready on " << so.listen << " with " << workers.size() << " worker(s)";
+
+  WaitForTerminationSignal();
+  (*host)->Drain();
+  RunStopHooks(ctx);
+  for (auto& w : workers) {
+    w->host->Drain();
+    RunStopHooks(w->ctx);
+  }
+  in.host->Drain();
+  RunStopHooks(in.ctx);
+  KLOG(INFO) << "kagentd stopped";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kagent
+
+int main(int argc, char** argv) { return kagent::Main(argc, argv); }
