@@ -397,7 +397,7 @@ TEST_CASE("circuit breaker opens, fails fast, then recovers half-open", "[llm][b
   HttpLlmClientOptions options = FastOptions(*server);
   options.retry.max_attempts = 1;
   options.breaker.failure_threshold = 2;
-  options.breaker.cooldown = absl::Milliseconds(300);
+  options.breaker.cooldown = absl::Milliseconds(800);  // generous: CI machines are busy
   HttpLlmClient client(options, MakeOpenAiProtocol());
 
   server->Enqueue(OpenAiError(500, "down", "server_error"));
@@ -415,7 +415,7 @@ TEST_CASE("circuit breaker opens, fails fast, then recovers half-open", "[llm][b
   CHECK(server->request_count() == 2);
 
   // After the cool-down a failing probe re-opens it...
-  absl::SleepFor(absl::Milliseconds(350));
+  absl::SleepFor(absl::Milliseconds(900));
   server->Enqueue(OpenAiError(503, "still down", "server_error"));
   CHECK(absl::IsUnavailable(client.Chat(Hello()).status()));
   CHECK(client.breaker().state() == CircuitBreaker::State::kOpen);
@@ -424,7 +424,7 @@ TEST_CASE("circuit breaker opens, fails fast, then recovers half-open", "[llm][b
   CHECK(server->request_count() == 3);
 
   // ...and a succeeding probe closes it.
-  absl::SleepFor(absl::Milliseconds(350));
+  absl::SleepFor(absl::Milliseconds(900));
   server->Enqueue(OpenAiReply("back"));
   auto probe = client.Chat(Hello());
   REQUIRE(probe.ok());
