@@ -91,6 +91,11 @@ def main():
                      f"{med:.4f}" if isinstance(med, float) else "-", f"{wall:.1f}",
                      reason[:110]))
         print("\t".join(rows[-1]), flush=True)
+        h = res.get("harness") or {}
+        if v == "CORRECT" and cand:
+            print(f"  checks: {h.get('checks')}; warnings: {h.get('warnings')}; "
+                  f"wall median {h.get('wall_median_ms')}; burst/call "
+                  f"{h.get('supervisor_burst_ms_per_call')}", flush=True)
         if name == "case_study_baselines":
             db = (res.get("harness") or {}).get("do_bench_median_ms", {})
             for label in ("eager", "compiled"):
