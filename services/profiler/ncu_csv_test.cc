@@ -65,6 +65,18 @@ TEST_CASE("Parses every kernel of a multi-kernel range, with NVTX columns", "[nc
   CHECK(report->kernels[2].grid(1) == 512);
 }
 
+TEST_CASE("Parses a profile taken through the real harness", "[ncu_csv]") {
+  absl::StatusOr<NcuCsvReport> report = ParseNcuCsv(ReadFixture("h200_harness_relu_add.csv"));
+  REQUIRE(report.ok());
+  REQUIRE(report->kernels.size() == 1);
+  CHECK(report->kernels[0].kernel_name() == "relu_add_kernel");
+  CHECK(report->kernels[0].duration_ns() > 0);
+  CHECK(report->kernels[0].values().count(
+            "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio") == 1);
+  CHECK(report->kernels[0].values().count(
+            "smsp__average_warps_issue_stalled_memory_throttle_per_issue_active.ratio") == 0);
+}
+
 TEST_CASE("Automatic and base units parse to the same values", "[ncu_csv]") {
   absl::StatusOr<NcuCsvReport> base = ParseNcuCsv(ReadFixture("h200_multi.csv"));
   absl::StatusOr<NcuCsvReport> automatic = ParseNcuCsv(ReadFixture("h200_multi.auto_units.csv"));
