@@ -35,7 +35,8 @@ A pattern applies to a diagnosis when all of its preconditions hold:
 - **metrics**: every threshold on a metric the profile has holds. A metric the profile
   lacks rejects the pattern only when the condition is `required`; otherwise the
   condition is skipped and adds nothing to the score. Metric names are Nsight Compute
-  names, or values the judge derives (`kagent__*`, see docs/judge.md).
+  names, or values the judge derives (`kagent__*`, see docs/judge.md). Values come from
+  the profile's dominant kernel, else from the evidence the judge's rules cited.
 - **op_classes**: the problem's op class is listed, or `*` (an unknown op class matches
   `*` only).
 - **archs**: `*`, an exact architecture (`sm_90`), or that architecture or newer

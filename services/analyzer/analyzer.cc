@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -79,6 +80,22 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
       limiters.push_back(*occupancy);
     }
   }
+  // Values the judge cited: they include derived values the request cannot recompute
+  // (kagent__gpu_busy_pct needs the timing, kagent__dram_bytes_over_min_bytes the op
+  // signature). The profile's own values take precedence.
+  std::map<std::string, double> cited;
+  for (const auto& cause : report.root_causes()) {
+    if (cause.source() != "rules") continue;
+    for (const auto& e : cause.evidence()) cited.emplace(e.metric(), e.value());
+  }
+  auto lookup = [&](const std::string& metric) -> std::optional<double> {
+    if (view) {
+      if (std::optional<double> v = view->Get(metric)) return v;
+    }
+    auto it = cited.find(metric);
+    if (it != cited.end()) return it->second;
+    return std::nullopt;
+  };
   const std::string op_class = request.op_class();
   const std::string arch = request.gpu().arch();
 
@@ -136,7 +153,7 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
     bool rejected = false;
     double strength = 0;
     for (const MetricCondition& cond : pre.metrics) {
-      std::optional<double> value = view ? view->Get(cond.metric) : std::nullopt;
+      std::optional<double> value = lookup(cond.metric);
       if (!value) {
         if (cond.required) {
           rejected = true;

@@ -11,7 +11,10 @@
 //   - limiters (when listed): the report's limiter, or the kernel's occupancy limiter when
 //     theoretical occupancy is under 50%, is one of them;
 //   - metric thresholds: every condition on a present metric holds; a missing metric
-//     rejects the pattern only when the condition is "required";
+//     rejects the pattern only when the condition is "required". Values come from the
+//     request's profile (the dominant kernel, as the judge reads it), else from the
+//     evidence the judge's rules cited (derived values such as kagent__gpu_busy_pct that
+//     need the timing or op signature the analyzer does not get);
 //   - op class: the pattern lists the request's op class or "*" (an unknown op class
 //     matches "*" only);
 //   - arch: one of the pattern's archs accepts the GPU's ("*", "sm_90", "sm_80+"); an

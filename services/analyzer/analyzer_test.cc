@@ -151,6 +151,27 @@ TEST_CASE("tiny launch-bound kernel: CUDA graphs and fewer launches", "[analyzer
   CHECK(!Has(ids, "fuse-kernel-chain"));             // needs >= 2 launches
 }
 
+TEST_CASE("values the judge cited count for preconditions", "[analyzer]") {
+  // With the wall-clock median the judge derives kagent__gpu_busy_pct = 40% and cites it;
+  // the analyzer has no timing but matches avoid-host-overhead (busy < 50%) from it.
+  kagent::v1::DiagnoseRequest diagnose;
+  REQUIRE(testing::LoadJsonFixture("tests/fixtures/metrics/tiny_launch_bound.json", diagnose.mutable_metrics()).ok());
+  REQUIRE(testing::LoadJsonFixture("tests/fixtures/metrics/gpu_h200.json", diagnose.mutable_gpu()).ok());
+  diagnose.mutable_timing()->set_median_ms(0.0072);
+  auto report = Judge().Diagnose(diagnose);
+  REQUIRE(report.ok());
+  PrescribeRequest request;
+  *request.mutable_report() = *report;
+  *request.mutable_metrics() = diagnose.metrics();
+  *request.mutable_gpu() = diagnose.gpu();
+  request.set_op_class("elementwise");
+  auto ids = Ids(CheckPrescriptions(request));
+  CHECK(Has(ids, "avoid-host-overhead"));
+  request.clear_report();
+  *request.mutable_report() = RequestFor("tiny_launch_bound.json", "elementwise").report();
+  CHECK(!Has(Ids(CheckPrescriptions(request)), "avoid-host-overhead"));
+}
+
 TEST_CASE("grid-underfilled row sum: split the rows", "[analyzer]") {
   PrescribeRequest request = RequestFor("grid_underfilled.json", "reduction");
   auto ids = Ids(CheckPrescriptions(request));
@@ -215,9 +236,12 @@ TEST_CASE("an unknown op class gets only op-neutral patterns", "[analyzer]") {
 TEST_CASE("without metrics, patterns with required thresholds drop out", "[analyzer]") {
   PrescribeRequest request = RequestFor("register_limited.json", "norm");
   request.clear_metrics();
-  auto ids = Ids(*RealAnalyzer()->Prescribe(request));
-  // spread-row-over-more-warps requires launch__registers_per_thread > 64.
-  CHECK(!Has(ids, "spread-row-over-more-warps"));
+  // The judge cited launch__registers_per_thread = 128: that alone still satisfies
+  // spread-row-over-more-warps (registers > 64, required).
+  CHECK(Has(Ids(*RealAnalyzer()->Prescribe(request)), "spread-row-over-more-warps"));
+  // Without the profile and without the judge's evidence the metric is unknown.
+  request.mutable_report()->clear_root_causes();
+  CHECK(!Has(Ids(*RealAnalyzer()->Prescribe(request)), "spread-row-over-more-warps"));
 }
 
 TEST_CASE("bad analyzer requests are INVALID_ARGUMENT", "[analyzer]") {
