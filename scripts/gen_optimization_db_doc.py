@@ -50,6 +50,18 @@ op class + 0.25 for a specific architecture. The ranking drops the job's avoid-l
 one already kept: declared in `conflicts_with` (either side), or changing a knob in the
 opposite direction (or to another literal value).
 
+## Targets and reflexion
+
+Each pattern names a `target`: the metric the fix is meant to move, and which way. After
+an attempt is measured, the heuristic reflexion (`services/analyzer/reflexion.h`)
+compares the attempt with its parent: the fix is *effective* when the speedup (parent
+median / attempt median) clears the measurement noise (half the p10-p90 spread, 1% to
+5%); the diagnosis is *confirmed* when the target metric moved the intended way by more
+than 1% (without metrics: when the fix was effective). A fix that regressed or failed
+(compile error, crash, wrong result, timeout, OOM, rejection; not an infrastructure
+error) goes on the avoid-list; the patterns to try next are the analyzer's next
+prescriptions, without those that contradict an effective fix.
+
 ## Knob changes
 
 A knob change is `xN` (multiply), `/N` (divide), `+N` / `-N` (add / subtract), or a
