@@ -334,9 +334,9 @@ def _profiled_call(st, torch):
 def _cmd_time(st, msg, torch, fn, time_callable):
     device = st.device
     flush_bytes = int(msg.get("flush_bytes", 0))
-    # Calibration: what the host clock adds to an empty call (flush + sync latency).
+    # Calibration: what the host clock adds to an empty call (sync latency).
     noop = time_callable(lambda: None, device, reps=20, warmup_iters=3, warmup_ms=0.0,
-                         flush_bytes=flush_bytes)
+                         flush_bytes=0)
     if flush_bytes:
         buf = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device)
         if device == "cuda":

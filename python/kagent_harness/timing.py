@@ -1,17 +1,12 @@
 """The one timing function. Eager, torch.compile and the candidate all go through it.
 
-GPU protocol, per call (warm-up calls included, so every call looks the same to a tracer),
-starting from an idle device:
-  1. host clock t0; flush L2: zero a buffer of flush_bytes (>= 2x L2) on the current
-     stream (asynchronous: the host goes on while the GPU flushes);
-  2. start event recorded on the current stream, right behind the flush;
-  3. fn();
-  4. end event recorded; torch.cuda.synchronize() (device-wide, so work left on side
+GPU protocol, per call (warm-up calls included, so every call looks the same to a tracer):
+  1. flush L2: zero a buffer of flush_bytes (>= 2x L2) on the current stream;
+  2. torch.cuda.synchronize() (device-wide);
+  3. host clock t0; start event recorded on the current stream;
+  4. fn();
+  5. end event recorded; torch.cuda.synchronize() (device-wide, so work left on side
      streams is finished before the next call); host clock t1.
-As in triton.testing.do_bench, the host launches fn while the GPU flushes, so launch
-latency shorter than the flush is hidden and the events time the GPU work; a host-side
-overhead longer than the flush is counted. t1 - t0 includes the flush: the
-cross-check subtracts the same gap measured on an empty callable.
 Warm-up runs until both warmup_iters calls and warmup_ms have passed (capped at
 max_warmup_s), then `reps` timed calls. Per call it reports the event time (the
 measurement) and the host wall time t1 - t0 (a cross-check: work the end event does not
@@ -45,13 +40,13 @@ def time_callable(fn, device, reps, warmup_iters, warmup_ms, flush_bytes=0,
     times, walls = [], []
 
     def call(timed):
+        if flush is not None:
+            flush.zero_()
+        _sync(device)
         if use_events:
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            # The device is idle here (the previous call ended with a device-wide sync).
             t0 = time.perf_counter()
-            if flush is not None:
-                flush.zero_()
             start.record()
             fn()
             end.record()
@@ -61,8 +56,6 @@ def time_callable(fn, device, reps, warmup_iters, warmup_ms, flush_bytes=0,
                 times.append(float(start.elapsed_time(end)))
                 walls.append((t1 - t0) * 1e3)
         else:
-            if flush is not None:
-                flush.zero_()
             t0 = time.perf_counter()
             fn()
             t1 = time.perf_counter()
