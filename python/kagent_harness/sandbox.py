@@ -172,6 +172,8 @@ class Child:
         pid = self.proc.pid
         try:
             resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            # Files the child writes (outputs, logs, caches) live in RAM on /dev/shm.
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (16 * 1024**3, 16 * 1024**3))
             cpu = int(self.timeout_s * max(2, os.cpu_count() or 2) + 60)
             resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
             if self.device == "cpu":
@@ -325,6 +327,9 @@ class Child:
             if sig in CRASH_SIGNALS:
                 return ChildFailure(P.CRASH, f"the candidate process died of "
                                     f"{CRASH_SIGNALS[sig]} {when}")
+            if sig == signal.SIGXFSZ:
+                return ChildFailure(P.CRASH, f"the candidate process exceeded the file size "
+                                    f"limit {when}")
             if sig == signal.SIGXCPU:
                 return ChildFailure(P.TIMEOUT, f"CPU time limit exceeded {when}")
             if sig == signal.SIGKILL:

@@ -228,3 +228,28 @@ def test_time_callable_honours_counts_on_cpu():
 def test_time_callable_warmup_ms_is_a_floor():
     res = time_callable(lambda: None, "cpu", reps=1, warmup_iters=1, warmup_ms=30)
     assert res["warmup_calls"] > 1
+
+
+# -- sandbox ----------------------------------------------------------------------------
+def test_rss_of_a_process_tree_and_workdir_privacy():
+    import os
+    import stat
+    from kagent_harness.sandbox import _rss_bytes, make_workdir
+    assert _rss_bytes(os.getpid()) > 10 * 1024 * 1024
+    assert _rss_bytes(2**22 + 12345) == 0  # no such process
+    d = make_workdir()
+    try:
+        assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    finally:
+        os.rmdir(d)
+
+
+def test_child_exception_classification():
+    from kagent_harness.child import classify_exception
+    assert classify_exception(MemoryError(), "call") == "OOM"
+    assert classify_exception(RuntimeError("CUDA out of memory. Tried"), "call") == "OOM"
+    assert classify_exception(RuntimeError("an illegal memory access was encountered"),
+                              "call") == "CRASH"
+    assert classify_exception(SyntaxError("x"), "import") == "COMPILE_ERROR"
+    assert classify_exception(ValueError("x"), "construct") == "COMPILE_ERROR"
+    assert classify_exception(ValueError("x"), "call") == "CRASH"
