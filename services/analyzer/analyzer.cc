@@ -56,8 +56,14 @@ absl::StatusOr<std::unique_ptr<Analyzer>> Analyzer::FromFile(const std::string& 
 
 absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest& request) const {
   const auto& report = request.report();
-  if (!request.has_report() || report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
-    return absl::InvalidArgumentError("report is required: report.primary must be set (run the judge first)");
+  // Without a profile (no hardware counters: a CPU worker, or profiling failed) there is
+  // no diagnosis to match; patterns are then matched on the op class and architecture
+  // alone, and those whose preconditions need a category or a metric cannot apply.
+  const bool unprofiled = request.metrics().kernels().empty() &&
+                          report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED;
+  if (!unprofiled && report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        "report.primary must be set when metrics are given (run the judge first)");
   }
   if (request.max_results() < 0 || request.max_results() > options_.max_results_limit) {
     return absl::InvalidArgumentError(absl::StrCat("max_results must be in [0, ", options_.max_results_limit,
@@ -107,7 +113,12 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
 
     // Category.
     double category_score = 0;
-    if (std::find(pre.categories.begin(), pre.categories.end(), report.primary()) != pre.categories.end()) {
+    if (unprofiled) {
+      // Only op-class-specific patterns: a generic one has nothing to go on.
+      if (ListHas(pre.op_classes, "*")) continue;
+      category_score = options_.any_category_weight;
+      m.reasons.push_back("no profile: matched on the op class");
+    } else if (std::find(pre.categories.begin(), pre.categories.end(), report.primary()) != pre.categories.end()) {
       category_score = options_.primary_weight;
       m.reasons.push_back(absl::StrCat("primary ", CategoryName(report.primary())));
     } else if (report.secondary() != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED &&

@@ -23,6 +23,9 @@
 // matched + 1.0 x mean threshold strength (min(1, |value - threshold| / max(|threshold|, 1))
 // per condition, 0 for a missing metric) + min(1, ln expected_speedup) + 1.0 for a
 // specific op class + 0.25 for a specific arch. Ties break by id.
+// Without a profile (no kernels in metrics and no report: a CPU-only worker, or profiling
+// failed) only op-class-specific patterns can match, on the op class and arch alone,
+// scored as a "*" category; patterns that require a metric drop out.
 // Contradictions: walking the ranking, a pattern is dropped when it conflicts
 // (conflicts_with, either way) with one already kept, or changes a knob that a kept one
 // changes in the opposite direction (or sets to another value).
@@ -73,9 +76,9 @@ class Analyzer {
   static absl::StatusOr<std::unique_ptr<Analyzer>> FromFile(const std::string& path,
                                                             AnalyzerOptions options = {});
 
-  // The ranked, filtered, contradiction-free top N. INVALID_ARGUMENT when the report is
-  // missing (primary unspecified), max_results is outside [0, 64], or the metrics hold
-  // non-finite values.
+  // The ranked, filtered, contradiction-free top N. INVALID_ARGUMENT when metrics are
+  // given without a report (primary unspecified), max_results is outside [0, 64], or the
+  // metrics hold non-finite values.
   absl::StatusOr<kagent::v1::PrescribeResponse> Prescribe(
       const kagent::v1::PrescribeRequest& request) const;
 

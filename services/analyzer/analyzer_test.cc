@@ -244,6 +244,23 @@ TEST_CASE("without metrics, patterns with required thresholds drop out", "[analy
   CHECK(!Has(Ids(*RealAnalyzer()->Prescribe(request)), "spread-row-over-more-warps"));
 }
 
+TEST_CASE("without a profile, op-class patterns match on the op class alone", "[analyzer]") {
+  PrescribeRequest request;
+  request.set_op_class("matvec");
+  request.mutable_gpu()->set_arch("sm_90");
+  auto response = RealAnalyzer()->Prescribe(request);
+  REQUIRE(response.ok());
+  auto ids = Ids(*response);
+  CHECK(Has(ids, "matvec-row-per-program"));
+  for (const auto& p : response->prescriptions()) {
+    const Pattern* pattern = RealAnalyzer()->db().Find(p.pattern_id());
+    const auto& ops = pattern->preconditions.op_classes;
+    CHECK(std::find(ops.begin(), ops.end(), "*") == ops.end());
+    for (const auto& c : pattern->preconditions.metrics) CHECK(!c.required);
+    CHECK_THAT(p.rationale(), Catch::Contains("no profile"));
+  }
+}
+
 TEST_CASE("bad analyzer requests are INVALID_ARGUMENT", "[analyzer]") {
   auto analyzer = RealAnalyzer();
   PrescribeRequest request = RequestFor("gemv_memory_bound.json", "matvec");
