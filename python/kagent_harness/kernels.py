@@ -140,6 +140,7 @@ def analyze_gate(trace, own_names):
         ks = kernels_in(trace, w)
         own = [k for k in ks if is_own(k["name"], own_names)]
         calls.append({"kernels": len(ks), "own": len(own),
+                      "own_busy_ms": sum(k["end_ns"] - k["start_ns"] for k in own) / 1e6,
                       "names": sorted({k["name"] for k in ks}),
                       "streams": sorted({k["stream"] for k in ks})})
     return calls
@@ -165,15 +166,19 @@ def analyze_timing(trace, own_names, reps):
         elif cur is not None:
             cur.append(k)
     segments = segments[-reps:] if reps else segments
-    spans, busy, own_counts = [], [], []
+    spans, busy, own_counts, own_busy = [], [], [], []
     for seg in segments:
         if not seg:
             spans.append(0.0)
             busy.append(0.0)
             own_counts.append(0)
+            own_busy.append(0.0)
             continue
         spans.append((max(k["end_ns"] for k in seg) - min(k["start_ns"] for k in seg)) / 1e6)
         busy.append(sum(k["end_ns"] - k["start_ns"] for k in seg) / 1e6)
         own_counts.append(sum(1 for k in seg if is_own(k["name"], own_names)))
+        own_busy.append(sum(k["end_ns"] - k["start_ns"] for k in seg
+                            if is_own(k["name"], own_names)) / 1e6)
     return {"calls": len(segments), "span_ms": spans, "busy_ms": busy, "own": own_counts,
+            "own_busy_ms": own_busy,
             "names": sorted({k["name"] for seg in segments for k in seg})}

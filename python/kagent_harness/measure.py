@@ -34,6 +34,9 @@ BURST_FACTOR = 0.5
 # kernels as traced by CUPTI, minus CUPTI_SLACK_MS.
 CUPTI_FACTOR = 0.95
 CUPTI_SLACK_MS = 0.002
+# Own-kernel GPU time per timed call vs per gate call (gate calls run without the L2
+# flush, so they are if anything faster).
+CUPTI_BUSY_FACTOR = 0.5
 # Host wall time per call beyond the event time (minus the empty-call calibration) above
 # which the work is deemed to finish outside the timed stream (side stream, not joined).
 SIDE_STREAM_MIN_MS = 0.02
@@ -509,6 +512,10 @@ class Supervisor:
             names.update(call["names"])
             self._check_own_names(call["names"], f"gate call {i} (CUPTI)")
         self.gate_own_min_cupti = min((c["own"] for c in calls), default=None)
+        # GPU time of the candidate's own kernels per gate call (the first call excluded:
+        # autotuning); the timed calls must do comparable work.
+        busy = sorted(c["own_busy_ms"] for c in calls[1:]) or [c["own_busy_ms"] for c in calls]
+        self.gate_own_busy_cupti = busy[len(busy) // 2] if busy else None
         self.result["harness"]["checks"].append(
             f"CUPTI: {len(calls)} gate calls traced, own kernels in each")
         return names
@@ -613,6 +620,12 @@ class Supervisor:
         if gmin and min(an["own"]) < gmin:
             raise Rejection(P.REJECTED, f"timing: a timed call launched {min(an['own'])} own "
                             f"kernels, every gate call at least {gmin} (CUPTI)")
+        gbusy = getattr(self, "gate_own_busy_cupti", None)
+        tbusy = _median(an["own_busy_ms"])
+        if gbusy and tbusy < CUPTI_BUSY_FACTOR * gbusy:
+            raise Rejection(P.REJECTED, f"timing: the candidate's own kernels ran {tbusy:.4f} ms "
+                            f"per timed call against {gbusy:.4f} ms per gate call (CUPTI): "
+                            "less work when timed (caching or a shortcut)")
         h["checks"].append(f"CUPTI: timed calls span {span_med:.4f} ms on the GPU, "
                            f"events {med:.4f} ms")
 

@@ -133,6 +133,7 @@ def test_cupti_gate_analysis(tmp_path):
     assert t["bad_lines"] == 1
     calls = K.analyze_gate(t, ["my_kernel"])
     assert [c["own"] for c in calls] == [1, 0]
+    assert calls[0]["own_busy_ms"] == pytest.approx(10 / 1e6)
     assert calls[1]["names"] == ["ampere_sgemm"]
 
 
@@ -149,6 +150,7 @@ def test_cupti_timing_segments(tmp_path):
     assert an["calls"] == 3 and an["own"] == [2, 2, 2]
     assert an["span_ms"] == [pytest.approx(2010 / 1e6)] * 3
     assert an["busy_ms"] == [pytest.approx(2000 / 1e6)] * 3
+    assert an["own_busy_ms"] == [pytest.approx(2000 / 1e6)] * 3
 
 
 # -- signature --------------------------------------------------------------------------
