@@ -334,7 +334,8 @@ class Supervisor:
         mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
         self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
                            network_isolation=req.network_isolation,
-                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env)
+                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env,
+                           drop_privileges=req.drop_privileges)
         self.child.start()
         ready = self.child.checked(self.child.recv(phase="candidate import and construction"),
                                    "candidate import and construction")

@@ -97,6 +97,7 @@ class Request:
         self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)
         self.measure_ceilings = _get(raw, "measure_ceilings", bool, False)
         self.do_bench_check = _get(raw, "do_bench_check", bool, False)
+        self.drop_privileges = _get(raw, "drop_privileges", bool, False)
         baselines = raw.get("baselines", False)
         if baselines is True:
             baselines = ["eager", "compiled"]

@@ -113,7 +113,8 @@ class Child:
     """One candidate child process. Not thread-safe: one caller drives it."""
 
     def __init__(self, workdir, device, timeout_s, memory_limit_mb, log,
-                 network_isolation=True, cuda_visible_devices=None, extra_env=None):
+                 network_isolation=True, cuda_visible_devices=None, extra_env=None,
+                 drop_privileges=False):
         self.workdir = workdir
         self.device = device
         self.deadline = time.monotonic() + timeout_s
@@ -123,6 +124,7 @@ class Child:
         self.network_isolation = network_isolation
         self.cuda_visible_devices = cuda_visible_devices
         self.extra_env = extra_env or {}
+        self.drop_privileges = drop_privileges
         self.proc = None
         self.stderr_path = os.path.join(workdir, "child_stderr.log")
         self._buf = b""
@@ -157,6 +159,8 @@ class Child:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible_devices
         env.update(self.extra_env)
         argv = [sys.executable, "-m", "kagent_harness.child", self.workdir]
+        if self.drop_privileges:
+            argv = self._privilege_drop_prefix() + argv
         if self.network_isolation:
             argv = netns_prefix(self.log) + argv
         self._stderr = open(self.stderr_path, "wb")
@@ -167,6 +171,28 @@ class Child:
         self._watchdog = threading.Thread(target=self._watch, daemon=True)
         self._watchdog.start()
         self.log.add(f"candidate child started, pid {self.proc.pid}")
+
+    def _privilege_drop_prefix(self):
+        """Runs the child as nobody when the supervisor is root: it can then neither
+        read the supervisor's memory nor signal it. Needs setpriv (util-linux)."""
+        if os.geteuid() != 0:
+            self.log.add("privilege drop: not root, the child runs as this user")
+            return []
+        if not shutil.which("setpriv"):
+            self.log.add("privilege drop: setpriv not found; the child runs as root")
+            return []
+        try:
+            import pwd
+            pw = pwd.getpwnam(os.environ.get("KAGENT_CHILD_USER", "nobody"))
+        except KeyError:
+            self.log.add("privilege drop: no such user; the child runs as root")
+            return []
+        uid, gid = pw.pw_uid, pw.pw_gid
+        for root, dirs, files in os.walk(self.workdir):
+            for name in [root] + [os.path.join(root, d) for d in dirs]:
+                os.chown(name, uid, gid)
+        self.log.add(f"privilege drop: the child runs as {pw.pw_name} ({uid}:{gid})")
+        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
 
     def _apply_limits(self):
         pid = self.proc.pid

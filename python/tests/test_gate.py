@@ -70,3 +70,13 @@ def test_case_study_returns_reference_is_rejected(monkeypatch):
     monkeypatch.setenv("KAGENT_MATVEC_K", "256")
     r = measure("problem_matvec.py", "adv_returns_reference.py", folder=GPU_ADV)
     assert r["verdict"] == "REJECTED"
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="the privilege drop applies when the harness runs as root")
+def test_privilege_drop_keeps_the_candidate_away_from_the_supervisor():
+    r = measure(PROBLEM, "cand_relu_add_probe_parent.py", drop_privileges=True,
+                time_candidate=False)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    r = measure(PROBLEM, "cand_relu_add_probe_parent.py", time_candidate=False)
+    assert r["verdict"] == "COMPILE_ERROR" and "supervisor" in r["correctness"]["reason"]
