@@ -17,7 +17,7 @@ def run_cli(args, stdin=None, cwd=None):
 def test_measure_with_files_and_baselines(tmp_path):
     req = dict(FAST, problem_source=read("problem_relu_add.py"),
                kernel_source=read("cand_relu_add_good.py"), baselines=["eager"],
-               shape_set="default")
+               shape_set="wide", get_inputs_source="return [torch.rand(3, 100), torch.rand(3, 100)]")
     (tmp_path / "req.json").write_text(json.dumps(req))
     p = run_cli(["measure", "--request", str(tmp_path / "req.json"),
                  "--out", str(tmp_path / "res.json")])
@@ -28,7 +28,8 @@ def test_measure_with_files_and_baselines(tmp_path):
                 "op_signature", "gpu_name", "log", "shape_set"):
         assert key in res
     assert res["eager"]["count"] == 3 and res["candidate"]["count"] == 3
-    assert res["compiled"] is None and res["shape_set"] == "default"
+    assert res["compiled"] is None and res["shape_set"] == "wide"
+    assert res["op_signature"]["ops"][0]["inputs"][0]["shape"] == [3, 100]
     assert set(res["correctness"]) == {"trials", "trials_passed", "max_abs_error",
                                        "max_rel_error", "worst_index", "atol", "rtol", "reason"}
     assert set(res["candidate"]) == {"median_ms", "mean_ms", "p10_ms", "p90_ms", "min_ms",

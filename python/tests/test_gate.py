@@ -22,6 +22,7 @@ CASES = [
     ("cand_relu_add_segfault.py", "CRASH", "SIGSEGV"),
     ("cand_relu_add_import_error.py", "COMPILE_ERROR", "broken candidate"),
     ("cand_relu_add_oom.py", "OOM", "allocate"),
+    ("cand_relu_add_rss_hog.py", "OOM", "resident memory over the limit"),
 ]
 
 
@@ -40,6 +41,8 @@ def test_correct_candidate_passes_and_is_timed():
 @pytest.mark.parametrize("candidate,verdict,reason", CASES, ids=[c[0][14:-3] for c in CASES])
 def test_bad_candidates_get_their_verdict(candidate, verdict, reason):
     extra = {"call_timeout_s": 4} if "hang" in candidate else {}
+    if "rss_hog" in candidate:
+        extra = {"memory_limit_mb": 1536}
     r = measure(PROBLEM, candidate, **extra)
     assert r["verdict"] == verdict, (r["correctness"], r["log"][-2000:])
     assert reason in r["correctness"]["reason"], r["correctness"]["reason"]
