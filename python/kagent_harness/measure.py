@@ -326,7 +326,7 @@ class Supervisor:
             json.dump(cfg, f)
         extra_env = {}
         lib = os.environ.get("KAGENT_CUPTI_LIB")
-        if lib and self.device == "cuda":
+        if lib and self.device == "cuda" and req.mode != "profile":
             self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
             extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
                          "KAGENT_CUPTI_OUT": self.trace_path}
@@ -335,7 +335,8 @@ class Supervisor:
         self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
                            network_isolation=req.network_isolation,
                            cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env,
-                           drop_privileges=req.drop_privileges)
+                           drop_privileges=req.drop_privileges,
+                           keep_injection=req.mode == "profile")
         self.child.start()
         ready = self.child.checked(self.child.recv(phase="candidate import and construction"),
                                    "candidate import and construction")

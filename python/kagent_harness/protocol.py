@@ -91,7 +91,10 @@ class Request:
         self.time_candidate = _get(raw, "time_candidate", bool, True)
         self.signature = _get(raw, "signature", bool, True)
         self.flush_l2 = _get(raw, "flush_l2", bool, True)
-        self.network_isolation = _get(raw, "network_isolation", bool, True)
+        # Off by default in profile mode: Nsight Compute's injected library reaches its
+        # front end over sockets that a fresh network namespace would cut off.
+        self.network_isolation = _get(raw, "network_isolation", bool,
+                                      (mode or raw.get("mode")) != "profile")
         self.cuda_visible_devices = _get(raw, "cuda_visible_devices", str, None)
         self.profile_iters = _get(raw, "profile_iters", int, 3)
         self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)

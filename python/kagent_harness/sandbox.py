@@ -114,7 +114,7 @@ class Child:
 
     def __init__(self, workdir, device, timeout_s, memory_limit_mb, log,
                  network_isolation=True, cuda_visible_devices=None, extra_env=None,
-                 drop_privileges=False):
+                 drop_privileges=False, keep_injection=False):
         self.workdir = workdir
         self.device = device
         self.deadline = time.monotonic() + timeout_s
@@ -125,6 +125,9 @@ class Child:
         self.cuda_visible_devices = cuda_visible_devices
         self.extra_env = extra_env or {}
         self.drop_privileges = drop_privileges
+        # Profile mode: an inherited CUDA_INJECTION64_PATH is Nsight Compute's own
+        # injection and must reach the candidate's process.
+        self.keep_injection = keep_injection
         self.proc = None
         self.stderr_path = os.path.join(workdir, "child_stderr.log")
         self._buf = b""
@@ -137,7 +140,8 @@ class Child:
     def start(self):
         env = dict(os.environ)
         for k in list(env):
-            if k.startswith("KAGENT_") or k in ("CUDA_INJECTION64_PATH", "TRITON_INTERPRET"):
+            if k.startswith("KAGENT_") or k == "TRITON_INTERPRET" or (
+                    k == "CUDA_INJECTION64_PATH" and not self.keep_injection):
                 del env[k]
         for sub in ("tmp", "triton_cache", "inductor_cache", "torch_extensions"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
