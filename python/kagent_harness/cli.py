@@ -79,6 +79,10 @@ def main(argv=None):
         if args.measure_ceilings and isinstance(raw, dict):
             raw["measure_ceilings"] = True
         req = P.Request(raw, mode=args.mode, log=log)
+        if req.cuda_visible_devices is not None:
+            # Pins the supervisor (reference, baselines) and, by inheritance, the child to
+            # the same GPU; CUDA is not initialised yet at this point.
+            os.environ["CUDA_VISIBLE_DEVICES"] = req.cuda_visible_devices
         result = run(req, log)
     except (P.RequestError, ValueError, OSError) as e:
         rc = 2 if isinstance(e, P.RequestError) else 0

@@ -425,8 +425,8 @@ class Supervisor:
                 corr["worst_index"] = c["worst_index"]
             what = f"trial {label} ({kind})"
             if not c["ok"]:
-                if prev_ref is not None and compare(prev_ref, got, atol, rtol)["ok"] and \
-                        not compare(prev_ref, ref_out, atol, rtol)["ok"]:
+                if prev_ref is not None and compare(prev_ref, got, t_atol, rtol)["ok"] and \
+                        not compare(prev_ref, ref_out, t_atol, rtol)["ok"]:
                     raise Rejection(P.REJECTED, f"{what}: returned the previous call's answer "
                                     "although the inputs changed (caching by pointer or value)"
                                     + (" [same input buffers, new values]"
