@@ -258,7 +258,7 @@ def _load_inputs(st, msg, torch, loader):
 
 
 def _poison(st, msg, torch):
-    """Fills freed memory of each output's size with NaN (0xFF for integers), so that a
+    """Fills freed memory of each output's size with NaN (the max for integers), so that a
     caching allocator hands the candidate garbage rather than a previous answer."""
     for shape, dtype_name in msg.get("poison", []):
         dtype = getattr(torch, dtype_name, None)
@@ -268,7 +268,7 @@ def _poison(st, msg, torch):
         if t.is_floating_point() or t.is_complex():
             t.fill_(float("nan"))
         elif t.dtype != torch.bool:
-            t.view(torch.uint8).fill_(255) if t.numel() else None
+            t.fill_(torch.iinfo(t.dtype).max)
         del t
 
 
