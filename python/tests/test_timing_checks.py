@@ -1,0 +1,138 @@
+"""The supervisor's cross-checks of the candidate's timing, driven with a scripted fake
+child so that the GPU-only rules (side stream, burst bound, CUPTI) run on the CPU."""
+
+import json
+import time
+
+import pytest
+import torch
+
+from conftest import read
+from kagent_harness import measure as M
+from kagent_harness import protocol as P
+
+REPS = 4
+
+
+class FakeChild:
+    """Answers like the child would; `reply` is the time command's answer."""
+
+    def __init__(self, reply, out, burst_ms_per_call):
+        self.reply = dict(reply, ok=True)
+        self.out = out
+        self.burst_ms_per_call = burst_ms_per_call
+
+    def request(self, msg, timeout=None, phase=""):
+        if msg["cmd"] == "time":
+            torch.save(self.out, msg["out"])
+            return self.reply
+        if msg["cmd"] == "burst":
+            time.sleep(self.burst_ms_per_call * msg["n"] / 1e3)
+        return {"ok": True}
+
+
+def supervisor(tmp_path, monkeypatch, trace=None, own=("mine",)):
+    req = P.Request({"problem_source": read("problem_relu_add.py"), "device": "cpu",
+                     "timing_reps": REPS, "warmup_iters": 1, "warmup_ms": 0})
+    sup = M.Supervisor(req, P.Log())
+    sup.device = "cuda"  # the GPU-only rules
+    monkeypatch.setattr(M, "l2_flush_bytes", lambda device: 0)
+    monkeypatch.setattr(M.Supervisor, "_load_outputs",
+                        lambda self, path, ref: torch.load(path, weights_only=True))
+    sup.workdir = str(tmp_path)
+    sup.triton_hook = False
+    sup.min_own = None
+    sup.own_names = list(own)
+    sup.trace_path = None
+    if trace is not None:
+        p = tmp_path / "trace.jsonl"
+        p.write_text("\n".join(json.dumps(r) for r in trace))
+        sup.trace_path = str(p)
+    return sup
+
+
+def reply(times, walls, noop_wall=0.02, noop_event=0.005):
+    return {"times_ms": times, "wall_ms": walls, "warmup_calls": 1, "calls": 1 + len(times),
+            "own_launches": 0, "noop_wall_ms": noop_wall, "noop_event_ms": noop_event}
+
+
+REF = [torch.ones(4)]
+
+
+def run(sup, rep, out=REF, burst=1.0):
+    sup.child = FakeChild(rep, out, burst)
+    sup.time_candidate(REF, 1e-4, 1e-4)
+    return sup.result
+
+
+def test_honest_timing_is_accepted(tmp_path, monkeypatch):
+    r = run(supervisor(tmp_path, monkeypatch), reply([1.0, 1.1, 0.9, 1.0], [1.03] * 4))
+    assert r["candidate"]["count"] == REPS and r["candidate"]["median_ms"] == 1.0
+    assert any("consistent" in c for c in r["harness"]["checks"])
+
+
+def test_wrong_answer_when_timed(tmp_path, monkeypatch):
+    with pytest.raises(M.Rejection, match="timed calls returned a wrong answer"):
+        run(supervisor(tmp_path, monkeypatch), reply([1.0] * 4, [1.03] * 4),
+            out=[torch.zeros(4)])
+
+
+def test_side_stream_gap(tmp_path, monkeypatch):
+    with pytest.raises(M.Rejection, match="side stream"):
+        run(supervisor(tmp_path, monkeypatch), reply([0.01] * 4, [1.0] * 4))
+
+
+def test_under_reported_times_against_the_supervisor_clock(tmp_path, monkeypatch):
+    with pytest.raises(M.Rejection, match="back-to-back burst"):
+        run(supervisor(tmp_path, monkeypatch), reply([0.1] * 4, [0.11] * 4), burst=5.0)
+
+
+def test_times_beyond_the_phase_wall_clock(tmp_path, monkeypatch):
+    with pytest.raises(M.Rejection, match="more than"):
+        run(supervisor(tmp_path, monkeypatch), reply([500.0] * 4, [500.0] * 4), burst=0.0)
+
+
+def test_missing_or_bad_times(tmp_path, monkeypatch):
+    with pytest.raises(M.Rejection, match="positive finite"):
+        run(supervisor(tmp_path, monkeypatch), reply([1.0] * 3, [1.0] * 3))
+    with pytest.raises(M.Rejection, match="positive finite"):
+        run(supervisor(tmp_path, monkeypatch), reply([1.0, 1.0, -1.0, 1.0], [1.0] * 4))
+
+
+def _timing_trace(span_ns, own_per_call=1):
+    flush = "vectorized_elementwise_kernel<FillFunctor>"
+    recs = [{"type": "marker", "name": "flush_begin", "ts_ns": 0},
+            {"type": "kernel", "name": flush, "start_ns": 1, "end_ns": 2, "stream": 7},
+            {"type": "marker", "name": "flush_end", "ts_ns": 3},
+            {"type": "marker", "name": "timing_begin", "ts_ns": 10}]
+    t = 100
+    for _ in range(1 + REPS):
+        recs.append({"type": "kernel", "name": flush, "start_ns": t, "end_ns": t + 10,
+                     "stream": 7})
+        for j in range(own_per_call):
+            recs.append({"type": "kernel", "name": "mine", "start_ns": t + 20 + j,
+                         "end_ns": t + 20 + j + span_ns // max(1, own_per_call), "stream": 7})
+        t += 10 * span_ns + 1000
+    recs.append({"type": "marker", "name": "timing_end", "ts_ns": t})
+    return recs
+
+
+def test_cupti_span_longer_than_the_events(tmp_path, monkeypatch):
+    sup = supervisor(tmp_path, monkeypatch, trace=_timing_trace(2_000_000))  # 2 ms spans
+    with pytest.raises(M.Rejection, match="CUPTI"):
+        run(sup, reply([1.0] * 4, [1.03] * 4))
+
+
+def test_cupti_less_own_work_when_timed(tmp_path, monkeypatch):
+    sup = supervisor(tmp_path, monkeypatch, trace=_timing_trace(100_000))  # 0.1 ms
+    sup.gate_own_busy_cupti = 0.9  # ms per gate call
+    with pytest.raises(M.Rejection, match="less work when timed"):
+        run(sup, reply([0.2] * 4, [0.23] * 4), burst=0.2)
+
+
+def test_cupti_consistent_trace_passes(tmp_path, monkeypatch):
+    sup = supervisor(tmp_path, monkeypatch, trace=_timing_trace(900_000))  # 0.9 ms
+    sup.gate_own_busy_cupti = 0.9
+    sup.gate_own_min_cupti = 1
+    r = run(sup, reply([1.0] * 4, [1.03] * 4))
+    assert r["harness"]["cupti_span"]["median_ms"] == pytest.approx(0.9)
