@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/source_text.h"
 #include "common/status.h"
+#include "engines/heuristic/op_recognition.h"
 
 namespace kagent {
 
@@ -77,6 +78,8 @@ class JobRun {
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
   absl::Status SaveCheckpoint();
   void AddGpuSeconds(double s);
+  // Keeps the reference's op signature, labelled with its op class (op recognition).
+  void SetSignature(const v1::OpSignature& s);
 
   JobManager* m_;
   std::string job_id_;
@@ -375,6 +378,18 @@ void JobRun::EmitLog(const std::string& message) {
   (void)m_->Emit(job_id_, e);
 }
 
+void JobRun::SetSignature(const v1::OpSignature& s) {
+  if (s.ops_size() == 0) return;
+  signature_ = s;
+  if (signature_.op_class().empty()) {
+    absl::StatusOr<RecognizedOp> op = RecognizeOp(signature_);
+    if (op.ok()) {
+      signature_.set_op_class(op->op_class);
+      KLOG(INFO) << "op recognized: " << DescribeOp(*op);
+    }
+  }
+}
+
 void JobRun::AddGpuSeconds(double s) {
   gpu_seconds_pending_ += s;
   if (m_->gpu_seconds_ != nullptr) m_->gpu_seconds_->Add({}).Increment(s);
@@ -457,7 +472,7 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
       if (!r->from_storage) AddGpuSeconds(r->seconds);
       *c.mutable_metrics() = r->profile.metrics();
       if (r->profile.has_gpu()) gpu_ = r->profile.gpu();
-      if (r->profile.op_signature().ops_size() > 0) signature_ = r->profile.op_signature();
+      if (signature_.ops_size() == 0) SetSignature(r->profile.op_signature());
     }
   }
   if (gpu_.name().empty()) {
@@ -590,7 +605,7 @@ Stop JobRun::Baseline() {
   *c.mutable_kernel() = start;
   *c.mutable_measurement() = *m;
   *c.mutable_created_at() = TimeUtil::GetCurrentTime();
-  if (m->op_signature().ops_size() > 0) signature_ = m->op_signature();
+  SetSignature(m->op_signature());
   absl::Status s = SaveCandidate(c);
   if (!s.ok()) return StopFromStatus(s);
   v1::JobEvent e;
@@ -650,7 +665,7 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
   }
   if (signature_.ops_size() == 0 && !beam.empty()) {
     absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
-    if (start.ok()) signature_ = start->measurement().op_signature();
+    if (start.ok()) SetSignature(start->measurement().op_signature());
   }
 
   v1::RoundCheckpoint rc;
