@@ -1,0 +1,45 @@
+# 08_matvec_bf16: The case study: C = A @ x with A 2048 x 1,048,576 bf16 (4 GiB), x a column, fp32 accumulation.
+# A: 2048 x 1048576 bf16, x: 1048576 x 1 bf16.
+# H200 floor: 4.30 GB moved -> 1.00 ms; 4.3 GFLOP -> 0.00 ms; floor 1.00 ms (memory bound).
+# (4.3 TB/s copy bandwidth; 67 TFLOP/s fp32 FMA; 989 TFLOP/s bf16 tensor cores).
+# KAGENT_PROBLEM_SCALE (a divisor, default 1) shrinks the big dimensions so the CPU tests
+# can run every problem under Triton's interpreter. The harness seeds; this file never does.
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SCALE = max(1, int(os.environ.get("KAGENT_PROBLEM_SCALE", "1")))
+
+
+def _s(n, floor):
+    """n divided by KAGENT_PROBLEM_SCALE, at least floor."""
+    return max(floor, n // SCALE)
+
+
+# Exact fp32 in the reference (no TF32, no reduced-precision bf16 reductions).
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+
+M = _s(2048, 5)
+K = _s(1048576, 3000)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, x):
+        return torch.matmul(A, x)
+
+
+def get_inputs():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    A = torch.randn(M, K, dtype=torch.bfloat16, device=device)
+    x = torch.randn(K, 1, dtype=torch.bfloat16, device=device)
+    return [A, x]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,43 @@
+# 27_layernorm_bf16: LayerNorm over the last dim with affine weights, bf16.
+# x: 65536 x 16384 bf16; weight, bias: 16384 bf16.
+# H200 floor: 4.29 GB moved -> 1.00 ms; floor 1.00 ms (memory bound).
+# (4.3 TB/s copy bandwidth; 67 TFLOP/s fp32 FMA; 989 TFLOP/s bf16 tensor cores).
+# KAGENT_PROBLEM_SCALE (a divisor, default 1) shrinks the big dimensions so the CPU tests
+# can run every problem under Triton's interpreter. The harness seeds; this file never does.
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SCALE = max(1, int(os.environ.get("KAGENT_PROBLEM_SCALE", "1")))
+
+
+def _s(n, floor):
+    """n divided by KAGENT_PROBLEM_SCALE, at least floor."""
+    return max(floor, n // SCALE)
+
+
+ROWS = _s(65536, 3)
+N = _s(16384, 33)
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.ln = nn.LayerNorm(n, dtype=torch.bfloat16)
+        nn.init.normal_(self.ln.weight, 1.0, 0.1)
+        nn.init.normal_(self.ln.bias, 0.0, 0.1)
+
+    def forward(self, x):
+        return self.ln(x)
+
+
+def get_inputs():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(ROWS, N, dtype=torch.bfloat16, device=device)
+    return [x]
+
+
+def get_init_inputs():
+    return [N]
