@@ -1,0 +1,123 @@
+// `kagent bench`: runs a suite of problems (problems/) as jobs and reports the results.
+//
+//   kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N] [--only PATTERN]
+//                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]
+//
+// Every DIR/NAME_start.py with a matching DIR/NAME.py is one problem: NAME.py is the
+// reference (KernelBench format), NAME_start.py the starting kernel. Each is submitted to
+// JobService as a job named NAME; at most --concurrency jobs are unfinished at a time (the
+// coordinator queues GPU work, so this only bounds what the bench holds open). The bench
+// polls GetJob until every job has finished, printing a line whenever a job changes state
+// or round, and writes, after every finished job and at the end:
+//   OUTDIR/results.json   every row, the summary, and the command's settings
+//   OUTDIR/results.md     the Markdown table and the summary
+//   OUTDIR/trajectory.svg best-so-far speedup over the starting kernel against rounds
+// --run-id makes submissions idempotent (key "bench:ID:NAME"): rerunning with the same id
+// after an interruption picks the same jobs up instead of starting new ones.
+//
+// Exit codes: 0 every job DONE; 1 the server could not be reached or refused the caller;
+// 2 bad usage (no problems found, missing --out); 3 some job FAILED, was CANCELLED or could
+// not be submitted.
+//
+// The formatting functions below are pure (no I/O, no server) so tests can call them.
+// Thread-compatible: nothing here holds shared state.
+#ifndef KAGENT_TOOLS_BENCH_H_
+#define KAGENT_TOOLS_BENCH_H_
+
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/common.pb.h"
+
+namespace kagent::cli {
+
+// One problem of a suite: NAME (the reference file's stem) and both files.
+struct BenchProblem {
+  std::string name;
+  std::string problem_path;  // DIR/NAME.py
+  std::string start_path;    // DIR/NAME_start.py
+};
+
+// The problems of `dir`, sorted by name; `only` (empty: all) keeps those whose name
+// contains it. NOT_FOUND when `dir` is not a directory; a `_start.py` without its
+// reference is skipped.
+absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& dir,
+                                                            const std::string& only);
+
+// One problem's results. Times are medians in milliseconds; 0 means "not measured".
+struct BenchRow {
+  std::string name;
+  std::string job_id;
+  std::string state;  // DONE, FAILED, CANCELLED, QUEUED, ..., or SUBMIT_ERROR
+  std::string error;  // the job's error, or why it could not be submitted
+  double start_ms = 0;
+  double eager_ms = 0;
+  double compile_ms = 0;
+  double best_ms = 0;
+  double speedup_vs_start = 0;  // 0: unknown
+  double speedup_vs_eager = 0;
+  double speedup_vs_compile = 0;
+  double roofline_pct = 0;
+  int rounds = 0;
+  double gpu_seconds = 0;
+  std::string stop_reason;
+  // (round, best-so-far speedup over the starting kernel), in round order.
+  std::vector<std::pair<int, double>> trajectory;
+};
+
+// The row for `job`. The best kernel's final measurement (best, starting kernel, eager and
+// torch.compile timed side by side) is preferred; without one (e.g. a job that failed
+// after its baseline) the baseline's times are used and the best is the starting kernel.
+BenchRow RowFromJob(const std::string& name, const v1::Job& job);
+
+// Suite-level figures. Geometric means are over the rows whose ratio is known (> 0).
+struct BenchSummary {
+  int problems = 0;
+  int done = 0;
+  int failed = 0;  // FAILED, CANCELLED or SUBMIT_ERROR
+  double geomean_vs_start = 0;
+  double geomean_vs_eager = 0;
+  double geomean_vs_compile = 0;
+  double mean_roofline_pct = 0;  // over rows with a roofline figure
+  int faster_than_compile = 0;   // speedup_vs_compile > 1
+  int compared_with_compile = 0; // rows with a known speedup_vs_compile
+  double gpu_seconds = 0;
+};
+
+// The geometric mean of the positive values; 0 when there are none.
+double GeometricMean(const std::vector<double>& values);
+
+BenchSummary Summarize(const std::vector<BenchRow>& rows);
+
+// The suite's best-so-far speedup over the starting kernel after each round 0..R (R the
+// largest round of any row): per row the latest trajectory point at or before the round
+// (1.0 before its first), combined by geometric mean. Rows without a trajectory count 1.0.
+std::vector<double> SuiteTrajectory(const std::vector<BenchRow>& rows);
+
+// results.md: a header line, the per-problem table and the summary.
+std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSummary& summary,
+                                const std::string& header);
+
+// results.json: {"settings": settings_json, "summary": {...}, "problems": [...],
+// "suite_trajectory": [...]}. `settings_json` must be a JSON object (may be "{}").
+std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummary& summary,
+                            const std::string& settings_json);
+
+// trajectory.svg: one thin line per problem and a bold line for the suite's geometric mean,
+// speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
+std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
+
+// Runs `kagent bench` (args without the "bench" word itself); writes progress to `out`.
+int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// For tools/cli.cc: when the command word (the first argument that is not a flag or a
+// flag's value) is "bench", runs RunBench on the other arguments and returns its exit code;
+// otherwise returns -1 and does nothing.
+int RunBenchIfCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace kagent::cli
+
+#endif  // KAGENT_TOOLS_BENCH_H_
