@@ -1,0 +1,181 @@
+#include "engines/llm/llm_brain.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/llm/structured_output.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "engines/llm/prompt_values.h"
+
+namespace kagent {
+namespace {
+
+using llm::ChatMessage;
+using llm::ChatRequest;
+using llm::Role;
+
+// The conversation of `request` with role headers, for GeneratedKernel.prompt.
+std::string Transcript(const ChatRequest& request) {
+  std::string out;
+  if (!request.system.empty()) absl::StrAppend(&out, "[system]\n", request.system, "\n\n");
+  for (size_t i = 0; i < request.messages.size(); ++i) {
+    const ChatMessage& m = request.messages[i];
+    absl::StrAppend(&out, i == 0 ? "" : "\n\n", "[", llm::RoleName(m.role), "]\n", m.content);
+  }
+  return out;
+}
+
+std::string StringField(const nlohmann::json& value, const char* key) {
+  auto it = value.find(key);
+  if (it == value.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+LlmKernelBrain::LlmKernelBrain(std::shared_ptr<llm::LlmClient> client,
+                               std::shared_ptr<const llm::PromptLibrary> prompts,
+                               LlmBrainOptions options)
+    : client_(std::move(client)), prompts_(std::move(prompts)), options_(std::move(options)) {
+  KAGENT_CHECK(client_ != nullptr) << "LlmKernelBrain needs a client";
+  KAGENT_CHECK(prompts_ != nullptr) << "LlmKernelBrain needs a prompt library";
+}
+
+absl::StatusOr<BrainResult> LlmKernelBrain::FirstKernel(const FirstKernelRequest& request) {
+  if (request.problem == nullptr || request.problem->source().empty()) {
+    return absl::InvalidArgumentError("a first kernel needs the problem's source");
+  }
+  if (request.signature == nullptr) {
+    return absl::InvalidArgumentError("a first kernel needs the problem's op signature");
+  }
+  llm::PromptValues values = {
+      {"gpu", llm_engine::DescribeGpu(request.gpu)},
+      {"problem_source", request.problem->source()},
+      {"op_summary", llm_engine::SummarizeOps(request.signature)},
+  };
+  return Generate("first_kernel", values, absl::StrCat("first kernel written by ", options_.name));
+}
+
+absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) {
+  if (request.parent == nullptr || request.parent->source().empty()) {
+    return absl::InvalidArgumentError("a fix needs the parent kernel's source");
+  }
+  if (request.prescription == nullptr) {
+    return absl::InvalidArgumentError("a fix needs a prescription");
+  }
+  const auto& p = *request.prescription;
+  std::string title = !p.title().empty()       ? p.title()
+                      : !p.pattern_id().empty() ? p.pattern_id()
+                                                : std::string("the prescribed fix");
+  llm::PromptValues values = {
+      {"gpu", llm_engine::DescribeGpu(request.gpu)},
+      {"problem_source", request.problem != nullptr && !request.problem->source().empty()
+                             ? request.problem->source()
+                             : std::string("# (the reference was not given)")},
+      {"kernel_source", request.parent->source()},
+      {"diagnosis", llm_engine::DescribeReport(request.report)},
+      {"fix_title", title},
+      {"fix_description", llm_engine::DescribeFix(p, request.alternative)},
+      {"lessons", llm_engine::FormatLessons(request.memory)},
+  };
+  std::string move = absl::StrCat(options_.name, " rewrite: ", title);
+  if (request.alternative > 0) absl::StrAppend(&move, " (variant ", request.alternative + 1, ")");
+  return Generate("rewrite_kernel", values, std::move(move));
+}
+
+absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_name,
+                                                     const llm::PromptValues& values,
+                                                     std::string move) {
+  KAGENT_ASSIGN_OR_RETURN(std::string system, prompts_->Render("system", {}));
+  KAGENT_ASSIGN_OR_RETURN(std::string prompt, prompts_->Render(template_name, values));
+  ChatRequest request;
+  request.system = std::move(system);
+  request.messages.push_back({Role::kUser, std::move(prompt)});
+  request.model = options_.model;
+  request.max_tokens = options_.max_tokens;
+  request.temperature = options_.temperature;
+  const LogContext& log = CurrentLogContext();
+  request.job_id = log.job_id;
+  request.tenant = log.tenant;
+
+  const llm::StructuredChatOptions json_options{
+      .required_keys = {"code"}, .max_attempts = std::max(1, options_.max_json_attempts)};
+  const int questions = 1 + std::max(0, options_.max_source_retries);
+  std::string last_problem;
+  for (int q = 1; q <= questions; ++q) {
+    absl::StatusOr<llm::StructuredChatResult> answer =
+        llm::ChatForJson(*client_, request, json_options);
+    if (!answer.ok()) {
+      // Keep the code: RESOURCE_EXHAUSTED must reach the optimization manager as it is.
+      return absl::Status(answer.status().code(),
+                          absl::StrCat(options_.name, " brain (", template_name,
+                                       "): ", answer.status().message()));
+    }
+    const nlohmann::json& value = answer->value;
+    const std::string& reply = answer->response.content;
+    absl::Status problem;
+    std::string code;
+    if (!value.at("code").is_string()) {
+      problem = absl::InvalidArgumentError("\"code\" must be a string holding the Python file");
+    } else {
+      code = llm_engine::StripCodeFences(value.at("code").get<std::string>());
+      problem = llm_engine::ValidateKernelSource(code);
+    }
+    if (problem.ok()) {
+      BrainResult result;
+      result.kernel.set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
+      result.kernel.set_source(std::move(code));
+      result.kernel.set_origin(absl::StrCat("brain:", options_.name));
+      result.expected_effect = StringField(value, "expected_effect");
+      if (result.expected_effect.empty()) result.expected_effect = StringField(value, "explanation");
+      auto speedup = value.find("expected_speedup");
+      if (speedup != value.end() && speedup->is_number() && speedup->get<double>() > 0) {
+        absl::StrAppend(&result.expected_effect, result.expected_effect.empty() ? "" : " ",
+                        "(expected speedup ", llm_engine::FormatNumber(speedup->get<double>()),
+                        "x)");
+      }
+      result.moves.push_back(std::move(move));
+      result.prompt = Transcript(request);
+      result.reply = reply;
+      KLOG(INFO).With("brain", options_.name).With("template", template_name)
+              .With("questions", q).With("replies", answer->attempts)
+          << "llm kernel generated";
+      return result;
+    }
+    last_problem = std::string(problem.message());
+    KLOG(INFO).With("brain", options_.name).With("question", q)
+        << "llm kernel rejected: " << last_problem;
+    if (q == questions) break;
+    request.messages.push_back({Role::kAssistant, reply});
+    request.messages.push_back(
+        {Role::kUser,
+         absl::StrCat("Your code cannot be used: ", last_problem,
+                      ". Fix it and reply again with exactly one JSON object with the keys "
+                      "explanation and code, where code is the complete Python file defining "
+                      "`class ModelNew(nn.Module)` whose hot path runs in your own "
+                      "@triton.jit kernels.")});
+  }
+  return absl::FailedPreconditionError(absl::StrCat(options_.name, " brain (", template_name,
+                                                    "): the model's code is unusable after ",
+                                                    questions, " questions: ", last_problem));
+}
+
+absl::StatusOr<llm::LlmConfig> LoadLlmConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open LLM config ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read LLM config ", path));
+  absl::StatusOr<llm::LlmConfig> config = llm::ParseLlmConfigJson(text.str());
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat("LLM config ", path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+}  // namespace kagent

@@ -1,0 +1,150 @@
+#include "engines/llm/llm_narrator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/llm/structured_output.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "engines/llm/prompt_values.h"
+#include "services/judge/categories.h"
+#include "services/judge/metric_names.h"
+
+namespace kagent {
+namespace {
+
+using kagent::v1::BottleneckReport;
+using kagent::v1::HardwareMetrics;
+using kagent::v1::KernelMetrics;
+
+const KernelMetrics* DiagnosedKernel(const BottleneckReport& report,
+                                     const HardwareMetrics& metrics) {
+  for (const KernelMetrics& k : metrics.kernels()) {
+    if (!report.dominant_kernel().empty() && k.kernel_name() == report.dominant_kernel()) {
+      return &k;
+    }
+  }
+  if (metrics.has_aggregate()) return &metrics.aggregate();
+  if (metrics.kernels_size() == 1) return &metrics.kernels(0);
+  return nullptr;
+}
+
+// A cited value: a JSON number, or a string holding one ("87.5", "87.5%").
+std::optional<double> CitedValue(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    while (!s.empty() && (s.back() == '%' || s.back() == ' ')) s.pop_back();
+    double d = 0;
+    if (absl::SimpleAtod(s, &d)) return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string FormatMetricsForPrompt(const BottleneckReport& report, const HardwareMetrics& metrics,
+                                   int max_metrics) {
+  std::string out;
+  if (const KernelMetrics* k = DiagnosedKernel(report, metrics); k != nullptr) {
+    // values() is a protobuf map (unordered): sort for a stable prompt and cassette hash.
+    std::map<std::string, double> sorted(k->values().begin(), k->values().end());
+    if (k->duration_ns() > 0) sorted.emplace(metric::kDuration, k->duration_ns());
+    int n = 0;
+    for (const auto& [name, value] : sorted) {
+      if (n++ == max_metrics) break;
+      absl::StrAppend(&out, name, " = ", llm_engine::FormatNumber(value), "\n");
+    }
+  }
+  if (metrics.compute_sol_pct() > 0) {
+    absl::StrAppend(&out, metric::kComputeSol, " = ",
+                    llm_engine::FormatNumber(metrics.compute_sol_pct()), " (profile)\n");
+  }
+  if (metrics.memory_sol_pct() > 0) {
+    absl::StrAppend(&out, metric::kMemorySol, " = ",
+                    llm_engine::FormatNumber(metrics.memory_sol_pct()), " (profile)\n");
+  }
+  if (out.empty()) return "(no metrics)";
+  out.pop_back();
+  return out;
+}
+
+LlmNarrator::LlmNarrator(std::shared_ptr<llm::LlmClient> client,
+                         std::shared_ptr<const llm::PromptLibrary> prompts,
+                         LlmNarratorOptions options)
+    : client_(std::move(client)), prompts_(std::move(prompts)), options_(std::move(options)) {
+  KAGENT_CHECK(client_ != nullptr) << "LlmNarrator needs a client";
+  KAGENT_CHECK(prompts_ != nullptr) << "LlmNarrator needs a prompt library";
+}
+
+absl::StatusOr<NarrativeResult> LlmNarrator::Narrate(const BottleneckReport& report,
+                                                     const HardwareMetrics& metrics) {
+  const KernelMetrics* k = DiagnosedKernel(report, metrics);
+  std::string kernel_name = !report.dominant_kernel().empty() ? report.dominant_kernel()
+                            : k != nullptr && !k->kernel_name().empty() ? k->kernel_name()
+                                                                        : "the kernel";
+  llm::PromptValues values = {
+      {"gpu", options_.gpu},
+      {"kernel_name", kernel_name},
+      {"category", CategoryName(report.primary())},
+      {"diagnosis", llm_engine::DescribeReport(&report)},
+      {"metrics", FormatMetricsForPrompt(report, metrics, options_.max_metrics)},
+  };
+  KAGENT_ASSIGN_OR_RETURN(std::string system, prompts_->Render("system", {}));
+  KAGENT_ASSIGN_OR_RETURN(std::string prompt, prompts_->Render("judge_narrative", values));
+  llm::ChatRequest request;
+  request.system = std::move(system);
+  request.messages.push_back({llm::Role::kUser, std::move(prompt)});
+  request.model = options_.model;
+  request.max_tokens = options_.max_tokens;
+  request.temperature = options_.temperature;
+  request.job_id = CurrentLogContext().job_id;
+  request.tenant = CurrentLogContext().tenant;
+
+  absl::StatusOr<llm::StructuredChatResult> answer = llm::ChatForJson(
+      *client_, request,
+      {.required_keys = {"narrative"}, .max_attempts = std::max(1, options_.max_json_attempts)});
+  if (!answer.ok()) {
+    return absl::Status(answer.status().code(),
+                        absl::StrCat(options_.name, " narrator: ", answer.status().message()));
+  }
+  const nlohmann::json& value = answer->value;
+  if (!value.at("narrative").is_string()) {
+    return absl::InternalError(absl::StrCat(options_.name, " narrator: \"narrative\" is not a string"));
+  }
+  NarrativeResult result;
+  result.narrative = value.at("narrative").get<std::string>();
+  auto causes = value.find("additional_causes");
+  if (causes != value.end() && causes->is_array()) {
+    for (const nlohmann::json& c : *causes) {
+      if (!c.is_object()) continue;
+      auto metric = c.find("metric");
+      auto cited = c.find("value");
+      if (metric == c.end() || !metric->is_string() || cited == c.end()) continue;
+      std::optional<double> number = CitedValue(*cited);
+      if (!number.has_value()) continue;
+      std::string explanation;
+      if (auto e = c.find("explanation"); e != c.end() && e->is_string()) {
+        explanation = e->get<std::string>();
+      }
+      kagent::v1::RootCause rc;
+      rc.set_cause(explanation.empty()
+                       ? absl::StrCat(metric->get<std::string>(), " = ",
+                                      llm_engine::FormatNumber(*number))
+                       : explanation);
+      rc.set_source("llm");
+      kagent::v1::Evidence* ev = rc.add_evidence();
+      ev->set_metric(metric->get<std::string>());
+      ev->set_value(*number);
+      ev->set_meaning(explanation);
+      result.extra_root_causes.push_back(std::move(rc));
+    }
+  }
+  return result;
+}
+
+}  // namespace kagent

@@ -1,0 +1,242 @@
+#include "engines/llm/prompt_values.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace kagent::llm_engine {
+namespace {
+
+// The judge's category names (services/judge/categories.cc), so prompts read the same.
+std::string CategoryText(kagent::v1::BottleneckCategory c) {
+  switch (c) {
+    case kagent::v1::BOTTLENECK_MEMORY_BOUND:
+      return "memory-bound";
+    case kagent::v1::BOTTLENECK_COMPUTE_BOUND:
+      return "compute-bound";
+    case kagent::v1::BOTTLENECK_LATENCY_BOUND:
+      return "latency-bound";
+    case kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED:
+      return "occupancy-limited";
+    case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
+      return "launch-bound";
+    case kagent::v1::BOTTLENECK_GRID_UNDERFILLED:
+      return "grid-underfilled";
+    case kagent::v1::BOTTLENECK_AT_ROOFLINE:
+      return "at-roofline";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string Shape(const kagent::v1::TensorInfo& t) {
+  std::string s = absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
+  if (!t.dtype().empty()) absl::StrAppend(&s, " ", t.dtype());
+  return s;
+}
+
+std::string Tensors(const google::protobuf::RepeatedPtrField<kagent::v1::TensorInfo>& ts) {
+  if (ts.empty()) return "none";
+  std::vector<std::string> parts;
+  for (const auto& t : ts) parts.push_back(Shape(t));
+  return absl::StrJoin(parts, ", ");
+}
+
+// True when the line (indentation removed) is a decorator naming triton.jit or jit.
+bool IsJitDecorator(absl::string_view line) {
+  line = absl::StripLeadingAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&line, "@")) return false;
+  line = absl::StripLeadingAsciiWhitespace(line);
+  absl::string_view name = line.substr(0, line.find_first_of("( \t#"));
+  return name == "jit" || absl::EndsWith(name, ".jit");
+}
+
+bool IsModelNewClass(absl::string_view line) {
+  // Top level: no indentation.
+  if (!absl::ConsumePrefix(&line, "class")) return false;
+  if (line.empty() || (line[0] != ' ' && line[0] != '\t')) return false;
+  line = absl::StripLeadingAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&line, "ModelNew")) return false;
+  line = absl::StripLeadingAsciiWhitespace(line);
+  return !line.empty() && (line[0] == '(' || line[0] == ':');
+}
+
+}  // namespace
+
+std::string FormatNumber(double value) { return absl::StrFormat("%.6g", value); }
+
+std::string DescribeGpu(const kagent::v1::GpuSpec* gpu) {
+  if (gpu == nullptr || gpu->name().empty()) return "an NVIDIA GPU (details not given)";
+  std::vector<std::string> facts;
+  if (!gpu->arch().empty()) facts.push_back(gpu->arch());
+  if (gpu->sm_count() > 0) facts.push_back(absl::StrCat(gpu->sm_count(), " SMs"));
+  if (gpu->peak_dram_bytes_per_second() > 0) {
+    facts.push_back(absl::StrFormat("%.2f TB/s DRAM", gpu->peak_dram_bytes_per_second() / 1e12));
+  }
+  if (gpu->l2_bytes() > 0) {
+    facts.push_back(absl::StrFormat("%d MiB L2", static_cast<int>(gpu->l2_bytes() >> 20)));
+  }
+  if (facts.empty()) return gpu->name();
+  return absl::StrCat(gpu->name(), " (", absl::StrJoin(facts, ", "), ")");
+}
+
+std::string SummarizeOps(const kagent::v1::OpSignature* sig) {
+  if (sig == nullptr || (sig->ops().empty() && sig->op_class().empty())) {
+    return "nothing recorded";
+  }
+  std::string out;
+  if (!sig->op_class().empty()) absl::StrAppend(&out, "op class: ", sig->op_class(), "\n");
+  if (sig->flops() > 0) absl::StrAppend(&out, "FLOPs: ", FormatNumber(sig->flops()), "\n");
+  if (sig->min_bytes() > 0) {
+    absl::StrAppend(&out, "minimum bytes moved: ", FormatNumber(sig->min_bytes()), "\n");
+  }
+  constexpr int kMaxOps = 40;
+  int n = 0;
+  for (const auto& op : sig->ops()) {
+    if (n++ == kMaxOps) {
+      absl::StrAppend(&out, "... and ", sig->ops_size() - kMaxOps, " more ops\n");
+      break;
+    }
+    absl::StrAppend(&out, "- ", op.op(), ": inputs ", Tensors(op.inputs()), " -> outputs ",
+                    Tensors(op.outputs()), "\n");
+  }
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
+  if (report == nullptr || report->primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
+    return "No profile diagnosis was given for this kernel; rely on the fix's rationale.";
+  }
+  std::string out = absl::StrCat("category: ", CategoryText(report->primary()));
+  if (report->secondary() != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
+    absl::StrAppend(&out, " (secondary: ", CategoryText(report->secondary()), ")");
+  }
+  absl::StrAppend(&out, "\n");
+  if (!report->limiter().empty()) absl::StrAppend(&out, "limiter: ", report->limiter(), "\n");
+  absl::StrAppend(&out, absl::StrFormat("roofline efficiency: %.1f%%, headroom: %.1f%%\n",
+                                        report->efficiency_pct(), report->headroom_pct()));
+  if (!report->dominant_kernel().empty()) {
+    absl::StrAppend(&out, absl::StrFormat("dominant kernel: %s (%.0f%% of GPU time)\n",
+                                          report->dominant_kernel(),
+                                          100.0 * report->dominant_kernel_share()));
+  }
+  if (!report->summary().empty()) absl::StrAppend(&out, "summary: ", report->summary(), "\n");
+  if (!report->root_causes().empty()) absl::StrAppend(&out, "root causes:\n");
+  for (const auto& rc : report->root_causes()) {
+    absl::StrAppend(&out, "- ", rc.cause(), "\n");
+    for (const auto& e : rc.evidence()) {
+      absl::StrAppend(&out, "  * ", e.metric(), " = ", FormatNumber(e.value()),
+                      e.unit().empty() ? "" : absl::StrCat(" ", e.unit()),
+                      e.meaning().empty() ? "" : absl::StrCat(": ", e.meaning()), "\n");
+    }
+  }
+  if (!report->narrative().empty()) absl::StrAppend(&out, "narrative: ", report->narrative());
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string DescribeFix(const kagent::v1::Prescription& p, int alternative) {
+  std::string out;
+  if (!p.pattern_id().empty()) absl::StrAppend(&out, "pattern: ", p.pattern_id(), "\n");
+  if (!p.fix().empty()) absl::StrAppend(&out, "fix: ", p.fix(), "\n");
+  if (!p.rationale().empty()) absl::StrAppend(&out, "rationale: ", p.rationale(), "\n");
+  if (!p.expected_effect().empty()) {
+    absl::StrAppend(&out, "expected effect: ", p.expected_effect(), "\n");
+  }
+  if (p.expected_speedup() > 0) {
+    absl::StrAppend(&out, "expected speedup: ", FormatNumber(p.expected_speedup()), "x\n");
+  }
+  if (!p.knob_changes().empty()) {
+    // Sorted for a stable prompt (and a stable cassette hash).
+    std::vector<std::pair<std::string, std::string>> knobs(p.knob_changes().begin(),
+                                                           p.knob_changes().end());
+    std::sort(knobs.begin(), knobs.end());
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : knobs) parts.push_back(absl::StrCat(k, " = ", v));
+    absl::StrAppend(&out, "knob changes: ", absl::StrJoin(parts, ", "), "\n");
+  }
+  if (!p.template_switch().empty()) {
+    absl::StrAppend(&out, "switch to the kernel structure: ", p.template_switch(), "\n");
+  }
+  for (const auto& r : p.risks()) absl::StrAppend(&out, "known risk: ", r, "\n");
+  if (alternative > 0) {
+    absl::StrAppend(&out, "variant ", alternative + 1,
+                    ": other workers apply this same fix in parallel; choose a different way "
+                    "to apply it (other tile sizes, warps or stages) than the most obvious "
+                    "one, so that the candidates differ.\n");
+  }
+  if (out.empty()) return "(no details given)";
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string FormatLessons(const std::vector<kagent::v1::Reflexion>* memory) {
+  if (memory == nullptr || memory->empty()) return "none";
+  constexpr size_t kMax = 20;
+  const size_t first = memory->size() > kMax ? memory->size() - kMax : 0;
+  std::string out;
+  for (size_t i = first; i < memory->size(); ++i) {
+    const auto& r = (*memory)[i];
+    absl::StrAppend(&out, "- round ", r.round());
+    if (!r.pattern_id().empty()) absl::StrAppend(&out, ", ", r.pattern_id());
+    absl::StrAppend(&out, ": fix ", r.fix_effective() ? "worked" : "did not work");
+    if (r.expected_speedup() > 0 || r.actual_speedup() > 0) {
+      absl::StrAppend(&out, absl::StrFormat(" (expected %.2fx, measured %.2fx)",
+                                            r.expected_speedup(), r.actual_speedup()));
+    }
+    if (!r.lesson().empty()) absl::StrAppend(&out, "; ", r.lesson());
+    if (!r.avoid_patterns().empty()) {
+      absl::StrAppend(&out, "; avoid: ", absl::StrJoin(r.avoid_patterns(), ", "));
+    }
+    if (!r.try_patterns().empty()) {
+      absl::StrAppend(&out, "; try: ", absl::StrJoin(r.try_patterns(), ", "));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string StripCodeFences(absl::string_view code) {
+  absl::string_view s = absl::StripAsciiWhitespace(code);
+  if (!absl::StartsWith(s, "```")) return std::string(code);
+  size_t eol = s.find('\n');
+  if (eol == absl::string_view::npos) return std::string(code);
+  s.remove_prefix(eol + 1);  // the opening fence and its language tag
+  s = absl::StripTrailingAsciiWhitespace(s);
+  if (absl::EndsWith(s, "```")) s.remove_suffix(3);
+  return std::string(s);
+}
+
+absl::Status ValidateKernelSource(absl::string_view source) {
+  if (absl::StripAsciiWhitespace(source).empty()) {
+    return absl::InvalidArgumentError("the code is empty");
+  }
+  bool model_new = false;
+  bool jit = false;
+  for (absl::string_view line : absl::StrSplit(source, '\n')) {
+    model_new = model_new || IsModelNewClass(line);
+    jit = jit || IsJitDecorator(line);
+  }
+  if (!model_new && !jit) {
+    return absl::InvalidArgumentError(
+        "the code defines no top-level `class ModelNew(nn.Module)` and no @triton.jit "
+        "function");
+  }
+  if (!model_new) {
+    return absl::InvalidArgumentError(
+        "the code defines no top-level `class ModelNew(nn.Module)`");
+  }
+  if (!jit) {
+    return absl::InvalidArgumentError(
+        "the code has no @triton.jit function: the hot path must run in your own Triton "
+        "kernel");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kagent::llm_engine

@@ -1,0 +1,51 @@
+// Text for the prompt templates' placeholders (prompts/*.md, documented in docs/llm.md),
+// rendered from the protocol's messages. Shared by LlmKernelBrain and LlmNarrator.
+//
+// Every function is pure and thread-safe; null pointers are allowed where a request may
+// leave the message out, and render a short "not given" text instead.
+#ifndef KAGENT_ENGINES_LLM_PROMPT_VALUES_H_
+#define KAGENT_ENGINES_LLM_PROMPT_VALUES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "kagent/v1/common.pb.h"
+
+namespace kagent::llm_engine {
+
+// {{gpu}}: "NVIDIA H200 (sm_90, 132 SMs)"; a generic phrase when `gpu` is null or empty.
+std::string DescribeGpu(const kagent::v1::GpuSpec* gpu);
+
+// {{op_summary}}: the op class, FLOPs and minimum bytes when known, then one line per
+// recorded aten op with its input and output shapes and dtypes (at most 40 ops).
+std::string SummarizeOps(const kagent::v1::OpSignature* signature);
+
+// {{diagnosis}}: the judge's report as plain text (category, limiter, efficiency,
+// headroom, dominant kernel, summary, root causes with their cited metrics, narrative).
+std::string DescribeReport(const kagent::v1::BottleneckReport* report);
+
+// {{fix_description}}: the prescription's fix, rationale, expected effect, knob changes,
+// template switch and risks, one per line; plus a note for alternative > 0 asking for a
+// different way of applying the fix than the other workers.
+std::string DescribeFix(const kagent::v1::Prescription& prescription, int alternative);
+
+// {{lessons}}: the job's reflexions, newest last (at most the last 20), or "none".
+std::string FormatLessons(const std::vector<kagent::v1::Reflexion>* memory);
+
+// A number as the profile lists it ("%.6g").
+std::string FormatNumber(double value);
+
+// The Python source in an LLM's "code" value: surrounding ``` fences (with or without a
+// language tag) are removed, the rest is kept verbatim.
+std::string StripCodeFences(absl::string_view code);
+
+// The minimal check a candidate must pass before it is returned: a top-level
+// `class ModelNew` and at least one function decorated with @triton.jit or @jit (the
+// decorator may take arguments). INVALID_ARGUMENT saying what is missing.
+absl::Status ValidateKernelSource(absl::string_view source);
+
+}  // namespace kagent::llm_engine
+
+#endif  // KAGENT_ENGINES_LLM_PROMPT_VALUES_H_
