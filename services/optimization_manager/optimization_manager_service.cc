@@ -153,8 +153,14 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     }
   }
   std::vector<kagent::v1::Reflexion> memory(request.memory().begin(), request.memory().end());
+  // A spent LLM budget (RESOURCE_EXHAUSTED from the brain) is the RPC's status, not a
+  // per-kernel error: the coordinator ends the job cleanly on it. Workers not yet started
+  // when it happens are skipped.
+  std::atomic<bool> budget_spent{false};
+  std::vector<absl::Status> brain_errors(count);
   auto work = [&](int i) {
     GeneratedKernel& out = results[i];
+    if (budget_spent.load()) return;
     absl::StatusOr<BrainResult> r;
     if (first_kernel) {
       out.mutable_assignment()->set_worker_index(0);
@@ -175,6 +181,10 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       r = brain_->ApplyFix(fr);
     }
     if (!r.ok()) {
+      if (absl::IsResourceExhausted(r.status())) {
+        budget_spent.store(true);
+        brain_errors[i] = r.status();
+      }
       out.set_error(absl::StrCat("generation failed: ", r.status().ToString()));
       return;
     }
@@ -205,12 +215,22 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
   std::atomic<int> next{0};
   std::vector<std::thread> pool;
   pool.reserve(threads);
+  // The workers log, and a brain accounts its LLM calls, under the caller's job and tenant.
+  LogContext log_context = CurrentLogContext();
+  if (log_context.job_id.empty()) log_context.job_id = request.job_id();
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&]() {
+      LogScope scope(log_context);
       for (int i = next++; i < count; i = next++) work(i);
     });
   }
   for (std::thread& t : pool) t.join();
+  for (const absl::Status& e : brain_errors) {
+    if (!e.ok()) {
+      KLOG(WARNING) << "brain budget spent: " << e.ToString();
+      return e;
+    }
+  }
 
   // Duplicates: same as the parent, or as an earlier assignment's kernel.
   std::map<std::string, int> seen;

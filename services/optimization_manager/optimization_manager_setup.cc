@@ -1,14 +1,22 @@
 #include "services/optimization_manager/optimization_manager_setup.h"
 
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_status.h"
 #include "common/install_paths.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/template_library.h"
-#include "kagent/v1/optimization_manager_service.grpc.pb.h"
-#include "services/optimization_manager/optimization_manager_service.h"
+#include "engines/llm/llm_brain.h"
 
 namespace kagent {
+
+namespace {
+constexpr char kHeuristic[] = "heuristic";
+}  // namespace
 
 void OptimizationManagerSetupOptions::Register(OptionSet& o) {
   o.AddString("python", &python, "Python for the generated-source checks");
@@ -18,6 +26,21 @@ void OptimizationManagerSetupOptions::Register(OptionSet& o) {
     return max_parallel_workers >= 1 && max_parallel_workers <= 64
                ? absl::OkStatus()
                : absl::InvalidArgumentError("--max-parallel-workers must be in [1, 64]");
+  });
+  RegisterLlm(o);
+}
+
+void OptimizationManagerSetupOptions::RegisterLlm(OptionSet& o) {
+  o.AddString("llm-config", &llm_config,
+              "LLM configuration file (JSON, docs/llm.md): adds the LLM brain");
+  o.AddString("llm-brain-name", &llm_brain_name,
+              "name of the LLM brain in JobConfig.brain / GenerateRequest.brain");
+  o.AddValidator([this] {
+    if (llm_brain_name.empty() || llm_brain_name == kHeuristic) {
+      return absl::InvalidArgumentError(
+          "--llm-brain-name must be non-empty and not \"heuristic\"");
+    }
+    return absl::OkStatus();
   });
 }
 
@@ -29,13 +52,92 @@ absl::Status SetUpOptimizationManager(const OptimizationManagerSetupOptions& o,
   } else {
     KAGENT_ASSIGN_OR_RETURN(library, TemplateLibrary::FromDirectory(o.templates_dir));
   }
-  auto* brain = ctx.Keep(std::make_unique<HeuristicBrain>(library));
   OptimizationManagerOptions mo;
   mo.max_parallel_workers = o.max_parallel_workers;
   mo.python = o.python.empty() ? DefaultPython() : o.python;
-  auto* svc = ctx.Keep(std::make_unique<OptimizationManagerServiceImpl>(mo, brain, ctx.auth));
+
+  auto router = std::make_unique<BrainRouter>(kHeuristic, ctx.auth);
+  auto* heuristic = ctx.Keep(std::make_unique<HeuristicBrain>(library));
+  router->Add(kHeuristic,
+              std::make_unique<OptimizationManagerServiceImpl>(mo, heuristic, ctx.auth));
+
+  if (!o.llm_config.empty()) {
+    KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(o.llm_config));
+    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, o.llm_deps);
+    if (!stack.ok()) {
+      return absl::Status(stack.status().code(),
+                          absl::StrCat("LLM brain from ", o.llm_config, ": ",
+                                       stack.status().message()));
+    }
+    if (o.llm_brain_name == kHeuristic) {
+      return absl::InvalidArgumentError("the LLM brain cannot be named \"heuristic\"");
+    }
+    auto* brain = ctx.Keep(std::make_unique<LlmKernelBrain>(
+        stack->client, stack->prompts, LlmBrainOptions{.name = o.llm_brain_name}));
+    router->Add(o.llm_brain_name,
+                std::make_unique<OptimizationManagerServiceImpl>(mo, brain, ctx.auth),
+                {config.provider});
+    KLOG(INFO).With("brain", o.llm_brain_name).With("provider", config.provider)
+            .With("model", config.model)
+            .With("cassette", config.cassette_mode == llm::CassetteMode::kReplay   ? "replay"
+                              : config.cassette_mode == llm::CassetteMode::kRecord ? "record"
+                                                                                   : "off")
+        << "LLM brain configured";
+  }
+  KLOG(INFO).With("brains", absl::StrJoin(router->Names(), ","))
+      << "optimization manager brains";
+  auto* svc = ctx.Keep(std::move(router));
   ctx.host->AddService(svc, v1::OptimizationManagerService::service_full_name());
   return absl::OkStatus();
+}
+
+BrainRouter::BrainRouter(std::string default_brain, const Authenticator* auth)
+    : default_brain_(std::move(default_brain)), auth_(auth) {}
+
+void BrainRouter::Add(const std::string& name,
+                      std::unique_ptr<OptimizationManagerServiceImpl> impl,
+                      const std::vector<std::string>& aliases) {
+  KAGENT_CHECK(impl != nullptr) << "brain " << name << " has no service";
+  KAGENT_CHECK(routes_.count(name) == 0) << "brain " << name << " is served twice";
+  routes_[name] = {name, impl.get()};
+  for (const std::string& alias : aliases) {
+    if (!alias.empty()) routes_.emplace(alias, Route{name, impl.get()});
+  }
+  impls_.push_back(std::move(impl));
+}
+
+std::vector<std::string> BrainRouter::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, route] : routes_) names.push_back(name);
+  return names;
+}
+
+grpc::Status BrainRouter::Generate(grpc::ServerContext* context,
+                                   const kagent::v1::GenerateRequest* request,
+                                   kagent::v1::GenerateResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
+                  .tenant = caller.tenant});
+  return ToGrpcStatus(DoGenerate(*request, response));
+}
+
+absl::Status BrainRouter::DoGenerate(const kagent::v1::GenerateRequest& request,
+                                     kagent::v1::GenerateResponse* response) {
+  const std::string& wanted = request.brain().empty() ? default_brain_ : request.brain();
+  auto it = routes_.find(wanted);
+  if (it == routes_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown brain '", wanted,
+                                                   "'; this optimization manager serves: ",
+                                                   absl::StrJoin(Names(), ", ")));
+  }
+  const Route& route = it->second;
+  // The impl accepts an empty brain or its brain's own name; an alias is renamed.
+  if (request.brain().empty() || request.brain() == route.brain) {
+    return route.impl->DoGenerate(request, response);
+  }
+  kagent::v1::GenerateRequest copy = request;
+  copy.set_brain(route.brain);
+  return route.impl->DoGenerate(copy, response);
 }
 
 }  // namespace kagent
