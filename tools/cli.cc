@@ -19,6 +19,7 @@
 #include "common/client.h"
 #include "common/options.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "tools/bench.h"
 #include "tools/report.h"
 
 namespace kagent::cli {
@@ -52,6 +53,7 @@ constexpr char kUsage[] =
     "  list [--state S] [--limit N]\n"
     "  cancel JOB [--reason TEXT]\n"
     "  export JOB DIR             JSON, kernel files and report.html\n"
+    "  bench DIR --out OUTDIR [--rounds N] [--only P] [--concurrency N]   run a suite (docs/benchmarks.md)\n"
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
 
@@ -289,6 +291,8 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
 }  // namespace
 
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // `bench` has flags of its own: it is dispatched before the others are parsed.
+  if (int rc = RunBenchIfCommand(args, out, err); rc >= 0) return rc;
   Flags f;
   OptionSet o("kagent");
   o.AddString("server", &f.server, "coordinator address");

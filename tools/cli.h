@@ -8,6 +8,7 @@
 //     list [--state STATE] [--limit N]
 //     cancel JOB [--reason TEXT]
 //     export JOB DIR
+//     bench DIR --out OUTDIR [...]   (tools/bench.h)
 //
 // --server defaults to KAGENT_SERVER, else 127.0.0.1:50051; --token to KAGENT_TOKEN.
 // Exit codes: 0 success; 1 the server answered an error; 2 bad usage; 3 the job ended

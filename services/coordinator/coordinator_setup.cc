@@ -1,19 +1,20 @@
 #include "services/coordinator/coordinator_setup.h"
 
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "common/storage/sqlite_storage.h"
+#include "common/storage/storage_factory.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/coordinator/job_service.h"
 
 namespace kagent {
 
 void CoordinatorOptions::Register(OptionSet& o) {
-  o.AddString("db", &db, "SQLite database file (created if missing)");
+  o.AddString("db", &db,
+              "storage: a SQLite file (PATH or sqlite:PATH, created if missing) or a PostgreSQL "
+              "URI (postgres://USER:PASSWORD@HOST:PORT/DB; prefer KAGENT_DB to keep it off argv)",
+              /*secret=*/true);
   o.AddString("workers", &workers,
               "static GPU workers, comma-separated id=host:port (workers may also register)");
   o.AddString("judge", &judge, "JudgeService address");
@@ -70,14 +71,9 @@ absl::Status CoordinatorOptions::Validate() const {
 
 absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
                               const std::string& self_address, Scheduler** scheduler_out) {
-  std::filesystem::path dbp(o.db);
-  if (dbp.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dbp.parent_path(), ec);
-  }
-  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStorage> storage, SqliteStorage::Open({.path = o.db}));
+  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Storage> storage, OpenStorage(o.db));
   Storage* store = ctx.Keep(std::move(storage));
-  KLOG(INFO) << "storage: SQLite " << o.db;
+  KLOG(INFO) << "storage: " << RedactStorageUrl(o.db);
 
   ChannelOptions channel;
   channel.tls_ca = o.tls_ca;

@@ -15,7 +15,7 @@
 namespace kagent {
 
 struct CoordinatorOptions {
-  std::string db = "var/kagent.db";           // SQLite file
+  std::string db = "var/kagent.db";           // SQLite path or postgres:// URI
   std::string workers;                         // static GPU workers: id=host:port,...
   std::string judge = "127.0.0.1:50052";
   std::string analyzer = "127.0.0.1:50053";

@@ -794,6 +794,7 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
     rr.set_job_id(job_id_);
     if (by_id.count(c.parent_id())) *rr.mutable_parent() = by_id[c.parent_id()];
     *rr.mutable_attempt() = c;
+    *rr.mutable_gpu() = gpu_;
     absl::StatusOr<v1::ReflectResponse> refl = m_->services_->Reflect(rr, cancel_);
     if (!refl.ok()) {
       if (Stopping()) return StopFromStatus(refl.status());

@@ -6,7 +6,8 @@
 namespace kagent {
 
 absl::StatusOr<v1::Reflexion> HeuristicReflector::Reflect(const v1::Candidate& parent,
-                                                          const v1::Candidate& attempt) {
+                                                          const v1::Candidate& attempt,
+                                                          const v1::GpuSpec& gpu) {
   bool parent_ok = parent.measurement().verdict() == v1::VERDICT_CORRECT &&
                    parent.measurement().candidate().median_ms() > 0;
   if (!parent_ok) {
@@ -20,6 +21,7 @@ absl::StatusOr<v1::Reflexion> HeuristicReflector::Reflect(const v1::Candidate& p
   }
   ReflectContext ctx;
   ctx.analyzer = analyzer_.get();
+  if (!gpu.arch().empty()) ctx.gpu = &gpu;
   return HeuristicReflect(parent, attempt, ctx);
 }
 

@@ -17,7 +17,8 @@ class HeuristicReflector : public Reflector {
   explicit HeuristicReflector(std::shared_ptr<const Analyzer> analyzer)
       : analyzer_(std::move(analyzer)) {}
   absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
-                                        const v1::Candidate& attempt) override;
+                                        const v1::Candidate& attempt,
+                                        const v1::GpuSpec& gpu) override;
 
  private:
   std::shared_ptr<const Analyzer> analyzer_;

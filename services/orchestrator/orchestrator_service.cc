@@ -30,7 +30,7 @@ grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError(
         "attempt.measurement.verdict is required: reflect only on measured attempts"));
   }
-  absl::StatusOr<v1::Reflexion> r = reflector_->Reflect(request->parent(), request->attempt());
+  absl::StatusOr<v1::Reflexion> r = reflector_->Reflect(request->parent(), request->attempt(), request->gpu());
   if (!r.ok()) return ToGrpcStatus(r.status());
   *response->mutable_reflexion() = *std::move(r);
   return grpc::Status::OK;

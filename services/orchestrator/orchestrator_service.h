@@ -13,9 +13,11 @@ namespace kagent {
 class Reflector {
  public:
   virtual ~Reflector() = default;
-  // `parent` may be empty (a first kernel has none). Must handle every verdict.
+  // `parent` may be empty (a first kernel has none); `gpu` may be empty (unknown).
+  // Must handle every verdict.
   virtual absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
-                                                const v1::Candidate& attempt) = 0;
+                                                const v1::Candidate& attempt,
+                                                const v1::GpuSpec& gpu) = 0;
 };
 
 class OrchestratorServiceImpl final : public v1::OrchestratorService::Service {
