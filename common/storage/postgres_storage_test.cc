@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -360,6 +362,20 @@ TEST_CASE("postgres: calling the storage from inside its transaction body is ref
     std::thread([&] { other = storage->GetJob("job-1").status(); }).join();
     return other;
   }));
+}
+
+TEST_CASE("postgres: the test server fails, not skips, without the server binaries",
+          "[postgres]") {
+  const char* saved = getenv("KAGENT_POSTGRES_BINDIR");
+  const std::string previous = saved != nullptr ? saved : "";
+  setenv("KAGENT_POSTGRES_BINDIR", "/nonexistent/kagent-test", 1);
+  absl::StatusOr<std::unique_ptr<PostgresTestServer>> server = PostgresTestServer::Start();
+  if (saved != nullptr) {
+    setenv("KAGENT_POSTGRES_BINDIR", previous.c_str(), 1);
+  } else {
+    unsetenv("KAGENT_POSTGRES_BINDIR");
+  }
+  RequireCode(server.status(), absl::StatusCode::kFailedPrecondition, "scripts/setup.sh");
 }
 
 TEST_CASE("postgres: OpenStorage opens PostgreSQL from a URL", "[postgres]") {

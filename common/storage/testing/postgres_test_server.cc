@@ -32,9 +32,12 @@ constexpr const char* kSuperuser = "kagent";
 std::string FindBindir() {
   std::vector<std::string> candidates;
   const char* env = getenv("KAGENT_POSTGRES_BINDIR");
-  if (env != nullptr && env[0] != '\0') candidates.push_back(env);
-  for (int version = 17; version >= 12; --version) {
-    candidates.push_back(absl::StrCat("/usr/lib/postgresql/", version, "/bin"));
+  if (env != nullptr && env[0] != '\0') {
+    candidates.push_back(env);  // an explicit choice: no fallback
+  } else {
+    for (int version = 17; version >= 12; --version) {
+      candidates.push_back(absl::StrCat("/usr/lib/postgresql/", version, "/bin"));
+    }
   }
   for (const std::string& dir : candidates) {
     if (access((dir + "/initdb").c_str(), X_OK) == 0 &&

@@ -13,7 +13,7 @@
 // package creates (PostgreSQL refuses to run as root): the directory is chowned to it
 // and the tools run with that uid.
 //
-// The binaries are looked up in $KAGENT_POSTGRES_BINDIR, then
+// The binaries are looked up in $KAGENT_POSTGRES_BINDIR when set (only there), else in
 // /usr/lib/postgresql/<version>/bin (newest first). When they are missing Start() fails
 // with FAILED_PRECONDITION saying to run scripts/setup.sh: tests must fail, not skip.
 //
