@@ -1,0 +1,87 @@
+// The prompt values and the minimal source check of the LLM brain.
+#include "engines/llm/prompt_values.h"
+
+#include <catch2/catch.hpp>
+
+#include "absl/status/status.h"
+
+namespace kagent::llm_engine {
+namespace {
+
+TEST_CASE("ValidateKernelSource wants ModelNew and a jit kernel", "[llm_brain]") {
+  CHECK(ValidateKernelSource("import triton\n@triton.jit\ndef k(x):\n  pass\n"
+                             "class ModelNew(nn.Module):\n  pass\n")
+            .ok());
+  // @jit after `from triton import jit`, decorator arguments, autotune above it.
+  CHECK(ValidateKernelSource("@triton.autotune(configs=[], key=[])\n@jit(do_not_specialize=[1])\n"
+                             "def k(x): pass\nclass ModelNew:\n  pass\n")
+            .ok());
+  auto no_model = ValidateKernelSource("@triton.jit\ndef k(x): pass\nclass Model(nn.Module): pass\n");
+  CHECK(absl::IsInvalidArgument(no_model));
+  CHECK_THAT(std::string(no_model.message()), Catch::Contains("ModelNew"));
+  // Nested (indented) ModelNew is not top level; ModelNewer is another name.
+  CHECK(!ValidateKernelSource("@triton.jit\ndef k(x): pass\nif True:\n  class ModelNew: pass\n").ok());
+  CHECK(!ValidateKernelSource("@triton.jit\ndef k(x): pass\nclass ModelNewer: pass\n").ok());
+  auto no_jit = ValidateKernelSource("class ModelNew(nn.Module):\n  pass\n");
+  CHECK_THAT(std::string(no_jit.message()), Catch::Contains("@triton.jit"));
+  CHECK(!ValidateKernelSource("  \n").ok());
+}
+
+TEST_CASE("StripCodeFences removes a fenced block's fences only", "[llm_brain]") {
+  CHECK(StripCodeFences("```python\nimport torch\n```") == "import torch\n");
+  CHECK(StripCodeFences("```\nx = 1\n```\n") == "x = 1\n");
+  CHECK(StripCodeFences("import torch\n") == "import torch\n");
+}
+
+TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
+  kagent::v1::GpuSpec gpu;
+  CHECK_THAT(DescribeGpu(nullptr), Catch::Contains("not given"));
+  gpu.set_name("NVIDIA H200");
+  gpu.set_arch("sm_90");
+  gpu.set_sm_count(132);
+  CHECK(DescribeGpu(&gpu) == "NVIDIA H200 (sm_90, 132 SMs)");
+
+  kagent::v1::OpSignature sig;
+  sig.set_op_class("matvec");
+  auto* op = sig.add_ops();
+  op->set_op("aten::mv");
+  op->add_inputs()->add_shape(2048);
+  op->mutable_inputs(0)->add_shape(4096);
+  op->mutable_inputs(0)->set_dtype("bfloat16");
+  std::string ops = SummarizeOps(&sig);
+  CHECK_THAT(ops, Catch::Contains("op class: matvec"));
+  CHECK_THAT(ops, Catch::Contains("aten::mv: inputs [2048, 4096] bfloat16"));
+
+  kagent::v1::Prescription p;
+  p.set_pattern_id("gemv_row_per_program");
+  (*p.mutable_knob_changes())["BLOCK_M"] = "1";
+  (*p.mutable_knob_changes())["BLOCK_K"] = "1024";
+  std::string fix = DescribeFix(p, 0);
+  CHECK_THAT(fix, Catch::Contains("knob changes: BLOCK_K = 1024, BLOCK_M = 1"));
+  CHECK_THAT(fix, !Catch::Contains("variant"));
+  CHECK_THAT(DescribeFix(p, 1), Catch::Contains("variant 2"));
+
+  CHECK(FormatLessons(nullptr) == "none");
+  std::vector<kagent::v1::Reflexion> memory(1);
+  memory[0].set_round(1);
+  memory[0].set_pattern_id("p1");
+  memory[0].set_lesson("BLOCK_K 1024 spills");
+  memory[0].add_avoid_patterns("p1");
+  CHECK_THAT(FormatLessons(&memory), Catch::Contains("round 1, p1: fix did not work; BLOCK_K 1024 spills; avoid: p1"));
+
+  CHECK_THAT(DescribeReport(nullptr), Catch::Contains("No profile diagnosis"));
+  kagent::v1::BottleneckReport r;
+  r.set_primary(kagent::v1::BOTTLENECK_MEMORY_BOUND);
+  r.set_efficiency_pct(41.5);
+  auto* rc = r.add_root_causes();
+  rc->set_cause("DRAM underused");
+  auto* ev = rc->add_evidence();
+  ev->set_metric("dram__throughput.avg.pct_of_peak_sustained_elapsed");
+  ev->set_value(41.5);
+  std::string d = DescribeReport(&r);
+  CHECK_THAT(d, Catch::Contains("category: memory-bound"));
+  CHECK_THAT(d, Catch::Contains("dram__throughput.avg.pct_of_peak_sustained_elapsed = 41.5"));
+}
+
+}  // namespace
+}  // namespace kagent::llm_engine
