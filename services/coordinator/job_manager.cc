@@ -43,7 +43,9 @@ std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round)
 // Thrown-free control flow: a run step either succeeds or gives the status that ends
 // the job; kStopQuietly marks a shutdown, where the job is left for the next start.
 struct Stop {
-  enum Kind { kNone, kFailed, kCancelled, kShutdown } kind = kNone;
+  // kBudget: a service refused more work because a budget (LLM tokens or cost) is
+  // spent; the job finishes with the best kernel so far.
+  enum Kind { kNone, kFailed, kCancelled, kShutdown, kBudget } kind = kNone;
   std::string reason;
 };
 
@@ -338,6 +340,9 @@ Stop JobRun::StopFromStatus(const absl::Status& s) const {
     if (m_->shutting_down_) return {Stop::kShutdown, "coordinator shutting down"};
   }
   if (cancel_->cancelled()) return {Stop::kCancelled, "cancelled"};
+  if (s.code() == absl::StatusCode::kResourceExhausted) {
+    return {Stop::kBudget, absl::StrCat("budget spent: ", s.message())};
+  }
   return {Stop::kFailed, std::string(s.message())};
 }
 
@@ -549,6 +554,11 @@ void JobRun::Run() {
     stop = Round(ckpt_.completed_round() + 1, &stop_reason);
     if (!stop_reason.empty()) break;
   }
+  if (stop.kind == Stop::kBudget && !ckpt_.start_candidate_id().empty()) {
+    stop = Finish(stop.reason);  // the baseline exists: finish with the best so far
+  } else if (stop.kind == Stop::kBudget) {
+    stop.kind = Stop::kFailed;   // nothing measured yet: nothing to return
+  }
   if (stop.kind == Stop::kNone) stop = Finish(stop_reason);
   switch (stop.kind) {
     case Stop::kNone:
@@ -560,6 +570,7 @@ void JobRun::Run() {
       // Cancel() already stored CANCELLED and announced it.
       KLOG(INFO) << "job cancelled";
       break;
+    case Stop::kBudget:  // only before the baseline, where there is nothing to return
     case Stop::kFailed: {
       KLOG(WARNING) << "job failed: " << stop.reason;
       absl::Status s = Persist([&](v1::Job& j) {

@@ -59,6 +59,7 @@ class ScriptedServices : public LoopServices {
  public:
   std::vector<std::string> fixes = {"good-1", "crash-1", "good-2", "bad-1"};
   std::atomic<int> generate_calls{0};
+  int budget_after_calls = 1 << 30;  // Generate answers RESOURCE_EXHAUSTED from then on
 
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CallCancelToken*) override {
     v1::DiagnoseResponse out;
@@ -95,7 +96,9 @@ class ScriptedServices : public LoopServices {
     return out;
   }
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CallCancelToken*) override {
-    generate_calls++;
+    if (++generate_calls > budget_after_calls) {
+      return absl::ResourceExhaustedError("job job-1 spent its LLM token budget (1000 tokens)");
+    }
     v1::GenerateResponse out;
     if (r.plan().assignments_size() == 0 && r.parents().empty()) {
       auto* g = out.add_kernels();
@@ -220,6 +223,15 @@ TEST_CASE("loop: stops when the round budget is spent") {
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   CHECK(absl::StrContains(job.result().stop_reason(), "round budget"));
   CHECK(job.result().trajectory_size() == 1);
+}
+
+TEST_CASE("loop: a spent LLM budget ends the job cleanly with the best kernel so far") {
+  Loop loop;
+  loop.services.budget_after_calls = 1;  // round 1 generates, round 2 is refused
+  v1::Job job = loop.WaitDone(loop.Submit(5).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(absl::StrContains(job.result().stop_reason(), "budget spent"));
+  CHECK(job.result().speedup_vs_start() > 1.0);  // round 1's gain is kept
 }
 
 TEST_CASE("loop: a starting kernel that fails the gate fails the job with the reason") {
