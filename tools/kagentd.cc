@@ -114,6 +114,7 @@ int Main(int argc, char** argv) {
   so.Register(options);
   co.Register(options);
   dopts.Register(options);
+  mo.RegisterLlm(options);
   absl::Status parsed = options.Parse(argc, argv);
   if (options.help_requested()) {
     std::cout << options.Usage();
