@@ -1,13 +1,10 @@
 #include "services/benchmark/benchmark_service.h"
 
-#include <atomic>
-#include <chrono>
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "services/benchmark/call_cancel.h"
 
 namespace kagent {
 
@@ -117,23 +114,16 @@ grpc::Status BenchmarkServiceImpl::Measure(grpc::ServerContext* context,
   if (!got.ok()) return forget(ToGrpcStatus(got));
   GpuSlotLease lease(slot_);
 
-  CancelToken cancel;
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load()) {
-      if (context->IsCancelled()) {
-        cancel.Cancel();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
   absl::Time start = absl::Now();
-  v1::Measurement m = harness_->Measure(*request, &cancel);
-  finished.store(true);
-  watcher.join();
+  v1::Measurement m;
+  bool cancelled = false;
+  {
+    ServerCallCancel cancel(context);
+    m = harness_->Measure(*request, cancel.token());
+    cancelled = cancel.cancelled();
+  }
   double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (cancel.cancelled()) {
+  if (cancelled) {
     return forget(grpc::Status(grpc::StatusCode::CANCELLED, "measurement cancelled by the caller"));
   }
   m.set_gpu_seconds(seconds);

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/benchmark/benchmark_service.h"
+#include "services/benchmark/call_cancel.h"
 #include "services/benchmark/gpu_slot.h"
 #include "services/profiler/gpu_spec.h"
 #include "services/profiler/profiler_service.h"
@@ -41,21 +42,11 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
                                       [context] { return context->IsCancelled(); });
     if (!got.ok()) return ToGrpcStatus(got);
     GpuSlotLease lease(slot_);
-    CancelToken cancel;
-    std::atomic<bool> finished{false};
-    std::thread watcher([&] {
-      while (!finished.load()) {
-        if (context->IsCancelled()) {
-          cancel.Cancel();
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-    absl::StatusOr<v1::ProfileResponse> r =
-        inner_->RunProfile(*request, &cancel, deadline - absl::Now());
-    finished.store(true);
-    watcher.join();
+    absl::StatusOr<v1::ProfileResponse> r = absl::UnknownError("not run");
+    {
+      ServerCallCancel cancel(context);
+      r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now());
+    }
     if (!r.ok()) return ToGrpcStatus(r.status());
     *response = *std::move(r);
     return grpc::Status::OK;
