@@ -76,6 +76,12 @@ absl::StatusOr<Caller> Authenticator::AuthenticateHeader(absl::string_view autho
     caller.internal = true;
     return caller;
   }
+  if (authorization.empty() && tokens_.empty()) {
+    // Only the cluster's internal token is configured: users need no token and act as
+    // the default tenant; only the internal token makes a caller internal.
+    caller.tenant = kDefaultTenant;
+    return caller;
+  }
   if (authorization.empty()) {
     return absl::UnauthenticatedError(
         "missing credentials: send `authorization: Bearer <token>` (kagent --token or "

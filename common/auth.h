@@ -1,7 +1,10 @@
 // Bearer-token authentication per call.
 //
 // Clients send `authorization: Bearer <token>`. An Authenticator maps tokens to tenants.
-// When auth is off (no tokens configured), every call is accepted as tenant "default".
+// With neither user tokens nor an internal token, auth is off: every call is accepted as
+// tenant "default" and trusted as internal. With only an internal token, users need no
+// token (tenant "default", not internal) and only the internal token is internal. With
+// user tokens, every call needs a valid token.
 // Tokens marked internal identify a service of the cluster calling another; an internal
 // caller may act for any tenant by sending `x-kagent-tenant`.
 //

@@ -117,6 +117,19 @@ TEST_CASE("auth: tokens map to tenants; internal token may act for a tenant") {
   CHECK(svc->tenant == "bob");
 }
 
+TEST_CASE("auth: with only an internal token, users are the default tenant, not internal") {
+  Authenticator internal_only({}, "internal-secret-0123");
+  auto user = internal_only.AuthenticateHeader("", "bob");
+  REQUIRE(user.ok());
+  CHECK(user->tenant == kDefaultTenant);
+  CHECK_FALSE(user->internal);
+  auto svc = internal_only.AuthenticateHeader("Bearer internal-secret-0123", "");
+  REQUIRE(svc.ok());
+  CHECK(svc->internal);
+  CHECK(internal_only.AuthenticateHeader("Bearer guess", "").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+}
+
 TEST_CASE("auth: tokens file is validated") {
   std::string good = TempFile("# comment\ntok-alice-0123456789 alice\n\n");
   auto a = Authenticator::FromFile(good, "");
