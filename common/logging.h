@@ -74,6 +74,11 @@ class LogMessage {
   std::map<std::string, double> number_fields_;
 };
 
+// Turns `LogMessage << ...` into a void expression for KLOG's conditional.
+struct LogVoidify {
+  void operator&(const LogMessage&) {}
+};
+
 }  // namespace kagent
 
 #define KAGENT_LOG_LEVEL_DEBUG ::kagent::LogLevel::kDebug
@@ -81,9 +86,11 @@ class LogMessage {
 #define KAGENT_LOG_LEVEL_WARNING ::kagent::LogLevel::kWarning
 #define KAGENT_LOG_LEVEL_ERROR ::kagent::LogLevel::kError
 
-#define KLOG(level)                                              \
-  if (KAGENT_LOG_LEVEL_##level < ::kagent::GetLogLevel()) {      \
-  } else                                                         \
-    ::kagent::LogMessage(KAGENT_LOG_LEVEL_##level, __FILE__, __LINE__)
+// An expression, so `if (x) KLOG(INFO) << ...; else ...` binds as written.
+#define KLOG(level)                                                    \
+  (KAGENT_LOG_LEVEL_##level < ::kagent::GetLogLevel())                 \
+      ? (void)0                                                        \
+      : ::kagent::LogVoidify() &                                       \
+            ::kagent::LogMessage(KAGENT_LOG_LEVEL_##level, __FILE__, __LINE__)
 
 #endif  // KAGENT_COMMON_LOGGING_H_

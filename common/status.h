@@ -55,16 +55,22 @@ class CheckFailure {
 }  // namespace kagent::internal
 
 // Crashes with a message when `cond` is false. For impossible states only; bad input
-// gets a Status.
-#define KAGENT_CHECK(cond) \
-  if (cond) {              \
-  } else                   \
-    ::kagent::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
+// gets a Status. The switch makes the macro one statement, safe in an unbraced `if`.
+#define KAGENT_CHECK(cond)   \
+  switch (0)                 \
+  case 0:                    \
+  default:                   \
+    if (cond) {              \
+    } else                   \
+      ::kagent::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
-#define KAGENT_CHECK_OK(expr)                                                    \
-  if (::absl::Status kagent_check_status_ = (expr); kagent_check_status_.ok()) { \
-  } else                                                                         \
-    ::kagent::internal::CheckFailure(__FILE__, __LINE__, #expr).stream()         \
-        << kagent_check_status_.ToString()
+#define KAGENT_CHECK_OK(expr)                                                      \
+  switch (0)                                                                       \
+  case 0:                                                                          \
+  default:                                                                         \
+    if (::absl::Status kagent_check_status_ = (expr); kagent_check_status_.ok()) { \
+    } else                                                                         \
+      ::kagent::internal::CheckFailure(__FILE__, __LINE__, #expr).stream()         \
+          << kagent_check_status_.ToString()
 
 #endif  // KAGENT_COMMON_STATUS_H_
