@@ -8,8 +8,9 @@
 // keyed by tenant, op class and GPU architecture), artifacts, and per-job checkpoints
 // that let a job resume from its last completed step after a restart.
 //
-// Backends: SqliteStorage (common/storage/sqlite_storage.h, the embedded default) and,
-// later, a PostgreSQL backend. Every backend must pass the conformance suite in
+// Backends: SqliteStorage (common/storage/sqlite_storage.h, the embedded default) and
+// PostgresStorage (common/storage/postgres_storage.h); OpenStorage(url) picks one.
+// Every backend must pass the conformance suite in
 // common/storage/storage_test_suite.h, and must validate input through
 // common/storage/validation.h so that error codes and messages are identical.
 //
