@@ -149,11 +149,11 @@ std::string HttpGet(int port, const std::string& path) {
 
 std::string BinaryDir() {
   const char* d = std::getenv("KAGENT_BINARY_DIR");
-  return d ? d : "build";
+  return d ? d : KAGENT_TEST_BINARY_DIR;
 }
 std::string SourceDir() {
   const char* d = std::getenv("KAGENT_SOURCE_DIR");
-  return d ? d : ".";
+  return d ? d : KAGENT_TEST_SOURCE_DIR;
 }
 std::string TempDir() {
   std::string t = "/tmp/kagent-it-XXXXXX";
