@@ -95,7 +95,7 @@ TEST_CASE("server options validate") {
   CHECK(so.Validate().code() == absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("auth: tokens map to tenants; internal token may act for a tenant") {
+TEST_CASE("auth: tokens map to tenants, internal token may act for a tenant") {
   Authenticator off;
   auto c = off.AuthenticateHeader("", "");
   REQUIRE(c.ok());

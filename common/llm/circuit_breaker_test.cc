@@ -34,7 +34,7 @@ TEST_CASE("closed -> open after N consecutive failures", "[breaker]") {
   CHECK(absl::StrContains(refused.message(), "open"));
 }
 
-TEST_CASE("open -> half-open after the cool-down; one probe at a time", "[breaker]") {
+TEST_CASE("open -> half-open after the cool-down, one probe at a time", "[breaker]") {
   FakeClock clock;
   CircuitBreaker b("e", {.failure_threshold = 1, .cooldown = absl::Seconds(10)}, &clock);
   REQUIRE(b.Allow().ok());

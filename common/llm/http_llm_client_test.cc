@@ -351,7 +351,7 @@ TEST_CASE("the total timeout caps attempts and sleeps", "[llm][timeout]") {
   CHECK(server->request_count() <= 3);
 }
 
-TEST_CASE("a truncated body is retried; persistent truncation is UNAVAILABLE",
+TEST_CASE("a truncated body is retried, persistent truncation is UNAVAILABLE",
           "[llm][truncated]") {
   SECTION("truncated then whole") {
     auto server = StartServer(WireFormat::kOpenAi);

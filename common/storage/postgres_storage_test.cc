@@ -229,7 +229,7 @@ TEST_CASE("postgres: a transaction conflicting with another storage's is ABORTED
   REQUIRE(job.job.current_round() == 7);
 }
 
-TEST_CASE("postgres: a server restart keeps the data; open storages reconnect", "[postgres]") {
+TEST_CASE("postgres: a server restart keeps the data, open storages reconnect", "[postgres]") {
   absl::StatusOr<std::unique_ptr<PostgresTestServer>> started = PostgresTestServer::Start();
   INFO(started.status().ToString());
   REQUIRE(started.ok());

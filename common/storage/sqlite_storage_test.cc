@@ -218,7 +218,7 @@ TEST_CASE("sqlite: in-memory database", "[storage][sqlite]") {
   REQUIRE(Unwrap(storage->GetJob("job-1")).revision == 1);
 }
 
-TEST_CASE("sqlite: a later migration upgrades in place; a failed one changes nothing",
+TEST_CASE("sqlite: a later migration upgrades in place, a failed one changes nothing",
           "[storage][sqlite]") {
   SqliteTestEnv env;
   const int64_t latest = SqliteSchemaMigrations().back().version;

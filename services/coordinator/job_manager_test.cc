@@ -281,7 +281,7 @@ TEST_CASE("loop: cancel in mid-round stops the job") {
   CHECK(loop.Events(job.id()).back().state() == v1::JOB_STATE_CANCELLED);
 }
 
-TEST_CASE("loop: a coordinator stopped in mid-round resumes; nothing measured twice") {
+TEST_CASE("loop: a coordinator stopped in mid-round resumes, nothing measured twice") {
   std::string path = std::filesystem::temp_directory_path() / absl::StrCat("kagent-resume-", getpid(), ".db");
   std::filesystem::remove(path);
   std::string id;

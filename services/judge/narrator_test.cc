@@ -59,7 +59,7 @@ TEST_CASE("WithinOnePercent", "[narrator]") {
   CHECK(!WithinOnePercent(NAN, 1));
 }
 
-TEST_CASE("LLM citations are checked against the profile; the rules stay in charge", "[narrator]") {
+TEST_CASE("LLM citations are checked against the profile, the rules stay in charge", "[narrator]") {
   DiagnoseRequest request = GemvRequest();
   NarrativeResult answer;
   answer.narrative =

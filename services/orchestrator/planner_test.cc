@@ -34,7 +34,7 @@ TEST_CASE("planner: K x M assignments, distinct fixes per parent, numbered worke
   CHECK(plan->assignments(1).prescription().pattern_id() == "b");
 }
 
-TEST_CASE("planner: avoid-list, memory avoid and tried pairs are skipped; try-patterns first") {
+TEST_CASE("planner: avoid-list, memory avoid and tried pairs are skipped, try-patterns first") {
   v1::PlanRoundRequest r = TwoKernelBeam();
   r.add_avoid_patterns("a");
   v1::Reflexion* m1 = r.add_memory();

@@ -244,7 +244,7 @@ TEST_CASE("kagentd: auth on — tokens, tenants, and another tenant's job", "[in
   CHECK(absl::StrContains(err, "UNAUTHENTICATED"));
 }
 
-TEST_CASE("kagentd: a real job end to end on the CPU worker; survives a restart", "[integration][slow]") {
+TEST_CASE("kagentd: a real job end to end on the CPU worker, survives a restart", "[integration][slow]") {
   std::string dir = TempDir();
   std::string job;
   {
