@@ -209,7 +209,8 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
     }
     if (tty) out << "\r\033[K";
     out << line << "\n";
-    if (tty) out << bar() << std::flush;
+    if (tty) out << bar();
+    out << std::flush;  // progress shows at once in pipes and logs too
     if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state = e.state();
   }
   if (tty) out << "\r\033[K" << bar() << "\n";
