@@ -9,8 +9,10 @@ The CUPTI tracer (KAGENT_CUPTI_LIB, another component) writes one JSON object pe
    "grid":[x,y,z],"block":[x,y,z],"correlation":..}
   {"type":"marker","name":..,"ts_ns":..}
 The child emits markers through kagent_cupti_mark(); the windows used here are
-gate_begin/gate_end (one pair per gate call), flush_begin/flush_end (a probe of the L2
-flush alone) and timing_begin/timing_end (warm-up plus timed calls).
+gate_begin/gate_end (one pair per gate call), flush_begin/flush_end and
+spin_begin/spin_end (probes of the L2 flush and of the timing's spin kernel alone),
+timing_begin/timing_end (warm-up plus timed calls) and profile_begin/profile_end (the
+profiled forwards).
 """
 
 import ast
@@ -157,7 +159,10 @@ def analyze_timing(trace, own_names, reps):
     flush_names = {k["name"] for k in kernels_in(trace, fw[-1])}
     if not flush_names:
         return None
-    ks = kernels_in(trace, tw[-1])
+    sw = windows(trace, "spin")
+    spin_names = {k["name"] for k in kernels_in(trace, sw[-1])} if sw else set()
+    ks = [k for k in kernels_in(trace, tw[-1])
+          if k["name"] not in spin_names or is_own(k["name"], own_names)]
     segments, cur = [], None
     for k in ks:
         if k["name"] in flush_names and not is_own(k["name"], own_names):

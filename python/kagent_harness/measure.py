@@ -8,9 +8,11 @@ computed itself plus cross-checks of what the child reports. docs/harness.md has
 full list of checks.
 """
 
+import base64
 import json
 import math
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -270,8 +272,12 @@ class Supervisor:
             res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
                                 req.warmup_ms, flush)
             self.result[label] = P.timing_stats(res["times_ms"])
+            self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
+                _median(res["issue_ms"])
             self.log.add(f"{label}: median {self.result[label]['median_ms']:.4f} ms over "
-                         f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls)")
+                         f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls, "
+                         f"host issue {_median(res['issue_ms']):.4f} ms hidden behind a "
+                         f"{res['spin_us']:.0f} us spin)")
 
         def do_bench(fn, label):
             # An independent reference measurement (Triton's own protocol) for audits.
@@ -343,6 +349,66 @@ class Supervisor:
         self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
                      f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
         self.triton_hook = bool(ready.get("triton_hook")) and req.language == "triton"
+        self._probe_ipc()
+
+    # -- inputs to the child -----------------------------------------------------------
+    def _probe_ipc(self):
+        """Inputs travel to the child by CUDA IPC when it works here (a 4 GiB input then
+        costs a GPU copy, not ~10 s through a file); the probe sends a small tensor."""
+        self.use_ipc = False
+        self._ipc_keep = None
+        if self.device != "cuda" or not self.req.ipc_inputs:
+            return
+        probe = torch.arange(1, 1025, dtype=torch.float32, device="cuda")
+        try:
+            field = self._ipc_field([probe])
+        except Exception as e:  # noqa: BLE001
+            self.log.add(f"CUDA IPC unavailable here ({e!r}): inputs go through files")
+            return
+        reply = self.child.request(dict(cmd="ipc_probe", **field), phase="CUDA IPC probe")
+        self._ipc_keep = None
+        if reply.get("ipc") and abs(float(reply.get("sum", 0.0)) - 524800.0) < 1e-3:
+            self.use_ipc = True
+            self.log.add("inputs travel to the candidate's process by CUDA IPC")
+        else:
+            self.log.add(f"CUDA IPC probe failed ({reply.get('error', 'wrong sum')}): "
+                         "inputs go through files")
+
+    def _ipc_field(self, inputs):
+        from torch.multiprocessing.reductions import reduce_tensor
+        # Private copies: the child maps them, so it must never see the supervisor's own
+        # tensors (it could change them before the reference runs).
+        shared = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        torch.cuda.synchronize()
+        items = []
+        for x in shared:
+            if isinstance(x, torch.Tensor):
+                fn, args = reduce_tensor(x)
+                items.append(("cuda_ipc", fn, args))
+            else:
+                items.append(x)
+        self._ipc_keep = shared
+        return {"inputs_ipc": base64.b64encode(pickle.dumps(items)).decode("ascii")}
+
+    def inputs_field(self, inputs, tag):
+        """The message fields that hand `inputs` to the child: CUDA IPC handles when the
+        probe passed and every input is a tensor on the GPU or a plain value, else a file
+        (removed by release_inputs)."""
+        if getattr(self, "use_ipc", False) and all(
+                (isinstance(x, torch.Tensor) and x.is_cuda) or
+                not isinstance(x, (torch.Tensor, list, tuple, dict)) for x in inputs):
+            return self._ipc_field(inputs)
+        path = os.path.join(self.workdir, f"in_{tag}.pt")
+        torch.save([_cpu(x) for x in inputs], path)
+        return {"inputs": path}
+
+    def release_inputs(self, field):
+        self._ipc_keep = None
+        if "inputs" in field:
+            try:
+                os.unlink(field["inputs"])
+            except OSError:
+                pass
 
     def _trial_plan(self):
         plan = [("seeded", str(i)) for i in range(self.req.trials)]
@@ -379,9 +445,8 @@ class Supervisor:
                 inputs = _variant(self.fresh_inputs(), label, _sysrand_seed(self.rng))
             else:
                 inputs = self.timing_inputs()
-            in_path = os.path.join(self.workdir, f"in_{k}.pt")
             out_path = os.path.join(self.workdir, f"out_{k}.pt")
-            torch.save([_cpu(x) for x in inputs], in_path)
+            in_field = self.inputs_field(inputs, k)
             ref_first = kind != "seeded" or k % 2 == 0
             ref_out = None
             if ref_first:
@@ -391,11 +456,11 @@ class Supervisor:
                     ref_out = self.ref(inputs)
                 if kind == "wide" and not all_finite(ref_out):
                     self.log.add(f"trial {label}: skipped, the reference is not finite there")
-                    os.unlink(in_path)
+                    self.release_inputs(in_field)
                     continue
             if poison is None and ref_out is not None:
                 poison = [[list(o.shape), dtype_name(o.dtype)] for o in ref_out]
-            msg = {"cmd": "call", "inputs": in_path, "out": out_path, "poison": poison or [],
+            msg = {"cmd": "call", **in_field, "out": out_path, "poison": poison or [],
                    "reuse": k % 2 == 1,
                    "profile_kernels": (self.device == "cuda" and not self.trace_path
                                        and not profiled)}
@@ -406,7 +471,7 @@ class Supervisor:
             reply = self.child.checked(self.child.recv(timeout=req.call_timeout_s,
                                                        phase=f"gate trial {label}"),
                                        f"gate trial {label}")
-            os.unlink(in_path)
+            self.release_inputs(in_field)
             got = self._load_outputs(out_path, ref_out)
             if atol is None:
                 atol, rtol = tolerances(ref_out, req.atol, req.rtol)
@@ -544,6 +609,9 @@ class Supervisor:
         if not isinstance(walls, list) or len(walls) != len(times):
             raise Rejection(P.REJECTED, "timing: malformed wall-clock times")
         med = _median(times)
+        issues = reply.get("issue_ms")
+        if isinstance(issues, list) and issues:
+            h.setdefault("host_issue_median_ms", {})["candidate"] = _median(issues)
         # 1. The output of the timed calls must be right.
         got = self._load_outputs(out_path, timing_ref)
         c = compare(timing_ref, got, atol, rtol)
@@ -642,14 +710,19 @@ class Supervisor:
         try:
             self.load_reference()
             res["gpu_name"] = self.result["gpu_name"]
+            if req.signature:
+                try:
+                    res["op_signature"] = self.signature()
+                except Exception as e:  # noqa: BLE001
+                    self.log.add(f"op signature not recorded: {e!r}")
             self.start_child()
             inputs = self.timing_inputs()
-            in_path = os.path.join(self.workdir, "in_profile.pt")
-            torch.save([_cpu(x) for x in inputs], in_path)
-            reply = self.child.request({"cmd": "profile", "inputs": in_path,
+            in_field = self.inputs_field(inputs, "profile")
+            reply = self.child.request({"cmd": "profile", **in_field,
                                         "iters": req.profile_iters, "range": NVTX_RANGE,
                                         "warmup_iters": req.profile_warmup_iters},
                                        phase="profile")
+            self.release_inputs(in_field)
             res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
             res["ok"] = True
         except ChildFailure as f:

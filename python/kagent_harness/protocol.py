@@ -90,6 +90,7 @@ class Request:
         self.shape_set = _get(raw, "shape_set", str, "")
         self.time_candidate = _get(raw, "time_candidate", bool, True)
         self.signature = _get(raw, "signature", bool, True)
+        self.ipc_inputs = _get(raw, "ipc_inputs", bool, True)
         self.flush_l2 = _get(raw, "flush_l2", bool, True)
         # Off by default in profile mode: Nsight Compute's injected library reaches its
         # front end over sockets that a fresh network namespace would cut off.

@@ -9,7 +9,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.dirname(HERE)
 FIXTURES = os.path.join(HERE, "fixtures")
-GPU_ADV = os.path.join(HERE, "gpu_adversarial")
+GPU_ADV = os.path.join(os.path.dirname(PYDIR), "tests", "gpu", "cases")
 if PYDIR not in sys.path:
     sys.path.insert(0, PYDIR)
 os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -2,7 +2,7 @@
 """GPU suite for the harness: the seed's case study and the adversarial candidates.
 
 Run on a GPU machine from the repository root:
-    PYTHONPATH=python python3 python/tests/gpu_adversarial/run_suite.py [--quick] [--json F]
+    python3 tests/gpu/run_suite.py [--repeat N] [--json F]
 Each case runs `python -m kagent_harness measure` as a separate process (as a worker
 does) and the table shows the verdict it got against the verdicts it should get. Exit
 status 0 when every case got an expected verdict.
@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYDIR = os.path.dirname(os.path.dirname(HERE))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
+PYDIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "python")
 
 CASES = [
     # name, candidate file (None: baselines only), expected verdicts, extra request fields
