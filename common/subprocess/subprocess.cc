@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -164,6 +165,7 @@ struct ChildPlan {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int status_fd = -1;
+  pid_t parent = 0;  // the forking process, for the parent-death check
 };
 
 void ChildWrite(int fd, const ChildRecord& record) {
@@ -196,6 +198,11 @@ bool ChildWriteFile(const char* path, const std::string& text) {
   sigprocmask(SIG_SETMASK, &empty, nullptr);
 
   if (setpgid(0, 0) != 0) ChildFail(plan, kStageSetpgid, errno);
+  // Dies with the process that started it (a worker killed mid-task must not leave its
+  // measurement running on the GPU). The signal follows the forking thread, which blocks
+  // in RunSubprocess until the child is reaped. If the parent already died, stop here.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != plan.parent) _exit(127);
 
   if (plan.isolate_network) {
     bool isolated = unshare(CLONE_NEWNET) == 0;
@@ -470,6 +477,7 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options)
   plan.stdout_fd = stdout_pipe[1];
   plan.stderr_fd = stderr_pipe[1];
   plan.status_fd = status_pipe[1];
+  plan.parent = getpid();
 
   const pid_t pid = fork();
   if (pid < 0) {

@@ -8,7 +8,8 @@
 // network with a fresh network namespace (unshare(CLONE_NEWNET), falling back to a user
 // namespace where the kernel allows unprivileged ones), reporting whether it applied;
 // creates and removes a private temporary directory; and can be cancelled from another
-// thread through a CancelToken.
+// thread through a CancelToken. The child gets SIGKILL if the calling process dies
+// (PR_SET_PDEATHSIG), so a killed worker leaves no measurement running behind it.
 //
 //   SubprocessOptions opts;
 //   opts.argv = {"python3", "-m", "kagent_harness", "benchmark", "--request", path};

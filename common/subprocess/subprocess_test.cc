@@ -1,6 +1,7 @@
 #include "common/subprocess/subprocess.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -106,6 +107,38 @@ TEST_CASE("Subprocess kills a hang at the timeout, grandchildren included", "[su
   absl::Time limit = absl::Now() + absl::Seconds(2);
   while (ProcessAlive(grandchild) && absl::Now() < limit) absl::SleepFor(absl::Milliseconds(10));
   CHECK_FALSE(ProcessAlive(grandchild));
+}
+
+TEST_CASE("Subprocess children die with the process that started them", "[subprocess]") {
+  auto dir = ScopedTempDir::Create("kagent-test-");
+  REQUIRE(dir.ok());
+  const std::string pid_file = (*dir)->path() + "/child.pid";
+  // A runner process (as a worker) starts a long child, then is SIGKILLed.
+  const pid_t runner = fork();
+  REQUIRE(runner >= 0);
+  if (runner == 0) {
+    SubprocessOptions options;
+    options.argv = {"/bin/sh", "-c", "echo $$ > " + pid_file + ".tmp && mv " + pid_file +
+                                         ".tmp " + pid_file + " && exec sleep 60"};
+    options.inherit_env = true;
+    (void)RunSubprocess(options);
+    _exit(0);
+  }
+  pid_t child = 0;
+  absl::Time limit = absl::Now() + absl::Seconds(10);
+  while (child == 0 && absl::Now() < limit) {
+    std::ifstream file(pid_file);
+    if (!(file >> child)) child = 0;
+    if (child == 0) absl::SleepFor(absl::Milliseconds(10));
+  }
+  REQUIRE(child > 0);
+  CHECK(ProcessAlive(child));
+  kill(runner, SIGKILL);
+  int status = 0;
+  waitpid(runner, &status, 0);
+  limit = absl::Now() + absl::Seconds(5);
+  while (ProcessAlive(child) && absl::Now() < limit) absl::SleepFor(absl::Milliseconds(10));
+  CHECK_FALSE(ProcessAlive(child));
 }
 
 TEST_CASE("Subprocess escalates to SIGKILL when SIGTERM is ignored", "[subprocess]") {

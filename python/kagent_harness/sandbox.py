@@ -43,6 +43,22 @@ class ChildFailure(Exception):
         self.reason = reason
 
 
+def _die_with_parent(parent_pid):
+    """A preexec_fn: the candidate's process gets SIGKILL when the supervisor dies (a
+    worker killed mid-measurement must not leave the candidate running on its GPU).
+    Linux only; elsewhere a no-op. The supervisor's own timeouts still kill the group."""
+    def fn():
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent_pid:
+            os._exit(127)
+    return fn
+
+
 def harness_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -170,7 +186,8 @@ class Child:
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, cwd=self.workdir, env=env,
-                                     start_new_session=True, close_fds=True)
+                                     start_new_session=True, close_fds=True,
+                                     preexec_fn=_die_with_parent(os.getpid()))
         self._apply_limits()
         self._watchdog = threading.Thread(target=self._watch, daemon=True)
         self._watchdog.start()
