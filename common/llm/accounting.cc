@@ -1,5 +1,6 @@
 #include "common/llm/accounting.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,50 @@ void Accountant::ForgetJob(const std::string& job_id) {
   job_budgets_.erase(job_id);
 }
 
+namespace {
+thread_local UsageMeter* current_meter = nullptr;
+}  // namespace
+
+UsageMeter::UsageMeter(MeterLimits limits, std::string label)
+    : limits_(limits), label_(std::move(label)) {}
+
+absl::Status UsageMeter::Admit() {
+  absl::MutexLock lock(&mu_);
+  absl::Status status;
+  if (limits_.max_tokens.has_value() && totals_.tokens() >= *limits_.max_tokens) {
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("LLM token budget of ", label_, " is spent: ", totals_.tokens(), " of ",
+                     std::max<int64_t>(0, *limits_.max_tokens), " tokens used"));
+  } else if (limits_.max_cost_usd.has_value() && totals_.cost_usd >= *limits_.max_cost_usd) {
+    status = absl::ResourceExhaustedError(
+        absl::StrFormat("LLM cost budget of %s is spent: $%.4f of $%.4f used", label_,
+                        totals_.cost_usd, std::max(0.0, *limits_.max_cost_usd)));
+  }
+  if (!status.ok()) ++totals_.refused;
+  return status;
+}
+
+void UsageMeter::Record(const Usage& usage, double cost_usd) {
+  absl::MutexLock lock(&mu_);
+  ++totals_.calls;
+  totals_.input_tokens += usage.input_tokens;
+  totals_.output_tokens += usage.output_tokens;
+  totals_.cost_usd += cost_usd;
+}
+
+UsageTotals UsageMeter::Totals() const {
+  absl::MutexLock lock(&mu_);
+  return totals_;
+}
+
+ScopedUsageMeter::ScopedUsageMeter(UsageMeter* meter) : previous_(current_meter) {
+  current_meter = meter;
+}
+
+ScopedUsageMeter::~ScopedUsageMeter() { current_meter = previous_; }
+
+UsageMeter* CurrentUsageMeter() { return current_meter; }
+
 AccountingLlmClient::AccountingLlmClient(std::shared_ptr<LlmClient> inner,
                                          std::shared_ptr<Accountant> accountant, Prices prices)
     : inner_(std::move(inner)), accountant_(std::move(accountant)), prices_(prices) {}
@@ -120,10 +165,19 @@ absl::StatusOr<ChatResponse> AccountingLlmClient::Chat(const ChatRequest& reques
     KLOG(WARNING) << "llm call refused: " << admitted.message();
     return admitted;
   }
+  UsageMeter* meter = CurrentUsageMeter();
+  if (meter != nullptr) {
+    if (absl::Status admitted = meter->Admit(); !admitted.ok()) {
+      LogScope scope({.job_id = request.job_id, .request_id = "", .tenant = request.tenant});
+      KLOG(WARNING) << "llm call refused: " << admitted.message();
+      return admitted;
+    }
+  }
   absl::StatusOr<ChatResponse> response = inner_->Chat(request);
   if (!response.ok()) return response;
   response->cost_usd =
       accountant_->Record(request.job_id, request.tenant, response->usage, prices_);
+  if (meter != nullptr) meter->Record(response->usage, response->cost_usd);
   return response;
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -95,9 +96,60 @@ class Accountant {
   absl::flat_hash_map<std::string, Budget> tenant_budgets_ ABSL_GUARDED_BY(mu_);
 };
 
+// Limits of one operation (e.g. one GenerateRequest, carrying what is left of its job's
+// budget as the coordinator counts it). Unlike Budget, an unset field is "no limit" and
+// a set one is a limit even at 0 or below (then nothing may be spent).
+struct MeterLimits {
+  std::optional<int64_t> max_tokens;  // input + output
+  std::optional<double> max_cost_usd;
+};
+
+// The usage of one operation, and its limits: the per-request budget. While a
+// ScopedUsageMeter makes it the calling thread's meter, AccountingLlmClient admits that
+// thread's calls only when both the Accountant and the meter allow them, and charges
+// each successful call to both. Like the Accountant's budgets, a limit is checked before
+// a call and charged after it: the call that crosses it completes, the next is refused.
+// Thread-safe: one meter may serve the several threads of one operation.
+class UsageMeter {
+ public:
+  // `label` names the operation in refusal messages (e.g. "request of job j-1").
+  explicit UsageMeter(MeterLimits limits = {}, std::string label = "this request");
+
+  // OK while under both limits; else RESOURCE_EXHAUSTED naming the label, the usage and
+  // the limit (and the refusal is counted).
+  absl::Status Admit();
+  void Record(const Usage& usage, double cost_usd);
+  UsageTotals Totals() const;
+  const MeterLimits& limits() const { return limits_; }
+
+ private:
+  const MeterLimits limits_;
+  const std::string label_;
+  mutable absl::Mutex mu_;
+  UsageTotals totals_ ABSL_GUARDED_BY(mu_);
+};
+
+// Makes `meter` the calling thread's meter until the scope ends, then restores the one
+// before (scopes nest). `meter` may be null (no meter in the scope) and, when not, must
+// outlive the scope. Not copyable; must end on the thread that made it.
+class ScopedUsageMeter {
+ public:
+  explicit ScopedUsageMeter(UsageMeter* meter);
+  ~ScopedUsageMeter();
+  ScopedUsageMeter(const ScopedUsageMeter&) = delete;
+  ScopedUsageMeter& operator=(const ScopedUsageMeter&) = delete;
+
+ private:
+  UsageMeter* const previous_;
+};
+
+// The calling thread's meter, or null.
+UsageMeter* CurrentUsageMeter();
+
 // Decorator: Admit() before the inner call, Record() after a successful one (replayed
 // cassette responses are charged too, so a replayed run hits its budgets at the same
-// point as the recorded one). Fills ChatResponse::cost_usd.
+// point as the recorded one). Fills ChatResponse::cost_usd. The calling thread's
+// UsageMeter, when there is one, is asked and charged too.
 class AccountingLlmClient : public LlmClient {
  public:
   AccountingLlmClient(std::shared_ptr<LlmClient> inner, std::shared_ptr<Accountant> accountant,

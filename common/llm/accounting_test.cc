@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -104,7 +106,7 @@ class CountingClient : public LlmClient {
     r.usage = {.input_tokens = 400, .output_tokens = 100};
     return r;
   }
-  int calls = 0;
+  std::atomic<int> calls{0};
 };
 
 TEST_CASE("AccountingLlmClient refuses once the budget is spent", "[accounting]") {
@@ -123,6 +125,88 @@ TEST_CASE("AccountingLlmClient refuses once the budget is spent", "[accounting]"
   auto third = client.Chat(r);   // 1000 >= 1000
   CHECK(absl::IsResourceExhausted(third.status()));
   CHECK(inner->calls == 2);
+}
+
+TEST_CASE("a usage meter limits one request and tallies its calls", "[accounting]") {
+  auto inner = std::make_shared<CountingClient>();
+  auto accountant = std::make_shared<Accountant>();  // no job or tenant budget
+  AccountingLlmClient client(inner, accountant, {.input_usd_per_mtok = 2.0,
+                                                 .output_usd_per_mtok = 10.0});
+  ChatRequest r;
+  r.messages.push_back({Role::kUser, "x"});
+  r.job_id = "job-m";
+  r.tenant = "t";
+  REQUIRE(CurrentUsageMeter() == nullptr);
+  UsageMeter meter({.max_tokens = 900}, "request of job job-m");
+  {
+    ScopedUsageMeter scope(&meter);
+    CHECK(CurrentUsageMeter() == &meter);
+    REQUIRE(client.Chat(r).ok());  // 0 < 900
+    REQUIRE(client.Chat(r).ok());  // 500 < 900: this call crosses the limit and completes
+    auto third = client.Chat(r);   // 1000 >= 900
+    REQUIRE(absl::IsResourceExhausted(third.status()));
+    CHECK_THAT(std::string(third.status().message()),
+               Catch::Contains("request of job job-m") && Catch::Contains("1000 of 900"));
+  }
+  CHECK(CurrentUsageMeter() == nullptr);
+  CHECK(inner->calls == 2);
+  UsageTotals t = meter.Totals();
+  CHECK(t.calls == 2);
+  CHECK(t.input_tokens == 800);
+  CHECK(t.output_tokens == 200);
+  CHECK(t.cost_usd == Approx(2 * (400 * 2.0 + 100 * 10.0) / 1e6));
+  CHECK(t.refused == 1);
+  // The accountant saw the same two calls; outside the scope the meter no longer applies.
+  CHECK(accountant->JobUsage("job-m").calls == 2);
+  REQUIRE(client.Chat(r).ok());
+  CHECK(meter.Totals().calls == 2);
+}
+
+TEST_CASE("a usage meter at zero refuses the first call, and scopes nest", "[accounting]") {
+  auto inner = std::make_shared<CountingClient>();
+  AccountingLlmClient client(inner, std::make_shared<Accountant>(), {});
+  ChatRequest r;
+  r.messages.push_back({Role::kUser, "x"});
+  UsageMeter spent({.max_cost_usd = 0.0});
+  UsageMeter open;  // no limits: only tallies
+  {
+    ScopedUsageMeter outer(&open);
+    {
+      ScopedUsageMeter inner_scope(&spent);
+      CHECK(absl::IsResourceExhausted(client.Chat(r).status()));
+    }
+    CHECK(CurrentUsageMeter() == &open);
+    REQUIRE(client.Chat(r).ok());
+    {
+      ScopedUsageMeter none(nullptr);
+      REQUIRE(client.Chat(r).ok());  // no meter in this scope
+    }
+  }
+  CHECK(inner->calls == 2);
+  CHECK(spent.Totals().refused == 1);
+  CHECK(spent.Totals().calls == 0);
+  CHECK(open.Totals().calls == 1);
+  CHECK(open.Totals().tokens() == 500);
+}
+
+TEST_CASE("a usage meter is shared by the threads of one request", "[accounting]") {
+  auto inner = std::make_shared<CountingClient>();
+  AccountingLlmClient client(inner, std::make_shared<Accountant>(), {});
+  UsageMeter meter;
+  std::atomic<int> failures{0};  // Catch2's assertions are not thread-safe
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      ScopedUsageMeter scope(&meter);
+      ChatRequest r;
+      r.messages.push_back({Role::kUser, "x"});
+      for (int i = 0; i < 25; ++i) failures += client.Chat(r).ok() ? 0 : 1;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failures == 0);
+  CHECK(meter.Totals().calls == 100);
+  CHECK(meter.Totals().tokens() == 100 * 500);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+// LLM usage (kagent.v1.LlmUsage) carried beside an error.
+//
+// A service reports the LLM usage of a request in its response; but a request that
+// fails (RESOURCE_EXHAUSTED when a budget runs out half-way, in particular) has no
+// response, and the calls it made before failing still cost tokens. So the usage rides
+// on the absl::Status as a payload inside a process, and in the binary trailing metadata
+// "kagent-llm-usage-bin" (a serialized LlmUsage) between processes:
+//
+//   server:  absl::Status s = DoWork(...);          // AttachLlmUsage(usage, &s) on error
+//            AddLlmUsageTrailer(s, server_context);  // at the gRPC edge
+//   client:  s = AttachLlmUsageFromTrailer(client_context, s);
+//            if (auto u = LlmUsageOf(s)) ...         // charge the job
+//
+// Pure functions; thread-safe.
+#ifndef KAGENT_COMMON_LLM_USAGE_STATUS_H_
+#define KAGENT_COMMON_LLM_USAGE_STATUS_H_
+
+#include <optional>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+
+#include "absl/status/status.h"
+#include "kagent/v1/common.pb.h"
+
+namespace kagent::llm {
+
+// The trailer key (binary: gRPC base64-encodes it on the wire).
+inline constexpr char kLlmUsageTrailer[] = "kagent-llm-usage-bin";
+// The absl::Status payload's type URL.
+inline constexpr char kLlmUsagePayloadUrl[] = "type.googleapis.com/kagent.v1.LlmUsage";
+
+// True when `usage` has no call, token or cost.
+bool IsEmpty(const v1::LlmUsage& usage);
+
+// Adds `from` into `into` (every field).
+void AddLlmUsage(const v1::LlmUsage& from, v1::LlmUsage* into);
+
+// Attaches `usage` to a non-OK `status` (replacing an earlier one). Nothing for an OK
+// status (the response carries the usage then) or an empty usage.
+void AttachLlmUsage(const v1::LlmUsage& usage, absl::Status* status);
+
+// The usage attached to `status`, if any (and if it parses).
+std::optional<v1::LlmUsage> LlmUsageOf(const absl::Status& status);
+
+// Server side: when `status` carries usage, adds it as the trailer. Call before the
+// handler returns. `context` must not be null.
+void AddLlmUsageTrailer(const absl::Status& status, grpc::ServerContext* context);
+
+// Client side, after the call returned `status`: attaches the usage of the server's
+// trailer (when there is one and `status` is not OK) and returns the status.
+absl::Status AttachLlmUsageFromTrailer(const grpc::ClientContext& context, absl::Status status);
+
+}  // namespace kagent::llm
+
+#endif  // KAGENT_COMMON_LLM_USAGE_STATUS_H_
