@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/source_text.h"
 #include "common/status.h"
@@ -80,6 +82,17 @@ class JobRun {
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
   absl::Status SaveCheckpoint();
   void AddGpuSeconds(double s);
+  // Charges LLM usage reported by a service to the job (stored with the next Persist).
+  void ChargeLlm(const v1::LlmUsage& usage);
+  // The job's LLM tokens / cost so far, the pending charges included.
+  int64_t LlmTokensUsed() const;
+  double LlmCostUsed() const;
+  // What is left of the job's LLM budget, for a Generate or Diagnose request: each limit
+  // the job sets becomes `llm_tokens_left` / `llm_cost_usd_left` (0 when spent).
+  template <typename Request>
+  void SetLlmBudgetLeft(Request& r) const;
+  // The reason to stop when the job's LLM budget is spent, else "".
+  std::string LlmBudgetSpent() const;
   // Keeps the reference's op signature, labelled with its op class (op recognition).
   void SetSignature(const v1::OpSignature& s);
 
@@ -92,6 +105,7 @@ class JobRun {
   v1::GpuSpec gpu_;
   v1::OpSignature signature_;
   double gpu_seconds_pending_ = 0;
+  v1::LlmUsage llm_pending_;
 };
 
 // ---------------------------------------------------------------------------
@@ -130,6 +144,14 @@ JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* schedu
                         .Name("kagent_job_gpu_seconds_total")
                         .Help("GPU-seconds spent on jobs' measurements and profiles.")
                         .Register(*registry);
+    llm_tokens_ = &prometheus::BuildCounter()
+                       .Name("kagent_job_llm_tokens_total")
+                       .Help("LLM tokens (input + output) spent on jobs, as the services report them.")
+                       .Register(*registry);
+    llm_cost_ = &prometheus::BuildCounter()
+                     .Name("kagent_job_llm_cost_usd_total")
+                     .Help("LLM cost in US dollars spent on jobs, as the services report it.")
+                     .Register(*registry);
     jobs_running_->Add({{"state", "running"}}).Set(0);
     jobs_running_->Add({{"state", "queued"}}).Set(0);
   }
@@ -348,16 +370,21 @@ Stop JobRun::StopFromStatus(const absl::Status& s) const {
 
 absl::Status JobRun::Persist(const std::function<void(v1::Job&)>& f) {
   double gpu = gpu_seconds_pending_;
+  const v1::LlmUsage llm_used = llm_pending_;
   absl::StatusOr<v1::Job> j = m_->MutateJob(job_id_, [&](v1::Job& job) {
     if (IsTerminal(job.state())) {
       return absl::AbortedError(absl::StrCat("job is ", v1::JobState_Name(job.state())));
     }
     job.set_gpu_seconds_used(job.gpu_seconds_used() + gpu);
+    job.set_llm_tokens_used(job.llm_tokens_used() + llm_used.input_tokens() +
+                            llm_used.output_tokens());
+    job.set_llm_cost_usd(job.llm_cost_usd() + llm_used.cost_usd());
     f(job);
     return absl::OkStatus();
   });
   if (!j.ok()) return j.status();
   gpu_seconds_pending_ = 0;
+  llm_pending_.Clear();
   job_ = *std::move(j);
   return absl::OkStatus();
 }
@@ -398,6 +425,46 @@ void JobRun::SetSignature(const v1::OpSignature& s) {
 void JobRun::AddGpuSeconds(double s) {
   gpu_seconds_pending_ += s;
   if (m_->gpu_seconds_ != nullptr) m_->gpu_seconds_->Add({}).Increment(s);
+}
+
+void JobRun::ChargeLlm(const v1::LlmUsage& usage) {
+  if (llm::IsEmpty(usage)) return;
+  llm::AddLlmUsage(usage, &llm_pending_);
+  if (m_->llm_tokens_ != nullptr) {
+    m_->llm_tokens_->Add({}).Increment(
+        static_cast<double>(usage.input_tokens() + usage.output_tokens()));
+  }
+  if (m_->llm_cost_ != nullptr) m_->llm_cost_->Add({}).Increment(usage.cost_usd());
+}
+
+int64_t JobRun::LlmTokensUsed() const {
+  return job_.llm_tokens_used() + llm_pending_.input_tokens() + llm_pending_.output_tokens();
+}
+
+double JobRun::LlmCostUsed() const { return job_.llm_cost_usd() + llm_pending_.cost_usd(); }
+
+template <typename Request>
+void JobRun::SetLlmBudgetLeft(Request& r) const {
+  const v1::Budget& b = cfg_.budget();
+  if (b.has_max_llm_tokens()) {
+    r.set_llm_tokens_left(std::max<int64_t>(0, b.max_llm_tokens() - LlmTokensUsed()));
+  }
+  if (b.has_max_llm_cost_usd()) {
+    r.set_llm_cost_usd_left(std::max(0.0, b.max_llm_cost_usd() - LlmCostUsed()));
+  }
+}
+
+std::string JobRun::LlmBudgetSpent() const {
+  const v1::Budget& b = cfg_.budget();
+  if (b.has_max_llm_tokens() && LlmTokensUsed() >= b.max_llm_tokens()) {
+    return absl::StrCat("LLM token budget spent (", LlmTokensUsed(), " of ", b.max_llm_tokens(),
+                        " tokens)");
+  }
+  if (b.has_max_llm_cost_usd() && LlmCostUsed() >= b.max_llm_cost_usd()) {
+    return absl::StrFormat("LLM cost budget spent ($%.4f of $%.4f)", LlmCostUsed(),
+                           b.max_llm_cost_usd());
+  }
+  return "";
 }
 
 void JobRun::StoreArtifact(const std::string& name, const std::string& kind,
@@ -491,8 +558,14 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
     *d.mutable_op_signature() = signature_;
     *d.mutable_timing() = c.measurement().candidate();
     d.set_job_id(job_id_);
-    KAGENT_ASSIGN_OR_RETURN(v1::DiagnoseResponse report, m_->services_->Diagnose(d, cancel_));
-    *c.mutable_report() = report.report();
+    SetLlmBudgetLeft(d);
+    absl::StatusOr<v1::DiagnoseResponse> report = m_->services_->Diagnose(d, cancel_);
+    if (!report.ok()) {
+      if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(report.status())) ChargeLlm(*u);
+      return report.status();
+    }
+    ChargeLlm(report->llm_usage());
+    *c.mutable_report() = report->report();
   }
   KAGENT_RETURN_IF_ERROR(SaveCandidate(c));
   v1::PrescribeRequest p;
@@ -549,6 +622,8 @@ void JobRun::Run() {
       stop_reason = absl::StrFormat("wall-time budget spent (%.0f s)", b.max_wall_seconds());
     } else if (b.has_max_gpu_seconds() && job_.gpu_seconds_used() >= b.max_gpu_seconds()) {
       stop_reason = absl::StrFormat("GPU-time budget spent (%.1f GPU-s)", b.max_gpu_seconds());
+    } else if (std::string llm_spent = LlmBudgetSpent(); !llm_spent.empty()) {
+      stop_reason = std::move(llm_spent);
     }
     if (!stop_reason.empty()) break;
     stop = Round(ckpt_.completed_round() + 1, &stop_reason);
@@ -598,8 +673,13 @@ Stop JobRun::Baseline() {
     g.set_job_id(job_id_);
     *g.mutable_problem() = job_.problem();
     g.set_brain(cfg_.brain());
+    SetLlmBudgetLeft(g);
     absl::StatusOr<v1::GenerateResponse> r = m_->services_->Generate(g, cancel_);
-    if (!r.ok()) return StopFromStatus(r.status());
+    if (!r.ok()) {
+      if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
+      return StopFromStatus(r.status());
+    }
+    ChargeLlm(r->llm_usage());
     if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
       std::string why = r->kernels_size() ? r->kernels(0).error() : "no kernel returned";
       return {Stop::kFailed, "the brain could not write a first kernel: " + why};
@@ -723,8 +803,15 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       *g.mutable_gpu() = gpu_;
       g.set_brain(cfg_.brain());
       for (const auto& r : plan_req.memory()) *g.add_memory() = r;
+      SetLlmBudgetLeft(g);
       absl::StatusOr<v1::GenerateResponse> gen = m_->services_->Generate(g, cancel_);
-      if (!gen.ok()) return StopFromStatus(gen.status());
+      if (!gen.ok()) {
+        if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(gen.status())) ChargeLlm(*u);
+        return StopFromStatus(gen.status());
+      }
+      ChargeLlm(gen->llm_usage());
+      // Stored now: after the round checkpoint below, this Generate is not made again.
+      if (absl::Status ps = Persist([](v1::Job&) {}); !ps.ok()) return StopFromStatus(ps);
       for (const auto& gk : gen->kernels()) {
         v1::Candidate c;
         c.set_id(absl::StrCat(job_id_, "-r", round, "-w", gk.assignment().worker_index()));

@@ -10,7 +10,17 @@
 // every candidate on the GPU workers (through the Scheduler), writes a reflexion for
 // every attempt, and keeps the top K distinct correct kernels by measured median. A job
 // stops on a plateau (no gain above 1% for N rounds), on reaching the target roofline
-// efficiency, when a budget is spent (rounds, wall time, GPU-seconds), or on cancel.
+// efficiency, when a budget is spent (rounds, wall time, GPU-seconds, LLM tokens or
+// cost), or on cancel.
+//
+// LLM budgets: every Generate and Diagnose request carries what is left of the job's
+// Budget.max_llm_tokens / max_llm_cost_usd (llm_tokens_left / llm_cost_usd_left); the
+// usage each reply reports (or, when Generate fails with RESOURCE_EXHAUSTED, the usage
+// attached to the status: common/llm/usage_status.h) is added to Job.llm_tokens_used /
+// llm_cost_usd and persisted; a Generate's usage before the round checkpoint that makes
+// it final. A job whose LLM budget is spent stops before the next round; a Generate
+// refused with RESOURCE_EXHAUSTED ends it with the best kernel so far (or FAILED when
+// nothing was measured yet).
 //
 // Every transition and every result is persisted before it is announced. After a
 // restart, ResumeUnfinished() picks each unfinished job up from its last completed step:
@@ -120,6 +130,8 @@ class JobManager {
   prometheus::Family<prometheus::Counter>* candidates_ = nullptr;
   prometheus::Family<prometheus::Gauge>* best_speedup_ = nullptr;
   prometheus::Family<prometheus::Counter>* gpu_seconds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* llm_tokens_ = nullptr;
+  prometheus::Family<prometheus::Counter>* llm_cost_ = nullptr;
 };
 
 }  // namespace kagent

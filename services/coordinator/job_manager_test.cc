@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/llm/usage_status.h"
 #include "common/storage/sqlite_storage.h"
 #include "services/coordinator/job_manager.h"
 #include "services/coordinator/testing_fakes.h"
@@ -58,11 +59,46 @@ v1::Measurement Time(const std::string& source) {
 class ScriptedServices : public LoopServices {
  public:
   std::vector<std::string> fixes = {"good-1", "crash-1", "good-2", "bad-1"};
+  // Enough distinct effective fixes that every round has work.
+  static std::vector<std::string> ManyGoodFixes() {
+    std::vector<std::string> out;
+    for (int i = 1; i <= 16; ++i) out.push_back(absl::StrCat("good-", i));
+    return out;
+  }
   std::atomic<int> generate_calls{0};
+  std::atomic<int> diagnose_calls{0};
   int budget_after_calls = 1 << 30;  // Generate answers RESOURCE_EXHAUSTED from then on
+  // LLM usage each reply reports (a quarter of the tokens as output), like an LLM brain
+  // and narrator would; `refused_usage` rides on the RESOURCE_EXHAUSTED status.
+  int64_t tokens_per_generate = 0;
+  double cost_per_generate = 0;
+  int64_t tokens_per_diagnose = 0;
+  v1::LlmUsage refused_usage;
+
+  // The LLM budget each request carried: -1 when absent.
+  absl::Mutex mu;
+  std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
+
+  static v1::LlmUsage Usage(int64_t tokens, double cost) {
+    v1::LlmUsage u;
+    if (tokens == 0 && cost == 0) return u;
+    u.set_calls(1);
+    u.set_input_tokens(tokens - tokens / 4);
+    u.set_output_tokens(tokens / 4);
+    u.set_cost_usd(cost);
+    return u;
+  }
 
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CallCancelToken*) override {
+    ++diagnose_calls;
+    {
+      absl::MutexLock lock(&mu);
+      diagnose_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    }
     v1::DiagnoseResponse out;
+    *out.mutable_llm_usage() = Usage(tokens_per_diagnose, 0);
     out.mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
@@ -96,10 +132,24 @@ class ScriptedServices : public LoopServices {
     return out;
   }
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CallCancelToken*) override {
+    {
+      absl::MutexLock lock(&mu);
+      generate_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+      generate_cost_left.push_back(r.has_llm_cost_usd_left() ? r.llm_cost_usd_left() : -1);
+    }
     if (++generate_calls > budget_after_calls) {
-      return absl::ResourceExhaustedError("job job-1 spent its LLM token budget (1000 tokens)");
+      absl::Status spent =
+          absl::ResourceExhaustedError("job job-1 spent its LLM token budget (1000 tokens)");
+      llm::AttachLlmUsage(refused_usage, &spent);
+      return spent;
+    }
+    // As the optimization manager does: a spent budget refuses the first LLM call.
+    if ((r.has_llm_tokens_left() && r.llm_tokens_left() <= 0) ||
+        (r.has_llm_cost_usd_left() && r.llm_cost_usd_left() <= 0)) {
+      return absl::ResourceExhaustedError("nothing left of the job's LLM budget");
     }
     v1::GenerateResponse out;
+    *out.mutable_llm_usage() = Usage(tokens_per_generate, cost_per_generate);
     if (r.plan().assignments_size() == 0 && r.parents().empty()) {
       auto* g = out.add_kernels();
       g->mutable_kernel()->set_source(kStart);
@@ -130,7 +180,8 @@ struct Loop {
     REQUIRE(scheduler->RegisterWorker("wb", "b:1", {}, true).ok());
     manager = std::make_unique<JobManager>(JobDefaults(), storage.get(), scheduler.get(), &services, nullptr);
   }
-  v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2) {
+  v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2,
+                 const v1::Budget& budget = v1::Budget()) {
     v1::Job j;
     j.set_id(absl::StrCat("job-", ++n));
     j.set_tenant("t");
@@ -140,6 +191,7 @@ struct Loop {
       j.mutable_start_kernel()->set_source(start);
       j.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
     }
+    *j.mutable_config()->mutable_budget() = budget;
     j.mutable_config()->mutable_budget()->set_max_rounds(rounds);
     j.mutable_config()->set_plateau_rounds(plateau);
     auto s = manager->Submit(j, "");
@@ -232,6 +284,87 @@ TEST_CASE("loop: a spent LLM budget ends the job cleanly with the best kernel so
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   CHECK(absl::StrContains(job.result().stop_reason(), "budget spent"));
   CHECK(job.result().speedup_vs_start() > 1.0);  // round 1's gain is kept
+}
+
+TEST_CASE("loop: LLM usage the services report is added up in the job and stored") {
+  Loop loop;
+  loop.services.fixes = ScriptedServices::ManyGoodFixes();
+  loop.services.tokens_per_generate = 1000;
+  loop.services.cost_per_generate = 0.125;
+  loop.services.tokens_per_diagnose = 40;
+  v1::Job job = loop.WaitDone(loop.Submit(2, "").id());  // the brain writes the first kernel
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const int generates = loop.services.generate_calls;
+  const int diagnoses = loop.services.diagnose_calls;
+  REQUIRE(generates == 3);  // the first kernel and two rounds
+  REQUIRE(diagnoses >= 2);
+  CHECK(job.llm_tokens_used() == generates * 1000 + diagnoses * 40);
+  CHECK(job.llm_cost_usd() == Approx(generates * 0.125));
+  // No LLM budget in the job: the requests carry no limit.
+  absl::MutexLock lock(&loop.services.mu);
+  for (int64_t left : loop.services.generate_tokens_left) CHECK(left == -1);
+  for (double left : loop.services.generate_cost_left) CHECK(left == -1);
+  for (int64_t left : loop.services.diagnose_tokens_left) CHECK(left == -1);
+}
+
+TEST_CASE("loop: each request carries what is left of the LLM token budget") {
+  Loop loop;
+  loop.services.fixes = ScriptedServices::ManyGoodFixes();
+  loop.services.tokens_per_generate = 1000;
+  loop.services.tokens_per_diagnose = 10;
+  v1::Budget budget;
+  budget.set_max_llm_tokens(2500);
+  v1::Job job = loop.WaitDone(loop.Submit(10, kStart, /*plateau=*/10, budget).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  // Round r diagnoses its beam, then generates; the round that crosses 2500 is the last.
+  CHECK_THAT(job.result().stop_reason(), Catch::Contains("LLM token budget spent"));
+  CHECK(job.llm_tokens_used() >= 2500);
+  CHECK(job.llm_tokens_used() ==
+        loop.services.generate_calls * 1000 + loop.services.diagnose_calls * 10);
+  absl::MutexLock lock(&loop.services.mu);
+  const std::vector<int64_t>& left = loop.services.generate_tokens_left;
+  REQUIRE(left.size() == 3);
+  // Round 1: 2500 less the baseline's diagnosis (10); then 1000 and the next diagnoses less.
+  CHECK(left[0] == 2500 - 10);
+  CHECK(left[1] < left[0] - 1000);
+  CHECK(left[1] > 0);
+  CHECK(left[2] > 0);
+  CHECK(left[2] < 1000);
+  for (int64_t d : loop.services.diagnose_tokens_left) CHECK(d >= 0);
+  CHECK(loop.services.diagnose_tokens_left.front() == 2500);
+  CHECK_THAT(job.result().stop_reason(),
+             Catch::Contains(absl::StrCat(job.llm_tokens_used(), " of 2500 tokens")));
+}
+
+TEST_CASE("loop: a spent LLM cost budget stops the job") {
+  Loop loop;
+  loop.services.fixes = ScriptedServices::ManyGoodFixes();
+  loop.services.tokens_per_generate = 100;
+  loop.services.cost_per_generate = 0.01;
+  v1::Budget budget;
+  budget.set_max_llm_cost_usd(0.025);
+  v1::Job job = loop.WaitDone(loop.Submit(10, kStart, /*plateau=*/10, budget).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK_THAT(job.result().stop_reason(), Catch::Contains("LLM cost budget spent"));
+  CHECK(job.llm_cost_usd() == Approx(0.03));
+  absl::MutexLock lock(&loop.services.mu);
+  const std::vector<double>& left = loop.services.generate_cost_left;
+  REQUIRE(left.size() == 3);
+  CHECK(left[0] == Approx(0.025));
+  CHECK(left[1] == Approx(0.015));
+  CHECK(left[2] == Approx(0.005));
+}
+
+TEST_CASE("loop: the usage of a Generate refused for its budget is charged too") {
+  Loop loop;
+  loop.services.tokens_per_generate = 1000;
+  loop.services.budget_after_calls = 1;  // round 2 is refused after spending 700 tokens
+  loop.services.refused_usage = ScriptedServices::Usage(700, 0.5);
+  v1::Job job = loop.WaitDone(loop.Submit(5).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK_THAT(job.result().stop_reason(), Catch::Contains("budget spent"));
+  CHECK(job.llm_tokens_used() == 1000 + 700);
+  CHECK(job.llm_cost_usd() == Approx(0.5));
 }
 
 TEST_CASE("loop: a starting kernel that fails the gate fails the job with the reason") {

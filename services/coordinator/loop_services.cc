@@ -1,7 +1,10 @@
 #include "services/coordinator/loop_services.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -84,9 +87,20 @@ absl::StatusOr<v1::ReflectResponse> GrpcLoopServices::Reflect(const v1::ReflectR
 absl::StatusOr<v1::GenerateResponse> GrpcLoopServices::Generate(const v1::GenerateRequest& r,
                                                                 CallCancelToken* cancel) {
   v1::GenerateResponse out;
-  KAGENT_RETURN_IF_ERROR(
-      Call("optimization manager", generate_timeout_, cancel,
-           [&](grpc::ClientContext* c) { return manager_->Generate(c, r, &out); }));
+  // A failed Generate (RESOURCE_EXHAUSTED when the LLM budget ran out) has no response;
+  // the LLM usage it had comes in a trailer and is attached to the returned status.
+  std::optional<v1::LlmUsage> usage;
+  absl::Status s = Call("optimization manager", generate_timeout_, cancel,
+                        [&](grpc::ClientContext* c) {
+                          grpc::Status g = manager_->Generate(c, r, &out);
+                          usage = llm::LlmUsageOf(
+                              llm::AttachLlmUsageFromTrailer(*c, FromGrpcStatus(g)));
+                          return g;
+                        });
+  if (!s.ok()) {
+    if (usage.has_value()) llm::AttachLlmUsage(*usage, &s);
+    return s;
+  }
   return out;
 }
 
