@@ -14,13 +14,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include <grpcpp/grpcpp.h>
+
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/template_library.h"
 #include "nlohmann/json.hpp"
 #include "services/optimization_manager/optimization_manager_service.h"
+#include "services/coordinator/loop_services.h"
 #include "services/optimization_manager/optimization_manager_setup.h"
 
 namespace kagent {
@@ -350,6 +354,136 @@ TEST_CASE("LLM brain: a spent budget is the optimization manager's RPC status", 
   v1::GenerateResponse other;
   CHECK(svc.DoGenerate(RoundRequest("job-c", "llm", 1), &other).ok());
   CHECK(other.kernels(0).has_kernel());
+}
+
+llm::LlmConfig& WithPrices(llm::LlmConfig& c) {
+  c.prices = {.input_usd_per_mtok = 1000, .output_usd_per_mtok = 2000};
+  return c;
+}
+// One default reply: 12 input and 7 output tokens, $0.026 at WithPrices.
+constexpr int64_t kCallTokens = 19;
+constexpr double kCallCost = (12 * 1000.0 + 7 * 2000.0) / 1e6;
+
+TEST_CASE("LLM brain: the request's LLM budget bounds its calls, the reply counts them",
+          "[llm_brain][budget]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f, [](llm::LlmConfig& c) { WithPrices(c); });  // no configured budget
+  rig.server->SetDefault(Reply(f, Answer(Kernel("metered"))));
+  OptimizationManagerOptions mo;
+  mo.max_parallel_workers = 1;
+  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
+
+  // No limit in the request: three calls, all reported.
+  v1::GenerateResponse open;
+  REQUIRE(svc.DoGenerate(RoundRequest("job-m", "llm", 3), &open).ok());
+  CHECK(open.llm_usage().calls() == 3);
+  CHECK(open.llm_usage().input_tokens() == 3 * 12);
+  CHECK(open.llm_usage().output_tokens() == 3 * 7);
+  CHECK(open.llm_usage().cost_usd() == Approx(3 * kCallCost));
+  CHECK(rig.server->request_count() == 3);
+
+  // 30 tokens left: the 2nd call crosses the line, the 3rd is refused and never sent.
+  v1::GenerateRequest tokens = RoundRequest("job-m", "llm", 3);
+  tokens.set_llm_tokens_left(30);
+  v1::GenerateResponse partial;
+  absl::Status s = svc.DoGenerate(tokens, &partial);
+  REQUIRE(absl::IsResourceExhausted(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("job job-m"));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("38 of 30 tokens"));
+  CHECK(rig.server->request_count() == 5);
+  std::optional<v1::LlmUsage> spent = llm::LlmUsageOf(s);
+  REQUIRE(spent.has_value());
+  CHECK(spent->calls() == 2);
+  CHECK(spent->input_tokens() + spent->output_tokens() == 2 * kCallTokens);
+  CHECK(spent->cost_usd() == Approx(2 * kCallCost));
+  CHECK(partial.llm_usage().calls() == 2);
+  // The Accountant saw every call; the per-request limit is not a job budget.
+  CHECK(rig.stack.accountant->JobUsage("job-m").calls == 5);
+
+  // Nothing left: refused before anything is sent; no usage to report.
+  v1::GenerateRequest none = RoundRequest("job-m", "llm", 2);
+  none.set_llm_tokens_left(0);
+  v1::GenerateResponse nothing;
+  s = svc.DoGenerate(none, &nothing);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK_FALSE(llm::LlmUsageOf(s).has_value());
+  CHECK(rig.server->request_count() == 5);
+
+  // A cost limit: $0.03 admits two calls of $0.026.
+  v1::GenerateRequest cost = RoundRequest("job-m", "llm", 3);
+  cost.set_llm_cost_usd_left(0.03);
+  v1::GenerateResponse costly;
+  s = svc.DoGenerate(cost, &costly);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("LLM cost budget"));
+  REQUIRE(llm::LlmUsageOf(s).has_value());
+  CHECK(llm::LlmUsageOf(s)->calls() == 2);
+  CHECK(rig.server->request_count() == 7);
+
+  // Enough left: OK, and the usage is in the reply.
+  v1::GenerateRequest plenty = RoundRequest("job-m", "llm", 2);
+  plenty.set_llm_tokens_left(1000);
+  plenty.set_llm_cost_usd_left(1.0);
+  v1::GenerateResponse fine;
+  REQUIRE(svc.DoGenerate(plenty, &fine).ok());
+  CHECK(fine.llm_usage().calls() == 2);
+  CHECK(fine.kernels(0).has_kernel());
+}
+
+TEST_CASE("LLM brain over gRPC: a refused Generate's usage reaches the coordinator's client",
+          "[llm_brain][budget]") {
+  Rig rig = MakeRig(WireFormat::kOpenAi, [](llm::LlmConfig& c) { WithPrices(c); });
+  rig.server->SetDefault(OpenAiReply(Answer(Kernel("over-grpc"))));
+  HeuristicBrain heuristic(TemplateLibrary::Embedded().value());
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  mo.max_parallel_workers = 1;
+  BrainRouter router("heuristic", nullptr);
+  router.Add("heuristic",
+             std::make_unique<OptimizationManagerServiceImpl>(mo, &heuristic, nullptr, nullptr));
+  router.Add("llm",
+             std::make_unique<OptimizationManagerServiceImpl>(mo, rig.brain.get(), nullptr, nullptr));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&router);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  // The coordinator's client for the loop services (all four pointed at the manager).
+  auto loop = GrpcLoopServices::Create({address, address, address, address}, ChannelOptions{},
+                                       "", absl::Seconds(30), absl::Seconds(30));
+  REQUIRE(loop.ok());
+
+  v1::GenerateRequest ok_request = RoundRequest("job-g", "llm", 2);
+  ok_request.set_llm_tokens_left(1000);
+  absl::StatusOr<v1::GenerateResponse> ok = (*loop)->Generate(ok_request, nullptr);
+  REQUIRE(ok.ok());
+  CHECK(ok->llm_usage().calls() == 2);
+  CHECK(ok->llm_usage().cost_usd() == Approx(2 * kCallCost));
+
+  v1::GenerateRequest spent_request = RoundRequest("job-g", "llm", 3);
+  spent_request.set_llm_tokens_left(kCallTokens);  // one call, then refused
+  absl::StatusOr<v1::GenerateResponse> spent = (*loop)->Generate(spent_request, nullptr);
+  REQUIRE(absl::IsResourceExhausted(spent.status()));
+  CHECK_THAT(std::string(spent.status().message()), Catch::Contains("optimization manager"));
+  std::optional<v1::LlmUsage> usage = llm::LlmUsageOf(spent.status());
+  REQUIRE(usage.has_value());
+  CHECK(usage->calls() == 1);
+  CHECK(usage->input_tokens() == 12);
+  CHECK(usage->output_tokens() == 7);
+  CHECK(usage->cost_usd() == Approx(kCallCost));
+  CHECK(rig.server->request_count() == 3);
+
+  // The heuristic brain makes no LLM call: a spent LLM budget does not stop it.
+  v1::GenerateRequest heuristic_request = RoundRequest("job-g", "heuristic", 1);
+  heuristic_request.set_llm_tokens_left(0);
+  absl::StatusOr<v1::GenerateResponse> h = (*loop)->Generate(heuristic_request, nullptr);
+  REQUIRE(h.ok());
+  CHECK(h->llm_usage().calls() == 0);
+  CHECK(rig.server->request_count() == 3);
+  server->Shutdown();
 }
 
 TEST_CASE("LLM brain: a recorded cassette replays with the server stopped", "[llm_brain][cassette]") {

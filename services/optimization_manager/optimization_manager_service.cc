@@ -11,6 +11,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/llm/accounting.h"
+#include "common/llm/usage_status.h"
 #include "common/source_text.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -99,7 +101,9 @@ grpc::Status OptimizationManagerServiceImpl::Generate(grpc::ServerContext* conte
   KAGENT_AUTHENTICATE(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
                   .tenant = caller.tenant});
-  return ToGrpcStatus(DoGenerate(*request, response));
+  absl::Status status = DoGenerate(*request, response);
+  llm::AddLlmUsageTrailer(status, context);
+  return ToGrpcStatus(status);
 }
 
 absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& request,
@@ -153,6 +157,14 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     }
   }
   std::vector<kagent::v1::Reflexion> memory(request.memory().begin(), request.memory().end());
+  // What is left of the job's LLM budget bounds this request's LLM calls; the meter also
+  // counts them for the reply.
+  llm::MeterLimits limits;
+  if (request.has_llm_tokens_left()) limits.max_tokens = request.llm_tokens_left();
+  if (request.has_llm_cost_usd_left()) limits.max_cost_usd = request.llm_cost_usd_left();
+  llm::UsageMeter meter(limits, absl::StrCat("job ", request.job_id().empty() ? "(none)"
+                                                                               : request.job_id(),
+                                             " (what its budget had left for this request)"));
   // A spent LLM budget (RESOURCE_EXHAUSTED from the brain) is the RPC's status, not a
   // per-kernel error: the coordinator ends the job cleanly on it. Workers not yet started
   // when it happens are skipped.
@@ -221,14 +233,24 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&]() {
       LogScope scope(log_context);
+      llm::ScopedUsageMeter metered(&meter);
       for (int i = next++; i < count; i = next++) work(i);
     });
   }
   for (std::thread& t : pool) t.join();
+  const llm::UsageTotals used = meter.Totals();
+  kagent::v1::LlmUsage* usage = response->mutable_llm_usage();
+  usage->set_calls(used.calls);
+  usage->set_input_tokens(used.input_tokens);
+  usage->set_output_tokens(used.output_tokens);
+  usage->set_cost_usd(used.cost_usd);
   for (const absl::Status& e : brain_errors) {
     if (!e.ok()) {
-      KLOG(WARNING) << "brain budget spent: " << e.ToString();
-      return e;
+      KLOG(WARNING).With("llm_tokens", used.tokens()).With("llm_cost_usd", used.cost_usd)
+          << "brain budget spent: " << e.ToString();
+      absl::Status spent = e;
+      llm::AttachLlmUsage(*usage, &spent);  // the caller gets no response, only the status
+      return spent;
     }
   }
 
@@ -260,6 +282,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     *response->add_kernels() = std::move(g);
   }
   KLOG(INFO).With("generated", ok).With("requested", count)
+          .With("llm_tokens", used.tokens()).With("llm_cost_usd", used.cost_usd)
       << (first_kernel ? "first kernel" : "round generated");
   return absl::OkStatus();
 }

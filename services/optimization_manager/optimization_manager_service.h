@@ -16,6 +16,13 @@
 //   * Assignments that share a parent and leave the move open (no knob_changes, no
 //     template_switch) get successive `alternative`s so the brain picks distinct moves.
 //   * `brain` must be empty or the configured brain's name (FAILED_PRECONDITION else).
+//   * LLM budget: `llm_tokens_left` / `llm_cost_usd_left`, when set, bound the LLM calls
+//     of this request (an llm::UsageMeter, made current on every worker thread, which the
+//     AccountingLlmClient of an LLM brain consults beside the Accountant's budgets). A
+//     spent budget (RESOURCE_EXHAUSTED from the brain) is the RPC's status, not a
+//     per-kernel error; workers not yet started are skipped. The LLM usage of the request
+//     is returned in `llm_usage`, and with RESOURCE_EXHAUSTED as the status's payload
+//     and the "kagent-llm-usage-bin" trailer (common/llm/usage_status.h).
 //
 // Thread-safety: the service is safe for concurrent RPCs. The brain and the checker must
 // be thread-safe and outlive the service; `auth` may be null (auth off).

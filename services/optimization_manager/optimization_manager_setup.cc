@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/heuristic/heuristic_brain.h"
@@ -118,7 +119,9 @@ grpc::Status BrainRouter::Generate(grpc::ServerContext* context,
   KAGENT_AUTHENTICATE(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
                   .tenant = caller.tenant});
-  return ToGrpcStatus(DoGenerate(*request, response));
+  absl::Status status = DoGenerate(*request, response);
+  llm::AddLlmUsageTrailer(status, context);
+  return ToGrpcStatus(status);
 }
 
 absl::Status BrainRouter::DoGenerate(const kagent::v1::GenerateRequest& request,
