@@ -6,6 +6,8 @@
 // GPU worker (BenchmarkService + ProfilerService) per local GPU, each on its own loopback
 // server, pinned to its GPU. With no GPU (or --gpus=cpu), one worker runs candidates on the
 // CPU under Triton's interpreter: correctness is real, timings are plumbing only.
+// --llm-config adds the LLM brain to the optimization manager and makes the judge narrate
+// through the same LLM (docs/llm.md).
 #include <signal.h>
 
 #include <iostream>
@@ -20,7 +22,10 @@
 #include "common/install_paths.h"
 #include "common/logging.h"
 #include "common/service_main.h"
+#include "common/llm/accounting.h"
+#include "common/llm/circuit_breaker.h"
 #include "common/subprocess/subprocess.h"
+#include "engines/llm/llm_brain.h"
 #include "services/analyzer/analyzer_setup.h"
 #include "services/benchmark/worker_setup.h"
 #include "services/coordinator/coordinator_setup.h"
@@ -153,7 +158,24 @@ int Main(int argc, char** argv) {
   }
   Side& in = **internal;
   mo.python = dopts.python;
-  absl::Status s = SetUpJudge(in.ctx);
+  // With --llm-config, the optimization manager serves the LLM brain and the judge
+  // narrates through the same LLM; both draw on one Accountant (the configuration's
+  // default budgets) and one breaker registry, so a job's and a tenant's budgets cover
+  // both and an endpoint has one breaker.
+  JudgeServerOptions jo;
+  if (!mo.llm_config.empty()) {
+    absl::StatusOr<llm::LlmConfig> config = LoadLlmConfigFile(mo.llm_config);
+    if (!config.ok()) {
+      KLOG(ERROR) << config.status();
+      return 1;
+    }
+    mo.llm_deps.accountant =
+        std::make_shared<llm::Accountant>(config->job_budget, config->tenant_budget);
+    mo.llm_deps.breakers = std::make_shared<llm::CircuitBreakerRegistry>();
+    jo.llm_config = mo.llm_config;
+    jo.llm_deps = mo.llm_deps;
+  }
+  absl::Status s = SetUpJudge(jo, in.ctx);
   if (s.ok()) s = SetUpAnalyzer(dopts.optimization_db, in.ctx);
   if (s.ok()) {
     OrchestratorOptions oo;

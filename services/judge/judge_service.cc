@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/llm/accounting.h"
 #include "common/logging.h"
 #include "services/judge/categories.h"
 
@@ -33,7 +35,25 @@ grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
                                         kagent::v1::DiagnoseResponse* response) {
   KAGENT_AUTHENTICATE(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
-  absl::StatusOr<kagent::v1::BottleneckReport> report = judge_.Diagnose(*request);
+  // What is left of the job's LLM budget bounds the narrator's calls (a spent budget
+  // makes the narrative the heuristic one); the meter also counts them for the reply.
+  llm::MeterLimits limits;
+  if (request->has_llm_tokens_left()) limits.max_tokens = request->llm_tokens_left();
+  if (request->has_llm_cost_usd_left()) limits.max_cost_usd = request->llm_cost_usd_left();
+  llm::UsageMeter meter(limits, absl::StrCat("job ", request->job_id().empty() ? "(none)"
+                                                                                : request->job_id(),
+                                             " (what its budget had left for this diagnosis)"));
+  absl::StatusOr<kagent::v1::BottleneckReport> report;
+  {
+    llm::ScopedUsageMeter metered(&meter);
+    report = judge_.Diagnose(*request);
+  }
+  const llm::UsageTotals used = meter.Totals();
+  kagent::v1::LlmUsage* usage = response->mutable_llm_usage();
+  usage->set_calls(used.calls);
+  usage->set_input_tokens(used.input_tokens);
+  usage->set_output_tokens(used.output_tokens);
+  usage->set_cost_usd(used.cost_usd);
   if (!report.ok()) {
     Count("error");
     KLOG(WARNING) << "diagnose failed: " << report.status().ToString();

@@ -3,6 +3,10 @@
 // Authenticates every call (KAGENT_AUTHENTICATE) and converts absl::Status to
 // grpc::Status at this edge only. Counts diagnoses in
 // kagent_judge_diagnoses_total{primary} (the category name, or "error").
+// DiagnoseRequest.llm_tokens_left / llm_cost_usd_left, when set, bound the narrator's LLM
+// calls for that request (an llm::UsageMeter made current around the diagnosis: a spent
+// budget makes the narrative the heuristic one, never fails the call), and
+// DiagnoseResponse.llm_usage reports the calls made.
 // Thread-safe: the Judge is immutable; the narrator, when set, must be thread-safe.
 #ifndef KAGENT_SERVICES_JUDGE_JUDGE_SERVICE_H_
 #define KAGENT_SERVICES_JUDGE_JUDGE_SERVICE_H_

@@ -4,6 +4,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "engines/llm/llm_brain.h"
+#include "engines/llm/llm_narrator.h"
 #include "kagent/v1/judge_service.grpc.pb.h"
 #include "services/judge/judge_service.h"
 
@@ -20,6 +24,8 @@ void JudgeServerOptions::Register(OptionSet& o) {
               "mean kernel time per launch (ns) below which a profile is launch-bound");
   o.AddDouble("judge-min-gpu-busy-pct", &rules.min_gpu_busy_pct,
               "kernel time over the wall-clock median (%) below which a profile is overhead-bound");
+  o.AddString("llm-config", &llm_config,
+              "LLM configuration file (JSON, docs/llm.md): the judge narrates through the LLM");
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -43,6 +49,20 @@ absl::Status JudgeServerOptions::Validate() const {
 
 absl::Status SetUpJudge(const JudgeServerOptions& options, ServiceContext& ctx, JudgeNarrator* narrator) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (narrator == nullptr && !options.llm_config.empty()) {
+    KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(options.llm_config));
+    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, options.llm_deps);
+    if (!stack.ok()) {
+      return absl::Status(stack.status().code(),
+                          absl::StrCat("LLM narrator from ", options.llm_config, ": ",
+                                       stack.status().message()));
+    }
+    narrator = ctx.Keep(std::make_unique<LlmNarrator>(
+        stack->client, stack->prompts,
+        LlmNarratorOptions{.name = absl::StrCat("llm:", config.provider)}));
+    KLOG(INFO).With("narrator", narrator->Name()).With("model", config.model)
+        << "judge narrates through the LLM";
+  }
   prometheus::Registry* registry = ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr;
   auto* svc = ctx.Keep(std::make_unique<JudgeServiceImpl>(options.rules, narrator, ctx.auth, registry));
   ctx.host->AddService(svc, kagent::v1::JudgeService::service_full_name());
