@@ -40,6 +40,8 @@ struct Flags {
   std::string kernel_out;
   int rounds = 0, beam = 0, workers = 0, limit = 50;
   int64_t from = 0;
+  int64_t llm_tokens = 0;
+  double llm_cost_usd = 0;
   bool watch = false;
   double timeout_seconds = 30;
 };
@@ -48,6 +50,7 @@ constexpr char kUsage[] =
     "usage: kagent [--server ADDR] [--token TOKEN] COMMAND ...\n"
     "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]\n"
     "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
+    "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
     "  watch JOB [--from N]       live progress until the job ends\n"
     "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
     "  list [--state S] [--limit N]\n"
@@ -129,6 +132,8 @@ class Client {
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
 
+}  // namespace
+
 void PrintJob(const v1::Job& j, std::ostream& out) {
   const v1::JobResult& r = j.result();
   const v1::Measurement& b = r.best_measurement();
@@ -138,6 +143,18 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.stop_reason().empty()) out << "  (" << r.stop_reason() << ")";
   out << "\nround      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
   out << absl::StrFormat("gpu time   %.1f GPU-s\n", j.gpu_seconds_used());
+  const v1::Budget& budget = j.config().budget();
+  if (j.llm_tokens_used() > 0 || j.llm_cost_usd() > 0 || budget.has_max_llm_tokens() ||
+      budget.has_max_llm_cost_usd()) {
+    out << absl::StrFormat("llm        %d tokens, $%.4f", j.llm_tokens_used(), j.llm_cost_usd());
+    if (budget.has_max_llm_tokens() || budget.has_max_llm_cost_usd()) {
+      out << "  (budget";
+      if (budget.has_max_llm_tokens()) out << absl::StrFormat(" %d tokens", budget.max_llm_tokens());
+      if (budget.has_max_llm_cost_usd()) out << absl::StrFormat(" $%.4f", budget.max_llm_cost_usd());
+      out << ")";
+    }
+    out << "\n";
+  }
   if (j.has_baseline()) {
     out << absl::StrFormat("start      %s %.4f ms  (eager %.4f ms, torch.compile %.4f ms)\n",
                            VerdictName(j.baseline().verdict()), j.baseline().candidate().median_ms(),
@@ -169,6 +186,8 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
         << j.id() << " DIR\n";
   }
 }
+
+namespace {
 
 int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out) {
   v1::WatchJobRequest req;
@@ -311,6 +330,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   o.AddInt("workers", &f.workers, "candidates per round, split over the beam (submit)");
   o.AddInt("limit", &f.limit, "page size (list)");
   o.AddInt("from", &f.from, "resume from this event sequence number (watch)");
+  o.AddInt("llm-tokens", &f.llm_tokens, "LLM token budget of the job (submit)");
+  o.AddDouble("llm-cost-usd", &f.llm_cost_usd, "LLM cost budget of the job in US dollars (submit)");
   o.AddBool("watch", &f.watch, "after submit, watch the job");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
   std::vector<const char*> argv;
@@ -374,6 +395,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       }
     }
     if (!f.brain.empty()) cfg->set_brain(f.brain);
+    if (o.SourceOf("llm-tokens") != "default") cfg->mutable_budget()->set_max_llm_tokens(f.llm_tokens);
+    if (o.SourceOf("llm-cost-usd") != "default") {
+      cfg->mutable_budget()->set_max_llm_cost_usd(f.llm_cost_usd);
+    }
     if (!c.Connect()) return 1;
     v1::SubmitJobResponse resp;
     auto ctx = c.Ctx();

@@ -32,6 +32,29 @@ TEST_CASE("cli: usage errors exit 2 with a message") {
   CHECK(out.find("submit PROBLEM.py") != std::string::npos);
 }
 
+TEST_CASE("cli: get shows the LLM tokens and cost a job used, and its LLM budget") {
+  v1::Job job;
+  job.set_id("job-7");
+  job.set_state(v1::JOB_STATE_ROUNDS);
+  job.mutable_config()->mutable_budget()->set_max_rounds(5);
+  std::ostringstream plain;
+  cli::PrintJob(job, plain);
+  CHECK(plain.str().find("llm ") == std::string::npos);  // no LLM, no budget: no line
+
+  job.set_llm_tokens_used(12345);
+  job.set_llm_cost_usd(0.5);
+  std::ostringstream used;
+  cli::PrintJob(job, used);
+  CHECK(used.str().find("llm        12345 tokens, $0.5000\n") != std::string::npos);
+
+  job.mutable_config()->mutable_budget()->set_max_llm_tokens(50000);
+  job.mutable_config()->mutable_budget()->set_max_llm_cost_usd(2);
+  std::ostringstream budget;
+  cli::PrintJob(job, budget);
+  CHECK(budget.str().find("llm        12345 tokens, $0.5000  (budget 50000 tokens $2.0000)\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {
   std::string out, err;
   int rc = RunCli({"--server", "127.0.0.1:1", "--timeout-seconds", "2", "list"}, &out, &err);
