@@ -95,6 +95,12 @@ class JobRun {
   std::string LlmBudgetSpent() const;
   // Keeps the reference's op signature, labelled with its op class (op recognition).
   void SetSignature(const v1::OpSignature& s);
+  // Makes a brain-service call (`what` names it in logs), again after a transport failure,
+  // as JobDefaults::service_retry_seconds says, while the job is not stopping. The LLM usage
+  // of the failed attempts it makes again is charged here; the returned status is the
+  // caller's to handle.
+  template <typename T>
+  absl::StatusOr<T> CallService(const char* what, const std::function<absl::StatusOr<T>()>& call);
 
   JobManager* m_;
   std::string job_id_;
@@ -351,6 +357,32 @@ int JobManager::running_jobs() const {
 // JobRun
 // ---------------------------------------------------------------------------
 
+template <typename T>
+absl::StatusOr<T> JobRun::CallService(const char* what,
+                                      const std::function<absl::StatusOr<T>()>& call) {
+  const absl::Time end = absl::Now() + absl::Seconds(m_->defaults_.service_retry_seconds);
+  absl::Duration backoff = absl::Seconds(m_->defaults_.service_retry_backoff_seconds);
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<T> r = call();
+    if (r.ok()) {
+      if (attempt > 1) EmitLog(absl::StrCat(what, " answered again (attempt ", attempt, ")"));
+      return r;
+    }
+    absl::StatusCode code = r.status().code();
+    bool transient = code == absl::StatusCode::kUnavailable ||
+                     code == absl::StatusCode::kDeadlineExceeded;
+    if (!transient || Stopping() || absl::Now() + backoff > end) return r;
+    if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
+    EmitLog(absl::StrCat(what, " call failed (attempt ", attempt, "): ", r.status().message(),
+                         "; again in ", absl::FormatDuration(backoff)));
+    for (absl::Time wake = absl::Now() + backoff; absl::Now() < wake && !Stopping();) {
+      absl::SleepFor(std::min(absl::Milliseconds(100), wake - absl::Now()));
+    }
+    if (Stopping()) return r;
+    backoff = std::min(backoff * 2, absl::Seconds(15));
+  }
+}
+
 bool JobRun::Stopping() const {
   absl::MutexLock lock(&m_->mu_);
   return m_->shutting_down_ || cancel_->cancelled();
@@ -559,7 +591,8 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
     *d.mutable_timing() = c.measurement().candidate();
     d.set_job_id(job_id_);
     SetLlmBudgetLeft(d);
-    absl::StatusOr<v1::DiagnoseResponse> report = m_->services_->Diagnose(d, cancel_);
+    absl::StatusOr<v1::DiagnoseResponse> report = CallService<v1::DiagnoseResponse>(
+        "judge", [&] { return m_->services_->Diagnose(d, cancel_); });
     if (!report.ok()) {
       if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(report.status())) ChargeLlm(*u);
       return report.status();
@@ -575,7 +608,10 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
   p.set_op_class(signature_.op_class());
   for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
   p.set_job_id(job_id_);
-  KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr, m_->services_->Prescribe(p, cancel_));
+  KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
+                          CallService<v1::PrescribeResponse>("analyzer", [&] {
+                            return m_->services_->Prescribe(p, cancel_);
+                          }));
   rx->assign(pr.prescriptions().begin(), pr.prescriptions().end());
   return absl::OkStatus();
 }
@@ -674,7 +710,8 @@ Stop JobRun::Baseline() {
     *g.mutable_problem() = job_.problem();
     g.set_brain(cfg_.brain());
     SetLlmBudgetLeft(g);
-    absl::StatusOr<v1::GenerateResponse> r = m_->services_->Generate(g, cancel_);
+    absl::StatusOr<v1::GenerateResponse> r = CallService<v1::GenerateResponse>(
+        "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
     if (!r.ok()) {
       if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
       return StopFromStatus(r.status());
@@ -789,7 +826,8 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       for (auto& r : *memory) *plan_req.add_memory() = r;
     }
     for (const auto& a : cfg_.avoid_patterns()) plan_req.add_avoid_patterns(a);
-    absl::StatusOr<v1::PlanRoundResponse> plan = m_->services_->PlanRound(plan_req, cancel_);
+    absl::StatusOr<v1::PlanRoundResponse> plan = CallService<v1::PlanRoundResponse>(
+        "orchestrator", [&] { return m_->services_->PlanRound(plan_req, cancel_); });
     if (!plan.ok()) return StopFromStatus(plan.status());
     *rc.mutable_plan() = plan->plan();
     StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToJson(plan->plan()));
@@ -804,7 +842,8 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       g.set_brain(cfg_.brain());
       for (const auto& r : plan_req.memory()) *g.add_memory() = r;
       SetLlmBudgetLeft(g);
-      absl::StatusOr<v1::GenerateResponse> gen = m_->services_->Generate(g, cancel_);
+      absl::StatusOr<v1::GenerateResponse> gen = CallService<v1::GenerateResponse>(
+          "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
       if (!gen.ok()) {
         if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(gen.status())) ChargeLlm(*u);
         return StopFromStatus(gen.status());

@@ -60,6 +60,12 @@ struct JobDefaults {
   int max_concurrent_jobs = 4;
   int correctness_trials = 5;
   int timing_reps = 100;
+  // A judge/analyzer/orchestrator/optimization-manager call that fails in transit
+  // (UNAVAILABLE or DEADLINE_EXCEEDED: its host restarting, unreachable or cut off) is made
+  // again, with backoff from `service_retry_backoff_seconds` doubling up to 15 s, for up to
+  // this long after the first attempt; only then does it fail the job.
+  double service_retry_seconds = 300;
+  double service_retry_backoff_seconds = 1;
 };
 
 class JobManager {

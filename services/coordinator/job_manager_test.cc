@@ -67,6 +67,18 @@ class ScriptedServices : public LoopServices {
   }
   std::atomic<int> generate_calls{0};
   std::atomic<int> diagnose_calls{0};
+  // Prescribe, PlanRound and Generate answer as a cut-off host would (UNAVAILABLE, then
+  // DEADLINE_EXCEEDED, alternating) while this is above 0, counting it down.
+  std::atomic<int> transport_failures{0};
+  std::atomic<int> failed_calls{0};
+  absl::Status TransportFailure() {
+    if (transport_failures.fetch_sub(1) <= 0) {
+      ++transport_failures;
+      return absl::OkStatus();
+    }
+    return ++failed_calls % 2 ? absl::UnavailableError("connect: No route to host")
+                              : absl::DeadlineExceededError("Deadline Exceeded");
+  }
   int budget_after_calls = 1 << 30;  // Generate answers RESOURCE_EXHAUSTED from then on
   // LLM usage each reply reports (a quarter of the tokens as output), like an LLM brain
   // and narrator would; `refused_usage` rides on the RESOURCE_EXHAUSTED status.
@@ -104,6 +116,7 @@ class ScriptedServices : public LoopServices {
     return out;
   }
   absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CallCancelToken*) override {
+    if (absl::Status s = TransportFailure(); !s.ok()) return s;
     v1::PrescribeResponse out;
     for (const auto& f : fixes) {
       auto* p = out.add_prescriptions();
@@ -113,6 +126,7 @@ class ScriptedServices : public LoopServices {
     return out;
   }
   absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r, CallCancelToken*) override {
+    if (absl::Status s = TransportFailure(); !s.ok()) return s;
     auto plan = kagent::PlanRound(r);  // the real planner
     if (!plan.ok()) return plan.status();
     v1::PlanRoundResponse out;
@@ -137,6 +151,7 @@ class ScriptedServices : public LoopServices {
       generate_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
       generate_cost_left.push_back(r.has_llm_cost_usd_left() ? r.llm_cost_usd_left() : -1);
     }
+    if (absl::Status s = TransportFailure(); !s.ok()) return s;
     if (++generate_calls > budget_after_calls) {
       absl::Status spent =
           absl::ResourceExhaustedError("job job-1 spent its LLM token budget (1000 tokens)");
@@ -389,6 +404,42 @@ TEST_CASE("loop: a job whose GPU work cannot run fails with a clear reason") {
   v1::Job job = loop.WaitDone(loop.Submit(2).id());
   CHECK(job.state() == v1::JOB_STATE_FAILED);
   CHECK(absl::StrContains(job.error(), "no GPU worker"));
+}
+
+TEST_CASE("loop: brain services cut off for a while: calls are made again, the job finishes") {
+  Loop loop;
+  JobDefaults d;
+  d.service_retry_backoff_seconds = 0.01;
+  loop.manager = std::make_unique<JobManager>(d, loop.storage.get(), loop.scheduler.get(),
+                                              &loop.services, nullptr);
+  loop.services.transport_failures = 5;  // Prescribe, then PlanRound, then Generate fail
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  INFO(job.DebugString());
+  CHECK(job.state() == v1::JOB_STATE_DONE);
+  CHECK(loop.services.failed_calls == 5);
+  CHECK(job.result().trajectory_size() == 2);
+  int retried = 0;
+  for (const auto& e : loop.Events(job.id())) {
+    retried += absl::StrContains(e.message(), "call failed (attempt") ? 1 : 0;
+  }
+  CHECK(retried == 5);
+}
+
+TEST_CASE("loop: brain services unreachable for longer than the retry window fail the job") {
+  Loop loop;
+  JobDefaults d;
+  d.service_retry_seconds = 0.3;
+  d.service_retry_backoff_seconds = 0.05;
+  loop.manager = std::make_unique<JobManager>(d, loop.storage.get(), loop.scheduler.get(),
+                                              &loop.services, nullptr);
+  loop.services.transport_failures = 1 << 20;
+  absl::Time start = absl::Now();
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK((absl::StrContains(job.error(), "No route to host") ||
+         absl::StrContains(job.error(), "Deadline Exceeded")));
+  CHECK(loop.services.failed_calls >= 2);
+  CHECK(absl::Now() - start < absl::Seconds(10));
 }
 
 TEST_CASE("loop: cancel in mid-round stops the job") {
