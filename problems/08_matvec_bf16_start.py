@@ -1,4 +1,4 @@
-# Starting kernel for 08_matvec_bf16: 32 rows per program, 512 columns per step, fp32 accumulation, num_stages=1.
+# Starting kernel for 08_matvec_bf16: 32 rows per program, 512 columns per step, fp32 accumulation, num_stages=1, num_warps=4 (Triton's default).
 import torch
 import torch.nn as nn
 import triton
@@ -35,5 +35,5 @@ class ModelNew(nn.Module):
         M, K = A.shape
         c = torch.empty((M, 1), dtype=A.dtype, device=A.device)
         matvec_kernel[(triton.cdiv(M, 32),)](A, x, c, M, K, A.stride(0), BLOCK_M=32, BLOCK_K=512,
-                                             num_warps=8, num_stages=1)
+                                             num_warps=4, num_stages=1)
         return c

@@ -42,6 +42,7 @@ struct Flags {
   int64_t from = 0;
   int64_t llm_tokens = 0;
   double llm_cost_usd = 0;
+  double target_efficiency = 0;
   bool watch = false;
   double timeout_seconds = 30;
 };
@@ -50,6 +51,7 @@ constexpr char kUsage[] =
     "usage: kagent [--server ADDR] [--token TOKEN] COMMAND ...\n"
     "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]\n"
     "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
+    "                    [--target-efficiency PCT]   stop at this roofline efficiency\n"
     "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
     "  watch JOB [--from N]       live progress until the job ends\n"
     "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
@@ -332,6 +334,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   o.AddInt("from", &f.from, "resume from this event sequence number (watch)");
   o.AddInt("llm-tokens", &f.llm_tokens, "LLM token budget of the job (submit)");
   o.AddDouble("llm-cost-usd", &f.llm_cost_usd, "LLM cost budget of the job in US dollars (submit)");
+  o.AddDouble("target-efficiency", &f.target_efficiency,
+              "stop once the best kernel reaches this roofline efficiency, percent (submit; "
+              "default the server's, 90)");
   o.AddBool("watch", &f.watch, "after submit, watch the job");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
   std::vector<const char*> argv;
@@ -395,6 +400,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       }
     }
     if (!f.brain.empty()) cfg->set_brain(f.brain);
+    if (o.SourceOf("target-efficiency") != "default") {
+      cfg->set_target_efficiency_pct(f.target_efficiency);
+    }
     if (o.SourceOf("llm-tokens") != "default") cfg->mutable_budget()->set_max_llm_tokens(f.llm_tokens);
     if (o.SourceOf("llm-cost-usd") != "default") {
       cfg->mutable_budget()->set_max_llm_cost_usd(f.llm_cost_usd);

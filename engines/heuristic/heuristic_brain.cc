@@ -560,7 +560,16 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
   if (!p.template_switch().empty()) return SwitchTemplate(request, p.template_switch());
   if (!p.knob_changes().empty()) {
     std::map<std::string, std::string> changes(p.knob_changes().begin(), p.knob_changes().end());
-    return TuneKnobs(request, changes, p.title());
+    absl::StatusOr<BrainResult> tuned = TuneKnobs(request, changes, p.title());
+    if (tuned.ok() || !absl::IsNotFound(tuned.status())) return tuned;
+    // The prescription names a knob this kernel does not have (the analyzer does not see
+    // the source): make the diagnosis's own move instead of wasting the worker, and say so.
+    absl::StatusOr<BrainResult> derived = DerivedMove(request);
+    if (!derived.ok()) return tuned;
+    derived->expected_effect =
+        absl::StrCat("'", p.title(), "' does not apply here (", tuned.status().message(),
+                     "); instead: ", derived->expected_effect);
+    return derived;
   }
   return DerivedMove(request);
 }

@@ -158,7 +158,23 @@ TEST_CASE("Brain: template switch and derived moves") {
   CHECK(absl::StrContains(a0->kernel.source(), "BLOCK_M = 16"));    // fewer rows per program
   CHECK(a1->kernel.origin() == "template:matvec_split_k");           // then split-K
 
+  // A prescription naming a knob this kernel lacks falls back to the diagnosis's move
+  // (and says so) instead of failing the worker.
+  v1::Prescription grid;
+  grid.set_title("Parallelize over every independent dimension");
+  (*grid.mutable_knob_changes())["GRID_DIMS"] = "all";
+  req.prescription = &grid;
+  req.alternative = 0;
+  auto g = brain.ApplyFix(req);
+  REQUIRE(g.ok());
+  CHECK(absl::StrContains(g->expected_effect, "does not apply here"));
+  CHECK(absl::StrContains(g->expected_effect, "grid underfilled"));
+  CHECK(g->kernel.source() == a0->kernel.source());
+  // Without a usable diagnosis the original error stands.
   report.set_primary(v1::BOTTLENECK_AT_ROOFLINE);
+  CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kNotFound);
+
+  req.prescription = &open;
   req.alternative = 0;
   CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kFailedPrecondition);
 }

@@ -83,6 +83,16 @@ def main(argv=None):
             # Pins the supervisor (reference, baselines) and, by inheritance, the child to
             # the same GPU; CUDA is not initialised yet at this point.
             os.environ["CUDA_VISIBLE_DEVICES"] = req.cuda_visible_devices
+        if req.mode == "profile" and os.environ.get("KAGENT_CUPTI_OUT"):
+            # The CUPTI backend traces the candidate's process alone: the tracer must not
+            # load into this one (it would write its own trace to the same file), so its
+            # variables move to the child's environment before CUDA starts here.
+            req.child_env = {k: os.environ.pop(k) for k in
+                             ("CUDA_INJECTION64_PATH", "KAGENT_CUPTI_OUT") if k in os.environ}
+            # The child's environment drops KAGENT_* variables: the library it marks
+            # the profiled forwards through must be handed over explicitly too.
+            if os.environ.get("KAGENT_CUPTI_LIB"):
+                req.child_env["KAGENT_CUPTI_LIB"] = os.environ["KAGENT_CUPTI_LIB"]
         result = run(req, log)
     except (P.RequestError, ValueError, OSError) as e:
         rc = 2 if isinstance(e, P.RequestError) else 0

@@ -129,7 +129,8 @@ class Supervisor:
         req.apply_floors(self.device, log)
         self.result = {
             "verdict": P.INFRA_ERROR, "correctness": P.empty_correctness(),
-            "candidate": None, "eager": None, "compiled": None, "kernels_launched": [],
+            "candidate": None, "eager": None, "compiled": None, "reference_kernel": None,
+            "kernels_launched": [],
             "op_signature": None, "gpu_name": "", "gpu_index": 0, "gpu_seconds": 0.0,
             "log": "", "shape_set": req.shape_set,
             "harness": {"version": __version__, "torch": torch.__version__,
@@ -231,6 +232,8 @@ class Supervisor:
                     "no candidate: baselines only"
                 return self.finish(t_start)
             self.run_candidate()
+            if req.reference_kernel_source and req.time_candidate:
+                self.time_reference_kernel()
         except Rejection as r:
             self.result["verdict"] = r.verdict
             self.result["correctness"]["reason"] = r.reason
@@ -311,12 +314,63 @@ class Supervisor:
                 self.result["compiled"] = None
 
     # -- the candidate ------------------------------------------------------------------
-    def start_child(self):
+    def time_reference_kernel(self):
+        """Times the request's reference kernel (the job's starting kernel) with the same
+        protocol as the candidate, in a child process of its own, after checking its
+        output on the timing inputs once. Failures become warnings: the candidate's
+        verdict does not depend on the starting kernel."""
+        req, h = self.req, self.result["harness"]
+        saved = (self.child, self.workdir, self.trace_path, self.triton_hook,
+                 getattr(self, "use_ipc", False))
+        self.trace_path = None
+        try:
+            self.start_child(source=req.reference_kernel_source,
+                             language=req.reference_kernel_language, trace=False)
+            inputs = self.timing_inputs()
+            ref_out = self.ref(inputs)
+            field = self.inputs_field(inputs, "reference_kernel")
+            out_path = os.path.join(self.workdir, "out_reference_kernel.pt")
+            self.child.request({"cmd": "call", **field, "out": out_path, "poison": [],
+                                "reuse": False, "profile_kernels": False},
+                               timeout=req.call_timeout_s, phase="the starting kernel's call")
+            self.release_inputs(field)
+            got = self._load_outputs(out_path, ref_out)
+            atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+            c = compare(ref_out, got, atol * max(1.0, _rms(ref_out)), rtol)
+            if not c["ok"]:
+                h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
+                                     "timed): " + c["reason"])
+                return
+            flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
+            reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
+                                        "warmup_iters": req.warmup_iters,
+                                        "warmup_ms": req.warmup_ms, "flush_bytes": flush,
+                                        "out": os.path.join(self.workdir, "out_rk_timing.pt")},
+                                       phase="the starting kernel's timing")
+            times = reply.get("times_ms")
+            if isinstance(times, list) and times and all(
+                    isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+                self.result["reference_kernel"] = P.timing_stats(times)
+                self.log.add(f"starting kernel: median "
+                             f"{self.result['reference_kernel']['median_ms']:.4f} ms")
+        except (ChildFailure, Rejection) as e:
+            h["warnings"].append(f"the starting kernel could not be timed: {e}")
+        finally:
+            if self.child is not None and self.child is not saved[0]:
+                self.child.close()
+            if self.workdir and self.workdir != saved[1]:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            (self.child, self.workdir, self.trace_path, self.triton_hook,
+             self.use_ipc) = saved
+
+    def start_child(self, source=None, language=None, trace=True):
         req = self.req
+        source = req.kernel_source if source is None else source
+        language = req.language if language is None else language
         self.workdir = make_workdir()
         cand_path = os.path.join(self.workdir, "candidate_source.py")
         with open(cand_path, "w", encoding="utf-8") as f:
-            f.write(req.kernel_source)
+            f.write(source)
         init_path = os.path.join(self.workdir, "init_inputs.pt")
         torch.save([_cpu(x) for x in self.init_inputs], init_path)
         state_path = None
@@ -327,16 +381,17 @@ class Supervisor:
         cfg = {"device": self.device, "module_name": "kagent_candidate",
                "candidate_path": cand_path, "init_inputs_path": init_path,
                "init_seed": self.init_seed, "ref_state_path": state_path,
-               "language": req.language}
+               "language": language}
         with open(os.path.join(self.workdir, "child_config.json"), "w") as f:
             json.dump(cfg, f)
         extra_env = {}
         lib = os.environ.get("KAGENT_CUPTI_LIB")
-        if lib and self.device == "cuda" and req.mode != "profile":
+        if lib and self.device == "cuda" and req.mode != "profile" and trace:
             self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
             extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
                          "KAGENT_CUPTI_OUT": self.trace_path}
             self.log.add(f"CUPTI tracer: {lib}")
+        extra_env.update(req.child_env)
         mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
         self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
                            network_isolation=req.network_isolation,
@@ -348,7 +403,7 @@ class Supervisor:
                                    "candidate import and construction")
         self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
                      f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
-        self.triton_hook = bool(ready.get("triton_hook")) and req.language == "triton"
+        self.triton_hook = bool(ready.get("triton_hook")) and language == "triton"
         self._probe_ipc()
 
     # -- inputs to the child -----------------------------------------------------------

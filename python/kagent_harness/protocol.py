@@ -69,6 +69,10 @@ class Request:
             raise RequestError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
         self.problem_source = _get(raw, "problem_source", str, None)
         self.kernel_source = _get(raw, "kernel_source", str, None)
+        # Another kernel (the job's starting kernel) timed in the same run, in a process of
+        # its own, so that "speedup over the start" is a ratio from one run.
+        self.reference_kernel_source = _get(raw, "reference_kernel_source", str, None)
+        self.reference_kernel_language = _get(raw, "reference_kernel_language", str, "triton")
         self.language = _get(raw, "language", str, "triton").lower()
         if self.language not in ("triton", "cuda"):
             raise RequestError("language must be 'triton' or 'cuda'")
@@ -91,6 +95,8 @@ class Request:
         self.time_candidate = _get(raw, "time_candidate", bool, True)
         self.signature = _get(raw, "signature", bool, True)
         self.ipc_inputs = _get(raw, "ipc_inputs", bool, True)
+        # Set by the CLI, not the request: variables only the candidate's process gets.
+        self.child_env = {}
         self.flush_l2 = _get(raw, "flush_l2", bool, True)
         # Off by default in profile mode: Nsight Compute's injected library reaches its
         # front end over sockets that a fresh network namespace would cut off.

@@ -66,6 +66,34 @@ def test_profile_mode_runs_candidate_in_child():
     assert res["kernels_launched"] == ["relu_add_kernel"]
 
 
+def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):
+    # Under the CUPTI backend only the candidate's process may load the tracer and write
+    # the trace: the problem (loaded by the supervisor) and the candidate (in the child)
+    # each record which of the tracer's variables they see.
+    spy = ("import os, json\n"
+           "with open(os.path.join({d!r}, {name!r}), 'w') as _f:\n"
+           "    json.dump({{k: os.environ.get(k) for k in ('CUDA_INJECTION64_PATH', "
+           "'KAGENT_CUPTI_OUT', 'KAGENT_CUPTI_LIB')}}, _f)\n")
+    problem = spy.format(d=str(tmp_path), name="supervisor.json") + read("problem_relu_add.py")
+    cand = spy.format(d=str(tmp_path), name="child.json") + read("cand_relu_add_good.py")
+    req = dict(FAST, problem_source=problem, kernel_source=cand, network_isolation=False)
+    env = dict(os.environ, PYTHONPATH=PYDIR, CUDA_INJECTION64_PATH="/nonexistent/tracer.so",
+               KAGENT_CUPTI_OUT=str(tmp_path / "trace.jsonl"),
+               KAGENT_CUPTI_LIB="/nonexistent/libkagent_cupti.so")
+    p = subprocess.run([sys.executable, "-m", "kagent_harness", "profile"], input=json.dumps(req),
+                       capture_output=True, text=True, env=env, timeout=300)
+    res = json.loads(p.stdout)
+    assert res["ok"], res
+    sup = json.loads((tmp_path / "supervisor.json").read_text())
+    child = json.loads((tmp_path / "child.json").read_text())
+    assert sup == {"CUDA_INJECTION64_PATH": None, "KAGENT_CUPTI_OUT": None,
+                   "KAGENT_CUPTI_LIB": "/nonexistent/libkagent_cupti.so"}
+    # The candidate's process gets all three (its environment drops other KAGENT_*).
+    assert child == {"CUDA_INJECTION64_PATH": "/nonexistent/tracer.so",
+                     "KAGENT_CUPTI_OUT": str(tmp_path / "trace.jsonl"),
+                     "KAGENT_CUPTI_LIB": "/nonexistent/libkagent_cupti.so"}
+
+
 def test_gpuinfo_without_gpu_answers_json():
     p = run_cli(["gpuinfo"], stdin="{}")
     res = json.loads(p.stdout)

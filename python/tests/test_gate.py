@@ -26,6 +26,26 @@ CASES = [
 ]
 
 
+def test_starting_kernel_timed_in_the_same_run():
+    # The job's starting kernel (reference_kernel_source) gets its own process and the
+    # same timing protocol, so speedup over the start is a ratio from one run.
+    from conftest import read
+    r = measure(PROBLEM, "cand_relu_add_good.py",
+                reference_kernel_source=read("cand_relu_add_good.py"))
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    assert r["reference_kernel"]["count"] == 3
+    assert r["candidate"]["count"] == 3
+
+
+def test_wrong_starting_kernel_is_not_timed_and_does_not_fail_the_candidate():
+    from conftest import read
+    r = measure(PROBLEM, "cand_relu_add_good.py",
+                reference_kernel_source=read("cand_relu_add_wrong.py"))
+    assert r["verdict"] == "CORRECT"
+    assert r["reference_kernel"] is None
+    assert any("starting kernel is wrong" in w for w in r["harness"]["warnings"])
+
+
 def test_correct_candidate_passes_and_is_timed():
     r = measure(PROBLEM, "cand_relu_add_good.py")
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]

@@ -26,6 +26,8 @@ absl::StatusOr<nlohmann::json> HarnessRequestFor(const v1::MeasureRequest& r) {
   }
   if (!r.reference_kernel().source().empty()) {
     j["reference_kernel_source"] = r.reference_kernel().source();
+    j["reference_kernel_language"] =
+        r.reference_kernel().language() == v1::KERNEL_LANGUAGE_CUDA ? "cuda" : "triton";
   }
   if (r.trials() > 0) j["trials"] = r.trials();
   if (r.timing_reps() > 0) j["timing_reps"] = r.timing_reps();

@@ -34,7 +34,7 @@ for _ in $(seq 1 240); do
 done
 export KAGENT_SERVER=127.0.0.1:$port
 sub=$("$bin/kagent" submit "$problem/problem.py" --kernel "$problem/start_kernel.py" \
-      --name e2e-matvec --rounds "$rounds")
+      --name e2e-matvec --rounds "$rounds" --target-efficiency "${KAGENT_E2E_TARGET:-97}")
 echo "$sub"
 job=$(echo "$sub" | grep -o 'job-[0-9a-f]*' | head -1)
 [ -n "$job" ] || { echo "e2e: submit failed"; exit 1; }

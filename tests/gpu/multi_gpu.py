@@ -154,7 +154,9 @@ class Cluster:
         return {"tasks": total(v, "kagent_gpu_tasks_total", outcome="ok"),
                 "measure": total(v, "kagent_gpu_tasks_total", kind="measure", outcome="ok"),
                 "candidates": total(v, "kagent_candidates_total"),
-                "task_errors": total(v, "kagent_gpu_tasks_total", outcome="error")}
+                "task_errors": total(v, "kagent_gpu_tasks_total", outcome="error"),
+                "busy_s": {g: total(v, "kagent_gpu_worker_busy_seconds_total", worker=f"gpu{g}")
+                           for g in self.workers}}
 
     def stop(self):
         for p in reversed(self.procs):
@@ -280,7 +282,10 @@ def phase_scaling(out, gpus, args, bus_of):
                         "tasks_per_min": (c1["tasks"] - c0["tasks"]) / minutes,
                         "measures_per_min": (c1["measure"] - c0["measure"]) / minutes,
                         "candidates_per_min": (c1["candidates"] - c0["candidates"]) / minutes,
-                        "task_errors": c1["task_errors"]}
+                        "task_errors": c1["task_errors"],
+                        "busy_fraction_by_gpu": {
+                            g: round((c1["busy_s"][g] - c0["busy_s"][g]) / (t1 - t0), 3)
+                            for g in c1["busy_s"]}}
             if sampler:
                 sampler.stop_flag.set()
                 sampler.join(timeout=10)

@@ -33,27 +33,28 @@ export KAGENT_BIN="$bin"
 
 case "$part" in
 one)
-  (timeout 560 bash tests/gpu/e2e_job.sh "$work/e2e" 0 "${KAGENT_E2E_ROUNDS:-3}" \
+  (timeout 560 bash tests/gpu/e2e_job.sh "$work/e2e" 0 "${KAGENT_E2E_ROUNDS:-4}" \
      > "$work/e2e.txt" 2>&1; echo "e2e exit $?" >> "$work/e2e.txt") &
   e2e=$!
   (
     export CUDA_VISIBLE_DEVICES=1
     timeout 420 python3 tests/gpu/run_suite.py --repeat 5 --json "$out/suite.json" \
-      > "$out/suite.txt" 2>&1
+      ${KAGENT_SUITE_ONLY:+--only "$KAGENT_SUITE_ONLY"} > "$out/suite.txt" 2>&1
     echo "suite exit $?" >> "$out/suite.txt"
     for backend in ncu cupti; do
       t0=$(date +%s%N)
       timeout 120 env -u CUDA_VISIBLE_DEVICES "$bin/kagent_profile_once" --gpu 1 \
         --problem tests/gpu/cases/problem_matvec.py \
         --kernel tests/gpu/cases/cand_matvec_tile32.py --backend $backend \
-        --cupti-lib "$bin/libkagent_cupti.so" --pythonpath python --python python3 \
+        --cupti-lib "$bin/libkagent_cupti.so" --pythonpath "$repo/python" --python python3 \
         --raw-out "$work/profile_$backend.raw" > "$work/profile_$backend.json" 2> "$work/profile_$backend.err"
       rc=$?
       t1=$(date +%s%N)
       echo "profile $backend: exit $rc, $(( (t1 - t0) / 1000000 )) ms" >> "$out/profile.txt"
       tail -3 "$work/profile_$backend.err" >> "$out/profile.txt"
     done
-    timeout 150 bash tests/fixtures/metrics/record_h200.sh "$work/fixtures" >> "$out/profile.txt" 2>&1
+    [ -n "${KAGENT_SKIP_FIXTURES:-}" ] ||
+      timeout 150 bash tests/fixtures/metrics/record_h200.sh "$work/fixtures" >> "$out/profile.txt" 2>&1
   )
   wait $e2e
   cat "$work/e2e.txt" >> "$out/profile.txt"
