@@ -557,21 +557,27 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
     return absl::InvalidArgumentError("the parent kernel's source is empty");
   }
   const kagent::v1::Prescription& p = *request.prescription;
-  if (!p.template_switch().empty()) return SwitchTemplate(request, p.template_switch());
-  if (!p.knob_changes().empty()) {
+  absl::StatusOr<BrainResult> direct = absl::UnknownError("");
+  if (!p.template_switch().empty()) {
+    direct = SwitchTemplate(request, p.template_switch());
+  } else if (!p.knob_changes().empty()) {
     std::map<std::string, std::string> changes(p.knob_changes().begin(), p.knob_changes().end());
-    absl::StatusOr<BrainResult> tuned = TuneKnobs(request, changes, p.title());
-    if (tuned.ok() || !absl::IsNotFound(tuned.status())) return tuned;
-    // The prescription names a knob this kernel does not have (the analyzer does not see
-    // the source): make the diagnosis's own move instead of wasting the worker, and say so.
-    absl::StatusOr<BrainResult> derived = DerivedMove(request);
-    if (!derived.ok()) return tuned;
-    derived->expected_effect =
-        absl::StrCat("'", p.title(), "' does not apply here (", tuned.status().message(),
-                     "); instead: ", derived->expected_effect);
-    return derived;
+    direct = TuneKnobs(request, changes, p.title());
+  } else {
+    return DerivedMove(request);
   }
-  return DerivedMove(request);
+  if (direct.ok() || !absl::IsNotFound(direct.status()) || request.report == nullptr) {
+    return direct;
+  }
+  // The prescription names a knob this kernel does not have or a template the library
+  // lacks (the analyzer sees neither): make the diagnosis's own move instead of wasting
+  // the worker, and say so.
+  absl::StatusOr<BrainResult> derived = DerivedMove(request);
+  if (!derived.ok()) return direct;
+  derived->expected_effect =
+      absl::StrCat("'", p.title().empty() ? p.pattern_id() : p.title(), "' does not apply here (",
+                   direct.status().message(), "); instead: ", derived->expected_effect);
+  return derived;
 }
 
 }  // namespace kagent

@@ -170,7 +170,16 @@ TEST_CASE("Brain: template switch and derived moves") {
   CHECK(absl::StrContains(g->expected_effect, "does not apply here"));
   CHECK(absl::StrContains(g->expected_effect, "grid underfilled"));
   CHECK(g->kernel.source() == a0->kernel.source());
+  // So does a switch to a template the library lacks.
+  v1::Prescription fuse;
+  fuse.set_pattern_id("fuse-kernel-chain");
+  fuse.set_template_switch("fused_single_kernel");
+  req.prescription = &fuse;
+  auto f = brain.ApplyFix(req);
+  REQUIRE(f.ok());
+  CHECK(absl::StrContains(f->expected_effect, "'fuse-kernel-chain' does not apply here"));
   // Without a usable diagnosis the original error stands.
+  req.prescription = &grid;
   report.set_primary(v1::BOTTLENECK_AT_ROOFLINE);
   CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kNotFound);
 
