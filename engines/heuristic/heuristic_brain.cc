@@ -566,12 +566,10 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
   } else {
     return DerivedMove(request);
   }
-  if (direct.ok() || !absl::IsNotFound(direct.status()) || request.report == nullptr) {
-    return direct;
-  }
+  if (direct.ok() || !absl::IsNotFound(direct.status())) return direct;
   // The prescription names a knob this kernel does not have or a template the library
-  // lacks (the analyzer sees neither): make the diagnosis's own move instead of wasting
-  // the worker, and say so.
+  // lacks (the analyzer sees neither): make the diagnosis's own move (without a report,
+  // the generic moves) instead of wasting the worker, and say so.
   absl::StatusOr<BrainResult> derived = DerivedMove(request);
   if (!derived.ok()) return direct;
   derived->expected_effect =

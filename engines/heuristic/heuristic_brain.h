@@ -11,8 +11,8 @@
 //   * knob_changes set: rewrites the parent's knobs with the knob tuner (any Triton
 //     source with a launch site; rendered templates keep their documented bounds);
 //   * when the named knob does not exist in the parent or the named template is not in
-//     the library (NOT_FOUND) and a bottleneck report is given, the diagnosis's own move
-//     (below) is made instead and the expected effect says so;
+//     the library (NOT_FOUND), the diagnosis's own move (below; without a report, the
+//     generic moves) is made instead and the expected effect says so;
 //   * neither: derives the moves from the bottleneck report's category (grid
 //     underfilled -> more programs or split-K; memory bound -> wider loads, deeper
 //     pipeline; occupancy -> smaller tiles / fewer stages; ...); `alternative` picks the

@@ -132,7 +132,11 @@ TEST_CASE("Brain: template switch and derived moves") {
   v1::Prescription unknown;
   unknown.set_template_switch("does_not_exist");
   req.prescription = &unknown;
-  CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kNotFound);
+  // No report: the generic move replaces the unknown template, and says so.
+  auto fallback = brain.ApplyFix(req);
+  REQUIRE(fallback.ok());
+  CHECK(absl::StrContains(fallback->expected_effect, "does not apply here"));
+  CHECK(absl::StrContains(fallback->expected_effect, "no diagnosis"));
 
   // Without the signature a switch cannot render.
   req.prescription = &sw;
