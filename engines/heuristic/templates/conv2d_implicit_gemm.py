@@ -1,0 +1,128 @@
+# kagent-template: conv2d_implicit_gemm
+# 2-D convolution (NCHW, groups = 1) as an implicit GEMM: output pixels (n, oh, ow) are
+# the M rows, output channels the N columns, and the reduction runs over the KH*KW
+# window taps (outer loop) and the input channels in BLOCK_K chunks (inner loop). Each
+# A tile is gathered straight from the input (padding by masks, no im2col buffer), each B
+# tile is a slice of the weight, multiplied with tl.dot into an fp32 accumulator. Grouped
+# program order (GROUP_M) keeps the weight tiles shared by neighbouring pixel tiles in L2.
+import os
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@triton.jit
+def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW, M,
+                  sxn, sxc, sxh, sxw, swo, swc, swh, sww,
+                  SH, SW, PH, PW, DH, DW, KH, KW,
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(CO, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_mask = offs_m < M
+    n_mask = offs_n < CO
+    img = offs_m // (OH * OW)
+    pix = offs_m % (OH * OW)
+    oh = pix // OW
+    ow = pix % OW
+    x_img = img.to(tl.int64) * sxn
+    w_co = offs_n.to(tl.int64) * swo
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for tap in range(0, KH * KW):
+        kh = tap // KW
+        kw = tap % KW
+        ih = oh * SH - PH + kh * DH
+        iw = ow * SW - PW + kw * DW
+        a_mask_m = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a_base = x_img + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+        b_base = w_co + kh * swh + kw * sww
+        for c0 in range(0, C, BLOCK_K):
+            ck = c0 + offs_k
+            k_mask = ck < C
+            a = tl.load(x_ptr + a_base[:, None] + ck[None, :].to(tl.int64) * sxc,
+                        mask=a_mask_m[:, None] & k_mask[None, :], other=0.0)
+            b = tl.load(w_ptr + ck[:, None].to(tl.int64) * swc + b_base[None, :],
+                        mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+            if UPCAST:  # Triton's CPU interpreter mis-computes 16-bit tl.dot
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[None, :]
+    # y is contiguous (N, CO, OH, OW).
+    y_offs = (img.to(tl.int64) * CO * OH * OW + pix)[:, None] + offs_n[None, :].to(tl.int64) * (OH * OW)
+    tl.store(y_ptr + y_offs, acc.to(y_ptr.dtype.element_ty),
+             mask=m_mask[:, None] & n_mask[None, :])
+
+
+def _arg(args, kwargs, index, name, default):
+    if name in kwargs:
+        return kwargs[name]
+    return args[index] if len(args) > index else default
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        # KernelBench order: (in_channels, out_channels, kernel_size, stride, padding,
+        # dilation, groups, bias), as nn.Conv2d; what the constructor does not give comes
+        # from the reference's shapes (STRIDE, PADDING, DILATION, BIAS). The nn.Conv2d is
+        # built like the reference's, so the same seed gives the same weights.
+        groups = _arg(args, kwargs, 6, "groups", 1)
+        if groups != 1:
+            raise NotImplementedError("conv2d_implicit_gemm: groups must be 1")
+        self.conv = nn.Conv2d(
+            _arg(args, kwargs, 0, "in_channels", None), _arg(args, kwargs, 1, "out_channels", None),
+            _arg(args, kwargs, 2, "kernel_size", None),
+            stride=_arg(args, kwargs, 3, "stride", {{STRIDE}}),
+            padding=_arg(args, kwargs, 4, "padding", {{PADDING}}),
+            dilation=_arg(args, kwargs, 5, "dilation", {{DILATION}}),
+            bias=bool(_arg(args, kwargs, 7, "bias", {{BIAS}})))
+        if isinstance(self.conv.padding, str):
+            raise NotImplementedError("conv2d_implicit_gemm: string padding is not supported")
+
+    def forward(self, x):
+        w = self.conv.weight
+        bias = self.conv.bias
+        N, C, H, W = x.shape
+        CO, _, KH, KW = w.shape
+        (SH, SW), (PH, PW), (DH, DW) = self.conv.stride, self.conv.padding, self.conv.dilation
+        OH = (H + 2 * PH - DH * (KH - 1) - 1) // SH + 1
+        OW = (W + 2 * PW - DW * (KW - 1) - 1) // SW + 1
+        y = torch.empty((N, CO, OH, OW), device=x.device, dtype=x.dtype)
+        M = N * OH * OW
+        if y.numel() == 0:
+            return y
+        if w.dtype != x.dtype:
+            w = w.to(x.dtype)
+        BLOCK_M = {{BLOCK_M}}
+        BLOCK_N = {{BLOCK_N}}
+        BLOCK_K = {{BLOCK_K}}
+        GROUP_M = {{GROUP_M}}
+        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(CO, BLOCK_N),)
+        conv2d_kernel[grid](
+            x, w, bias if bias is not None else w, y, C, H, W, CO, OH, OW, M,
+            x.stride(0), x.stride(1), x.stride(2), x.stride(3),
+            w.stride(0), w.stride(1), w.stride(2), w.stride(3),
+            SH, SW, PH, PW, DH, DW, KH, KW,
+            HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+            GROUP_M=GROUP_M, INPUT_PRECISION="{{INPUT_PRECISION}}",
+            UPCAST=_INTERPRETED and x.dtype != torch.float32,
+            num_warps={{num_warps}}, num_stages={{num_stages}})
+        return y
