@@ -145,9 +145,10 @@ TEST_CASE("recorded H200: a register-heavy row norm that still streams is memory
   // (theoretical occupancy 12.5%, achieved 11.54%), yet DRAM runs at 86.0% of peak over
   // 31 waves. Low occupancy is not the limiter here: the bytes are. A judge that called
   // it occupancy-limited would send the loop after registers for nothing.
-  // At 86% of DRAM peak little is on offer: the single-pass rewrite and a persistent grid
-  // (31 waves); more warps in flight needs theoretical occupancy to spare (12.5% here).
-  Recorded r = Run("h200_judge_register_limited.csv", "norm", 2);
+  // What is on offer at 86% of DRAM peak: spreading the row over more warps (fewer
+  // registers per thread, so more warps and loads in flight: the registers are the
+  // occupancy limiter), the single-pass rewrite, a persistent grid (31 waves).
+  Recorded r = Run("h200_judge_register_limited.csv", "norm");
   CHECK(r.report.primary() == kagent::v1::BOTTLENECK_MEMORY_BOUND);
   CHECK(r.report.primary() != kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED);
   CHECK(r.report.efficiency_pct() == Approx(86.0));
@@ -155,6 +156,7 @@ TEST_CASE("recorded H200: a register-heavy row norm that still streams is memory
         Approx(86.0));
   CHECK(Has(r.prescriptions, "welford-single-pass-norm"));
   CHECK(Has(r.prescriptions, "persistent-grid-stride"));
+  CHECK(Has(r.prescriptions, "spread-row-over-more-warps"));
 }
 
 TEST_CASE("recorded H200: 16 row programs over a 16 x 1M sum underfill the grid", "[recorded]") {

@@ -183,6 +183,13 @@ TEST_CASE("judge service without --llm-config never calls an LLM", "[judge_setup
   CHECK(server->request_count() == 0);
 }
 
+TEST_CASE("judge server options are validated", "[judge_setup]") {
+  JudgeServerOptions judge;
+  CHECK(judge.Validate().ok());
+  judge.rules.bound_sol_pct = 97;
+  CHECK(judge.Validate().code() == absl::StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("judge setup reports a bad LLM configuration", "[judge_setup]") {
   JudgeServerOptions options;
   {
