@@ -241,6 +241,10 @@ absl::StatusOr<LlmStack> MakeLlmStack(const LlmConfig& config, LlmDeps deps) {
                          : std::make_shared<Accountant>(config.job_budget, config.tenant_budget);
   stack.client = std::make_shared<AccountingLlmClient>(std::move(client), stack.accountant,
                                                        config.prices);
+  if (deps.metrics != nullptr) {
+    stack.client = std::make_shared<MetricsLlmClient>(std::move(stack.client), deps.metrics,
+                                                      config.provider, clock);
+  }
   stack.prompts = std::make_shared<PromptLibrary>(config.prompts_dir);
   KLOG(INFO)
       .With("provider", config.provider)

@@ -1,6 +1,7 @@
 // Building an LLM client from configuration.
 //
 // The stack, outermost first:
+//   MetricsLlmClient      Prometheus metrics per call (when LlmDeps::metrics is set)
 //   AccountingLlmClient   budgets + token/cost accounting (always)
 //   CassetteLlmClient     record/replay (when cassette mode is record or replay)
 //   HttpLlmClient         the provider over HTTP (absent in replay mode: no network)
@@ -34,6 +35,7 @@
 #include "common/llm/clock.h"
 #include "common/llm/http_transport.h"
 #include "common/llm/llm_client.h"
+#include "common/llm/llm_metrics.h"
 #include "common/llm/prompt_templates.h"
 #include "common/llm/retry.h"
 #include "nlohmann/json.hpp"
@@ -76,6 +78,8 @@ struct LlmDeps {
   std::shared_ptr<CircuitBreakerRegistry> breakers;
   std::shared_ptr<HttpTransport> transport;
   Clock* clock = nullptr;
+  // The process's LLM metrics (llm_metrics.h); null: the stack exports none.
+  std::shared_ptr<LlmMetrics> metrics;
 };
 
 struct LlmStack {

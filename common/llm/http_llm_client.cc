@@ -52,6 +52,16 @@ HttpLlmClient::Attempt HttpLlmClient::RunAttempt(const std::string& body,
   if (!response.ok()) {
     attempt.retryable = IsRetryableTransportError(response.status());
     attempt.endpoint_failure = attempt.retryable;
+    switch (response.status().code()) {
+      case absl::StatusCode::kDeadlineExceeded:
+        attempt.outcome = LlmOutcome::kTimeout;
+        break;
+      case absl::StatusCode::kUnavailable:
+        attempt.outcome = LlmOutcome::kConnectionError;
+        break;
+      default:
+        attempt.outcome = OutcomeOfCode(response.status().code());
+    }
     attempt.result = absl::Status(
         response.status().code(),
         absl::StrCat(protocol_->name(), " ", endpoint_, ": ", response.status().message()));
@@ -60,9 +70,11 @@ HttpLlmClient::Attempt HttpLlmClient::RunAttempt(const std::string& body,
   attempt.http_status = response->status;
   if (response->status >= 200 && response->status < 300) {
     attempt.result = protocol_->DecodeResponse(response->body);
+    if (!attempt.result.ok()) attempt.outcome = LlmOutcome::kBadResponse;
     return attempt;
   }
   attempt.retryable = IsRetryableHttpStatus(response->status);
+  attempt.outcome = OutcomeOfHttpStatus(response->status);
   // 429 means "busy", not "broken": it does not count against the breaker.
   attempt.endpoint_failure = response->status >= 500;
   if (auto it = response->headers.find("retry-after"); it != response->headers.end()) {
@@ -76,15 +88,33 @@ HttpLlmClient::Attempt HttpLlmClient::RunAttempt(const std::string& body,
 }
 
 absl::StatusOr<ChatResponse> HttpLlmClient::Chat(const ChatRequest& request) {
+  LlmOutcome outcome = LlmOutcome::kOk;
+  int attempts = 0;
+  absl::StatusOr<ChatResponse> result = ChatWithRetries(request, &outcome, &attempts);
+  if (!result.ok()) {
+    absl::Status status = result.status();
+    AttachLlmFailure(outcome, attempts, &status);
+    return status;
+  }
+  return result;
+}
+
+absl::StatusOr<ChatResponse> HttpLlmClient::ChatWithRetries(const ChatRequest& request,
+                                                            LlmOutcome* outcome,
+                                                            int* attempts_made) {
   ChatRequest resolved = request;
   if (resolved.model.empty()) resolved.model = options_.model;
   if (resolved.max_tokens <= 0) resolved.max_tokens = options_.default_max_tokens;
   if (!resolved.temperature.has_value()) resolved.temperature = options_.default_temperature;
   if (resolved.model.empty()) {
+    *outcome = LlmOutcome::kInvalidRequest;
     return absl::InvalidArgumentError("chat request names no model and none is configured");
   }
   absl::StatusOr<std::string> body = protocol_->EncodeRequest(resolved);
-  if (!body.ok()) return body.status();
+  if (!body.ok()) {
+    *outcome = OutcomeOfCode(body.status().code());
+    return body.status();
+  }
 
   LogScope scope({.job_id = request.job_id, .request_id = "", .tenant = request.tenant});
   const absl::Duration per_attempt =
@@ -94,10 +124,11 @@ absl::StatusOr<ChatResponse> HttpLlmClient::Chat(const ChatRequest& request) {
   const absl::Time start = clock_->Now();
   const absl::Time deadline = start + policy.total_timeout;
   absl::Status last_error;
-  int attempts_made = 0;
+  *attempts_made = 0;
 
   for (int n = 1; n <= max_attempts; ++n) {
     if (absl::Status allowed = breaker_->Allow(); !allowed.ok()) {
+      *outcome = LlmOutcome::kCircuitOpen;
       if (last_error.ok()) return allowed;
       return absl::Status(allowed.code(), absl::StrCat(allowed.message(), " (last error: ",
                                                        last_error.message(), ")"));
@@ -108,7 +139,8 @@ absl::StatusOr<ChatResponse> HttpLlmClient::Chat(const ChatRequest& request) {
       break;
     }
     Attempt attempt = RunAttempt(*body, std::min(per_attempt, left));
-    attempts_made = n;
+    *attempts_made = n;
+    *outcome = attempt.outcome;
     if (attempt.result.ok()) {
       breaker_->RecordSuccess();
       ChatResponse& out = *attempt.result;
@@ -160,13 +192,14 @@ absl::StatusOr<ChatResponse> HttpLlmClient::Chat(const ChatRequest& request) {
     clock_->SleepFor(delay);
   }
   if (last_error.ok()) {
+    *outcome = LlmOutcome::kTimeout;
     last_error = absl::DeadlineExceededError(
         absl::StrCat(protocol_->name(), " ", endpoint_, ": total timeout of ",
                      absl::FormatDuration(policy.total_timeout), " spent"));
   }
-  if (attempts_made > 1) {
+  if (*attempts_made > 1) {
     last_error = absl::Status(last_error.code(), absl::StrCat(last_error.message(), " (after ",
-                                                              attempts_made, " attempts)"));
+                                                              *attempts_made, " attempts)"));
   }
   KLOG(WARNING).With("provider", protocol_->name()) << "llm call failed: "
                                                     << last_error.message();

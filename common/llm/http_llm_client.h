@@ -6,6 +6,10 @@
 // is per endpoint and may be shared by several clients, see CircuitBreakerRegistry).
 // The clock must outlive the client. Thread-safe: Chat() may run on many threads.
 //
+// Every error Chat() returns carries the outcome of its last attempt (rate limited,
+// server error, timeout, open breaker, ...) and the number of HTTP attempts made, as a
+// payload (call_outcome.h) that the metrics decorator (llm_metrics.h) reads.
+//
 // The API key is held in memory only. It is sent in a header, and scrubbed from every
 // status message and log line this client produces.
 #ifndef KAGENT_COMMON_LLM_HTTP_LLM_CLIENT_H_
@@ -19,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
+#include "common/llm/call_outcome.h"
 #include "common/llm/circuit_breaker.h"
 #include "common/llm/clock.h"
 #include "common/llm/http_transport.h"
@@ -76,8 +81,13 @@ class HttpLlmClient : public LlmClient {
     bool endpoint_failure = false;  // counts against the circuit breaker
     std::optional<absl::Duration> retry_after;
     int http_status = 0;
+    LlmOutcome outcome = LlmOutcome::kOk;
   };
   Attempt RunAttempt(const std::string& body, absl::Duration timeout);
+  // Chat() without the failure payload: sets the outcome of the last attempt (or of the
+  // refusal) and the number of HTTP attempts made.
+  absl::StatusOr<ChatResponse> ChatWithRetries(const ChatRequest& request, LlmOutcome* outcome,
+                                               int* attempts_made);
   double Uniform01();
 
   const HttpLlmClientOptions options_;
