@@ -166,10 +166,43 @@ class Recognizer {
       bool grows = y.size() == x.size();
       for (size_t i = 2; grows && i < x.size(); ++i) grows = y[i] > x[i];
       if (op->name.find("transpose") != std::string::npos || grows) out_.tags.insert("transposed");
-      if (w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1) out_.tags.insert("depthwise");
+      bool depthwise = w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1;
+      if (depthwise) out_.tags.insert("depthwise");
+      if (!depthwise && w.size() >= 2 && w[1] > 0 && x[1] / w[1] > 1 &&
+          !out_.tags.count("transposed")) {
+        out_.tags.insert("grouped");
+      }
       out_.batch = x[0];
+      out_.weight_shape = w;
+      out_.has_bias = r.inputs_size() >= 3 && r.inputs(2).shape_size() == 1;
+      if (!out_.tags.count("transposed")) InferConvParams(x, w, y);
     }
     return true;
+  }
+
+  // The smallest stride, then padding (dilation 1), that maps every spatial dim of x to
+  // y's under weight w: out = (in + 2p - (k - 1) - 1) / s + 1.
+  void InferConvParams(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                       const std::vector<int64_t>& y) {
+    if (x.size() < 3 || w.size() != x.size() || y.size() != x.size()) return;
+    int64_t kmax = 1;
+    for (size_t i = 2; i < w.size(); ++i) kmax = std::max(kmax, w[i]);
+    for (int64_t s = 1; s <= 8; ++s) {
+      for (int64_t p = 0; p <= kmax; ++p) {
+        bool fits = true;
+        for (size_t i = 2; fits && i < x.size(); ++i) {
+          int64_t span = x[i] + 2 * p - (w[i] - 1) - 1;
+          fits = span >= 0 && span / s + 1 == y[i];
+        }
+        if (fits) {
+          out_.stride = s;
+          out_.padding = p;
+          out_.dilation = 1;
+          out_.tags.insert("conv_params_inferred");
+          return;
+        }
+      }
+    }
   }
 
   bool Matmul() {
@@ -246,7 +279,7 @@ class Recognizer {
         {"cosine_similarity", "cosine_similarity"},
         {"cosine_embedding_loss", "cosine_similarity"},
         {"triplet_margin_loss", "triplet_margin"},
-        {"hinge_embedding_loss", "hinge"},
+        {"hinge_embedding_loss", "hinge_embedding"},
         {"margin_ranking_loss", "margin_ranking"},
         {"binary_cross_entropy", "bce"},
         {"binary_cross_entropy_with_logits", "bce"},
@@ -255,6 +288,7 @@ class Recognizer {
       auto it = kDirect.find(op.name);
       if (it != kDirect.end()) {
         Decide(&op, "loss", it->second, absl::StrCat("aten::", op.name));
+        LossReduction();
         return true;
       }
     }
@@ -262,6 +296,7 @@ class Recognizer {
     const Op* first = &compute_.front();
     auto decide = [&](const char* variant, const char* why) {
       Decide(first, "loss", variant, why);
+      LossReduction();
       return true;
     };
     bool mean_or_sum = HasAny({"mean", "sum"});
@@ -272,11 +307,28 @@ class Recognizer {
       return decide("cosine_similarity", "dot / norms reduced to a scalar");
     if (HasAny({"clamp", "clamp_min", "relu"}) && Has("mul") && mean_or_sum)
       return decide("hinge", "clamp(1 - y*p) reduced to a scalar");
-    if (Has("sub") && HasAny({"pow", "mul", "square"}) && Has("mean"))
+    if (Has("sub") && HasAny({"pow", "mul", "square"}) && mean_or_sum)
       return decide("mse", "mean of squared differences");
     if (Has("sub") && Has("abs") && Has("where") && mean_or_sum)
       return decide("smooth_l1", "piecewise |diff| reduced to a scalar");
     return false;
+  }
+
+  // The reduction a loss's recorded ops show: mean; kl_div's batchmean (sum / batch);
+  // sum alone. A fused aten loss (mse_loss, smooth_l1_loss) hides it: torch's default mean.
+  void LossReduction() {
+    if (Has("mean")) {
+      out_.reduction = "mean";
+    } else if (Has("sum") || Has("div")) {
+      out_.reduction = out_.variant == "kl_div" && Has("div") ? "batchmean"
+                       : Has("div")                          ? "mean"
+                                                             : "sum";
+    } else {
+      out_.reduction = "mean";
+    }
+    if (out_.variant == "kl_div" && !compute_.empty() && compute_.front().name == "log") {
+      out_.tags.insert("log_input");
+    }
   }
 
   bool Norm() {
@@ -350,7 +402,14 @@ class Recognizer {
       if (!max && !avg) continue;
       size_t d = n.find("pool");
       std::string dims = d != std::string::npos && d + 4 < n.size() ? n.substr(d + 4, 2) : "";
+      // nn.MaxPool1d / AvgPool1d run the 2-D op on x.unsqueeze(-2) and squeeze the result.
+      std::vector<int64_t> in = op.record->inputs_size() > 0 ? ShapeOf(op.record->inputs(0))
+                                                              : std::vector<int64_t>{};
+      bool one_d = dims == "2d" && in.size() == 4 && in[2] == 1 && all_.count("unsqueeze") &&
+                   out_.output_shape.size() == 3;
+      if (one_d) dims = "1d";
       Decide(&op, "pooling", absl::StrCat(max ? "max" : "avg", dims), absl::StrCat("aten::", n));
+      if (one_d) out_.input_shape = {in[0], in[1], in[3]};
       if (n.rfind("adaptive", 0) == 0) out_.tags.insert("adaptive");
       return true;
     }
@@ -498,6 +557,13 @@ std::string DescribeOp(const RecognizedOp& op) {
     if (op.op_class == "reduction" || op.op_class == "softmax" || op.op_class == "norm" ||
         op.op_class == "scan") {
       absl::StrAppend(&s, " dim=", op.dim);
+    }
+    if (op.op_class == "conv" && op.weight_shape.size() >= 3) {
+      absl::StrAppend(&s, " weight=[", absl::StrJoin(op.weight_shape, ","), "] stride=", op.stride,
+                      " padding=", op.padding, op.has_bias ? " bias" : "");
+    }
+    if (op.op_class == "loss" && !op.reduction.empty()) {
+      absl::StrAppend(&s, " reduction=", op.reduction);
     }
   }
   if (!op.dtype.empty()) absl::StrAppend(&s, " ", op.dtype);

@@ -15,10 +15,12 @@
 //   softmax     (variant softmax, log_softmax)                              dim
 //   norm        (variant layer, rms, batch, group, instance, frobenius)     dim, num_dims
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)
-//   loss        (variant mse, cross_entropy, hinge, kl_div, smooth_l1, huber,
-//               cosine_similarity, triplet_margin)
-//   pooling     (variant max1d/2d/3d, avg1d/2d/3d)
-//   conv        (variant conv1d/2d/3d, + tags depthwise, transposed)
+//   loss        (variant mse, cross_entropy, hinge, hinge_embedding, kl_div, smooth_l1,
+//               huber, cosine_similarity, triplet_margin, ...)         reduction
+//   pooling     (variant max1d/2d/3d, avg1d/2d/3d; 1-D pooling runs as a 2-D aten op on
+//               an unsqueezed input and is recognized as 1-d; tag adaptive)
+//   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed)
+//               weight_shape, has_bias, stride, padding, dilation
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
 // The signature carries no scalar arguments, so dims are inferred from shapes (a softmax
@@ -59,6 +61,19 @@ struct RecognizedOp {
   int num_dims = 1;
   bool keepdim = false;
   bool has_affine = false;    // norm with weight (and bias) tensors
+
+  // Losses: how the elementwise loss is reduced ("mean", "sum", "batchmean"), from the
+  // recorded ops where they show it (sum then div is batchmean), else "mean" (torch's
+  // default). Tag "log_input": the reference takes log() of its first input itself.
+  std::string reduction;
+
+  // Convolutions: the weight's shape, whether a bias tensor is passed, and stride, padding
+  // and dilation inferred from the input, weight and output shapes (the signature has no
+  // scalar arguments; the smallest stride, then padding, with dilation 1 that reproduces
+  // the output's spatial dims; tag "conv_params_inferred" when one was found).
+  std::vector<int64_t> weight_shape;
+  bool has_bias = false;
+  int64_t stride = 1, padding = 0, dilation = 1;
 
   std::vector<int64_t> input_shape;   // the main op's first input
   std::vector<int64_t> output_shape;  // the forward's last output

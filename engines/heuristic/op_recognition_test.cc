@@ -218,3 +218,108 @@ TEST_CASE("Recognition: conv, pooling, scans, unknown, empty") {
 
 }  // namespace
 }  // namespace kagent
+
+namespace kagent {
+namespace {
+
+using testing::AddOp;
+using v1::OpSignature;
+
+// Signatures as the harness records them for problems/31-44 (at a reduced scale).
+TEST_CASE("Recognition: 1-D pooling runs as an unsqueezed 2-D op") {
+  OpSignature mp1;  // nn.MaxPool1d(3, 2, 1) on (2, 64, 2048)
+  AddOp(&mp1, "aten::unsqueeze", {{{2, 64, 2048}}}, {{{2, 64, 1, 2048}}});
+  AddOp(&mp1, "aten::max_pool2d_with_indices", {{{2, 64, 1, 2048}}},
+        {{{2, 64, 1, 1024}}, {{2, 64, 1, 1024}, "int64"}});
+  AddOp(&mp1, "aten::squeeze", {{{2, 64, 1, 1024}}}, {{{2, 64, 1024}}});
+  AddOp(&mp1, "aten::squeeze", {{{2, 64, 1, 1024}, "int64"}}, {{{2, 64, 1024}, "int64"}});
+  RecognizedOp m = Recognize(mp1);
+  CHECK(m.op_class == "pooling");
+  CHECK(m.variant == "max1d");
+  CHECK(m.input_shape == std::vector<int64_t>{2, 64, 2048});
+
+  OpSignature ap1;  // nn.AvgPool1d(4, 2, 1), bf16
+  AddOp(&ap1, "aten::unsqueeze", {{{2, 64, 2048}, "bfloat16"}}, {{{2, 64, 1, 2048}, "bfloat16"}});
+  AddOp(&ap1, "aten::avg_pool2d", {{{2, 64, 1, 2048}, "bfloat16"}}, {{{2, 64, 1, 1024}, "bfloat16"}});
+  AddOp(&ap1, "aten::squeeze", {{{2, 64, 1, 1024}, "bfloat16"}}, {{{2, 64, 1024}, "bfloat16"}});
+  CHECK(Recognize(ap1).variant == "avg1d");
+  CHECK(Recognize(ap1).dtype == "bfloat16");
+
+  OpSignature ap2;  // a 2-D pool over a plane of height 1 is still 2-D without the unsqueeze
+  AddOp(&ap2, "aten::avg_pool2d", {{{2, 64, 1, 2048}}}, {{{2, 64, 1, 1024}}});
+  CHECK(Recognize(ap2).variant == "avg2d");
+}
+
+TEST_CASE("Recognition: conv stride, padding and bias from the shapes") {
+  OpSignature c35;  // problems/35: 3x3, padding 1, no bias
+  AddOp(&c35, "aten::convolution", {{{1, 64, 6, 7}}, {{128, 64, 3, 3}}}, {{{1, 128, 6, 7}}});
+  RecognizedOp c = Recognize(c35);
+  CHECK(c.variant == "conv2d");
+  CHECK(c.stride == 1);
+  CHECK(c.padding == 1);
+  CHECK_FALSE(c.has_bias);
+  CHECK(c.tags.count("conv_params_inferred"));
+  CHECK(c.weight_shape == std::vector<int64_t>{128, 64, 3, 3});
+  CHECK(DescribeOp(c) ==
+        "conv/conv2d shape=[1,64,6,7] weight=[128,64,3,3] stride=1 padding=1 float32 "
+        "[conv_params_inferred]");
+
+  OpSignature s2;  // 5x5, stride 2, padding 2, bias
+  AddOp(&s2, "aten::convolution", {{{4, 3, 224, 224}}, {{32, 3, 5, 5}}, {{32}}},
+        {{{4, 32, 112, 112}}});
+  RecognizedOp r = Recognize(s2);
+  CHECK(r.stride == 2);
+  CHECK(r.padding == 2);
+  CHECK(r.has_bias);
+
+  OpSignature dw;  // problems/36: depthwise with bias
+  AddOp(&dw, "aten::convolution", {{{1, 128, 8, 8}}, {{128, 1, 3, 3}}, {{128}}}, {{{1, 128, 8, 8}}});
+  CHECK(Recognize(dw).tags.count("depthwise"));
+  CHECK_FALSE(Recognize(dw).tags.count("grouped"));
+
+  OpSignature g;  // groups = 4
+  AddOp(&g, "aten::convolution", {{{1, 32, 8, 8}}, {{64, 8, 3, 3}}}, {{{1, 64, 6, 6}}});
+  CHECK(Recognize(g).tags.count("grouped"));
+  CHECK(Recognize(g).padding == 0);
+}
+
+TEST_CASE("Recognition: loss reductions and the KL-div log input") {
+  OpSignature kl;  // problems/40: kl_div(log(p), t, reduction="batchmean")
+  AddOp(&kl, "aten::log", {{{256, 512}}}, {{{256, 512}}});
+  AddOp(&kl, "aten::mul", {{{256, 512}}, {{256, 512}}}, {{{256, 512}}});
+  AddOp(&kl, "aten::xlogy", {{{256, 512}}, {{256, 512}}}, {{{256, 512}}});
+  AddOp(&kl, "aten::sub", {{{256, 512}}, {{256, 512}}}, {{{256, 512}}});
+  AddOp(&kl, "aten::sum", {{{256, 512}}}, {{{}}});
+  AddOp(&kl, "aten::div", {{{}}}, {{{}}});
+  RecognizedOp k = Recognize(kl);
+  CHECK(k.variant == "kl_div");
+  CHECK(k.reduction == "batchmean");
+  CHECK(k.tags.count("log_input"));
+
+  OpSignature hinge;  // problems/39: mean(clamp(1 - p * t, min=0))
+  AddOp(&hinge, "aten::mul", {{{512, 256}}, {{512, 256}}}, {{{512, 256}}});
+  AddOp(&hinge, "aten::rsub", {{{512, 256}}}, {{{512, 256}}});
+  AddOp(&hinge, "aten::clamp", {{{512, 256}}}, {{{512, 256}}});
+  AddOp(&hinge, "aten::mean", {{{512, 256}}}, {{{}}});
+  CHECK(Recognize(hinge).variant == "hinge");
+  CHECK(Recognize(hinge).reduction == "mean");
+
+  OpSignature sl1;  // problems/41: the fused aten op hides the reduction: torch's mean
+  AddOp(&sl1, "aten::smooth_l1_loss", {{{512, 512}, "bfloat16"}, {{512, 512}, "bfloat16"}},
+        {{{}, "bfloat16"}});
+  CHECK(Recognize(sl1).variant == "smooth_l1");
+  CHECK(Recognize(sl1).reduction == "mean");
+
+  OpSignature sse;  // sum of squared differences
+  AddOp(&sse, "aten::sub", {{{64, 64}}, {{64, 64}}}, {{{64, 64}}});
+  AddOp(&sse, "aten::pow", {{{64, 64}}}, {{{64, 64}}});
+  AddOp(&sse, "aten::sum", {{{64, 64}}}, {{{}}});
+  CHECK(Recognize(sse).reduction == "sum");
+
+  OpSignature he;
+  AddOp(&he, "aten::hinge_embedding_loss", {{{64, 64}}, {{64, 64}}}, {{{}}});
+  CHECK(Recognize(he).variant == "hinge_embedding");
+}
+
+}  // namespace
+}  // namespace kagent
