@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/heuristic/knob_tuner.h"
@@ -118,6 +119,18 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"reduce_two_pass", "reduce_dim"},
       {"reduce_split", "reduce_dim"},
       {"elementwise_activation", "elementwise"},
+      {"scan", "scan_rows"},
+      {"cumsum", "scan_rows"},
+      {"cumprod", "scan_rows"},
+      {"pooling", "pool_nd"},
+      {"pool", "pool_nd"},
+      {"maxpool", "pool_nd"},
+      {"avgpool", "pool_nd"},
+      {"loss", "loss_reduce"},
+      {"loss_two_stage", "loss_reduce"},
+      {"conv2d", "conv2d_implicit_gemm"},
+      {"conv_implicit_gemm", "conv2d_implicit_gemm"},
+      {"implicit_gemm", "conv2d_implicit_gemm"},
   };
   return *m;
 }
@@ -264,6 +277,90 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["num_warps"] = op.numel >= (1 << 20) ? "8" : "4";
     return p;
   }
+  if (t.op_class == "scan") {
+    // variant: [reverse_|exclusive_|masked_]cumsum|cumprod.
+    absl::string_view base = op.variant;
+    bool reverse = absl::ConsumePrefix(&base, "reverse_");
+    bool exclusive = absl::ConsumePrefix(&base, "exclusive_");
+    bool masked = absl::ConsumePrefix(&base, "masked_");
+    if (base != "cumsum" && base != "cumprod") {
+      return Precondition(t, absl::StrCat("scan '", op.variant, "' not supported (cumsum, cumprod)"));
+    }
+    if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+    RowView v = ViewOf(op);
+    // A chunk of 2048 scans in registers with 4 warps; more only costs registers.
+    RowTiles(v, 2048, &p);
+    p["OP"] = std::string(base);
+    p["DIM"] = std::to_string(op.dim);
+    p["REVERSE"] = reverse ? "True" : "False";
+    p["EXCLUSIVE"] = exclusive ? "True" : "False";
+    p["MASKED"] = masked ? "True" : "False";
+    p["num_stages"] = "1";
+    return p;
+  }
+  if (t.op_class == "pooling") {
+    const bool max = absl::StartsWith(op.variant, "max");
+    const bool one_d = absl::EndsWith(op.variant, "1d");
+    if ((!one_d && !absl::EndsWith(op.variant, "2d")) || op.tags.count("adaptive")) {
+      return Precondition(t, absl::StrCat("pooling '", op.variant,
+                                          op.tags.count("adaptive") ? "' (adaptive)" : "'",
+                                          " not supported (max/avg 1-D and 2-D)"));
+    }
+    const std::vector<int64_t>& o = op.output_shape;
+    if (o.size() < (one_d ? 3u : 4u)) return Precondition(t, "pooled output shape unknown");
+    int64_t ow = o.back(), oh = one_d ? 1 : o[o.size() - 2];
+    int64_t bw = Clamp(NextPow2(ow), 16, one_d ? 1024 : 128);
+    int64_t bh = Clamp(NextPow2(oh), 1, std::max<int64_t>(1, 1024 / bw));
+    p["OP"] = max ? "max" : "avg";
+    p["BLOCK_W"] = std::to_string(bw);
+    p["BLOCK_H"] = std::to_string(bh);
+    p["num_warps"] = bw * bh >= 1024 ? "4" : "2";
+    return p;
+  }
+  if (t.op_class == "loss") {
+    static const std::set<std::string> kLosses = {"mse", "smooth_l1", "huber", "hinge", "kl_div"};
+    if (!kLosses.count(op.variant)) {
+      return Precondition(t, absl::StrCat("loss '", op.variant,
+                                          "' is not an elementwise loss (mse, smooth_l1, huber, "
+                                          "hinge, kl_div)"));
+    }
+    if (op.numel <= 0) return Precondition(t, "input shape unknown");
+    // A few programs per SM, each streaming >= 4 chunks of BLOCK; the final pass adds at
+    // most 4 x SMs partials.
+    int64_t block = op.numel >= (1 << 22) ? 4096 : Clamp(NextPow2(op.numel), 64, 1024);
+    int64_t split = Clamp(CeilDiv(op.numel, 4 * block), 1, 4LL * sms);
+    p["LOSS"] = op.variant;
+    p["REDUCTION"] = op.reduction.empty() ? "mean" : op.reduction;
+    p["LOG_INPUT"] = op.tags.count("log_input") ? "True" : "False";
+    p["BLOCK"] = std::to_string(block);
+    p["SPLIT_N"] = std::to_string(split);
+    p["num_warps"] = block >= 4096 ? "8" : "4";
+    p["num_stages"] = "2";
+    return p;
+  }
+  if (t.op_class == "conv") {
+    if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise") ||
+        op.tags.count("grouped")) {
+      return Precondition(t, absl::StrCat("implicit GEMM serves standard 2-D convolutions "
+                                          "(groups = 1), the problem is ", DescribeOp(op)));
+    }
+    if (op.weight_shape.size() != 4 || op.input_shape.size() != 4) {
+      return Precondition(t, "convolution shapes unknown");
+    }
+    const int64_t cin = op.input_shape[1], cout = op.weight_shape[0];
+    p["BLOCK_M"] = half ? "128" : "64";
+    p["BLOCK_N"] = std::to_string(Clamp(NextPow2(cout), 16, half ? 128 : 64));
+    p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
+    p["GROUP_M"] = "8";
+    p["num_warps"] = half && cout >= 128 ? "8" : "4";
+    p["num_stages"] = half ? "4" : "3";
+    p["STRIDE"] = std::to_string(Clamp(op.stride, 1, 16));
+    p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
+    p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
+    p["BIAS"] = op.has_bias ? "True" : "False";
+    p["INPUT_PRECISION"] = "ieee";
+    return p;
+  }
   return Precondition(t, absl::StrCat("no parameter rules for op class ", t.op_class));
 }
 
@@ -281,6 +378,20 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   if (op.op_class == "norm") return "row_norm";
   if (op.op_class == "reduction") return "reduce_dim";
   if (op.op_class == "elementwise") return "elementwise";
+  if (op.op_class == "scan") return "scan_rows";
+  if (op.op_class == "pooling" && !op.tags.count("adaptive") &&
+      (absl::EndsWith(op.variant, "1d") || absl::EndsWith(op.variant, "2d"))) {
+    return "pool_nd";
+  }
+  if (op.op_class == "loss" && (op.variant == "mse" || op.variant == "smooth_l1" ||
+                                op.variant == "huber" || op.variant == "hinge" ||
+                                op.variant == "kl_div")) {
+    return "loss_reduce";
+  }
+  if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed") &&
+      !op.tags.count("depthwise") && !op.tags.count("grouped")) {
+    return "conv2d_implicit_gemm";
+  }
   return absl::UnimplementedError(absl::StrCat("no template family for ", DescribeOp(op),
                                                op.reason.empty() ? "" : " (" + op.reason + ")"));
 }
@@ -476,6 +587,7 @@ absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& reques
                {{}, cls == "matvec" ? "matvec_split_k" : cls == "gemm" ? "gemm_split_k" : "",
                 "grid underfilled: split-K architecture"},
                {{{"SPLIT_R", "x2"}}, "", "grid underfilled: split the reduced dim"},
+               {{{"SPLIT_N", "x2"}}, "", "grid underfilled: more partial sums"},
                {{{"num_warps", "x2"}}, "", "latency bound: more loads in flight"},
                {{{"num_stages", "+1"}}, "", "latency bound: deeper pipeline"}};
       break;

@@ -70,8 +70,9 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(s.ok());
   CHECK(absl::StrContains(s->kernel.source(), "LOG=True"));
 
-  v1::OpSignature conv;
-  AddOp(&conv, "aten::convolution", {{{16, 3, 64, 64}}, {{8, 3, 3, 3}}}, {{{16, 8, 62, 62}}});
+  v1::OpSignature conv;  // depthwise: no template of its own yet
+  AddOp(&conv, "aten::convolution", {{{16, 64, 64, 64}}, {{64, 1, 3, 3}}, {{64}}},
+        {{{16, 64, 62, 62}}});
   CHECK(first(conv).status().code() == absl::StatusCode::kUnimplemented);
 
   v1::OpSignature f64;
@@ -85,6 +86,119 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   auto l = first(linear);
   CHECK(l.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(l.status().message(), "bias"));
+}
+
+TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 31-44)") {
+  HeuristicBrain brain = MakeBrain();
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  v1::Problem problem;
+  problem.set_source("class Model: ...");
+  v1::GpuSpec gpu = H200();
+  // Renders, checks the template and the rendered values, and that the knob tuner can
+  // move `knob` in the result (the template's bounds apply).
+  auto check = [&](const v1::OpSignature& sig, const std::string& id,
+                   std::vector<std::string> fragments, const std::string& knob,
+                   const std::string& change) {
+    INFO(id);
+    auto r = brain.FirstKernel({&problem, &sig, &gpu});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:" + id);
+    for (const std::string& f : fragments) {
+      INFO(f);
+      CHECK(absl::StrContains(r->kernel.source(), f));
+    }
+    auto info = ParseTritonSource(r->kernel.source());
+    REQUIRE(info.ok());
+    CHECK(info->template_id == id);
+    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
+    INFO(tuned.status().ToString());
+    REQUIRE(tuned.ok());
+    REQUIRE(tuned->edits.size() == 1);
+    CHECK(tuned->edits[0].knob == knob);
+    return r->kernel.source();
+  };
+
+  v1::OpSignature cumsum;  // problems/43: 32768 x 16384 fp32 along dim 1
+  AddOp(&cumsum, "aten::cumsum", {{{32768, 16384}}}, {{{32768, 16384}}});
+  check(cumsum, "scan_rows",
+        {"BLOCK_R = min(2048,", "BLOCK_I = min(1,", "OP=\"cumsum\"", "REVERSE=False",
+         "EXCLUSIVE=False"},
+        "BLOCK_R", "/2");
+  v1::OpSignature rcumprod;
+  AddOp(&rcumprod, "aten::flip", {{{64, 100}, "bfloat16"}}, {{{64, 100}, "bfloat16"}});
+  AddOp(&rcumprod, "aten::cumprod", {{{64, 100}, "bfloat16"}}, {{{64, 100}, "bfloat16"}});
+  AddOp(&rcumprod, "aten::flip", {{{64, 100}, "bfloat16"}}, {{{64, 100}, "bfloat16"}});
+  check(rcumprod, "scan_rows", {"BLOCK_R = min(128,", "OP=\"cumprod\"", "REVERSE=True"},
+        "num_warps", "x2");
+
+  v1::OpSignature mp1;  // problems/31: MaxPool1d on 64 x 64 x 131072
+  AddOp(&mp1, "aten::unsqueeze", {{{64, 64, 131072}}}, {{{64, 64, 1, 131072}}});
+  AddOp(&mp1, "aten::max_pool2d_with_indices", {{{64, 64, 1, 131072}}},
+        {{{64, 64, 1, 65536}}, {{64, 64, 1, 65536}, "int64"}});
+  AddOp(&mp1, "aten::squeeze", {{{64, 64, 1, 65536}}}, {{{64, 64, 65536}}});
+  AddOp(&mp1, "aten::squeeze", {{{64, 64, 1, 65536}, "int64"}}, {{{64, 64, 65536}, "int64"}});
+  check(mp1, "pool_nd", {"op = \"max\"", "BLOCK_W = min(1024,", "BLOCK_H = min(1,"},
+        "BLOCK_W", "/2");
+  v1::OpSignature ap2;  // problems/34: AvgPool2d(3, 1, 1) on 64 x 64 x 512 x 512 bf16
+  AddOp(&ap2, "aten::avg_pool2d", {{{64, 64, 512, 512}, "bfloat16"}},
+        {{{64, 64, 512, 512}, "bfloat16"}});
+  check(ap2, "pool_nd", {"op = \"avg\"", "BLOCK_W = min(128,", "BLOCK_H = min(8,"},
+        "BLOCK_H", "x2");
+  v1::OpSignature ap3;  // 3-D pooling has no template
+  AddOp(&ap3, "aten::avg_pool3d", {{{4, 4, 8, 8, 8}}}, {{{4, 4, 4, 4, 4}}});
+  CHECK(brain.FirstKernel({&problem, &ap3, &gpu}).status().code() ==
+        absl::StatusCode::kUnimplemented);
+
+  v1::OpSignature mse;  // problems/37: 32768 x 16384 fp32
+  AddOp(&mse, "aten::sub", {{{32768, 16384}}, {{32768, 16384}}}, {{{32768, 16384}}});
+  AddOp(&mse, "aten::pow", {{{32768, 16384}}}, {{{32768, 16384}}});
+  AddOp(&mse, "aten::mean", {{{32768, 16384}}}, {{{}}});
+  check(mse, "loss_reduce",
+        {"LOSS=\"mse\"", "reduction = \"mean\"", "BLOCK = 4096\n", "SPLIT_N = 528\n"},
+        "SPLIT_N", "x2");
+  v1::OpSignature kl;  // problems/40: kl_div(log(p), t, batchmean), 16384 x 32768
+  AddOp(&kl, "aten::log", {{{16384, 32768}}}, {{{16384, 32768}}});
+  AddOp(&kl, "aten::mul", {{{16384, 32768}}, {{16384, 32768}}}, {{{16384, 32768}}});
+  AddOp(&kl, "aten::xlogy", {{{16384, 32768}}, {{16384, 32768}}}, {{{16384, 32768}}});
+  AddOp(&kl, "aten::sub", {{{16384, 32768}}, {{16384, 32768}}}, {{{16384, 32768}}});
+  AddOp(&kl, "aten::sum", {{{16384, 32768}}}, {{{}}});
+  AddOp(&kl, "aten::div", {{{}}}, {{{}}});
+  check(kl, "loss_reduce", {"LOSS=\"kl_div\"", "reduction = \"batchmean\"", "LOG_INPUT=True"},
+        "BLOCK", "/2");
+  v1::OpSignature small;  // 100 elements: one program, a 128-wide block
+  AddOp(&small, "aten::smooth_l1_loss", {{{10, 10}, "bfloat16"}, {{10, 10}, "bfloat16"}},
+        {{{}, "bfloat16"}});
+  check(small, "loss_reduce", {"LOSS=\"smooth_l1\"", "BLOCK = 128\n", "SPLIT_N = 1\n"},
+        "num_warps", "/2");
+  v1::OpSignature ce;  // cross-entropy is a loss without an elementwise template
+  AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});
+  AddOp(&ce, "aten::nll_loss_forward", {{{128, 10}}, {{128}, "int64"}}, {{{}}, {{}}});
+  CHECK(brain.FirstKernel({&problem, &ce, &gpu}).status().code() ==
+        absl::StatusCode::kUnimplemented);
+
+  v1::OpSignature conv;  // problems/35: 3x3, padding 1, 64 -> 128, no bias, fp32
+  AddOp(&conv, "aten::convolution", {{{16, 64, 256, 256}}, {{128, 64, 3, 3}}},
+        {{{16, 128, 256, 256}}});
+  check(conv, "conv2d_implicit_gemm",
+        {"BLOCK_M = 64\n", "BLOCK_N = 64\n", "BLOCK_K = 32\n", "\"padding\", 1)",
+         "\"stride\", 1)", "\"bias\", False)", "INPUT_PRECISION=\"ieee\""},
+        "BLOCK_M", "x2");
+  v1::OpSignature conv16;  // bf16, stride 2, bias
+  AddOp(&conv16, "aten::convolution",
+        {{{8, 32, 64, 64}, "bfloat16"}, {{256, 32, 3, 3}, "bfloat16"}, {{256}, "bfloat16"}},
+        {{{8, 256, 32, 32}, "bfloat16"}});
+  check(conv16, "conv2d_implicit_gemm",
+        {"BLOCK_M = 128\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "\"stride\", 2)",
+         "\"padding\", 1)", "\"bias\", True)"},
+        "num_stages", "-1");
+
+  // A switch to the implicit GEMM for a depthwise conv says why it cannot.
+  v1::OpSignature dw;
+  AddOp(&dw, "aten::convolution", {{{1, 128, 8, 8}}, {{128, 1, 3, 3}}, {{128}}}, {{{1, 128, 8, 8}}});
+  auto sw = brain.RenderFor("implicit_gemm", dw, &gpu);
+  CHECK(sw.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(sw.status().message(), "groups = 1"));
 }
 
 TEST_CASE("Brain: prescribed knob changes on the user's 32-row tile matvec") {

@@ -77,13 +77,14 @@ class ModelNew(nn.Module):
             scale = 1.0
         out = torch.empty((), device=p.device, dtype=out_dtype)
         BLOCK = {{BLOCK}}
-        SPLIT_N = max(1, min({{SPLIT_N}}, triton.cdiv(n, BLOCK)))
-        per_program = triton.cdiv(triton.cdiv(n, SPLIT_N), BLOCK) * BLOCK
-        partials = torch.empty(SPLIT_N, device=p.device, dtype=torch.float32)
-        loss_partial_kernel[(SPLIT_N,)](
+        SPLIT_N = {{SPLIT_N}}
+        parts = min(SPLIT_N, max(1, triton.cdiv(n, BLOCK)))
+        per_program = triton.cdiv(triton.cdiv(n, parts), BLOCK) * BLOCK
+        partials = torch.empty(parts, device=p.device, dtype=torch.float32)
+        loss_partial_kernel[(parts,)](
             p, t, partials, n, per_program, self.beta,
             BLOCK=BLOCK, LOSS="{{LOSS}}", LOG_INPUT={{LOG_INPUT}},
             num_warps={{num_warps}}, num_stages={{num_stages}})
-        loss_final_kernel[(1,)](partials, out, SPLIT_N, scale,
-                                BLOCK_P=triton.next_power_of_2(SPLIT_N))
+        loss_final_kernel[(1,)](partials, out, parts, scale,
+                                BLOCK_P=triton.next_power_of_2(parts))
         return out
