@@ -24,6 +24,7 @@
 #include "common/service_main.h"
 #include "common/llm/accounting.h"
 #include "common/llm/circuit_breaker.h"
+#include "common/llm/llm_metrics.h"
 #include "common/subprocess/subprocess.h"
 #include "engines/llm/llm_brain.h"
 #include "services/analyzer/analyzer_setup.h"
@@ -160,8 +161,8 @@ int Main(int argc, char** argv) {
   mo.python = dopts.python;
   // With --llm-config, the optimization manager serves the LLM brain and the judge
   // narrates through the same LLM; both draw on one Accountant (the configuration's
-  // default budgets) and one breaker registry, so a job's and a tenant's budgets cover
-  // both and an endpoint has one breaker.
+  // default budgets), one breaker registry and one set of kagent_llm_* metrics, so a
+  // job's and a tenant's budgets cover both and an endpoint has one breaker.
   JudgeServerOptions jo;
   if (!mo.llm_config.empty()) {
     absl::StatusOr<llm::LlmConfig> config = LoadLlmConfigFile(mo.llm_config);
@@ -172,6 +173,7 @@ int Main(int argc, char** argv) {
     mo.llm_deps.accountant =
         std::make_shared<llm::Accountant>(config->job_budget, config->tenant_budget);
     mo.llm_deps.breakers = std::make_shared<llm::CircuitBreakerRegistry>();
+    mo.llm_deps.metrics = std::make_shared<llm::LlmMetrics>(m->registry());
     jo.llm_config = mo.llm_config;
     jo.llm_deps = mo.llm_deps;
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "engines/llm/llm_brain.h"
 #include "engines/llm/llm_narrator.h"
@@ -51,7 +52,11 @@ absl::Status SetUpJudge(const JudgeServerOptions& options, ServiceContext& ctx, 
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (narrator == nullptr && !options.llm_config.empty()) {
     KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(options.llm_config));
-    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, options.llm_deps);
+    llm::LlmDeps deps = options.llm_deps;
+    if (deps.metrics == nullptr && ctx.metrics != nullptr) {  // kagent_llm_* on /metrics
+      deps.metrics = std::make_shared<llm::LlmMetrics>(ctx.metrics->registry());
+    }
+    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, deps);
     if (!stack.ok()) {
       return absl::Status(stack.status().code(),
                           absl::StrCat("LLM narrator from ", options.llm_config, ": ",

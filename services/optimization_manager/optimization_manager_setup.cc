@@ -8,6 +8,7 @@
 #include "common/install_paths.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/template_library.h"
@@ -64,7 +65,11 @@ absl::Status SetUpOptimizationManager(const OptimizationManagerSetupOptions& o,
 
   if (!o.llm_config.empty()) {
     KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(o.llm_config));
-    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, o.llm_deps);
+    llm::LlmDeps deps = o.llm_deps;
+    if (deps.metrics == nullptr && ctx.metrics != nullptr) {  // kagent_llm_* on /metrics
+      deps.metrics = std::make_shared<llm::LlmMetrics>(ctx.metrics->registry());
+    }
+    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, deps);
     if (!stack.ok()) {
       return absl::Status(stack.status().code(),
                           absl::StrCat("LLM brain from ", o.llm_config, ": ",
