@@ -21,6 +21,7 @@
 #include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
+#include "common/llm/accounting.h"
 #include "kagent/v1/common.pb.h"
 
 namespace kagent::llm {
@@ -32,6 +33,17 @@ inline constexpr char kLlmUsagePayloadUrl[] = "type.googleapis.com/kagent.v1.Llm
 
 // True when `usage` has no call, token or cost.
 bool IsEmpty(const v1::LlmUsage& usage);
+
+// The proto form of a meter's totals (calls, tokens, cost; `refused` has no field).
+// Inline: callers need not link kagent_llm_usage for it.
+inline v1::LlmUsage ToLlmUsage(const UsageTotals& totals) {
+  v1::LlmUsage usage;
+  usage.set_calls(totals.calls);
+  usage.set_input_tokens(totals.input_tokens);
+  usage.set_output_tokens(totals.output_tokens);
+  usage.set_cost_usd(totals.cost_usd);
+  return usage;
+}
 
 // Adds `from` into `into` (every field).
 void AddLlmUsage(const v1::LlmUsage& from, v1::LlmUsage* into);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/llm/accounting.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "services/judge/categories.h"
 
@@ -49,11 +50,7 @@ grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
     report = judge_.Diagnose(*request);
   }
   const llm::UsageTotals used = meter.Totals();
-  kagent::v1::LlmUsage* usage = response->mutable_llm_usage();
-  usage->set_calls(used.calls);
-  usage->set_input_tokens(used.input_tokens);
-  usage->set_output_tokens(used.output_tokens);
-  usage->set_cost_usd(used.cost_usd);
+  *response->mutable_llm_usage() = llm::ToLlmUsage(used);
   if (!report.ok()) {
     Count("error");
     KLOG(WARNING) << "diagnose failed: " << report.status().ToString();

@@ -239,17 +239,13 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
   }
   for (std::thread& t : pool) t.join();
   const llm::UsageTotals used = meter.Totals();
-  kagent::v1::LlmUsage* usage = response->mutable_llm_usage();
-  usage->set_calls(used.calls);
-  usage->set_input_tokens(used.input_tokens);
-  usage->set_output_tokens(used.output_tokens);
-  usage->set_cost_usd(used.cost_usd);
+  *response->mutable_llm_usage() = llm::ToLlmUsage(used);
   for (const absl::Status& e : brain_errors) {
     if (!e.ok()) {
       KLOG(WARNING).With("llm_tokens", used.tokens()).With("llm_cost_usd", used.cost_usd)
           << "brain budget spent: " << e.ToString();
       absl::Status spent = e;
-      llm::AttachLlmUsage(*usage, &spent);  // the caller gets no response, only the status
+      llm::AttachLlmUsage(response->llm_usage(), &spent);  // the caller gets no response, only the status
       return spent;
     }
   }
