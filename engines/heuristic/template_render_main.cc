@@ -3,14 +3,52 @@
 //   kagent-template-render <id> [NAME=VALUE ...]   render with these params
 //   kagent-template-render --list                   list the template ids
 //   kagent-template-render --dir DIR <id> ...       use DIR instead of the embedded files
+//   kagent-template-render --first-kernel [SMS]     the heuristic brain's first kernel for
+//                                                   the OpSignature JSON on stdin (the
+//                                                   harness's signature), on a GPU with SMS
+//                                                   SMs (default 132); the chosen template
+//                                                   and params go to stderr
 //
 // Exit 0 on success; 2 with the error on stderr otherwise. Used by the template tests
-// (KAGENT_TEMPLATE_RENDER) so the Python checks exercise the C++ renderer.
+// (KAGENT_TEMPLATE_RENDER) so the Python checks exercise the C++ renderer and brain.
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <string>
 
+#include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/template_library.h"
+
+namespace {
+
+int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms) {
+  std::string json((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  kagent::v1::OpSignature sig;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &sig, opts);
+  if (!st.ok()) {
+    std::cerr << "bad OpSignature JSON: " << st.ToString() << "\n";
+    return 2;
+  }
+  kagent::v1::GpuSpec gpu;
+  gpu.set_sm_count(sms);
+  kagent::v1::Problem problem;
+  kagent::HeuristicBrain brain(std::move(lib));
+  auto r = brain.FirstKernel({&problem, &sig, &gpu});
+  if (!r.ok()) {
+    std::cerr << r.status().ToString() << "\n";
+    return 2;
+  }
+  for (const std::string& m : r->moves) std::cerr << m << "\n";
+  std::cout << r->kernel.source();
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string dir;
@@ -25,12 +63,17 @@ int main(int argc, char** argv) {
     std::cerr << lib.status().ToString() << "\n";
     return 2;
   }
+  if (i < argc && std::string(argv[i]) == "--first-kernel") {
+    int sms = i + 1 < argc ? std::atoi(argv[i + 1]) : 132;
+    return FirstKernel(*lib, sms > 0 ? sms : 132);
+  }
   if (i < argc && std::string(argv[i]) == "--list") {
     for (const std::string& id : (*lib)->Ids()) std::cout << id << "\n";
     return 0;
   }
   if (i >= argc) {
-    std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list\n";
+    std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list | "
+                 "--first-kernel [SMS]\n";
     return 2;
   }
   std::string id = argv[i++];
