@@ -7,7 +7,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+# The demo needs the daemon, the CLI and the CUPTI tracer (built where CUDA's CUPTI is
+# installed), not the test binaries.
+KAGENT_BUILD_TARGETS="kagentd kagent" bash scripts/build.sh
+if ninja -C build -t targets all 2>/dev/null | grep -q '^kagent_cupti:'; then
+  KAGENT_BUILD_TARGETS=kagent_cupti bash scripts/build.sh
+fi
 mkdir -p var
 port=${KAGENT_DEMO_PORT:-50051}
 problem=examples/matvec

@@ -154,6 +154,10 @@ TEST_CASE("recorded H200: a register-heavy row norm that still streams is memory
   CHECK(r.report.efficiency_pct() == Approx(86.0));
   CHECK(Find(r.report, "dram__throughput.avg.pct_of_peak_sustained_elapsed")->value() ==
         Approx(86.0));
+  // ... and says what capped the occupancy, without making it the category.
+  REQUIRE(Find(r.report, metric::kRegistersPerThread) != nullptr);
+  CHECK(Find(r.report, metric::kRegistersPerThread)->value() == 178);
+  CHECK(Find(r.report, metric::kLimitRegisters)->value() == 8);
   CHECK(Has(r.prescriptions, "welford-single-pass-norm"));
   CHECK(Has(r.prescriptions, "persistent-grid-stride"));
   CHECK(Has(r.prescriptions, "spread-row-over-more-warps"));

@@ -543,6 +543,35 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   if (secondary != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) emit(secondary);
 
   // --- Supporting observations.
+  // Occupancy capped by a resource while the SOL is high enough that it is not the
+  // bottleneck (it could still buy part of the remaining headroom).
+  if (theoretical && *theoretical < o.low_occupancy_pct &&
+      !is(kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED) && primary != kagent::v1::BOTTLENECK_AT_ROOFLINE &&
+      occupancy_limiter && efficiency) {
+    RootCause c;
+    std::string text = absl::StrCat("Occupancy is capped at ", Pct(*theoretical), " by ",
+                                    *occupancy_limiter);
+    if (*occupancy_limiter == "registers") {
+      if (auto regs = view.Get(metric::kRegistersPerThread)) {
+        absl::StrAppend(&text, " (", Num(*regs), " registers per thread)");
+      }
+      rb.Cite(&c, metric::kRegistersPerThread, "registers/thread", "register footprint per thread");
+      rb.Cite(&c, metric::kLimitRegisters, "blocks/SM", "blocks per SM the register file allows");
+    } else if (*occupancy_limiter == "shared_memory") {
+      rb.Cite(&c, metric::kLimitSharedMem, "blocks/SM", "blocks per SM shared memory allows");
+    } else if (*occupancy_limiter == "blocks_per_sm") {
+      rb.Cite(&c, metric::kLimitBlocks, "blocks/SM", "hardware limit on resident blocks");
+    } else if (*occupancy_limiter == "warps") {
+      rb.Cite(&c, metric::kLimitWarps, "blocks/SM", "blocks per SM the warp slots allow");
+    }
+    absl::StrAppend(&text, ", yet the kernel reaches ", Pct(*efficiency),
+                    " of its roofline: occupancy is not what bounds it; more resident warps "
+                    "could still hide part of the latency behind the remaining ",
+                    Pct(100.0 - *efficiency));
+    c.set_cause(text);
+    rb.Cite(&c, theoretical_metric, "%", "the most warps that can be resident, % of the SM's warp slots");
+    rb.Add(std::move(c));
+  }
   // Dominant stall reasons (the top one, and the second when at least half as large).
   for (size_t i = 0; i < stalls.size() && i < 2; ++i) {
     if (i == 1 && stalls[1].first < 0.5 * stalls[0].first) break;
