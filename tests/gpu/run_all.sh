@@ -39,6 +39,7 @@ one)
   (
     export CUDA_VISIBLE_DEVICES=1
     timeout 420 python3 tests/gpu/run_suite.py --repeat 5 --json "$out/suite.json" \
+      --cupti-lib "$bin/libkagent_cupti.so" \
       ${KAGENT_SUITE_ONLY:+--only "$KAGENT_SUITE_ONLY"} > "$out/suite.txt" 2>&1
     echo "suite exit $?" >> "$out/suite.txt"
     for backend in ncu cupti; do

@@ -10,6 +10,7 @@ status 0 when every case got an expected verdict.
 --case-study-k K   K of the case study (default 1,048,576: A is 4 GiB)
 --adv-k K          K for the adversarial cases (default 65,536, to keep them quick)
 --only NAME,...    run only these cases
+--cupti-lib PATH   trace candidates with libkagent_cupti.so (the CUPTI checks then run)
 """
 
 import argparse
@@ -22,6 +23,8 @@ import time
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
 PYDIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                      "python")
+
+CUPTI_LIB = ""  # --cupti-lib
 
 CASES = [
     # name, candidate file (None: baselines only), expected verdicts, extra request fields
@@ -52,6 +55,8 @@ def run_case(name, cand, extra, k, m):
     req.update(extra)
     env = dict(os.environ, KAGENT_MATVEC_K=str(k), KAGENT_MATVEC_M=str(m),
                PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if CUPTI_LIB:
+        env["KAGENT_CUPTI_LIB"] = CUPTI_LIB
     t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "kagent_harness", "measure"],
                        input=json.dumps(req), capture_output=True, text=True, env=env,
@@ -70,10 +75,15 @@ def main():
     ap.add_argument("--adv-k", type=int, default=65536)
     ap.add_argument("--m", type=int, default=2048)
     ap.add_argument("--only", default="")
+    ap.add_argument("--cupti-lib", default="",
+                    help="libkagent_cupti.so: trace the candidates (KAGENT_CUPTI_LIB), so the "
+                         "gate's and the timing's CUPTI checks run and show in the table")
     ap.add_argument("--json", default="")
     ap.add_argument("--repeat", type=int, default=1,
                     help="measure case_study_row this many times and report the spread")
     args = ap.parse_args()
+    global CUPTI_LIB
+    CUPTI_LIB = os.path.abspath(args.cupti_lib) if args.cupti_lib else ""
     only = set(filter(None, args.only.split(",")))
     rows, ok_all, results = [], True, {}
     for name, cand, expect, extra in CASES:
