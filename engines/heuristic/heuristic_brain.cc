@@ -131,6 +131,9 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"conv2d", "conv2d_implicit_gemm"},
       {"conv_implicit_gemm", "conv2d_implicit_gemm"},
       {"implicit_gemm", "conv2d_implicit_gemm"},
+      {"depthwise", "conv2d_depthwise"},
+      {"conv_depthwise", "conv2d_depthwise"},
+      {"dwconv", "conv2d_depthwise"},
   };
   return *m;
 }
@@ -338,6 +341,34 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["num_stages"] = "2";
     return p;
   }
+  if (t.id == "conv2d_depthwise") {
+    if (op.variant != "conv2d" || op.tags.count("transposed") || !op.tags.count("depthwise")) {
+      return Precondition(t, absl::StrCat("serves depthwise 2-D convolutions (groups = in "
+                                          "channels), the problem is ", DescribeOp(op)));
+    }
+    const std::vector<int64_t>& o = op.output_shape;
+    if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || o.size() != 4) {
+      return Precondition(t, "convolution shapes unknown");
+    }
+    if (!op.tags.count("conv_params_inferred")) {
+      return Precondition(t, "no stride and padding reproduce the recorded output shape");
+    }
+    const int64_t c = op.input_shape[1];
+    int64_t bw = Clamp(NextPow2(o[3]), 16, 128);
+    int64_t bh = Clamp(NextPow2(o[2]), 1, std::max<int64_t>(1, 1024 / bw));
+    p["CHANNELS"] = std::to_string(c);
+    p["MULT"] = std::to_string(std::max<int64_t>(1, op.weight_shape[0] / c));
+    p["KH"] = std::to_string(op.weight_shape[2]);
+    p["KW"] = std::to_string(op.weight_shape[3]);
+    p["STRIDE"] = std::to_string(Clamp(op.stride, 1, 16));
+    p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
+    p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
+    p["BIAS"] = op.has_bias ? "True" : "False";
+    p["BLOCK_W"] = std::to_string(bw);
+    p["BLOCK_H"] = std::to_string(bh);
+    p["num_warps"] = "4";
+    return p;
+  }
   if (t.op_class == "conv") {
     if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise") ||
         op.tags.count("grouped")) {
@@ -389,8 +420,8 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return "loss_reduce";
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed") &&
-      !op.tags.count("depthwise") && !op.tags.count("grouped")) {
-    return "conv2d_implicit_gemm";
+      !op.tags.count("grouped")) {
+    return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";
   }
   return absl::UnimplementedError(absl::StrCat("no template family for ", DescribeOp(op),
                                                op.reason.empty() ? "" : " (" + op.reason + ")"));

@@ -70,9 +70,9 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(s.ok());
   CHECK(absl::StrContains(s->kernel.source(), "LOG=True"));
 
-  v1::OpSignature conv;  // depthwise: no template of its own yet
-  AddOp(&conv, "aten::convolution", {{{16, 64, 64, 64}}, {{64, 1, 3, 3}}, {{64}}},
-        {{{16, 64, 62, 62}}});
+  v1::OpSignature conv;  // transposed: no template of its own yet
+  AddOp(&conv, "aten::convolution", {{{16, 32, 16, 16}}, {{32, 64, 3, 3}}},
+        {{{16, 64, 18, 18}}});
   CHECK(first(conv).status().code() == absl::StatusCode::kUnimplemented);
 
   v1::OpSignature f64;
@@ -193,12 +193,26 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
          "\"padding\", 1)", "\"bias\", True)"},
         "num_stages", "-1");
 
-  // A switch to the implicit GEMM for a depthwise conv says why it cannot.
-  v1::OpSignature dw;
-  AddOp(&dw, "aten::convolution", {{{1, 128, 8, 8}}, {{128, 1, 3, 3}}, {{128}}}, {{{1, 128, 8, 8}}});
+  v1::OpSignature dw;  // problems/36: depthwise 3x3, padding 1, bias, 16 x 128 x 512 x 512
+  AddOp(&dw, "aten::convolution", {{{16, 128, 512, 512}}, {{128, 1, 3, 3}}, {{128}}},
+        {{{16, 128, 512, 512}}});
+  check(dw, "conv2d_depthwise",
+        {"channels = 128\n", "channels * 1, (3, 3)", "\"stride\", 1)", "\"padding\", 1)",
+         "\"bias\", True)", "BLOCK_W = min(128,", "BLOCK_H = min(8,"},
+        "BLOCK_H", "/2");
+  // A switch to the implicit GEMM for a depthwise conv says why it cannot, and back.
   auto sw = brain.RenderFor("implicit_gemm", dw, &gpu);
   CHECK(sw.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(sw.status().message(), "groups = 1"));
+  CHECK(brain.RenderFor("conv2d_depthwise", conv, &gpu).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  v1::OpSignature dw2;  // depth multiplier 2, stride 2, no bias
+  AddOp(&dw2, "aten::convolution", {{{2, 32, 64, 64}, "bfloat16"}, {{64, 1, 5, 5}, "bfloat16"}},
+        {{{2, 64, 32, 32}, "bfloat16"}});
+  check(dw2, "conv2d_depthwise",
+        {"channels = 32\n", "channels * 2, (5, 5)", "\"stride\", 2)", "\"padding\", 2)",
+         "\"bias\", False)", "BLOCK_W = min(32,", "BLOCK_H = min(32,"},
+        "num_warps", "x2");
 }
 
 TEST_CASE("Brain: prescribed knob changes on the user's 32-row tile matvec") {

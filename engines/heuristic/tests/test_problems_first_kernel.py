@@ -49,6 +49,7 @@ PROBLEMS = {
     "33_maxpool2d_fp32": "pool_nd",
     "34_avgpool2d_bf16": "pool_nd",
     "35_conv2d_fp32": "conv2d_implicit_gemm",
+    "36_conv2d_depthwise_fp32": "conv2d_depthwise",
     "37_mse_loss_fp32": "loss_reduce",
     "39_hinge_loss_fp32": "loss_reduce",
     "40_kl_div_fp32": "loss_reduce",

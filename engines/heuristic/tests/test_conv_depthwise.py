@@ -1,0 +1,50 @@
+import pytest
+import torch
+import torch.nn as nn
+
+from template_render import load_model_new
+
+
+def _run(x, channels, mult, k, stride, padding, bias, dilation=1, blocks=None, ctor=(), kw=None):
+    """Reference depthwise nn.Conv2d and the candidate built with the same seed."""
+    kh, kw_ = (k, k) if isinstance(k, int) else k
+    torch.manual_seed(7)
+    ref = nn.Conv2d(channels, channels * mult, (kh, kw_), stride=stride, padding=padding,
+                    dilation=dilation, groups=channels, bias=bias)
+    params = dict(CHANNELS=channels, MULT=mult, KH=kh, KW=kw_, STRIDE=stride, PADDING=padding,
+                  DILATION=dilation, BIAS=str(bias), **(blocks or dict(BLOCK_H=4, BLOCK_W=16)))
+    torch.manual_seed(7)
+    cand = load_model_new("conv2d_depthwise", **params)(*ctor, **(kw or {}))
+    assert torch.equal(cand.conv.weight, ref.weight)
+    r, out = ref(x), cand(x)
+    assert out.shape == r.shape and out.dtype == r.dtype
+    return r, out
+
+
+@pytest.mark.parametrize("shape,mult,k,stride,padding,bias", [
+    ((2, 3, 11, 13), 1, 3, 1, 1, True),    # problems/36 layout; ragged tiles
+    ((1, 4, 9, 10), 2, 3, 2, 1, False),   # depth multiplier 2, stride 2
+    ((1, 2, 1, 1), 1, 1, 1, 0, True),     # 1x1 everything
+    ((2, 3, 8, 7), 1, (5, 3), 1, 2, False),  # non-square kernel, padding 2
+])
+def test_depthwise(shape, mult, k, stride, padding, bias):
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    ref, out = _run(x, shape[1], mult, k, stride, padding, bias, ctor=(shape[1], k))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_depthwise_keywords_dilation_noncontiguous_bf16():
+    torch.manual_seed(1)
+    x = torch.randn(2, 9, 12, 5).permute(0, 3, 1, 2)   # (2, 5, 9, 12) channels-last strides
+    # Keyword arguments override the inferred ones (KernelBench passes stride/padding).
+    ref, out = _run(x, 5, 1, 3, 1, 2, True, dilation=2, kw=dict(padding=2, dilation=2))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    xb = torch.randn(1, 6, 10, 17, dtype=torch.bfloat16)
+    torch.manual_seed(3)
+    cand = load_model_new("conv2d_depthwise", CHANNELS=6, KH=3, KW=3, PADDING=1,
+                          BLOCK_H=2, BLOCK_W=16)().to(torch.bfloat16)
+    out = cand(xb)
+    assert out.dtype == torch.bfloat16
+    ref = nn.functional.conv2d(xb.float(), cand.conv.weight.float(), padding=1, groups=6)
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
