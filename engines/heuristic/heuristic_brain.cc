@@ -128,6 +128,8 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"avgpool", "pool_nd"},
       {"loss", "loss_reduce"},
       {"loss_two_stage", "loss_reduce"},
+      {"cross_entropy", "loss_rows"},
+      {"row_loss", "loss_rows"},
       {"conv2d", "conv2d_implicit_gemm"},
       {"conv_implicit_gemm", "conv2d_implicit_gemm"},
       {"implicit_gemm", "conv2d_implicit_gemm"},
@@ -320,6 +322,24 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["num_warps"] = bw * bh >= 1024 ? "4" : "2";
     return p;
   }
+  if (t.id == "loss_rows") {
+    if (op.variant != "cross_entropy" && op.variant != "cosine_similarity") {
+      return Precondition(t, absl::StrCat("loss '", op.variant,
+                                          "' is not a row loss (cross_entropy, cosine_similarity)"));
+    }
+    if (op.input_shape.size() != 2 || op.input_shape[1] <= 0) {
+      return Precondition(t, "row losses take (B, C) inputs");
+    }
+    if (!op.reduction.empty() && op.reduction != "mean") {
+      return Precondition(t, absl::StrCat("reduction ", op.reduction, " (the template takes the mean)"));
+    }
+    int64_t block = Clamp(NextPow2(op.input_shape[1]), 16, half ? 8192 : 4096);
+    p["LOSS"] = op.variant;
+    p["BLOCK"] = std::to_string(block);
+    p["num_warps"] = block >= 4096 ? "8" : block >= 1024 ? "4" : "2";
+    p["num_stages"] = "2";
+    return p;
+  }
   if (t.op_class == "loss") {
     static const std::set<std::string> kLosses = {"mse", "smooth_l1", "huber", "hinge", "kl_div"};
     if (!kLosses.count(op.variant)) {
@@ -418,6 +438,9 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
                                 op.variant == "huber" || op.variant == "hinge" ||
                                 op.variant == "kl_div")) {
     return "loss_reduce";
+  }
+  if (op.op_class == "loss" && (op.variant == "cross_entropy" || op.variant == "cosine_similarity")) {
+    return "loss_rows";
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed") &&
       !op.tags.count("grouped")) {

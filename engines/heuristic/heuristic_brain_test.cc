@@ -171,10 +171,29 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         {{{}, "bfloat16"}});
   check(small, "loss_reduce", {"LOSS=\"smooth_l1\"", "BLOCK = 128\n", "SPLIT_N = 1\n"},
         "num_warps", "/2");
-  v1::OpSignature ce;  // cross-entropy is a loss without an elementwise template
-  AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});
-  AddOp(&ce, "aten::nll_loss_forward", {{{128, 10}}, {{128}, "int64"}}, {{{}}, {{}}});
-  CHECK(brain.FirstKernel({&problem, &ce, &gpu}).status().code() ==
+  v1::OpSignature ce;  // problems/38: cross-entropy over 32768 classes, one row per program
+  AddOp(&ce, "aten::_log_softmax", {{{32768, 32768}}}, {{{32768, 32768}}});
+  AddOp(&ce, "aten::nll_loss_forward", {{{32768, 32768}}, {{32768}, "int64"}}, {{{}}, {{}}});
+  check(ce, "loss_rows", {"loss = \"cross_entropy\"", "BLOCK = min(4096,", "num_warps=8"},
+        "BLOCK", "/2");
+  CHECK(brain.RenderFor("loss_reduce", ce, &gpu).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  v1::OpSignature cos;  // problems/42: mean(1 - cosine_similarity(p, t, dim=1)), 512 x 256
+  AddOp(&cos, "aten::linalg_vector_norm", {{{512, 256}}}, {{{512, 1}}});
+  AddOp(&cos, "aten::linalg_vector_norm", {{{512, 256}}}, {{{512, 1}}});
+  AddOp(&cos, "aten::clamp_min_", {{{512, 1}}, {{}}}, {{{512, 1}}});
+  AddOp(&cos, "aten::clamp_min_", {{{512, 1}}, {{}}}, {{{512, 1}}});
+  AddOp(&cos, "aten::div", {{{512, 256}}, {{512, 1}}}, {{{512, 256}}});
+  AddOp(&cos, "aten::div", {{{512, 256}}, {{512, 1}}}, {{{512, 256}}});
+  AddOp(&cos, "aten::mul", {{{512, 256}}, {{512, 256}}}, {{{512, 256}}});
+  AddOp(&cos, "aten::sum", {{{512, 256}}}, {{{512}}});
+  AddOp(&cos, "aten::rsub", {{{512}}}, {{{512}}});
+  AddOp(&cos, "aten::mean", {{{512}}}, {{{}}});
+  check(cos, "loss_rows", {"loss = \"cosine_similarity\"", "BLOCK = min(256,", "num_warps=2"},
+        "num_warps", "x2");
+  v1::OpSignature tm;  // triplet margin: recognized, no template
+  AddOp(&tm, "aten::triplet_margin_loss", {{{64, 64}}, {{64, 64}}, {{64, 64}}}, {{{}}});
+  CHECK(brain.FirstKernel({&problem, &tm, &gpu}).status().code() ==
         absl::StatusCode::kUnimplemented);
 
   v1::OpSignature conv;  // problems/35: 3x3, padding 1, 64 -> 128, no bias, fp32

@@ -22,7 +22,7 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   for (const char* id : {"matvec_row_per_program", "matvec_multi_row", "matvec_split_k",
                          "gemm_tiled", "gemm_split_k", "softmax_online", "row_norm",
                          "reduce_dim", "elementwise", "scan_rows", "pool_nd", "loss_reduce",
-                         "conv2d_implicit_gemm", "conv2d_depthwise"}) {
+                         "conv2d_implicit_gemm", "conv2d_depthwise", "loss_rows"}) {
     INFO(id);
     REQUIRE(lib->Find(id) != nullptr);
     auto src = lib->Render(id, {});

@@ -1,6 +1,6 @@
 """The heuristic brain's first kernel for the suite's scan, pooling, loss and conv problems.
 
-For each problem: record the reference's op signature with the harness, ask the C++ brain
+For each problem of those classes (31-44): record the reference's op signature with the harness, ask the C++ brain
 for its first kernel (`kagent-template-render --first-kernel`, found through
 KAGENT_TEMPLATE_RENDER or in build/), and compare it with the reference the harness's way
 (one seed for both constructors, the reference's state_dict loaded when the keys match,
@@ -51,9 +51,11 @@ PROBLEMS = {
     "35_conv2d_fp32": "conv2d_implicit_gemm",
     "36_conv2d_depthwise_fp32": "conv2d_depthwise",
     "37_mse_loss_fp32": "loss_reduce",
+    "38_cross_entropy_fp32": "loss_rows",
     "39_hinge_loss_fp32": "loss_reduce",
     "40_kl_div_fp32": "loss_reduce",
     "41_smooth_l1_loss_bf16": "loss_reduce",
+    "42_cosine_similarity_loss_fp32": "loss_rows",
     "43_cumsum_fp32": "scan_rows",
     "44_cumprod_fp32": "scan_rows",
 }
