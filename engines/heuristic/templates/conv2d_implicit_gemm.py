@@ -1,7 +1,7 @@
 # kagent-template: conv2d_implicit_gemm
 # 2-D convolution (NCHW, groups = 1) as an implicit GEMM: output pixels (n, oh, ow) are
 # the M rows, output channels the N columns, and the reduction runs over the KH*KW
-# window taps (outer loop) and the input channels in BLOCK_K chunks (inner loop). Each
+# window taps and the input channels in BLOCK_K chunks (one flat loop). Each
 # A tile is gathered straight from the input (padding by masks, no im2col buffer), each B
 # tile is a slice of the weight, multiplied with tl.dot into an fp32 accumulator. Grouped
 # program order (GROUP_M) keeps the weight tiles shared by neighbouring pixel tiles in L2.
@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+_INT64_FROM = 2 ** 31  # tensors spanning this many elements need 64-bit offsets
 
 
 @triton.jit
@@ -21,7 +22,21 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW, M,
                   SH, SW, PH, PW, DH, DW, KH, KW,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                  INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                  INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                  INT64: tl.constexpr):
+    # Offsets in int32 unless a tensor spans 2**31 elements: 64-bit pointer arithmetic on
+    # the gathered tiles costs registers (spills at 128-wide tiles).
+    y_plane = OH * OW
+    if INT64:
+        sxn = sxn.to(tl.int64)
+        sxc = sxc.to(tl.int64)
+        sxh = sxh.to(tl.int64)
+        sxw = sxw.to(tl.int64)
+        swo = swo.to(tl.int64)
+        swc = swc.to(tl.int64)
+        swh = swh.to(tl.int64)
+        sww = sww.to(tl.int64)
+        y_plane = y_plane.to(tl.int64)
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(CO, BLOCK_N)
@@ -41,32 +56,35 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW, M,
     pix = offs_m % (OH * OW)
     oh = pix // OW
     ow = pix % OW
-    x_img = img.to(tl.int64) * sxn
-    w_co = offs_n.to(tl.int64) * swo
+    x_img = img * sxn
+    w_co = offs_n * swo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for tap in range(0, KH * KW):
+    # One flat loop over (tap, channel chunk) so the software pipeline sees every K step.
+    num_ck = tl.cdiv(C, BLOCK_K)
+    for it in range(0, KH * KW * num_ck):
+        tap = it // num_ck
+        c0 = (it - tap * num_ck) * BLOCK_K
         kh = tap // KW
-        kw = tap % KW
+        kw = tap - kh * KW
         ih = oh * SH - PH + kh * DH
         iw = ow * SW - PW + kw * DW
         a_mask_m = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        a_base = x_img + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+        a_base = x_img + ih * sxh + iw * sxw
         b_base = w_co + kh * swh + kw * sww
-        for c0 in range(0, C, BLOCK_K):
-            ck = c0 + offs_k
-            k_mask = ck < C
-            a = tl.load(x_ptr + a_base[:, None] + ck[None, :].to(tl.int64) * sxc,
-                        mask=a_mask_m[:, None] & k_mask[None, :], other=0.0)
-            b = tl.load(w_ptr + ck[:, None].to(tl.int64) * swc + b_base[None, :],
-                        mask=k_mask[:, None] & n_mask[None, :], other=0.0)
-            if UPCAST:  # Triton's CPU interpreter mis-computes 16-bit tl.dot
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        ck = c0 + offs_k
+        k_mask = ck < C
+        a = tl.load(x_ptr + a_base[:, None] + ck[None, :] * sxc,
+                    mask=a_mask_m[:, None] & k_mask[None, :], other=0.0)
+        b = tl.load(w_ptr + ck[:, None] * swc + b_base[None, :],
+                    mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+        if UPCAST:  # Triton's CPU interpreter mis-computes 16-bit tl.dot
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[None, :]
     # y is contiguous (N, CO, OH, OW).
-    y_offs = (img.to(tl.int64) * CO * OH * OW + pix)[:, None] + offs_n[None, :].to(tl.int64) * (OH * OW)
+    y_offs = (img * (CO * y_plane) + pix)[:, None] + offs_n[None, :] * y_plane
     tl.store(y_ptr + y_offs, acc.to(y_ptr.dtype.element_ty),
              mask=m_mask[:, None] & n_mask[None, :])
 
@@ -116,6 +134,8 @@ class ModelNew(nn.Module):
         BLOCK_K = {{BLOCK_K}}
         GROUP_M = {{GROUP_M}}
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(CO, BLOCK_N),)
+        extent = 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride()))
+        int64 = max(extent, y.numel(), w.numel()) >= _INT64_FROM
         conv2d_kernel[grid](
             x, w, bias if bias is not None else w, y, C, H, W, CO, OH, OW, M,
             x.stride(0), x.stride(1), x.stride(2), x.stride(3),
@@ -123,6 +143,6 @@ class ModelNew(nn.Module):
             SH, SW, PH, PW, DH, DW, KH, KW,
             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
             GROUP_M=GROUP_M, INPUT_PRECISION="{{INPUT_PRECISION}}",
-            UPCAST=_INTERPRETED and x.dtype != torch.float32,
+            UPCAST=_INTERPRETED and x.dtype != torch.float32, INT64=int64,
             num_warps={{num_warps}}, num_stages={{num_stages}})
         return y

@@ -40,6 +40,8 @@ def scan_kernel(x_ptr, m_ptr, y_ptr, R, INNER, num_inner_blocks,
         first = R - 1 if REVERSE else 0
         tl.store(y_ptr + base + first * INNER + offs_i, carry.to(y_ptr.dtype.element_ty),
                  mask=imask)
+    # Tiles are [BLOCK_I, BLOCK_R] with the scan along the last axis: for INNER == 1 (the
+    # scanned dim is the last one) that is the canonical contiguous row scan.
     for r0 in range(0, R, BLOCK_R):
         step = r0 + offs_r                      # position along the scan order
         if REVERSE:
@@ -47,8 +49,8 @@ def scan_kernel(x_ptr, m_ptr, y_ptr, R, INNER, num_inner_blocks,
         else:
             r = step
         rmask = step < R
-        mask = rmask[:, None] & imask[None, :]
-        offs = base + r[:, None].to(tl.int64) * INNER + offs_i[None, :]
+        mask = imask[:, None] & rmask[None, :]
+        offs = base + offs_i[:, None] + r[None, :].to(tl.int64) * INNER
         if OP == "cumsum":
             x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         else:
@@ -60,18 +62,18 @@ def scan_kernel(x_ptr, m_ptr, y_ptr, R, INNER, num_inner_blocks,
             else:
                 x = tl.where(keep, x, 1.0)
         if OP == "cumsum":
-            s = tl.associative_scan(x, 0, _add) + carry[None, :]
-            carry += tl.sum(x, axis=0)
+            s = tl.associative_scan(x, 1, _add) + carry[:, None]
+            carry += tl.sum(x, axis=1)
         else:
-            s = tl.associative_scan(x, 0, _mul) * carry[None, :]
-            carry *= tl.reduce(x, 0, _mul)
+            s = tl.associative_scan(x, 1, _mul) * carry[:, None]
+            carry *= tl.reduce(x, 1, _mul)
         if EXCLUSIVE:
             if REVERSE:
                 r_out = r - 1
             else:
                 r_out = r + 1
-            omask = (step + 1 < R)[:, None] & imask[None, :]
-            tl.store(y_ptr + base + r_out[:, None].to(tl.int64) * INNER + offs_i[None, :],
+            omask = imask[:, None] & (step + 1 < R)[None, :]
+            tl.store(y_ptr + base + offs_i[:, None] + r_out[None, :].to(tl.int64) * INNER,
                      s.to(y_ptr.dtype.element_ty), mask=omask)
         else:
             tl.store(y_ptr + offs, s.to(y_ptr.dtype.element_ty), mask=mask)

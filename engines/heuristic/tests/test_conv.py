@@ -55,3 +55,14 @@ def test_conv2d_noncontiguous_bf16_and_groups_refused():
     torch.testing.assert_close(out.float(), ref, atol=5e-2, rtol=2e-2)
     with pytest.raises(NotImplementedError):
         load_model_new("conv2d_implicit_gemm")(8, 8, 3, groups=8)
+
+
+def test_conv2d_64bit_offsets_path():
+    # The 64-bit offset path (tensors of 2**31+ elements) on a small problem: forced.
+    x = torch.randn(2, 3, 7, 6)
+    torch.manual_seed(9)
+    cand = load_model_new("conv2d_implicit_gemm", **SMALL)(3, 5, 3, 2, 1, 1, 1, True)
+    cand.forward.__globals__["_INT64_FROM"] = 0
+    torch.manual_seed(9)
+    ref = nn.Conv2d(3, 5, 3, 2, 1, 1, 1, True)
+    torch.testing.assert_close(cand(x), ref(x), atol=1e-4, rtol=1e-4)
