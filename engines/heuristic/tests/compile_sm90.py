@@ -1,0 +1,125 @@
+"""Compiles the scan, pooling, loss and conv templates' kernels for sm_90 (Hopper) on a
+machine without a GPU, at the sizes the brain picks for problems 31-44, and prints one
+JSON line per kernel: name, registers, stack bytes (spills), shared memory, or the error.
+
+Run without TRITON_INTERPRET (test_compile_sm90.py does it in a subprocess); needs the
+triton wheel's NVIDIA backend (its ptxas and cuobjdump), not a GPU.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from template_render import render  # noqa: E402
+
+TARGET = GPUTarget("cuda", 90, 32)
+CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+
+
+def _load(tid, **params):
+    src = render(tid, **params)
+    path = os.path.join(tempfile.gettempdir(), f"kagent_sm90_{os.getpid()}_{tid}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    mod = types.ModuleType(tid)
+    mod.__file__ = path
+    exec(compile(src, path, "exec"), mod.__dict__)
+    return mod
+
+
+def _usage(kernel):
+    with tempfile.NamedTemporaryFile("wb", suffix=".cubin", delete=False) as f:
+        f.write(kernel.asm["cubin"])
+    out = subprocess.run([CUOBJDUMP, "--dump-resource-usage", f.name],
+                         capture_output=True, text=True).stdout
+    os.unlink(f.name)
+    m = re.search(r"REG:(\d+).*?STACK:(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def _compile(name, kernel, sig, consts, warps, stages):
+    full = dict(sig)
+    full.update({k: "constexpr" for k in consts})
+    try:
+        k = triton.compile(ASTSource(kernel, full, constexprs=consts), target=TARGET,
+                           options=dict(num_warps=warps, num_stages=stages))
+        regs, stack = _usage(k)
+        row = dict(name=name, regs=regs, stack=stack, shared=k.metadata.shared)
+    except Exception as e:  # reported, the test fails on it
+        row = dict(name=name, error=f"{type(e).__name__}: {str(e)[:2000]}")
+    print(json.dumps(row), flush=True)
+
+
+def _ints(names, ty="i32"):
+    return {n: ty for n in names}
+
+
+def main():
+    fp32, bf16 = "*fp32", "*bf16"
+    scan = _load("scan_rows")
+    ssig = dict(x_ptr=fp32, m_ptr=fp32, y_ptr=fp32, **_ints(["R", "INNER", "num_inner_blocks"]))
+    for op in ("cumsum", "cumprod"):  # problems/43, 44: BLOCK_R 2048, 4 warps
+        _compile(f"scan_rows {op} 2048x1", scan.scan_kernel, ssig,
+                 dict(BLOCK_R=2048, BLOCK_I=1, OP=op, REVERSE=False, EXCLUSIVE=False, MASKED=False), 4, 1)
+    _compile("scan_rows cumsum 32x64 reverse exclusive masked", scan.scan_kernel,
+             dict(ssig, m_ptr="*i1"),
+             dict(BLOCK_R=32, BLOCK_I=64, OP="cumsum", REVERSE=True, EXCLUSIVE=True, MASKED=True), 4, 1)
+
+    pool = _load("pool_nd")
+    psig = dict(x_ptr=fp32, y_ptr=fp32, **_ints(["C", "H", "W", "OH", "OW", "stride_n", "stride_c",
+                                                 "stride_h", "stride_w", "tiles_h", "tiles_w"]),
+                divisor="fp32")
+    for name, c, warps in [  # problems/31, 33, 34
+            ("pool_nd max 1-D 1x1024", dict(KH=1, KW=3, SH=1, SW=2, PH=0, PW=1, BLOCK_H=1, BLOCK_W=1024, OP="max"), 4),
+            ("pool_nd max 2-D 8x128", dict(KH=3, KW=3, SH=2, SW=2, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="max"), 4),
+            ("pool_nd avg 2-D 8x128 bf16", dict(KH=3, KW=3, SH=1, SW=1, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="avg"), 4)]:
+        sig = dict(psig, x_ptr=bf16, y_ptr=bf16) if "bf16" in name else psig
+        _compile(name, pool.pool_kernel, sig, dict(c, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False), warps, 3)
+
+    loss = _load("loss_reduce")
+    lsig = dict(p_ptr=fp32, t_ptr=fp32, part_ptr=fp32, n="i64", per_program="i64", beta="fp32")
+    for op in ("mse", "smooth_l1", "huber", "hinge", "kl_div"):  # problems/37, 39-41
+        _compile(f"loss_reduce {op} 4096", loss.loss_partial_kernel, lsig,
+                 dict(BLOCK=4096, LOSS=op, LOG_INPUT=True), 8, 2)
+    _compile("loss_reduce final", loss.loss_final_kernel,
+             dict(part_ptr=fp32, out_ptr=bf16, num_parts="i32", scale="fp32"), dict(BLOCK_P=1024), 4, 3)
+
+    rows = _load("loss_rows")
+    rsig = dict(a_ptr=fp32, b_ptr=fp32, t_ptr="*i64", loss_ptr=fp32, w_ptr=fp32, C="i32",
+                stride_a="i32", stride_b="i32", eps="fp32", ignore_index="i32")
+    for op in ("cross_entropy", "cosine_similarity"):  # problems/38, 42
+        _compile(f"loss_rows {op} 4096", rows.row_loss_kernel, rsig, dict(BLOCK=4096, LOSS=op), 8, 2)
+    _compile("loss_rows final", rows.row_loss_final_kernel,
+             dict(loss_ptr=fp32, w_ptr=fp32, out_ptr=fp32, B="i32"), dict(BLOCK_F=1024), 4, 3)
+
+    conv = _load("conv2d_implicit_gemm")
+    csig = dict(x_ptr=fp32, w_ptr=fp32, b_ptr=fp32, y_ptr=fp32,
+                **_ints(["C", "H", "W", "CO", "OH", "OW", "M", "sxn", "sxc", "sxh", "sxw", "swo",
+                         "swc", "swh", "sww", "SH", "SW", "PH", "PW", "DH", "DW", "KH", "KW"]))
+    base = dict(HAS_BIAS=False, GROUP_M=8, INPUT_PRECISION="ieee", UPCAST=False, INT64=False)
+    _compile("conv2d_implicit_gemm fp32 64x64x32", conv.conv2d_kernel, csig,  # problems/35
+             dict(base, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32), 8, 3)
+    _compile("conv2d_implicit_gemm bf16 128x128x64", conv.conv2d_kernel,
+             dict(csig, x_ptr=bf16, w_ptr=bf16, b_ptr=bf16, y_ptr=bf16),
+             dict(base, HAS_BIAS=True, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64), 8, 4)
+    _compile("conv2d_implicit_gemm fp32 64x64x32 int64", conv.conv2d_kernel, csig,
+             dict(base, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
+
+    dw = _load("conv2d_depthwise")
+    dsig = dict(x_ptr=fp32, w_ptr=fp32, b_ptr=fp32, y_ptr=fp32,
+                **_ints(["C", "H", "W", "CO", "OH", "OW", "sxn", "sxc", "sxh", "sxw", "tiles_h", "tiles_w"]))
+    _compile("conv2d_depthwise 8x128", dw.dwconv_kernel, dsig,  # problems/36
+             dict(SH=1, SW=1, PH=1, PW=1, DH=1, DW=1, KH=3, KW=3, MULT=1, HAS_BIAS=True,
+                  BLOCK_H=8, BLOCK_W=128), 4, 3)
+
+
+if __name__ == "__main__":
+    main()
