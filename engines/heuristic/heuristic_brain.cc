@@ -657,6 +657,7 @@ absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& reques
                {{{"BLOCK_K", "x2"}}, "", "memory bound: wider loads per iteration"},
                {{{"BLOCK", "x2"}}, "", "memory bound: more bytes per program"},
                {{{"BLOCK_R", "x2"}}, "", "memory bound: wider loads per iteration"},
+               {{{"BLOCK_W", "x2"}}, "", "memory bound: wider output rows per program"},
                {{{"num_stages", "+1"}}, "", "memory bound: more loads in flight"},
                {{{"num_warps", "x2"}}, "", "memory bound: more loads in flight"}};
       break;
@@ -680,7 +681,8 @@ absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& reques
     case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
       moves = {{{{"BLOCK", "x2"}}, "", "launch bound: more work per program"},
                {{{"BLOCK_M", "x2"}}, "", "launch bound: more work per program"},
-               {{{"BLOCK_R", "x2"}}, "", "launch bound: more work per program"}};
+               {{{"BLOCK_R", "x2"}}, "", "launch bound: more work per program"},
+               {{{"BLOCK_H", "x2"}}, "", "launch bound: more work per program"}};
       break;
     default:
       moves = {{{{"num_warps", "x2"}}, "", "no diagnosis: more loads in flight"},

@@ -132,6 +132,11 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   check(rcumprod, "scan_rows", {"BLOCK_R = min(128,", "OP=\"cumprod\"", "REVERSE=True"},
         "num_warps", "x2");
 
+  v1::OpSignature masked;  // torch.cumsum(x * mask, dim)
+  AddOp(&masked, "aten::mul", {{{128, 4000}}, {{128, 4000}, "bool"}}, {{{128, 4000}}});
+  AddOp(&masked, "aten::cumsum", {{{128, 4000}}}, {{{128, 4000}}});
+  check(masked, "scan_rows", {"masked = True", "OP=\"cumsum\""}, "BLOCK_R", "x2");
+
   v1::OpSignature mp1;  // problems/31: MaxPool1d on 64 x 64 x 131072
   AddOp(&mp1, "aten::unsqueeze", {{{64, 64, 131072}}}, {{{64, 64, 1, 131072}}});
   AddOp(&mp1, "aten::max_pool2d_with_indices", {{{64, 64, 1, 131072}}},
@@ -232,6 +237,26 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         {"channels = 32\n", "channels * 2, (5, 5)", "\"stride\", 2)", "\"padding\", 2)",
          "\"bias\", False)", "BLOCK_W = min(32,", "BLOCK_H = min(32,"},
         "num_warps", "x2");
+}
+
+TEST_CASE("Brain: a memory-bound pooling kernel widens its output rows") {
+  HeuristicBrain brain = MakeBrain();
+  v1::GpuSpec gpu = H200();
+  v1::OpSignature sig;  // problems/33: MaxPool2d(3, 2, 1), 32 x 64 x 512 x 512
+  AddOp(&sig, "aten::max_pool2d_with_indices", {{{32, 64, 512, 512}}},
+        {{{32, 64, 256, 256}}, {{32, 64, 256, 256}, "int64"}});
+  v1::Problem problem;
+  auto first = brain.FirstKernel({&problem, &sig, &gpu});
+  REQUIRE(first.ok());
+  v1::Prescription open;
+  open.set_pattern_id("memory_bound");
+  v1::BottleneckReport report;
+  report.set_primary(v1::BOTTLENECK_MEMORY_BOUND);
+  FixRequest req{&first->kernel, &open, &problem, &sig, &gpu, &report, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->kernel.source(), "BLOCK_W = min(256,"));
+  CHECK(absl::StrContains(r->expected_effect, "memory bound: wider output rows"));
 }
 
 TEST_CASE("Brain: prescribed knob changes on the user's 32-row tile matvec") {
