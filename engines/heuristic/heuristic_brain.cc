@@ -323,9 +323,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return p;
   }
   if (t.id == "loss_rows") {
-    if (op.variant != "cross_entropy" && op.variant != "cosine_similarity") {
+    if (op.variant != "cross_entropy" && op.variant != "cosine_similarity" &&
+        op.variant != "triplet_margin") {
       return Precondition(t, absl::StrCat("loss '", op.variant,
-                                          "' is not a row loss (cross_entropy, cosine_similarity)"));
+                                          "' is not a row loss (cross_entropy, cosine_similarity, "
+                                          "triplet_margin)"));
     }
     if (op.input_shape.size() != 2 || op.input_shape[1] <= 0) {
       return Precondition(t, "row losses take (B, C) inputs");
@@ -444,7 +446,8 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
                                 op.variant == "kl_div")) {
     return "loss_reduce";
   }
-  if (op.op_class == "loss" && (op.variant == "cross_entropy" || op.variant == "cosine_similarity")) {
+  if (op.op_class == "loss" && (op.variant == "cross_entropy" || op.variant == "cosine_similarity" ||
+                                op.variant == "triplet_margin")) {
     return "loss_rows";
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed") &&

@@ -196,9 +196,20 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&cos, "aten::mean", {{{512}}}, {{{}}});
   check(cos, "loss_rows", {"loss = \"cosine_similarity\"", "BLOCK = min(256,", "num_warps=2"},
         "num_warps", "x2");
-  v1::OpSignature tm;  // triplet margin: recognized, no template
-  AddOp(&tm, "aten::triplet_margin_loss", {{{64, 64}}, {{64, 64}}, {{64, 64}}}, {{{}}});
-  CHECK(brain.FirstKernel({&problem, &tm, &gpu}).status().code() ==
+  v1::OpSignature tm;  // nn.TripletMarginLoss as torch records it, 128 x 4096
+  for (int i = 0; i < 2; ++i) {
+    AddOp(&tm, "aten::sub", {{{128, 4096}}, {{128, 4096}}}, {{{128, 4096}}});
+    AddOp(&tm, "aten::add", {{{128, 4096}}}, {{{128, 4096}}});
+    AddOp(&tm, "aten::norm", {{{128, 4096}}}, {{{128}}});
+  }
+  AddOp(&tm, "aten::add", {{{128}}}, {{{128}}});
+  AddOp(&tm, "aten::sub", {{{128}}, {{128}}}, {{{128}}});
+  AddOp(&tm, "aten::clamp_min", {{{128}}}, {{{128}}});
+  AddOp(&tm, "aten::mean", {{{128}}}, {{{}}});
+  check(tm, "loss_rows", {"loss = \"triplet_margin\"", "BLOCK = min(4096,"}, "BLOCK", "/2");
+  v1::OpSignature bce;  // recognized, no template
+  AddOp(&bce, "aten::binary_cross_entropy", {{{64, 64}}, {{64, 64}}}, {{{}}});
+  CHECK(brain.FirstKernel({&problem, &bce, &gpu}).status().code() ==
         absl::StatusCode::kUnimplemented);
 
   v1::OpSignature conv;  // problems/35: 3x3, padding 1, 64 -> 128, no bias, fp32

@@ -1,9 +1,11 @@
 # kagent-template: loss_rows
 # Row-wise losses reduced to a scalar: cross-entropy over class logits (B, C) with integer
-# targets, and 1 - cosine similarity between the rows of two (B, D) inputs. Grid (B,): each
-# program streams its row in BLOCK chunks in fp32 (an online max and rescaled sum for the
-# log-sum-exp; dot product and squared norms for the cosine) and writes the row's loss and
-# weight (0 for an ignored target); a one-program kernel adds them in order and divides.
+# targets, 1 - cosine similarity between the rows of two (B, D) inputs, and the triplet
+# margin loss of (anchor, positive, negative) rows. Grid (B,): each program streams its
+# row in BLOCK chunks in fp32 (an online max and rescaled sum for the log-sum-exp; dot
+# product and squared norms for the cosine; squared distances for the triplet) and writes
+# the row's loss and weight (0 for an ignored target); a one-program kernel adds them in
+# order and divides.
 import torch
 import torch.nn as nn
 import triton
@@ -11,8 +13,9 @@ import triton.language as tl
 
 
 @triton.jit
-def row_loss_kernel(a_ptr, b_ptr, t_ptr, loss_ptr, w_ptr, C, stride_a, stride_b, eps,
-                    ignore_index, BLOCK: tl.constexpr, LOSS: tl.constexpr):
+def row_loss_kernel(a_ptr, b_ptr, c_ptr, t_ptr, loss_ptr, w_ptr, C, stride_a, stride_b,
+                    stride_c, eps, margin, ignore_index, BLOCK: tl.constexpr,
+                    LOSS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     a_row = a_ptr + row * stride_a
@@ -35,6 +38,23 @@ def row_loss_kernel(a_ptr, b_ptr, t_ptr, loss_ptr, w_ptr, C, stride_a, stride_b,
         xt = tl.load(a_row + tl.where(valid, tgt, 0)).to(tl.float32)
         loss = tl.where(valid, lse - xt, 0.0)
         weight = tl.where(valid, 1.0, 0.0)
+    elif LOSS == "triplet_margin":
+        # max(margin + |a - p + eps| - |a - n + eps|, 0), like torch.triplet_margin_loss (p=2).
+        b_row = b_ptr + row * stride_b
+        c_row = c_ptr + row * stride_c
+        dp = tl.zeros([BLOCK], dtype=tl.float32)
+        dn = tl.zeros([BLOCK], dtype=tl.float32)
+        for c0 in range(0, C, BLOCK):
+            mask = c0 + offs < C
+            x = tl.load(a_row + c0 + offs, mask=mask, other=0.0).to(tl.float32)
+            y = tl.load(b_row + c0 + offs, mask=mask, other=0.0).to(tl.float32)
+            z = tl.load(c_row + c0 + offs, mask=mask, other=0.0).to(tl.float32)
+            u = x - y + eps
+            v = x - z + eps
+            dp += tl.where(mask, u * u, 0.0)
+            dn += tl.where(mask, v * v, 0.0)
+        loss = tl.maximum(margin + tl.sqrt(tl.sum(dp, axis=0)) - tl.sqrt(tl.sum(dn, axis=0)), 0.0)
+        weight = 1.0
     else:  # cosine_similarity: 1 - x.y / (max(|x|, eps) * max(|y|, eps))
         b_row = b_ptr + row * stride_b
         dot = tl.zeros([BLOCK], dtype=tl.float32)
@@ -71,29 +91,39 @@ def row_loss_final_kernel(loss_ptr, w_ptr, out_ptr, B, BLOCK_F: tl.constexpr):
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        self.eps = float(kwargs.get("eps", 1e-8))
-        self.ignore_index = int(kwargs.get("ignore_index", -100))
-
-    def forward(self, a, b):
         loss = "{{LOSS}}"
+        self.eps = float(kwargs.get("eps", 1e-6 if loss == "triplet_margin" else 1e-8))
+        self.ignore_index = int(kwargs.get("ignore_index", -100))
+        # nn.TripletMarginLoss(margin=1.0, p=2.0, ...): KernelBench passes the margin first.
+        self.margin = float(kwargs.get("margin", args[0] if args and loss == "triplet_margin" else 1.0))
+        if loss == "triplet_margin" and (kwargs.get("p", 2) != 2 or kwargs.get("swap", False)):
+            raise NotImplementedError("loss_rows: triplet margin with p=2 and swap=False only")
+
+    def forward(self, a, b, *rest):
+        loss = "{{LOSS}}"
+        c = a
         if loss == "cross_entropy":
             if b.dtype.is_floating_point or a.dim() != 2:
                 raise NotImplementedError("loss_rows: cross_entropy needs (B, C) logits and class indices")
             t = b.contiguous()
             b = a
         else:
-            if a.dim() != 2 or a.shape != b.shape:
-                raise NotImplementedError("loss_rows: cosine similarity of two (B, D) inputs along dim 1")
+            if loss == "triplet_margin":
+                c = rest[0]
+            if a.dim() != 2 or a.shape != b.shape or a.shape != c.shape:
+                raise NotImplementedError(f"loss_rows: {loss} of (B, D) inputs along dim 1")
             t = a
         a = a if a.stride(-1) == 1 else a.contiguous()
         b = b if b.stride(-1) == 1 else b.contiguous()
+        c = c if c.stride(-1) == 1 else c.contiguous()
         B, C = a.shape
         out = torch.empty((), device=a.device, dtype=a.dtype)
         losses = torch.empty(B, device=a.device, dtype=torch.float32)
         weights = torch.empty(B, device=a.device, dtype=torch.float32)
         BLOCK = min({{BLOCK}}, triton.next_power_of_2(C))
         row_loss_kernel[(B,)](
-            a, b, t, losses, weights, C, a.stride(0), b.stride(0), self.eps, self.ignore_index,
+            a, b, c, t, losses, weights, C, a.stride(0), b.stride(0), c.stride(0), self.eps,
+            self.margin, self.ignore_index,
             BLOCK=BLOCK, LOSS=loss, num_warps={{num_warps}}, num_stages={{num_stages}})
         row_loss_final_kernel[(1,)](losses, weights, out, B, BLOCK_F=1024)
         return out

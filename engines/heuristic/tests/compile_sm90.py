@@ -93,9 +93,10 @@ def main():
              dict(part_ptr=fp32, out_ptr=bf16, num_parts="i32", scale="fp32"), dict(BLOCK_P=1024), 4, 3)
 
     rows = _load("loss_rows")
-    rsig = dict(a_ptr=fp32, b_ptr=fp32, t_ptr="*i64", loss_ptr=fp32, w_ptr=fp32, C="i32",
-                stride_a="i32", stride_b="i32", eps="fp32", ignore_index="i32")
-    for op in ("cross_entropy", "cosine_similarity"):  # problems/38, 42
+    rsig = dict(a_ptr=fp32, b_ptr=fp32, c_ptr=fp32, t_ptr="*i64", loss_ptr=fp32, w_ptr=fp32,
+                C="i32", stride_a="i32", stride_b="i32", stride_c="i32", eps="fp32",
+                margin="fp32", ignore_index="i32")
+    for op in ("cross_entropy", "cosine_similarity", "triplet_margin"):  # problems/38, 42
         _compile(f"loss_rows {op} 4096", rows.row_loss_kernel, rsig, dict(BLOCK=4096, LOSS=op), 8, 2)
     _compile("loss_rows final", rows.row_loss_final_kernel,
              dict(loss_ptr=fp32, w_ptr=fp32, out_ptr=fp32, B="i32"), dict(BLOCK_F=1024), 4, 3)

@@ -55,3 +55,23 @@ def test_cosine_similarity_zero_row_and_strided():
     model = load_model_new("loss_rows", LOSS="cosine_similarity", BLOCK=16)()
     ref = torch.mean(1 - F.cosine_similarity(p, t, dim=1))
     torch.testing.assert_close(model(p, t), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,block,ctor", [((6, 37), 16, ()), ((1, 1), 16, (0.5,)), ((4, 64), 64, (2.0,))])
+def test_triplet_margin(shape, block, ctor):
+    torch.manual_seed(3)
+    a, p, n = (torch.randn(*shape) for _ in range(3))
+    model = load_model_new("loss_rows", LOSS="triplet_margin", BLOCK=block)(*ctor)
+    ref = torch.nn.TripletMarginLoss(*ctor)(a, p, n)
+    torch.testing.assert_close(model(a, p, n), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_triplet_margin_strided_keywords():
+    torch.manual_seed(4)
+    a = torch.randn(30, 5).t()
+    p, n = torch.randn(5, 30), torch.randn(5, 60)[:, ::2]
+    model = load_model_new("loss_rows", LOSS="triplet_margin", BLOCK=16)(margin=0.3, eps=1e-4)
+    ref = torch.nn.TripletMarginLoss(margin=0.3, eps=1e-4)(a, p, n)
+    torch.testing.assert_close(model(a, p, n), ref, atol=1e-5, rtol=1e-5)
+    with pytest.raises(NotImplementedError):
+        load_model_new("loss_rows", LOSS="triplet_margin")(p=1)
