@@ -292,6 +292,10 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       return Precondition(t, absl::StrCat("scan '", op.variant, "' not supported (cumsum, cumprod)"));
     }
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+    if (op.tags.count("shape_changing")) {
+      return Precondition(t, "the reference's exclusive scan changes the input's shape "
+                             "(concatenation then a slice); the template keeps it");
+    }
     RowView v = ViewOf(op);
     // A chunk of 2048 scans in registers with 4 warps; more only costs registers.
     RowTiles(v, 2048, &p);

@@ -137,6 +137,21 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&masked, "aten::cumsum", {{{128, 4000}}}, {{{128, 4000}}});
   check(masked, "scan_rows", {"masked = True", "OP=\"cumsum\""}, "BLOCK_R", "x2");
 
+  v1::OpSignature kbx;  // KernelBench's shape-changing "exclusive" cumsum is refused
+  AddOp(&kbx, "aten::select", {{{4, 6}}}, {{{4}}});
+  AddOp(&kbx, "aten::zeros_like", {{{4, 1}}}, {{{4, 1}}});
+  AddOp(&kbx, "aten::cat", {{{4, 1}}, {{4, 6}}}, {{{4, 7}}});
+  AddOp(&kbx, "aten::slice", {{{4, 7}}}, {{{3, 7}}});
+  AddOp(&kbx, "aten::cumsum", {{{3, 7}}}, {{{3, 7}}});
+  auto refused = brain.FirstKernel({&problem, &kbx, &gpu});
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(refused.status().message(), "changes the input's shape"));
+  v1::OpSignature excl;  // a shape-keeping exclusive cumsum renders EXCLUSIVE=True
+  AddOp(&excl, "aten::slice", {{{4, 6}}}, {{{4, 5}}});
+  AddOp(&excl, "aten::cat", {{{4, 1}}, {{4, 5}}}, {{{4, 6}}});
+  AddOp(&excl, "aten::cumsum", {{{4, 6}}}, {{{4, 6}}});
+  check(excl, "scan_rows", {"EXCLUSIVE=True", "REVERSE=False"}, "num_warps", "/2");
+
   v1::OpSignature mp1;  // problems/31: MaxPool1d on 64 x 64 x 131072
   AddOp(&mp1, "aten::unsqueeze", {{{64, 64, 131072}}}, {{{64, 64, 1, 131072}}});
   AddOp(&mp1, "aten::max_pool2d_with_indices", {{{64, 64, 1, 131072}}},

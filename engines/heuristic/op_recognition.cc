@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
@@ -433,6 +434,13 @@ class Recognizer {
     }
     Decide(op, "scan", variant, absl::StrCat("aten::", op->name));
     out_.dim = static_cast<int>(out_.input_shape.size()) - 1;
+    // An exclusive scan built by concatenation keeps the model input's shape; KernelBench's
+    // cat((0, x), dim)[:-1] slices the wrong dim and changes it (tag shape_changing).
+    const OpRecord& first = sig_.ops(0);
+    if (absl::StartsWith(variant, "exclusive_") && first.inputs_size() > 0 &&
+        ShapeOf(first.inputs(0)) != out_.output_shape) {
+      out_.tags.insert("shape_changing");
+    }
     return true;
   }
 

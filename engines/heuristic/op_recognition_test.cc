@@ -283,6 +283,27 @@ TEST_CASE("Recognition: conv stride, padding and bias from the shapes") {
   CHECK(Recognize(g).padding == 0);
 }
 
+TEST_CASE("Recognition: exclusive scans that change the shape are tagged") {
+  OpSignature good;  // cat((0, x[:, :-1]), 1).cumsum(1): the input's shape
+  AddOp(&good, "aten::slice", {{{4, 6}}}, {{{4, 1}}});
+  AddOp(&good, "aten::zeros_like", {{{4, 1}}}, {{{4, 1}}});
+  AddOp(&good, "aten::slice", {{{4, 6}}}, {{{4, 5}}});
+  AddOp(&good, "aten::cat", {{{4, 1}}, {{4, 5}}}, {{{4, 6}}});
+  AddOp(&good, "aten::cumsum", {{{4, 6}}}, {{{4, 6}}});
+  CHECK(Recognize(good).variant == "exclusive_cumsum");
+  CHECK_FALSE(Recognize(good).tags.count("shape_changing"));
+
+  OpSignature kb;  // KernelBench: cat((0, x), 1)[:-1].cumsum(1) -> (B - 1, N + 1)
+  AddOp(&kb, "aten::select", {{{4, 6}}}, {{{4}}});
+  AddOp(&kb, "aten::unsqueeze", {{{4}}}, {{{4, 1}}});
+  AddOp(&kb, "aten::zeros_like", {{{4, 1}}}, {{{4, 1}}});
+  AddOp(&kb, "aten::cat", {{{4, 1}}, {{4, 6}}}, {{{4, 7}}});
+  AddOp(&kb, "aten::slice", {{{4, 7}}}, {{{3, 7}}});
+  AddOp(&kb, "aten::cumsum", {{{3, 7}}}, {{{3, 7}}});
+  CHECK(Recognize(kb).variant == "exclusive_cumsum");
+  CHECK(Recognize(kb).tags.count("shape_changing"));
+}
+
 TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   OpSignature kl;  // problems/40: kl_div(log(p), t, reduction="batchmean")
   AddOp(&kl, "aten::log", {{{256, 512}}}, {{{256, 512}}});
