@@ -310,10 +310,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
   if (t.op_class == "pooling") {
     const bool max = absl::StartsWith(op.variant, "max");
     const bool one_d = absl::EndsWith(op.variant, "1d");
-    if ((!one_d && !absl::EndsWith(op.variant, "2d")) || op.tags.count("adaptive")) {
+    if ((!one_d && !absl::EndsWith(op.variant, "2d") && !absl::EndsWith(op.variant, "3d")) ||
+        op.tags.count("adaptive")) {
       return Precondition(t, absl::StrCat("pooling '", op.variant,
                                           op.tags.count("adaptive") ? "' (adaptive)" : "'",
-                                          " not supported (max/avg 1-D and 2-D)"));
+                                          " not supported (max/avg 1-D, 2-D and 3-D)"));
     }
     const std::vector<int64_t>& o = op.output_shape;
     if (o.size() < (one_d ? 3u : 4u)) return Precondition(t, "pooled output shape unknown");
@@ -442,7 +443,8 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   if (op.op_class == "elementwise") return "elementwise";
   if (op.op_class == "scan") return "scan_rows";
   if (op.op_class == "pooling" && !op.tags.count("adaptive") &&
-      (absl::EndsWith(op.variant, "1d") || absl::EndsWith(op.variant, "2d"))) {
+      (absl::EndsWith(op.variant, "1d") || absl::EndsWith(op.variant, "2d") ||
+       absl::EndsWith(op.variant, "3d"))) {
     return "pool_nd";
   }
   if (op.op_class == "loss" && (op.variant == "mse" || op.variant == "smooth_l1" ||

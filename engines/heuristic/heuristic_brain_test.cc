@@ -165,9 +165,13 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         {{{64, 64, 512, 512}, "bfloat16"}});
   check(ap2, "pool_nd", {"op = \"avg\"", "BLOCK_W = min(128,", "BLOCK_H = min(8,"},
         "BLOCK_H", "x2");
-  v1::OpSignature ap3;  // 3-D pooling has no template
+  v1::OpSignature ap3;  // 3-D pooling: planes of (n, c, od)
   AddOp(&ap3, "aten::avg_pool3d", {{{4, 4, 8, 8, 8}}}, {{{4, 4, 4, 4, 4}}});
-  CHECK(brain.FirstKernel({&problem, &ap3, &gpu}).status().code() ==
+  check(ap3, "pool_nd", {"op = \"avg\"", "BLOCK_W = min(16,", "BLOCK_H = min(4,"},
+        "num_warps", "x2");
+  v1::OpSignature adaptive;  // adaptive pooling has no template
+  AddOp(&adaptive, "aten::_adaptive_avg_pool2d", {{{4, 4, 8, 8}}}, {{{4, 4, 1, 1}}});
+  CHECK(brain.FirstKernel({&problem, &adaptive, &gpu}).status().code() ==
         absl::StatusCode::kUnimplemented);
 
   v1::OpSignature mse;  // problems/37: 32768 x 16384 fp32

@@ -1,9 +1,10 @@
 # kagent-template: pool_nd
-# Max / average pooling over the last one or two dims of an (N, C, L) or (N, C, H, W)
-# input (1-D is run as 2-D with H = 1). Grid (N*C * cdiv(OH, BLOCK_H) * cdiv(OW, BLOCK_W),):
-# each program computes a BLOCK_H x BLOCK_W tile of one output plane; the window loops
-# are unrolled (kernel size, stride, padding and dilation are constexpr) and every tap is
-# a masked load of the tile's inputs, so neighbouring windows share cache lines. fp32
+# Max / average pooling over the last one, two or three dims of an (N, C, L),
+# (N, C, H, W) or (N, C, D, H, W) input (1-D and 2-D run as 3-D with D = 1, H = 1).
+# Grid (N*C*OD * cdiv(OH, BLOCK_H) * cdiv(OW, BLOCK_W),): each program computes a
+# BLOCK_H x BLOCK_W tile of one output plane; the window loops are unrolled (kernel size,
+# stride, padding and dilation are constexpr) and every tap is a masked load of the tile's
+# inputs, so neighbouring windows share cache lines. fp32
 # accumulation; max propagates NaN like torch; avg counts the padding unless
 # count_include_pad=False, or divides by divisor_override.
 import torch
@@ -13,19 +14,22 @@ import triton.language as tl
 
 
 @triton.jit
-def pool_kernel(x_ptr, y_ptr, C, H, W, OH, OW, stride_n, stride_c, stride_h, stride_w,
-                tiles_h, tiles_w, divisor,
-                KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-                PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+def pool_kernel(x_ptr, y_ptr, C, D, H, W, OD, OH, OW, stride_n, stride_c, stride_d,
+                stride_h, stride_w, tiles_h, tiles_w, divisor,
+                KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+                SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
                 BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr, OP: tl.constexpr,
                 COUNT_PAD: tl.constexpr, USE_DIVISOR: tl.constexpr):
     pid = tl.program_id(0)
-    plane = pid // (tiles_h * tiles_w)
+    plane = pid // (tiles_h * tiles_w)         # (n, c, od)
     tile = pid % (tiles_h * tiles_w)
     oh = (tile // tiles_w) * BLOCK_H + tl.arange(0, BLOCK_H)
     ow = (tile % tiles_w) * BLOCK_W + tl.arange(0, BLOCK_W)
-    n = plane // C
-    c = plane % C
+    od = plane % OD
+    n = plane // OD // C
+    c = plane // OD % C
     base = n.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
     out_mask = (oh < OH)[:, None] & (ow < OW)[None, :]
     if OP == "max":
@@ -33,30 +37,38 @@ def pool_kernel(x_ptr, y_ptr, C, H, W, OH, OW, stride_n, stride_c, stride_h, str
     else:
         acc = tl.zeros([BLOCK_H, BLOCK_W], dtype=tl.float32)
         count = tl.zeros([BLOCK_H, BLOCK_W], dtype=tl.float32)
-    for kh in tl.static_range(KH):
-        ih = oh * SH - PH + kh * DH
-        hmask = (ih >= 0) & (ih < H)
-        for kw in tl.static_range(KW):
-            iw = ow * SW - PW + kw * DW
-            m = (hmask[:, None] & ((iw >= 0) & (iw < W))[None, :]) & out_mask
-            offs = base + ih[:, None].to(tl.int64) * stride_h + iw[None, :].to(tl.int64) * stride_w
-            if OP == "max":
-                v = tl.load(x_ptr + offs, mask=m, other=float("-inf")).to(tl.float32)
-                acc = tl.where((v > acc) | (v != v), v, acc)
-            else:
-                v = tl.load(x_ptr + offs, mask=m, other=0.0).to(tl.float32)
-                acc += v
-                count += m.to(tl.float32)
+    for kd in tl.static_range(KD):
+        i_d = od * SD - PD + kd * DD
+        d_base = base + i_d.to(tl.int64) * stride_d
+        # Compared as a vector: the interpreter mis-types masks from scalar comparisons.
+        i_dv = tl.zeros([BLOCK_H], dtype=tl.int32) + i_d
+        dmask = (i_dv >= 0) & (i_dv < D)
+        for kh in tl.static_range(KH):
+            ih = oh * SH - PH + kh * DH
+            hmask = (ih >= 0) & (ih < H) & dmask
+            for kw in tl.static_range(KW):
+                iw = ow * SW - PW + kw * DW
+                m = (hmask[:, None] & ((iw >= 0) & (iw < W))[None, :]) & out_mask
+                offs = d_base + ih[:, None].to(tl.int64) * stride_h + iw[None, :].to(tl.int64) * stride_w
+                if OP == "max":
+                    v = tl.load(x_ptr + offs, mask=m, other=float("-inf")).to(tl.float32)
+                    acc = tl.where((v > acc) | (v != v), v, acc)
+                else:
+                    v = tl.load(x_ptr + offs, mask=m, other=0.0).to(tl.float32)
+                    acc += v
+                    count += m.to(tl.float32)
     if OP == "avg":
         if USE_DIVISOR:
             acc = acc / divisor
         elif COUNT_PAD:
             # torch counts the padded window, clipped to the padded input's extent.
+            ds = od * SD - PD
             hs = oh * SH - PH
             ws = ow * SW - PW
+            de = tl.minimum(ds + KD, D + PD)
             he = tl.minimum(hs + KH, H + PH)
             we = tl.minimum(ws + KW, W + PW)
-            area = ((he - hs)[:, None] * (we - ws)[None, :]).to(tl.float32)
+            area = ((de - ds) * (he - hs)[:, None] * (we - ws)[None, :]).to(tl.float32)
             acc = acc / tl.maximum(area, 1.0)  # lanes past the output have no window
         else:
             acc = acc / tl.maximum(count, 1.0)
@@ -70,8 +82,11 @@ def _arg(args, kwargs, index, name, default):
     return args[index] if len(args) > index and args[index] is not None else default
 
 
-def _pair(v):
-    return (int(v[0]), int(v[-1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
+def _triple(v):
+    if isinstance(v, (tuple, list)):
+        v = [int(e) for e in v]
+        return tuple([1] * (3 - len(v)) + v) if len(v) < 3 else tuple(v[-3:])
+    return (int(v),) * 3
 
 
 class ModelNew(nn.Module):
@@ -92,28 +107,34 @@ class ModelNew(nn.Module):
             raise NotImplementedError("pool_nd: ceil_mode and return_indices are not supported")
 
     def forward(self, x):
-        one_d = x.dim() == 3
-        x4 = x.unsqueeze(2) if one_d else x
-        N, C, H, W = x4.shape
-        (kh, kw), (sh, sw) = _pair(self.kernel), _pair(self.stride)
-        (ph, pw), (dh, dw) = _pair(self.padding), _pair(self.dilation)
-        if one_d:
-            kh, sh, ph, dh = 1, 1, 0, 1
+        nd = x.dim() - 2                        # pooled dims: 1, 2 or 3
+        x5 = x.reshape(x.shape[:2] + (1,) * (3 - nd) + x.shape[2:]) if nd < 3 else x
+        N, C, D, H, W = x5.shape
+        k, s = list(_triple(self.kernel)), list(_triple(self.stride))
+        p, dl = list(_triple(self.padding)), list(_triple(self.dilation))
+        for i in range(3 - nd):                 # the added unit dims are not pooled
+            k[i], s[i], p[i], dl[i] = 1, 1, 0, 1
+        kd, kh, kw = k
+        sd, sh, sw = s
+        pd, ph, pw = p
+        dd, dh, dw = dl
+        OD = (D + 2 * pd - dd * (kd - 1) - 1) // sd + 1
         OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
         OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-        y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype)
+        y = torch.empty((N, C, OD, OH, OW), device=x.device, dtype=x.dtype)
+        out_shape = (N, C) + (OD, OH, OW)[3 - nd:]
         if y.numel() == 0:
-            return y.squeeze(2) if one_d else y
+            return y.reshape(out_shape)
         BLOCK_H = min({{BLOCK_H}}, triton.next_power_of_2(OH))
         BLOCK_W = min({{BLOCK_W}}, triton.next_power_of_2(OW))
         tiles_h = triton.cdiv(OH, BLOCK_H)
         tiles_w = triton.cdiv(OW, BLOCK_W)
-        grid = (N * C * tiles_h * tiles_w,)
+        grid = (N * C * OD * tiles_h * tiles_w,)
         pool_kernel[grid](
-            x4, y, C, H, W, OH, OW, x4.stride(0), x4.stride(1), x4.stride(2), x4.stride(3),
-            tiles_h, tiles_w, float(self.divisor or 1.0),
-            KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw,
+            x5, y, C, D, H, W, OD, OH, OW, x5.stride(0), x5.stride(1), x5.stride(2),
+            x5.stride(3), x5.stride(4), tiles_h, tiles_w, float(self.divisor or 1.0),
+            KD=kd, KH=kh, KW=kw, SD=sd, SH=sh, SW=sw, PD=pd, PH=ph, PW=pw, DD=dd, DH=dh, DW=dw,
             BLOCK_H=BLOCK_H, BLOCK_W=BLOCK_W, OP="{{OP}}",
             COUNT_PAD=self.count_include_pad, USE_DIVISOR=self.divisor is not None,
             num_warps={{num_warps}})
-        return y.squeeze(2) if one_d else y
+        return y.reshape(out_shape)

@@ -74,15 +74,21 @@ def main():
              dict(BLOCK_R=32, BLOCK_I=64, OP="cumsum", REVERSE=True, EXCLUSIVE=True, MASKED=True), 4, 1)
 
     pool = _load("pool_nd")
-    psig = dict(x_ptr=fp32, y_ptr=fp32, **_ints(["C", "H", "W", "OH", "OW", "stride_n", "stride_c",
-                                                 "stride_h", "stride_w", "tiles_h", "tiles_w"]),
+    psig = dict(x_ptr=fp32, y_ptr=fp32, **_ints(["C", "D", "H", "W", "OD", "OH", "OW", "stride_n",
+                                                 "stride_c", "stride_d", "stride_h", "stride_w",
+                                                 "tiles_h", "tiles_w"]),
                 divisor="fp32")
+    unit_d = dict(KD=1, SD=1, PD=0, DD=1)
     for name, c, warps in [  # problems/31, 33, 34
             ("pool_nd max 1-D 1x1024", dict(KH=1, KW=3, SH=1, SW=2, PH=0, PW=1, BLOCK_H=1, BLOCK_W=1024, OP="max"), 4),
             ("pool_nd max 2-D 8x128", dict(KH=3, KW=3, SH=2, SW=2, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="max"), 4),
             ("pool_nd avg 2-D 8x128 bf16", dict(KH=3, KW=3, SH=1, SW=1, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="avg"), 4)]:
         sig = dict(psig, x_ptr=bf16, y_ptr=bf16) if "bf16" in name else psig
-        _compile(name, pool.pool_kernel, sig, dict(c, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False), warps, 3)
+        _compile(name, pool.pool_kernel, sig,
+                 dict(c, **unit_d, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False), warps, 3)
+    _compile("pool_nd max 3-D 4x16", pool.pool_kernel, psig,
+             dict(KD=3, KH=3, KW=3, SD=2, SH=2, SW=2, PD=1, PH=1, PW=1, DD=1, DH=1, DW=1,
+                  BLOCK_H=4, BLOCK_W=16, OP="max", COUNT_PAD=True, USE_DIVISOR=False), 2, 3)
 
     loss = _load("loss_reduce")
     lsig = dict(p_ptr=fp32, t_ptr=fp32, part_ptr=fp32, n="i64", per_program="i64", beta="fp32")

@@ -67,3 +67,30 @@ def test_pool_defaults_without_constructor_args():
     torch.testing.assert_close(model(x), nn.MaxPool2d(3, 3, 1)(x))
     with pytest.raises(NotImplementedError):
         load_model_new("pool_nd", OP="max")(2, ceil_mode=True)
+
+
+@pytest.mark.parametrize("op", ["max", "avg"])
+@pytest.mark.parametrize("shape,ctor", [
+    ((1, 2, 5, 6, 7), (3, 2, 1)),                       # odd sizes, padding
+    ((2, 1, 4, 4, 4), (2, None, 0)),                    # stride None: the window
+    ((1, 2, 3, 5, 6), ((1, 3, 2), (1, 2, 1), (0, 1, 1))),  # non-cubic window
+])
+def test_pool3d(op, shape, ctor):
+    torch.manual_seed(5)
+    x = torch.randn(*shape)
+    ref = (nn.MaxPool3d if op == "max" else nn.AvgPool3d)(*ctor)
+    model = load_model_new("pool_nd", OP=op, BLOCK_H=4, BLOCK_W=16)(*ctor)
+    out = model(x)
+    r = ref(x)
+    assert out.shape == r.shape
+    torch.testing.assert_close(out, r, atol=1e-5, rtol=1e-5)
+
+
+def test_maxpool3d_dilation_and_avgpool3d_exclude_pad():
+    torch.manual_seed(6)
+    x = torch.randn(1, 2, 7, 6, 8).transpose(2, 4)  # non-contiguous (1, 2, 8, 6, 7)
+    model = load_model_new("pool_nd", OP="max", BLOCK_H=2, BLOCK_W=16)(2, 1, 1, 2)
+    torch.testing.assert_close(model(x), nn.MaxPool3d(2, 1, 1, 2)(x))
+    avg = load_model_new("pool_nd", OP="avg", BLOCK_H=4, BLOCK_W=16)(3, 2, 1, count_include_pad=False)
+    torch.testing.assert_close(avg(x), nn.AvgPool3d(3, 2, 1, count_include_pad=False)(x),
+                               atol=1e-5, rtol=1e-5)
