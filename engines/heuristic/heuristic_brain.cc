@@ -535,6 +535,17 @@ std::string ResolveTemplateId(const TemplateLibrary& lib, const std::string& id)
   return it != TemplateAliases().end() ? it->second : id;
 }
 
+// Architecture names from the optimization database that mean "this op class's chunked,
+// fused template" rather than one template: resolved per op by SelectTemplate, for the
+// op classes listed.
+const std::map<std::string, std::set<std::string>>& OpAwareAliases() {
+  static const auto* m = new std::map<std::string, std::set<std::string>>{
+      {"loss_fused_online", {"loss"}},
+      {"row_chunked_loop", {"loss", "scan", "reduction", "softmax", "norm"}},
+  };
+  return *m;
+}
+
 }  // namespace
 
 HeuristicBrain::HeuristicBrain(std::shared_ptr<const TemplateLibrary> library)
@@ -546,6 +557,14 @@ absl::StatusOr<BrainResult> HeuristicBrain::RenderFor(const std::string& id,
                                                       const kagent::v1::OpSignature& signature,
                                                       const GpuSpec* gpu) const {
   const TemplateInfo* t = library_->Find(ResolveTemplateId(*library_, id));
+  auto op_aware = OpAwareAliases().find(id);
+  if (t == nullptr && op_aware != OpAwareAliases().end()) {
+    absl::StatusOr<RecognizedOp> op = RecognizeOp(signature);
+    if (op.ok() && op_aware->second.count(op->op_class)) {
+      absl::StatusOr<std::string> selected = SelectTemplate(*op, gpu);
+      if (selected.ok()) t = library_->Find(*selected);
+    }
+  }
   if (t == nullptr) {
     return absl::NotFoundError(absl::StrCat("no template '", id, "'; known: ",
                                             absl::StrJoin(library_->Ids(), ", ")));
@@ -581,7 +600,7 @@ absl::StatusOr<BrainResult> HeuristicBrain::SwitchTemplate(const FixRequest& req
         absl::StrCat("template switch to ", id, " needs the problem's op signature"));
   }
   KAGENT_ASSIGN_OR_RETURN(BrainResult r, RenderFor(id, *request.signature, request.gpu));
-  const std::string resolved = ResolveTemplateId(*library_, id);
+  const std::string resolved(absl::StripPrefix(r.kernel.origin(), "template:"));
   if (request.parent->origin() == absl::StrCat("template:", resolved) &&
       request.prescription->knob_changes().empty()) {
     return absl::FailedPreconditionError(

@@ -289,6 +289,41 @@ TEST_CASE("Brain: a memory-bound pooling kernel widens its output rows") {
   CHECK(absl::StrContains(r->expected_effect, "memory bound: wider output rows"));
 }
 
+TEST_CASE("Brain: the database's loss_fused_online and row_chunked_loop resolve per op") {
+  HeuristicBrain brain = MakeBrain();
+  v1::GpuSpec gpu = H200();
+  v1::OpSignature ce;  // problems/38's start: log_softmax, gather, mean kernels
+  AddOp(&ce, "aten::_log_softmax", {{{512, 512}}}, {{{512, 512}}});
+  AddOp(&ce, "aten::nll_loss_forward", {{{512, 512}}, {{512}, "int64"}}, {{{}}, {{}}});
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  parent.set_origin("user");
+  v1::Prescription fused;
+  fused.set_template_switch("loss_fused_online");
+  FixRequest req{&parent, &fused, nullptr, &ce, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "template:loss_rows");
+  CHECK(absl::StrContains(r->expected_effect, "-> loss_rows"));
+  // Already that template: no move.
+  v1::KernelSource same = r->kernel;
+  req.parent = &same;
+  CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kFailedPrecondition);
+
+  v1::OpSignature cumsum;
+  AddOp(&cumsum, "aten::cumsum", {{{64, 100000}}}, {{{64, 100000}}});
+  v1::Prescription chunked;
+  chunked.set_template_switch("row_chunked_loop");
+  req = {&parent, &chunked, nullptr, &cumsum, &gpu, nullptr, nullptr, 0};
+  auto s = brain.ApplyFix(req);
+  REQUIRE(s.ok());
+  CHECK(s->kernel.origin() == "template:scan_rows");
+  // Not for a matvec: the name resolves to no template there.
+  v1::OpSignature mm = testing::MatvecSignature(64, 1024);
+  CHECK(brain.RenderFor("loss_fused_online", mm, &gpu).status().code() ==
+        absl::StatusCode::kNotFound);
+}
+
 TEST_CASE("Brain: prescribed knob changes on the user's 32-row tile matvec") {
   HeuristicBrain brain = MakeBrain();
   v1::KernelSource parent;
