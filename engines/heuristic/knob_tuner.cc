@@ -169,7 +169,27 @@ struct ValueSite {
 // Resolves an expression to an integer literal's site: a literal, a variable assigned
 // a literal (or min/max(literal, ...)) before `limit`.
 std::optional<ValueSite> ResolveInt(const std::string& mask, absl::string_view src, size_t b,
-                                    size_t e, size_t limit, int depth = 0) {
+                                    size_t e, size_t limit, int depth = 0);
+
+// `min(<int>, ...)` / `max(<int>, ...)` in [b, e): the literal's site, named after `name`.
+std::optional<ValueSite> ResolveMinMax(const std::string& mask, absl::string_view src, size_t b,
+                                       size_t e, absl::string_view name) {
+  absl::string_view rhs = src.substr(b, e - b);
+  if (!absl::StartsWith(rhs, "min(") && !absl::StartsWith(rhs, "max(")) return std::nullopt;
+  size_t open = b + 3;
+  size_t close = MatchBracket(mask, open);
+  if (close == std::string::npos) return std::nullopt;
+  auto pieces = SplitTopLevel(mask, open + 1, close);
+  size_t pb = pieces[0].first, pe = pieces[0].second;
+  Trim(mask, &pb, &pe);
+  if (auto v = ParseIntLiteral(src.substr(pb, pe - pb))) {
+    return ValueSite{pb, pe, *v, absl::StrCat("variable ", name, " (", rhs.substr(0, 3), " bound)")};
+  }
+  return std::nullopt;
+}
+
+std::optional<ValueSite> ResolveInt(const std::string& mask, absl::string_view src, size_t b,
+                                    size_t e, size_t limit, int depth) {
   absl::string_view text = src.substr(b, e - b);
   if (auto v = ParseIntLiteral(text)) return ValueSite{b, e, *v, "literal"};
   std::string t(absl::StripAsciiWhitespace(text));
@@ -182,18 +202,7 @@ std::optional<ValueSite> ResolveInt(const std::string& mask, absl::string_view s
       inner->where = absl::StrCat("variable ", t);
       return inner;
     }
-    absl::string_view rhs = src.substr(a.rhs_begin, a.rhs_end - a.rhs_begin);
-    if (absl::StartsWith(rhs, "min(") || absl::StartsWith(rhs, "max(")) {
-      size_t open = a.rhs_begin + 3;
-      size_t close = MatchBracket(mask, open);
-      if (close == std::string::npos) return std::nullopt;
-      auto pieces = SplitTopLevel(mask, open + 1, close);
-      size_t pb = pieces[0].first, pe = pieces[0].second;
-      Trim(mask, &pb, &pe);
-      if (auto v = ParseIntLiteral(src.substr(pb, pe - pb))) {
-        return ValueSite{pb, pe, *v, absl::StrCat("variable ", t, " (", rhs.substr(0, 3), " bound)")};
-      }
-    }
+    return ResolveMinMax(mask, src, a.rhs_begin, a.rhs_end, t);
   }
   return std::nullopt;
 }
@@ -421,6 +430,7 @@ absl::StatusOr<KnobLocation> Locate(absl::string_view source, const std::string&
     Assignment a = LastAssignment(mask, knob, primary.offset);
     if (a.found) {
       auto site = ResolveInt(mask, source, a.rhs_begin, a.rhs_end, a.rhs_begin);
+      if (!site) site = ResolveMinMax(mask, source, a.rhs_begin, a.rhs_end, knob);
       if (!site) {
         absl::string_view rhs = source.substr(a.rhs_begin, a.rhs_end - a.rhs_begin);
         return absl::FailedPreconditionError(absl::StrCat(

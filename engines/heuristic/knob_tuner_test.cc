@@ -70,6 +70,30 @@ TEST_CASE("Knobs: rewrites variables, literals and adds launch keywords") {
   CHECK(knobs["num_warps"] == 8);
 }
 
+TEST_CASE("Knobs: a plain variable bounded by min() moves its literal") {
+  // SPLIT_R is not a launch keyword: the host code uses it for the grid and a workspace.
+  const std::string src = R"(import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+
+def run(x, R):
+    SPLIT_R = min(4, triton.cdiv(R, 64))
+    grid = (SPLIT_R,)
+    k[grid](x, BLOCK=64)
+)";
+  auto r = ApplyKnobChanges(src, {{"SPLIT_R", "x2"}}, nullptr);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->source, "SPLIT_R = min(8, triton.cdiv(R, 64))"));
+  REQUIRE(r->edits.size() == 1);
+  CHECK(r->edits[0].old_value == 4);
+  CHECK(r->edits[0].where == "variable SPLIT_R");
+}
+
 TEST_CASE("Knobs: powers of two, bounds and no-op changes") {
   KnobBounds pow2{1, 256, true};
   std::string note;
