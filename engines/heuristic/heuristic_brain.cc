@@ -122,6 +122,7 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"scan", "scan_rows"},
       {"cumsum", "scan_rows"},
       {"cumprod", "scan_rows"},
+      {"scan_blocked_two_level", "scan_rows"},
       {"pooling", "pool_nd"},
       {"pool", "pool_nd"},
       {"maxpool", "pool_nd"},
@@ -299,6 +300,15 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     RowView v = ViewOf(op);
     // A chunk of 2048 scans in registers with 4 warps; more only costs registers.
     RowTiles(v, 2048, &p);
+    // Few long rows: a blocked two-level scan (totals pass, then slices in parallel), with
+    // slices of at least 4 chunks, when the row programs would not fill 2 x SMs.
+    int64_t br = std::stoll(p["BLOCK_R"]), bi = std::stoll(p["BLOCK_I"]);
+    int64_t programs = v.outer * CeilDiv(v.inner, bi);
+    int64_t split = 1;
+    if (programs < 2LL * sms) {
+      split = Clamp(CeilDiv(4LL * sms, programs), 1, std::max<int64_t>(1, CeilDiv(v.r, 4 * br)));
+    }
+    p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
     p["OP"] = std::string(base);
     p["DIM"] = std::to_string(op.dim);
     p["REVERSE"] = reverse ? "True" : "False";

@@ -122,9 +122,13 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   v1::OpSignature cumsum;  // problems/43: 32768 x 16384 fp32 along dim 1
   AddOp(&cumsum, "aten::cumsum", {{{32768, 16384}}}, {{{32768, 16384}}});
   check(cumsum, "scan_rows",
-        {"BLOCK_R = min(2048,", "BLOCK_I = min(1,", "OP=\"cumsum\"", "REVERSE=False",
-         "EXCLUSIVE=False"},
+        {"BLOCK_R = min(2048,", "BLOCK_I = min(1,", "SPLIT_R = min(1,", "OP=\"cumsum\"",
+         "REVERSE=False", "EXCLUSIVE=False"},
         "BLOCK_R", "/2");
+  v1::OpSignature long_rows;  // 4 rows of 2^22: 4 programs would idle 128 SMs, so
+                              // min(cdiv(4 x 132, 4), cdiv(2^22, 4 x 2048)) = 132 slices
+  AddOp(&long_rows, "aten::cumsum", {{{4, 1 << 22}}}, {{{4, 1 << 22}}});
+  check(long_rows, "scan_rows", {"SPLIT_R = min(132,", "BLOCK_R = min(2048,"}, "SPLIT_R", "x2");
   v1::OpSignature rcumprod;
   AddOp(&rcumprod, "aten::flip", {{{64, 100}, "bfloat16"}}, {{{64, 100}, "bfloat16"}});
   AddOp(&rcumprod, "aten::cumprod", {{{64, 100}, "bfloat16"}}, {{{64, 100}, "bfloat16"}});

@@ -65,10 +65,14 @@ def _ints(names, ty="i32"):
 def main():
     fp32, bf16 = "*fp32", "*bf16"
     scan = _load("scan_rows")
-    ssig = dict(x_ptr=fp32, m_ptr=fp32, y_ptr=fp32, **_ints(["R", "INNER", "num_inner_blocks"]))
+    ssig = dict(x_ptr=fp32, m_ptr=fp32, tot_ptr=fp32, y_ptr=fp32,
+                **_ints(["R", "INNER", "num_inner_blocks", "R_PER_SPLIT", "N_COLS"]))
     for op in ("cumsum", "cumprod"):  # problems/43, 44: BLOCK_R 2048, 4 warps
         _compile(f"scan_rows {op} 2048x1", scan.scan_kernel, ssig,
                  dict(BLOCK_R=2048, BLOCK_I=1, OP=op, REVERSE=False, EXCLUSIVE=False, MASKED=False), 4, 1)
+    tsig = {k: v for k, v in ssig.items() if k != "y_ptr"}
+    _compile("scan_rows totals 2048x1", scan.scan_totals_kernel, tsig,
+             dict(BLOCK_R=2048, BLOCK_I=1, OP="cumsum", REVERSE=False, MASKED=False), 4, 1)
     _compile("scan_rows cumsum 32x64 reverse exclusive masked", scan.scan_kernel,
              dict(ssig, m_ptr="*i1"),
              dict(BLOCK_R=32, BLOCK_I=64, OP="cumsum", REVERSE=True, EXCLUSIVE=True, MASKED=True), 4, 1)

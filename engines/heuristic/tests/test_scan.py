@@ -74,3 +74,26 @@ def test_scan_noncontiguous_bf16_and_default_dim():
     out = model(x)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), torch.cumsum(x.float(), 1), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("reverse,exclusive", [("False", "False"), ("True", "False"), ("True", "True")])
+@pytest.mark.parametrize("shape,dim,blocks", [
+    ((2, 45), 1, dict(BLOCK_R=4, SPLIT_R=3)),          # slices of 3 chunks, ragged end
+    ((3, 10, 5), 1, dict(BLOCK_R=2, BLOCK_I=4, SPLIT_R=4)),
+    ((2, 9), 1, dict(BLOCK_R=4, SPLIT_R=8)),           # more splits than chunks: clamped
+])
+def test_scan_two_level(op, reverse, exclusive, shape, dim, blocks):
+    torch.manual_seed(7)
+    x = _input(shape, op)
+    model = load_model_new("scan_rows", OP=op, REVERSE=reverse, EXCLUSIVE=exclusive, **blocks)(dim)
+    ref = _ref(x, dim, op, reverse=reverse == "True", exclusive=exclusive == "True")
+    torch.testing.assert_close(model(x), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_scan_two_level_masked():
+    torch.manual_seed(8)
+    x = torch.randn(3, 50)
+    mask = torch.rand(3, 50) > 0.3
+    model = load_model_new("scan_rows", MASKED="True", BLOCK_R=8, SPLIT_R=3)(1)
+    torch.testing.assert_close(model(x, mask), torch.cumsum(x * mask, dim=1), atol=1e-5, rtol=1e-5)
