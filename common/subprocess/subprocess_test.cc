@@ -180,7 +180,10 @@ TEST_CASE("Subprocess applies the CPU-time limit", "[subprocess]") {
   SubprocessResult result = MustRun(options);
   CHECK_FALSE(result.timed_out);
   CHECK((result.term_signal == SIGXCPU || result.term_signal == SIGKILL));
-  CHECK(result.user_cpu_seconds >= 0.9);
+  // RLIMIT_CPU counts user and system time together; on a loaded machine a tenth of a
+  // second can go to the system side.
+  CHECK(result.user_cpu_seconds + result.system_cpu_seconds >= 0.9);
+  CHECK(result.user_cpu_seconds + result.system_cpu_seconds < 5);
 }
 
 TEST_CASE("Subprocess applies the descriptor limit", "[subprocess]") {
