@@ -46,14 +46,16 @@ class ChildFailure(Exception):
 def _die_with_parent(parent_pid):
     """A preexec_fn: the candidate's process gets SIGKILL when the supervisor dies (a
     worker killed mid-measurement must not leave the candidate running on its GPU).
-    Linux only; elsewhere a no-op. The supervisor's own timeouts still kill the group."""
+    Linux only; elsewhere None. The supervisor's own timeouts still kill the group.
+    prctl is looked up here, before the fork: the child only calls it."""
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
     def fn():
-        try:
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-        except (OSError, AttributeError):
-            return
+        prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
         if os.getppid() != parent_pid:
             os._exit(127)
     return fn

@@ -255,3 +255,37 @@ def test_child_exception_classification():
     assert classify_exception(SyntaxError("x"), "import") == "COMPILE_ERROR"
     assert classify_exception(ValueError("x"), "construct") == "COMPILE_ERROR"
     assert classify_exception(ValueError("x"), "call") == "CRASH"
+
+
+def test_candidate_process_dies_with_the_supervisor():
+    # A worker killed mid-measurement takes its supervisor with it (the C++ side's
+    # PR_SET_PDEATHSIG); the candidate's process must follow, not keep the GPU busy.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import PYDIR
+    code = ("import os, subprocess, sys, time\n"
+            "sys.path.insert(0, %r)\n"
+            "from kagent_harness.sandbox import _die_with_parent\n"
+            "p = subprocess.Popen(['sleep', '60'], start_new_session=True,\n"
+            "                     preexec_fn=_die_with_parent(os.getpid()))\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(60)\n" % PYDIR)
+    sup = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(sup.stdout.readline())
+    assert os.path.exists(f"/proc/{child}")
+    sup.send_signal(signal.SIGKILL)
+    sup.wait()
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+    deadline = time.time() + 5
+    while alive(child) and time.time() < deadline:
+        time.sleep(0.02)
+    assert not alive(child)
