@@ -341,12 +341,8 @@ class Supervisor:
                 h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
                                      "timed): " + c["reason"])
                 return
-            flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
-            reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
-                                        "warmup_iters": req.warmup_iters,
-                                        "warmup_ms": req.warmup_ms, "flush_bytes": flush,
-                                        "out": os.path.join(self.workdir, "out_rk_timing.pt")},
-                                       phase="the starting kernel's timing")
+            reply = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
+                                        "the starting kernel's timing")
             times = reply.get("times_ms")
             if isinstance(times, list) and times and all(
                     isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
@@ -643,17 +639,23 @@ class Supervisor:
         return names
 
     # -- candidate timing --------------------------------------------------------------
+    def _time_in_child(self, out_path, phase):
+        """The timing protocol (timing.time_callable) run by the child on the inputs of
+        its last call; the same request for the candidate and the starting kernel."""
+        req = self.req
+        flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
+        return self.child.request({"cmd": "time", "reps": req.timing_reps,
+                                   "warmup_iters": req.warmup_iters,
+                                   "warmup_ms": req.warmup_ms, "flush_bytes": flush,
+                                   "out": out_path}, phase=phase)
+
     def time_candidate(self, timing_ref, atol, rtol):
         req = self.req
         h = self.result["harness"]
         checks = h["checks"]
         out_path = os.path.join(self.workdir, "out_timing.pt")
-        flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
         t0 = time.monotonic()
-        reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
-                                    "warmup_iters": req.warmup_iters,
-                                    "warmup_ms": req.warmup_ms, "flush_bytes": flush,
-                                    "out": out_path}, phase="timing")
+        reply = self._time_in_child(out_path, "timing")
         wall_phase_ms = (time.monotonic() - t0) * 1e3
         times = reply.get("times_ms")
         walls = reply.get("wall_ms")
