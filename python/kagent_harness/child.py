@@ -8,7 +8,9 @@ where it can be and documented as best effort where it cannot (docs/harness.md).
 
 Protocol: one JSON object per line on stdin; one reply per line on the original stdout
 (fd 1 is moved to stderr first, so the candidate's prints go to the log). Replies carry
-"ok": true, or "ok": false with "kind" (a verdict name) and "message".
+"ok": true, or "ok": false with "kind" (a verdict name) and "message". The process starts
+(imports torch, initialises CUDA) before the supervisor has the candidate's files ready;
+its first message, {"cmd": "load"}, says WORKDIR/child_config.json is written.
 """
 
 import json
@@ -141,21 +143,36 @@ def _equal_nan(a, b):
     return bool(torch.equal(a, b))
 
 
+def _wait_for_load():
+    """Blocks until the supervisor's {"cmd": "load"}; False on "exit" or a closed pipe."""
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return False
+        try:
+            cmd = json.loads(line).get("cmd")
+        except (ValueError, AttributeError):
+            continue
+        if cmd == "load":
+            return True
+        if cmd == "exit":
+            return False
+
+
 def main():
     global _PROTO_OUT
     workdir = sys.argv[1]
     _PROTO_OUT = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    with open(os.path.join(workdir, "child_config.json")) as f:
-        cfg = json.load(f)
+    device = sys.argv[2] if len(sys.argv) > 2 else "cuda"
     st = _State()
-    st.device = cfg["device"]
+    st.device = device
     st.inputs = None
     st.prev_outputs = []
     st.last = None
     st.cupti = _Cupti()
-    st.launches = _Launches(cfg["module_name"])
+    st.launches = _Launches(None)  # the module's name comes with the configuration
 
     try:
         import torch
@@ -168,6 +185,11 @@ def main():
     except Exception as e:  # noqa: BLE001
         _fail(e, "harness start")
         return 1
+    if not _wait_for_load():
+        return 0
+    with open(os.path.join(workdir, "child_config.json")) as f:
+        cfg = json.load(f)
+    st.launches.module_name = cfg["module_name"]
 
     # Import and build the candidate.
     try:
@@ -255,21 +277,57 @@ def _decode_inputs(st, msg, torch, loader):
     supervisor) each tensor is copied GPU to GPU, so no bytes cross the host; otherwise
     they come from the torch.save file at "inputs"."""
     if "inputs_ipc" in msg:
-        import base64
-        import pickle
-        items = pickle.loads(base64.b64decode(msg["inputs_ipc"]))
-        out = []
-        for item in items:
-            if isinstance(item, tuple) and len(item) == 3 and item[0] == "cuda_ipc":
-                shared = item[1](*item[2])
-                out.append(shared.clone())
-                del shared
-            else:
-                out.append(item)
+        out = [x.clone() if isinstance(x, torch.Tensor) else x
+               for x in _open_ipc(msg["inputs_ipc"])]
         torch.cuda.synchronize()
         return out
     new = torch.load(msg["inputs"], weights_only=True)
     return [loader.to_device(x, st.device) for x in new]
+
+
+def _open_ipc(field):
+    """The tensors behind a supervisor's CUDA IPC handles (pickled by the trusted
+    supervisor), mapped into this process; plain values pass through."""
+    import base64
+    import pickle
+    out = []
+    for item in pickle.loads(base64.b64decode(field)):
+        if isinstance(item, tuple) and len(item) == 3 and item[0] == "cuda_ipc":
+            out.append(item[1](*item[2]))
+        else:
+            out.append(item)
+    return out
+
+
+def _hand_back(outputs, msg, torch):
+    """Hands the outputs to the supervisor: copied GPU to GPU into the receive buffers it
+    shared ("out_ipc") when there are as many with the same shapes and dtypes, else saved
+    to the file "out" (the supervisor then finds the mismatch itself). The copies are
+    queued on the current stream without a device sync first: work the candidate left
+    on a side stream and did not join is not finished, and the copy shows it. Returns
+    "ipc" or "file"."""
+    bufs = None
+    if msg.get("out_ipc"):
+        try:
+            bufs = _open_ipc(msg["out_ipc"])
+        except Exception as e:  # noqa: BLE001 - the file path still works
+            sys.stderr.write(f"kagent child: output buffers not mapped: {e!r}\n")
+    if bufs is not None and len(bufs) == len(outputs) and all(
+            isinstance(o, torch.Tensor) and isinstance(b, torch.Tensor) and
+            o.shape == b.shape and o.dtype == b.dtype and o.device == b.device
+            for o, b in zip(outputs, bufs)):
+        for o, b in zip(outputs, bufs):
+            b.copy_(o.detach())
+        torch.cuda.synchronize()
+        del bufs
+        return "ipc"
+    copies = [o.detach().clone() for o in outputs]
+    copies = [c.cpu() for c in copies]
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    del bufs
+    torch.save(copies, msg["out"])
+    return "file"
 
 
 def _load_inputs(st, msg, torch, loader):
@@ -318,12 +376,7 @@ def _cmd_call(st, msg, torch, loader):
     else:
         out = st.model(*st.inputs)
     flat = loader.flatten_outputs(out)
-    # Copied on the current stream *without* a device sync first: work the candidate
-    # left on a side stream and did not join is not finished, and the copy shows it.
-    copies = [o.detach().clone() for o in flat]
-    copies = [c.cpu() for c in copies]
-    if st.device == "cuda":
-        torch.cuda.synchronize()
+    via = _hand_back(flat, msg, torch)
     elapsed = time.perf_counter() - t0
     st.cupti.mark("gate_end")
     st.cupti.flush()
@@ -338,8 +391,7 @@ def _cmd_call(st, msg, torch, loader):
     mutated = [i for i, (x, c) in enumerate(zip(st.inputs, clones))
                if isinstance(x, torch.Tensor) and not _equal_nan(x, c)]
     st.prev_outputs = [o for o in flat]  # kept alive: a reused buffer shows up next call
-    torch.save(copies, msg["out"])
-    return {"ok": True, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
+    return {"ok": True, "outputs_via": via, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
             "own_launches": st.launches.own, "launches": st.launches.total,
             "launch_names": sorted(st.launches.names), "profiler_kernels": prof_names,
             "elapsed_s": elapsed}
@@ -392,9 +444,9 @@ def _cmd_time(st, msg, torch, fn, time_callable):
                         max_warmup_s=float(msg.get("max_warmup_s", 60.0)), mark=st.cupti.mark)
     st.cupti.flush()
     from kagent_harness.loader import flatten_outputs
-    torch.save([o.detach().cpu() for o in flatten_outputs(st.last)], msg["out"])
+    via = _hand_back(flatten_outputs(st.last), msg, torch)
     calls = res["warmup_calls"] + len(res["times_ms"])
-    res.update({"ok": True, "own_launches": st.launches.own, "launches": st.launches.total,
+    res.update({"ok": True, "outputs_via": via, "own_launches": st.launches.own, "launches": st.launches.total,
                 "calls": calls, "noop_wall_ms": sorted(noop["wall_ms"])[len(noop["wall_ms"]) // 2],
                 "noop_event_ms": sorted(noop["times_ms"])[len(noop["times_ms"]) // 2]})
     return res

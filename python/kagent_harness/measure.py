@@ -107,6 +107,11 @@ def _variant(inputs, kind, seed):
     return out
 
 
+def _spec(outputs):
+    """[[shape, dtype name], ...] of a list of output tensors."""
+    return [[list(o.shape), dtype_name(o.dtype)] for o in outputs]
+
+
 def _cpu(x):
     if isinstance(x, torch.Tensor):
         return x.detach().to("cpu")
@@ -142,8 +147,13 @@ class Supervisor:
             self.result["harness"]["triton"] = triton.__version__
         except ImportError:
             self.result["harness"]["triton"] = None
+        self.phases = P.Phases()
+        age = P.process_age_ms()
+        if age is not None:
+            self.phases.add("process start and imports", age)
         self.refdir = make_workdir()
         self.workdir = None
+        self.rk_spawned = None  # (child, workdir) started early for the starting kernel
         self.child = None
         self.trace_path = None
 
@@ -209,20 +219,30 @@ class Supervisor:
         req = self.req
         t_start = time.monotonic()
         torch.set_grad_enabled(False)
+        if req.kernel_source and req.reference_kernel_source and req.time_candidate:
+            # The starting kernel's process, started now too; used after the candidate's.
+            self.spawn_child(trace=False)
+            self.rk_spawned = (self.child, self.workdir)
+            self.child = self.workdir = None
+        if req.kernel_source:
+            self.spawn_child()
         try:
-            self.load_reference()
+            with self.phases("reference load"):
+                self.load_reference()
         except Exception as e:  # noqa: BLE001
             self.log.add("reference failed:\n" + traceback.format_exc())
             self.result["correctness"]["reason"] = f"the reference failed to load or build: {e}"
             return self.finish(t_start)
         if req.signature:
             try:
-                self.result["op_signature"] = self.signature()
+                with self.phases("op signature"):
+                    self.result["op_signature"] = self.signature()
             except Exception as e:  # noqa: BLE001
                 self.log.add(f"op signature not recorded: {e!r}")
         try:
             if req.baselines:
-                self.time_baselines()
+                with self.phases("baselines"):
+                    self.time_baselines()
             if not req.kernel_source:
                 self.result["verdict"] = P.CORRECT if (self.result["eager"] or
                                                        self.result["compiled"]) else P.INFRA_ERROR
@@ -233,7 +253,8 @@ class Supervisor:
                 return self.finish(t_start)
             self.run_candidate()
             if req.reference_kernel_source and req.time_candidate:
-                self.time_reference_kernel()
+                with self.phases("starting kernel"):
+                    self.time_reference_kernel()
         except Rejection as r:
             self.result["verdict"] = r.verdict
             self.result["correctness"]["reason"] = r.reason
@@ -252,11 +273,17 @@ class Supervisor:
             self.child.close()
             extra = self.child.stderr_tail()
             self.result["harness"]["child_peak_rss_bytes"] = self.child.peak_rss
-        for d in (self.workdir, self.refdir):
+        rk_dir = None
+        if self.rk_spawned is not None:  # never used (the candidate failed first)
+            self.rk_spawned[0].close()
+            rk_dir = self.rk_spawned[1]
+            self.rk_spawned = None
+        for d in (self.workdir, self.refdir, rk_dir):
             if d:
                 shutil.rmtree(d, ignore_errors=True)
         if self.device == "cuda":
             self.result["gpu_seconds"] = time.monotonic() - t_start
+        self.result["harness"]["phases_ms"] = self.phases.as_dict()
         if self.req.mode == "measure":
             self.log.add(f"verdict {self.result['verdict']}: "
                          f"{self.result['correctness']['reason']}")
@@ -271,9 +298,11 @@ class Supervisor:
         model = self.model
 
         def run(fn, label):
-            fn()  # first call outside the protocol (compilation for torch.compile)
-            res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
-                                req.warmup_ms, flush)
+            with self.phases(f"baselines: {label} first call"):
+                fn()  # outside the protocol (compilation for torch.compile)
+            with self.phases(f"baselines: {label} timing"):
+                res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
+                                    req.warmup_ms, flush)
             self.result[label] = P.timing_stats(res["times_ms"])
             self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
                 _median(res["issue_ms"])
@@ -297,9 +326,10 @@ class Supervisor:
                 do_bench(lambda: model(*inputs), "eager")
         if "compiled" in req.baselines:
             try:
-                compiled = torch.compile(model, mode="default", dynamic=False)
-                ref_out = self.ref(inputs)
-                got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
+                with self.phases("baselines: compiled compilation and check"):
+                    compiled = torch.compile(model, mode="default", dynamic=False)
+                    ref_out = self.ref(inputs)
+                    got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
                 atol, rtol = tolerances(ref_out, req.atol, req.rtol)
                 c = compare(ref_out, got, atol, rtol)
                 if not c["ok"]:
@@ -323,26 +353,34 @@ class Supervisor:
         saved = (self.child, self.workdir, self.trace_path, self.triton_hook,
                  getattr(self, "use_ipc", False))
         self.trace_path = None
+        self.child, self.workdir = self.rk_spawned or (None, None)
+        self.rk_spawned = None
         try:
             self.start_child(source=req.reference_kernel_source,
-                             language=req.reference_kernel_language, trace=False)
+                             language=req.reference_kernel_language, trace=False,
+                             what="starting kernel:")
             inputs = self.timing_inputs()
             ref_out = self.ref(inputs)
             field = self.inputs_field(inputs, "reference_kernel")
             out_path = os.path.join(self.workdir, "out_reference_kernel.pt")
-            self.child.request({"cmd": "call", **field, "out": out_path, "poison": [],
-                                "reuse": False, "profile_kernels": False},
-                               timeout=req.call_timeout_s, phase="the starting kernel's call")
+            spec = _spec(ref_out)
+            bufs, out_field = self.out_field(spec)
+            reply = self.child.request({"cmd": "call", **field, **out_field, "out": out_path,
+                                        "poison": [], "reuse": False,
+                                        "profile_kernels": False},
+                                       timeout=req.call_timeout_s,
+                                       phase="the starting kernel's call")
             self.release_inputs(field)
-            got = self._load_outputs(out_path, ref_out)
+            got = self.take_outputs(bufs, reply, out_path, ref_out)
+            del bufs
             atol, rtol = tolerances(ref_out, req.atol, req.rtol)
             c = compare(ref_out, got, atol * max(1.0, _rms(ref_out)), rtol)
             if not c["ok"]:
                 h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
                                      "timed): " + c["reason"])
                 return
-            reply = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
-                                        "the starting kernel's timing")
+            reply, _ = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
+                                           "the starting kernel's timing", spec)
             times = reply.get("times_ms")
             if isinstance(times, list) and times and all(
                     isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
@@ -359,11 +397,39 @@ class Supervisor:
             (self.child, self.workdir, self.trace_path, self.triton_hook,
              self.use_ipc) = saved
 
-    def start_child(self, source=None, language=None, trace=True):
+    def spawn_child(self, trace=True):
+        """Starts a candidate process in a new private workdir. It imports torch and
+        initialises CUDA while this process goes on (loading the reference, timing the
+        baselines); start_child then hands it the candidate."""
+        req = self.req
+        self.workdir = make_workdir()
+        self.trace_path = None
+        extra_env = {}
+        lib = os.environ.get("KAGENT_CUPTI_LIB")
+        if lib and self.device == "cuda" and req.mode != "profile" and trace:
+            self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
+            extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
+                         "KAGENT_CUPTI_OUT": self.trace_path}
+            self.log.add(f"CUPTI tracer: {lib}")
+        extra_env.update(req.child_env)
+        mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
+        self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
+                           network_isolation=req.network_isolation,
+                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env,
+                           drop_privileges=req.drop_privileges,
+                           keep_injection=req.mode == "profile")
+        with self.phases("candidate process spawn"):
+            self.child.start()
+
+    def start_child(self, source=None, language=None, trace=True, what="candidate"):
+        """Hands the candidate (`source`, default the request's kernel) to the process
+        spawn_child started, spawning one first when there is none, and waits until it
+        has imported and built ModelNew."""
         req = self.req
         source = req.kernel_source if source is None else source
         language = req.language if language is None else language
-        self.workdir = make_workdir()
+        if self.child is None:
+            self.spawn_child(trace)
         cand_path = os.path.join(self.workdir, "candidate_source.py")
         with open(cand_path, "w", encoding="utf-8") as f:
             f.write(source)
@@ -380,36 +446,38 @@ class Supervisor:
                "language": language}
         with open(os.path.join(self.workdir, "child_config.json"), "w") as f:
             json.dump(cfg, f)
-        extra_env = {}
-        lib = os.environ.get("KAGENT_CUPTI_LIB")
-        if lib and self.device == "cuda" and req.mode != "profile" and trace:
-            self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
-            extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
-                         "KAGENT_CUPTI_OUT": self.trace_path}
-            self.log.add(f"CUPTI tracer: {lib}")
-        extra_env.update(req.child_env)
-        mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
-        self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
-                           network_isolation=req.network_isolation,
-                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env,
-                           drop_privileges=req.drop_privileges,
-                           keep_injection=req.mode == "profile")
-        self.child.start()
-        ready = self.child.checked(self.child.recv(phase="candidate import and construction"),
-                                   "candidate import and construction")
+        with self.phases(f"{what} import and construction"):
+            self.child.load()
+            ready = self.child.checked(
+                self.child.recv(phase="candidate import and construction"),
+                "candidate import and construction")
         self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
                      f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
         self.triton_hook = bool(ready.get("triton_hook")) and language == "triton"
-        self._probe_ipc()
+        with self.phases(f"{what} CUDA IPC probe"):
+            self._probe_ipc()
 
     # -- inputs to the child -----------------------------------------------------------
     def _probe_ipc(self):
-        """Inputs travel to the child by CUDA IPC when it works here (a 4 GiB input then
-        costs a GPU copy, not ~10 s through a file); the probe sends a small tensor."""
+        """Inputs and outputs travel between this process and the child by CUDA IPC when
+        it works here (a 4 GiB input then costs a GPU copy, not ~10 s through a file);
+        the probe sends a small tensor.
+
+        Everything shared is allocated in a private memory pool (torch.cuda.MemPool)
+        that holds nothing else: the child can keep a shared allocation mapped (or map
+        it again from the handle) after it is freed here, so the memory behind it must
+        never be handed to the reference's tensors."""
         self.use_ipc = False
         self._ipc_keep = None
         if self.device != "cuda" or not self.req.ipc_inputs:
             return
+        if getattr(self, "ipc_pool", None) is None:
+            try:
+                self.ipc_pool = torch.cuda.MemPool()
+            except (AttributeError, RuntimeError) as e:
+                self.log.add(f"no private CUDA memory pool here ({e!r}): inputs and outputs "
+                             "go through files")
+                return
         probe = torch.arange(1, 1025, dtype=torch.float32, device="cuda")
         try:
             field = self._ipc_field([probe])
@@ -426,20 +494,65 @@ class Supervisor:
                          "inputs go through files")
 
     def _ipc_field(self, inputs):
-        from torch.multiprocessing.reductions import reduce_tensor
         # Private copies: the child maps them, so it must never see the supervisor's own
         # tensors (it could change them before the reference runs).
-        shared = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.cuda.use_mem_pool(self.ipc_pool):
+            shared = [x.detach().clone() if isinstance(x, torch.Tensor) else x
+                      for x in inputs]
         torch.cuda.synchronize()
+        self._ipc_keep = shared
+        return {"inputs_ipc": self._ipc_handles(shared)}
+
+    @staticmethod
+    def _ipc_handles(tensors):
+        from torch.multiprocessing.reductions import reduce_tensor
         items = []
-        for x in shared:
+        for x in tensors:
             if isinstance(x, torch.Tensor):
                 fn, args = reduce_tensor(x)
                 items.append(("cuda_ipc", fn, args))
             else:
                 items.append(x)
-        self._ipc_keep = shared
-        return {"inputs_ipc": base64.b64encode(pickle.dumps(items)).decode("ascii")}
+        return base64.b64encode(pickle.dumps(items)).decode("ascii")
+
+    def out_field(self, spec):
+        """Receive buffers for the child's outputs, shaped and typed as `spec` ([[shape,
+        dtype name], ...]: the reference's outputs) and filled with NaN (the maximum for
+        integers), in the private pool, with the message field that shares them: (None,
+        {}) when outputs must come through a file (no IPC, no spec, bool outputs, which
+        have no value that cannot be an answer). A child that writes nothing leaves
+        the poison there."""
+        if not getattr(self, "use_ipc", False) or not spec:
+            return None, {}
+        try:
+            bufs = []
+            with torch.cuda.use_mem_pool(self.ipc_pool):
+                for shape, name in spec:
+                    dtype = getattr(torch, name, None)
+                    if not isinstance(dtype, torch.dtype) or dtype == torch.bool:
+                        return None, {}
+                    b = torch.empty([int(n) for n in shape], dtype=dtype, device="cuda")
+                    if b.is_floating_point() or b.is_complex():
+                        b.fill_(float("nan"))
+                    else:
+                        b.fill_(torch.iinfo(dtype).max)
+                    bufs.append(b)
+            torch.cuda.synchronize()
+            return bufs, {"out_ipc": self._ipc_handles(bufs)}
+        except Exception as e:  # noqa: BLE001 - the file path still works
+            self.log.add(f"output receive buffers not shared ({e!r}): outputs through a file")
+            return None, {}
+
+    def take_outputs(self, bufs, reply, out_path, ref_out):
+        """The child's outputs of one call, as tensors this process owns: private copies
+        of the receive buffers when the child says it filled them, else the output file."""
+        if bufs is not None and reply.get("outputs_via") == "ipc":
+            got = [b.clone() for b in bufs]
+            torch.cuda.synchronize()
+            self.result["harness"]["outputs_via"] = "cuda ipc"
+            return got
+        self.result["harness"]["outputs_via"] = "file"
+        return self._load_outputs(out_path, ref_out)
 
     def inputs_field(self, inputs, tag):
         """The message fields that hand `inputs` to the child: CUDA IPC handles when the
@@ -489,41 +602,54 @@ class Supervisor:
         atol = rtol = None
         timing_ref = None
         corr_atol_eff = 0.0
+        ph = self.phases
+        t_gate = time.monotonic()
         for k, (kind, label) in enumerate(self._trial_plan()):
-            if kind == "seeded":
-                inputs = self.fresh_inputs()
-            elif kind == "wide":
-                inputs = _variant(self.fresh_inputs(), label, _sysrand_seed(self.rng))
-            else:
-                inputs = self.timing_inputs()
+            with ph("gate: inputs"):
+                if kind == "seeded":
+                    inputs = self.fresh_inputs()
+                elif kind == "wide":
+                    inputs = _variant(self.fresh_inputs(), label, _sysrand_seed(self.rng))
+                else:
+                    inputs = self.timing_inputs()
             out_path = os.path.join(self.workdir, f"out_{k}.pt")
-            in_field = self.inputs_field(inputs, k)
+            with ph("gate: inputs to the candidate"):
+                in_field = self.inputs_field(inputs, k)
             ref_first = kind != "seeded" or k % 2 == 0
             ref_out = None
             if ref_first:
-                if ref_mutates is None:
-                    ref_out, ref_mutates, ref_aliases = self.ref_with_flags(inputs)
-                else:
-                    ref_out = self.ref(inputs)
+                with ph("gate: reference"):
+                    if ref_mutates is None:
+                        ref_out, ref_mutates, ref_aliases = self.ref_with_flags(inputs)
+                    else:
+                        ref_out = self.ref(inputs)
                 if kind == "wide" and not all_finite(ref_out):
                     self.log.add(f"trial {label}: skipped, the reference is not finite there")
                     self.release_inputs(in_field)
                     continue
             if poison is None and ref_out is not None:
-                poison = [[list(o.shape), dtype_name(o.dtype)] for o in ref_out]
-            msg = {"cmd": "call", **in_field, "out": out_path, "poison": poison or [],
+                poison = _spec(ref_out)
+            bufs, out_field = self.out_field(poison)
+            msg = {"cmd": "call", **in_field, **out_field, "out": out_path,
+                   "poison": poison or [],
                    "reuse": k % 2 == 1,
                    "profile_kernels": (self.device == "cuda" and not self.trace_path
                                        and not profiled)}
             profiled = profiled or msg["profile_kernels"]
+            t_call = time.monotonic()
             self.child.send(msg)
             if not ref_first:
-                ref_out = self.ref(inputs)
+                with ph("gate: reference"):
+                    ref_out = self.ref(inputs)
             reply = self.child.checked(self.child.recv(timeout=req.call_timeout_s,
                                                        phase=f"gate trial {label}"),
                                        f"gate trial {label}")
+            ph.add("gate: candidate calls (incl. handing outputs back)",
+                   (time.monotonic() - t_call) * 1e3)
             self.release_inputs(in_field)
-            got = self._load_outputs(out_path, ref_out)
+            with ph("gate: outputs back"):
+                got = self.take_outputs(bufs, reply, out_path, ref_out)
+                del bufs
             if atol is None:
                 atol, rtol = tolerances(ref_out, req.atol, req.rtol)
                 corr["atol"], corr["rtol"] = atol, rtol
@@ -534,7 +660,8 @@ class Supervisor:
             # sums' magnitude, which per-element rtol does not cover near zero.
             t_atol = atol * max(1.0, _rms(ref_out))
             corr_atol_eff = max(corr_atol_eff, t_atol)
-            c = compare(ref_out, got, t_atol, rtol)
+            with ph("gate: compare"):
+                c = compare(ref_out, got, t_atol, rtol)
             corr["max_abs_error"] = max(corr["max_abs_error"], c["max_abs_error"])
             corr["max_rel_error"] = max(corr["max_rel_error"], c["max_rel_error"])
             if c["worst_index"] and (not c["ok"] or not corr["worst_index"]):
@@ -566,15 +693,18 @@ class Supervisor:
             if kind == "timing":
                 timing_ref = ref_out
                 atol_timing = t_atol
+        ph.add("gate", (time.monotonic() - t_gate) * 1e3)
         checks.append(f"gate: {trials_run} trials passed (atol={atol:g} x max(1, output RMS) "
                       f"<= {corr_atol_eff:g}, rtol={rtol:g})")
         self.result["harness"]["atol_effective_max"] = corr_atol_eff
         if self.trace_path:
-            launch_names |= self._check_cupti_gate()
+            with ph("gate: CUPTI trace"):
+                launch_names |= self._check_cupti_gate()
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
         if req.time_candidate:
-            self.time_candidate(timing_ref, atol_timing, rtol)
+            with ph("timing"):
+                self.time_candidate(timing_ref, atol_timing, rtol)
         self.result["verdict"] = P.CORRECT
         corr["reason"] = ""
 
@@ -639,15 +769,19 @@ class Supervisor:
         return names
 
     # -- candidate timing --------------------------------------------------------------
-    def _time_in_child(self, out_path, phase):
+    def _time_in_child(self, out_path, phase, spec):
         """The timing protocol (timing.time_callable) run by the child on the inputs of
-        its last call; the same request for the candidate and the starting kernel."""
+        its last call; the same request for the candidate and the starting kernel.
+        Returns the reply and the receive buffers of the last call's outputs (see
+        out_field; `spec` the expected outputs)."""
         req = self.req
         flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
-        return self.child.request({"cmd": "time", "reps": req.timing_reps,
-                                   "warmup_iters": req.warmup_iters,
-                                   "warmup_ms": req.warmup_ms, "flush_bytes": flush,
-                                   "out": out_path}, phase=phase)
+        bufs, out_field = self.out_field(spec)
+        reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
+                                    "warmup_iters": req.warmup_iters,
+                                    "warmup_ms": req.warmup_ms, "flush_bytes": flush,
+                                    "out": out_path, **out_field}, phase=phase)
+        return reply, bufs
 
     def time_candidate(self, timing_ref, atol, rtol):
         req = self.req
@@ -655,8 +789,9 @@ class Supervisor:
         checks = h["checks"]
         out_path = os.path.join(self.workdir, "out_timing.pt")
         t0 = time.monotonic()
-        reply = self._time_in_child(out_path, "timing")
+        reply, bufs = self._time_in_child(out_path, "timing", _spec(timing_ref))
         wall_phase_ms = (time.monotonic() - t0) * 1e3
+        self.phases.add("timing: the protocol (incl. handing the output back)", wall_phase_ms)
         times = reply.get("times_ms")
         walls = reply.get("wall_ms")
         if not isinstance(times, list) or len(times) != req.timing_reps or not all(
@@ -670,7 +805,8 @@ class Supervisor:
         if isinstance(issues, list) and issues:
             h.setdefault("host_issue_median_ms", {})["candidate"] = _median(issues)
         # 1. The output of the timed calls must be right.
-        got = self._load_outputs(out_path, timing_ref)
+        got = self.take_outputs(bufs, reply, out_path, timing_ref)
+        del bufs
         c = compare(timing_ref, got, atol, rtol)
         if not c["ok"]:
             raise Rejection(P.REJECTED, "the timed calls returned a wrong answer (behaves "
@@ -765,6 +901,7 @@ class Supervisor:
                "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
                "log": ""}
         try:
+            self.spawn_child()
             self.load_reference()
             res["gpu_name"] = self.result["gpu_name"]
             if req.signature:

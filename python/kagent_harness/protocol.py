@@ -5,7 +5,9 @@ Field names follow proto/kagent/v1/common.proto (snake_case); verdict names are 
 proto's without the VERDICT_ prefix. docs/harness.md documents every field.
 """
 
+import contextlib
 import math
+import os
 import time
 
 CORRECT = "CORRECT"
@@ -206,6 +208,43 @@ class Log:
         if len(data) > limit:
             data = b"...(truncated)...\n" + data[-limit:]
         return data.decode("utf-8", "replace")
+
+
+class Phases:
+    """Wall time per phase of one harness run, in ms, accumulated over repeated entries:
+    where a measurement's time goes (process start, imports, the gate's transfers, the
+    timing). `with phases("name"): ...`; `as_dict()` rounds to 0.1 ms."""
+
+    def __init__(self):
+        self.ms = {}
+
+    def add(self, name, ms):
+        self.ms[name] = self.ms.get(name, 0.0) + ms
+
+    @contextlib.contextmanager
+    def __call__(self, name):
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, (time.monotonic() - t) * 1e3)
+
+    def as_dict(self):
+        return {k: round(v, 1) for k, v in self.ms.items()}
+
+
+def process_age_ms():
+    """Milliseconds since this process started (from /proc; None where unavailable):
+    the interpreter's start and the imports before any phase could be timed."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        start = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return max(0.0, (uptime - start) * 1e3)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def empty_correctness(atol=0.0, rtol=0.0):

@@ -180,7 +180,7 @@ class Child:
         elif self.cuda_visible_devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible_devices
         env.update(self.extra_env)
-        argv = [sys.executable, "-m", "kagent_harness.child", self.workdir]
+        argv = [sys.executable, "-m", "kagent_harness.child", self.workdir, self.device]
         if self.drop_privileges:
             argv = self._privilege_drop_prefix() + argv
         if self.network_isolation:
@@ -291,6 +291,13 @@ class Child:
             return ""
 
     # -- protocol ---------------------------------------------------------------------
+    def load(self):
+        """Tells the started process its files are ready (child_config.json and what it
+        names); the time limit counts from here, not from the process start, which
+        overlaps the supervisor's own work."""
+        self.deadline = time.monotonic() + self.timeout_s
+        self.send({"cmd": "load"})
+
     def remaining(self):
         return self.deadline - time.monotonic()
 

@@ -46,6 +46,39 @@ def test_wrong_starting_kernel_is_not_timed_and_does_not_fail_the_candidate():
     assert any("starting kernel is wrong" in w for w in r["harness"]["warnings"])
 
 
+def _harness_children():
+    """Live processes running the candidate child whose parent is this process."""
+    import os
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if b"kagent_harness.child" in cmd and int(fields[1]) == os.getpid() \
+                and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+def test_early_started_processes_are_closed_when_the_candidate_fails():
+    # The candidate's and the starting kernel's processes start before the reference
+    # loads; a candidate that fails the gate leaves the second one unused: it must be
+    # closed with its workdir, and the time per phase is still reported.
+    from conftest import read
+    r = measure(PROBLEM, "cand_relu_add_wrong.py",
+                reference_kernel_source=read("cand_relu_add_good.py"))
+    assert r["verdict"] == "INCORRECT"
+    assert r["reference_kernel"] is None
+    assert _harness_children() == []
+    phases = r["harness"]["phases_ms"]
+    assert "candidate import and construction" in phases and "gate: compare" in phases
+    assert "candidate process spawn" in phases and "timing" not in phases
+
+
 def test_correct_candidate_passes_and_is_timed():
     r = measure(PROBLEM, "cand_relu_add_good.py")
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
@@ -56,6 +89,11 @@ def test_correct_candidate_passes_and_is_timed():
     assert r["kernels_launched"] == ["relu_add_kernel"]
     assert r["op_signature"]["ops"][0]["op"] == "aten::relu"
     assert any("verified" in x for x in r["harness"]["checks"])
+    phases = r["harness"]["phases_ms"]
+    for name in ("process start and imports", "reference load", "op signature", "gate",
+                 "gate: reference", "gate: outputs back", "timing"):
+        assert phases.get(name, -1) >= 0, (name, phases)
+    assert r["harness"]["outputs_via"] == "file"  # CUDA IPC is for the GPU
 
 
 @pytest.mark.parametrize("candidate,verdict,reason", CASES, ids=[c[0][14:-3] for c in CASES])

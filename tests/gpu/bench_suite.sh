@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The benchmark suite (problems/) through kagentd on this machine's GPUs, in slices that
+# fit a time-limited machine: each call runs for at most SECONDS, then stops kagentd; the
+# next call, given the same state, restarts it on the same database (unfinished jobs
+# resume where they were) and `kagent bench --run-id` picks the same jobs up.
+#
+#   tests/gpu/bench_suite.sh STATE_DIR OUT_DIR SECONDS [kagent bench flags...]
+#
+# STATE_DIR: kagent.db (or db.tgz from an earlier call) and bench/, kept between calls.
+# OUT_DIR receives db.tgz (the database with its WAL), bench.tgz (results.md, results.json,
+# trajectory.svg), bench.txt (the bench's progress) and kagentd.log.gz.
+# Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools).
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+state="${1:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
+out="${2:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
+seconds="${3:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
+shift 3
+bin="${KAGENT_BIN:-}"
+if [ -z "$bin" ]; then
+  if [ -x "$repo/.gpu/bin/kagentd" ]; then bin="$repo/.gpu/bin"; else bin="$repo/build/tools"; fi
+fi
+mkdir -p "$state" "$out"
+state="$(cd "$state" && pwd)"; out="$(cd "$out" && pwd)"
+[ -f "$state/db.tgz" ] && [ ! -f "$state/kagent.db" ] && tar xzf "$state/db.tgz" -C "$state"
+port="${KAGENT_BENCH_PORT:-50081}"
+t0=$(date +%s)
+"$bin/kagentd" --listen=127.0.0.1:$port --metrics-listen=127.0.0.1:0 --db="$state/kagent.db" \
+  --gpus="${KAGENT_GPUS:-auto}" >"$state/kagentd.out" 2>"$state/kagentd.log" &
+daemon=$!
+for _ in $(seq 1 240); do
+  grep -q '"port"' "$state/kagentd.out" 2>/dev/null && break
+  kill -0 $daemon 2>/dev/null || { echo "bench_suite: kagentd exited"; tail -20 "$state/kagentd.log"; exit 1; }
+  sleep 0.5
+done
+export KAGENT_SERVER=127.0.0.1:$port
+left=$(( seconds - ($(date +%s) - t0) - 25 ))
+timeout "$left" "$bin/kagent" bench "$repo/problems" --out "$state/bench" \
+  --run-id "${KAGENT_BENCH_RUN_ID:-h200}" "$@" > "$out/bench.txt" 2>&1
+rc=$?
+echo "bench exit $rc after $(( $(date +%s) - t0 )) s" >> "$out/bench.txt"
+kill -TERM $daemon 2>/dev/null
+for _ in $(seq 1 30); do kill -0 $daemon 2>/dev/null || break; sleep 0.5; done
+kill -KILL $daemon 2>/dev/null
+wait $daemon 2>/dev/null
+(cd "$state" && tar czf "$out/db.tgz" kagent.db $(ls kagent.db-wal kagent.db-shm 2>/dev/null))
+gzip -c "$state/kagentd.log" > "$out/kagentd.log.gz"
+tar czf "$out/bench.tgz" -C "$state" bench 2>/dev/null
+exit $rc
