@@ -110,6 +110,23 @@ TEST_CASE("measure requests are validated") {
   CHECK(HarnessRequestFor(r).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("harness request: the op signature is skipped only when asked") {
+  v1::MeasureRequest r;
+  r.set_task_id("t");
+  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source("x");
+  auto j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  CHECK_FALSE(j->contains("signature"));  // the harness's default: record it
+  r.set_skip_op_signature(true);
+  j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  REQUIRE(j->contains("signature"));
+  CHECK((*j)["signature"].is_boolean());
+  CHECK((*j)["signature"] == false);
+}
+
 // The real path: the Python harness runs a real Triton candidate under the interpreter.
 TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdicts", "[harness]") {
   std::string root = SourceDir();
@@ -133,12 +150,16 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   INFO(good.DebugString());
   CHECK(good.verdict() == v1::VERDICT_CORRECT);
   CHECK(good.candidate().count() >= 1);
+  CHECK(good.op_signature().ops_size() > 0);  // recorded by default
 
+  // skip_op_signature: the same verdicts, no signature recorded.
+  r.set_skip_op_signature(true);
   r.mutable_kernel()->set_source(ReadFile(root + "/python/tests/fixtures/cand_relu_add_wrong.py"));
   v1::Measurement bad = harness.Measure(r, nullptr);
   INFO(bad.DebugString());
   CHECK(bad.verdict() == v1::VERDICT_INCORRECT);
   CHECK_FALSE(bad.correctness().reason().empty());
+  CHECK(bad.op_signature().ops_size() == 0);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ absl::StatusOr<nlohmann::json> HarnessRequestFor(const v1::MeasureRequest& r) {
   if (r.problem().has_atol()) j["atol"] = r.problem().atol();
   if (r.problem().has_rtol()) j["rtol"] = r.problem().rtol();
   j["baselines"] = r.measure_baselines();
+  if (r.skip_op_signature()) j["signature"] = false;
   if (!r.shape_set().empty()) {
     bool found = false;
     for (const auto& s : r.problem().extra_shapes()) {

@@ -545,12 +545,21 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
   t.measure.set_timing_reps(m_->defaults_.timing_reps);
   t.measure.set_shape_set(shape_set);
   if (reference != nullptr) *t.measure.mutable_reference_kernel() = *reference;
+  // The reference's op signature is recorded once per job (the baseline, or a profile);
+  // later runs on the problem's own shapes skip it. Another shape set's signature differs
+  // from the one kept here, so those runs still record their own.
+  const bool own_shapes = shape_set.empty();
+  if (own_shapes && signature_.ops_size() > 0) t.measure.set_skip_op_signature(true);
   KAGENT_ASSIGN_OR_RETURN(GpuTaskResult r, m_->scheduler_->Run(t, cancel_));
   if (!r.from_storage) AddGpuSeconds(r.measure.measurement().gpu_seconds() > 0
                                          ? r.measure.measurement().gpu_seconds()
                                          : r.seconds);
   v1::Measurement out = r.measure.measurement();
   if (out.worker_id().empty()) out.set_worker_id(r.worker_id);
+  // Stored candidates keep carrying the signature (reflexion reads its op class).
+  if (own_shapes && out.op_signature().ops_size() == 0 && signature_.ops_size() > 0) {
+    *out.mutable_op_signature() = signature_;
+  }
   if (m_->candidates_ != nullptr) {
     m_->candidates_->Add({{"verdict", v1::Verdict_Name(out.verdict())}}).Increment();
   }

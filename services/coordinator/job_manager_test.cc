@@ -274,6 +274,70 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   CHECK(loop.gpu_b.max_in_flight <= 1);
 }
 
+TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on every candidate") {
+  Loop loop;
+  v1::OpSignature sig;
+  auto* op = sig.add_ops();
+  op->set_op("aten::relu");
+  auto* in = op->add_inputs();
+  in->add_shape(1024);
+  in->set_dtype("float32");
+  sig.set_min_bytes(8192);
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = sig;
+  v1::Job j;
+  j.set_id("job-sig");
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  auto* shape = j.mutable_problem()->add_extra_shapes();
+  shape->set_name("big");
+  shape->set_get_inputs_source("def get_inputs(): pass\n");
+  j.mutable_start_kernel()->set_source(kStart);
+  j.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  j.mutable_config()->mutable_budget()->set_max_rounds(2);
+  j.mutable_config()->set_plateau_rounds(2);
+  REQUIRE(loop.manager->Submit(j, "").ok());
+  v1::Job job = loop.WaitDone("job-sig");
+  INFO(job.DebugString());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+
+  std::map<std::string, bool> skipped;  // task id -> skip_op_signature
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    for (const auto& r : g->measure_requests) skipped[r.task_id()] = r.skip_op_signature();
+  }
+  REQUIRE(skipped.count("job-sig/baseline") == 1);
+  CHECK_FALSE(skipped["job-sig/baseline"]);  // the first measurement records it
+  int rounds = 0, finals = 0;
+  for (const auto& [task, skip] : skipped) {
+    INFO(task);
+    if (absl::StrContains(task, "/r")) {
+      ++rounds;
+      CHECK(skip);
+    }
+    if (absl::StrContains(task, "/final/")) {
+      ++finals;
+      CHECK(skip);
+    }
+    // Another shape set's signature is not the one the job keeps: recorded again.
+    if (absl::StrContains(task, "/shape/")) CHECK_FALSE(skip);
+  }
+  CHECK(rounds >= 2);
+  CHECK(finals >= 1);
+  CHECK(skipped.count("job-sig/shape/big") == 1);
+
+  // Every stored candidate measurement carries the signature all the same.
+  auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  REQUIRE(cands.size() >= 3);
+  for (const auto& c : cands) {
+    INFO(c.id());
+    REQUIRE(c.measurement().op_signature().ops_size() == 1);
+    CHECK(c.measurement().op_signature().ops(0).op() == "aten::relu");
+    CHECK(c.measurement().op_signature().min_bytes() == 8192);
+  }
+  CHECK(job.result().best_measurement().op_signature().ops_size() == 1);
+}
+
 TEST_CASE("loop: stops on a plateau") {
   Loop loop;
   loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4", "bad-5", "bad-6"};

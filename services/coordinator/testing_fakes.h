@@ -25,8 +25,12 @@ struct FakeGpu {
   std::atomic<int> max_in_flight{0};
   std::atomic<int> calls{0};
   std::atomic<bool> dead{false};  // calls fail UNAVAILABLE
+  // The reference's op signature the fake harness records in each measurement, unless the
+  // request sets skip_op_signature. Empty: none recorded.
+  v1::OpSignature op_signature;
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
+  std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
 };
 
 class FakeWorker : public GpuWorker {
@@ -35,6 +39,10 @@ class FakeWorker : public GpuWorker {
   absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& r, absl::Duration,
                                               CallCancelToken* cancel) override {
     auto guard = Enter();
+    {
+      absl::MutexLock lock(&gpu_->mu);
+      gpu_->measure_requests.push_back(r);
+    }
     if (gpu_->dead) return absl::UnavailableError("worker gone");
     absl::SleepFor(gpu_->delay);
     if (cancel && cancel->cancelled()) return absl::CancelledError("cancelled");
@@ -48,6 +56,9 @@ class FakeWorker : public GpuWorker {
     if (!r.reference_kernel().source().empty()) {
       *out.mutable_measurement()->mutable_reference_kernel() =
           gpu_->measure(r.reference_kernel().source()).candidate();
+    }
+    if (gpu_->op_signature.ops_size() > 0 && !r.skip_op_signature()) {
+      *out.mutable_measurement()->mutable_op_signature() = gpu_->op_signature;
     }
     out.mutable_measurement()->set_gpu_seconds(0.1);
     absl::MutexLock lock(&gpu_->mu);
