@@ -27,10 +27,13 @@ constexpr char kStartSuffix[] = "_start.py";
 
 constexpr char kUsage[] =
     "usage: kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N]\n"
-    "                    [--only PATTERN] [--concurrency N] [--poll-seconds S] [--run-id ID]\n"
-    "                    [--brain NAME]\n"
+    "                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]\n"
+    "                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]\n"
     "Submits every DIR/NAME_start.py (with DIR/NAME.py) as a job, waits for all, and writes\n"
-    "OUTDIR/results.json, OUTDIR/results.md and OUTDIR/trajectory.svg.\n";
+    "OUTDIR/results.json, OUTDIR/results.md and OUTDIR/trajectory.svg.\n"
+    "--beam-width K (kernels kept per round) and --fixes-per-kernel M (fixes tried on each,\n"
+    "so K x M candidates a round) are 1..16; without them, the server's defaults\n"
+    "(2 and 2 as shipped).\n";
 
 std::string StateName(v1::JobState s) {
   std::string n = v1::JobState_Name(s);
@@ -379,20 +382,6 @@ std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows) {
 
 namespace {
 
-struct Flags {
-  std::string server = "127.0.0.1:50051";
-  std::string token;
-  std::string tls_ca;
-  std::string out_dir;
-  std::string only;
-  std::string run_id;
-  std::string brain;
-  int rounds = 0;
-  int concurrency = 8;
-  double poll_seconds = 10;
-  double timeout_seconds = 30;
-};
-
 std::string GrpcCodeName(grpc::StatusCode c) {
   static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
                                  "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
@@ -416,8 +405,8 @@ constexpr int kMaxPollFailures = 60;
 
 }  // namespace
 
-int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Flags f;
+absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args) {
+  BenchFlags f;
   OptionSet o("kagent");
   o.AddString("server", &f.server, "coordinator address");
   o.AddString("token", &f.token, "bearer token", /*secret=*/true);
@@ -427,6 +416,9 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   o.AddString("run-id", &f.run_id, "makes submissions idempotent: rerun with it to resume");
   o.AddString("brain", &f.brain, "brain for every job (default: the server's)");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");
+  o.AddInt("beam-width", &f.beam_width, "beam width K of every job, 1..16 (default: the server's)");
+  o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
+           "fixes tried on each beam kernel per round, 1..16 (default: the server's)");
   o.AddInt("concurrency", &f.concurrency, "at most this many unfinished jobs at a time");
   o.AddDouble("poll-seconds", &f.poll_seconds, "seconds between GetJob polls");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
@@ -435,22 +427,66 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   for (const auto& a : args) argv.push_back(a.c_str());
   absl::Status parsed = o.Parse(static_cast<int>(argv.size()), argv.data());
   if (o.help_requested()) {
+    f.help = true;
+    return f;
+  }
+  if (!parsed.ok()) return parsed;
+  if (o.positional().size() != 1 || f.out_dir.empty()) {
+    return absl::InvalidArgumentError("expected one DIR and --out OUTDIR");
+  }
+  f.dir = o.positional()[0];
+  if (f.concurrency < 1 || f.poll_seconds <= 0 || f.rounds < 0) {
+    return absl::InvalidArgumentError(
+        "--concurrency must be >= 1, --poll-seconds > 0, --rounds >= 0");
+  }
+  // Given (on the command line, in the environment or a config file): 1..16, as JobConfig
+  // allows. Not given: 0, the server's default.
+  for (auto [name, value] : {std::pair<const char*, int*>{"beam-width", &f.beam_width},
+                             std::pair<const char*, int*>{"fixes-per-kernel", &f.fixes_per_kernel}}) {
+    if (o.SourceOf(name) == "default") {
+      *value = 0;
+    } else if (*value < 1 || *value > 16) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be 1..16 (got ", *value, ")"));
+    }
+  }
+  return f;
+}
+
+v1::JobConfig BenchJobConfig(const BenchFlags& f) {
+  v1::JobConfig cfg;
+  if (f.rounds > 0) cfg.mutable_budget()->set_max_rounds(f.rounds);
+  if (f.beam_width > 0) cfg.set_beam_width(f.beam_width);
+  if (f.fixes_per_kernel > 0) cfg.set_fixes_per_kernel(f.fixes_per_kernel);
+  if (!f.brain.empty()) cfg.set_brain(f.brain);
+  return cfg;
+}
+
+std::string BenchSettingsJson(const BenchFlags& f) {
+  nlohmann::json settings = {{"dir", f.dir},
+                             {"server", f.server},
+                             {"rounds", f.rounds},
+                             {"beam_width", f.beam_width},
+                             {"fixes_per_kernel", f.fixes_per_kernel},
+                             {"only", f.only},
+                             {"brain", f.brain},
+                             {"run_id", f.run_id},
+                             {"concurrency", f.concurrency}};
+  return settings.dump();
+}
+
+int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<BenchFlags> parsed = ParseBenchFlags(args);
+  if (!parsed.ok()) {
+    err << "kagent bench: " << parsed.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  if (parsed->help) {
     out << kUsage;
     return 0;
   }
-  if (!parsed.ok()) {
-    err << "kagent bench: " << parsed.message() << "\n" << kUsage;
-    return 2;
-  }
-  if (o.positional().size() != 1 || f.out_dir.empty()) {
-    err << "kagent bench: expected one DIR and --out OUTDIR\n" << kUsage;
-    return 2;
-  }
-  if (f.concurrency < 1 || f.poll_seconds <= 0 || f.rounds < 0) {
-    err << "kagent bench: --concurrency must be >= 1, --poll-seconds > 0, --rounds >= 0\n";
-    return 2;
-  }
-  const std::string dir = o.positional()[0];
+  const BenchFlags& f = *parsed;
+  const std::string& dir = f.dir;
   auto problems = FindBenchProblems(dir, f.only);
   if (!problems.ok()) {
     err << "kagent bench: " << problems.status().message() << "\n";
@@ -491,17 +527,19 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     s.row.state = "PENDING";
     slots.push_back(std::move(s));
   }
-  nlohmann::json settings = {{"dir", dir},         {"server", f.server}, {"rounds", f.rounds},
-                             {"only", f.only},     {"brain", f.brain},   {"run_id", f.run_id},
-                             {"concurrency", f.concurrency}};
+  const std::string settings = BenchSettingsJson(f);
+  const v1::JobConfig config = BenchJobConfig(f);
   auto write_results = [&](bool final_write) {
     std::vector<BenchRow> rows;
     for (const auto& s : slots) rows.push_back(s.row);
     BenchSummary sum = Summarize(rows);
-    std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir,
-                                         f.rounds > 0 ? absl::StrCat(" --rounds ", f.rounds) : "",
-                                         f.server, final_write ? "" : " (partial: jobs still running)");
-    bool ok = WriteFile(fs::path(f.out_dir) / "results.json", RenderBenchJson(rows, sum, settings.dump())) &&
+    std::string flags;
+    if (f.rounds > 0) absl::StrAppend(&flags, " --rounds ", f.rounds);
+    if (f.beam_width > 0) absl::StrAppend(&flags, " --beam-width ", f.beam_width);
+    if (f.fixes_per_kernel > 0) absl::StrAppend(&flags, " --fixes-per-kernel ", f.fixes_per_kernel);
+    std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir, flags, f.server,
+                                         final_write ? "" : " (partial: jobs still running)");
+    bool ok = WriteFile(fs::path(f.out_dir) / "results.json", RenderBenchJson(rows, sum, settings)) &&
               WriteFile(fs::path(f.out_dir) / "results.md", RenderBenchMarkdown(rows, sum, header)) &&
               WriteFile(fs::path(f.out_dir) / "trajectory.svg", RenderTrajectorySvg(rows));
     if (!ok) err << "kagent bench: cannot write results under " << f.out_dir << "\n";
@@ -531,8 +569,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       bool cuda = src.find("load_inline") != std::string::npos;
       req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);
       req.mutable_start_kernel()->set_origin("bench:" + fs::path(s.problem.start_path).filename().string());
-      if (f.rounds > 0) req.mutable_config()->mutable_budget()->set_max_rounds(f.rounds);
-      if (!f.brain.empty()) req.mutable_config()->set_brain(f.brain);
+      *req.mutable_config() = config;
       if (!f.run_id.empty()) req.set_idempotency_key(absl::StrCat("bench:", f.run_id, ":", s.problem.name));
       v1::SubmitJobResponse resp;
       auto c = ctx();

@@ -1,6 +1,7 @@
 // `kagent bench`: runs a suite of problems (problems/) as jobs and reports the results.
 //
-//   kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N] [--only PATTERN]
+//   kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N]
+//                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]
 //                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]
 //
 // Every DIR/NAME_start.py with a matching DIR/NAME.py is one problem: NAME.py is the
@@ -15,9 +16,12 @@
 // --run-id makes submissions idempotent (key "bench:ID:NAME"): rerunning with the same id
 // after an interruption picks the same jobs up instead of starting new ones.
 //
+// --rounds, --beam-width, --fixes-per-kernel and --brain go into every job's JobConfig
+// (BenchJobConfig); without them the server's defaults apply.
+//
 // Exit codes: 0 every job DONE; 1 the server could not be reached or refused the caller;
-// 2 bad usage (no problems found, missing --out); 3 some job FAILED, was CANCELLED or could
-// not be submitted.
+// 2 bad usage (no problems found, missing --out, a flag out of range); 3 some job FAILED,
+// was CANCELLED or could not be submitted.
 //
 // The formatting functions below are pure (no I/O, no server) so tests can call them.
 // Thread-compatible: nothing here holds shared state.
@@ -109,6 +113,39 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // trajectory.svg: one thin line per problem and a bold line for the suite's geometric mean,
 // speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
 std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
+
+// `kagent bench`'s flags (ParseBenchFlags).
+struct BenchFlags {
+  std::string dir;  // the suite: the one positional argument
+  std::string server = "127.0.0.1:50051";
+  std::string token;
+  std::string tls_ca;
+  std::string out_dir;
+  std::string only;
+  std::string run_id;
+  std::string brain;             // empty: the server's
+  int rounds = 0;                // 0: the server's default
+  int beam_width = 0;            // 0: not given (the server's default); else 1..16
+  int fixes_per_kernel = 0;      // 0: not given (the server's default); else 1..16
+  int concurrency = 8;
+  double poll_seconds = 10;
+  double timeout_seconds = 30;
+  bool help = false;             // --help: nothing else was checked
+};
+
+// Parses `kagent bench`'s arguments (without the "bench" word). INVALID_ARGUMENT, with a
+// message naming the flag, for a usage error: an unknown flag, not exactly one DIR, no
+// --out, --concurrency < 1, --poll-seconds <= 0, --rounds < 0, or --beam-width /
+// --fixes-per-kernel given outside 1..16. Does not look at the file system.
+absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args);
+
+// The JobConfig every job of the run is submitted with: only what the flags set.
+v1::JobConfig BenchJobConfig(const BenchFlags& flags);
+
+// results.json's "settings" object (a JSON object; the token is left out): dir, server,
+// rounds, beam_width, fixes_per_kernel (0: the server's default), only, brain, run_id,
+// concurrency.
+std::string BenchSettingsJson(const BenchFlags& flags);
 
 // Runs `kagent bench` (args without the "bench" word itself); writes progress to `out`.
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

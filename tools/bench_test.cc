@@ -244,17 +244,81 @@ TEST_CASE("bench: usage errors exit 2") {
   fs::remove_all(d);
 }
 
+TEST_CASE("bench: --beam-width and --fixes-per-kernel are parsed into every job's config") {
+  auto f = ParseBenchFlags({"problems", "--out", "o", "--beam-width", "4", "--fixes-per-kernel=3",
+                            "--rounds", "6", "--brain", "heuristic"});
+  REQUIRE(f.ok());
+  CHECK(f->dir == "problems");
+  CHECK(f->beam_width == 4);
+  CHECK(f->fixes_per_kernel == 3);
+  v1::JobConfig cfg = BenchJobConfig(*f);
+  CHECK(cfg.has_beam_width());
+  CHECK(cfg.beam_width() == 4);
+  CHECK(cfg.has_fixes_per_kernel());
+  CHECK(cfg.fixes_per_kernel() == 3);
+  CHECK(cfg.budget().max_rounds() == 6);
+  CHECK(cfg.brain() == "heuristic");
+  nlohmann::json settings = nlohmann::json::parse(BenchSettingsJson(*f));
+  CHECK(settings["beam_width"] == 4);
+  CHECK(settings["fixes_per_kernel"] == 3);
+  CHECK(settings["rounds"] == 6);
+  CHECK_FALSE(settings.contains("token"));
+
+  // Not given: the server's defaults (the fields stay unset), 0 in the settings.
+  auto d = ParseBenchFlags({"problems", "--out", "o"});
+  REQUIRE(d.ok());
+  v1::JobConfig dc = BenchJobConfig(*d);
+  CHECK_FALSE(dc.has_beam_width());
+  CHECK_FALSE(dc.has_fixes_per_kernel());
+  CHECK(nlohmann::json::parse(BenchSettingsJson(*d))["beam_width"] == 0);
+
+  // The bounds are valid.
+  for (const char* v : {"1", "16"}) {
+    CHECK(ParseBenchFlags({"p", "--out", "o", "--beam-width", v}).ok());
+    CHECK(ParseBenchFlags({"p", "--out", "o", "--fixes-per-kernel", v}).ok());
+  }
+}
+
+TEST_CASE("bench: --beam-width or --fixes-per-kernel outside 1..16 is a usage error") {
+  for (const char* flag : {"--beam-width", "--fixes-per-kernel"}) {
+    for (const char* v : {"0", "-1", "17", "x"}) {
+      INFO(flag << " " << v);
+      auto f = ParseBenchFlags({"p", "--out", "o", flag, v});
+      REQUIRE_FALSE(f.ok());
+      CHECK(f.status().code() == absl::StatusCode::kInvalidArgument);
+      // Names the flag ("--beam-width must be ...", or the parser's "option beam-width ...").
+      CHECK(std::string(f.status().message()).find(flag + 2) != std::string::npos);
+    }
+  }
+  // RunBench: exit 2 with the reason and the usage, before looking for problems.
+  fs::path d = TempDir("range");
+  Touch(d / "01_a.py");
+  Touch(d / "01_a_start.py");
+  std::ostringstream o, e;
+  CHECK(RunBench({d.string(), "--out", (d / "o").string(), "--beam-width", "17"}, o, e) == 2);
+  CHECK(e.str().find("--beam-width must be 1..16 (got 17)") != std::string::npos);
+  CHECK(e.str().find("usage: kagent bench") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "o"));
+  fs::remove_all(d);
+}
+
 TEST_CASE("bench: an unreachable server exits 1 and still writes the results files") {
   fs::path d = TempDir("down");
   Touch(d / "01_a.py");
   Touch(d / "01_a_start.py");
   std::string out, err;
   int rc = Bench({d.string(), "--out", (d / "o").string(), "--server", "127.0.0.1:1",
-                  "--timeout-seconds", "2"},
+                  "--timeout-seconds", "2", "--beam-width", "3", "--fixes-per-kernel", "5"},
                  &out, &err);
   CHECK(rc == 1);
   CHECK(err.find("UNAVAILABLE") != std::string::npos);
-  CHECK(fs::exists(d / "o" / "results.json"));
+  REQUIRE(fs::exists(d / "o" / "results.json"));
+  {
+    std::ifstream in(d / "o" / "results.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    CHECK(j["settings"]["beam_width"] == 3);
+    CHECK(j["settings"]["fixes_per_kernel"] == 5);
+  }
   CHECK(fs::exists(d / "o" / "results.md"));
   CHECK(fs::exists(d / "o" / "trajectory.svg"));
   fs::remove_all(d);

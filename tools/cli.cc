@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <google/protobuf/util/json_util.h>
@@ -38,7 +39,7 @@ struct Flags {
   std::string state;
   std::string reason;
   std::string kernel_out;
-  int rounds = 0, beam = 0, workers = 0, limit = 50;
+  int rounds = 0, beam = 0, beam_width = 0, fixes_per_kernel = 0, workers = 0, limit = 50;
   int64_t from = 0;
   int64_t llm_tokens = 0;
   double llm_cost_usd = 0;
@@ -49,7 +50,8 @@ struct Flags {
 
 constexpr char kUsage[] =
     "usage: kagent [--server ADDR] [--token TOKEN] COMMAND ...\n"
-    "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]\n"
+    "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam-width K]\n"
+    "                    [--fixes-per-kernel M | --workers W]\n"
     "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
     "                    [--target-efficiency PCT]   stop at this roofline efficiency\n"
     "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
@@ -58,8 +60,11 @@ constexpr char kUsage[] =
     "  list [--state S] [--limit N]\n"
     "  cancel JOB [--reason TEXT]\n"
     "  export JOB DIR             JSON, kernel files and report.html\n"
-    "  bench DIR --out OUTDIR [--rounds N] [--only P] [--concurrency N]   run a suite (docs/benchmarks.md)\n"
+    "  bench DIR --out OUTDIR [--rounds N] [--beam-width K] [--fixes-per-kernel M] [--only P]\n"
+    "            [--concurrency N]   run a suite (docs/benchmarks.md)\n"
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
+    "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
+    "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
     "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
 
 std::string StateName(v1::JobState s) {
@@ -328,7 +333,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   o.AddString("reason", &f.reason, "why (cancel)");
   o.AddString("kernel-out", &f.kernel_out, "write the best kernel here (get)");
   o.AddInt("rounds", &f.rounds, "round budget (submit)");
-  o.AddInt("beam", &f.beam, "beam width K (submit)");
+  o.AddInt("beam", &f.beam, "beam width K (submit; the older spelling of --beam-width)");
+  o.AddInt("beam-width", &f.beam_width, "beam width K, 1..16 (submit)");
+  o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
+           "fixes tried on each beam kernel per round, 1..16 (submit)");
   o.AddInt("workers", &f.workers, "candidates per round, split over the beam (submit)");
   o.AddInt("limit", &f.limit, "page size (list)");
   o.AddInt("from", &f.from, "resume from this event sequence number (watch)");
@@ -381,9 +389,35 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
     v1::JobConfig* cfg = req.mutable_config();
     if (o.SourceOf("rounds") != "default") cfg->mutable_budget()->set_max_rounds(f.rounds);
-    if (o.SourceOf("beam") != "default") cfg->set_beam_width(f.beam);
-    if (o.SourceOf("workers") != "default") {
-      int k = o.SourceOf("beam") != "default" && f.beam > 0 ? f.beam : 2;
+    auto given = [&](const char* name) { return o.SourceOf(name) != "default"; };
+    if (given("beam") && given("beam-width")) {
+      err << "kagent: give --beam-width or --beam (the same flag), not both\n";
+      return 2;
+    }
+    if (given("fixes-per-kernel") && given("workers")) {
+      err << "kagent: give --fixes-per-kernel or --workers, not both\n";
+      return 2;
+    }
+    std::optional<int> beam_width;
+    if (given("beam-width")) beam_width = f.beam_width;
+    if (given("beam")) beam_width = f.beam;
+    if (beam_width.has_value()) {
+      if (*beam_width < 1 || *beam_width > 16) {
+        err << "kagent: --beam-width must be 1..16 (got " << *beam_width << ")\n" << kUsage;
+        return 2;
+      }
+      cfg->set_beam_width(*beam_width);
+    }
+    if (given("fixes-per-kernel")) {
+      if (f.fixes_per_kernel < 1 || f.fixes_per_kernel > 16) {
+        err << "kagent: --fixes-per-kernel must be 1..16 (got " << f.fixes_per_kernel << ")\n"
+            << kUsage;
+        return 2;
+      }
+      cfg->set_fixes_per_kernel(f.fixes_per_kernel);
+    }
+    if (given("workers")) {
+      int k = beam_width.value_or(2);
       if (f.workers < 1) {
         err << "kagent: --workers must be >= 1\n";
         return 2;

@@ -1,8 +1,10 @@
 // The kagent command-line client's commands, as a library so tests can run them.
 //
 //   kagent [--server ADDR] [--token TOKEN] COMMAND [ARGS] [FLAGS]
-//     submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam K] [--workers W]
-//            [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]
+//     submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam-width K]
+//            [--fixes-per-kernel M | --workers W] [--strategy beam|greedy] [--brain NAME]
+//            [--name NAME] [--watch]
+//            (--beam K is --beam-width K; K and M are 1..16, else exit 2)
 //     watch JOB [--from N]
 //     get JOB [--kernel-out FILE]
 //     list [--state STATE] [--limit N]

@@ -1,7 +1,11 @@
 // CLI tests that need no server: usage errors and the HTML report.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "tools/cli.h"
 #include "tools/report.h"
@@ -30,6 +34,32 @@ TEST_CASE("cli: usage errors exit 2 with a message") {
   CHECK(RunCli({"--bogus", "list"}, &out, &err) == 2);
   CHECK(RunCli({"--help"}, &out, &err) == 0);
   CHECK(out.find("submit PROBLEM.py") != std::string::npos);
+}
+
+TEST_CASE("cli: submit's --beam-width and --fixes-per-kernel are 1..16") {
+  std::string problem = std::filesystem::temp_directory_path() /
+                        ("kagent_cli_test_problem_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(problem) << "class Model: pass\n";
+  std::string out, err;
+  for (const char* flag : {"--beam-width", "--beam", "--fixes-per-kernel"}) {
+    for (const char* v : {"0", "17"}) {
+      INFO(flag << " " << v);
+      CHECK(RunCli({"submit", problem, flag, v}, &out, &err) == 2);
+      CHECK(err.find("must be 1..16") != std::string::npos);
+    }
+  }
+  CHECK(RunCli({"submit", problem, "--beam", "2", "--beam-width", "2"}, &out, &err) == 2);
+  CHECK(err.find("not both") != std::string::npos);
+  CHECK(RunCli({"submit", problem, "--fixes-per-kernel", "2", "--workers", "4"}, &out, &err) == 2);
+  CHECK(err.find("not both") != std::string::npos);
+  // In range: past the checks, to the (absent) server.
+  CHECK(RunCli({"--server", "127.0.0.1:1", "--timeout-seconds", "2", "submit", problem,
+                "--beam-width", "16", "--fixes-per-kernel", "1"},
+               &out, &err) == 1);
+  CHECK(err.find("UNAVAILABLE") != std::string::npos);
+  CHECK(RunCli({"--help"}, &out, &err) == 0);
+  CHECK(out.find("--fixes-per-kernel") != std::string::npos);
+  std::filesystem::remove(problem);
 }
 
 TEST_CASE("cli: get shows the LLM tokens and cost a job used, and its LLM budget") {
