@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "common/client.h"
 #include "common/options.h"
@@ -110,7 +111,13 @@ absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& d
     fs::path ref = fs::path(dir) / (name + ".py");
     std::error_code ref_ec;
     if (!fs::is_regular_file(ref, ref_ec)) continue;
-    if (!only.empty() && name.find(only) == std::string::npos) continue;
+    if (!only.empty()) {
+      bool match = false;
+      for (absl::string_view pat : absl::StrSplit(only, ',', absl::SkipEmpty())) {
+        match = match || absl::StrContains(name, pat);
+      }
+      if (!match) continue;
+    }
     found.push_back({name, ref.string(), entry.path().string()});
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
@@ -412,7 +419,8 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
   o.AddString("token", &f.token, "bearer token", /*secret=*/true);
   o.AddString("tls-ca", &f.tls_ca, "CA (PEM) to verify the server; enables TLS");
   o.AddString("out", &f.out_dir, "where results.json, results.md and trajectory.svg go");
-  o.AddString("only", &f.only, "only problems whose name contains this");
+  o.AddString("only", &f.only,
+              "only problems whose name contains this (several: comma-separated, any)");
   o.AddString("run-id", &f.run_id, "makes submissions idempotent: rerun with it to resume");
   o.AddString("brain", &f.brain, "brain for every job (default: the server's)");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");

@@ -46,7 +46,7 @@ struct BenchProblem {
 };
 
 // The problems of `dir`, sorted by name; `only` (empty: all) keeps those whose name
-// contains it. NOT_FOUND when `dir` is not a directory; a `_start.py` without its
+// contains it, or any of its comma-separated parts. NOT_FOUND when `dir` is not a directory; a `_start.py` without its
 // reference is skipped.
 absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& dir,
                                                             const std::string& only);

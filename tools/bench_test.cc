@@ -62,6 +62,10 @@ TEST_CASE("bench: discovery pairs NAME_start.py with NAME.py, sorted, filtered")
   REQUIRE(some.ok());
   REQUIRE(some->size() == 1);
   CHECK((*some)[0].name == "02_b");
+  auto either = FindBenchProblems(d.string(), "_b,01,,zz");
+  REQUIRE(either.ok());
+  REQUIRE(either->size() == 2);
+  CHECK((*either)[0].name == "01_a");
   CHECK(FindBenchProblems((d / "nope").string(), "").status().code() == absl::StatusCode::kNotFound);
   fs::remove_all(d);
 }
