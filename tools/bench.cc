@@ -150,6 +150,7 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
     r.speedup_vs_compile =
         res.speedup_vs_compile() > 0 ? res.speedup_vs_compile() : Ratio(r.compile_ms, r.best_ms);
     r.roofline_pct = res.roofline_efficiency_pct();
+    r.ai_roofline_pct = res.roofline_bound_pct();
   } else if (base.candidate().median_ms() > 0) {
     // No improved kernel: the starting kernel is the best there is.
     r.start_ms = r.best_ms = base.candidate().median_ms();
@@ -185,8 +186,8 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   BenchSummary s;
   s.problems = static_cast<int>(rows.size());
   std::vector<double> vs_start, vs_eager, vs_compile;
-  double roof_sum = 0;
-  int roof_n = 0;
+  double roof_sum = 0, ai_sum = 0;
+  int roof_n = 0, ai_n = 0;
   for (const auto& r : rows) {
     if (r.state == "DONE") ++s.done;
     if (r.state == "FAILED" || r.state == "CANCELLED" || r.state == "SUBMIT_ERROR") ++s.failed;
@@ -201,12 +202,17 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
       roof_sum += r.roofline_pct;
       ++roof_n;
     }
+    if (r.ai_roofline_pct > 0) {
+      ai_sum += r.ai_roofline_pct;
+      ++ai_n;
+    }
     s.gpu_seconds += r.gpu_seconds;
   }
   s.geomean_vs_start = GeometricMean(vs_start);
   s.geomean_vs_eager = GeometricMean(vs_eager);
   s.geomean_vs_compile = GeometricMean(vs_compile);
   s.mean_roofline_pct = roof_n > 0 ? roof_sum / roof_n : 0;
+  s.mean_ai_roofline_pct = ai_n > 0 ? ai_sum / ai_n : 0;
   return s;
 }
 
@@ -237,15 +243,15 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   o += "Times are medians in ms. The best kernel, the starting kernel, eager and torch.compile "
        "come from one final run that timed them side by side.\n\n";
   o += "| problem | state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
-       "vs compile | roofline | rounds | GPU-s | notes |\n";
-  o += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+       "vs compile | roofline | AI roofline | rounds | GPU-s | notes |\n";
+  o += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows) {
     std::string notes = !r.error.empty() ? r.error : r.stop_reason;
-    o += absl::StrFormat("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s |\n",
+    o += absl::StrFormat("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s |\n",
                          Cell(r.name), r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms),
                          Ms(r.best_ms), X(r.speedup_vs_start), X(r.speedup_vs_eager),
-                         X(r.speedup_vs_compile), Pct(r.roofline_pct), r.rounds, r.gpu_seconds,
-                         Cell(notes));
+                         X(r.speedup_vs_compile), Pct(r.roofline_pct), Pct(r.ai_roofline_pct),
+                         r.rounds, r.gpu_seconds, Cell(notes));
   }
   o += "\n## Summary\n\n";
   o += absl::StrFormat("- problems: %d (%d done, %d failed or not submitted)\n", s.problems, s.done,
@@ -259,6 +265,8 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
                            ? absl::StrFormat("%.0f%%", 100.0 * s.faster_than_compile / s.compared_with_compile)
                            : "-");
   o += absl::StrFormat("- mean roofline efficiency of the final kernels: %s\n", Pct(s.mean_roofline_pct));
+  o += absl::StrFormat("- mean arithmetic-intensity roofline of the final kernels (where known): %s\n",
+                       Pct(s.mean_ai_roofline_pct));
   o += absl::StrFormat("- GPU time: %.1f GPU-s\n", s.gpu_seconds);
   o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
   return o;
@@ -279,6 +287,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                   {"faster_than_compile", s.faster_than_compile},
                   {"compared_with_compile", s.compared_with_compile},
                   {"mean_roofline_efficiency_pct", s.mean_roofline_pct},
+                  {"mean_roofline_bound_pct", s.mean_ai_roofline_pct},
                   {"gpu_seconds", s.gpu_seconds}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows) {
@@ -299,6 +308,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                    {"speedup_vs_eager", r.speedup_vs_eager},
                    {"speedup_vs_compile", r.speedup_vs_compile},
                    {"roofline_efficiency_pct", r.roofline_pct},
+                   {"roofline_bound_pct", r.ai_roofline_pct},
                    {"rounds", r.rounds},
                    {"gpu_seconds", r.gpu_seconds},
                    {"trajectory", traj}});

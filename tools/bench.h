@@ -64,7 +64,11 @@ struct BenchRow {
   double speedup_vs_start = 0;  // 0: unknown
   double speedup_vs_eager = 0;
   double speedup_vs_compile = 0;
+  // The best kernel's roofline figures (JobResult): SOL, the larger of compute and memory
+  // speed of light; and the arithmetic-intensity roofline (useful work against the roofline
+  // at the op's intensity), the figure the stop rule uses when known. 0: unknown.
   double roofline_pct = 0;
+  double ai_roofline_pct = 0;
   int rounds = 0;
   double gpu_seconds = 0;
   std::string stop_reason;
@@ -85,7 +89,8 @@ struct BenchSummary {
   double geomean_vs_start = 0;
   double geomean_vs_eager = 0;
   double geomean_vs_compile = 0;
-  double mean_roofline_pct = 0;  // over rows with a roofline figure
+  double mean_roofline_pct = 0;     // over rows with a roofline figure
+  double mean_ai_roofline_pct = 0;  // over rows with an arithmetic-intensity roofline
   int faster_than_compile = 0;   // speedup_vs_compile > 1
   int compared_with_compile = 0; // rows with a known speedup_vs_compile
   double gpu_seconds = 0;

@@ -102,6 +102,7 @@ TEST_CASE("bench: a row from a finished job uses the final side-by-side measurem
   m->mutable_eager()->set_median_ms(2.0);
   m->mutable_compiled()->set_median_ms(1.5);
   res->set_roofline_efficiency_pct(71);
+  res->set_roofline_bound_pct(46);
   for (int r : {2, 1}) {
     auto* t = res->add_trajectory();
     t->set_round(r);
@@ -115,6 +116,7 @@ TEST_CASE("bench: a row from a finished job uses the final side-by-side measurem
   CHECK(row.speedup_vs_eager == Approx(2.0));
   CHECK(row.speedup_vs_compile == Approx(1.5));
   CHECK(row.roofline_pct == 71);
+  CHECK(row.ai_roofline_pct == 46);
   CHECK(row.rounds == 3);
   CHECK(row.gpu_seconds == 42.5);
   REQUIRE(row.trajectory.size() == 2);
@@ -148,6 +150,7 @@ TEST_CASE("bench: a failed job without a best kernel keeps its baseline and erro
 
 TEST_CASE("bench: summary counts and geometric means") {
   std::vector<BenchRow> rows = {Row("a", 2.0, 1.5), Row("b", 8.0, 0.5)};
+  rows[0].ai_roofline_pct = 46;  // b's op gave no FLOPs/bytes: not in the mean
   BenchRow failed;
   failed.name = "c";
   failed.state = "SUBMIT_ERROR";
@@ -162,6 +165,7 @@ TEST_CASE("bench: summary counts and geometric means") {
   CHECK(s.faster_than_compile == 1);
   CHECK(s.compared_with_compile == 2);
   CHECK(s.mean_roofline_pct == Approx(50));
+  CHECK(s.mean_ai_roofline_pct == Approx(46));
   CHECK(s.gpu_seconds == Approx(20));
 }
 
@@ -179,6 +183,7 @@ TEST_CASE("bench: suite trajectory carries each problem's best forward") {
 
 TEST_CASE("bench: Markdown table has a row per problem and the summary") {
   std::vector<BenchRow> rows = {Row("01_matmul", 2.0, 1.25)};
+  rows[0].ai_roofline_pct = 46;
   BenchRow f;
   f.name = "02_bad";
   f.state = "FAILED";
@@ -186,9 +191,12 @@ TEST_CASE("bench: Markdown table has a row per problem and the summary") {
   rows.push_back(f);
   std::string md = RenderBenchMarkdown(rows, Summarize(rows), "header line");
   CHECK(md.find("header line") != std::string::npos);
-  CHECK(md.find("| 01_matmul | DONE | 2.000 | 1.000 | 1.250 | 1.000 | 2.00x | 1.00x | 1.25x | 50% | 0 | 10.0 |") !=
+  CHECK(md.find("| vs compile | roofline | AI roofline | rounds |") != std::string::npos);
+  CHECK(md.find("| 01_matmul | DONE | 2.000 | 1.000 | 1.250 | 1.000 | 2.00x | 1.00x | 1.25x | 50% | 46% | 0 | 10.0 |") !=
         std::string::npos);
-  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | 0 | 0.0 | a   pipe and a newline |") !=
+  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | - | 0 | 0.0 | a   pipe and a newline |") !=
+        std::string::npos);
+  CHECK(md.find("mean arithmetic-intensity roofline of the final kernels (where known): 46%") !=
         std::string::npos);
   CHECK(md.find("geometric-mean speedup over the starting kernels: 2.00x") != std::string::npos);
   CHECK(md.find("faster than torch.compile: 1 of 1 (100%)") != std::string::npos);
@@ -203,6 +211,9 @@ TEST_CASE("bench: JSON holds settings, summary, rows and the suite trajectory") 
   CHECK(j["summary"]["problems"] == 1);
   CHECK(j["summary"]["geomean_speedup_vs_start"].get<double>() == Approx(2.0));
   CHECK(j["problems"][0]["name"] == "a");
+  CHECK(j["problems"][0]["roofline_efficiency_pct"].get<double>() == Approx(50));
+  CHECK(j["problems"][0]["roofline_bound_pct"].get<double>() == 0);  // unknown
+  CHECK(j["summary"]["mean_roofline_bound_pct"].get<double>() == 0);
   CHECK(j["problems"][0]["trajectory"][0]["round"] == 1);
   CHECK(j["suite_trajectory"].size() == 2);
   // A malformed settings string does not break the file.

@@ -53,7 +53,7 @@ constexpr char kUsage[] =
     "  submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam-width K]\n"
     "                    [--fixes-per-kernel M | --workers W]\n"
     "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
-    "                    [--target-efficiency PCT]   stop at this roofline efficiency\n"
+    "                    [--target-efficiency PCT]   stop at this % of the roofline\n"
     "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
     "  watch JOB [--from N]       live progress until the job ends\n"
     "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
@@ -180,7 +180,14 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", b.reference_kernel().median_ms(), r.speedup_vs_start());
     out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
     out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
-    out << absl::StrFormat("  roofline        %.1f%%\n", r.roofline_efficiency_pct());
+    out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
+                           r.roofline_efficiency_pct());
+    if (r.roofline_bound_pct() > 0) {
+      out << absl::StrFormat("  AI roofline     %.1f%%  (useful work vs the roofline at the op's arithmetic intensity)\n",
+                             r.roofline_bound_pct());
+    } else {
+      out << "  AI roofline     -  (the op signature gave no FLOPs and bytes)\n";
+    }
     for (const auto& m : r.extra_shapes()) {
       double med = m.candidate().median_ms();
       out << absl::StrFormat("  shape %-10s %s %.4f ms, %.2fx eager, %.2fx compile\n", m.shape_set(),
@@ -343,7 +350,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   o.AddInt("llm-tokens", &f.llm_tokens, "LLM token budget of the job (submit)");
   o.AddDouble("llm-cost-usd", &f.llm_cost_usd, "LLM cost budget of the job in US dollars (submit)");
   o.AddDouble("target-efficiency", &f.target_efficiency,
-              "stop once the best kernel reaches this roofline efficiency, percent (submit; "
+              "stop once the best kernel reaches this percent of its arithmetic-intensity "
+              "roofline, of speed of light where the op gives no FLOPs/bytes (submit; "
               "default the server's, 90)");
   o.AddBool("watch", &f.watch, "after submit, watch the job");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");

@@ -85,6 +85,23 @@ TEST_CASE("cli: get shows the LLM tokens and cost a job used, and its LLM budget
         std::string::npos);
 }
 
+TEST_CASE("cli: get shows both roofline figures of the best kernel") {
+  v1::Job job;
+  job.set_id("job-8");
+  job.set_state(v1::JOB_STATE_DONE);
+  job.mutable_result()->set_best_candidate_id("job-8-c0");
+  job.mutable_result()->set_roofline_efficiency_pct(99.4);
+  std::ostringstream unknown;
+  cli::PrintJob(job, unknown);
+  CHECK(unknown.str().find("  roofline        99.4%") != std::string::npos);
+  CHECK(unknown.str().find("  AI roofline     -") != std::string::npos);
+
+  job.mutable_result()->set_roofline_bound_pct(46);
+  std::ostringstream known;
+  cli::PrintJob(job, known);
+  CHECK(known.str().find("  AI roofline     46.0%") != std::string::npos);
+}
+
 TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {
   std::string out, err;
   int rc = RunCli({"--server", "127.0.0.1:1", "--timeout-seconds", "2", "list"}, &out, &err);

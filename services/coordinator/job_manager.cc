@@ -18,6 +18,7 @@
 #include "common/source_text.h"
 #include "common/status.h"
 #include "engines/heuristic/op_recognition.h"
+#include "services/profiler/hardware_metrics.h"
 
 namespace kagent {
 
@@ -819,11 +820,14 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       std::vector<v1::Prescription> rx;
       absl::Status ds = EnsureDiagnosed(c, &rx);
       if (!ds.ok()) return StopFromStatus(ds);
+      // The useful figure, not SOL: SOL counts redundant cache traffic (hardware_metrics.h).
       if (&c == &beam.front() && c.has_metrics() &&
-          c.metrics().roofline_efficiency_pct() >= cfg_.target_efficiency_pct()) {
-        *stop_reason = absl::StrFormat("at the roofline target: %.1f%% >= %.1f%%",
-                                       c.metrics().roofline_efficiency_pct(),
-                                       cfg_.target_efficiency_pct());
+          UsefulRooflinePct(c.metrics()) >= cfg_.target_efficiency_pct()) {
+        *stop_reason = absl::StrFormat(
+            "at the roofline target: %.1f%% of the %s >= %.1f%%", UsefulRooflinePct(c.metrics()),
+            c.metrics().roofline_bound_pct() > 0 ? "arithmetic-intensity roofline"
+                                                 : "speed of light (no FLOPs/bytes known)",
+            cfg_.target_efficiency_pct());
         return {};
       }
       v1::BeamEntry* be = plan_req.add_beam();
@@ -1085,6 +1089,7 @@ Stop JobRun::Finish(const std::string& stop_reason) {
     r->set_speedup_vs_eager(ratio(final_m.eager().median_ms(), med));
     r->set_speedup_vs_compile(ratio(final_m.compiled().median_ms(), med));
     r->set_roofline_efficiency_pct(best.metrics().roofline_efficiency_pct());
+    r->set_roofline_bound_pct(best.metrics().roofline_bound_pct());
     r->clear_lineage();
     for (auto& id : lineage) r->add_lineage(id);
     r->clear_extra_shapes();

@@ -10,8 +10,9 @@
 // every candidate on the GPU workers (through the Scheduler), writes a reflexion for
 // every attempt, and keeps the top K distinct correct kernels by measured median. A job
 // stops on a plateau (no gain above 1% for N rounds), on reaching the target roofline
-// efficiency, when a budget is spent (rounds, wall time, GPU-seconds, LLM tokens or
-// cost), or on cancel.
+// efficiency (UsefulRooflinePct: the arithmetic-intensity roofline when known, else SOL),
+// when a budget is spent (rounds, wall time, GPU-seconds, LLM tokens or cost), or on
+// cancel.
 //
 // LLM budgets: every Generate and Diagnose request carries what is left of the job's
 // Budget.max_llm_tokens / max_llm_cost_usd (llm_tokens_left / llm_cost_usd_left); the

@@ -348,6 +348,51 @@ TEST_CASE("loop: stops on a plateau") {
   CHECK(job.result().best_candidate_id() == job.id() + "-c0");  // nothing beat the start
 }
 
+// The profile of every kernel: SOL and the arithmetic-intensity roofline.
+void SetRoofline(Loop& loop, double sol_pct, double bound_pct) {
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->roofline_efficiency_pct = sol_pct;
+    g->roofline_bound_pct = bound_pct;
+  }
+}
+
+TEST_CASE("loop: the roofline target is judged by the arithmetic-intensity roofline, not SOL") {
+  Loop loop;
+  // The H200 maxpool2d: 99% memory SOL from cache re-reads, 46% of its roofline.
+  SetRoofline(loop, 99, 46);
+  // Nothing beats the start, so the result's best is the profiled starting kernel.
+  loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4", "bad-5", "bad-6"};
+  v1::Job job = loop.WaitDone(loop.Submit(2, kStart, /*plateau=*/5).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(absl::StrContains(job.result().stop_reason(), "round budget"));
+  CHECK(job.result().trajectory_size() == 2);  // both rounds ran
+  CHECK(job.result().best_candidate_id() == job.id() + "-c0");
+  CHECK(job.result().roofline_efficiency_pct() == 99);
+  CHECK(job.result().roofline_bound_pct() == 46);
+}
+
+TEST_CASE("loop: stops at the roofline target, saying which figure reached it") {
+  SECTION("the arithmetic-intensity roofline") {
+    Loop loop;
+    SetRoofline(loop, 60, 95);  // SOL below the target does not matter when the roofline is known
+    v1::Job job = loop.WaitDone(loop.Submit(5).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    CHECK(job.result().stop_reason() ==
+          "at the roofline target: 95.0% of the arithmetic-intensity roofline >= 90.0%");
+    CHECK(job.current_round() == 1);
+    CHECK(job.result().roofline_bound_pct() == 95);
+  }
+  SECTION("speed of light, when the signature gives no FLOPs and bytes") {
+    Loop loop;
+    SetRoofline(loop, 93, 0);
+    v1::Job job = loop.WaitDone(loop.Submit(5).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    CHECK(absl::StrContains(job.result().stop_reason(),
+                            "at the roofline target: 93.0% of the speed of light"));
+    CHECK(job.result().roofline_bound_pct() == 0);
+  }
+}
+
 TEST_CASE("loop: stops when the round budget is spent") {
   Loop loop;
   v1::Job job = loop.WaitDone(loop.Submit(1).id());

@@ -28,6 +28,10 @@ struct FakeGpu {
   // The reference's op signature the fake harness records in each measurement, unless the
   // request sets skip_op_signature. Empty: none recorded.
   v1::OpSignature op_signature;
+  // What Profile reports for every kernel: SOL (memory SOL = roofline_efficiency_pct) and
+  // the arithmetic-intensity roofline (0: the signature gave no FLOPs/bytes).
+  double roofline_efficiency_pct = 40;
+  double roofline_bound_pct = 0;
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
@@ -74,9 +78,10 @@ class FakeWorker : public GpuWorker {
     auto* k = out.mutable_metrics()->add_kernels();
     k->set_kernel_name("kernel");
     k->set_duration_ns(1000);
-    out.mutable_metrics()->set_memory_sol_pct(40);
+    out.mutable_metrics()->set_memory_sol_pct(gpu_->roofline_efficiency_pct);
     out.mutable_metrics()->set_compute_sol_pct(10);
-    out.mutable_metrics()->set_roofline_efficiency_pct(40);
+    out.mutable_metrics()->set_roofline_efficiency_pct(gpu_->roofline_efficiency_pct);
+    out.mutable_metrics()->set_roofline_bound_pct(gpu_->roofline_bound_pct);
     out.mutable_gpu()->set_name("Fake H200");
     out.mutable_gpu()->set_arch("sm_90");
     return out;

@@ -106,6 +106,11 @@ bool ApplyRoofline(const OpSignature& signature, const GpuSpec& spec,
   return true;
 }
 
+double UsefulRooflinePct(const HardwareMetrics& metrics) {
+  return metrics.roofline_bound_pct() > 0 ? metrics.roofline_bound_pct()
+                                          : metrics.roofline_efficiency_pct();
+}
+
 absl::StatusOr<HardwareMetrics> BuildHardwareMetrics(std::vector<KernelMetrics> kernels,
                                                      absl::string_view backend,
                                                      const OpSignature* signature,

@@ -44,6 +44,15 @@ std::string DominantPeakKey(const kagent::v1::OpSignature& signature);
 bool ApplyRoofline(const kagent::v1::OpSignature& signature, const kagent::v1::GpuSpec& spec,
                    kagent::v1::HardwareMetrics* metrics);
 
+// The roofline figure to judge a kernel by: roofline_bound_pct (useful FLOPs and the op's
+// minimum bytes over the time, against the roofline at that arithmetic intensity) when it
+// is > 0, i.e. the op signature gave FLOPs and bytes; else roofline_efficiency_pct (the
+// larger speed-of-light figure). SOL alone overstates how close a kernel is to its limit:
+// memory SOL counts L1/L2 traffic, so a kernel that re-reads overlapping data through the
+// caches shows ~99% while doing redundant work (a maxpool2d at 99.4% memory SOL was at 46%
+// of its arithmetic-intensity roofline, and torch.compile ran it 1.8x faster).
+double UsefulRooflinePct(const kagent::v1::HardwareMetrics& metrics);
+
 // Builds the full message: kernels as given, their aggregate, compute/memory SOL from the
 // aggregate, roofline efficiency = the larger, and the roofline when `signature` and
 // `spec` allow it (each may be null). FAILED_PRECONDITION when `kernels` is empty.

@@ -129,6 +129,20 @@ TEST_CASE("The roofline needs flops, bytes and a matching peak", "[hardware_metr
   CHECK(PeakFlopsKeyForDtype("int64").empty());
 }
 
+TEST_CASE("The useful roofline figure prefers the arithmetic-intensity roofline over SOL",
+          "[hardware_metrics]") {
+  kagent::v1::HardwareMetrics metrics;
+  // The H200 maxpool2d: 99.4% memory SOL from cache traffic, 46% of its roofline.
+  metrics.set_memory_sol_pct(99.4);
+  metrics.set_roofline_efficiency_pct(99.4);
+  metrics.set_roofline_bound_pct(46);
+  CHECK(UsefulRooflinePct(metrics) == 46);
+  // No FLOPs/bytes from the signature: the roofline is unknown (0), SOL is all there is.
+  metrics.clear_roofline_bound_pct();
+  CHECK(UsefulRooflinePct(metrics) == Approx(99.4));
+  CHECK(UsefulRooflinePct(kagent::v1::HardwareMetrics()) == 0);
+}
+
 TEST_CASE("No kernels is a clear error", "[hardware_metrics]") {
   absl::StatusOr<kagent::v1::HardwareMetrics> metrics =
       BuildHardwareMetrics({}, "ncu", nullptr, nullptr);
