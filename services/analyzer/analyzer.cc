@@ -23,6 +23,9 @@ using kagent::v1::PrescribeRequest;
 using kagent::v1::PrescribeResponse;
 using kagent::v1::Prescription;
 
+// The harness's fp32 atol and rtol when the problem sets none (Problem.atol / rtol).
+constexpr double kFp32DefaultTolerance = 1e-4;
+
 std::string Num(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
   return absl::StrFormat("%.4g", v);
@@ -104,6 +107,8 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
   };
   const std::string op_class = request.op_class();
   const std::string arch = request.gpu().arch();
+  const double atol = request.has_atol() ? request.atol() : kFp32DefaultTolerance;
+  const double rtol = request.has_rtol() ? request.rtol() : kFp32DefaultTolerance;
 
   std::vector<PatternMatch> matches;
   for (const Pattern& p : db_->patterns()) {
@@ -157,6 +162,12 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
       arch_ok = arch_ok || ArchMatches(a, arch);
     }
     if (!arch_ok) continue;
+    // Precision: a fix that lowers it needs a tolerance at least as loose as it costs.
+    if (pre.min_tolerance > 0 && (atol < pre.min_tolerance || rtol < pre.min_tolerance)) continue;
+    if (pre.min_tolerance > 0) {
+      m.reasons.push_back(absl::StrCat("tolerance atol ", Num(atol), " rtol ", Num(rtol), " >= ",
+                                       Num(pre.min_tolerance)));
+    }
     if (!any_op) m.reasons.push_back(absl::StrCat("op class ", op_class));
     if (!any_arch) m.reasons.push_back(absl::StrCat("arch ", arch));
 

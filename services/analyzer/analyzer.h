@@ -19,6 +19,9 @@
 //     matches "*" only);
 //   - arch: one of the pattern's archs accepts the GPU's ("*", "sm_90", "sm_80+"); an
 //     unknown arch matches "*" only.
+//   - tolerance: a pattern with min_tolerance (one that lowers precision, e.g. TF32)
+//     matches only when the request's atol and rtol are both at least that; a request
+//     without them has the fp32 defaults (1e-4), under any precision-lowering pattern.
 // Score = category (3.0 primary, 1.5 secondary, 0.5 "*") + 1.0 for a listed limiter that
 // matched + 1.0 x mean threshold strength (min(1, |value - threshold| / max(|threshold|, 1))
 // per condition, 0 for a missing metric) + min(1, ln expected_speedup) + 1.0 for a

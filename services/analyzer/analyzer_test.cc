@@ -142,6 +142,45 @@ TEST_CASE("compute-bound GEMM on Hopper: TMA, persistent, big tiles", "[analyzer
   }
 }
 
+TEST_CASE("TF32 is not prescribed under an fp32 tolerance tighter than it keeps", "[analyzer]") {
+  // 01_matmul_square_fp32: an fp32 GEMM on the FP32 pipes (tensor pipe idle) whose job
+  // has the fp32 default tolerance (atol = rtol = 1e-4). TF32 keeps 10 mantissa bits
+  // (~1e-3 relative error on a K=4096 product): it cannot pass, so it is not offered.
+  PrescribeRequest request = RequestFor("gemm_compute_bound.json", "gemm");
+  for (auto& k : *request.mutable_metrics()->mutable_kernels()) {
+    (*k.mutable_values())["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] = 1.0;
+  }
+  auto matched = [&](const PrescribeRequest& r) {
+    auto all = RealAnalyzer()->Match(r);
+    REQUIRE(all.ok());
+    for (const auto& m : *all) {
+      if (m.pattern->id == "tf32-tensor-cores-for-fp32") return true;
+    }
+    return false;
+  };
+  SECTION("no tolerance in the request: the fp32 defaults apply") { CHECK(!matched(request)); }
+  SECTION("the fp32 default tolerance, stated") {
+    request.set_atol(1e-4);
+    request.set_rtol(1e-4);
+    CHECK(!matched(request));
+  }
+  SECTION("a loose rtol with a tight atol is still too tight") {
+    request.set_atol(1e-4);
+    request.set_rtol(1e-2);
+    CHECK(!matched(request));
+  }
+  SECTION("a job that allows 1e-2 gets TF32, with the tolerance among the reasons") {
+    request.set_atol(1e-2);
+    request.set_rtol(1e-2);
+    REQUIRE(matched(request));
+    auto all = RealAnalyzer()->Match(request);
+    for (const auto& m : *all) {
+      if (m.pattern->id != "tf32-tensor-cores-for-fp32") continue;
+      CHECK_THAT(absl::StrJoin(m.reasons, "; "), Catch::Contains("tolerance atol 0.01 rtol 0.01 >= 0.001"));
+    }
+  }
+}
+
 TEST_CASE("tiny launch-bound kernel: CUDA graphs and fewer launches", "[analyzer]") {
   PrescribeRequest request = RequestFor("tiny_launch_bound.json", "elementwise");
   auto ids = Ids(CheckPrescriptions(request));

@@ -271,8 +271,13 @@ absl::StatusOr<OptimizationDb> OptimizationDb::Parse(absl::string_view json_text
     const json& pre = p["preconditions"];
     const std::string pw = where + ".preconditions";
     if (!pre.is_object()) return v.Error(pw, "must be an object");
-    s = v.CheckKeys(pre, pw, {"categories", "op_classes", "archs"}, {"metrics", "limiters"});
+    s = v.CheckKeys(pre, pw, {"categories", "op_classes", "archs"}, {"metrics", "limiters", "min_tolerance"});
     if (!s.ok()) return s;
+    if (pre.contains("min_tolerance")) {
+      s = v.Number(pre["min_tolerance"], pw + ".min_tolerance", &out.preconditions.min_tolerance);
+      if (!s.ok()) return s;
+      if (out.preconditions.min_tolerance <= 0) return v.Error(pw + ".min_tolerance", "must be > 0");
+    }
     std::vector<std::string> categories;
     if (s = v.StringList(pre["categories"], pw + ".categories", &categories, false); !s.ok()) return s;
     for (size_t c = 0; c < categories.size(); ++c) {

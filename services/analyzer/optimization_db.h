@@ -51,6 +51,10 @@ struct Preconditions {
   std::vector<MetricCondition> metrics;
   std::vector<std::string> op_classes;  // "*" matches any, including unknown
   std::vector<std::string> archs;       // "*", "sm_90", or "sm_80+" (that or newer)
+  // When > 0 ("min_tolerance"): the fix lowers precision, so it matches only when the
+  // problem's atol and rtol (fp32 defaults 1e-4 when the request has none) are both at
+  // least this (e.g. 1e-3 for TF32, whose 10-bit mantissa gives ~1e-3 relative error).
+  double min_tolerance = 0;
 };
 
 struct PatternTarget {

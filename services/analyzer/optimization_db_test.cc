@@ -133,6 +133,10 @@ TEST_CASE("malformed databases fail with the pattern and field named", "[db]") {
               "patterns[1] (id 'b-pattern').preconditions.op_classes[0]: unknown op class 'gemmm'");
   ExpectError(Broken(R"(["sm_80+"])", R"(["hopper"])"),
               "patterns[0] (id 'a-pattern').preconditions.archs[0]: bad arch 'hopper'");
+  ExpectError(Broken(R"(["sm_80+"])", R"(["sm_80+"], "min_tolerance": 0)"),
+              "patterns[0] (id 'a-pattern').preconditions.min_tolerance: must be > 0");
+  ExpectError(Broken(R"(["sm_80+"])", R"(["sm_80+"], "min_tolerance": "1e-3")"),
+              "patterns[0] (id 'a-pattern').preconditions.min_tolerance: must be a number");
   ExpectError(Broken(R"({"num_warps": "x2"})", R"({"num_warp": "x2"})"),
               "patterns[0] (id 'a-pattern').knob_changes.num_warp: unknown knob");
   ExpectError(Broken(R"({"num_warps": "x2"})", R"({"num_warps": "x0"})"),
@@ -145,6 +149,17 @@ TEST_CASE("malformed databases fail with the pattern and field named", "[db]") {
               "patterns[0] (id 'a-pattern').expected_speedup: must be in [1, 10]");
   ExpectError(Broken(R"("risks": [])", R"("risks": "none")"),
               "patterns[0] (id 'a-pattern').risks: must be a list of strings");
+}
+
+TEST_CASE("TF32 declares the tolerance it needs", "[db]") {
+  auto db = OptimizationDb::LoadFromFile(testing::SourceDir() + "/data/optimization_db.json");
+  REQUIRE(db.ok());
+  const Pattern* tf32 = db->Find("tf32-tensor-cores-for-fp32");
+  REQUIRE(tf32 != nullptr);
+  CHECK(tf32->preconditions.min_tolerance == Approx(1e-3));
+  auto parsed = OptimizationDb::Parse(Broken(R"(["sm_80+"])", R"(["sm_80+"], "min_tolerance": 0.001)"), "t.json");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->patterns()[0].preconditions.min_tolerance == Approx(1e-3));
 }
 
 TEST_CASE("missing database file is NOT_FOUND", "[db]") {
