@@ -27,6 +27,13 @@ struct BrainResult {
   std::string expected_effect;
   // The moves made, one short line each (e.g. "BLOCK_M 32 -> 16 (launch kwarg)").
   std::vector<std::string> moves;
+  // Non-empty when the prescribed move could not be made on the parent and the brain made
+  // another move instead: why the prescribed one did not apply (e.g. "the kernel has no
+  // input_precision knob"). `moves` and `expected_effect` then describe the move made.
+  std::string fallback;
+  // The brain's own expected speedup of the moves made (> 1), when it has one; 0 means
+  // the prescription's expected_speedup stands. Set with `fallback`.
+  double expected_speedup = 0;
   // The prompt and reply when an LLM was used; empty otherwise.
   std::string prompt;
   std::string reply;
@@ -50,6 +57,10 @@ struct FixRequest {
   // (no knob_changes and no template_switch): workers of one round pass distinct values
   // so they get distinct fixes. 0 is the brain's first choice.
   int alternative = 0;
+  // Which of the diagnosis's moves to take when the prescribed move cannot be made here
+  // (the fallback): the optimization manager passes the assignment's index among the
+  // assignments of the same parent, so that fallbacks of one round differ.
+  int fallback_alternative = 0;
 };
 
 class KernelBrain {

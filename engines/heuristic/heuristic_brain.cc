@@ -556,6 +556,23 @@ const std::map<std::string, std::set<std::string>>& OpAwareAliases() {
   return *m;
 }
 
+// Expected speedups of the brain's own (derived) moves: modest priors, since a derived
+// move is a step in the diagnosis's direction, not a prescription with a measured record.
+constexpr double kKnobMovePrior = 1.10;
+constexpr double kTemplateMovePrior = 1.25;
+
+// Why a prescribed move could not be made, in a few words for the candidate's record.
+std::string FallbackReason(const absl::Status& status) {
+  absl::string_view msg = status.message();
+  if (absl::IsNotFound(status) && absl::ConsumePrefix(&msg, "knob ")) {
+    return absl::StrCat("the kernel has no ", msg.substr(0, msg.find(' ')), " knob");
+  }
+  if (absl::IsNotFound(status) && absl::ConsumePrefix(&msg, "no template ")) {
+    return absl::StrCat("the library has no template ", msg.substr(0, msg.find(';')));
+  }
+  return std::string(status.message());
+}
+
 }  // namespace
 
 HeuristicBrain::HeuristicBrain(std::shared_ptr<const TemplateLibrary> library)
@@ -657,7 +674,8 @@ absl::StatusOr<BrainResult> HeuristicBrain::TuneKnobs(
   return result;
 }
 
-absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& request) const {
+absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& request,
+                                                        int alternative, bool wrap) const {
   using C = BottleneckCategory;
   C category = request.report != nullptr ? request.report->primary()
                                          : kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED;
@@ -735,15 +753,19 @@ absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& reques
     absl::StatusOr<BrainResult> r = absl::UnknownError("");
     if (!m.template_id.empty()) {
       r = SwitchTemplate(request, m.template_id);
-      if (r.ok()) r->expected_effect = absl::StrCat(m.why, ": ", r->expected_effect);
+      if (r.ok()) {
+        r->expected_effect = absl::StrCat(m.why, ": ", r->expected_effect);
+        r->expected_speedup = kTemplateMovePrior;
+      }
     } else if (!m.knobs.empty()) {
       r = TuneKnobs(request, m.knobs, m.why);
+      if (r.ok()) r->expected_speedup = kKnobMovePrior;
     } else {
       continue;
     }
     if (r.ok()) {
       applicable.push_back(*std::move(r));
-      if (static_cast<int>(applicable.size()) > request.alternative) break;
+      if (!wrap && static_cast<int>(applicable.size()) > alternative) break;
     } else {
       skipped.push_back(std::string(r.status().message()));
     }
@@ -752,12 +774,13 @@ absl::StatusOr<BrainResult> HeuristicBrain::DerivedMove(const FixRequest& reques
     return absl::FailedPreconditionError(absl::StrCat(
         "no applicable move for this diagnosis: ", absl::StrJoin(skipped, "; ")));
   }
-  if (request.alternative >= static_cast<int>(applicable.size())) {
+  if (alternative >= static_cast<int>(applicable.size())) {
+    if (wrap) return applicable[alternative % applicable.size()];
     return absl::FailedPreconditionError(absl::StrCat(
         "only ", applicable.size(), " distinct move(s) apply for this diagnosis; alternative ",
-        request.alternative, " requested"));
+        alternative, " requested"));
   }
-  return applicable[request.alternative];
+  return applicable[alternative];
 }
 
 absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) {
@@ -775,14 +798,30 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
     std::map<std::string, std::string> changes(p.knob_changes().begin(), p.knob_changes().end());
     direct = TuneKnobs(request, changes, p.title());
   } else {
-    return DerivedMove(request);
+    return DerivedMove(request, request.alternative, /*wrap=*/false);
   }
-  if (direct.ok() || !absl::IsNotFound(direct.status())) return direct;
+  if (direct.ok()) return direct;
   // The prescription names a knob this kernel does not have or a template the library
-  // lacks (the analyzer sees neither): make the diagnosis's own move (without a report,
-  // the generic moves) instead of wasting the worker, and say so.
-  absl::StatusOr<BrainResult> derived = DerivedMove(request);
+  // lacks (the analyzer sees neither), or its knob change cannot be made here (a no-op,
+  // a bound): make the diagnosis's own move (without a report, the generic moves)
+  // instead of wasting the worker, and say so. A template whose conditions do not hold
+  // stays an error.
+  const bool knob_path = p.template_switch().empty();
+  if (!absl::IsNotFound(direct.status()) &&
+      !(knob_path && absl::IsFailedPrecondition(direct.status()))) {
+    return direct;
+  }
+  // The derived move owes nothing to the prescription: neither its knob changes nor its
+  // expected effect and speedup.
+  kagent::v1::Prescription neutral;
+  neutral.set_pattern_id(p.pattern_id());
+  neutral.set_title(p.title());
+  FixRequest derived_request = request;
+  derived_request.prescription = &neutral;
+  absl::StatusOr<BrainResult> derived =
+      DerivedMove(derived_request, std::max(0, request.fallback_alternative), /*wrap=*/true);
   if (!derived.ok()) return direct;
+  derived->fallback = FallbackReason(direct.status());
   derived->expected_effect =
       absl::StrCat("'", p.title().empty() ? p.pattern_id() : p.title(), "' does not apply here (",
                    direct.status().message(), "); instead: ", derived->expected_effect);

@@ -11,8 +11,14 @@
 //   * knob_changes set: rewrites the parent's knobs with the knob tuner (any Triton
 //     source with a launch site; rendered templates keep their documented bounds);
 //   * when the named knob does not exist in the parent or the named template is not in
-//     the library (NOT_FOUND), the diagnosis's own move (below; without a report, the
-//     generic moves) is made instead and the expected effect says so;
+//     the library (NOT_FOUND), or a knob change cannot be made (FAILED_PRECONDITION: a
+//     no-op such as "BLOCK_K stays at 32", a bound, an autotuned knob), the diagnosis's
+//     own move (below; without a report, the generic moves) is made instead: the result's
+//     `fallback` says why, its expected effect and expected_speedup (a modest prior:
+//     x1.10 for a knob move, x1.25 for a template switch) are the derived move's, not the
+//     prescription's. `fallback_alternative` k picks the (k mod n)-th of the n applicable
+//     derived moves, so that later assignments of the same parent do not repeat an
+//     earlier one's fallback (with no other move left, the manager reports a duplicate);
 //   * neither: derives the moves from the bottleneck report's category (grid
 //     underfilled -> more programs or split-K; memory bound -> wider loads, deeper
 //     pipeline; occupancy -> smaller tiles / fewer stages; ...); `alternative` picks the
@@ -70,7 +76,10 @@ class HeuristicBrain : public KernelBrain {
   absl::StatusOr<BrainResult> TuneKnobs(const FixRequest& request,
                                         const std::map<std::string, std::string>& changes,
                                         const std::string& why) const;
-  absl::StatusOr<BrainResult> DerivedMove(const FixRequest& request) const;
+  // The `alternative`-th applicable move for the diagnosis; with `wrap`, the
+  // (alternative mod n)-th of the n that apply (else FAILED_PRECONDITION when fewer apply).
+  absl::StatusOr<BrainResult> DerivedMove(const FixRequest& request, int alternative,
+                                          bool wrap) const;
 
   std::shared_ptr<const TemplateLibrary> library_;
 };

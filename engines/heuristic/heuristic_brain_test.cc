@@ -433,5 +433,103 @@ TEST_CASE("Brain: template switch and derived moves") {
   CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
+
+TEST_CASE("Brain: a fallback names the move made, with its own expected speedup") {
+  // 01_matmul_square_fp32: tf32-tensor-cores-for-fp32 on a kernel with no
+  // input_precision knob. The fallback is the generic move, and nothing of TF32's x3.00.
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  parent.set_origin("user");
+  v1::OpSignature sig = testing::MatvecSignature(2048, 1048576);
+  v1::GpuSpec gpu = H200();
+  v1::Prescription tf32;
+  tf32.set_pattern_id("tf32-tensor-cores-for-fp32");
+  tf32.set_title("TF32 tensor cores for fp32 GEMMs");
+  tf32.set_expected_effect("Tensor-pipe activity rises");
+  tf32.set_expected_speedup(3.0);
+  (*tf32.mutable_knob_changes())["input_precision"] = "tf32";
+  FixRequest req{&parent, &tf32, nullptr, &sig, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(r->fallback == "the kernel has no input_precision knob");
+  CHECK(r->expected_speedup == Approx(1.10));
+  REQUIRE(r->moves.size() == 1);
+  CHECK(absl::StartsWith(r->moves[0], "num_warps 4 -> 8"));
+  CHECK(absl::StrContains(r->expected_effect, "does not apply here"));
+  CHECK_FALSE(absl::StrContains(r->expected_effect, "x3.00"));
+  CHECK_FALSE(absl::StrContains(r->expected_effect, "Tensor-pipe"));
+  // A direct move is no fallback.
+  v1::Prescription rows;
+  (*rows.mutable_knob_changes())["BLOCK_M"] = "/2";
+  req.prescription = &rows;
+  auto d = brain.ApplyFix(req);
+  REQUIRE(d.ok());
+  CHECK(d->fallback.empty());
+  CHECK(d->expected_speedup == 0);
+}
+
+TEST_CASE("Brain: later assignments of a parent get other fallback moves") {
+  // 27_layernorm / 10_relu: two prescriptions of one parent both fall back. The
+  // assignment's index among its parent's picks the k-th derived move, so they differ.
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  parent.set_origin("user");
+  v1::OpSignature sig = testing::MatvecSignature(2048, 1048576);
+  v1::GpuSpec gpu = H200();
+  v1::Prescription persistent;
+  persistent.set_pattern_id("persistent-grid-stride");
+  persistent.set_template_switch("no_such_template");
+  v1::Prescription pad;
+  pad.set_pattern_id("pad-shared-memory-banks");
+  (*pad.mutable_knob_changes())["SMEM_PAD"] = "1";
+  FixRequest first{&parent, &persistent, nullptr, &sig, &gpu, nullptr, nullptr, 0};
+  FixRequest second{&parent, &pad, nullptr, &sig, &gpu, nullptr, nullptr, 0};
+  second.fallback_alternative = 1;
+  auto a = brain.ApplyFix(first);
+  auto b = brain.ApplyFix(second);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->fallback == "the library has no template 'no_such_template'");
+  CHECK(b->fallback == "the kernel has no SMEM_PAD knob");
+  CHECK(a->kernel.source() != b->kernel.source());
+  REQUIRE(a->moves.size() == 1);
+  REQUIRE(b->moves.size() == 1);
+  CHECK(a->moves[0] != b->moves[0]);
+  // Without that index both would make the same move (what the H200 run saw).
+  second.fallback_alternative = 0;
+  auto same = brain.ApplyFix(second);
+  REQUIRE(same.ok());
+  CHECK(same->kernel.source() == a->kernel.source());
+  // Past the last applicable move the choice wraps around instead of failing.
+  second.fallback_alternative = 100;
+  CHECK(brain.ApplyFix(second).ok());
+}
+
+TEST_CASE("Brain: a no-op knob change falls back instead of failing") {
+  // 01_matmul: tile-multiple-of-16-for-mma asked for BLOCK_K 32 on a kernel whose
+  // BLOCK_K already is 32 ("BLOCK_K stays at 32 under '32'").
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  parent.set_origin("user");
+  v1::OpSignature sig = testing::MatvecSignature(2048, 1048576);
+  v1::GpuSpec gpu = H200();
+  v1::Prescription noop;
+  noop.set_pattern_id("tile-multiple-of-16-for-mma");
+  (*noop.mutable_knob_changes())["BLOCK_M"] = "32";
+  FixRequest req{&parent, &noop, nullptr, &sig, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->fallback, "BLOCK_M stays at 32"));
+  CHECK(r->kernel.source() != parent.source());
+  // With a report saying there is nothing left to gain, the original error stands.
+  v1::BottleneckReport roof;
+  roof.set_primary(v1::BOTTLENECK_AT_ROOFLINE);
+  req.report = &roof;
+  CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace kagent

@@ -7,6 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "services/judge/categories.h"
 #include "services/judge/profile_view.h"
 
@@ -52,13 +54,25 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
   const auto& am = attempt.measurement();
   const auto& rx = attempt.prescription();
   const std::string pattern_id = rx.pattern_id();
-  const Pattern* pattern =
-      context.analyzer != nullptr && !pattern_id.empty() ? context.analyzer->db().Find(pattern_id) : nullptr;
+  // A fallback: the brain made another move than the pattern's, so the pattern (its
+  // target metric, its expected speedup, its place on the avoid-list) is not at stake.
+  const bool fallback = !rx.fallback().empty();
+  const Pattern* pattern = context.analyzer != nullptr && !pattern_id.empty() && !fallback
+                               ? context.analyzer->db().Find(pattern_id)
+                               : nullptr;
   const double expected = rx.expected_speedup() > 0 ? rx.expected_speedup()
                                                      : (pattern ? pattern->expected_speedup : 1.0);
-  const std::string what = pattern_id.empty()
-                               ? std::string("the rewrite")
-                               : absl::StrCat(pattern_id, rx.title().empty() ? "" : " (" + rx.title() + ")");
+  std::string what = pattern_id.empty()
+                         ? std::string("the rewrite")
+                         : absl::StrCat(pattern_id, rx.title().empty() ? "" : " (" + rx.title() + ")");
+  if (fallback) {
+    std::vector<std::string> moves = absl::StrSplit(rx.fix(), '\n', absl::SkipWhitespace());
+    what = absl::StrCat(moves.empty() ? std::string("another move") : absl::StrJoin(moves, "; "),
+                        " (fallback: ", rx.fallback(),
+                        pattern_id.empty() ? "" : absl::StrCat(" for ", pattern_id), ")");
+  }
+  // Only a pattern that was applied goes on the avoid-list.
+  const std::string avoidable = fallback ? std::string() : pattern_id;
 
   Reflexion out;
   out.set_candidate_id(attempt.id());
@@ -113,7 +127,7 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
         infra ? "An infrastructure failure says nothing about the fix: retry it."
               : "The diagnosis could not be tested; do not repeat this change on this kernel "
                 "without fixing the failure."));
-    if (!infra && !pattern_id.empty()) out.add_avoid_patterns(pattern_id);
+    if (!infra && !avoidable.empty()) out.add_avoid_patterns(avoidable);
     suggest(parent.report(), parent.metrics(), /*exclude_contradicting=*/false);
     return out;
   }
@@ -165,7 +179,11 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
     }
   }
   out.set_diagnosis_correct(target_moved_right.value_or(effective));
-  if (!target_moved_right) {
+  if (fallback) {
+    absl::StrAppend(&lesson, " ", pattern_id.empty() ? std::string("The prescription") : pattern_id,
+                    " was not applied: this measures the fallback move only and neither confirms nor "
+                    "refutes that prescription.");
+  } else if (!target_moved_right) {
     absl::StrAppend(&lesson, effective ? " Without target metrics, the speedup is taken to confirm the diagnosis."
                                        : " Without target metrics, the lack of speedup is taken to refute the diagnosis.");
   }
@@ -175,7 +193,7 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
     absl::StrAppend(&lesson, " The bottleneck moved: ", CategoryName(parent.report().primary()), " -> ",
                     CategoryName(attempt.report().primary()), ".");
   }
-  if (regressed && !pattern_id.empty()) out.add_avoid_patterns(pattern_id);
+  if (regressed && !avoidable.empty()) out.add_avoid_patterns(avoidable);
   out.set_lesson(lesson);
 
   if (effective && attempt.has_report()) {

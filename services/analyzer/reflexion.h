@@ -11,6 +11,12 @@
 //   - avoid_patterns: the pattern when the attempt regressed beyond noise or failed (a
 //     compile error, crash, wrong result, timeout, OOM or rejection; an infrastructure
 //     error is not the pattern's fault and is not avoided);
+//   - a fallback (the attempt's prescription has `fallback`: the brain made another move
+//     than the pattern's): the lesson names the moves made (the prescription's fix) and
+//     why, the expected speedup is the prescription's (the move's, set by the
+//     optimization manager), the pattern's target metric is not checked, the lesson says
+//     the pattern was neither confirmed nor refuted (diagnosis_correct then follows the
+//     fix's effect) and the pattern is never put on avoid_patterns;
 //   - try_patterns: up to 3 patterns the analyzer prescribes next. After an effective
 //     fix: for the attempt's own report, excluding patterns that contradict the one just
 //     applied (conflict-free neighbours). Otherwise: alternatives for the parent's report

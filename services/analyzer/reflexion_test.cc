@@ -139,6 +139,43 @@ TEST_CASE("a regression puts the pattern on the avoid-list", "[reflexion]") {
   CHECK(!r->diagnosis_correct());
 }
 
+TEST_CASE("a fallback move is judged as itself, not as the prescribed pattern", "[reflexion]") {
+  // 01_matmul_square_fp32: tf32-tensor-cores-for-fp32 was prescribed, the kernel had no
+  // input_precision knob, the brain made num_warps 4 -> 8 instead (expected x1.10) and
+  // it measured 0.87x.
+  ReflectContext context;
+  context.analyzer = &TheAnalyzer();
+  Candidate parent = Measured("k0", "gemm_compute_bound.json", "gemm", 0.170);
+  Candidate attempt = Measured("k0-c0", "gemm_compute_bound.json", "gemm", 0.170 / 0.87);
+  Apply(&attempt, parent, "tf32-tensor-cores-for-fp32");
+  auto* rx = attempt.mutable_prescription();
+  rx->set_fallback("the kernel has no input_precision knob");
+  rx->set_fix("num_warps 4 -> 8 (launch keyword of matmul_kernel)");
+  rx->set_expected_speedup(1.10);
+  auto r = HeuristicReflect(parent, attempt, context);
+  REQUIRE(r.ok());
+  INFO(r->lesson());
+  CHECK_THAT(r->lesson(), Catch::StartsWith(
+      "Applied num_warps 4 -> 8 (launch keyword of matmul_kernel) (fallback: the kernel has no "
+      "input_precision knob for tf32-tensor-cores-for-fp32) to k0: expected 1.10x, measured 0.87x"));
+  CHECK_THAT(r->lesson(), Catch::Contains("a regression"));
+  CHECK_THAT(r->lesson(), Catch::Contains("neither confirms nor refutes"));
+  CHECK_THAT(r->lesson(), !Catch::Contains("refute the diagnosis"));
+  CHECK_THAT(r->lesson(), !Catch::Contains("TF32 tensor cores"));
+  CHECK(r->expected_speedup() == Approx(1.10));
+  CHECK(!r->fix_effective());
+  // The pattern was not tried: it stays off the avoid-list.
+  CHECK(!Has(r->avoid_patterns(), "tf32-tensor-cores-for-fp32"));
+
+  SECTION("a failed fallback does not put the pattern on the avoid-list either") {
+    attempt.mutable_measurement()->set_verdict(kagent::v1::VERDICT_COMPILE_ERROR);
+    auto f = HeuristicReflect(parent, attempt, context);
+    REQUIRE(f.ok());
+    CHECK_THAT(f->lesson(), Catch::StartsWith("Applied num_warps 4 -> 8"));
+    CHECK(f->avoid_patterns_size() == 0);
+  }
+}
+
 TEST_CASE("a failed verdict is ineffective with the verdict as the lesson", "[reflexion]") {
   ReflectContext context;
   context.analyzer = &TheAnalyzer();

@@ -147,13 +147,16 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
   const int count = first_kernel ? 1 : assignments.size();
   std::vector<GeneratedKernel> results(count);
   std::vector<int> alternatives(count, 0);
+  std::vector<int> fallback_alternatives(count, 0);
   {
     std::map<std::string, int> open_moves;  // parent -> assignments without explicit move
+    std::map<std::string, int> per_parent;  // parent -> assignments so far
     for (int i = 0; i < assignments.size(); ++i) {
       const auto& p = assignments[i].prescription();
       if (p.knob_changes().empty() && p.template_switch().empty()) {
         alternatives[i] = open_moves[assignments[i].parent_kernel_id() + "\n" + p.pattern_id()]++;
       }
+      fallback_alternatives[i] = per_parent[assignments[i].parent_kernel_id()]++;
     }
   }
   std::vector<kagent::v1::Reflexion> memory(request.memory().begin(), request.memory().end());
@@ -190,6 +193,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       fr.gpu = request.has_gpu() ? &request.gpu() : nullptr;
       fr.memory = &memory;
       fr.alternative = alternatives[i];
+      fr.fallback_alternative = fallback_alternatives[i];
       r = brain_->ApplyFix(fr);
     }
     if (!r.ok()) {
@@ -212,13 +216,17 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     for (const std::string& m : r->moves) absl::StrAppend(&moves, moves.empty() ? "" : "\n", m);
     // The expected effect travels in the assignment's prescription so the reflexion
     // compares against what this kernel was meant to do.
-    if (!r->expected_effect.empty()) {
-      out.mutable_assignment()->mutable_prescription()->set_expected_effect(r->expected_effect);
+    kagent::v1::Prescription* rx = out.mutable_assignment()->mutable_prescription();
+    if (!r->expected_effect.empty()) rx->set_expected_effect(r->expected_effect);
+    if (!r->fallback.empty()) {
+      // Another move than the prescribed one: the record names the move made, its
+      // expected speedup and why, so the reflexion judges that move, not the pattern.
+      rx->set_fallback(r->fallback);
+      rx->set_fix(moves);
+      rx->set_expected_speedup(r->expected_speedup > 0 ? r->expected_speedup : 1.0);
+    } else if (!moves.empty()) {
+      rx->set_fix(rx->fix().empty() ? moves : absl::StrCat(rx->fix(), "\n", moves));
     }
-    if (!moves.empty()) out.mutable_assignment()->mutable_prescription()->set_fix(
-        out.assignment().prescription().fix().empty()
-            ? moves
-            : absl::StrCat(out.assignment().prescription().fix(), "\n", moves));
     out.set_prompt(r->prompt);
     out.set_reply(r->reply);
   };

@@ -15,6 +15,13 @@
 //     earlier assignment's in plan order, is reported as an error on the later one.
 //   * Assignments that share a parent and leave the move open (no knob_changes, no
 //     template_switch) get successive `alternative`s so the brain picks distinct moves.
+//     Every assignment also gets its index among the assignments of its parent as
+//     `fallback_alternative`: when the prescribed move cannot be made, the brain's
+//     fallback then differs from earlier assignments' fallbacks.
+//   * A result with `fallback` set (the brain made another move than the prescribed
+//     one): the assignment's prescription gets `fallback`, its fix is the moves made
+//     (not the pattern's text) and its expected_speedup the brain's (1.0 when it has
+//     none), so the reflexion judges the move made.
 //   * `brain` must be empty or the configured brain's name (FAILED_PRECONDITION else).
 //   * LLM budget: `llm_tokens_left` / `llm_cost_usd_left`, when set, bound the LLM calls
 //     of this request (an llm::UsageMeter, made current on every worker thread, which the

@@ -74,9 +74,40 @@ TEST_CASE("Manager: a round's assignments run in parallel with compile checks an
   CHECK(resp.kernels(2).kernel().origin() == "template:matvec_split_k");
   CHECK_FALSE(resp.kernels(3).has_kernel());
   CHECK(absl::StrContains(resp.kernels(3).error(), "duplicate: same kernel as assignment 0"));
-  CHECK(absl::StrContains(resp.kernels(4).error(), "num_stages stays at 1"));
-  CHECK_FALSE(resp.kernels(5).has_kernel());
-  CHECK_FALSE(resp.kernels(5).error().empty());
+  // Changes that cannot be made fall back to a derived move, and say so.
+  CHECK(absl::StrContains(resp.kernels(4).assignment().prescription().fallback(),
+                          "num_stages stays at 1"));
+  CHECK(absl::StrContains(resp.kernels(5).assignment().prescription().fallback(), "BLOCK_M"));
+  CHECK(resp.kernels(4).kernel().source() != resp.kernels(5).kernel().source());
+}
+
+TEST_CASE("Manager: fallbacks of one parent differ and record the move made") {
+  // 27_layernorm-shaped: two prescriptions whose moves do not exist in the kernel. Both
+  // fall back; the second gets another derived move instead of "duplicate: same kernel
+  // as assignment 0". The record names the move made and its expected speedup.
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  v1::Assignment* a0 = Add(&req, 0, {{"input_precision", "tf32"}});
+  a0->mutable_prescription()->set_pattern_id("tf32-tensor-cores-for-fp32");
+  a0->mutable_prescription()->set_fix("Run fp32 tl.dot with input_precision='tf32'");
+  a0->mutable_prescription()->set_expected_speedup(3.0);
+  Add(&req, 1, {}, "welford_single_pass_norm_missing");
+  v1::GenerateResponse resp;
+  REQUIRE(svc.DoGenerate(req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    INFO(i << ": " << resp.kernels(i).error());
+    CHECK(resp.kernels(i).has_kernel());
+    CHECK_FALSE(resp.kernels(i).assignment().prescription().fallback().empty());
+  }
+  CHECK(resp.kernels(0).kernel().source() != resp.kernels(1).kernel().source());
+  const auto& rx = resp.kernels(0).assignment().prescription();
+  CHECK(rx.fallback() == "the kernel has no input_precision knob");
+  CHECK(absl::StartsWith(rx.fix(), "num_warps 4 -> 8"));   // the move made, not TF32's text
+  CHECK_FALSE(absl::StrContains(rx.fix(), "tf32"));
+  CHECK(rx.expected_speedup() == Approx(1.10));
+  CHECK(rx.pattern_id() == "tf32-tensor-cores-for-fp32");  // still traceable to its prescription
 }
 
 TEST_CASE("Manager: open prescriptions get distinct alternatives") {
