@@ -215,7 +215,20 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   const bool memory_side = memory.value_or(-1) >= compute.value_or(-1);  // ties: memory
 
   // --- Flags, one per rule.
-  const bool at_roofline = efficiency && *efficiency >= o.at_roofline_pct;
+  // SOL counts cache traffic: a kernel re-reading overlapping data through L1/L2 can
+  // saturate a unit while the op's own bytes and FLOPs (its arithmetic-intensity
+  // roofline, from the op signature) move far below the ceiling. Such a kernel is not at
+  // its roofline; it does redundant work (seen on the H200: a max-pool at 99% memory SOL
+  // and 46% of the bytes-over-time roofline, torch.compile 1.8x faster).
+  std::optional<double> useful;
+  if (compute_metric == metric::kComputeSol) {
+    std::optional<double> bw = view.Get(metric::kAchievedBandwidthPct);
+    std::optional<double> fl = view.Get(metric::kAchievedFlopsPct);
+    if (bw || fl) useful = std::max(bw.value_or(0), fl.value_or(0));
+  }
+  const bool redundant_traffic = efficiency && *efficiency >= o.at_roofline_pct && useful &&
+                                 *useful < o.bound_sol_pct;
+  const bool at_roofline = efficiency && *efficiency >= o.at_roofline_pct && !redundant_traffic;
 
   const double mean_launch_ns = view.total_duration_ns() / view.launches();
   std::optional<double> gpu_busy = view.Get(metric::kGpuBusy);
@@ -512,6 +525,20 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
     rb.Add(std::move(c));
   };
 
+  auto redundant_traffic_cause = [&]() {
+    RootCause c;
+    c.set_cause(absl::StrCat(
+        "Redundant traffic: ", memory_side ? "memory" : "compute", " SOL is ",
+        Pct(*efficiency), " but the op's own ", memory_side ? "bytes" : "FLOPs", " move at only ",
+        Pct(*useful), " of the ceiling (arithmetic-intensity roofline): the unit is busy with "
+        "work the op does not need (re-reads through L1/L2, recomputation); keep reused data "
+        "in registers or shared memory, or retile so each input is read once"));
+    rb.Cite(&c, memory_side ? memory_metric : compute_metric, "%", "the busiest unit");
+    rb.Cite(&c, memory_side ? metric::kAchievedBandwidthPct : metric::kAchievedFlopsPct, "%",
+            "the op's minimum over the kernel time, against the peak");
+    rb.Add(std::move(c));
+  };
+
   auto emit = [&](BottleneckCategory category) {
     switch (category) {
       case kagent::v1::BOTTLENECK_MEMORY_BOUND:
@@ -541,6 +568,7 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   };
   emit(primary);
   if (secondary != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) emit(secondary);
+  if (redundant_traffic) redundant_traffic_cause();
 
   // --- Supporting observations.
   // Occupancy capped by a resource while the SOL is high enough that it is not the

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "services/judge/categories.h"
 #include "services/judge/judge.h"
 #include "services/judge/metric_names.h"
@@ -214,6 +215,39 @@ TEST_CASE("at-roofline copy: memory SOL 96.3%", "[judge]") {
   CHECK(report.headroom_pct() == Approx(3.7));
   CHECK_THAT(report.root_causes(0).cause(), Catch::Contains("At the roofline"));
   CHECK(report.root_causes(0).evidence(0).metric() == metric::kMemorySol);
+}
+
+TEST_CASE("SOL at the ceiling but the op's own bytes far below it: redundant traffic, not at the roofline",
+          "[judge]") {
+  // The at-roofline recording (memory SOL 96.3%) with an op signature whose minimum bytes
+  // move at 46% of the peak over the kernel's time: what a max-pool re-reading its
+  // windows through L1 looked like on the H200 (99% memory SOL, torch.compile 1.8x
+  // faster). The report must not stop the search at "at the roofline".
+  DiagnoseRequest request = LoadRequest("at_roofline.json", "pooling");
+  double seconds = 0;
+  for (const auto& k : request.metrics().kernels()) seconds += k.duration_ns() * 1e-9;
+  REQUIRE(seconds > 0);
+  request.mutable_op_signature()->set_min_bytes(0.46 * seconds * request.gpu().peak_dram_bytes_per_second());
+  request.mutable_op_signature()->set_flops(1);
+  BottleneckReport report = Diagnose(request);
+  CHECK(report.primary() == kagent::v1::BOTTLENECK_MEMORY_BOUND);
+  CHECK(report.primary() != kagent::v1::BOTTLENECK_AT_ROOFLINE);
+  CHECK(report.secondary() != kagent::v1::BOTTLENECK_AT_ROOFLINE);
+  bool found = false;
+  for (const auto& c : report.root_causes()) {
+    if (absl::StrContains(c.cause(), "Redundant traffic")) {
+      found = true;
+      CHECK_THAT(c.cause(), Catch::Contains("46.0%"));
+    }
+  }
+  CHECK(found);
+  const Evidence* useful = FindEvidence(report, metric::kAchievedBandwidthPct);
+  REQUIRE(useful != nullptr);
+  CHECK(useful->value() == Approx(46.0).epsilon(0.01));
+
+  // The same kernel moving the op's bytes at 93% of the peak is at its roofline.
+  request.mutable_op_signature()->set_min_bytes(0.93 * seconds * request.gpu().peak_dram_bytes_per_second());
+  CHECK(Diagnose(request).primary() == kagent::v1::BOTTLENECK_AT_ROOFLINE);
 }
 
 TEST_CASE("multi-kernel softmax: the dominant kernel is diagnosed and named", "[judge]") {
