@@ -616,6 +616,10 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
   *p.mutable_metrics() = c.metrics();
   *p.mutable_gpu() = gpu_;
   p.set_op_class(signature_.op_class());
+  // The job's tolerances decide which patterns can pass the gate at all (TF32 cannot
+  // pass an fp32 tolerance of 1e-4).
+  if (job_.problem().has_atol()) p.set_atol(job_.problem().atol());
+  if (job_.problem().has_rtol()) p.set_rtol(job_.problem().rtol());
   for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
   p.set_job_id(job_id_);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
@@ -1080,6 +1084,15 @@ Stop JobRun::Finish(const std::string& stop_reason) {
   double med = final_m.candidate().median_ms();
   double ref = final_m.reference_kernel().median_ms() > 0 ? final_m.reference_kernel().median_ms()
                                                           : start->measurement().candidate().median_ms();
+  // The arithmetic-intensity roofline of the best kernel at the final run's median (the
+  // best kernel of the last round was measured, not profiled): the op's own FLOPs and
+  // bytes over that time against the GPU's ceilings.
+  double final_roofline = 0;
+  if (med > 0) {
+    v1::HardwareMetrics at_final;
+    at_final.mutable_aggregate()->set_duration_ns(med * 1e6);
+    if (ApplyRoofline(signature_, gpu_, &at_final)) final_roofline = at_final.roofline_bound_pct();
+  }
   absl::Status s = Persist([&](v1::Job& j) {
     v1::JobResult* r = j.mutable_result();
     r->set_best_candidate_id(best.id());
@@ -1089,7 +1102,8 @@ Stop JobRun::Finish(const std::string& stop_reason) {
     r->set_speedup_vs_eager(ratio(final_m.eager().median_ms(), med));
     r->set_speedup_vs_compile(ratio(final_m.compiled().median_ms(), med));
     r->set_roofline_efficiency_pct(best.metrics().roofline_efficiency_pct());
-    r->set_roofline_bound_pct(best.metrics().roofline_bound_pct());
+    r->set_roofline_bound_pct(final_roofline > 0 ? final_roofline
+                                                 : best.metrics().roofline_bound_pct());
     r->clear_lineage();
     for (auto& id : lineage) r->add_lineage(id);
     r->clear_extra_shapes();

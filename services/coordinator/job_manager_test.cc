@@ -371,6 +371,29 @@ TEST_CASE("loop: the roofline target is judged by the arithmetic-intensity roofl
   CHECK(job.result().roofline_bound_pct() == 46);
 }
 
+TEST_CASE("loop: the result's arithmetic-intensity roofline is taken at the final run's median") {
+  // The best kernel of the last round is measured, not profiled: the result's roofline
+  // comes from the op's own bytes over the final run's median, not from a profile.
+  Loop loop;
+  v1::OpSignature sig;
+  auto* op = sig.add_ops();
+  op->set_op("aten::max_pool2d");
+  op->add_inputs()->set_dtype("float32");
+  sig.set_flops(1e6);
+  sig.set_min_bytes(2.7e9);
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->op_signature = sig;
+    g->peak_dram_bytes_per_second = 4.8e12;
+    g->peak_fp32_flops = 67e12;
+    g->roofline_bound_pct = 46;  // the profile's figure, for the profiled kernels
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const double med = job.result().best_measurement().candidate().median_ms();
+  REQUIRE(med > 0);
+  CHECK(job.result().roofline_bound_pct() == Approx(100.0 * 2.7e9 / (med * 1e-3) / 4.8e12));
+}
+
 TEST_CASE("loop: stops at the roofline target, saying which figure reached it") {
   SECTION("the arithmetic-intensity roofline") {
     Loop loop;

@@ -32,6 +32,9 @@ struct FakeGpu {
   // the arithmetic-intensity roofline (0: the signature gave no FLOPs/bytes).
   double roofline_efficiency_pct = 40;
   double roofline_bound_pct = 0;
+  // The GPU spec Profile reports: peak DRAM bandwidth and fp32 FLOP/s (0: not given).
+  double peak_dram_bytes_per_second = 0;
+  double peak_fp32_flops = 0;
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
@@ -84,6 +87,8 @@ class FakeWorker : public GpuWorker {
     out.mutable_metrics()->set_roofline_bound_pct(gpu_->roofline_bound_pct);
     out.mutable_gpu()->set_name("Fake H200");
     out.mutable_gpu()->set_arch("sm_90");
+    out.mutable_gpu()->set_peak_dram_bytes_per_second(gpu_->peak_dram_bytes_per_second);
+    if (gpu_->peak_fp32_flops > 0) (*out.mutable_gpu()->mutable_peak_flops())["fp32"] = gpu_->peak_fp32_flops;
     return out;
   }
   absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration) override {
