@@ -37,6 +37,26 @@ def test_starting_kernel_timed_in_the_same_run():
     assert r["candidate"]["count"] == 3
 
 
+def test_candidate_process_is_gone_before_the_starting_kernel_runs(monkeypatch):
+    # Whatever the candidate left running (a thread keeping the device busy) must not
+    # slow the starting kernel's timing and inflate the speedup over it.
+    from conftest import read
+    from kagent_harness.measure import Supervisor
+    seen = []
+    orig = Supervisor.time_reference_kernel
+
+    def check(self):
+        seen.append(self.child.proc.poll())
+        return orig(self)
+
+    monkeypatch.setattr(Supervisor, "time_reference_kernel", check)
+    r = measure(PROBLEM, "cand_relu_add_good.py",
+                reference_kernel_source=read("cand_relu_add_good.py"))
+    assert r["verdict"] == "CORRECT"
+    assert len(seen) == 1 and seen[0] is not None  # exited before the start was timed
+    assert r["reference_kernel"]["count"] == 3
+
+
 def test_wrong_starting_kernel_is_not_timed_and_does_not_fail_the_candidate():
     from conftest import read
     r = measure(PROBLEM, "cand_relu_add_good.py",
