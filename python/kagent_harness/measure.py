@@ -2,7 +2,8 @@
 
 The supervisor (this process) never imports candidate code. It loads the reference,
 draws input seeds from os.urandom, computes reference outputs, times eager and
-torch.compile before any candidate process exists, then drives one candidate child
+torch.compile before any candidate code is loaded (the candidate's process is started
+first but waits for "load"), then drives one candidate child
 (sandbox.Child) through the gate and the timing and decides the verdict from what it
 computed itself plus cross-checks of what the child reports. docs/harness.md has the
 full list of checks.
