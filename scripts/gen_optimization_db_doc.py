@@ -41,6 +41,11 @@ A pattern applies to a diagnosis when all of its preconditions hold:
   `*` only).
 - **archs**: `*`, an exact architecture (`sm_90`), or that architecture or newer
   (`sm_80+`); an unknown GPU matches `*` only.
+- **min_tolerance** (optional, > 0): the fix lowers precision; it matches only when the
+  request's `atol` and `rtol` (the problem's tolerances, which the coordinator passes when
+  the job sets them; absent: the fp32 defaults, 1e-4) are both at least this.
+  `tf32-tensor-cores-for-fp32` has 1e-3 (TF32 keeps 10 mantissa bits), so an fp32 job at
+  the default tolerance is never prescribed TF32.
 
 Score = 3.0 for a primary-category match (1.5 secondary, 0.5 `*`) + 1.0 when a listed
 limiter matched + the mean threshold strength (min(1, |value - threshold| /
