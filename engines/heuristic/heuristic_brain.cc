@@ -74,6 +74,20 @@ void RowTiles(const RowView& v, int64_t max_r, std::map<std::string, std::string
   (*p)["num_warps"] = std::to_string(std::max<int64_t>(warps, v.inner == 1 ? 4 : 2));
 }
 
+// SPLIT_R for row-wise kernels that can split a row over several programs (reductions
+// with atomics, the two-level scan): 1 unless the row programs (after RowTiles) would not
+// fill 2 x `sms`; then enough slices for about 4 x `sms` programs, each slice at least
+// 4 chunks of BLOCK_R, at most 1024.
+void SplitRows(const RowView& v, int64_t sms, std::map<std::string, std::string>* p) {
+  int64_t br = std::stoll((*p)["BLOCK_R"]), bi = std::stoll((*p)["BLOCK_I"]);
+  int64_t programs = v.outer * CeilDiv(v.inner, bi);
+  int64_t split = 1;
+  if (programs < 2LL * sms) {
+    split = Clamp(CeilDiv(4LL * sms, programs), 1, std::max<int64_t>(1, CeilDiv(v.r, 4 * br)));
+  }
+  (*p)["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+}
+
 std::string OpArg(const std::string& variant, std::map<std::string, std::string>* p) {
   if (variant == "leaky_relu") {
     (*p)["ALPHA_NAME"] = "negative_slope";
@@ -259,13 +273,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
     RowTiles(v, 4096, &p);
-    int64_t br = std::stoll(p["BLOCK_R"]), bi = std::stoll(p["BLOCK_I"]);
-    int64_t programs = v.outer * CeilDiv(v.inner, bi);
-    int64_t split = 1;
-    if (programs < 2LL * sms) {
-      split = Clamp(CeilDiv(4LL * sms, programs), 1, std::max<int64_t>(1, CeilDiv(v.r, 4 * br)));
-    }
-    p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+    SplitRows(v, sms, &p);
     p["OP"] = op.variant;
     p["DIM"] = std::to_string(op.dim);
     p["KEEPDIM"] = op.keepdim ? "True" : "False";
@@ -300,15 +308,8 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     RowView v = ViewOf(op);
     // A chunk of 2048 scans in registers with 4 warps; more only costs registers.
     RowTiles(v, 2048, &p);
-    // Few long rows: a blocked two-level scan (totals pass, then slices in parallel), with
-    // slices of at least 4 chunks, when the row programs would not fill 2 x SMs.
-    int64_t br = std::stoll(p["BLOCK_R"]), bi = std::stoll(p["BLOCK_I"]);
-    int64_t programs = v.outer * CeilDiv(v.inner, bi);
-    int64_t split = 1;
-    if (programs < 2LL * sms) {
-      split = Clamp(CeilDiv(4LL * sms, programs), 1, std::max<int64_t>(1, CeilDiv(v.r, 4 * br)));
-    }
-    p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+    // Few long rows: a blocked two-level scan (totals pass, then slices in parallel).
+    SplitRows(v, sms, &p);
     p["OP"] = std::string(base);
     p["DIM"] = std::to_string(op.dim);
     p["REVERSE"] = reverse ? "True" : "False";
