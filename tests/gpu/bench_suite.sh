@@ -8,7 +8,10 @@
 #
 # STATE_DIR: kagent.db (or db.tgz from an earlier call) and bench/, kept between calls.
 # OUT_DIR receives db.tgz (the database with its WAL), bench.tgz (results.md, results.json,
-# trajectory.svg), bench.txt (the bench's progress) and kagentd.log.gz.
+# trajectory.svg), bench.txt (the bench's progress, and its wall time in its last line),
+# metrics.txt (kagentd's Prometheus metrics when the bench ended: tasks, candidates, busy
+# seconds per worker) and kagentd.log.gz.
+# KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run.
 # Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,10 +38,14 @@ for _ in $(seq 1 240); do
 done
 export KAGENT_SERVER=127.0.0.1:$port
 left=$(( seconds - ($(date +%s) - t0) - 25 ))
+b0=$(date +%s.%N)
 timeout "$left" "$bin/kagent" bench "$repo/problems" --out "$state/bench" \
   --run-id "${KAGENT_BENCH_RUN_ID:-h200}" "$@" > "$out/bench.txt" 2>&1
 rc=$?
-echo "bench exit $rc after $(( $(date +%s) - t0 )) s" >> "$out/bench.txt"
+echo "bench exit $rc after $(( $(date +%s) - t0 )) s; bench wall $(python3 -c "import time; print(round(time.time() - $b0, 1))") s" >> "$out/bench.txt"
+mport=$(sed -n 's/.*"metrics_port":\([0-9]*\).*/\1/p' "$state/kagentd.out")
+python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(
+  'http://127.0.0.1:$mport/metrics', timeout=10).read().decode())" > "$out/metrics.txt" 2>&1
 kill -TERM $daemon 2>/dev/null
 for _ in $(seq 1 30); do kill -0 $daemon 2>/dev/null || break; sleep 0.5; done
 kill -KILL $daemon 2>/dev/null
