@@ -449,7 +449,9 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return "gemm_tiled";
   }
   if (op.op_class == "softmax") return "softmax_online";
-  if (op.op_class == "norm") return "row_norm";
+  // row_norm computes LayerNorm and RMSNorm statistics only (TemplateParamsFor refuses the
+  // rest); batch and group norms have no template.
+  if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms")) return "row_norm";
   if (op.op_class == "reduction") return "reduce_dim";
   if (op.op_class == "elementwise") return "elementwise";
   if (op.op_class == "scan") return "scan_rows";

@@ -70,12 +70,19 @@ class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
         self.affine = "{{AFFINE}}"
+        # The harness copies the reference's state_dict only when the keys match, else the
+        # seed alone gives the weights: the LayerNorm is `ln` like the references' (this
+        # suite's and KernelBench's `self.ln = nn.LayerNorm(...)`); `norm` reads either.
         if self.affine == "layernorm_module":
-            self.norm = nn.LayerNorm(*args, **kwargs)
+            self.ln = nn.LayerNorm(*args, **kwargs)
         elif self.affine == "rmsnorm_module":
             self.norm = nn.RMSNorm(*args, **kwargs)
         else:
             self.eps = float(_arg(args, kwargs, 1, "eps", {{EPS}}))
+
+    @property
+    def norm(self):
+        return self._modules.get("ln", self._modules.get("norm"))
 
     def forward(self, x):
         x = x.contiguous()
