@@ -30,8 +30,11 @@ constexpr char kUsage[] =
     "usage: kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N]\n"
     "                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]\n"
     "                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]\n"
+    "                    [--without-start]\n"
     "Submits every DIR/NAME_start.py (with DIR/NAME.py) as a job, waits for all, and writes\n"
-    "OUTDIR/results.json, OUTDIR/results.md and OUTDIR/trajectory.svg.\n"
+    "OUTDIR/results.json, OUTDIR/results.md and OUTDIR/trajectory.svg. --without-start\n"
+    "submits the same problems without their starting kernels: the brain writes each first\n"
+    "kernel (\"start\" is then that kernel).\n"
     "--beam-width K (kernels kept per round) and --fixes-per-kernel M (fixes tried on each,\n"
     "so K x M candidates a round) are 1..16; without them, the server's defaults\n"
     "(2 and 2 as shipped).\n";
@@ -433,6 +436,8 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
               "only problems whose name contains this (several: comma-separated, any)");
   o.AddString("run-id", &f.run_id, "makes submissions idempotent: rerun with it to resume");
   o.AddString("brain", &f.brain, "brain for every job (default: the server's)");
+  o.AddBool("without-start", &f.without_start,
+            "submit without the starting kernels (the brain writes the first kernel)");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");
   o.AddInt("beam-width", &f.beam_width, "beam width K of every job, 1..16 (default: the server's)");
   o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
@@ -489,6 +494,7 @@ std::string BenchSettingsJson(const BenchFlags& f) {
                              {"only", f.only},
                              {"brain", f.brain},
                              {"run_id", f.run_id},
+                             {"without_start", f.without_start},
                              {"concurrency", f.concurrency}};
   return settings.dump();
 }
@@ -555,6 +561,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (f.rounds > 0) absl::StrAppend(&flags, " --rounds ", f.rounds);
     if (f.beam_width > 0) absl::StrAppend(&flags, " --beam-width ", f.beam_width);
     if (f.fixes_per_kernel > 0) absl::StrAppend(&flags, " --fixes-per-kernel ", f.fixes_per_kernel);
+    if (f.without_start) absl::StrAppend(&flags, " --without-start");
     std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir, flags, f.server,
                                          final_write ? "" : " (partial: jobs still running)");
     bool ok = WriteFile(fs::path(f.out_dir) / "results.json", RenderBenchJson(rows, sum, settings)) &&
@@ -575,7 +582,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       v1::SubmitJobRequest req;
       std::string src;
       if (!ReadFile(s.problem.problem_path, req.mutable_problem()->mutable_source()) ||
-          !ReadFile(s.problem.start_path, &src)) {
+          (!f.without_start && !ReadFile(s.problem.start_path, &src))) {
         s.row.state = "SUBMIT_ERROR";
         s.row.error = "cannot read the problem's files";
         s.finished = true;
@@ -583,12 +590,18 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
         continue;
       }
       req.mutable_problem()->set_name(s.problem.name);
-      req.mutable_start_kernel()->set_source(src);
-      bool cuda = src.find("load_inline") != std::string::npos;
-      req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);
-      req.mutable_start_kernel()->set_origin("bench:" + fs::path(s.problem.start_path).filename().string());
+      if (!f.without_start) {
+        req.mutable_start_kernel()->set_source(src);
+        bool cuda = src.find("load_inline") != std::string::npos;
+        req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);
+        req.mutable_start_kernel()->set_origin("bench:" + fs::path(s.problem.start_path).filename().string());
+      }
       *req.mutable_config() = config;
-      if (!f.run_id.empty()) req.set_idempotency_key(absl::StrCat("bench:", f.run_id, ":", s.problem.name));
+      // A run without the starting kernels is other jobs than one with them.
+      if (!f.run_id.empty()) {
+        req.set_idempotency_key(absl::StrCat("bench:", f.run_id, ":", s.problem.name,
+                                             f.without_start ? ":without-start" : ""));
+      }
       v1::SubmitJobResponse resp;
       auto c = ctx();
       grpc::Status st = stub->SubmitJob(c.get(), req, &resp);

@@ -135,6 +135,7 @@ struct BenchFlags {
   int concurrency = 8;
   double poll_seconds = 10;
   double timeout_seconds = 30;
+  bool without_start = false;    // submit without the starting kernels: the brain writes each
   bool help = false;             // --help: nothing else was checked
 };
 

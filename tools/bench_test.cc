@@ -294,6 +294,17 @@ TEST_CASE("bench: --beam-width and --fixes-per-kernel are parsed into every job'
   }
 }
 
+TEST_CASE("bench: --without-start is parsed and recorded in the settings") {
+  auto f = ParseBenchFlags({"problems", "--out", "o", "--without-start"});
+  REQUIRE(f.ok());
+  CHECK(f->without_start);
+  CHECK(nlohmann::json::parse(BenchSettingsJson(*f))["without_start"] == true);
+  auto d = ParseBenchFlags({"problems", "--out", "o"});
+  REQUIRE(d.ok());
+  CHECK_FALSE(d->without_start);
+  CHECK(nlohmann::json::parse(BenchSettingsJson(*d))["without_start"] == false);
+}
+
 TEST_CASE("bench: --beam-width or --fixes-per-kernel outside 1..16 is a usage error") {
   for (const char* flag : {"--beam-width", "--fixes-per-kernel"}) {
     for (const char* v : {"0", "-1", "17", "x"}) {

@@ -74,6 +74,15 @@ class JobRun {
   // Runs round `round`; sets *stop_reason when the job should stop after it.
   Stop Round(int round, std::string* stop_reason);
   Stop Finish(const std::string& stop_reason);
+  // The brain's first kernel for the problem's op (a Generate with an empty plan), from
+  // the op signature kept in signature_. INTERNAL with the brain's reason when it wrote
+  // none (e.g. the heuristic brain has no template for the op); else the call's status.
+  absl::StatusOr<v1::KernelSource> FirstKernel();
+  // Round 1 of a job that came with its own starting kernel also measures the brain's own
+  // kernel for the op (the library seed) beside the fixes: a hand-written start far from
+  // the roofline is often better replaced than tuned. Appended to `rc` as one more
+  // candidate (parent: the start); nothing when the brain has none or it is the start.
+  void AddLibrarySeed(v1::RoundCheckpoint* rc);
 
   absl::StatusOr<v1::Measurement> Measure(const std::string& task_id, const v1::KernelSource& k,
                                           bool baselines, const std::string& shape_set,
@@ -717,25 +726,32 @@ void JobRun::Run() {
 
 Stop JobRun::Baseline() {
   v1::KernelSource start = job_.start_kernel();
-  if (start.source().empty()) {
+  const bool from_brain = start.source().empty();
+  if (from_brain) {
+    // The brain writes the first kernel for the reference's op, so the op signature comes
+    // first: a run of the reference alone (eager and torch.compile) records it.
+    EmitLog("no starting kernel: recording the reference's op signature for the brain");
+    absl::StatusOr<v1::Measurement> ref =
+        Measure(absl::StrCat(job_id_, "/reference"), v1::KernelSource(), /*baselines=*/true, "",
+                nullptr);
+    if (!ref.ok()) return StopFromStatus(ref.status());
+    if (ref->op_signature().ops_size() == 0) {
+      return {Stop::kFailed,
+              absl::StrCat("the reference run recorded no op signature (",
+                           v1::Verdict_Name(ref->verdict()), ": ", ref->correctness().reason(),
+                           "); the brain cannot write a first kernel without it")};
+    }
+    SetSignature(ref->op_signature());
     EmitLog("no starting kernel: asking the brain for a first correct kernel");
-    v1::GenerateRequest g;
-    g.set_job_id(job_id_);
-    *g.mutable_problem() = job_.problem();
-    g.set_brain(cfg_.brain());
-    SetLlmBudgetLeft(g);
-    absl::StatusOr<v1::GenerateResponse> r = CallService<v1::GenerateResponse>(
-        "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
-    if (!r.ok()) {
-      if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
-      return StopFromStatus(r.status());
+    absl::StatusOr<v1::KernelSource> first = FirstKernel();
+    if (!first.ok()) {
+      if (absl::IsInternal(first.status()) || absl::IsUnimplemented(first.status())) {
+        return {Stop::kFailed, absl::StrCat("the brain could not write a first kernel: ",
+                                            first.status().message())};
+      }
+      return StopFromStatus(first.status());
     }
-    ChargeLlm(r->llm_usage());
-    if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
-      std::string why = r->kernels_size() ? r->kernels(0).error() : "no kernel returned";
-      return {Stop::kFailed, "the brain could not write a first kernel: " + why};
-    }
-    start = r->kernels(0).kernel();
+    start = *std::move(first);
   }
   std::string task = absl::StrCat(job_id_, "/baseline");
   absl::StatusOr<v1::Measurement> m = Measure(task, start, /*baselines=*/true, "", nullptr);
@@ -771,6 +787,7 @@ Stop JobRun::Baseline() {
   ckpt_.set_start_candidate_id(c.id());
   ckpt_.set_start_median_ms(m->candidate().median_ms());
   ckpt_.set_best_median_ms(m->candidate().median_ms());
+  ckpt_.set_start_from_brain(from_brain);
   absl::Status ps = m_->storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
     KAGENT_RETURN_IF_ERROR(tx.PutCheckpoint(job_id_, kStateKey, ckpt_.SerializeAsString()));
     return absl::OkStatus();
@@ -783,6 +800,71 @@ Stop JobRun::Baseline() {
   }
   if (!ps.ok()) return StopFromStatus(ps);
   return {};
+}
+
+absl::StatusOr<v1::KernelSource> JobRun::FirstKernel() {
+  if (gpu_.name().empty()) {
+    absl::StatusOr<v1::GpuSpec> spec = m_->scheduler_->AnyGpuSpec();
+    if (spec.ok()) gpu_ = *spec;
+  }
+  v1::GenerateRequest g;
+  g.set_job_id(job_id_);
+  *g.mutable_problem() = job_.problem();
+  *g.mutable_op_signature() = signature_;
+  if (!gpu_.name().empty()) *g.mutable_gpu() = gpu_;
+  g.set_brain(cfg_.brain());
+  SetLlmBudgetLeft(g);
+  absl::StatusOr<v1::GenerateResponse> r = CallService<v1::GenerateResponse>(
+      "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
+  if (!r.ok()) {
+    if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
+    return r.status();
+  }
+  ChargeLlm(r->llm_usage());
+  if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
+    return absl::InternalError(r->kernels_size() > 0 && !r->kernels(0).error().empty()
+                                   ? r->kernels(0).error()
+                                   : "no kernel returned");
+  }
+  return r->kernels(0).kernel();
+}
+
+void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
+  if (signature_.ops_size() == 0) {
+    EmitLog("no library seed: the reference's op signature is unknown");
+    return;
+  }
+  absl::StatusOr<v1::KernelSource> k = FirstKernel();
+  if (!k.ok()) {
+    EmitLog(absl::StrCat("no library seed: ", k.status().message()));
+    return;
+  }
+  absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
+  if (start.ok() && NormalizeSource(start->kernel().source()) == NormalizeSource(k->source())) {
+    EmitLog("no library seed: the brain's kernel for the op is the starting kernel");
+    return;
+  }
+  int index = 0;
+  for (const auto& c : rc->candidates()) index = std::max(index, c.worker_index() + 1);
+  v1::Candidate c;
+  c.set_id(absl::StrCat(job_id_, "-r", rc->round(), "-w", index));
+  c.set_job_id(job_id_);
+  c.set_round(rc->round());
+  c.set_worker_index(index);
+  c.set_parent_id(ckpt_.start_candidate_id());
+  v1::Prescription* p = c.mutable_prescription();
+  p->set_pattern_id(std::string(kLibrarySeedPattern));
+  p->set_title("The brain's own kernel for the op, in place of the starting kernel");
+  p->set_fix(absl::StrCat("measure ", k->origin().empty() ? "the brain's first kernel" : k->origin(),
+                          " beside the fixes to the starting kernel"));
+  p->set_rationale(
+      "A hand-written kernel far from the roofline is often better replaced by a kernel "
+      "built for the op than tuned one knob at a time.");
+  *c.mutable_kernel() = *std::move(k);
+  *c.mutable_created_at() = TimeUtil::GetCurrentTime();
+  EmitLog(absl::StrCat("round ", rc->round(), " also measures the brain's own kernel for the op (",
+                       c.kernel().origin(), ") as ", c.id()));
+  *rc->add_candidates() = std::move(c);
 }
 
 Stop JobRun::Round(int round, std::string* stop_reason) {
@@ -888,6 +970,10 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
         if (!gk.reply().empty()) StoreArtifact(dir + "reply.txt", "reply", gk.reply());
         *rc.add_candidates() = c;
       }
+    }
+    if (round == 1 && !ckpt_.start_from_brain()) {
+      if (Stopping()) return StopFromStatus(absl::CancelledError(""));
+      AddLibrarySeed(&rc);
     }
     absl::Status cs = m_->storage_->PutCheckpoint(job_id_, RoundCheckpointKey(round), rc.SerializeAsString());
     if (!cs.ok()) return StopFromStatus(cs);

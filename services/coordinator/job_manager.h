@@ -3,12 +3,15 @@
 //   QUEUED -> BASELINE -> ROUNDS -> DONE | FAILED | CANCELLED
 //
 // BASELINE: the starting kernel (or, when the job has none, a first kernel the brain
-// writes) must pass the correctness gate; eager and torch.compile are measured in the
-// same run. ROUNDS: each round profiles the beam's kernels, asks the judge for a
-// diagnosis and the analyzer for prescriptions, has the orchestrator plan which beam
-// kernel gets which fix, has the optimization manager generate the candidates, measures
-// every candidate on the GPU workers (through the Scheduler), writes a reflexion for
-// every attempt, and keeps the top K distinct correct kernels by measured median. A job
+// writes for the op signature that a run of the reference alone recorded) must pass the
+// correctness gate; eager and torch.compile are measured in the same run. ROUNDS: each
+// round profiles the beam's kernels, asks the judge for a diagnosis and the analyzer for
+// prescriptions, has the orchestrator plan which beam kernel gets which fix, has the
+// optimization manager generate the candidates, measures every candidate on the GPU
+// workers (through the Scheduler), writes a reflexion for every attempt, and keeps the
+// top K distinct correct kernels by measured median. Round 1 of a job that came with its
+// own kernel also measures the brain's first kernel for the op (the library seed,
+// pattern id kLibrarySeedPattern) beside the fixes, when the brain has one. A job
 // stops on a plateau (no gain above 1% for N rounds), on reaching the target roofline
 // efficiency (UsefulRooflinePct: the arithmetic-intensity roofline when known, else SOL),
 // when a budget is spent (rounds, wall time, GPU-seconds, LLM tokens or cost), or on
@@ -49,6 +52,10 @@
 #include "services/coordinator/scheduler.h"
 
 namespace kagent {
+
+// The pattern id of round 1's library seed: the brain's own kernel for the op, measured
+// beside the fixes to a user's starting kernel (not an optimization-database pattern).
+inline constexpr char kLibrarySeedPattern[] = "library-seed";
 
 struct JobDefaults {
   int beam_width = 2;

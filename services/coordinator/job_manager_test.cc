@@ -80,6 +80,9 @@ class ScriptedServices : public LoopServices {
                               : absl::DeadlineExceededError("Deadline Exceeded");
   }
   int budget_after_calls = 1 << 30;  // Generate answers RESOURCE_EXHAUSTED from then on
+  // The brain's first kernel for the op (an empty plan asks for it); empty: the brain has
+  // none (the kernel comes back with an error, as from a brain without a template).
+  std::string first_kernel = kStart;
   // LLM usage each reply reports (a quarter of the tokens as output), like an LLM brain
   // and narrator would; `refused_usage` rides on the RESOURCE_EXHAUSTED status.
   int64_t tokens_per_generate = 0;
@@ -92,6 +95,7 @@ class ScriptedServices : public LoopServices {
   std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
 
   static v1::LlmUsage Usage(int64_t tokens, double cost) {
     v1::LlmUsage u;
@@ -166,9 +170,18 @@ class ScriptedServices : public LoopServices {
     v1::GenerateResponse out;
     *out.mutable_llm_usage() = Usage(tokens_per_generate, cost_per_generate);
     if (r.plan().assignments_size() == 0 && r.parents().empty()) {
+      {
+        absl::MutexLock lock(&mu);
+        first_kernel_requests.push_back(r);
+      }
       auto* g = out.add_kernels();
-      g->mutable_kernel()->set_source(kStart);
+      if (first_kernel.empty()) {
+        g->set_error("no template family for aten::weird");
+        return out;
+      }
+      g->mutable_kernel()->set_source(first_kernel);
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+      g->mutable_kernel()->set_origin("template:fake");
       return out;
     }
     for (const auto& a : r.plan().assignments()) {
@@ -181,6 +194,18 @@ class ScriptedServices : public LoopServices {
     return out;
   }
 };
+
+// A one-op signature, as the harness records for the reference.
+v1::OpSignature ReluSignature() {
+  v1::OpSignature sig;
+  auto* op = sig.add_ops();
+  op->set_op("aten::relu");
+  auto* in = op->add_inputs();
+  in->add_shape(1024);
+  in->set_dtype("float32");
+  sig.set_min_bytes(8192);
+  return sig;
+}
 
 struct Loop {
   explicit Loop(std::string db_path = ":memory:", absl::Duration gpu_delay = absl::Milliseconds(2)) {
@@ -439,6 +464,7 @@ TEST_CASE("loop: LLM usage the services report is added up in the job and stored
   loop.services.tokens_per_generate = 1000;
   loop.services.cost_per_generate = 0.125;
   loop.services.tokens_per_diagnose = 40;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   v1::Job job = loop.WaitDone(loop.Submit(2, "").id());  // the brain writes the first kernel
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   const int generates = loop.services.generate_calls;
@@ -524,9 +550,104 @@ TEST_CASE("loop: a starting kernel that fails the gate fails the job with the re
 
 TEST_CASE("loop: without a starting kernel the brain writes the first one") {
   Loop loop;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   CHECK(job.start_kernel().source() == kStart);
+  // First a run of the reference alone (eager, torch.compile, the op signature), then the
+  // brain's kernel for that signature, then the baseline of that kernel.
+  std::vector<v1::MeasureRequest> requests;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    requests.insert(requests.end(), g->measure_requests.begin(), g->measure_requests.end());
+  }
+  std::map<std::string, v1::MeasureRequest> by_task;
+  for (const auto& r : requests) by_task[r.task_id()] = r;
+  REQUIRE(by_task.count(job.id() + "/reference") == 1);
+  const v1::MeasureRequest& ref = by_task[job.id() + "/reference"];
+  CHECK(ref.kernel().source().empty());
+  CHECK(ref.measure_baselines());
+  CHECK_FALSE(ref.skip_op_signature());
+  REQUIRE(by_task.count(job.id() + "/baseline") == 1);
+  CHECK(by_task[job.id() + "/baseline"].kernel().source() == kStart);
+  CHECK(by_task[job.id() + "/baseline"].skip_op_signature());
+  {
+    absl::MutexLock lock(&loop.services.mu);
+    // One first-kernel request (no library seed: the start is the brain's already).
+    REQUIRE(loop.services.first_kernel_requests.size() == 1);
+    const v1::GenerateRequest& g = loop.services.first_kernel_requests[0];
+    REQUIRE(g.op_signature().ops_size() == 1);
+    CHECK(g.op_signature().ops(0).op() == "aten::relu");
+  }
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
+}
+
+TEST_CASE("loop: without a starting kernel and no op signature the job fails, saying why") {
+  Loop loop;  // the fake harness records no signature
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::StrContains(job.error(), "no op signature"));
+}
+
+TEST_CASE("loop: without a starting kernel, a brain with no kernel for the op fails the job") {
+  Loop loop;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  loop.services.first_kernel = "";
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::StrContains(job.error(), "could not write a first kernel"));
+  CHECK(absl::StrContains(job.error(), "no template family"));
+}
+
+TEST_CASE("loop: round 1 also measures the brain's own kernel for the op (the library seed)") {
+  Loop loop;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4"};
+  // The library's kernel (other code than the start's) is about twice as fast as the
+  // user's start: it carries three good fixes' worth, 0.512 ms.
+  loop.services.first_kernel = "class ModelNew(object): pass\n# fix:good-a\n# fix:good-b\n# fix:good-c\n";
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  int seeds = 0;
+  for (const auto& c : cands) {
+    if (c.prescription().pattern_id() != kLibrarySeedPattern) continue;
+    ++seeds;
+    INFO(c.DebugString());
+    CHECK(c.round() == 1);
+    CHECK(c.parent_id() == job.id() + "-c0");
+    CHECK(c.kernel().origin() == "template:fake");
+    CHECK(c.measurement().verdict() == v1::VERDICT_CORRECT);
+    // Its own worker index: the round's fixes keep theirs, its task id is its own.
+    CHECK(c.id() == absl::StrCat(job.id(), "-r1-w", c.worker_index()));
+    CHECK(c.worker_index() >= 1);
+  }
+  CHECK(seeds == 1);  // round 1 only
+  // The seed won round 1 and round 2 tuned it (bad fixes only: no gain): it is the best.
+  CHECK(job.result().speedup_vs_start() == Approx(1.0 / 0.512).epsilon(0.01));
+  {
+    absl::MutexLock lock(&loop.services.mu);
+    REQUIRE(loop.services.first_kernel_requests.size() == 1);
+    CHECK(loop.services.first_kernel_requests[0].op_signature().ops_size() == 1);
+  }
+}
+
+TEST_CASE("loop: no library seed when the brain has no kernel for the op or it is the start") {
+  for (const std::string& first : {std::string(""), std::string(kStart)}) {
+    INFO("first kernel: " << first);
+    Loop loop;
+    loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+    loop.services.first_kernel = first;
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);  // the job goes on without it
+    const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+    for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
+    absl::MutexLock lock(&loop.services.mu);
+    CHECK(loop.services.first_kernel_requests.size() == 1);
+  }
 }
 
 TEST_CASE("loop: a job whose GPU work cannot run fails with a clear reason") {
