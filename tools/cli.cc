@@ -61,7 +61,7 @@ constexpr char kUsage[] =
     "  cancel JOB [--reason TEXT]\n"
     "  export JOB DIR             JSON, kernel files and report.html\n"
     "  bench DIR --out OUTDIR [--rounds N] [--beam-width K] [--fixes-per-kernel M] [--only P]\n"
-    "            [--concurrency N]   run a suite (docs/benchmarks.md)\n"
+    "            [--concurrency N] [--without-start]   run a suite (docs/benchmarks.md)\n"
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
