@@ -363,6 +363,24 @@ TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on
   CHECK(job.result().best_measurement().op_signature().ops_size() == 1);
 }
 
+TEST_CASE("loop: the starting kernel's final figures are its baseline run's (no second run)") {
+  Loop loop;
+  loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4"};
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  REQUIRE(job.result().best_candidate_id() == job.id() + "-c0");
+  std::set<std::string> tasks;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    for (const auto& r : g->measure_requests) tasks.insert(r.task_id());
+  }
+  CHECK(tasks.count(job.id() + "/final/" + job.id() + "-c0") == 0);
+  CHECK(job.result().speedup_vs_start() == 1.0);
+  CHECK(job.result().best_measurement().eager().median_ms() == job.baseline().eager().median_ms());
+  CHECK(job.result().best_measurement().candidate().median_ms() ==
+        job.baseline().candidate().median_ms());
+}
+
 TEST_CASE("loop: stops on a plateau") {
   Loop loop;
   loop.services.fixes = {"bad-1", "bad-2", "bad-3", "bad-4", "bad-5", "bad-6"};
