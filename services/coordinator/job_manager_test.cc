@@ -238,6 +238,15 @@ struct Loop {
     REQUIRE(s.ok());
     return *s;
   }
+  // Every measure request both fake GPUs received.
+  std::vector<v1::MeasureRequest> MeasureRequests() {
+    std::vector<v1::MeasureRequest> out;
+    for (FakeGpu* g : {&gpu_a, &gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      out.insert(out.end(), g->measure_requests.begin(), g->measure_requests.end());
+    }
+    return out;
+  }
   v1::Job WaitDone(const std::string& id, absl::Duration limit = absl::Seconds(60)) {
     absl::Time end = absl::Now() + limit;
     while (absl::Now() < end) {
@@ -327,10 +336,7 @@ TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
 
   std::map<std::string, bool> skipped;  // task id -> skip_op_signature
-  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
-    absl::MutexLock lock(&g->mu);
-    for (const auto& r : g->measure_requests) skipped[r.task_id()] = r.skip_op_signature();
-  }
+  for (const auto& r : loop.MeasureRequests()) skipped[r.task_id()] = r.skip_op_signature();
   REQUIRE(skipped.count("job-sig/baseline") == 1);
   CHECK_FALSE(skipped["job-sig/baseline"]);  // the first measurement records it
   int rounds = 0, finals = 0;
@@ -370,10 +376,7 @@ TEST_CASE("loop: the starting kernel's final figures are its baseline run's (no 
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   REQUIRE(job.result().best_candidate_id() == job.id() + "-c0");
   std::set<std::string> tasks;
-  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
-    absl::MutexLock lock(&g->mu);
-    for (const auto& r : g->measure_requests) tasks.insert(r.task_id());
-  }
+  for (const auto& r : loop.MeasureRequests()) tasks.insert(r.task_id());
   CHECK(tasks.count(job.id() + "/final/" + job.id() + "-c0") == 0);
   CHECK(job.result().speedup_vs_start() == 1.0);
   CHECK(job.result().best_measurement().eager().median_ms() == job.baseline().eager().median_ms());
@@ -575,13 +578,8 @@ TEST_CASE("loop: without a starting kernel the brain writes the first one") {
   CHECK(job.start_kernel().source() == kStart);
   // First a run of the reference alone (eager, torch.compile, the op signature), then the
   // brain's kernel for that signature, then the baseline of that kernel.
-  std::vector<v1::MeasureRequest> requests;
-  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
-    absl::MutexLock lock(&g->mu);
-    requests.insert(requests.end(), g->measure_requests.begin(), g->measure_requests.end());
-  }
   std::map<std::string, v1::MeasureRequest> by_task;
-  for (const auto& r : requests) by_task[r.task_id()] = r;
+  for (const auto& r : loop.MeasureRequests()) by_task[r.task_id()] = r;
   REQUIRE(by_task.count(job.id() + "/reference") == 1);
   const v1::MeasureRequest& ref = by_task[job.id() + "/reference"];
   CHECK(ref.kernel().source().empty());
