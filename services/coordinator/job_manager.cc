@@ -593,6 +593,8 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
     t.profile.set_job_id(job_id_);
     *t.profile.mutable_problem() = job_.problem();
     *t.profile.mutable_kernel() = c.kernel();
+    // Known once the baseline ran: the profile need not record it again.
+    if (signature_.ops_size() > 0) *t.profile.mutable_op_signature() = signature_;
     absl::StatusOr<GpuTaskResult> r = m_->scheduler_->Run(t, cancel_);
     if (!r.ok()) {
       if (Stopping()) return r.status();

@@ -356,6 +356,17 @@ TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on
   CHECK(rounds >= 2);
   CHECK(finals >= 1);
   CHECK(skipped.count("job-sig/shape/big") == 1);
+  // Profiles come after the baseline: each is handed the signature instead of recording it.
+  int profiles = 0;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    for (const auto& r : g->profile_requests) {
+      ++profiles;
+      REQUIRE(r.op_signature().ops_size() == 1);
+      CHECK(r.op_signature().ops(0).op() == "aten::relu");
+    }
+  }
+  CHECK(profiles >= 1);
 
   // Every stored candidate measurement carries the signature all the same.
   auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);

@@ -38,6 +38,7 @@ struct FakeGpu {
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
+  std::vector<v1::ProfileRequest> profile_requests ABSL_GUARDED_BY(mu);  // every one received
 };
 
 class FakeWorker : public GpuWorker {
@@ -75,6 +76,10 @@ class FakeWorker : public GpuWorker {
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,
                                               CallCancelToken* cancel) override {
     auto guard = Enter();
+    {
+      absl::MutexLock lock(&gpu_->mu);
+      gpu_->profile_requests.push_back(r);
+    }
     if (gpu_->dead) return absl::UnavailableError("worker gone");
     absl::SleepFor(gpu_->delay);
     v1::ProfileResponse out;
