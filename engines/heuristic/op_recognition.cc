@@ -1,9 +1,11 @@
 #include "engines/heuristic/op_recognition.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -67,6 +69,17 @@ int64_t Numel(const std::vector<int64_t>& s) {
 }
 
 // True when the last two dims are laid out column-major (a transposed view).
+// aten::elu's scalars are SELU's constants: alpha 1.6733, scale 1.0507, input_scale 1.
+bool IsSelu(const std::map<std::string, double>& scalars) {
+  auto near = [&](const char* name, double want) {
+    auto it = scalars.find(name);
+    return it != scalars.end() && std::abs(it->second - want) <= 1e-6 * std::abs(want);
+  };
+  auto input_scale = scalars.find("input_scale");
+  return near("alpha", 1.6732632423543772) && near("scale", 1.0507009873554805) &&
+         (input_scale == scalars.end() || std::abs(input_scale->second - 1.0) <= 1e-9);
+}
+
 bool IsColumnMajor(const TensorInfo& t) {
   int r = t.shape_size();
   if (r < 2 || t.strides_size() != r) return false;
@@ -134,6 +147,7 @@ class Recognizer {
     out_.variant = std::move(variant);
     out_.main_op = op->name;
     out_.reason = std::move(reason);
+    out_.scalars = {op->record->scalars().begin(), op->record->scalars().end()};
     if (op->record->inputs_size() > 0) {
       out_.input_shape = ShapeOf(op->record->inputs(0));
       out_.dtype = op->record->inputs(0).dtype();
@@ -512,6 +526,11 @@ class Recognizer {
       std::string variant = it->second;
       if (variant == "hardtanh" || variant == "relu6") variant = op.name;
       Decide(&op, "elementwise", variant, absl::StrCat("aten::", op.name));
+      // torch.selu and nn.SELU dispatch to aten::elu(x, alpha=1.6733, scale=1.0507).
+      if (op.name == "elu" && IsSelu(out_.scalars)) {
+        out_.variant = "selu";
+        out_.reason = "aten::elu with SELU's alpha and scale";
+      }
       return true;
     }
     bool all_pointwise = true;
@@ -552,6 +571,11 @@ absl::StatusOr<RecognizedOp> RecognizeOp(const OpSignature& signature) {
   return Recognizer(signature).Run();
 }
 
+double ScalarArg(const RecognizedOp& op, const std::string& name, double fallback) {
+  auto it = op.scalars.find(name);
+  return it != op.scalars.end() ? it->second : fallback;
+}
+
 std::string DescribeOp(const RecognizedOp& op) {
   std::string s = op.op_class;
   if (!op.variant.empty()) absl::StrAppend(&s, "/", op.variant);
@@ -572,6 +596,11 @@ std::string DescribeOp(const RecognizedOp& op) {
     }
     if (op.op_class == "loss" && !op.reduction.empty()) {
       absl::StrAppend(&s, " reduction=", op.reduction);
+    }
+    if (op.op_class == "elementwise" && !op.scalars.empty()) {
+      std::vector<std::string> kv;
+      for (const auto& [k, v] : op.scalars) kv.push_back(absl::StrFormat("%s=%g", k, v));
+      absl::StrAppend(&s, " {", absl::StrJoin(kv, ", "), "}");
     }
   }
   if (!op.dtype.empty()) absl::StrAppend(&s, " ", op.dtype);

@@ -10,7 +10,9 @@
 //               + shape tags in `tags`: batched, tall_skinny, small_k, large_k, irregular,
 //               transposed_a, transposed_b                     m, n, k, batch, trans_a/b
 //   elementwise (variant = activation name: relu, leaky_relu, gelu, sigmoid, tanh,
-//               softplus, softsign, elu, selu, hardtanh, hardsigmoid, swish, ...)
+//               softplus, softsign, elu, selu, hardtanh, hardsigmoid, swish, ...;
+//               torch.selu runs as aten::elu with SELU's alpha and scale: variant selu)
+//               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...)
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
 //   norm        (variant layer, rms, batch, group, instance, frobenius)     dim, num_dims
@@ -23,8 +25,10 @@
 //               weight_shape, has_bias, stride, padding, dilation
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
-// The signature carries no scalar arguments, so dims are inferred from shapes (a softmax
-// dim defaults to the last one); templates read the constructor's arguments at run time
+// The signature records each op's numeric scalar arguments (OpRecord.scalars; absent in
+// signatures from older harnesses): `scalars` holds the main op's. Activations use them
+// (SELU vs ELU, slopes, bounds); dims are still inferred from shapes (a softmax dim
+// defaults to the last one), and templates read the constructor's arguments at run time
 // where KernelBench passes them (dim=, eps=, negative_slope=, ...).
 //
 // Pure functions; thread-safe.
@@ -32,6 +36,7 @@
 #define KAGENT_ENGINES_HEURISTIC_OP_RECOGNITION_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +54,9 @@ struct RecognizedOp {
   std::string dtype;          // dtype of the main op's first input ("float32", "bfloat16")
   std::string main_op;        // the aten op that decided the class, without "aten::"
   std::string reason;         // one line: how the class was decided
+  // The main op's numeric non-tensor arguments by schema name (OpRecord.scalars), e.g.
+  // {negative_slope: 0.2}; empty when the signature has none.
+  std::map<std::string, double> scalars;
 
   // GEMM / matvec.
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -68,9 +76,9 @@ struct RecognizedOp {
   std::string reduction;
 
   // Convolutions: the weight's shape, whether a bias tensor is passed, and stride, padding
-  // and dilation inferred from the input, weight and output shapes (the signature has no
-  // scalar arguments; the smallest stride, then padding, with dilation 1 that reproduces
-  // the output's spatial dims; tag "conv_params_inferred" when one was found).
+  // and dilation inferred from the input, weight and output shapes (the recorded scalars
+  // are not used here yet; the smallest stride, then padding, with dilation 1 that
+  // reproduces the output's spatial dims; tag "conv_params_inferred" when one was found).
   std::vector<int64_t> weight_shape;
   bool has_bias = false;
   int64_t stride = 1, padding = 0, dilation = 1;
@@ -86,6 +94,9 @@ std::string BaseOpName(absl::string_view op);
 // Classifies the signature. INVALID_ARGUMENT when it has no ops. Never fails on unknown
 // ops: those give op_class "unknown".
 absl::StatusOr<RecognizedOp> RecognizeOp(const kagent::v1::OpSignature& signature);
+
+// The main op's scalar argument `name`, or `fallback` when it was not recorded.
+double ScalarArg(const RecognizedOp& op, const std::string& name, double fallback);
 
 // One line for logs and expected-effect text: "matvec M=2048 K=1048576 bfloat16".
 std::string DescribeOp(const RecognizedOp& op);

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "engines/heuristic/test_signatures.h"
 
 namespace kagent {
@@ -93,6 +94,53 @@ TEST_CASE("Recognition: activations, including composites") {
   AddOp(&softsign, "aten::add", {{{16, 64}}}, {{{16, 64}}});
   AddOp(&softsign, "aten::div", {{{16, 64}}, {{16, 64}}}, {{{16, 64}}});
   CHECK(Recognize(softsign).variant == "softsign");
+}
+
+TEST_CASE("Recognition: activation scalars, and torch.selu as aten::elu with SELU constants") {
+  // torch.selu / nn.SELU as the harness records them.
+  OpSignature selu;
+  AddOp(&selu, "aten::elu", {{{16, 1024}, "bfloat16"}}, {{{16, 1024}, "bfloat16"}},
+        {{"alpha", 1.6732632423543772}, {"scale", 1.0507009873554805}, {"input_scale", 1.0}});
+  RecognizedOp s = Recognize(selu);
+  CHECK(s.op_class == "elementwise");
+  CHECK(s.variant == "selu");
+  CHECK(s.main_op == "elu");
+  CHECK(s.scalars.at("scale") == 1.0507009873554805);
+  CHECK(absl::StrContains(s.reason, "SELU"));
+  CHECK(absl::StrContains(DescribeOp(s), "scale=1.0507"));
+
+  // F.elu(x) (problem 16): alpha 1, scale 1.
+  OpSignature elu;
+  AddOp(&elu, "aten::elu", {{{16, 1024}}}, {{{16, 1024}}},
+        {{"alpha", 1.0}, {"scale", 1.0}, {"input_scale", 1.0}});
+  CHECK(Recognize(elu).variant == "elu");
+  // A scale that is not SELU's stays elu, with its scalars for the template.
+  OpSignature scaled;
+  AddOp(&scaled, "aten::elu", {{{16, 1024}}}, {{{16, 1024}}},
+        {{"alpha", 0.5}, {"scale", 2.0}, {"input_scale", 1.0}});
+  RecognizedOp e = Recognize(scaled);
+  CHECK(e.variant == "elu");
+  CHECK(ScalarArg(e, "scale", 1.0) == 2.0);
+  CHECK(ScalarArg(e, "alpha", 1.0) == 0.5);
+  // Without recorded scalars (an older harness) aten::elu is plain elu.
+  OpSignature bare;
+  AddOp(&bare, "aten::elu", {{{16, 1024}}}, {{{16, 1024}}});
+  RecognizedOp b = Recognize(bare);
+  CHECK(b.variant == "elu");
+  CHECK(b.scalars.empty());
+  CHECK(ScalarArg(b, "alpha", 1.0) == 1.0);
+
+  OpSignature lrelu;
+  AddOp(&lrelu, "aten::leaky_relu", {{{16, 1024}}}, {{{16, 1024}}}, {{"negative_slope", 0.2}});
+  CHECK(ScalarArg(Recognize(lrelu), "negative_slope", 0.01) == 0.2);
+  // F.relu6 dispatches to aten::hardtanh(x, 0, 6).
+  OpSignature relu6;
+  AddOp(&relu6, "aten::hardtanh", {{{16, 1024}}}, {{{16, 1024}}},
+        {{"min_val", 0.0}, {"max_val", 6.0}});
+  RecognizedOp h = Recognize(relu6);
+  CHECK(h.variant == "hardtanh");
+  CHECK(ScalarArg(h, "min_val", -1.0) == 0.0);
+  CHECK(ScalarArg(h, "max_val", 1.0) == 6.0);
 }
 
 TEST_CASE("Recognition: reductions infer dim and keepdim from shapes") {

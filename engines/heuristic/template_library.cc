@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,18 +31,6 @@ std::string JsonScalarText(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_number()) return absl::StrCat(v.get<double>());
   return v.dump();
-}
-
-// Python-repr-like text of a double: shortest round-trip digits, ".0" on integers.
-std::string FloatText(double d) {
-  char buf[64];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof(buf), "%.*g", prec, d);
-    if (std::strtod(buf, nullptr) == d) break;
-  }
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
 }
 
 bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -132,6 +121,23 @@ std::vector<std::string> Placeholders(absl::string_view text) {
 }
 
 }  // namespace
+
+std::string FloatText(double d) {
+  char buf[64];
+  const bool plain = std::abs(d) >= 1e-4 && std::abs(d) < 1e16;
+  int prec = 1;
+  for (; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  // More digits keep the value; %g drops the exponent once they cover it.
+  for (++prec; plain && std::strchr(buf, 'e') != nullptr && prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, d);
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
 
 const TemplateParam* TemplateInfo::FindParam(absl::string_view name) const {
   for (const TemplateParam& p : params) {

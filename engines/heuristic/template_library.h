@@ -27,6 +27,11 @@
 
 namespace kagent {
 
+// A double as the templates render a float param, like Python's repr: the shortest digits
+// that read back as the same value, ".0" on integers, an exponent only below 1e-4 or from
+// 1e16 on ("20.0", "0.2", "1e-06").
+std::string FloatText(double d);
+
 struct TemplateParam {
   std::string name;
   std::string kind;           // "knob" or "shape"

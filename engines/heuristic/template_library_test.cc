@@ -61,6 +61,15 @@ TEST_CASE("Templates: rendering validates params") {
   auto eps = lib->Render("row_norm", {{"EPS", "1e-6"}, {"AFFINE", "none"}});
   REQUIRE(eps.ok());
   CHECK(absl::StrContains(*eps, "\"eps\", 1e-06)"));
+  // Floats render as Python's repr would: 20.0 and 0.2, not 2e+01 or 0.20000000000000001.
+  auto floats = lib->Render("elementwise", {{"OP", "softplus"}, {"ALPHA", "0.2"},
+                                            {"BETA", "20"}, {"SCALE", "1e15"},
+                                            {"INPUT_SCALE", "1e16"}});
+  REQUIRE(floats.ok());
+  CHECK(absl::StrContains(*floats, ", 0.2))"));
+  CHECK(absl::StrContains(*floats, ", 20.0))"));
+  CHECK(absl::StrContains(*floats, "self.scale = 1000000000000000.0\n"));
+  CHECK(absl::StrContains(*floats, "self.input_scale = 1e+16\n"));
 }
 
 TEST_CASE("Templates: malformed libraries are refused with the file named") {

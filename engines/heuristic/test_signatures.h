@@ -2,6 +2,7 @@
 #ifndef KAGENT_ENGINES_HEURISTIC_TEST_SIGNATURES_H_
 #define KAGENT_ENGINES_HEURISTIC_TEST_SIGNATURES_H_
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,12 +30,14 @@ inline void Fill(const T& t, kagent::v1::TensorInfo* info) {
   info->set_dtype(t.dtype);
 }
 
+// `scalars`: the op's recorded numeric arguments (OpRecord.scalars), e.g. {{"alpha", 1.0}}.
 inline void AddOp(kagent::v1::OpSignature* sig, const std::string& op, std::vector<T> in,
-                  std::vector<T> out) {
+                  std::vector<T> out, std::map<std::string, double> scalars = {}) {
   auto* r = sig->add_ops();
   r->set_op(op);
   for (const T& t : in) Fill(t, r->add_inputs());
   for (const T& t : out) Fill(t, r->add_outputs());
+  for (const auto& [k, v] : scalars) (*r->mutable_scalars())[k] = v;
 }
 
 // C = A @ x with A [m, k] and x [k, 1].

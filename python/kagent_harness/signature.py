@@ -6,9 +6,13 @@ _scaled_mm) and convolutions (2 * MACs); every other compute op counts one FLOP 
 output element; views, copies and allocations count zero.
 min_bytes: every tensor the forward reads (its inputs, the module's parameters and
 buffers) read once, plus every output written once.
+scalars: each op's numeric non-tensor arguments by schema name (see _scalars), so that
+torch.selu (aten::elu with alpha 1.6733, scale 1.0507) differs from F.elu (alpha 1) and
+leaky_relu's slope, hardtanh's bounds, softplus's beta/threshold are known.
 """
 
 import math
+import numbers
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -41,6 +45,60 @@ def _tensors(x):
             out.extend(_tensors(v))
         return out
     return []
+
+
+_MAX_SCALARS = 16  # entries per op
+_MAX_LIST = 8      # elements of one list argument
+
+
+def _number(v):
+    """v as a float when it is a finite real number (bools 0/1), else None."""
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if not isinstance(v, numbers.Real):
+        return None
+    try:
+        f = float(v)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _scalars(func, args, kwargs):
+    """The op's numeric non-tensor arguments by schema name (proto OpRecord.scalars).
+
+    Values passed positionally or by keyword, else the schema's default; bools as 0/1; a
+    Python number passed where the schema takes a tensor (mul's `other`) counts. A list of
+    numbers (dim, stride) of at most _MAX_LIST elements is recorded as name.0, name.1, ...
+    Strings, dtypes, devices, None and non-finite values are left out; at most
+    _MAX_SCALARS entries, in schema order (a list that would not fit is left out whole).
+    """
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return {}
+    out = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args):
+            v = args[i]
+        elif arg.name in kwargs:
+            v = kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            continue
+        if isinstance(v, (list, tuple)):
+            if not v or len(v) > _MAX_LIST:
+                continue
+            nums = [_number(e) for e in v]
+            if any(n is None for n in nums) or len(out) + len(nums) > _MAX_SCALARS:
+                continue
+            for j, n in enumerate(nums):
+                out[f"{arg.name}.{j}"] = n
+            continue
+        n = _number(v)
+        if n is not None and len(out) < _MAX_SCALARS:
+            out[arg.name] = n
+    return out
 
 
 def _prod(xs):
@@ -100,8 +158,15 @@ class _Recorder(TorchDispatchMode):
             else str(func)
         ins = _tensors(list(args)) + _tensors(list(kwargs.values()))
         outs = _tensors(out)
-        self.ops.append({"op": name, "inputs": [_info(t) for t in ins],
-                         "outputs": [_info(t) for t in outs]})
+        rec = {"op": name, "inputs": [_info(t) for t in ins],
+               "outputs": [_info(t) for t in outs]}
+        try:
+            scalars = _scalars(func, args, kwargs)
+        except Exception:  # noqa: BLE001 - an odd schema never costs the signature
+            scalars = {}
+        if scalars:
+            rec["scalars"] = scalars
+        self.ops.append(rec)
         self.flops += op_flops(name, list(args), outs)
         return out
 

@@ -178,6 +178,48 @@ def test_signature_linear_and_conv():
     assert sig["flops"] == 2 * (8 * 8 * 8) * 3 * 9
 
 
+def test_signature_records_scalar_arguments():
+    """OpRecord.scalars: torch.selu is aten::elu with SELU's alpha and scale, which tells
+    it from F.elu (alpha 1, scale 1); slopes and bounds; schema defaults; bools 0/1;
+    numbers passed for tensor arguments; short lists as name.i; strings and non-finite
+    values left out."""
+    def ops_of(fn, x=None):
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return fn(x)
+        sig = record(M(), [torch.randn(4, 6) if x is None else x])
+        json.dumps(sig, allow_nan=False)  # what the harness writes: strict JSON
+        return [(o["op"], o.get("scalars", {})) for o in sig["ops"]]
+
+    import torch.nn.functional as F
+    selu = ops_of(torch.selu)
+    assert selu == [("aten::elu", {"alpha": 1.6732632423543772, "scale": 1.0507009873554805,
+                                   "input_scale": 1.0})]
+    # F.elu passes alpha only: scale and input_scale are the schema's defaults.
+    assert ops_of(F.elu) == [("aten::elu", {"alpha": 1.0, "scale": 1.0, "input_scale": 1.0})]
+    assert ops_of(torch.nn.SELU()) == selu
+    assert ops_of(lambda x: F.leaky_relu(x, 0.2)) == [("aten::leaky_relu", {"negative_slope": 0.2})]
+    assert ops_of(F.relu6) == [("aten::hardtanh", {"min_val": 0.0, "max_val": 6.0})]
+    assert ops_of(lambda x: F.softplus(x, beta=2, threshold=10)) == [
+        ("aten::softplus", {"beta": 2.0, "threshold": 10.0})]
+    assert ops_of(torch.relu) == [("aten::relu", {})]
+    # A number where the schema takes a tensor; bools as 0/1; lists element by element.
+    assert ops_of(lambda x: x * 2.5) == [("aten::mul", {"other": 2.5})]
+    assert ops_of(lambda x: x.sum(dim=1, keepdim=True)) == [
+        ("aten::sum", {"dim.0": 1.0, "keepdim": 1.0})]
+    # Strings (gelu's approximate) and non-finite numbers are not recorded.
+    assert ops_of(lambda x: F.gelu(x, approximate="tanh")) == [("aten::gelu", {})]
+    assert ops_of(lambda x: torch.clamp(x, min=float("-inf"), max=3)) == [
+        ("aten::clamp", {"max": 3.0})]
+    # Long lists are left out whole; at most 16 entries per op.
+    long = ops_of(lambda x: x.permute(*range(10)), torch.randn(*[1] * 10))
+    assert long == [("aten::permute", {})]
+    conv = record(torch.nn.Conv3d(2, 4, 3, padding=1), [torch.randn(1, 2, 5, 5, 5)])["ops"][0]
+    assert conv["op"] == "aten::convolution"
+    assert conv["scalars"]["stride.2"] == 1.0 and conv["scalars"]["padding.0"] == 1.0
+    assert len(conv["scalars"]) <= 16
+
+
 # -- loading and seeding ----------------------------------------------------------------
 CANDIDATE_LINEAR = """
 import torch, torch.nn as nn

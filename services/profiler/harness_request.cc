@@ -46,6 +46,12 @@ kagent::v1::OpSignature SignatureFromJson(const nlohmann::json& json) {
       if (auto out = op_json.find("outputs"); out != op_json.end() && out->is_array()) {
         for (const auto& t : *out) FillTensor(t, op->add_outputs());
       }
+      // The op's numeric arguments by name (OpRecord.scalars), e.g. aten::elu's alpha.
+      if (auto sc = op_json.find("scalars"); sc != op_json.end() && sc->is_object()) {
+        for (const auto& [name, value] : sc->items()) {
+          if (value.is_number()) (*op->mutable_scalars())[name] = value.get<double>();
+        }
+      }
     }
   }
   return signature;

@@ -73,7 +73,8 @@ TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[pro
   runner.harness_result =
       R"({"ok":true,"kernels_launched":["_matvec_row_kernel"],"op_signature":)"
       R"({"ops":[{"op":"aten::mv","inputs":[{"shape":[8192,8192],"strides":[8192,1],)"
-      R"("dtype":"bfloat16"}],"outputs":[]}],"flops":134217728,"min_bytes":134250496,)"
+      R"("dtype":"bfloat16"}],"outputs":[],"scalars":{"alpha":1.5,"beta":0}}],)"
+      R"("flops":134217728,"min_bytes":134250496,)"
       R"("op_class":"matvec"}})";
   ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
   auto request = ValidRequest();
@@ -91,6 +92,9 @@ TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[pro
   CHECK(response->gpu().name() == "NVIDIA H200");
   CHECK(response->gpu().peak_dram_bytes_per_second() == Approx(4.8e12));
   CHECK(response->op_signature().op_class() == "matvec");
+  REQUIRE(response->op_signature().ops_size() == 1);
+  CHECK(response->op_signature().ops(0).scalars().at("alpha") == 1.5);
+  CHECK(response->op_signature().ops(0).scalars().at("beta") == 0.0);
   CHECK(metrics.arithmetic_intensity() == Approx(134217728.0 / 134250496.0));
   CHECK(metrics.roofline_bound_pct() > 0);
 

@@ -1,7 +1,8 @@
 # kagent-template: elementwise
 # One unary activation over a flat contiguous view: each program handles BLOCK elements,
 # computes in fp32 and stores in the input dtype. The op is a constexpr string so one
-# kernel covers every activation; ALPHA/BETA carry its scalar parameters.
+# kernel covers every activation; ALPHA/BETA carry its scalar parameters, SCALE and
+# INPUT_SCALE aten::elu's other two (1 for F.elu; SELU is OP selu).
 import torch
 import torch.nn as nn
 import triton
@@ -27,7 +28,7 @@ def _softplus(x, beta, threshold):
 
 
 @triton.jit
-def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta,
+def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta, scale, input_scale,
                        BLOCK: tl.constexpr, OP: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -51,7 +52,8 @@ def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta,
     elif OP == "softsign":
         y = x / (1.0 + tl.abs(x))
     elif OP == "elu":
-        y = tl.where(x > 0.0, x, alpha * (tl.exp(x) - 1.0))
+        # aten::elu: scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1)).
+        y = scale * tl.where(x > 0.0, x, alpha * (tl.exp(x * input_scale) - 1.0))
     elif OP == "selu":
         y = 1.0507009873554805 * tl.where(x > 0.0, x, 1.6732632423543772 * (tl.exp(x) - 1.0))
     elif OP == "celu":
@@ -92,6 +94,9 @@ class ModelNew(nn.Module):
         # positional constructor arguments in the same order as torch's functional form.
         self.alpha = float(_arg(args, kwargs, 0, "{{ALPHA_NAME}}", {{ALPHA}}))
         self.beta = float(_arg(args, kwargs, 1, "{{BETA_NAME}}", {{BETA}}))
+        # aten::elu's scale and input_scale: no constructor keyword, from the signature.
+        self.scale = {{SCALE}}
+        self.input_scale = {{INPUT_SCALE}}
 
     def forward(self, x):
         x = x.contiguous()
@@ -101,6 +106,6 @@ class ModelNew(nn.Module):
             return y
         BLOCK = {{BLOCK}}
         grid = (triton.cdiv(n, BLOCK),)
-        elementwise_kernel[grid](x, y, n, self.alpha, self.beta,
+        elementwise_kernel[grid](x, y, n, self.alpha, self.beta, self.scale, self.input_scale,
                                  BLOCK=BLOCK, OP="{{OP}}", num_warps={{num_warps}})
         return y

@@ -45,3 +45,34 @@ def test_activation_bf16_noncontiguous_and_tiny():
     torch.testing.assert_close(model(x).float(), F.gelu(x.float()), atol=2e-2, rtol=2e-2)
     one = torch.randn(1)
     torch.testing.assert_close(model(one), F.gelu(one), atol=1e-5, rtol=1e-5)
+
+
+# The scalars the brain renders from the recorded signature (OpRecord.scalars), with a
+# constructor that passes none (torch.selu, F.relu6, F.leaky_relu(x, 0.2) in forward):
+# op -> (reference, template params).
+RENDERED = {
+    "leaky_relu_0.2": (lambda x: F.leaky_relu(x, 0.2),
+                       dict(OP="leaky_relu", ALPHA_NAME="negative_slope", ALPHA=0.2)),
+    "elu_0.5": (lambda x: F.elu(x, 0.5), dict(OP="elu", ALPHA=0.5)),
+    # aten::elu's full form: torch.selu is elu(alpha 1.6733, scale 1.0507).
+    "elu_selu_constants": (torch.selu, dict(OP="elu", ALPHA=1.6732632423543772,
+                                            SCALE=1.0507009873554805)),
+    "elu_scale_input_scale": (
+        lambda x: torch.ops.aten.elu(x, 0.5, 2.0, 0.25),
+        dict(OP="elu", ALPHA=0.5, SCALE=2.0, INPUT_SCALE=0.25)),
+    "hardtanh_relu6": (F.relu6, dict(OP="hardtanh", ALPHA_NAME="min_val", ALPHA=0.0,
+                                     BETA_NAME="max_val", BETA=6.0)),
+    "softplus_2_10": (lambda x: F.softplus(x, 2.0, 10.0),
+                      dict(OP="softplus", ALPHA_NAME="beta", ALPHA=2.0,
+                           BETA_NAME="threshold", BETA=10.0)),
+    "celu_1.3": (lambda x: F.celu(x, 1.3), dict(OP="celu", ALPHA=1.3)),
+}
+
+
+@pytest.mark.parametrize("case", list(RENDERED))
+def test_rendered_scalars_without_constructor_args(case):
+    ref_fn, params = RENDERED[case]
+    torch.manual_seed(0)
+    x = torch.randn(7, 37) * 3
+    model = load_model_new("elementwise", BLOCK=64, **params)()
+    torch.testing.assert_close(model(x), ref_fn(x), atol=1e-5, rtol=1e-5)

@@ -101,13 +101,10 @@ PROBLEMS = {
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000"}
 # First kernels known to be wrong, with why; strict, so a fix shows up as XPASS.
-KNOWN_WRONG = {
-    # torch.selu reaches the dispatcher as aten::elu(x, alpha=1.6733, scale=1.0507) and the
-    # signature records tensors only, so it is indistinguishable from F.elu(x) (alpha 1):
-    # the brain renders OP=elu. Needs the op's scalars in the signature (harness) or the
-    # reference source in the brain's input.
-    "17_selu_bf16": "selu is recorded as aten::elu without its alpha/scale: rendered as elu",
-}
+# (17_selu_bf16 was here until the signature recorded scalar arguments: torch.selu
+# reaches the dispatcher as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like
+# F.elu(x) without them.)
+KNOWN_WRONG = {}
 
 
 def _load(path, name):
