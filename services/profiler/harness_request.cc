@@ -79,6 +79,9 @@ std::string BuildHarnessProfileRequest(const kagent::v1::ProfileRequest& request
   }
   if (!request.task_id().empty()) json["task_id"] = request.task_id();
   if (!request.job_id().empty()) json["job_id"] = request.job_id();
+  // A signature the caller already has is not recorded again (the profiler uses the
+  // request's for the roofline).
+  if (request.op_signature().ops_size() > 0) json["signature"] = false;
   return json.dump();
 }
 

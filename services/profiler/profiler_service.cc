@@ -32,6 +32,22 @@ absl::Status WriteFile(const std::string& path, absl::string_view data) {
   return absl::OkStatus();
 }
 
+// The op signature of a profile: the one the harness recorded, else the request's (the
+// harness skips recording when the request brings one). Kept in the response; returns it
+// for the roofline, or nullptr when neither has one.
+const kagent::v1::OpSignature* KeepSignature(const HarnessProfileResult& harness,
+                                             const kagent::v1::ProfileRequest& request,
+                                             kagent::v1::ProfileResponse* response) {
+  if (harness.has_op_signature) {
+    *response->mutable_op_signature() = harness.op_signature;
+  } else if (request.op_signature().ops_size() > 0) {
+    *response->mutable_op_signature() = request.op_signature();
+  } else {
+    return nullptr;
+  }
+  return &response->op_signature();
+}
+
 }  // namespace
 
 ProfilerServiceImpl::ProfilerServiceImpl(ProfilerServiceOptions options,
@@ -165,10 +181,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   if (use_ncu) {
     NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc)};
     KAGENT_ASSIGN_OR_RETURN(NcuProfile profile, RunNcuProfile(runner_, ncu, harness, run));
-    if (profile.harness.has_op_signature) {
-      *response.mutable_op_signature() = profile.harness.op_signature;
-      signature = &response.op_signature();
-    }
+    signature = KeepSignature(profile.harness, request, &response);
     KAGENT_ASSIGN_OR_RETURN(
         *response.mutable_metrics(),
         BuildHardwareMetrics(std::move(profile.report.kernels), "ncu", signature,
@@ -180,10 +193,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   } else {
     CuptiBackendOptions cupti{options_.cupti_library};
     KAGENT_ASSIGN_OR_RETURN(CuptiProfile profile, RunCuptiProfile(runner_, cupti, harness, run));
-    if (profile.harness.has_op_signature) {
-      *response.mutable_op_signature() = profile.harness.op_signature;
-      signature = &response.op_signature();
-    }
+    signature = KeepSignature(profile.harness, request, &response);
     KAGENT_ASSIGN_OR_RETURN(*response.mutable_metrics(),
                             BuildHardwareMetrics(std::move(profile.kernels), "cupti", signature,
                                                  spec.has_value() ? &*spec : nullptr));

@@ -115,6 +115,39 @@ TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[pro
   CHECK(runner.calls().size() == 3);
 }
 
+TEST_CASE("A signature in the request is not recorded again and gives the roofline",
+          "[profiler_service]") {
+  FakeRunner runner;
+  runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
+  runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
+  // The harness records nothing when told not to.
+  runner.harness_result = R"({"ok":true,"kernels_launched":["_matvec_row_kernel"]})";
+  ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
+
+  auto request = ValidRequest();
+  request.mutable_op_signature()->set_flops(134217728);
+  request.mutable_op_signature()->set_min_bytes(134250496);
+  request.mutable_op_signature()->set_op_class("matvec");
+  auto* op = request.mutable_op_signature()->add_ops();
+  op->set_op("aten::mv");
+  op->add_inputs()->set_dtype("bfloat16");
+  absl::StatusOr<kagent::v1::ProfileResponse> response = service.RunProfile(request, nullptr);
+  REQUIRE(response.ok());
+  std::vector<std::string> sent = runner.harness_requests();
+  REQUIRE(sent.size() == 1);
+  nlohmann::json harness = nlohmann::json::parse(sent[0]);
+  CHECK(harness["signature"] == false);
+  CHECK(response->op_signature().op_class() == "matvec");
+  CHECK(response->metrics().arithmetic_intensity() == Approx(134217728.0 / 134250496.0));
+  CHECK(response->metrics().roofline_bound_pct() > 0);
+
+  // Without one, the harness records it (the field is left at its default, true).
+  REQUIRE(service.RunProfile(ValidRequest(), nullptr).ok());
+  sent = runner.harness_requests();
+  REQUIRE(sent.size() == 2);
+  CHECK_FALSE(nlohmann::json::parse(sent[1]).contains("signature"));
+}
+
 TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_service]") {
   FakeRunner runner;
   runner.ncu_available = false;

@@ -72,6 +72,13 @@ class FakeRunner : public CommandRunner {
       ok.exit_code = 0;
       return ok;
     }
+    if (std::string req = ArgAfter(options.argv, "--request"); !req.empty()) {
+      std::ifstream in(req, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(text.str());
+    }
     if (std::string log = ArgAfter(options.argv, "--log-file"); !log.empty()) {
       WriteText(log, ncu_csv);
     }
@@ -89,10 +96,16 @@ class FakeRunner : public CommandRunner {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
   }
+  // The harness request files (--request) of the runs so far, as they were when run.
+  std::vector<std::string> harness_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
 
  private:
   std::mutex mu_;
   std::vector<SubprocessOptions> calls_;
+  std::vector<std::string> requests_;
 };
 
 // The harness's gpuinfo output on the H200 (python/kagent_harness/gpuinfo.py's fields).
