@@ -92,6 +92,9 @@ struct BenchSummary {
   double mean_roofline_pct = 0;     // over rows with a roofline figure
   double mean_ai_roofline_pct = 0;  // over rows with an arithmetic-intensity roofline
   int faster_than_compile = 0;   // speedup_vs_compile > 1
+  // speedup_vs_compile > 1.02: faster by more than a median's run-to-run noise; a 1.001x
+  // counts above and is a tie in practice.
+  int clearly_faster_than_compile = 0;
   int compared_with_compile = 0; // rows with a known speedup_vs_compile
   double gpu_seconds = 0;
 };

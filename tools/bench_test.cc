@@ -163,7 +163,13 @@ TEST_CASE("bench: summary counts and geometric means") {
   CHECK(s.geomean_vs_start == Approx(4.0));
   CHECK(s.geomean_vs_compile == Approx(std::sqrt(0.75)));
   CHECK(s.faster_than_compile == 1);
+  CHECK(s.clearly_faster_than_compile == 1);
   CHECK(s.compared_with_compile == 2);
+  // A 1.01x is faster but within the noise: counted above, not as clearly faster.
+  rows.push_back(Row("d", 1.0, 1.01));
+  BenchSummary tie = Summarize(rows);
+  CHECK(tie.faster_than_compile == 2);
+  CHECK(tie.clearly_faster_than_compile == 1);
   CHECK(s.mean_roofline_pct == Approx(50));
   CHECK(s.mean_ai_roofline_pct == Approx(46));
   CHECK(s.gpu_seconds == Approx(20));
@@ -199,7 +205,8 @@ TEST_CASE("bench: Markdown table has a row per problem and the summary") {
   CHECK(md.find("mean arithmetic-intensity roofline of the final kernels (where known): 46%") !=
         std::string::npos);
   CHECK(md.find("geometric-mean speedup over the starting kernels: 2.00x") != std::string::npos);
-  CHECK(md.find("faster than torch.compile: 1 of 1 (100%)") != std::string::npos);
+  CHECK(md.find("faster than torch.compile: 1 of 1 (100%); by more than 2%: 1 (100%)") !=
+        std::string::npos);
   CHECK(md.find("trajectory.svg") != std::string::npos);
 }
 
