@@ -944,7 +944,10 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       g.set_job_id(job_id_);
       *g.mutable_problem() = job_.problem();
       *g.mutable_plan() = plan->plan();
-      for (const auto& c : beam) (*g.mutable_parents())[c.id()] = c.kernel();
+      for (const auto& c : beam) {
+        (*g.mutable_parents())[c.id()] = c.kernel();
+        if (c.has_report()) (*g.mutable_parent_reports())[c.id()] = c.report();
+      }
       *g.mutable_op_signature() = signature_;
       *g.mutable_gpu() = gpu_;
       g.set_brain(cfg_.brain());

@@ -96,6 +96,8 @@ class ScriptedServices : public LoopServices {
   std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
+  // Per parent of each round's Generate: whether its judge's report came along.
+  std::vector<bool> parents_with_report ABSL_GUARDED_BY(mu);
 
   static v1::LlmUsage Usage(int64_t tokens, double cost) {
     v1::LlmUsage u;
@@ -183,6 +185,12 @@ class ScriptedServices : public LoopServices {
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_origin("template:fake");
       return out;
+    }
+    {
+      absl::MutexLock lock(&mu);
+      for (const auto& [id, kernel] : r.parents()) {
+        parents_with_report.push_back(r.parent_reports().count(id) > 0);
+      }
     }
     for (const auto& a : r.plan().assignments()) {
       auto* g = out.add_kernels();
@@ -355,6 +363,12 @@ TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on
   }
   CHECK(rounds >= 2);
   CHECK(finals >= 1);
+  {
+    // Every parent was profiled and diagnosed: the brain gets each one's report.
+    absl::MutexLock lock(&loop.services.mu);
+    REQUIRE_FALSE(loop.services.parents_with_report.empty());
+    for (bool with : loop.services.parents_with_report) CHECK(with);
+  }
   CHECK(skipped.count("job-sig/shape/big") == 1);
   // Profiles come after the baseline: each is handed the signature instead of recording it.
   int profiles = 0;

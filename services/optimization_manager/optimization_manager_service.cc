@@ -187,6 +187,10 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       *out.mutable_assignment() = a;
       FixRequest fr;
       fr.parent = &request.parents().at(a.parent_kernel_id());
+      if (auto rep = request.parent_reports().find(a.parent_kernel_id());
+          rep != request.parent_reports().end()) {
+        fr.report = &rep->second;
+      }
       fr.prescription = &a.prescription();
       fr.problem = &request.problem();
       fr.signature = &request.op_signature();

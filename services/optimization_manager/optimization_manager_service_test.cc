@@ -110,6 +110,34 @@ TEST_CASE("Manager: fallbacks of one parent differ and record the move made") {
   CHECK(rx.pattern_id() == "tf32-tensor-cores-for-fp32");  // still traceable to its prescription
 }
 
+TEST_CASE("Manager: the parent's diagnosis reaches the brain and guides its fallback") {
+  // The same prescription that cannot be made (no input_precision knob): without a
+  // report the fallback is a move of no diagnosis; with the judge's memory-bound report
+  // on the parent, a memory-bound move for the op (a matvec: one streaming row per
+  // program).
+  auto brain = Brain();
+  OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  Add(&req, 0, {{"input_precision", "tf32"}})->mutable_prescription()->set_pattern_id("tf32");
+  v1::GenerateResponse plain;
+  REQUIRE(svc.DoGenerate(req, &plain).ok());
+  REQUIRE(plain.kernels_size() == 1);
+  CHECK(absl::StrContains(plain.kernels(0).assignment().prescription().expected_effect(),
+                          "no diagnosis"));
+
+  v1::BottleneckReport report;
+  report.set_primary(v1::BOTTLENECK_MEMORY_BOUND);
+  (*req.mutable_parent_reports())["k0"] = report;
+  v1::GenerateResponse guided;
+  REQUIRE(svc.DoGenerate(req, &guided).ok());
+  REQUIRE(guided.kernels_size() == 1);
+  INFO(guided.kernels(0).error());
+  const auto& rx = guided.kernels(0).assignment().prescription();
+  CHECK_FALSE(rx.fallback().empty());
+  CHECK(absl::StrContains(rx.expected_effect(), "memory bound"));
+  CHECK(guided.kernels(0).kernel().origin() == "template:matvec_row_per_program");
+}
+
 TEST_CASE("Manager: open prescriptions get distinct alternatives") {
   auto brain = Brain();
   OptimizationManagerServiceImpl svc(Options(), brain.get(), nullptr);
