@@ -118,6 +118,10 @@ class JobRun {
   // caller's to handle.
   template <typename T>
   absl::StatusOr<T> CallService(const char* what, const std::function<absl::StatusOr<T>()>& call);
+  // CallService for a call that may spend LLM tokens (Generate, Diagnose): the usage the
+  // reply reports, or on failure the usage attached to the status, is charged to the job.
+  template <typename T>
+  absl::StatusOr<T> CallCharged(const char* what, const std::function<absl::StatusOr<T>()>& call);
 
   JobManager* m_;
   std::string job_id_;
@@ -400,6 +404,18 @@ absl::StatusOr<T> JobRun::CallService(const char* what,
   }
 }
 
+template <typename T>
+absl::StatusOr<T> JobRun::CallCharged(const char* what,
+                                      const std::function<absl::StatusOr<T>()>& call) {
+  absl::StatusOr<T> r = CallService<T>(what, call);
+  if (!r.ok()) {
+    if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
+  } else {
+    ChargeLlm(r->llm_usage());
+  }
+  return r;
+}
+
 bool JobRun::Stopping() const {
   absl::MutexLock lock(&m_->mu_);
   return m_->shutting_down_ || cancel_->cancelled();
@@ -619,13 +635,9 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
     *d.mutable_timing() = c.measurement().candidate();
     d.set_job_id(job_id_);
     SetLlmBudgetLeft(d);
-    absl::StatusOr<v1::DiagnoseResponse> report = CallService<v1::DiagnoseResponse>(
+    absl::StatusOr<v1::DiagnoseResponse> report = CallCharged<v1::DiagnoseResponse>(
         "judge", [&] { return m_->services_->Diagnose(d, cancel_); });
-    if (!report.ok()) {
-      if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(report.status())) ChargeLlm(*u);
-      return report.status();
-    }
-    ChargeLlm(report->llm_usage());
+    if (!report.ok()) return report.status();
     *c.mutable_report() = report->report();
   }
   KAGENT_RETURN_IF_ERROR(SaveCandidate(c));
@@ -754,7 +766,7 @@ Stop JobRun::Baseline() {
     EmitLog("no starting kernel: asking the brain for a first correct kernel");
     absl::StatusOr<v1::KernelSource> first = FirstKernel();
     if (!first.ok()) {
-      if (absl::IsInternal(first.status()) || absl::IsUnimplemented(first.status())) {
+      if (absl::IsInternal(first.status())) {  // the brain wrote none, and said why
         return {Stop::kFailed, absl::StrCat("the brain could not write a first kernel: ",
                                             first.status().message())};
       }
@@ -823,13 +835,9 @@ absl::StatusOr<v1::KernelSource> JobRun::FirstKernel() {
   if (!gpu_.name().empty()) *g.mutable_gpu() = gpu_;
   g.set_brain(cfg_.brain());
   SetLlmBudgetLeft(g);
-  absl::StatusOr<v1::GenerateResponse> r = CallService<v1::GenerateResponse>(
+  absl::StatusOr<v1::GenerateResponse> r = CallCharged<v1::GenerateResponse>(
       "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
-  if (!r.ok()) {
-    if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
-    return r.status();
-  }
-  ChargeLlm(r->llm_usage());
+  if (!r.ok()) return r.status();
   if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
     return absl::InternalError(r->kernels_size() > 0 && !r->kernels(0).error().empty()
                                    ? r->kernels(0).error()
@@ -953,13 +961,9 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       g.set_brain(cfg_.brain());
       for (const auto& r : plan_req.memory()) *g.add_memory() = r;
       SetLlmBudgetLeft(g);
-      absl::StatusOr<v1::GenerateResponse> gen = CallService<v1::GenerateResponse>(
+      absl::StatusOr<v1::GenerateResponse> gen = CallCharged<v1::GenerateResponse>(
           "optimization manager", [&] { return m_->services_->Generate(g, cancel_); });
-      if (!gen.ok()) {
-        if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(gen.status())) ChargeLlm(*u);
-        return StopFromStatus(gen.status());
-      }
-      ChargeLlm(gen->llm_usage());
+      if (!gen.ok()) return StopFromStatus(gen.status());
       // Stored now: after the round checkpoint below, this Generate is not made again.
       if (absl::Status ps = Persist([](v1::Job&) {}); !ps.ok()) return StopFromStatus(ps);
       for (const auto& gk : gen->kernels()) {
