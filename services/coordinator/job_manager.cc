@@ -851,12 +851,18 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
     EmitLog("no library seed: the reference's op signature is unknown");
     return;
   }
+  absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
+  if (start.ok() && start->measurement().gpu_name() == "cpu") {
+    // The seed is a speed move, and interpreter timings do not rank kernels; a template
+    // sized for a GPU's grid can take many minutes there.
+    EmitLog("no library seed: the job runs on a CPU worker (Triton's interpreter)");
+    return;
+  }
   absl::StatusOr<v1::KernelSource> k = FirstKernel();
   if (!k.ok()) {
     EmitLog(absl::StrCat("no library seed: ", k.status().message()));
     return;
   }
-  absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
   if (start.ok() && NormalizeSource(start->kernel().source()) == NormalizeSource(k->source())) {
     EmitLog("no library seed: the brain's kernel for the op is the starting kernel");
     return;

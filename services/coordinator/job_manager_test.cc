@@ -676,6 +676,23 @@ TEST_CASE("loop: round 1 also measures the brain's own kernel for the op (the li
   }
 }
 
+TEST_CASE("loop: no library seed on a CPU worker (Triton's interpreter)") {
+  Loop loop;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  loop.gpu_a.measure = loop.gpu_b.measure = [](const std::string& source) {
+    v1::Measurement m = Time(source);
+    m.set_gpu_name("cpu");
+    return m;
+  };
+  loop.services.first_kernel = "class ModelNew(object): pass\n";
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
+  absl::MutexLock lock(&loop.services.mu);
+  CHECK(loop.services.first_kernel_requests.empty());
+}
+
 TEST_CASE("loop: no library seed when the brain has no kernel for the op or it is the start") {
   for (const std::string& first : {std::string(""), std::string(kStart)}) {
     INFO("first kernel: " << first);
