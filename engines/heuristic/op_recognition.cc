@@ -356,6 +356,12 @@ class Recognizer {
         {"_native_batch_norm_legit_no_training", "batch"},
         {"_native_batch_norm_legit", "batch"},
         {"batch_norm", "batch"},
+        // On a GPU, F.batch_norm reaches the dispatcher as cudnn_batch_norm (fp32/fp16 with
+        // weight and bias) or native_batch_norm; exported graphs use _batch_norm_no_update.
+        {"cudnn_batch_norm", "batch"},
+        {"miopen_batch_norm", "batch"},
+        {"_batch_norm_no_update", "batch"},
+        {"_batch_norm_with_update", "batch"},
         {"native_group_norm", "group"},
         {"group_norm", "group"},
         {"instance_norm", "instance"}};
@@ -369,9 +375,18 @@ class Recognizer {
         out_.has_affine = r.inputs_size() > 1;
         out_.num_dims = out_.has_affine ? std::max(1, r.inputs(1).shape_size()) : 1;
         out_.dim = rank - out_.num_dims;
+      } else if (it->second == "batch") {
+        // Tensor inputs (None is not recorded): x, weight?, bias?, running_mean?,
+        // running_var?. Inference always passes the running statistics: 5 = affine,
+        // 3 = neither weight nor bias, 4 = only one of them.
+        out_.dim = 1;
+        out_.has_affine = r.inputs_size() >= 4;
+        if (r.inputs_size() == 4) out_.tags.insert("partial_affine");
       } else {
+        // group_norm: x, weight?, bias?; 2 = only one of them.
         out_.dim = 1;
         out_.has_affine = r.inputs_size() > 1;
+        if (it->second == "group" && r.inputs_size() == 2) out_.tags.insert("partial_affine");
       }
       if (it->second == "batch" && rank >= 1 && out_.input_shape[0] == 1 && Has("view")) {
         out_.variant = "instance";
@@ -405,7 +420,9 @@ class Recognizer {
     if (op == nullptr) return false;
     bool log = op->name.find("log") != std::string::npos;
     Decide(op, "softmax", log ? "log_softmax" : "softmax", absl::StrCat("aten::", op->name));
-    out_.dim = static_cast<int>(out_.input_shape.size()) - 1;  // not recorded: last dim
+    // The recorded dim (aten::_softmax's `dim`); signatures without scalars: the last dim.
+    std::vector<int> dims = RecordedDims(*op->record, out_.input_shape.size());
+    out_.dim = dims.size() == 1 ? dims[0] : static_cast<int>(out_.input_shape.size()) - 1;
     return true;
   }
 
@@ -458,11 +475,50 @@ class Recognizer {
     return true;
   }
 
+  // The reduced dims the op was called with, from the recorded scalars (`dim`, or the
+  // list `dim.0`, `dim.1`, ...), made non-negative and sorted; empty when none were
+  // recorded (older harnesses, or no dim argument) or one is out of range.
+  static std::vector<int> RecordedDims(const OpRecord& r, size_t rank) {
+    std::vector<double> raw;
+    auto one = r.scalars().find("dim");
+    if (one != r.scalars().end()) {
+      raw.push_back(one->second);
+    } else {
+      for (int j = 0;; ++j) {
+        auto it = r.scalars().find(absl::StrCat("dim.", j));
+        if (it == r.scalars().end()) break;
+        raw.push_back(it->second);
+      }
+    }
+    std::vector<int> dims;
+    const int n = static_cast<int>(rank);
+    for (double v : raw) {
+      int d = static_cast<int>(v);
+      if (d != v || n == 0) return {};
+      if (d < 0) d += n;
+      if (d < 0 || d >= n) return {};
+      dims.push_back(d);
+    }
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    return dims;
+  }
+
   void InferDim(const OpRecord& r) {
     if (r.inputs_size() == 0 || r.outputs_size() == 0) return;
     std::vector<int64_t> in = ShapeOf(r.inputs(0)), out = ShapeOf(r.outputs(0));
     out_.input_shape = in;
     int rank = in.size();
+    // The recorded dims decide when they are one contiguous range: the shapes alone are
+    // ambiguous (min over dim 1 or dim 2 of 96 x 4096 x 4096 both give 96 x 4096).
+    std::vector<int> dims = RecordedDims(r, in.size());
+    if (!dims.empty() && dims.back() - dims.front() + 1 == static_cast<int>(dims.size())) {
+      out_.keepdim = out.size() == in.size();
+      out_.dim = dims.front();
+      out_.num_dims = static_cast<int>(dims.size());
+      if (!out_.keepdim && (out.empty() || Numel(out) == 1)) out_.tags.insert("full");
+      return;
+    }
     if (out.size() == in.size()) {
       out_.keepdim = true;
       int first = -1, count = 0;

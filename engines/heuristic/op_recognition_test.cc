@@ -169,6 +169,40 @@ TEST_CASE("Recognition: reductions infer dim and keepdim from shapes") {
   CHECK(Recognize(amin).variant == "min");
 }
 
+TEST_CASE("Recognition: a recorded dim beats the shapes, which can be ambiguous") {
+  // problems/24: torch.min(x, dim=1) of 96 x 4096 x 4096; the shapes alone say dim 2.
+  OpSignature bare;
+  AddOp(&bare, "aten::min", {{{96, 4096, 4096}, "bfloat16"}},
+        {{{96, 4096}, "bfloat16"}, {{96, 4096}, "int64"}});
+  CHECK(Recognize(bare).dim == 2);
+  OpSignature min1;
+  AddOp(&min1, "aten::min", {{{96, 4096, 4096}, "bfloat16"}},
+        {{{96, 4096}, "bfloat16"}, {{96, 4096}, "int64"}}, {{"dim", 1.0}, {"keepdim", 0.0}});
+  RecognizedOp m = Recognize(min1);
+  CHECK(m.variant == "min");
+  CHECK(m.dim == 1);
+  CHECK(m.num_dims == 1);
+  CHECK_FALSE(m.keepdim);
+  // A negative dim, keepdim.
+  OpSignature neg;
+  AddOp(&neg, "aten::sum", {{{8, 8, 8}}}, {{{8, 8, 1}}}, {{"dim.0", -1.0}, {"keepdim", 1.0}});
+  CHECK(Recognize(neg).dim == 2);
+  CHECK(Recognize(neg).keepdim);
+  // A contiguous list of dims: mean over (1, 2).
+  OpSignature two;
+  AddOp(&two, "aten::mean", {{{4, 8, 8, 8}}}, {{{4, 8}}}, {{"dim.0", 2.0}, {"dim.1", 1.0}});
+  CHECK(Recognize(two).dim == 1);
+  CHECK(Recognize(two).num_dims == 2);
+  // An out-of-range recorded dim is ignored: the shapes decide.
+  OpSignature bad;
+  AddOp(&bad, "aten::sum", {{{16, 256, 256}}}, {{{16, 1, 256}}}, {{"dim", 7.0}});
+  CHECK(Recognize(bad).dim == 1);
+  // softmax over a recorded non-last dim.
+  OpSignature sm;
+  AddOp(&sm, "aten::_softmax", {{{16, 64, 128}}}, {{{16, 64, 128}}}, {{"dim", 1.0}});
+  CHECK(Recognize(sm).dim == 1);
+}
+
 TEST_CASE("Recognition: softmax, norms, losses") {
   OpSignature sm;
   AddOp(&sm, "aten::_softmax", {{{16, 16384}}}, {{{16, 16384}}});
@@ -206,6 +240,28 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   AddOp(&bn, "aten::_native_batch_norm_legit_no_training", {{{16, 64, 32, 32}}, {{64}}, {{64}}},
         {{{16, 64, 32, 32}}});
   CHECK(Recognize(bn).variant == "batch");
+  CHECK_FALSE(Recognize(bn).has_affine);  // x, running_mean, running_var
+  OpSignature cudnn;  // F.batch_norm on a GPU, fp32 with weight and bias
+  AddOp(&cudnn, "aten::cudnn_batch_norm", {{{16, 64, 32, 32}}, {{64}}, {{64}}, {{64}}, {{64}}},
+        {{{16, 64, 32, 32}}, {{64}}, {{64}}, {{0}, "uint8"}},
+        {{"training", 0.0}, {"exponential_average_factor", 0.1}, {"epsilon", 1e-5}});
+  RecognizedOp cb = Recognize(cudnn);
+  CHECK(cb.variant == "batch");
+  CHECK(cb.has_affine);
+  CHECK(cb.dim == 1);
+  OpSignature half_affine;  // weight without bias
+  AddOp(&half_affine, "aten::native_batch_norm",
+        {{{16, 64, 32, 32}}, {{64}}, {{64}}, {{64}}}, {{{16, 64, 32, 32}}});
+  CHECK(Recognize(half_affine).tags.count("partial_affine"));
+  OpSignature gn;
+  AddOp(&gn, "aten::native_group_norm", {{{4, 64, 8, 8}}, {{64}}, {{64}}},
+        {{{4, 64, 8, 8}}, {{4, 8}}, {{4, 8}}},
+        {{"N", 4.0}, {"C", 64.0}, {"HxW", 64.0}, {"group", 8.0}, {"eps", 1e-5}});
+  RecognizedOp g = Recognize(gn);
+  CHECK(g.variant == "group");
+  CHECK(g.has_affine);
+  CHECK_FALSE(g.tags.count("partial_affine"));
+  CHECK(ScalarArg(g, "group", 0) == 8.0);
 
   OpSignature ce;  // cross-entropy is softmax inside: still a loss
   AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});
