@@ -1,6 +1,7 @@
-"""Compiles the scan, pooling, loss and conv templates' kernels for sm_90 (Hopper) on a
-machine without a GPU, at the sizes the brain picks for problems 31-44, and prints one
-JSON line per kernel: name, registers, stack bytes (spills), shared memory, or the error.
+"""Compiles the channel-norm, scan, pooling, loss and conv templates' kernels for sm_90
+(Hopper) on a machine without a GPU, at the sizes the brain picks for problems 29-44, and
+prints one JSON line per kernel: name, registers, stack bytes (spills), shared memory, or
+the error.
 
 Run without TRITON_INTERPRET (test_compile_sm90.py does it in a subprocess); needs the
 triton wheel's NVIDIA backend (its ptxas and cuobjdump), not a GPU.
@@ -45,11 +46,14 @@ def _usage(kernel):
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
-def _compile(name, kernel, sig, consts, warps, stages):
+def _compile(name, kernel, sig, consts, warps, stages, aligned=()):
+    """aligned: args specialized as multiples of 16 (pointers: 16-byte aligned), as the
+    launcher does for such values at run time; it enables vectorized loads."""
     full = dict(sig)
     full.update({k: "constexpr" for k in consts})
+    attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
     try:
-        k = triton.compile(ASTSource(kernel, full, constexprs=consts), target=TARGET,
+        k = triton.compile(ASTSource(kernel, full, constexprs=consts, attrs=attrs), target=TARGET,
                            options=dict(num_warps=warps, num_stages=stages))
         regs, stack = _usage(k)
         row = dict(name=name, regs=regs, stack=stack, shared=k.metadata.shared)
@@ -83,16 +87,39 @@ def main():
                                                  "tiles_h", "tiles_w"]),
                 divisor="fp32")
     unit_d = dict(KD=1, SD=1, PD=0, DD=1)
-    for name, c, warps in [  # problems/31, 33, 34
+    taps = dict(PACKED=False, SWP=1)
+    for name, c, warps in [  # problems/31, 33, 34, the per-tap loads (LOAD taps)
             ("pool_nd max 1-D 1x1024", dict(KH=1, KW=3, SH=1, SW=2, PH=0, PW=1, BLOCK_H=1, BLOCK_W=1024, OP="max"), 4),
             ("pool_nd max 2-D 8x128", dict(KH=3, KW=3, SH=2, SW=2, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="max"), 4),
             ("pool_nd avg 2-D 8x128 bf16", dict(KH=3, KW=3, SH=1, SW=1, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128, OP="avg"), 4)]:
         sig = dict(psig, x_ptr=bf16, y_ptr=bf16) if "bf16" in name else psig
         _compile(name, pool.pool_kernel, sig,
-                 dict(c, **unit_d, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False), warps, 3)
+                 dict(c, **unit_d, **taps, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False), warps, 3)
     _compile("pool_nd max 3-D 4x16", pool.pool_kernel, psig,
              dict(KD=3, KH=3, KW=3, SD=2, SH=2, SW=2, PD=1, PH=1, PW=1, DD=1, DH=1, DW=1,
-                  BLOCK_H=4, BLOCK_W=16, OP="max", COUNT_PAD=True, USE_DIVISOR=False), 2, 3)
+                  BLOCK_H=4, BLOCK_W=16, OP="max", COUNT_PAD=True, USE_DIVISOR=False, **taps), 2, 3)
+    # The packed loads (LOAD auto) at problems/31-34's shapes as the launcher specializes
+    # them: W contiguous (stride_w == 1 is a constexpr), sizes and pointers multiples of 16
+    # (1-D: D = H = OD = OH = tiles_h = 1).
+    aligned = ("x_ptr", "y_ptr", "C", "D", "H", "W", "OD", "OH", "OW", "stride_n", "stride_c",
+               "stride_d", "stride_h", "tiles_h", "tiles_w")
+    one_d = dict(D=1, H=1, OD=1, OH=1, tiles_h=1, KH=1, SH=1, PH=0, BLOCK_H=1, BLOCK_W=1024)
+    two_d = dict(D=1, OD=1, KH=3, KW=3, PH=1, PW=1, BLOCK_H=8, BLOCK_W=128)
+    for name, c in [
+            ("pool_nd packed max 1-D 1x1024", dict(one_d, KW=3, SW=2, PW=1, OP="max")),
+            ("pool_nd packed avg 1-D 1x1024 bf16", dict(one_d, KW=4, SW=2, PW=1, OP="avg")),
+            ("pool_nd packed max 2-D 8x128", dict(two_d, SH=2, SW=2, OP="max")),
+            ("pool_nd packed avg 2-D 8x128 bf16", dict(two_d, SH=1, SW=1, OP="avg")),
+            ("pool_nd packed max 2-D 8x128 stride 3", dict(two_d, SH=3, SW=3, PH=0, PW=0, OP="max"))]:
+        sig = dict(psig, x_ptr=bf16, y_ptr=bf16) if "bf16" in name else psig
+        _compile(name, pool.pool_kernel, sig,
+                 dict(c, **unit_d, DH=1, DW=1, COUNT_PAD=True, USE_DIVISOR=False, stride_w=1,
+                      PACKED=True, SWP=triton.next_power_of_2(c["SW"])), 4, 3,
+                 aligned=[a for a in aligned if a not in c])
+    _compile("pool_nd packed avg 3-D 4x16 exclude pad", pool.pool_kernel, psig,
+             dict(KD=3, KH=3, KW=3, SD=2, SH=2, SW=2, PD=1, PH=1, PW=1, DD=1, DH=1, DW=1,
+                  BLOCK_H=4, BLOCK_W=16, OP="avg", COUNT_PAD=False, USE_DIVISOR=False,
+                  stride_w=1, PACKED=True, SWP=2), 2, 3)
 
     loss = _load("loss_reduce")
     lsig = dict(p_ptr=fp32, t_ptr=fp32, part_ptr=fp32, n="i64", per_program="i64", beta="fp32")
@@ -130,6 +157,27 @@ def main():
     _compile("conv2d_depthwise 8x128", dw.dwconv_kernel, dsig,  # problems/36
              dict(SH=1, SW=1, PH=1, PW=1, DH=1, DW=1, KH=3, KW=3, MULT=1, HAS_BIAS=True,
                   BLOCK_H=8, BLOCK_W=128), 4, 3)
+
+    cn = _load("channel_norm")
+    nsig = dict(x_ptr=fp32, y_ptr=fp32, w_ptr=fp32, b_ptr=fp32, rm_ptr=fp32, rv_ptr=fp32,
+                scale_ptr=fp32, shift_ptr=fp32, **_ints(["P", "C", "HW", "num_hw_blocks"]),
+                eps="fp32")
+    for name, sig, c, warps in [  # problems/29 and 30: 1 x 4096, 8 warps
+            ("channel_norm batch 1x4096", nsig, dict(NORM="batch", BLOCK_P=1, BLOCK=4096), 8),
+            ("channel_norm batch 1x4096 bf16", dict(nsig, x_ptr=bf16, y_ptr=bf16),
+             dict(NORM="batch", BLOCK_P=1, BLOCK=4096), 8),
+            ("channel_norm batch 2048x1 (N, C)", nsig, dict(NORM="batch", BLOCK_P=2048, BLOCK=1), 8),
+            ("channel_norm batch 32x64", nsig, dict(NORM="batch", BLOCK_P=32, BLOCK=64), 8),
+            ("channel_norm group 1x4096", nsig, dict(NORM="group", BLOCK_P=1, BLOCK=4096), 8)]:
+        _compile(name, cn.channel_norm_kernel, sig, dict(c, HAS_W=True, HAS_B=True), warps, 1)
+    ssig = dict(x_ptr=fp32, part_ptr=fp32, **_ints(["L", "CHUNK", "NUM_PARTS", "SPLIT_R"]))
+    _compile("channel_norm stats 2048", cn.channel_norm_stats_kernel, ssig, dict(BLOCK_R=2048), 8, 1)
+    _compile("channel_norm stats 2048 bf16", cn.channel_norm_stats_kernel, dict(ssig, x_ptr=bf16),
+             dict(BLOCK_R=2048), 8, 1)
+    _compile("channel_norm merge 512x4", cn.channel_norm_merge_kernel,
+             dict(part_ptr=fp32, w_ptr=fp32, b_ptr=fp32, scale_ptr=fp32, shift_ptr=fp32,
+                  **_ints(["P", "C", "CPG", "G", "NUM_PARTS", "SPLIT_R"]), eps="fp32"),
+             dict(HAS_W=True, HAS_B=True, BLOCK_M=512, BLOCK_S=4), 4, 3)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,211 @@
+# kagent-template: channel_norm
+# BatchNorm in inference (running statistics) and GroupNorm over (N, C, *) inputs. The
+# input is viewed as P = N * C planes of HW = prod(shape[2:]) contiguous elements.
+# Normalize kernel (both): grid (cdiv(P, BLOCK_P) * cdiv(HW, BLOCK),); each program owns
+# BLOCK_P planes x BLOCK contiguous elements and writes y = x * scale[plane] + shift[plane]
+# in fp32: one read, one write. BatchNorm computes scale = weight / sqrt(running_var + eps)
+# and shift = bias - running_mean * scale per plane inside the kernel. GroupNorm first
+# computes statistics: a group of (n, g) is one contiguous run of (C / G) * HW elements;
+# the stats kernel, grid (N * G, SPLIT_R), gives each program one slice of a group, which
+# it streams in BLOCK_R chunks keeping a per-lane Welford (mean, M2, count), merged across
+# lanes with Chan's formula; a merge kernel combines the SPLIT_R partials of each group in
+# a fixed order (no atomics: reproducible) into per-(n, c) scale and shift.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    # Chan et al.: merge two (mean, M2, count) summaries; empty ones (count 0) are neutral.
+    n = n_a + n_b
+    w_b = tl.where(n > 0, n_b / tl.maximum(n, 1.0), 0.0)
+    delta = mean_b - mean_a
+    return mean_a + delta * w_b, m2_a + m2_b + delta * delta * n_a * w_b, n
+
+
+@triton.jit
+def channel_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, scale_ptr, shift_ptr,
+                        P, C, HW, num_hw_blocks, eps,
+                        NORM: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+                        BLOCK_P: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = (pid // num_hw_blocks) * BLOCK_P + tl.arange(0, BLOCK_P)
+    cols = (pid % num_hw_blocks) * BLOCK + tl.arange(0, BLOCK)
+    rmask = rows < P
+    if NORM == "batch":
+        c = rows % C
+        mean = tl.load(rm_ptr + c, mask=rmask, other=0.0).to(tl.float32)
+        var = tl.load(rv_ptr + c, mask=rmask, other=1.0).to(tl.float32)
+        scale = 1.0 / tl.sqrt(var + eps)
+        if HAS_W:
+            scale = scale * tl.load(w_ptr + c, mask=rmask, other=1.0).to(tl.float32)
+        shift = -mean * scale
+        if HAS_B:
+            shift = shift + tl.load(b_ptr + c, mask=rmask, other=0.0).to(tl.float32)
+    else:
+        scale = tl.load(scale_ptr + rows, mask=rmask, other=0.0)
+        shift = tl.load(shift_ptr + rows, mask=rmask, other=0.0)
+    offs = rows[:, None].to(tl.int64) * HW + cols[None, :]
+    mask = rmask[:, None] & (cols < HW)[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    y = x * scale[:, None] + shift[:, None]
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def channel_norm_stats_kernel(x_ptr, part_ptr, L, CHUNK, NUM_PARTS, SPLIT_R,
+                              BLOCK_R: tl.constexpr):
+    group = tl.program_id(0)
+    part = tl.program_id(1)
+    start = part * CHUNK
+    n = tl.maximum(tl.minimum(CHUNK, L - start), 0)   # elements of this slice
+    ptr = x_ptr + group.to(tl.int64) * L + start
+    offs = tl.arange(0, BLOCK_R)
+    mean = tl.zeros([BLOCK_R], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_R], dtype=tl.float32)
+    # Full chunks: every lane has seen i + 1 elements, so the Welford step is a multiply.
+    n_full = n // BLOCK_R
+    for i in range(0, n_full):
+        x = tl.load(ptr + i * BLOCK_R + offs).to(tl.float32)
+        delta = x - mean
+        mean += delta * (1.0 / (i + 1))
+        m2 += delta * (x - mean)
+    # The tail: lanes past the slice keep their summary.
+    idx = n_full * BLOCK_R + offs
+    tmask = idx < n
+    x = tl.load(ptr + idx, mask=tmask, other=0.0).to(tl.float32)
+    cnt = n_full.to(tl.float32) + tmask.to(tl.float32)
+    delta = x - mean
+    mean += tl.where(tmask, delta / tl.maximum(cnt, 1.0), 0.0)
+    m2 += tl.where(tmask, delta * (x - mean), 0.0)
+    g_mean, g_m2, g_n = tl.reduce((mean, m2, cnt), 0, _welford_combine)
+    out = group * SPLIT_R + part
+    tl.store(part_ptr + out, g_mean)
+    tl.store(part_ptr + NUM_PARTS + out, g_m2)
+    tl.store(part_ptr + 2 * NUM_PARTS + out, g_n)
+
+
+@triton.jit
+def channel_norm_merge_kernel(part_ptr, w_ptr, b_ptr, scale_ptr, shift_ptr, P, C, CPG, G,
+                              NUM_PARTS, SPLIT_R, eps,
+                              HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+                              BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)   # planes n * C + c
+    rmask = rows < P
+    c = rows % C
+    group = (rows // C) * G + c // CPG
+    s = tl.arange(0, BLOCK_S)
+    offs = group[:, None] * SPLIT_R + s[None, :]
+    mask = rmask[:, None] & (s < SPLIT_R)[None, :]
+    mean = tl.load(part_ptr + offs, mask=mask, other=0.0)
+    m2 = tl.load(part_ptr + NUM_PARTS + offs, mask=mask, other=0.0)
+    cnt = tl.load(part_ptr + 2 * NUM_PARTS + offs, mask=mask, other=0.0)
+    mean, m2, cnt = tl.reduce((mean, m2, cnt), 1, _welford_combine)
+    scale = 1.0 / tl.sqrt(m2 / tl.maximum(cnt, 1.0) + eps)
+    if HAS_W:
+        scale = scale * tl.load(w_ptr + c, mask=rmask, other=1.0).to(tl.float32)
+    shift = -mean * scale
+    if HAS_B:
+        shift = shift + tl.load(b_ptr + c, mask=rmask, other=0.0).to(tl.float32)
+    tl.store(scale_ptr + rows, scale, mask=rmask)
+    tl.store(shift_ptr + rows, shift, mask=rmask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        # Built from the recorded op (CHANNELS, GROUPS, EPS, AFFINE), not from the
+        # constructor's arguments, whose order differs between problems (GroupNorm(G, C)
+        # vs Model(num_features, num_groups)). The parameters carry the reference's names
+        # so the harness loads its state_dict: MODULE=none holds weight / bias /
+        # running_mean / running_var on the model itself (F.batch_norm / F.group_norm
+        # references); bn, gn, norm hold an nn.BatchNorm2d / nn.GroupNorm under that
+        # name (self.bn = nn.BatchNorm2d(...) references). Without a matching
+        # state_dict, the seed gives torch's initial values (ones, zeros, zeros, ones).
+        # BatchNorm is inference only: the running statistics are read, never updated
+        # (momentum unused).
+        norm, module = "{{NORM}}", "{{MODULE}}"
+        channels, groups, eps, affine = {{CHANNELS}}, {{GROUPS}}, {{EPS}}, {{AFFINE}}
+        self.channels, self.groups = channels, groups
+        if module != "none":
+            if norm == "batch":
+                layer = nn.BatchNorm2d(channels, eps=eps, affine=affine)
+            else:
+                layer = nn.GroupNorm(groups, channels, eps=eps, affine=affine)
+            setattr(self, module, layer)
+        else:
+            self.eps = eps
+            if affine:
+                self.weight = nn.Parameter(torch.ones(channels))
+                self.bias = nn.Parameter(torch.zeros(channels))
+            else:
+                self.register_parameter("weight", None)
+                self.register_parameter("bias", None)
+            if norm == "batch":
+                self.register_buffer("running_mean", torch.zeros(channels))
+                self.register_buffer("running_var", torch.ones(channels))
+
+    def forward(self, x):
+        norm = "{{NORM}}"
+        layer = self._modules.get("{{MODULE}}", self)
+        w, b = layer.weight, layer.bias
+        eps = float(layer.eps)
+        channels = layer.running_mean.numel() if norm == "batch" else self.channels
+        if x.dim() < 2 or x.shape[1] != channels:
+            raise ValueError(f"channel_norm: input {tuple(x.shape)} does not have the "
+                             f"layer's {channels} channels in dim 1")
+        # Non-contiguous (e.g. channels_last) inputs are copied to NCHW first; the output
+        # is contiguous.
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        if x.numel() == 0:
+            return y
+        N, C = x.shape[0], x.shape[1]
+        P = N * C
+        HW = x.numel() // P
+        num_warps = {{num_warps}}
+        if norm == "group":
+            scale, shift = self._group_stats(x, w, b, eps, N, C, HW, num_warps)
+            rm = rv = scale
+        else:
+            rm, rv = layer.running_mean, layer.running_var
+            scale = shift = rm
+        BLOCK = min({{BLOCK}}, triton.next_power_of_2(HW))
+        BLOCK_P = min({{BLOCK_P}}, triton.next_power_of_2(P), max(1, 32768 // BLOCK))
+        num_hw_blocks = triton.cdiv(HW, BLOCK)
+        grid = (triton.cdiv(P, BLOCK_P) * num_hw_blocks,)
+        channel_norm_kernel[grid](
+            x, y, w if w is not None else x, b if b is not None else x, rm, rv, scale, shift,
+            P, C, HW, num_hw_blocks, eps,
+            NORM=norm, HAS_W=w is not None, HAS_B=b is not None,
+            BLOCK_P=BLOCK_P, BLOCK=BLOCK, num_warps=num_warps)
+        return y
+
+    def _group_stats(self, x, w, b, eps, N, C, HW, num_warps):
+        """Per-(n, c) fp32 scale and shift from the statistics of each (n, group)."""
+        layer = self._modules.get("{{MODULE}}", self)
+        G = int(getattr(layer, "num_groups", self.groups))
+        if C % G != 0:
+            raise ValueError(f"channel_norm: {C} channels do not split into {G} groups")
+        L = (C // G) * HW
+        BLOCK_R = min({{BLOCK_R}}, triton.next_power_of_2(L))
+        SPLIT_R = min({{SPLIT_R}}, triton.cdiv(L, BLOCK_R))
+        # Slices of whole chunks; trailing slices may be empty (neutral in the merge).
+        chunk = triton.cdiv(triton.cdiv(L, SPLIT_R), BLOCK_R) * BLOCK_R
+        num_parts = N * G * SPLIT_R
+        parts = torch.empty(3 * num_parts, device=x.device, dtype=torch.float32)
+        channel_norm_stats_kernel[(N * G, SPLIT_R)](
+            x, parts, L, chunk, num_parts, SPLIT_R=SPLIT_R,
+            BLOCK_R=BLOCK_R, num_warps=num_warps, num_stages={{num_stages}})
+        P = N * C
+        scale = torch.empty(P, device=x.device, dtype=torch.float32)
+        shift = torch.empty(P, device=x.device, dtype=torch.float32)
+        block_s = triton.next_power_of_2(SPLIT_R)
+        block_m = min(triton.next_power_of_2(P), max(1, 2048 // block_s))
+        channel_norm_merge_kernel[(triton.cdiv(P, block_m),)](
+            parts, w if w is not None else parts, b if b is not None else parts, scale, shift,
+            P, C, C // G, G, num_parts, SPLIT_R, eps,
+            HAS_W=w is not None, HAS_B=b is not None, BLOCK_M=block_m, BLOCK_S=block_s)
+        return scale, shift

@@ -1,0 +1,181 @@
+"""channel_norm: inference BatchNorm and GroupNorm against torch, under Triton's interpreter.
+
+Shapes include sizes that are not multiples of the blocks, N = 1, C = 1, groups = 1 and
+groups = C, 2-D to 5-D inputs; fp32 and bf16; affine on and off; the parameter layouts
+(MODULE) whose state_dict keys must match the reference's.
+"""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from template_render import load_model_new
+
+
+def _bn_ref(channels, affine, eps, dtype=torch.float32):
+    ref = nn.BatchNorm2d(channels, eps=eps, affine=affine).eval()
+    with torch.no_grad():
+        ref.running_mean.normal_(0.0, 0.5)
+        ref.running_var.uniform_(0.5, 2.0)
+        if affine:
+            ref.weight.normal_(1.0, 0.3)
+            ref.bias.normal_(0.0, 0.3)
+    return ref.to(dtype)
+
+
+def _batch_norm(x, ref):
+    return F.batch_norm(x.float(), ref.running_mean.float(), ref.running_var.float(),
+                        None if ref.weight is None else ref.weight.float(),
+                        None if ref.bias is None else ref.bias.float(),
+                        training=False, eps=ref.eps)
+
+
+class FlatBatchNorm(nn.Module):
+    """problems/29's layout: parameters and running stats on the model, F.batch_norm."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(channels))
+        self.bias = nn.Parameter(0.1 * torch.randn(channels))
+        self.register_buffer("running_mean", 0.1 * torch.randn(channels))
+        self.register_buffer("running_var", 0.5 + torch.rand(channels))
+        self.eps = 1e-5
+
+    def forward(self, x):
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=False, eps=self.eps)
+
+
+def _tol(dtype):
+    return dict(atol=2e-2, rtol=2e-2) if dtype != torch.float32 else dict(atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,blocks", [
+    ((2, 3, 5, 7), dict(BLOCK=16, BLOCK_P=1)),       # HW 35: three blocks, the last partial
+    ((2, 3, 5, 7), dict(BLOCK=8, BLOCK_P=4)),        # planes (6) not a multiple of BLOCK_P
+    ((1, 1, 9, 11), dict(BLOCK=32)),                 # N = 1, C = 1
+    ((7, 5), dict(BLOCK=1, BLOCK_P=16)),             # BatchNorm1d on (N, C): HW = 1
+    ((3, 4, 10), dict(BLOCK=4, BLOCK_P=2)),          # BatchNorm1d on (N, C, L)
+    ((2, 3, 2, 3, 5), dict(BLOCK=64, BLOCK_P=64)),   # BatchNorm3d
+])
+@pytest.mark.parametrize("affine", ["True", "False"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_norm_inference(shape, blocks, affine, dtype):
+    torch.manual_seed(0)
+    c = shape[1]
+    ref = _bn_ref(c, affine == "True", 1e-3)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=c, EPS=1e-3,
+                           AFFINE=affine, **blocks)(c)
+    model.load_state_dict({"bn." + k: v for k, v in ref.state_dict().items()})
+    x = (torch.randn(*shape) * 2 + 1).to(dtype)
+    out = model(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    torch.testing.assert_close(out.float(), _batch_norm(x, ref), **_tol(dtype))
+
+
+def test_batch_norm_flat_layout_matches_problem_29():
+    # MODULE=none: the reference's keys, so the harness loads its random running stats.
+    torch.manual_seed(3)
+    ref = FlatBatchNorm(6)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="none", CHANNELS=6,
+                           BLOCK=16)(6)
+    assert set(model.state_dict()) == set(ref.state_dict())
+    model.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 6, 7, 5)
+    torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+def test_batch_norm_flat_without_affine_and_bf16_params():
+    # F.batch_norm(x, rm, rv, None, None): no weight/bias keys; bf16 running stats load.
+    ref = _bn_ref(4, False, 1e-5, torch.bfloat16)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="none", CHANNELS=4,
+                           AFFINE="False", BLOCK=32)(4)
+    assert set(model.state_dict()) == {"running_mean", "running_var"}
+    model.load_state_dict({k: v for k, v in ref.state_dict().items() if k != "num_batches_tracked"})
+    x = torch.randn(2, 4, 6, 6, dtype=torch.bfloat16)
+    torch.testing.assert_close(model(x).float(), _batch_norm(x, ref), atol=2e-2, rtol=2e-2)
+
+
+def test_batch_norm_channels_last_and_wrong_channels():
+    ref = _bn_ref(8, True, 1e-5)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=8, BLOCK=64)()
+    model.load_state_dict({"bn." + k: v for k, v in ref.state_dict().items()})
+    x = torch.randn(2, 8, 5, 6).to(memory_format=torch.channels_last)
+    torch.testing.assert_close(model(x), _batch_norm(x, ref), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="channels"):
+        model(torch.randn(2, 7, 5, 6))
+
+
+def _gn_ref(groups, channels, affine, eps=1e-5):
+    ref = nn.GroupNorm(groups, channels, eps=eps, affine=affine)
+    if affine:
+        with torch.no_grad():
+            ref.weight.normal_(1.0, 0.3)
+            ref.bias.normal_(0.0, 0.3)
+    return ref
+
+
+@pytest.mark.parametrize("shape,groups,blocks", [
+    ((2, 6, 5, 7), 3, dict(BLOCK_R=16, SPLIT_R=1, BLOCK=16)),   # L = 70: partial tail chunk
+    ((2, 6, 5, 7), 3, dict(BLOCK_R=16, SPLIT_R=3, BLOCK=64)),   # three slices of a group
+    ((2, 6, 5, 7), 3, dict(BLOCK_R=16, SPLIT_R=4)),             # 4 slices of 32: one empty
+    ((1, 8, 9, 9), 1, dict(BLOCK_R=32, SPLIT_R=5, BLOCK=32)),   # N = 1, groups = 1
+    ((3, 5, 4, 3), 5, dict(BLOCK_R=16, SPLIT_R=2, BLOCK=4)),    # groups = C (instance-like)
+    ((2, 1, 13), 1, dict(BLOCK_R=16, SPLIT_R=2)),               # C = 1, 1-D spatial
+    ((5, 12), 4, dict(BLOCK_R=16, BLOCK=1, BLOCK_P=8)),         # (N, C): HW = 1
+    ((2, 4, 3, 4, 5), 2, dict(BLOCK_R=64, SPLIT_R=3)),          # 3-D spatial
+])
+@pytest.mark.parametrize("affine", ["True", "False"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_group_norm(shape, groups, blocks, affine, dtype):
+    torch.manual_seed(1)
+    c = shape[1]
+    ref = _gn_ref(groups, c, affine == "True")
+    model = load_model_new("channel_norm", NORM="group", MODULE="gn", CHANNELS=c,
+                           GROUPS=groups, AFFINE=affine, **blocks)(groups, c)
+    if affine == "True":
+        model.load_state_dict({"gn." + k: v for k, v in ref.state_dict().items()})
+    x = (torch.randn(*shape) * 3 + 2).to(dtype)
+    out = model(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    torch.testing.assert_close(out.float(), ref(x.float()), **_tol(dtype))
+
+
+def test_group_norm_problem_30_layout_and_constructor_order():
+    # problems/30 builds Model(num_groups, num_channels), KernelBench Model(num_features,
+    # num_groups): ModelNew builds its nn.GroupNorm from the recorded GROUPS / CHANNELS and
+    # accepts either argument list; the keys are gn.weight, gn.bias.
+    ref = _gn_ref(4, 8, True)
+    for args in [(4, 8), (8, 4), ()]:
+        model = load_model_new("channel_norm", NORM="group", MODULE="gn", CHANNELS=8,
+                               GROUPS=4, BLOCK_R=64, SPLIT_R=2)(*args)
+        assert set(model.state_dict()) == {"gn.weight", "gn.bias"}
+        model.load_state_dict({"gn." + k: v for k, v in ref.state_dict().items()})
+        x = torch.randn(2, 8, 6, 5)
+        torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+def test_group_norm_flat_layout():
+    # F.group_norm(x, G, self.weight, self.bias): MODULE=none gives weight and bias keys.
+    model = load_model_new("channel_norm", NORM="group", MODULE="none", CHANNELS=6, GROUPS=2,
+                           EPS=1e-4, BLOCK_R=16)(2, 6)
+    assert set(model.state_dict()) == {"weight", "bias"}
+    with torch.no_grad():
+        model.weight.normal_()
+        model.bias.normal_()
+    x = torch.randn(3, 6, 4, 4)
+    ref = F.group_norm(x, 2, model.weight, model.bias, eps=1e-4)
+    torch.testing.assert_close(model(x), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_group_norm_offset_mean_is_stable_and_deterministic():
+    # A large mean over long groups: fp32 E[x^2] - E[x]^2 would cancel catastrophically
+    # (|mean| / std = 1000); the Welford/Chan merge keeps the variance. Compared in fp64.
+    torch.manual_seed(2)
+    x = torch.randn(1, 4, 128, 130) + 1000.0     # groups of 2 x 16640 elements
+    model = load_model_new("channel_norm", NORM="group", MODULE="gn", CHANNELS=4, GROUPS=2,
+                           AFFINE="False", BLOCK_R=512, SPLIT_R=7, BLOCK=1024)()
+    out = model(x)
+    ref = F.group_norm(x.double(), 2, eps=1e-5)
+    torch.testing.assert_close(out.double(), ref, atol=2e-3, rtol=0)
+    assert torch.equal(model(x), out)   # no atomics: bitwise reproducible
