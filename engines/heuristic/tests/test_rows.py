@@ -31,6 +31,7 @@ def test_softmax_bf16_noncontiguous():
     ((4, 3, 5), (3, 5), dict(BLOCK_R=4)),
     ((6, 33), (33,), dict(BLOCK_R=64)),
     ((1, 1), (1,), dict(BLOCK_R=8)),
+    ((4, 3, 5), (3, 5), dict(BLOCK_R=16)),  # one pass: R = 15 in one masked chunk
 ])
 def test_layernorm_module(shape, nshape, blocks):
     torch.manual_seed(1)
@@ -46,7 +47,8 @@ def test_layernorm_module(shape, nshape, blocks):
 
 
 @pytest.mark.parametrize("shape,blocks", [((2, 5, 3, 4), dict(BLOCK_R=2, BLOCK_I=8)),
-                                          ((3, 7, 1, 1), dict(BLOCK_R=4, BLOCK_I=1))])
+                                          ((3, 7, 1, 1), dict(BLOCK_R=4, BLOCK_I=1)),
+                                          ((2, 5, 3, 4), dict(BLOCK_R=8, BLOCK_I=8))])  # one pass
 def test_rmsnorm_over_features(shape, blocks):
     # KernelBench RMSNorm: Model(num_features, eps); x / sqrt(mean(x^2, dim=1) + eps)
     x = torch.randn(*shape)
@@ -55,9 +57,10 @@ def test_rmsnorm_over_features(shape, blocks):
     torch.testing.assert_close(model(x), ref, atol=1e-5, rtol=1e-5)
 
 
-def test_rmsnorm_module_bf16():
+@pytest.mark.parametrize("block_r", [16, 32])  # two passes, one pass
+def test_rmsnorm_module_bf16(block_r):
     ref_mod = torch.nn.RMSNorm(24, eps=1e-6)
-    model = load_model_new("row_norm", NORM="rms", AFFINE="rmsnorm_module", BLOCK_R=16)(24, eps=1e-6)
+    model = load_model_new("row_norm", NORM="rms", AFFINE="rmsnorm_module", BLOCK_R=block_r)(24, eps=1e-6)
     x = torch.randn(5, 24, dtype=torch.bfloat16)
     torch.testing.assert_close(model(x).float(), ref_mod(x.float()), atol=2e-2, rtol=2e-2)
 
