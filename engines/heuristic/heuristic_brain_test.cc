@@ -577,5 +577,109 @@ TEST_CASE("Brain: a no-op knob change falls back instead of failing") {
   CHECK(brain.ApplyFix(req).status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_CASE("Brain: channel_norm for inference BatchNorm and GroupNorm (problems 29, 30)") {
+  HeuristicBrain brain = MakeBrain();
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  v1::Problem problem;
+  problem.set_source("class Model: ...");
+  v1::GpuSpec gpu = H200();
+  auto first = [&](const v1::OpSignature& sig) {
+    return brain.FirstKernel({&problem, &sig, &gpu});
+  };
+  // Renders channel_norm with `fragments`, and the knob tuner moves `knob` in it.
+  auto check = [&](const v1::OpSignature& sig, std::vector<std::string> fragments,
+                   const std::string& knob, const std::string& change) {
+    auto r = first(sig);
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:channel_norm");
+    for (const std::string& f : fragments) {
+      INFO(f);
+      CHECK(absl::StrContains(r->kernel.source(), f));
+    }
+    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
+    INFO(tuned.status().ToString());
+    REQUIRE(tuned.ok());
+    REQUIRE(tuned->edits.size() == 1);
+    return tuned->source;
+  };
+  const std::vector<int64_t> x = {32, 64, 512, 512};
+  v1::OpSignature bn;  // problems/29: F.batch_norm(x, rm, rv, w, b, training=False)
+  AddOp(&bn, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}},
+        {{x}, {{0}}, {{0}}}, {{"training", 0.0}, {"momentum", 0.1}, {"eps", 1e-5}});
+  std::string tuned = check(bn,
+                            {"norm, module = \"batch\", \"none\"",
+                             "channels, groups, eps, affine = 64, 1, 1e-05, True",
+                             "BLOCK = min(4096,", "BLOCK_P = min(1,", "num_warps = 8\n"},
+                            "num_warps", "x2");
+  CHECK(absl::StrContains(tuned, "num_warps = 16\n"));  // both kernels follow the variable
+  check(bn, {}, "BLOCK", "/2");
+  // On a GPU the same call is aten::cudnn_batch_norm, whose eps is `epsilon`.
+  v1::OpSignature cudnn;
+  AddOp(&cudnn, "aten::cudnn_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}},
+        {{x}, {{0}}, {{0}}, {{0}, "uint8"}},
+        {{"training", 0.0}, {"exponential_average_factor", 0.1}, {"epsilon", 1e-3}});
+  check(cudnn, {"channels, groups, eps, affine = 64, 1, 0.001, True"}, "BLOCK_P", "x2");
+  // BatchNorm1d on (N, C) without affine: HW = 1, planes stacked per program.
+  v1::OpSignature bn1d;
+  AddOp(&bn1d, "aten::_native_batch_norm_legit_no_training",
+        {{{65536, 1024}, "bfloat16"}, {{1024}, "bfloat16"}, {{1024}, "bfloat16"}},
+        {{{65536, 1024}, "bfloat16"}}, {{"momentum", 0.1}, {"eps", 1e-5}});
+  check(bn1d, {"= 1024, 1, 1e-05, False", "BLOCK = min(1,", "BLOCK_P = min(2048,"},
+        "BLOCK_P", "/2");
+
+  v1::OpSignature gn;  // problems/30: nn.GroupNorm(8, 64) on 32 x 64 x 512 x 512
+  AddOp(&gn, "aten::native_group_norm", {{x}, {{64}}, {{64}}}, {{x}, {{32, 8}}, {{32, 8}}},
+        {{"N", 32.0}, {"C", 64.0}, {"HxW", 262144.0}, {"group", 8.0}, {"eps", 1e-5}});
+  // 256 (n, group) programs would not fill 2 x 132 SMs: cdiv(4 x 132, 256) = 3 slices.
+  tuned = check(gn,
+                {"norm, module = \"group\", \"gn\"",
+                 "channels, groups, eps, affine = 64, 8, 1e-05, True", "BLOCK_R = min(2048,",
+                 "SPLIT_R = min(3,", "BLOCK = min(4096,"},
+                "SPLIT_R", "x2");
+  CHECK(absl::StrContains(tuned, "SPLIT_R = min(6,"));
+  check(gn, {}, "BLOCK_R", "/2");
+  check(gn, {}, "num_stages", "+1");
+  v1::OpSignature many;  // enough (n, group) programs: no split
+  AddOp(&many, "aten::native_group_norm", {{{256, 64, 56, 56}, "bfloat16"}},
+        {{{256, 64, 56, 56}, "bfloat16"}}, {{"group", 32.0}, {"eps", 1e-6}});
+  check(many, {"= 64, 32, 1e-06, False", "SPLIT_R = min(1,"}, "BLOCK", "x2");
+
+  // Refused, with the reason: training mode, an unknown mode, a lone weight, groups
+  // not recorded.
+  v1::OpSignature train;
+  AddOp(&train, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}},
+        {{x}, {{64}}, {{64}}}, {{"training", 1.0}, {"momentum", 0.1}, {"eps", 1e-5}});
+  auto t = first(train);
+  CHECK(t.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(t.status().message(), "training mode"));
+  v1::OpSignature update;
+  AddOp(&update, "aten::_batch_norm_with_update", {{x}, {{64}}, {{64}}, {{64}}, {{64}}}, {{x}});
+  CHECK(first(update).status().code() == absl::StatusCode::kFailedPrecondition);
+  v1::OpSignature old;  // a signature without scalars
+  AddOp(&old, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}}, {{x}});
+  auto o = first(old);
+  CHECK(o.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(o.status().message(), "training flag"));
+  v1::OpSignature lone;
+  AddOp(&lone, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}}, {{x}},
+        {{"training", 0.0}});
+  CHECK(absl::StrContains(first(lone).status().message(), "weight without bias"));
+  v1::OpSignature nogroups;
+  AddOp(&nogroups, "aten::native_group_norm", {{x}, {{64}}, {{64}}}, {{x}});
+  CHECK(absl::StrContains(first(nogroups).status().message(), "group count"));
+  // The database's names switch to it; row_norm refuses a batch norm and says where to go.
+  auto sw = brain.RenderFor("batchnorm", bn, &gpu);
+  REQUIRE(sw.ok());
+  CHECK(sw->kernel.origin() == "template:channel_norm");
+  CHECK(brain.RenderFor("row_chunked_loop", gn, &gpu)->kernel.origin() ==
+        "template:channel_norm");
+  auto rn = brain.RenderFor("row_norm", bn, &gpu);
+  CHECK(rn.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(rn.status().message(), "channel_norm"));
+  CHECK(brain.RenderFor("channel_norm", testing::MatvecSignature(64, 64), &gpu).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace kagent

@@ -16,6 +16,8 @@
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
 //   norm        (variant layer, rms, batch, group, instance, frobenius)     dim, num_dims
+//               has_affine; batch (native_batch_norm, cudnn_batch_norm, ...) and group
+//               with only one of weight/bias: tag partial_affine
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)
 //   loss        (variant mse, cross_entropy, hinge, hinge_embedding, kl_div, smooth_l1,
 //               huber, cosine_similarity, triplet_margin, ...)         reduction

@@ -22,7 +22,8 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   for (const char* id : {"matvec_row_per_program", "matvec_multi_row", "matvec_split_k",
                          "gemm_tiled", "gemm_split_k", "softmax_online", "row_norm",
                          "reduce_dim", "elementwise", "scan_rows", "pool_nd", "loss_reduce",
-                         "conv2d_implicit_gemm", "conv2d_depthwise", "loss_rows"}) {
+                         "conv2d_implicit_gemm", "conv2d_depthwise", "loss_rows",
+                         "channel_norm"}) {
     INFO(id);
     REQUIRE(lib->Find(id) != nullptr);
     auto src = lib->Render(id, {});
@@ -37,6 +38,7 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   }
   CHECK(lib->ForOpClass("matvec").size() == 3);
   CHECK(lib->ForOpClass("gemm").size() == 2);
+  CHECK(lib->ForOpClass("norm").size() == 2);  // row_norm, channel_norm
 }
 
 TEST_CASE("Templates: rendering validates params") {

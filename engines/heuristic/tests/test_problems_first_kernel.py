@@ -79,11 +79,10 @@ PROBLEMS = {
     "26_log_softmax_bf16": "softmax_online",
     "27_layernorm_bf16": "row_norm",
     "28_rmsnorm_fp32": "row_norm",
-    # row_norm computes LayerNorm / RMSNorm statistics only: inference BatchNorm is a
-    # per-channel affine of running statistics, GroupNorm normalizes channel groups and
-    # applies per-channel weights; neither has a template yet.
-    "29_batchnorm_inference_fp32": UNIMPLEMENTED,
-    "30_groupnorm_fp32": UNIMPLEMENTED,
+    # Inference BatchNorm (a per-channel affine of the running statistics) and GroupNorm
+    # (statistics per channel group, per-channel weights): channel_norm.
+    "29_batchnorm_inference_fp32": "channel_norm",
+    "30_groupnorm_fp32": "channel_norm",
     "31_maxpool1d_fp32": "pool_nd",
     "32_avgpool1d_bf16": "pool_nd",
     "33_maxpool2d_fp32": "pool_nd",
