@@ -57,6 +57,24 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   AddOp(&skinny, "aten::mm", {{{64, 65536}}, {{65536, 64}}}, {{{64, 64}}});
   CHECK(first(skinny)->kernel.origin() == "template:gemm_split_k");
 
+  // problems/27: LayerNorm over 16384 bf16 fits one chunk, so one pass from registers;
+  // 32768 fp32 does not (two passes over 8192-element chunks).
+  v1::OpSignature ln;
+  AddOp(&ln, "aten::native_layer_norm",
+        {{{65536, 16384}, "bfloat16"}, {{16384}, "bfloat16"}, {{16384}, "bfloat16"}},
+        {{{65536, 16384}, "bfloat16"}, {{65536, 1}, "float32"}, {{65536, 1}, "float32"}});
+  auto lnk = first(ln);
+  REQUIRE(lnk.ok());
+  CHECK(lnk->kernel.origin() == "template:row_norm");
+  CHECK(absl::StrContains(lnk->kernel.source(), "BLOCK_R = min(16384,"));
+  CHECK(absl::StrContains(lnk->kernel.source(), "num_warps=16"));
+  v1::OpSignature wide;
+  AddOp(&wide, "aten::native_layer_norm", {{{64, 32768}}, {{32768}}, {{32768}}},
+        {{{64, 32768}}, {{64, 1}}, {{64, 1}}});
+  auto w = first(wide);
+  REQUIRE(w.ok());
+  CHECK(absl::StrContains(w->kernel.source(), "BLOCK_R = min(8192,"));
+
   v1::OpSignature lrelu;
   AddOp(&lrelu, "aten::leaky_relu", {{{16, 16384}}}, {{{16, 16384}}});
   auto e = first(lrelu);
