@@ -23,11 +23,17 @@ VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, CRASH, TIMEOUT, OOM, REJECTED, IN
 MODES = ("measure", "signature", "profile", "gpuinfo")
 
 # Floors that apply on device "cuda" (a request asking for less gets the floor and a log
-# line). On device "cpu" timing is plumbing only and requests are honoured as given.
+# line). On device "cpu" timing is plumbing only (Triton's interpreter runs the kernels;
+# its timings do not rank kernels): the timing is capped instead, since one call of a
+# kernel sized for a GPU's grid can take seconds there, and the coordinator's 100 reps
+# plus 25 warm-up calls made one measurement run past its 10-minute timeout. The gate
+# (correctness trials) is never capped.
 GPU_MIN_TRIALS = 5
 GPU_MIN_REPS = 100
 GPU_MIN_WARMUP_ITERS = 25
 GPU_MIN_WARMUP_MS = 100.0
+CPU_MAX_REPS = 10
+CPU_MAX_WARMUP_ITERS = 2
 
 LOG_LIMIT_BYTES = 16 * 1024
 
@@ -136,8 +142,15 @@ class Request:
         self._log = log
 
     def apply_floors(self, device, log):
-        """Raise the gate and timing parameters to the GPU floors (device 'cuda' only)."""
+        """On device 'cuda', raise the gate and timing parameters to the GPU floors; on
+        any other device, cap the timing reps and warm-up calls (CPU_MAX_*)."""
         if device != "cuda":
+            for name, ceiling in (("timing_reps", CPU_MAX_REPS),
+                                  ("warmup_iters", CPU_MAX_WARMUP_ITERS)):
+                if getattr(self, name) > ceiling:
+                    log.add(f"request {name}={getattr(self, name)} capped to {ceiling} on "
+                            f"device {device} (interpreter timings do not rank kernels)")
+                    setattr(self, name, ceiling)
             return
         for name, floor in (("trials", GPU_MIN_TRIALS), ("timing_reps", GPU_MIN_REPS),
                             ("warmup_iters", GPU_MIN_WARMUP_ITERS),

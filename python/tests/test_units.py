@@ -55,6 +55,16 @@ def test_gpu_floors_apply_on_cuda_only():
     assert (r.trials, r.timing_reps, r.warmup_iters, r.warmup_ms) == (5, 100, 25, 100.0)
 
 
+def test_cpu_caps_the_timing_not_the_gate():
+    log = P.Log()
+    r = P.Request({"problem_source": "x", "trials": 20, "timing_reps": 100,
+                   "warmup_iters": 25})
+    r.apply_floors("cpu", log)
+    assert (r.trials, r.timing_reps, r.warmup_iters) == (20, P.CPU_MAX_REPS,
+                                                         P.CPU_MAX_WARMUP_ITERS)
+    assert "timing_reps=100 capped to 10 on device cpu" in log.tail()
+
+
 def test_default_tolerances_per_dtype():
     assert P.default_tolerance("float32") == (1e-4, 1e-4)
     assert P.default_tolerance("bfloat16") == (1e-2, 1e-2)
