@@ -1,7 +1,9 @@
 # kagent-template: reduce_dim
 # sum / mean / max / min / prod / argmax / argmin along one dim. The input is viewed as
 # (OUTER, R, INNER) with R the reduced dim. Grid (OUTER * cdiv(INNER, BLOCK_I), SPLIT_R):
-# each program reduces BLOCK_I columns over its slice of R in BLOCK_R chunks, in fp32.
+# each program reduces BLOCK_I columns over its slice of R in BLOCK_R chunks, in fp32
+# (values: chunks combined element by element, one reduction across rows at the end;
+# argmax/argmin: each chunk reduced as it arrives, keeping its index).
 # SPLIT_R == 1 is single pass (writes the result); SPLIT_R > 1 is two pass: partials
 # (value and index) go to a [SPLIT_R, OUTER*INNER] workspace that a second kernel
 # combines in split order, so ties keep the first index like torch.
@@ -28,33 +30,51 @@ def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, 
     base = outer.to(tl.int64) * R * INNER
     offs_r = tl.arange(0, BLOCK_R)
     r_begin = split * R_PER_SPLIT
-    acc = tl.full([BLOCK_I], NEUTRAL, tl.float32)
     best = tl.zeros([BLOCK_I], dtype=tl.int64)
-    for r0 in range(0, R_PER_SPLIT, BLOCK_R):
-        r = r_begin + r0 + offs_r
-        mask = (r < R)[:, None] & imask[None, :]
-        x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
-                    mask=mask, other=NEUTRAL).to(tl.float32)
+    if OP == "argmax" or OP == "argmin":
+        # Index tracking: each chunk is reduced as it arrives (first index wins ties).
+        acc = tl.full([BLOCK_I], NEUTRAL, tl.float32)
+        for r0 in range(0, R_PER_SPLIT, BLOCK_R):
+            r = r_begin + r0 + offs_r
+            mask = (r < R)[:, None] & imask[None, :]
+            x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
+                        mask=mask, other=NEUTRAL).to(tl.float32)
+            if OP == "argmax":
+                c_val = tl.max(x, axis=0)
+                c_idx = tl.argmax(x, axis=0).to(tl.int64) + r_begin + r0
+                take = c_val > acc
+            else:
+                c_val = tl.min(x, axis=0)
+                c_idx = tl.argmin(x, axis=0).to(tl.int64) + r_begin + r0
+                take = c_val < acc
+            best = tl.where(take, c_idx, best)
+            acc = tl.where(take, c_val, acc)
+    else:
+        # Values only: combine chunks element by element in a [BLOCK_R, BLOCK_I] tile and
+        # reduce across rows once at the end, so the loop is loads and FMAs/compares with
+        # no cross-thread reduction between one chunk's load and the next.
+        tile = tl.full([BLOCK_R, BLOCK_I], NEUTRAL, tl.float32)
+        for r0 in range(0, R_PER_SPLIT, BLOCK_R):
+            r = r_begin + r0 + offs_r
+            mask = (r < R)[:, None] & imask[None, :]
+            x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
+                        mask=mask, other=NEUTRAL).to(tl.float32)
+            if OP == "sum" or OP == "mean":
+                tile += x
+            elif OP == "prod":
+                tile *= x
+            elif OP == "max":
+                tile = tl.maximum(tile, x)
+            else:
+                tile = tl.minimum(tile, x)
         if OP == "sum" or OP == "mean":
-            acc += tl.sum(x, axis=0)
+            acc = tl.sum(tile, axis=0)
         elif OP == "prod":
-            acc *= tl.reduce(x, 0, _mul)
+            acc = tl.reduce(tile, 0, _mul)
         elif OP == "max":
-            acc = tl.maximum(acc, tl.max(x, axis=0))
-        elif OP == "min":
-            acc = tl.minimum(acc, tl.min(x, axis=0))
-        elif OP == "argmax":
-            c_val = tl.max(x, axis=0)
-            c_idx = tl.argmax(x, axis=0).to(tl.int64) + r_begin + r0
-            take = c_val > acc
-            best = tl.where(take, c_idx, best)
-            acc = tl.where(take, c_val, acc)
-        else:  # argmin
-            c_val = tl.min(x, axis=0)
-            c_idx = tl.argmin(x, axis=0).to(tl.int64) + r_begin + r0
-            take = c_val < acc
-            best = tl.where(take, c_idx, best)
-            acc = tl.where(take, c_val, acc)
+            acc = tl.max(tile, axis=0)
+        else:
+            acc = tl.min(tile, axis=0)
     o = outer.to(tl.int64) * INNER + offs_i
     if FINAL:
         if OP == "argmax" or OP == "argmin":
