@@ -340,11 +340,13 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     }
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
-    // Rows up to 4096 fit one chunk and are normalized in one pass from registers. Wider
-    // rows take two passes: on an H200 the one-pass 16384-element bf16 LayerNorm row
-    // (16 warps, one program per SM, spilling) ran 2.25 ms against 1.80 ms in two passes
-    // of 4096 (problems/27).
+    // Rows up to 4096 fit one chunk and are normalized in one pass from registers; wider
+    // rows take two passes of 4096 with 4 warps. Measured on an H200 (template_sweep.py,
+    // problems/27, LayerNorm rows of 16384 bf16): 4096 / 4 warps 1.583 ms, 4096 / 8 1.786,
+    // 2048 / 4 1.764, 8192 / 8 1.979, one pass of 16384 / 16 warps 2.235 (torch.compile
+    // 1.018).
     RowTiles(v, 4096, &p);
+    if (v.inner == 1) p["num_warps"] = "4";
     p["NORM"] = op.variant == "layer" ? "layer" : "rms";
     p["AFFINE"] = !op.has_affine ? "none"
                   : op.variant == "layer" ? "layernorm_module"
@@ -428,12 +430,18 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     const std::vector<int64_t>& o = op.output_shape;
     if (o.size() < (one_d ? 3u : 4u)) return Precondition(t, "pooled output shape unknown");
     int64_t ow = o.back(), oh = one_d ? 1 : o[o.size() - 2];
-    int64_t bw = Clamp(NextPow2(ow), 16, one_d ? 1024 : 128);
-    int64_t bh = Clamp(NextPow2(oh), 1, std::max<int64_t>(1, 1024 / bw));
+    // Wide, flat tiles. Measured on an H200 (tests/gpu/template_sweep.py, problems/33:
+    // max 3x3 stride 2 over 32 x 64 x 512 x 512 fp32, packed loads): 1 x 256 outputs with
+    // 4 warps 0.648 ms (torch.compile 0.672), 2 x 256 0.679, 4 x 128 with 8 warps 0.784,
+    // 8 x 128 1.561, 16 x 64 2.485: taller tiles lose. 1-D: 1024 outputs, 4 warps
+    // (problems/31, 32: 1.06x and 1.09x torch.compile).
+    const int64_t tile = one_d ? 1024 : 256;
+    int64_t bw = Clamp(NextPow2(ow), 16, tile);
+    int64_t bh = Clamp(NextPow2(oh), 1, std::max<int64_t>(1, tile / bw));
     p["OP"] = max ? "max" : "avg";
     p["BLOCK_W"] = std::to_string(bw);
     p["BLOCK_H"] = std::to_string(bh);
-    p["num_warps"] = bw * bh >= 1024 ? "4" : "2";
+    p["num_warps"] = bw * bh >= 256 ? "4" : "2";
     return p;
   }
   if (t.id == "loss_rows") {
