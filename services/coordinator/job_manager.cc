@@ -28,6 +28,10 @@ namespace {
 
 constexpr char kStateKey[] = "state";
 
+// True when the measurement came from a CPU worker (the harness's device "cpu" reports
+// gpu_name "cpu": Triton's interpreter, no hardware counters, timings that rank nothing).
+bool RanOnCpuWorker(const v1::Measurement& m) { return m.gpu_name() == "cpu"; }
+
 // Whether the starting kernel's baseline run can stand as its final run: it passed the
 // gate and was timed beside eager and torch.compile in that run.
 bool StartRunIsFinal(const v1::Measurement& m) {
@@ -600,7 +604,12 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
 }
 
 absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx) {
-  if (!c.has_metrics()) {
+  if (!c.has_metrics() && RanOnCpuWorker(c.measurement())) {
+    // No counters to read: the kernel ran under Triton's interpreter, with no GPU.
+    EmitLog(absl::StrCat("no profile of ", c.id(), ": it ran on a CPU worker (Triton's "
+                         "interpreter has no hardware counters); planning from the op "
+                         "class alone"));
+  } else if (!c.has_metrics()) {
     GpuTask t;
     t.kind = GpuTask::Kind::kProfile;
     t.task_id = absl::StrCat(job_id_, "/profile/", c.id());
@@ -852,7 +861,7 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
     return;
   }
   absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
-  if (start.ok() && start->measurement().gpu_name() == "cpu") {
+  if (start.ok() && RanOnCpuWorker(start->measurement())) {
     // The seed is a speed move, and interpreter timings do not rank kernels; a template
     // sized for a GPU's grid can take many minutes there.
     EmitLog("no library seed: the job runs on a CPU worker (Triton's interpreter)");

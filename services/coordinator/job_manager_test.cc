@@ -676,7 +676,7 @@ TEST_CASE("loop: round 1 also measures the brain's own kernel for the op (the li
   }
 }
 
-TEST_CASE("loop: no library seed on a CPU worker (Triton's interpreter)") {
+TEST_CASE("loop: no library seed and no profile on a CPU worker (Triton's interpreter)") {
   Loop loop;
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   loop.gpu_a.measure = loop.gpu_b.measure = [](const std::string& source) {
@@ -689,6 +689,16 @@ TEST_CASE("loop: no library seed on a CPU worker (Triton's interpreter)") {
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
   for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
+  bool said = false;
+  for (const auto& e : loop.Events(job.id())) {
+    said |= absl::StrContains(e.message(), "no profile of") &&
+            absl::StrContains(e.message(), "CPU worker");
+  }
+  CHECK(said);
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    CHECK(g->profile_requests.empty());
+  }
   absl::MutexLock lock(&loop.services.mu);
   CHECK(loop.services.first_kernel_requests.empty());
 }
