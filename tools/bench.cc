@@ -37,7 +37,13 @@ constexpr char kUsage[] =
     "kernel (\"start\" is then that kernel).\n"
     "--beam-width K (kernels kept per round) and --fixes-per-kernel M (fixes tried on each,\n"
     "so K x M candidates a round) are 1..16; without them, the server's defaults\n"
-    "(2 and 2 as shipped).\n";
+    "(2 and 2 as shipped).\n"
+    "\n"
+    "usage: kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]\n"
+    "Needs no server: combines the results.json of several runs (e.g. a suite measured in\n"
+    "slices under different --run-id) into OUTDIR/results.json, results.md and trajectory.svg.\n"
+    "Later files win: each problem keeps the row of the last file that has it; each row names\n"
+    "its run (the file's run_id, else its path). No DIR and no job flags with --merge.\n";
 
 std::string StateName(v1::JobState s) {
   std::string n = v1::JobState_Name(s);
@@ -249,13 +255,18 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   std::string o = absl::StrCat("# kagent bench results\n\n", header.empty() ? "" : header + "\n\n");
   o += "Times are medians in ms. The best kernel, the starting kernel, eager and torch.compile "
        "come from one final run that timed them side by side.\n\n";
-  o += "| problem | state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
-       "vs compile | roofline | AI roofline | rounds | GPU-s | notes |\n";
-  o += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  const bool with_run =
+      std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.run.empty(); });
+  o += absl::StrCat("| problem | ", with_run ? "run | " : "",
+                    "state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
+                    "vs compile | roofline | AI roofline | rounds | GPU-s | notes |\n");
+  o += absl::StrCat("|---|", with_run ? "---|" : "",
+                    "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& r : rows) {
     std::string notes = !r.error.empty() ? r.error : r.stop_reason;
+    std::string first = with_run ? absl::StrCat(Cell(r.name), " | ", Cell(r.run)) : Cell(r.name);
     o += absl::StrFormat("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s |\n",
-                         Cell(r.name), r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms),
+                         first, r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms),
                          Ms(r.best_ms), X(r.speedup_vs_start), X(r.speedup_vs_eager),
                          X(r.speedup_vs_compile), Pct(r.roofline_pct), Pct(r.ai_roofline_pct),
                          r.rounds, r.gpu_seconds, Cell(notes));
@@ -308,6 +319,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
       traj.push_back({{"round", round}, {"best_speedup_vs_start", sp}});
     }
     arr.push_back({{"name", r.name},
+                   {"run", r.run},
                    {"job_id", r.job_id},
                    {"state", r.state},
                    {"error", r.error},
@@ -328,6 +340,235 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
   j["problems"] = arr;
   j["suite_trajectory"] = SuiteTrajectory(rows);
   return j.dump(2) + "\n";
+}
+
+absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
+                                                     const std::string& source,
+                                                     std::string* settings_json) {
+  const std::string where = source.empty() ? std::string("results.json") : source;
+  auto bad = [&](const std::string& field, const std::string& what) {
+    return absl::InvalidArgumentError(
+        field.empty() ? absl::StrCat(where, ": ", what) : absl::StrCat(where, ": ", field, ": ", what));
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return bad("", absl::StrCat("not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) return bad("", "not a results.json (expected a JSON object)");
+  if (!j.contains("problems")) return bad("problems", "missing (not a results.json)");
+  if (!j["problems"].is_array()) return bad("problems", "expected an array");
+  nlohmann::json settings = nlohmann::json::object();
+  if (j.contains("settings")) {
+    if (!j["settings"].is_object()) return bad("settings", "expected an object");
+    settings = j["settings"];
+  }
+  std::vector<BenchRow> rows;
+  std::map<std::string, size_t> seen;
+  const nlohmann::json& problems = j["problems"];
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const nlohmann::json& p = problems[i];
+    const std::string at = absl::StrCat("problems[", i, "]");
+    if (!p.is_object()) return bad(at, "expected an object");
+    absl::Status st;
+    auto str = [&](const char* key, bool required, std::string* dst) {
+      if (!st.ok()) return;
+      auto it = p.find(key);
+      if (it == p.end()) {
+        if (required) st = bad(absl::StrCat(at, ".", key), "missing");
+        return;
+      }
+      if (!it->is_string()) {
+        st = bad(absl::StrCat(at, ".", key), "expected a string");
+        return;
+      }
+      *dst = it->get<std::string>();
+    };
+    auto num = [&](const char* key, bool required, double* dst) {
+      if (!st.ok()) return;
+      auto it = p.find(key);
+      if (it == p.end()) {
+        if (required) st = bad(absl::StrCat(at, ".", key), "missing");
+        return;
+      }
+      if (it->is_null()) {  // NaN or infinity as RenderBenchJson writes them
+        *dst = 0;
+        return;
+      }
+      if (!it->is_number()) {
+        st = bad(absl::StrCat(at, ".", key), "expected a number");
+        return;
+      }
+      *dst = it->get<double>();
+    };
+    BenchRow r;
+    str("name", true, &r.name);
+    str("state", true, &r.state);
+    str("run", false, &r.run);
+    str("job_id", false, &r.job_id);
+    str("error", false, &r.error);
+    str("stop_reason", false, &r.stop_reason);
+    num("start_ms", true, &r.start_ms);
+    num("eager_ms", true, &r.eager_ms);
+    num("compile_ms", true, &r.compile_ms);
+    num("best_ms", true, &r.best_ms);
+    num("speedup_vs_start", true, &r.speedup_vs_start);
+    num("speedup_vs_eager", true, &r.speedup_vs_eager);
+    num("speedup_vs_compile", true, &r.speedup_vs_compile);
+    num("roofline_efficiency_pct", false, &r.roofline_pct);
+    num("roofline_bound_pct", false, &r.ai_roofline_pct);
+    num("gpu_seconds", false, &r.gpu_seconds);
+    if (!st.ok()) return st;
+    if (r.name.empty()) return bad(absl::StrCat(at, ".name"), "empty");
+    if (auto it = p.find("rounds"); it != p.end()) {
+      if (!it->is_number_integer()) return bad(absl::StrCat(at, ".rounds"), "expected an integer");
+      r.rounds = it->get<int>();
+    }
+    if (auto it = p.find("trajectory"); it != p.end()) {
+      if (!it->is_array()) return bad(absl::StrCat(at, ".trajectory"), "expected an array");
+      for (size_t k = 0; k < it->size(); ++k) {
+        const nlohmann::json& t = (*it)[k];
+        const std::string tat = absl::StrCat(at, ".trajectory[", k, "]");
+        if (!t.is_object() || !t.contains("round") || !t["round"].is_number_integer()) {
+          return bad(absl::StrCat(tat, ".round"), "expected an integer");
+        }
+        double sp = 0;
+        if (t.contains("best_speedup_vs_start") && t["best_speedup_vs_start"].is_number()) {
+          sp = t["best_speedup_vs_start"].get<double>();
+        } else if (!t.contains("best_speedup_vs_start") || !t["best_speedup_vs_start"].is_null()) {
+          return bad(absl::StrCat(tat, ".best_speedup_vs_start"), "expected a number");
+        }
+        r.trajectory.emplace_back(t["round"].get<int>(), sp);
+      }
+      std::sort(r.trajectory.begin(), r.trajectory.end());
+    }
+    if (!seen.emplace(r.name, i).second) {
+      return bad(absl::StrCat(at, ".name"),
+                 absl::StrCat("'", r.name, "' already in problems[", seen[r.name], "]"));
+    }
+    rows.push_back(std::move(r));
+  }
+  if (settings_json != nullptr) *settings_json = settings.dump();
+  return rows;
+}
+
+std::vector<std::string> BenchRunLabels(const std::vector<BenchRunFile>& files) {
+  std::vector<std::string> ids;
+  std::map<std::string, int> uses;
+  for (const auto& f : files) {
+    nlohmann::json s = nlohmann::json::parse(f.settings_json.empty() ? "{}" : f.settings_json,
+                                             nullptr, /*allow_exceptions=*/false);
+    std::string id;
+    if (s.is_object() && s.contains("run_id") && s["run_id"].is_string()) {
+      id = s["run_id"].get<std::string>();
+    }
+    ids.push_back(id);
+    if (!id.empty()) ++uses[id];
+  }
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (ids[i].empty()) {
+      labels.push_back(files[i].path);
+    } else if (uses[ids[i]] > 1) {
+      labels.push_back(absl::StrCat(ids[i], " (", files[i].path, ")"));
+    } else {
+      labels.push_back(ids[i]);
+    }
+  }
+  return labels;
+}
+
+std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files) {
+  std::map<std::string, BenchRow> by_name;
+  const std::vector<std::string> labels = BenchRunLabels(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const auto& r : files[i].rows) {
+      BenchRow row = r;
+      if (row.run.empty()) row.run = labels[i];
+      by_name[row.name] = std::move(row);
+    }
+  }
+  std::vector<BenchRow> out;
+  out.reserve(by_name.size());
+  for (auto& [name, row] : by_name) out.push_back(std::move(row));
+  return out;
+}
+
+namespace {
+
+// How many of `file`'s rows survived into `merged`: the merged row of each of its problems
+// is this file's when they are the same row (the later files replaced the others).
+int KeptRows(const std::vector<BenchRunFile>& files, size_t index, const std::vector<BenchRow>& merged) {
+  int kept = 0;
+  for (const auto& r : files[index].rows) {
+    bool later = false;
+    for (size_t k = index + 1; k < files.size() && !later; ++k) {
+      for (const auto& o : files[k].rows) later = later || o.name == r.name;
+    }
+    if (!later && std::any_of(merged.begin(), merged.end(), [&](const BenchRow& m) { return m.name == r.name; })) {
+      ++kept;
+    }
+  }
+  return kept;
+}
+
+nlohmann::json SettingsObject(const std::string& settings_json) {
+  nlohmann::json s = nlohmann::json::parse(settings_json.empty() ? "{}" : settings_json, nullptr,
+                                           /*allow_exceptions=*/false);
+  return s.is_object() ? s : nlohmann::json::object();
+}
+
+}  // namespace
+
+std::string MergedSettingsJson(const std::vector<BenchRunFile>& files,
+                               const std::vector<BenchRow>& merged) {
+  nlohmann::json from = nlohmann::json::array();
+  for (size_t i = 0; i < files.size(); ++i) {
+    nlohmann::json s = SettingsObject(files[i].settings_json);
+    s["file"] = files[i].path;
+    s["problems"] = files[i].rows.size();
+    s["kept"] = KeptRows(files, i, merged);
+    from.push_back(std::move(s));
+  }
+  nlohmann::json settings = {{"merged_from", from}};
+  return settings.dump();
+}
+
+std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
+                                 const std::vector<BenchRow>& merged) {
+  std::string o = absl::StrFormat(
+      "A merge of %d runs (`kagent bench --merge`); for each problem, the row of the latest run "
+      "below that measured it (the \"run\" column says which):\n\n",
+      static_cast<int>(files.size()));
+  const std::vector<std::string> labels = BenchRunLabels(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    nlohmann::json s = SettingsObject(files[i].settings_json);
+    std::string how;
+    auto int_of = [&](const char* key) {
+      return s.contains(key) && s[key].is_number_integer() ? s[key].get<int>() : 0;
+    };
+    if (int_of("rounds") > 0) absl::StrAppend(&how, ", --rounds ", int_of("rounds"));
+    if (int_of("beam_width") > 0) absl::StrAppend(&how, ", --beam-width ", int_of("beam_width"));
+    if (int_of("fixes_per_kernel") > 0) {
+      absl::StrAppend(&how, ", --fixes-per-kernel ", int_of("fixes_per_kernel"));
+    }
+    if (s.contains("brain") && s["brain"].is_string() && !s["brain"].get<std::string>().empty()) {
+      absl::StrAppend(&how, ", --brain ", s["brain"].get<std::string>());
+    }
+    if (s.contains("without_start") && s["without_start"].is_boolean() && s["without_start"].get<bool>()) {
+      absl::StrAppend(&how, ", --without-start");
+    }
+    if (s.contains("merged_from")) absl::StrAppend(&how, ", itself a merge");
+    o += absl::StrFormat("%d. `%s`: %s, %d problems, %d kept%s\n", static_cast<int>(i + 1),
+                         Cell(labels[i]), Cell(files[i].path),
+                         static_cast<int>(files[i].rows.size()), KeptRows(files, i, merged), how);
+  }
+  o += "\nEach row's ratios come from its own job (start, eager, torch.compile and best timed side "
+       "by side in that job), so rows from different runs are each self-consistent; the summary's "
+       "means and counts are over the merged rows, which may come from different sessions, GPUs or "
+       "brain versions.";
+  return o;
 }
 
 std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows) {
@@ -432,6 +673,68 @@ struct Slot {
 
 constexpr int kMaxPollFailures = 60;
 
+// `kagent bench --merge`: reads every file before writing anything, so OUTDIR may hold one
+// of the inputs.
+int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
+  std::vector<BenchRunFile> files;
+  for (const auto& path : f.merge_files) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      err << "kagent bench: --merge takes results.json files, not a suite DIR: " << path
+          << " is a directory\n";
+      return 2;
+    }
+    if (!fs::exists(path, ec)) {
+      err << "kagent bench: " << path << ": no such file\n";
+      return 2;
+    }
+    BenchRunFile file;
+    file.path = path;
+    std::string text;
+    if (!ReadFile(path, &text)) {
+      err << "kagent bench: " << path << ": cannot read\n";
+      return 2;
+    }
+    auto rows = ParseBenchJson(text, path, &file.settings_json);
+    if (!rows.ok()) {
+      err << "kagent bench: " << rows.status().message() << "\n";
+      return 2;
+    }
+    file.rows = *std::move(rows);
+    files.push_back(std::move(file));
+  }
+  std::vector<BenchRow> rows = MergeBenchRows(files);
+  BenchSummary sum = Summarize(rows);
+  std::error_code ec;
+  fs::create_directories(f.out_dir, ec);
+  if (ec) {
+    err << "kagent bench: cannot create " << f.out_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  bool ok = WriteFile(fs::path(f.out_dir) / "results.json",
+                      RenderBenchJson(rows, sum, MergedSettingsJson(files, rows))) &&
+            WriteFile(fs::path(f.out_dir) / "results.md",
+                      RenderBenchMarkdown(rows, sum, MergedMarkdownHeader(files, rows))) &&
+            WriteFile(fs::path(f.out_dir) / "trajectory.svg", RenderTrajectorySvg(rows));
+  if (!ok) {
+    err << "kagent bench: cannot write results under " << f.out_dir << "\n";
+    return 2;
+  }
+  const std::vector<std::string> labels = BenchRunLabels(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    out << absl::StrFormat("  %d. %s: %zu problems\n", static_cast<int>(i + 1), labels[i],
+                           files[i].rows.size());
+  }
+  out << absl::StrFormat(
+      "merged %zu runs: %d problems, %d DONE; geometric mean %s vs start, %s vs eager, %s vs "
+      "torch.compile; faster than torch.compile on %d of %d (by more than 2%%: %d)\n",
+      files.size(), sum.problems, sum.done, X(sum.geomean_vs_start), X(sum.geomean_vs_eager),
+      X(sum.geomean_vs_compile), sum.faster_than_compile, sum.compared_with_compile,
+      sum.clearly_faster_than_compile);
+  out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args) {
@@ -447,6 +750,8 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
   o.AddString("brain", &f.brain, "brain for every job (default: the server's)");
   o.AddBool("without-start", &f.without_start,
             "submit without the starting kernels (the brain writes the first kernel)");
+  o.AddBool("merge", &f.merge,
+            "combine the results.json files given (later files win) instead of running jobs");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");
   o.AddInt("beam-width", &f.beam_width, "beam width K of every job, 1..16 (default: the server's)");
   o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
@@ -463,6 +768,23 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
     return f;
   }
   if (!parsed.ok()) return parsed;
+  if (f.merge) {
+    if (f.out_dir.empty()) return absl::InvalidArgumentError("--merge needs --out OUTDIR");
+    if (o.positional().empty()) {
+      return absl::InvalidArgumentError("--merge needs at least one RESULTS.json");
+    }
+    // Flags that shape jobs do nothing here; refuse them rather than ignore them (--only
+    // does not filter the merged rows).
+    for (const char* name : {"only", "run-id", "rounds", "beam-width", "fixes-per-kernel", "brain",
+                             "without-start", "concurrency"}) {
+      if (o.SourceOf(name) == "flag") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " runs jobs; it cannot be used with --merge"));
+      }
+    }
+    f.merge_files = o.positional();
+    return f;
+  }
   if (o.positional().size() != 1 || f.out_dir.empty()) {
     return absl::InvalidArgumentError("expected one DIR and --out OUTDIR");
   }
@@ -519,6 +841,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 0;
   }
   const BenchFlags& f = *parsed;
+  if (f.merge) return RunMerge(f, out, err);
   const std::string& dir = f.dir;
   auto problems = FindBenchProblems(dir, f.only);
   if (!problems.ok()) {

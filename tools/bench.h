@@ -1,8 +1,11 @@
-// `kagent bench`: runs a suite of problems (problems/) as jobs and reports the results.
+// `kagent bench`: runs a suite of problems (problems/) as jobs and reports the results;
+// or, with --merge, combines the results.json files of several runs into one table.
 //
 //   kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N]
 //                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]
 //                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]
+//                    [--without-start]
+//   kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]
 //
 // Every DIR/NAME_start.py with a matching DIR/NAME.py is one problem: NAME.py is the
 // reference (KernelBench format), NAME_start.py the starting kernel. Each is submitted to
@@ -19,9 +22,23 @@
 // --rounds, --beam-width, --fixes-per-kernel and --brain go into every job's JobConfig
 // (BenchJobConfig); without them the server's defaults apply.
 //
-// Exit codes: 0 every job DONE; 1 the server could not be reached or refused the caller;
-// 2 bad usage (no problems found, missing --out, a flag out of range); 3 some job FAILED,
-// was CANCELLED or could not be submitted.
+// --merge needs no server. It reads the results.json files given (the positional
+// arguments; there is no DIR in this mode, and a directory given is a usage error) in
+// order; a later file's row for a problem replaces an earlier one, so each problem keeps
+// the row of the LATEST run that measured it, and rows are ordered by problem name. Each
+// row records its run (BenchRow::run: the file's settings.run_id, or the file's path when
+// it has none, BenchRunLabels; a row that already names its run, from a merged file, keeps
+// it). It writes
+// the same three files to OUTDIR, the summary recomputed over the merged rows, the
+// settings {"merged_from": [each file's settings plus "file", "problems", "kept"]}.
+// Flags that shape jobs (--only, --run-id, --rounds, --beam-width, --fixes-per-kernel,
+// --brain, --without-start, --concurrency) are usage errors with --merge.
+//
+// Exit codes: 0 every job DONE (--merge: the files were written, whatever the rows'
+// states); 1 the server could not be reached or refused the caller; 2 bad usage (no
+// problems found, missing --out, a flag out of range; --merge: no files, a file missing,
+// unreadable or not a results.json, OUTDIR not writable); 3 some job FAILED, was CANCELLED
+// or could not be submitted.
 //
 // The formatting functions below are pure (no I/O, no server) so tests can call them.
 // Thread-compatible: nothing here holds shared state.
@@ -72,6 +89,9 @@ struct BenchRow {
   int rounds = 0;
   double gpu_seconds = 0;
   std::string stop_reason;
+  // The run that measured the row (--merge: the source file's run id or path); empty for
+  // a row of the current run.
+  std::string run;
   // (round, best-so-far speedup over the starting kernel), in round order.
   std::vector<std::pair<int, double>> trajectory;
 };
@@ -109,7 +129,8 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows);
 // (1.0 before its first), combined by geometric mean. Rows without a trajectory count 1.0.
 std::vector<double> SuiteTrajectory(const std::vector<BenchRow>& rows);
 
-// results.md: a header line, the per-problem table and the summary.
+// results.md: a header line, the per-problem table and the summary. A "run" column
+// (after "problem") is added only when some row's `run` is non-empty.
 std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSummary& summary,
                                 const std::string& header);
 
@@ -117,6 +138,46 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
 // "suite_trajectory": [...]}. `settings_json` must be a JSON object (may be "{}").
 std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummary& summary,
                             const std::string& settings_json);
+
+// The inverse of RenderBenchJson: the rows of a results.json, and its "settings" object
+// (serialized) in `*settings_json` when not null. Required per problem: "name" (a
+// non-empty string, unique in the file), "state" (a string) and the numbers start_ms,
+// eager_ms, compile_ms, best_ms, speedup_vs_start, speedup_vs_eager, speedup_vs_compile;
+// the other fields are optional (files from before they existed still parse) but must have
+// the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
+// 0). "settings" must be an object when present ({} when absent). "summary" and
+// "suite_trajectory" are not read: they are recomputed from the rows. INVALID_ARGUMENT
+// naming `source` (the file, for messages) and the field, e.g.
+// "a/results.json: problems[3].best_ms: expected a number".
+absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
+                                                     const std::string& source,
+                                                     std::string* settings_json);
+
+// One results.json read for --merge.
+struct BenchRunFile {
+  std::string path;           // as given on the command line
+  std::string settings_json;  // its "settings" object
+  std::vector<BenchRow> rows;
+};
+
+// The run each file's rows are labelled with: its settings' run_id, or its path when it
+// has none; when several files share a run id, "ID (PATH)" for each of them, so that every
+// row still leads to one file.
+std::vector<std::string> BenchRunLabels(const std::vector<BenchRunFile>& files);
+
+// The merged rows: per problem name, the row of the last file that has it, labelled with
+// that file's BenchRunLabels entry unless it already names its run; ordered by name.
+std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files);
+
+// The merge's "settings": {"merged_from": [per file, in order: its settings plus "file"
+// (the path), "problems" (its rows) and "kept" (its rows in `merged`)]}.
+std::string MergedSettingsJson(const std::vector<BenchRunFile>& files,
+                               const std::vector<BenchRow>& merged);
+
+// results.md's header for a merge: how many runs, each in order (label, file, rows, kept,
+// its round/beam settings), and why rows from different runs can sit in one table.
+std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
+                                 const std::vector<BenchRow>& merged);
 
 // trajectory.svg: one thin line per problem and a bold line for the suite's geometric mean,
 // speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
@@ -139,13 +200,17 @@ struct BenchFlags {
   double poll_seconds = 10;
   double timeout_seconds = 30;
   bool without_start = false;    // submit without the starting kernels: the brain writes each
+  bool merge = false;            // --merge: combine results.json files, no server
+  std::vector<std::string> merge_files;  // --merge: the positional RESULTS.json files
   bool help = false;             // --help: nothing else was checked
 };
 
 // Parses `kagent bench`'s arguments (without the "bench" word). INVALID_ARGUMENT, with a
 // message naming the flag, for a usage error: an unknown flag, not exactly one DIR, no
 // --out, --concurrency < 1, --poll-seconds <= 0, --rounds < 0, or --beam-width /
-// --fixes-per-kernel given outside 1..16. Does not look at the file system.
+// --fixes-per-kernel given outside 1..16. With --merge: no --out, no RESULTS.json, or a
+// job flag given on the command line (the positionals go to merge_files, `dir` stays
+// empty). Does not look at the file system.
 absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args);
 
 // The JobConfig every job of the run is submitted with: only what the flags set.

@@ -1,5 +1,6 @@
 // `kagent bench` tests that need no server: discovery, rows from jobs, the geometric means,
-// the Markdown/JSON/SVG renderers, usage errors and the command dispatch.
+// the Markdown/JSON/SVG renderers, reading results.json back and --merge, usage errors and
+// the command dispatch.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -354,6 +355,251 @@ TEST_CASE("bench: an unreachable server exits 1 and still writes the results fil
   }
   CHECK(fs::exists(d / "o" / "results.md"));
   CHECK(fs::exists(d / "o" / "trajectory.svg"));
+  fs::remove_all(d);
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_CASE("bench: ParseBenchJson reads back what RenderBenchJson wrote") {
+  std::vector<BenchRow> rows = {Row("a", 2.0, 1.5, {{1, 1.5}, {2, 2.0}}), Row("b", 1.0, 0.8)};
+  rows[0].job_id = "job-a";
+  rows[0].ai_roofline_pct = 46;
+  rows[0].stop_reason = "plateau";
+  rows[1].run = "h200";
+  BenchRow failed;
+  failed.name = "c";
+  failed.state = "FAILED";
+  failed.error = "starting kernel INCORRECT";
+  rows.push_back(failed);
+  std::string settings;
+  auto back = ParseBenchJson(RenderBenchJson(rows, Summarize(rows), R"({"run_id": "x", "rounds": 2})"),
+                             "r.json", &settings);
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BenchRow& a = rows[i];
+    const BenchRow& b = (*back)[i];
+    INFO(a.name);
+    CHECK(b.name == a.name);
+    CHECK(b.run == a.run);
+    CHECK(b.job_id == a.job_id);
+    CHECK(b.state == a.state);
+    CHECK(b.error == a.error);
+    CHECK(b.stop_reason == a.stop_reason);
+    CHECK(b.start_ms == a.start_ms);
+    CHECK(b.eager_ms == a.eager_ms);
+    CHECK(b.compile_ms == a.compile_ms);
+    CHECK(b.best_ms == a.best_ms);
+    CHECK(b.speedup_vs_start == a.speedup_vs_start);
+    CHECK(b.speedup_vs_eager == a.speedup_vs_eager);
+    CHECK(b.speedup_vs_compile == a.speedup_vs_compile);
+    CHECK(b.roofline_pct == a.roofline_pct);
+    CHECK(b.ai_roofline_pct == a.ai_roofline_pct);
+    CHECK(b.rounds == a.rounds);
+    CHECK(b.gpu_seconds == a.gpu_seconds);
+    CHECK(b.trajectory == a.trajectory);
+  }
+  nlohmann::json s = nlohmann::json::parse(settings);
+  CHECK(s["run_id"] == "x");
+  CHECK(s["rounds"] == 2);
+  // Rendering again gives the same file.
+  CHECK(RenderBenchJson(*back, Summarize(*back), settings) ==
+        RenderBenchJson(rows, Summarize(rows), R"({"rounds": 2, "run_id": "x"})"));
+  // "run" is always written, empty when unknown.
+  nlohmann::json j = nlohmann::json::parse(RenderBenchJson(rows, Summarize(rows), "{}"));
+  CHECK(j["problems"][0]["run"] == "");
+  CHECK(j["problems"][1]["run"] == "h200");
+}
+
+TEST_CASE("bench: ParseBenchJson accepts older files and names the file and field on bad input") {
+  // A file from before "run" and "roofline_bound_pct", without settings: still parses.
+  auto old = ParseBenchJson(
+      R"({"problems": [{"name": "a", "state": "DONE", "start_ms": 2, "eager_ms": 1,
+          "compile_ms": 1, "best_ms": 1, "speedup_vs_start": 2, "speedup_vs_eager": 1,
+          "speedup_vs_compile": null}]})",
+      "old.json", nullptr);
+  REQUIRE(old.ok());
+  REQUIRE(old->size() == 1);
+  CHECK((*old)[0].run.empty());
+  CHECK((*old)[0].speedup_vs_compile == 0);  // null (NaN) reads as unknown
+  std::string settings = "unchanged";
+  REQUIRE(ParseBenchJson(R"({"problems": []})", "e.json", &settings).ok());
+  CHECK(settings == "{}");
+
+  const std::string good_row =
+      R"("state": "DONE", "start_ms": 2, "eager_ms": 1, "compile_ms": 1, "best_ms": 1,
+         "speedup_vs_start": 2, "speedup_vs_eager": 1, "speedup_vs_compile": 1)";
+  struct Case {
+    std::string text, expect;
+  };
+  std::vector<Case> cases = {
+      {"{not json", "f.json: not valid JSON"},
+      {"[1, 2]", "f.json: not a results.json"},
+      {R"({"settings": {}})", "f.json: problems: missing"},
+      {R"({"problems": {}})", "f.json: problems: expected an array"},
+      {R"({"settings": [], "problems": []})", "f.json: settings: expected an object"},
+      {R"({"problems": [7]})", "f.json: problems[0]: expected an object"},
+      {"{\"problems\": [{" + good_row + "}]}", "f.json: problems[0].name: missing"},
+      {"{\"problems\": [{\"name\": \"\", " + good_row + "}]}", "f.json: problems[0].name: empty"},
+      {"{\"problems\": [{\"name\": 3, " + good_row + "}]}", "f.json: problems[0].name: expected a string"},
+      {R"({"problems": [{"name": "a", "state": "DONE", "start_ms": 2}]})",
+       "f.json: problems[0].eager_ms: missing"},
+      {R"({"problems": [{"name": "a", "state": "DONE", "start_ms": "2", "eager_ms": 1}]})",
+       "f.json: problems[0].start_ms: expected a number"},
+      {"{\"problems\": [{\"name\": \"a\", \"rounds\": 1.5, " + good_row + "}]}",
+       "f.json: problems[0].rounds: expected an integer"},
+      {"{\"problems\": [{\"name\": \"a\", \"run\": 1, " + good_row + "}]}",
+       "f.json: problems[0].run: expected a string"},
+      {"{\"problems\": [{\"name\": \"a\", \"trajectory\": [{\"round\": \"1\"}], " + good_row + "}]}",
+       "f.json: problems[0].trajectory[0].round: expected an integer"},
+      {"{\"problems\": [{\"name\": \"a\", " + good_row + "}, {\"name\": \"a\", " + good_row + "}]}",
+       "f.json: problems[1].name: 'a' already in problems[0]"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    auto r = ParseBenchJson(c.text, "f.json", nullptr);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(r.status().message()).find(c.expect) != std::string::npos);
+  }
+}
+
+TEST_CASE("bench: merge keeps each problem's row from the latest run, ordered by name") {
+  BenchRunFile first{"runs/h200/results.json", R"({"run_id": "h200", "rounds": 1})",
+                     {Row("b", 1.0, 0.5), Row("a", 1.0, 0.5), Row("c", 1.0, 0.5)}};
+  BenchRunFile second{"runs/s5b/results.json", R"({"run_id": "h200-s5b", "rounds": 2})",
+                      {Row("c", 3.0, 1.5), Row("a", 2.0, 1.2)}};
+  BenchRunFile third{"runs/noid/results.json", R"({"run_id": ""})", {Row("d", 1.5, 1.1)}};
+  std::vector<BenchRow> m = MergeBenchRows({first, second, third});
+  REQUIRE(m.size() == 4);
+  CHECK(m[0].name == "a");
+  CHECK(m[0].run == "h200-s5b");
+  CHECK(m[0].speedup_vs_start == 2.0);
+  CHECK(m[1].name == "b");
+  CHECK(m[1].run == "h200");
+  CHECK(m[2].name == "c");
+  CHECK(m[2].run == "h200-s5b");
+  CHECK(m[2].speedup_vs_compile == 1.5);
+  CHECK(m[3].run == "runs/noid/results.json");  // no run id: the file's path
+  // The other order: the earlier file wins now.
+  std::vector<BenchRow> r = MergeBenchRows({second, first});
+  CHECK(r[0].run == "h200");
+  CHECK(r[0].speedup_vs_start == 1.0);
+  // A row that already names its run (from a merged file) keeps it.
+  BenchRunFile merged{"m.json", "{}", {Row("e", 1, 1)}};
+  merged.rows[0].run = "old";
+  CHECK(MergeBenchRows({merged})[0].run == "old");
+  // Two files under one run id: each row still leads to its file.
+  BenchRunFile again{"runs/h200-b/results.json", R"({"run_id": "h200"})", {Row("b", 2.0, 1.0)}};
+  std::vector<BenchRow> twice = MergeBenchRows({first, again});
+  CHECK(twice[0].run == "h200 (runs/h200/results.json)");
+  CHECK(twice[1].run == "h200 (runs/h200-b/results.json)");
+  CHECK(BenchRunLabels({first, second, third}) ==
+        std::vector<std::string>{"h200", "h200-s5b", "runs/noid/results.json"});
+
+  // The summary is over the merged rows.
+  BenchSummary s = Summarize(m);
+  CHECK(s.problems == 4);
+  CHECK(s.geomean_vs_start == Approx(std::pow(2.0 * 1.0 * 3.0 * 1.5, 0.25)));
+
+  nlohmann::json settings = nlohmann::json::parse(MergedSettingsJson({first, second, third}, m));
+  REQUIRE(settings["merged_from"].size() == 3);
+  CHECK(settings["merged_from"][0]["file"] == "runs/h200/results.json");
+  CHECK(settings["merged_from"][0]["run_id"] == "h200");
+  CHECK(settings["merged_from"][0]["rounds"] == 1);
+  CHECK(settings["merged_from"][0]["problems"] == 3);
+  CHECK(settings["merged_from"][0]["kept"] == 1);  // b; a and c were re-run
+  CHECK(settings["merged_from"][1]["kept"] == 2);
+  CHECK(settings["merged_from"][1]["rounds"] == 2);
+
+  std::string header = MergedMarkdownHeader({first, second, third}, m);
+  CHECK(header.find("A merge of 3 runs") != std::string::npos);
+  CHECK(header.find("1. `h200`: runs/h200/results.json, 3 problems, 1 kept, --rounds 1") != std::string::npos);
+  CHECK(header.find("2. `h200-s5b`: runs/s5b/results.json, 2 problems, 2 kept, --rounds 2") !=
+        std::string::npos);
+  CHECK(header.find("each self-consistent") != std::string::npos);
+  CHECK(header.find("side by side in that job") != std::string::npos);
+}
+
+TEST_CASE("bench: the Markdown run column appears only when some row names its run") {
+  std::vector<BenchRow> rows = {Row("01_matmul", 2.0, 1.25), Row("02_relu", 1.0, 1.0)};
+  std::string plain = RenderBenchMarkdown(rows, Summarize(rows), "");
+  CHECK(plain.find("| problem | state |") != std::string::npos);
+  CHECK(plain.find("| run |") == std::string::npos);
+  rows[1].run = "h200-s5b";
+  std::string md = RenderBenchMarkdown(rows, Summarize(rows), "");
+  CHECK(md.find("| problem | run | state | start ms |") != std::string::npos);
+  CHECK(md.find("|---|---|---|---:|") != std::string::npos);
+  CHECK(md.find("| 01_matmul |  | DONE | 2.000 |") != std::string::npos);
+  CHECK(md.find("| 02_relu | h200-s5b | DONE | 2.000 |") != std::string::npos);
+}
+
+TEST_CASE("bench: --merge writes one table from several results.json, no server") {
+  fs::path d = TempDir("merge");
+  std::vector<BenchRow> a = {Row("01_a", 1.0, 0.5, {{1, 1.0}}), Row("02_b", 1.0, 0.5)};
+  std::vector<BenchRow> b = {Row("02_b", 4.0, 2.0, {{1, 2.0}, {2, 4.0}})};
+  std::ofstream(d / "a.json") << RenderBenchJson(a, Summarize(a), R"({"run_id": "h200", "rounds": 1})");
+  std::ofstream(d / "b.json") << RenderBenchJson(b, Summarize(b), R"({"run_id": "h200-s5b", "rounds": 2})");
+  std::string out, err;
+  int rc = Bench({"--merge", "--out", (d / "o").string(), (d / "a.json").string(), (d / "b.json").string()},
+                 &out, &err);
+  INFO(err);
+  REQUIRE(rc == 0);
+  CHECK(out.find("merged 2 runs: 2 problems, 2 DONE") != std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(Slurp(d / "o" / "results.json"));
+  REQUIRE(j["problems"].size() == 2);
+  CHECK(j["problems"][0]["name"] == "01_a");
+  CHECK(j["problems"][0]["run"] == "h200");
+  CHECK(j["problems"][1]["name"] == "02_b");
+  CHECK(j["problems"][1]["run"] == "h200-s5b");
+  CHECK(j["problems"][1]["speedup_vs_start"].get<double>() == Approx(4.0));
+  CHECK(j["summary"]["problems"] == 2);
+  CHECK(j["summary"]["geomean_speedup_vs_start"].get<double>() == Approx(2.0));
+  REQUIRE(j["settings"]["merged_from"].size() == 2);
+  CHECK(j["settings"]["merged_from"][0]["file"] == (d / "a.json").string());
+  CHECK(j["settings"]["merged_from"][1]["run_id"] == "h200-s5b");
+  CHECK(j["suite_trajectory"].size() == 3);
+  std::string md = Slurp(d / "o" / "results.md");
+  CHECK(md.find("A merge of 2 runs") != std::string::npos);
+  CHECK(md.find("| 02_b | h200-s5b | DONE |") != std::string::npos);
+  CHECK(Slurp(d / "o" / "trajectory.svg").find("</svg>") != std::string::npos);
+
+  // The merged file merges again: rows keep the runs they name.
+  rc = Bench({"--merge", "--out", (d / "o2").string(), (d / "o" / "results.json").string()}, &out, &err);
+  REQUIRE(rc == 0);
+  nlohmann::json j2 = nlohmann::json::parse(Slurp(d / "o2" / "results.json"));
+  CHECK(j2["problems"][0]["run"] == "h200");
+  CHECK(j2["problems"][1]["run"] == "h200-s5b");
+  fs::remove_all(d);
+}
+
+TEST_CASE("bench: --merge usage errors exit 2") {
+  fs::path d = TempDir("merge_usage");
+  std::vector<BenchRow> a = {Row("01_a", 1.0, 0.5)};
+  std::ofstream(d / "a.json") << RenderBenchJson(a, Summarize(a), "{}");
+  std::ofstream(d / "bad.json") << R"({"summary": {}})";
+  const std::string o = (d / "o").string();
+  std::string out, err;
+  CHECK(Bench({"--merge", "--out", o}, &out, &err) == 2);
+  CHECK(err.find("--merge needs at least one RESULTS.json") != std::string::npos);
+  CHECK(err.find("usage: kagent bench --merge") != std::string::npos);
+  CHECK(Bench({"--merge", (d / "a.json").string()}, &out, &err) == 2);
+  CHECK(err.find("--merge needs --out OUTDIR") != std::string::npos);
+  CHECK(Bench({"--merge", "--out", o, (d / "missing.json").string()}, &out, &err) == 2);
+  CHECK(err.find("missing.json: no such file") != std::string::npos);
+  CHECK(Bench({"--merge", "--out", o, (d / "a.json").string(), (d / "bad.json").string()}, &out, &err) == 2);
+  CHECK(err.find("bad.json: problems: missing") != std::string::npos);
+  CHECK(Bench({"--merge", "--out", o, d.string()}, &out, &err) == 2);  // a suite DIR
+  CHECK(err.find("is a directory") != std::string::npos);
+  CHECK(Bench({"--merge", "--out", o, "--only", "01", (d / "a.json").string()}, &out, &err) == 2);
+  CHECK(err.find("--only runs jobs; it cannot be used with --merge") != std::string::npos);
+  CHECK(Bench({"--merge", "--out", o, "--rounds", "2", (d / "a.json").string()}, &out, &err) == 2);
+  CHECK_FALSE(fs::exists(d / "o"));  // nothing written on an error
   fs::remove_all(d);
 }
 
