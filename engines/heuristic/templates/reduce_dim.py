@@ -19,6 +19,20 @@ def _mul(a, b):
 
 
 @triton.jit
+def _combine(acc, v, OP: tl.constexpr):
+    # acc (op) v for the value reductions, element by element.
+    if OP == "sum" or OP == "mean":
+        acc = acc + v
+    elif OP == "prod":
+        acc = acc * v
+    elif OP == "max":
+        acc = tl.maximum(acc, v)
+    else:
+        acc = tl.minimum(acc, v)
+    return acc
+
+
+@triton.jit
 def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, R_PER_SPLIT,
                   N_OUT, scale, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
                   OP: tl.constexpr, NEUTRAL: tl.constexpr, FINAL: tl.constexpr):
@@ -59,14 +73,7 @@ def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, 
             mask = (r < R)[:, None] & imask[None, :]
             x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
                         mask=mask, other=NEUTRAL).to(tl.float32)
-            if OP == "sum" or OP == "mean":
-                tile += x
-            elif OP == "prod":
-                tile *= x
-            elif OP == "max":
-                tile = tl.maximum(tile, x)
-            else:
-                tile = tl.minimum(tile, x)
+            tile = _combine(tile, x, OP)
         if OP == "sum" or OP == "mean":
             acc = tl.sum(tile, axis=0)
         elif OP == "prod":
@@ -97,14 +104,8 @@ def reduce_combine_kernel(val_ptr, idx_ptr, out_ptr, N_OUT, SPLIT, scale,
     best = tl.zeros([BLOCK], dtype=tl.int64)
     for s in range(0, SPLIT):
         v = tl.load(val_ptr + s * N_OUT + o, mask=mask, other=0.0)
-        if OP == "sum" or OP == "mean":
-            acc += v
-        elif OP == "prod":
-            acc *= v
-        elif OP == "max":
-            acc = tl.maximum(acc, v)
-        elif OP == "min":
-            acc = tl.minimum(acc, v)
+        if OP != "argmax" and OP != "argmin":
+            acc = _combine(acc, v, OP)
         else:
             i = tl.load(idx_ptr + s * N_OUT + o, mask=mask, other=0)
             if OP == "argmax":

@@ -13,6 +13,18 @@ import triton.language as tl
 
 
 @triton.jit
+def _affine(y, w_ptr, b_ptr, r, rmask, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # y [BLOCK_R, BLOCK_I] times weight[r], plus bias[r] (each when present).
+    if HAS_W:
+        w = tl.load(w_ptr + r, mask=rmask, other=0.0).to(tl.float32)
+        y = y * w[:, None]
+    if HAS_B:
+        b = tl.load(b_ptr + r, mask=rmask, other=0.0).to(tl.float32)
+        y = y + b[:, None]
+    return y
+
+
+@triton.jit
 def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
                     BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, NORM: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE_PASS: tl.constexpr):
@@ -31,13 +43,7 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
             mean = tl.sum(x, axis=0) / R
             x = tl.where(mask, x - mean[None, :], 0.0)
         rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / R + eps)
-        y = x * rstd[None, :]
-        if HAS_W:
-            w = tl.load(w_ptr + offs_r, mask=rmask, other=0.0).to(tl.float32)
-            y = y * w[:, None]
-        if HAS_B:
-            b = tl.load(b_ptr + offs_r, mask=rmask, other=0.0).to(tl.float32)
-            y = y + b[:, None]
+        y = _affine(x * rstd[None, :], w_ptr, b_ptr, offs_r, rmask, HAS_W, HAS_B)
         tl.store(y_ptr + ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
         return
     mean = tl.zeros([BLOCK_I], dtype=tl.float32)
@@ -70,13 +76,7 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
         mask = rmask[:, None] & imask[None, :]
         ptrs = base + r[:, None].to(tl.int64) * INNER + offs_i[None, :]
         x = tl.load(x_ptr + ptrs, mask=mask, other=0.0).to(tl.float32)
-        y = (x - mean[None, :]) * rstd[None, :]
-        if HAS_W:
-            w = tl.load(w_ptr + r, mask=rmask, other=0.0).to(tl.float32)
-            y = y * w[:, None]
-        if HAS_B:
-            b = tl.load(b_ptr + r, mask=rmask, other=0.0).to(tl.float32)
-            y = y + b[:, None]
+        y = _affine((x - mean[None, :]) * rstd[None, :], w_ptr, b_ptr, r, rmask, HAS_W, HAS_B)
         tl.store(y_ptr + ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
