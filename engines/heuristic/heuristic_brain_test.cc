@@ -52,6 +52,13 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(g.ok());
   CHECK(g->kernel.origin() == "template:gemm_tiled");
   CHECK(absl::StrContains(g->kernel.source(), "BLOCK_M = 128"));
+  CHECK(absl::StrContains(g->kernel.source(), "BLOCK_N = 256"));  // large bf16: 128 x 256
+  v1::OpSignature small_k;  // problems/04's small K keeps 128 x 128
+  AddOp(&small_k, "aten::mm", {{{32768, 64}, "bfloat16"}, {{64, 32768}, "bfloat16"}},
+        {{{32768, 32768}, "bfloat16"}});
+  auto sk = first(small_k);
+  REQUIRE(sk.ok());
+  CHECK(absl::StrContains(sk->kernel.source(), "BLOCK_N = 128"));
 
   v1::OpSignature skinny;  // few output tiles, long K: split-K
   AddOp(&skinny, "aten::mm", {{{64, 65536}}, {{65536, 64}}}, {{{64, 64}}});
