@@ -40,7 +40,8 @@
 // unreadable or not a results.json, OUTDIR not writable); 3 some job FAILED, was CANCELLED
 // or could not be submitted.
 //
-// The formatting functions below are pure (no I/O, no server) so tests can call them.
+// The formatting, parsing and merging functions below are pure (no I/O, no server) so
+// tests can call them; they live in tools/bench_results.cc, the runner in tools/bench.cc.
 // Thread-compatible: nothing here holds shared state.
 #ifndef KAGENT_TOOLS_BENCH_H_
 #define KAGENT_TOOLS_BENCH_H_
@@ -182,6 +183,14 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 // trajectory.svg: one thin line per problem and a bold line for the suite's geometric mean,
 // speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
 std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
+
+// The table's cell formats: "1.234" (ms) and "1.23x"; "-" when the value is unknown (<= 0).
+std::string FormatMs(double v);
+std::string FormatSpeedup(double v);
+
+// The summary in one line, as the bench prints it at the end: "geometric mean 1.23x vs
+// start, ... faster than torch.compile on 25 of 44 (by more than 2%: 14)".
+std::string SummaryLine(const BenchSummary& summary);
 
 // `kagent bench`'s flags (ParseBenchFlags).
 struct BenchFlags {

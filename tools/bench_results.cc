@@ -1,0 +1,584 @@
+// The pure half of `kagent bench` (tools/bench.h): rows from jobs, the summary, the
+// Markdown/JSON/SVG renderings, results.json read back, and the merge of several runs. No
+// I/O and no server here; tools/bench.cc runs the suite and writes the files.
+#include "tools/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace kagent::cli {
+namespace {
+
+
+std::string StateName(v1::JobState s) {
+  std::string n = v1::JobState_Name(s);
+  return n.rfind("JOB_STATE_", 0) == 0 ? n.substr(10) : n;
+}
+
+std::string Ms(double v) { return v > 0 ? absl::StrFormat("%.3f", v) : "-"; }
+std::string X(double v) { return v > 0 ? absl::StrFormat("%.2fx", v) : "-"; }
+std::string Pct(double v) { return v > 0 ? absl::StrFormat("%.0f%%", v) : "-"; }
+double Ratio(double num, double den) { return num > 0 && den > 0 ? num / den : 0; }
+
+// Markdown table cells must not break the row.
+std::string Cell(std::string s) {
+  for (char& c : s) {
+    if (c == '|' || c == '\n' || c == '\r') c = ' ';
+  }
+  if (s.size() > 120) s = s.substr(0, 117) + "...";
+  return s;
+}
+
+std::string Esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
+  BenchRow r;
+  r.name = name;
+  r.job_id = job.id();
+  r.state = StateName(job.state());
+  r.error = job.error();
+  r.rounds = job.current_round();
+  r.gpu_seconds = job.gpu_seconds_used();
+  const v1::JobResult& res = job.result();
+  r.stop_reason = res.stop_reason();
+  const v1::Measurement& best = res.best_measurement();
+  const v1::Measurement& base = job.baseline();
+  if (!res.best_candidate_id().empty() && best.candidate().median_ms() > 0) {
+    r.best_ms = best.candidate().median_ms();
+    r.start_ms = best.reference_kernel().median_ms() > 0 ? best.reference_kernel().median_ms()
+                                                         : base.candidate().median_ms();
+    r.eager_ms = best.eager().median_ms() > 0 ? best.eager().median_ms() : base.eager().median_ms();
+    r.compile_ms =
+        best.compiled().median_ms() > 0 ? best.compiled().median_ms() : base.compiled().median_ms();
+    r.speedup_vs_start = res.speedup_vs_start() > 0 ? res.speedup_vs_start() : Ratio(r.start_ms, r.best_ms);
+    r.speedup_vs_eager = res.speedup_vs_eager() > 0 ? res.speedup_vs_eager() : Ratio(r.eager_ms, r.best_ms);
+    r.speedup_vs_compile =
+        res.speedup_vs_compile() > 0 ? res.speedup_vs_compile() : Ratio(r.compile_ms, r.best_ms);
+    r.roofline_pct = res.roofline_efficiency_pct();
+    r.ai_roofline_pct = res.roofline_bound_pct();
+  } else if (base.candidate().median_ms() > 0) {
+    // No improved kernel: the starting kernel is the best there is.
+    r.start_ms = r.best_ms = base.candidate().median_ms();
+    r.eager_ms = base.eager().median_ms();
+    r.compile_ms = base.compiled().median_ms();
+    r.speedup_vs_start = 1.0;
+    r.speedup_vs_eager = Ratio(r.eager_ms, r.best_ms);
+    r.speedup_vs_compile = Ratio(r.compile_ms, r.best_ms);
+  } else {
+    r.eager_ms = base.eager().median_ms();
+    r.compile_ms = base.compiled().median_ms();
+  }
+  for (const auto& t : res.trajectory()) {
+    r.trajectory.emplace_back(t.round(), t.best_speedup_vs_start());
+  }
+  std::sort(r.trajectory.begin(), r.trajectory.end());
+  return r;
+}
+
+double GeometricMean(const std::vector<double>& values) {
+  double log_sum = 0;
+  int n = 0;
+  for (double v : values) {
+    if (v > 0 && std::isfinite(v)) {
+      log_sum += std::log(v);
+      ++n;
+    }
+  }
+  return n == 0 ? 0 : std::exp(log_sum / n);
+}
+
+// "Clearly faster": beyond the run-to-run noise of a median (docs/measurement.md).
+constexpr double kClearMargin = 1.02;
+
+BenchSummary Summarize(const std::vector<BenchRow>& rows) {
+  BenchSummary s;
+  s.problems = static_cast<int>(rows.size());
+  std::vector<double> vs_start, vs_eager, vs_compile;
+  double roof_sum = 0, ai_sum = 0;
+  int roof_n = 0, ai_n = 0;
+  for (const auto& r : rows) {
+    if (r.state == "DONE") ++s.done;
+    if (r.state == "FAILED" || r.state == "CANCELLED" || r.state == "SUBMIT_ERROR") ++s.failed;
+    vs_start.push_back(r.speedup_vs_start);
+    vs_eager.push_back(r.speedup_vs_eager);
+    vs_compile.push_back(r.speedup_vs_compile);
+    if (r.speedup_vs_compile > 0) {
+      ++s.compared_with_compile;
+      if (r.speedup_vs_compile > 1.0) ++s.faster_than_compile;
+      if (r.speedup_vs_compile > kClearMargin) ++s.clearly_faster_than_compile;
+    }
+    if (r.roofline_pct > 0) {
+      roof_sum += r.roofline_pct;
+      ++roof_n;
+    }
+    if (r.ai_roofline_pct > 0) {
+      ai_sum += r.ai_roofline_pct;
+      ++ai_n;
+    }
+    s.gpu_seconds += r.gpu_seconds;
+  }
+  s.geomean_vs_start = GeometricMean(vs_start);
+  s.geomean_vs_eager = GeometricMean(vs_eager);
+  s.geomean_vs_compile = GeometricMean(vs_compile);
+  s.mean_roofline_pct = roof_n > 0 ? roof_sum / roof_n : 0;
+  s.mean_ai_roofline_pct = ai_n > 0 ? ai_sum / ai_n : 0;
+  return s;
+}
+
+std::vector<double> SuiteTrajectory(const std::vector<BenchRow>& rows) {
+  int max_round = 0;
+  for (const auto& r : rows) {
+    for (const auto& [round, sp] : r.trajectory) max_round = std::max(max_round, round);
+  }
+  std::vector<double> out;
+  if (rows.empty()) return out;
+  for (int round = 0; round <= max_round; ++round) {
+    std::vector<double> at;
+    for (const auto& r : rows) {
+      double v = 1.0;
+      for (const auto& [rr, sp] : r.trajectory) {
+        if (rr <= round && sp > 0) v = sp;
+      }
+      at.push_back(v);
+    }
+    out.push_back(GeometricMean(at));
+  }
+  return out;
+}
+
+std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSummary& s,
+                                const std::string& header) {
+  std::string o = absl::StrCat("# kagent bench results\n\n", header.empty() ? "" : header + "\n\n");
+  o += "Times are medians in ms. The best kernel, the starting kernel, eager and torch.compile "
+       "come from one final run that timed them side by side.\n\n";
+  const bool with_run =
+      std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.run.empty(); });
+  o += absl::StrCat("| problem | ", with_run ? "run | " : "",
+                    "state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
+                    "vs compile | roofline | AI roofline | rounds | GPU-s | notes |\n");
+  o += absl::StrCat("|---|", with_run ? "---|" : "",
+                    "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  for (const auto& r : rows) {
+    std::string notes = !r.error.empty() ? r.error : r.stop_reason;
+    std::string first = with_run ? absl::StrCat(Cell(r.name), " | ", Cell(r.run)) : Cell(r.name);
+    o += absl::StrFormat("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s |\n",
+                         first, r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms),
+                         Ms(r.best_ms), X(r.speedup_vs_start), X(r.speedup_vs_eager),
+                         X(r.speedup_vs_compile), Pct(r.roofline_pct), Pct(r.ai_roofline_pct),
+                         r.rounds, r.gpu_seconds, Cell(notes));
+  }
+  o += "\n## Summary\n\n";
+  o += absl::StrFormat("- problems: %d (%d done, %d failed or not submitted)\n", s.problems, s.done,
+                       s.failed);
+  o += absl::StrFormat("- geometric-mean speedup over the starting kernels: %s\n", X(s.geomean_vs_start));
+  o += absl::StrFormat("- geometric-mean speedup over eager PyTorch: %s\n", X(s.geomean_vs_eager));
+  o += absl::StrFormat("- geometric-mean speedup over torch.compile: %s\n", X(s.geomean_vs_compile));
+  auto share = [&](int n) {
+    return s.compared_with_compile > 0
+               ? absl::StrFormat("%.0f%%", 100.0 * n / s.compared_with_compile)
+               : std::string("-");
+  };
+  o += absl::StrFormat("- faster than torch.compile: %d of %d (%s); by more than 2%%: %d (%s)\n",
+                       s.faster_than_compile, s.compared_with_compile,
+                       share(s.faster_than_compile), s.clearly_faster_than_compile,
+                       share(s.clearly_faster_than_compile));
+  o += absl::StrFormat("- mean roofline efficiency of the final kernels: %s\n", Pct(s.mean_roofline_pct));
+  o += absl::StrFormat("- mean arithmetic-intensity roofline of the final kernels (where known): %s\n",
+                       Pct(s.mean_ai_roofline_pct));
+  o += absl::StrFormat("- GPU time: %.1f GPU-s\n", s.gpu_seconds);
+  o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
+  return o;
+}
+
+std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummary& s,
+                            const std::string& settings_json) {
+  nlohmann::json j;
+  j["settings"] = nlohmann::json::parse(settings_json.empty() ? "{}" : settings_json, nullptr,
+                                        /*allow_exceptions=*/false);
+  if (j["settings"].is_discarded()) j["settings"] = nlohmann::json::object();
+  j["summary"] = {{"problems", s.problems},
+                  {"done", s.done},
+                  {"failed", s.failed},
+                  {"geomean_speedup_vs_start", s.geomean_vs_start},
+                  {"geomean_speedup_vs_eager", s.geomean_vs_eager},
+                  {"geomean_speedup_vs_compile", s.geomean_vs_compile},
+                  {"faster_than_compile", s.faster_than_compile},
+                  {"clearly_faster_than_compile", s.clearly_faster_than_compile},
+                  {"compared_with_compile", s.compared_with_compile},
+                  {"mean_roofline_efficiency_pct", s.mean_roofline_pct},
+                  {"mean_roofline_bound_pct", s.mean_ai_roofline_pct},
+                  {"gpu_seconds", s.gpu_seconds}};
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json traj = nlohmann::json::array();
+    for (const auto& [round, sp] : r.trajectory) {
+      traj.push_back({{"round", round}, {"best_speedup_vs_start", sp}});
+    }
+    arr.push_back({{"name", r.name},
+                   {"run", r.run},
+                   {"job_id", r.job_id},
+                   {"state", r.state},
+                   {"error", r.error},
+                   {"stop_reason", r.stop_reason},
+                   {"start_ms", r.start_ms},
+                   {"eager_ms", r.eager_ms},
+                   {"compile_ms", r.compile_ms},
+                   {"best_ms", r.best_ms},
+                   {"speedup_vs_start", r.speedup_vs_start},
+                   {"speedup_vs_eager", r.speedup_vs_eager},
+                   {"speedup_vs_compile", r.speedup_vs_compile},
+                   {"roofline_efficiency_pct", r.roofline_pct},
+                   {"roofline_bound_pct", r.ai_roofline_pct},
+                   {"rounds", r.rounds},
+                   {"gpu_seconds", r.gpu_seconds},
+                   {"trajectory", traj}});
+  }
+  j["problems"] = arr;
+  j["suite_trajectory"] = SuiteTrajectory(rows);
+  return j.dump(2) + "\n";
+}
+
+absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
+                                                     const std::string& source,
+                                                     std::string* settings_json) {
+  const std::string where = source.empty() ? std::string("results.json") : source;
+  auto bad = [&](const std::string& field, const std::string& what) {
+    return absl::InvalidArgumentError(
+        field.empty() ? absl::StrCat(where, ": ", what) : absl::StrCat(where, ": ", field, ": ", what));
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return bad("", absl::StrCat("not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) return bad("", "not a results.json (expected a JSON object)");
+  if (!j.contains("problems")) return bad("problems", "missing (not a results.json)");
+  if (!j["problems"].is_array()) return bad("problems", "expected an array");
+  nlohmann::json settings = nlohmann::json::object();
+  if (j.contains("settings")) {
+    if (!j["settings"].is_object()) return bad("settings", "expected an object");
+    settings = j["settings"];
+  }
+  std::vector<BenchRow> rows;
+  std::map<std::string, size_t> seen;
+  const nlohmann::json& problems = j["problems"];
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const nlohmann::json& p = problems[i];
+    const std::string at = absl::StrCat("problems[", i, "]");
+    if (!p.is_object()) return bad(at, "expected an object");
+    absl::Status st;
+    auto str = [&](const char* key, bool required, std::string* dst) {
+      if (!st.ok()) return;
+      auto it = p.find(key);
+      if (it == p.end()) {
+        if (required) st = bad(absl::StrCat(at, ".", key), "missing");
+        return;
+      }
+      if (!it->is_string()) {
+        st = bad(absl::StrCat(at, ".", key), "expected a string");
+        return;
+      }
+      *dst = it->get<std::string>();
+    };
+    auto num = [&](const char* key, bool required, double* dst) {
+      if (!st.ok()) return;
+      auto it = p.find(key);
+      if (it == p.end()) {
+        if (required) st = bad(absl::StrCat(at, ".", key), "missing");
+        return;
+      }
+      if (it->is_null()) {  // NaN or infinity as RenderBenchJson writes them
+        *dst = 0;
+        return;
+      }
+      if (!it->is_number()) {
+        st = bad(absl::StrCat(at, ".", key), "expected a number");
+        return;
+      }
+      *dst = it->get<double>();
+    };
+    BenchRow r;
+    str("name", true, &r.name);
+    str("state", true, &r.state);
+    str("run", false, &r.run);
+    str("job_id", false, &r.job_id);
+    str("error", false, &r.error);
+    str("stop_reason", false, &r.stop_reason);
+    num("start_ms", true, &r.start_ms);
+    num("eager_ms", true, &r.eager_ms);
+    num("compile_ms", true, &r.compile_ms);
+    num("best_ms", true, &r.best_ms);
+    num("speedup_vs_start", true, &r.speedup_vs_start);
+    num("speedup_vs_eager", true, &r.speedup_vs_eager);
+    num("speedup_vs_compile", true, &r.speedup_vs_compile);
+    num("roofline_efficiency_pct", false, &r.roofline_pct);
+    num("roofline_bound_pct", false, &r.ai_roofline_pct);
+    num("gpu_seconds", false, &r.gpu_seconds);
+    if (!st.ok()) return st;
+    if (r.name.empty()) return bad(absl::StrCat(at, ".name"), "empty");
+    if (auto it = p.find("rounds"); it != p.end()) {
+      if (!it->is_number_integer()) return bad(absl::StrCat(at, ".rounds"), "expected an integer");
+      r.rounds = it->get<int>();
+    }
+    if (auto it = p.find("trajectory"); it != p.end()) {
+      if (!it->is_array()) return bad(absl::StrCat(at, ".trajectory"), "expected an array");
+      for (size_t k = 0; k < it->size(); ++k) {
+        const nlohmann::json& t = (*it)[k];
+        const std::string tat = absl::StrCat(at, ".trajectory[", k, "]");
+        if (!t.is_object() || !t.contains("round") || !t["round"].is_number_integer()) {
+          return bad(absl::StrCat(tat, ".round"), "expected an integer");
+        }
+        double sp = 0;
+        if (t.contains("best_speedup_vs_start") && t["best_speedup_vs_start"].is_number()) {
+          sp = t["best_speedup_vs_start"].get<double>();
+        } else if (!t.contains("best_speedup_vs_start") || !t["best_speedup_vs_start"].is_null()) {
+          return bad(absl::StrCat(tat, ".best_speedup_vs_start"), "expected a number");
+        }
+        r.trajectory.emplace_back(t["round"].get<int>(), sp);
+      }
+      std::sort(r.trajectory.begin(), r.trajectory.end());
+    }
+    if (!seen.emplace(r.name, i).second) {
+      return bad(absl::StrCat(at, ".name"),
+                 absl::StrCat("'", r.name, "' already in problems[", seen[r.name], "]"));
+    }
+    rows.push_back(std::move(r));
+  }
+  if (settings_json != nullptr) *settings_json = settings.dump();
+  return rows;
+}
+
+std::vector<std::string> BenchRunLabels(const std::vector<BenchRunFile>& files) {
+  std::vector<std::string> ids;
+  std::map<std::string, int> uses;
+  for (const auto& f : files) {
+    nlohmann::json s = nlohmann::json::parse(f.settings_json.empty() ? "{}" : f.settings_json,
+                                             nullptr, /*allow_exceptions=*/false);
+    std::string id;
+    if (s.is_object() && s.contains("run_id") && s["run_id"].is_string()) {
+      id = s["run_id"].get<std::string>();
+    }
+    ids.push_back(id);
+    if (!id.empty()) ++uses[id];
+  }
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (ids[i].empty()) {
+      labels.push_back(files[i].path);
+    } else if (uses[ids[i]] > 1) {
+      labels.push_back(absl::StrCat(ids[i], " (", files[i].path, ")"));
+    } else {
+      labels.push_back(ids[i]);
+    }
+  }
+  return labels;
+}
+
+std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files) {
+  std::map<std::string, BenchRow> by_name;
+  const std::vector<std::string> labels = BenchRunLabels(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const auto& r : files[i].rows) {
+      BenchRow row = r;
+      if (row.run.empty()) row.run = labels[i];
+      by_name[row.name] = std::move(row);
+    }
+  }
+  std::vector<BenchRow> out;
+  out.reserve(by_name.size());
+  for (auto& [name, row] : by_name) out.push_back(std::move(row));
+  return out;
+}
+
+namespace {
+
+// How many of `file`'s rows survived into `merged`: the merged row of each of its problems
+// is this file's when they are the same row (the later files replaced the others).
+int KeptRows(const std::vector<BenchRunFile>& files, size_t index, const std::vector<BenchRow>& merged) {
+  int kept = 0;
+  for (const auto& r : files[index].rows) {
+    bool later = false;
+    for (size_t k = index + 1; k < files.size() && !later; ++k) {
+      for (const auto& o : files[k].rows) later = later || o.name == r.name;
+    }
+    if (!later && std::any_of(merged.begin(), merged.end(), [&](const BenchRow& m) { return m.name == r.name; })) {
+      ++kept;
+    }
+  }
+  return kept;
+}
+
+nlohmann::json SettingsObject(const std::string& settings_json) {
+  nlohmann::json s = nlohmann::json::parse(settings_json.empty() ? "{}" : settings_json, nullptr,
+                                           /*allow_exceptions=*/false);
+  return s.is_object() ? s : nlohmann::json::object();
+}
+
+}  // namespace
+
+std::string MergedSettingsJson(const std::vector<BenchRunFile>& files,
+                               const std::vector<BenchRow>& merged) {
+  nlohmann::json from = nlohmann::json::array();
+  for (size_t i = 0; i < files.size(); ++i) {
+    nlohmann::json s = SettingsObject(files[i].settings_json);
+    s["file"] = files[i].path;
+    s["problems"] = files[i].rows.size();
+    s["kept"] = KeptRows(files, i, merged);
+    from.push_back(std::move(s));
+  }
+  nlohmann::json settings = {{"merged_from", from}};
+  return settings.dump();
+}
+
+std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
+                                 const std::vector<BenchRow>& merged) {
+  std::string o = absl::StrFormat(
+      "A merge of %d runs (`kagent bench --merge`); for each problem, the row of the latest run "
+      "below that measured it (the \"run\" column says which):\n\n",
+      static_cast<int>(files.size()));
+  const std::vector<std::string> labels = BenchRunLabels(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    nlohmann::json s = SettingsObject(files[i].settings_json);
+    std::string how;
+    auto int_of = [&](const char* key) {
+      return s.contains(key) && s[key].is_number_integer() ? s[key].get<int>() : 0;
+    };
+    if (int_of("rounds") > 0) absl::StrAppend(&how, ", --rounds ", int_of("rounds"));
+    if (int_of("beam_width") > 0) absl::StrAppend(&how, ", --beam-width ", int_of("beam_width"));
+    if (int_of("fixes_per_kernel") > 0) {
+      absl::StrAppend(&how, ", --fixes-per-kernel ", int_of("fixes_per_kernel"));
+    }
+    if (s.contains("brain") && s["brain"].is_string() && !s["brain"].get<std::string>().empty()) {
+      absl::StrAppend(&how, ", --brain ", s["brain"].get<std::string>());
+    }
+    if (s.contains("without_start") && s["without_start"].is_boolean() && s["without_start"].get<bool>()) {
+      absl::StrAppend(&how, ", --without-start");
+    }
+    if (s.contains("merged_from")) absl::StrAppend(&how, ", itself a merge");
+    o += absl::StrFormat("%d. `%s`: %s, %d problems, %d kept%s\n", static_cast<int>(i + 1),
+                         Cell(labels[i]), Cell(files[i].path),
+                         static_cast<int>(files[i].rows.size()), KeptRows(files, i, merged), how);
+  }
+  o += "\nEach row's ratios come from its own job (start, eager, torch.compile and best timed side "
+       "by side in that job), so rows from different runs are each self-consistent; the summary's "
+       "means and counts are over the merged rows, which may come from different sessions, GPUs or "
+       "brain versions.";
+  return o;
+}
+
+std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows) {
+  constexpr double kW = 720, kH = 420, kLeft = 64, kRight = 24, kTop = 40, kBottom = 52;
+  std::vector<double> suite = SuiteTrajectory(rows);
+  int max_round = std::max(1, static_cast<int>(suite.size()) - 1);
+  double y_max = 2.0, y_min = 1.0;
+  for (const auto& r : rows) {
+    for (const auto& [round, sp] : r.trajectory) {
+      if (sp > 0) {
+        y_max = std::max(y_max, sp);
+        y_min = std::min(y_min, sp);
+      }
+    }
+  }
+  // Log scale between powers of two that enclose the data.
+  double lo = std::pow(2.0, std::floor(std::log2(y_min)));
+  double hi = std::pow(2.0, std::ceil(std::log2(y_max)));
+  if (hi <= lo) hi = lo * 2;
+  auto px = [&](double round) { return kLeft + (kW - kLeft - kRight) * round / max_round; };
+  auto py = [&](double v) {
+    double t = (std::log2(v) - std::log2(lo)) / (std::log2(hi) - std::log2(lo));
+    return kH - kBottom - (kH - kTop - kBottom) * t;
+  };
+  std::string o = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"22\" font-size=\"15\">Best-so-far speedup over the starting kernel "
+      "(%d problems)</text>\n",
+      kW, kH, kW, kH, kLeft, static_cast<int>(rows.size()));
+  // Grid: horizontal lines at powers of two, vertical at each round (thinned when many).
+  for (double v = lo; v <= hi * 1.0001; v *= 2) {
+    o += absl::StrFormat(
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%gx</text>\n",
+        kLeft, py(v), kW - kRight, py(v), kLeft - 6, py(v) + 4, v);
+  }
+  int step = std::max(1, max_round / 10);
+  for (int round = 0; round <= max_round; round += step) {
+    o += absl::StrFormat(
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n",
+        px(round), kTop, px(round), kH - kBottom, px(round), kH - kBottom + 16, round);
+  }
+  o += absl::StrFormat(
+      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">round</text>\n"
+      "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">speedup vs "
+      "start (log scale)</text>\n",
+      (kLeft + kW - kRight) / 2, kH - 12, (kTop + kH - kBottom) / 2);
+  // One thin step line per problem: 1.0 at round 0, then its best-so-far after each round.
+  for (const auto& r : rows) {
+    if (r.trajectory.empty()) continue;
+    std::string pts = absl::StrFormat("%.1f,%.1f", px(0), py(1.0));
+    double v = 1.0;
+    for (const auto& [round, sp] : r.trajectory) {
+      if (sp > 0) v = std::max(v, sp);
+      pts += absl::StrFormat(" %.1f,%.1f", px(round), py(v));
+    }
+    o += absl::StrFormat(
+        "<polyline fill=\"none\" stroke=\"#9ab\" stroke-width=\"1\" points=\"%s\"><title>%s</title>"
+        "</polyline>\n",
+        pts, Esc(r.name));
+  }
+  if (!suite.empty()) {
+    std::string pts;
+    for (size_t i = 0; i < suite.size(); ++i) {
+      pts += absl::StrFormat("%s%.1f,%.1f", i ? " " : "", px(i), py(std::max(suite[i], lo)));
+    }
+    o += absl::StrFormat(
+        "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"3\" points=\"%s\">"
+        "<title>geometric mean</title></polyline>\n",
+        pts);
+    o += absl::StrFormat(
+        "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c33\">geometric mean %.2fx</text>\n", kW - kRight - 150,
+        kTop + 14, suite.back());
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+
+std::string FormatMs(double v) { return Ms(v); }
+std::string FormatSpeedup(double v) { return X(v); }
+
+std::string SummaryLine(const BenchSummary& s) {
+  return absl::StrFormat(
+      "geometric mean %s vs start, %s vs eager, %s vs torch.compile; faster than "
+      "torch.compile on %d of %d (by more than 2%%: %d)",
+      X(s.geomean_vs_start), X(s.geomean_vs_eager), X(s.geomean_vs_compile),
+      s.faster_than_compile, s.compared_with_compile, s.clearly_faster_than_compile);
+}
+
+}  // namespace kagent::cli
