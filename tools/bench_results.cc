@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/report.h"
 
 namespace kagent::cli {
 namespace {
@@ -38,19 +39,6 @@ std::string Cell(std::string s) {
   return s;
 }
 
-std::string Esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 }  // namespace
 
@@ -550,7 +538,7 @@ std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows) {
     o += absl::StrFormat(
         "<polyline fill=\"none\" stroke=\"#9ab\" stroke-width=\"1\" points=\"%s\"><title>%s</title>"
         "</polyline>\n",
-        pts, Esc(r.name));
+        pts, HtmlEscape(r.name));
   }
   if (!suite.empty()) {
     std::string pts;
