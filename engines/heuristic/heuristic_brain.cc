@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,6 +34,18 @@ int64_t NextPow2(int64_t v) {
 }
 int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 int64_t Clamp(int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); }
+
+// Compute capability as major * 10 + minor from the GPU spec's arch ("sm_90", "sm_90a",
+// "sm_100"); 0 when unknown.
+int SmVersion(const GpuSpec* gpu) {
+  if (gpu == nullptr) return 0;
+  absl::string_view arch = gpu->arch();
+  if (!absl::ConsumePrefix(&arch, "sm_")) return 0;
+  int v = 0;
+  size_t i = 0;
+  for (; i < arch.size() && i < 4 && absl::ascii_isdigit(arch[i]); ++i) v = v * 10 + (arch[i] - '0');
+  return i >= 2 ? v : 0;
+}
 
 bool Is16Bit(const std::string& dtype) { return dtype == "bfloat16" || dtype == "float16"; }
 
@@ -135,6 +148,7 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"gemm_grouped", "gemm_tiled"},
       {"gemm_swizzled", "gemm_tiled"},
       {"gemm_splitk", "gemm_split_k"},
+      {"gemm_persistent", "gemm_persistent_tma"},
       {"softmax", "softmax_online"},
       {"log_softmax", "softmax_online"},
       {"softmax_row", "softmax_online"},
@@ -230,6 +244,18 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     if (t.id == "gemm_split_k" && op.batch > 1) {
       return Precondition(t, "split-K template is 2-D only (the problem is batched)");
     }
+    if (t.id == "gemm_persistent_tma") {
+      if (op.batch > 1) {
+        return Precondition(t, "persistent TMA template is 2-D only (the problem is batched)");
+      }
+      // Tensor descriptors are TMA from sm_90 on; an unknown arch is allowed (the kernel
+      // itself falls back to pointer loads before sm_90).
+      const int cc = SmVersion(gpu);
+      if (cc > 0 && cc < 90) {
+        return Precondition(t, absl::StrCat("needs Hopper (sm_90) or newer for TMA, the GPU is ",
+                                            gpu->arch()));
+      }
+    }
     auto tile = [&](int64_t dim) { return Clamp(NextPow2(dim), 16, half ? 128 : 64); };
     int64_t bm = tile(op.m), bn = tile(op.n);
     // Large 16-bit GEMMs: 128 x 256 tiles. Measured on an H200 (problems/02, 8192^3 bf16,
@@ -247,6 +273,14 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["A_EXPR"] = op.trans_a ? "A" + tr : "A";
     p["B_EXPR"] = op.trans_b ? "B" + tr : "B";
     p["INPUT_PRECISION"] = "ieee";
+    if (t.id == "gemm_persistent_tma") {
+      // 16-bit: gemm_tiled's tiles (128 x 256 x 64 for large GEMMs) with 3 stages, which
+      // fill 213 KB of shared memory on sm_90 (4 would not fit). fp32 (ieee, FMA dot): at
+      // most 64 x 64 x 32 with 8 warps; 128 x 128 x 32 spills 5.5 KB per thread and 4 warps
+      // spill too (compile_sm90.py).
+      p["num_warps"] = half && bm * bn < 128 * 128 ? "4" : "8";
+      p["num_stages"] = "3";
+    }
     if (t.id == "gemm_split_k") {
       int64_t tiles = CeilDiv(op.m, bm) * CeilDiv(op.n, bn);
       int64_t want = CeilDiv(2LL * sms, tiles);

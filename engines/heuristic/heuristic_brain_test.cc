@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/test_kernels.h"
 #include "engines/heuristic/test_signatures.h"
@@ -547,6 +548,80 @@ TEST_CASE("Brain: a fallback names the move made, with its own expected speedup"
   REQUIRE(d.ok());
   CHECK(d->fallback.empty());
   CHECK(d->expected_speedup == 0);
+}
+
+TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper only") {
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source("# user kernel");
+  parent.set_origin("template:gemm_tiled");
+  v1::OpSignature gemm;  // problems/02: 8192^3 bf16
+  AddOp(&gemm, "aten::mm", {{{8192, 8192}, "bfloat16"}, {{8192, 8192}, "bfloat16"}},
+        {{{8192, 8192}, "bfloat16"}});
+  v1::GpuSpec gpu = H200();
+  v1::Prescription sw;  // the database's gemm-persistent-tma-warp-specialized
+  sw.set_pattern_id("gemm-persistent-tma-warp-specialized");
+  sw.set_template_switch("gemm_persistent_tma");
+  (*sw.mutable_knob_changes())["NUM_PROGRAMS"] = "sm_count";
+  FixRequest req{&parent, &sw, nullptr, &gemm, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "template:gemm_persistent_tma");
+  CHECK(r->fallback.empty());
+  const std::string& src = r->kernel.source();
+  CHECK(absl::StrContains(src, "BLOCK_M = 128"));
+  CHECK(absl::StrContains(src, "BLOCK_N = 256"));
+  CHECK(absl::StrContains(src, "BLOCK_K = 64"));
+  CHECK(absl::StrContains(src, "num_warps=8, num_stages=3"));
+  CHECK(absl::StrContains(src, "tl.make_tensor_descriptor"));
+  CHECK(!absl::StrContains(src, "{{"));
+  // The template has no NUM_PROGRAMS knob (the grid is the SM count already): skipped.
+  CHECK(absl::StrContains(absl::StrJoin(r->moves, "; "), "skip NUM_PROGRAMS"));
+
+  // The other database spelling resolves to it too; the first kernel stays gemm_tiled.
+  v1::Prescription alias;
+  alias.set_template_switch("gemm_persistent");
+  req.prescription = &alias;
+  auto a = brain.ApplyFix(req);
+  REQUIRE(a.ok());
+  CHECK(a->kernel.origin() == "template:gemm_persistent_tma");
+  v1::Problem problem;
+  auto first = brain.FirstKernel({&problem, &gemm, &gpu});
+  REQUIRE(first.ok());
+  CHECK(first->kernel.origin() == "template:gemm_tiled");
+
+  // fp32: 64 x 64 x 32 tiles, 8 warps, exact fp32 dot.
+  v1::OpSignature f32;
+  AddOp(&f32, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
+  req.prescription = &sw;
+  req.signature = &f32;
+  auto f = brain.ApplyFix(req);
+  REQUIRE(f.ok());
+  CHECK(absl::StrContains(f->kernel.source(), "BLOCK_N = 64"));
+  CHECK(absl::StrContains(f->kernel.source(), "BLOCK_K = 32"));
+  CHECK(absl::StrContains(f->kernel.source(), "num_warps=8"));
+  CHECK(absl::StrContains(f->kernel.source(), "\"ieee\""));
+
+  // Batched: refused (2-D only).
+  v1::OpSignature bmm;
+  AddOp(&bmm, "aten::bmm", {{{8, 1024, 512}, "bfloat16"}, {{8, 512, 1024}, "bfloat16"}},
+        {{{8, 1024, 1024}, "bfloat16"}});
+  req.signature = &bmm;
+  auto b = brain.ApplyFix(req);
+  REQUIRE(!b.ok());
+  CHECK(b.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(b.status().message(), "2-D only"));
+
+  // Before Hopper: refused; an unknown arch is allowed.
+  req.signature = &gemm;
+  gpu.set_arch("sm_80");
+  auto ampere = brain.ApplyFix(req);
+  REQUIRE(!ampere.ok());
+  CHECK(absl::StrContains(ampere.status().message(), "sm_90"));
+  gpu.set_arch("");
+  CHECK(brain.ApplyFix(req).ok());
+  gpu.set_arch("sm_100a");
+  CHECK(brain.ApplyFix(req).ok());
 }
 
 TEST_CASE("Brain: later assignments of a parent get other fallback moves") {

@@ -1,5 +1,6 @@
-"""Compiles the channel-norm, scan, pooling, loss and conv templates' kernels for sm_90
-(Hopper) on a machine without a GPU, at the sizes the brain picks for problems 29-44, and
+"""Compiles the channel-norm, scan, pooling, loss, conv and persistent-GEMM templates'
+kernels for sm_90 (Hopper) on a machine without a GPU, at the sizes the brain picks for
+problems 29-44 (the persistent GEMM at its defaults), and
 prints one JSON line per kernel: name, registers, stack bytes (spills), shared memory, or
 the error.
 
@@ -178,6 +179,29 @@ def main():
              dict(part_ptr=fp32, w_ptr=fp32, b_ptr=fp32, scale_ptr=fp32, shift_ptr=fp32,
                   **_ints(["P", "C", "CPG", "G", "NUM_PARTS", "SPLIT_R"]), eps="fp32"),
              dict(HAS_W=True, HAS_B=True, BLOCK_M=512, BLOCK_S=4), 4, 3)
+
+    gp = _load("gemm_persistent_tma")  # the template's defaults; 8192^3 as the launcher sees it
+    gsig = dict(a_ptr=bf16, b_ptr=bf16, c_ptr=bf16,
+                **_ints(["M", "N", "K", "NUM_PROGS", "stride_am", "stride_ak", "stride_bk",
+                         "stride_bn", "stride_cm", "stride_cn"]))
+    galigned = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+    gbase = dict(GROUP_M=8, UPCAST=False, A_COL=False, B_COL=False, INPUT_PRECISION="ieee")
+    unit = dict(stride_ak=1, stride_bn=1, stride_cn=1)
+    _compile("gemm_persistent_tma bf16 128x256x64 tma", gp.gemm_persistent_kernel, gsig,
+             dict(gbase, **unit, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, USE_TMA=True), 8, 3,
+             aligned=galigned)
+    _compile("gemm_persistent_tma bf16 128x256x64 B.mT tma", gp.gemm_persistent_kernel, gsig,
+             dict(gbase, stride_ak=1, stride_bk=1, stride_cn=1, B_COL=True, BLOCK_M=128,
+                  BLOCK_N=256, BLOCK_K=64, USE_TMA=True), 8, 3,
+             aligned=[a for a in galigned if a != "stride_bk"] + ["stride_bn"])
+    _compile("gemm_persistent_tma bf16 128x256x64 pointers", gp.gemm_persistent_kernel, gsig,
+             dict(gbase, **unit, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, USE_TMA=False), 8, 3,
+             aligned=galigned)
+    # fp32 at the brain's 64 x 64 x 32 / 8 warps (ieee: an FMA dot; 128 x 128 x 32 spills).
+    _compile("gemm_persistent_tma fp32 64x64x32 tma", gp.gemm_persistent_kernel,
+             dict(gsig, a_ptr=fp32, b_ptr=fp32, c_ptr=fp32),
+             dict(gbase, **unit, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, USE_TMA=True), 8, 3,
+             aligned=galigned)
 
 
 if __name__ == "__main__":
