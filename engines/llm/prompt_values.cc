@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -68,6 +71,21 @@ bool IsModelNewClass(absl::string_view line) {
   return !line.empty() && (line[0] == '(' || line[0] == ':');
 }
 
+// ", with dim=1, keepdim=0": the op's recorded numeric arguments (OpRecord.scalars) by
+// name, sorted; integers without a decimal point; empty when none were recorded.
+std::string Scalars(const kagent::v1::OpRecord& op) {
+  if (op.scalars().empty()) return "";
+  std::vector<std::pair<std::string, double>> kv(op.scalars().begin(), op.scalars().end());
+  std::sort(kv.begin(), kv.end());
+  std::vector<std::string> parts;
+  for (const auto& [name, v] : kv) {
+    parts.push_back(v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15
+                        ? absl::StrCat(name, "=", static_cast<int64_t>(v))
+                        : absl::StrFormat("%s=%.6g", name, v));
+  }
+  return absl::StrCat(", with ", absl::StrJoin(parts, ", "));
+}
+
 }  // namespace
 
 std::string FormatNumber(double value) { return absl::StrFormat("%.6g", value); }
@@ -105,7 +123,7 @@ std::string SummarizeOps(const kagent::v1::OpSignature* sig) {
       break;
     }
     absl::StrAppend(&out, "- ", op.op(), ": inputs ", Tensors(op.inputs()), " -> outputs ",
-                    Tensors(op.outputs()), "\n");
+                    Tensors(op.outputs()), Scalars(op), "\n");
   }
   return std::string(absl::StripTrailingAsciiWhitespace(out));
 }

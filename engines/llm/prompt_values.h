@@ -19,7 +19,9 @@ namespace kagent::llm_engine {
 std::string DescribeGpu(const kagent::v1::GpuSpec* gpu);
 
 // {{op_summary}}: the op class, FLOPs and minimum bytes when known, then one line per
-// recorded aten op with its input and output shapes and dtypes (at most 40 ops).
+// recorded aten op with its input and output shapes and dtypes and its recorded numeric
+// arguments (", with alpha=1.67326, scale=1.0507", so torch.selu is not read as F.elu;
+// at most 40 ops).
 std::string SummarizeOps(const kagent::v1::OpSignature* signature);
 
 // {{diagnosis}}: the judge's report as plain text (category, limiter, efficiency,

@@ -51,6 +51,18 @@ TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   std::string ops = SummarizeOps(&sig);
   CHECK_THAT(ops, Catch::Contains("op class: matvec"));
   CHECK_THAT(ops, Catch::Contains("aten::mv: inputs [2048, 4096] bfloat16"));
+  CHECK_THAT(ops, !Catch::Contains("with"));
+  // Recorded scalars follow the op, sorted by name (torch.min(x, dim=1); torch.selu).
+  auto* mn = sig.add_ops();
+  mn->set_op("aten::min");
+  (*mn->mutable_scalars())["keepdim"] = 0;
+  (*mn->mutable_scalars())["dim"] = 1;
+  auto* elu = sig.add_ops();
+  elu->set_op("aten::elu");
+  (*elu->mutable_scalars())["alpha"] = 1.6732632423543772;
+  std::string with = SummarizeOps(&sig);
+  CHECK_THAT(with, Catch::Contains("- aten::min: inputs none -> outputs none, with dim=1, keepdim=0"));
+  CHECK_THAT(with, Catch::Contains("aten::elu: inputs none -> outputs none, with alpha=1.67326"));
 
   kagent::v1::Prescription p;
   p.set_pattern_id("gemv_row_per_program");
