@@ -263,6 +263,19 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // BLOCK_M 256 instead gave 1.974.
     if (half && op.m >= 2048 && op.n >= 2048 && op.k >= 1024) bn = 256;
     int64_t bk = half ? 64 : 32;
+    // fp32 GEMMs that are batched or have a short K, on sm_80+: 128 x 64 x 32 tiles, 4
+    // warps, 4 stages with 3xTF32 dots (tf32x3: split operands on the tensor cores, about
+    // fp32 accuracy, gated at the same tolerance). Measured on an H200 against the exact
+    // (ieee) 128 x 128 x 32 / 8 warps: problems/06 (128 x 512 x 1024 x 512) 1.355 ms vs
+    // 1.640 (cuBLAS 1.365); problems/03 (K = 128) 1.614 vs 1.882 (cuBLAS 1.794). Larger
+    // tf32x3 tiles spill (problems/01: 128 x 128 x 32 3.98 ms against ieee's 3.21).
+    const bool tf32x3 = !half && t.id == "gemm_tiled" && SmVersion(gpu) >= 80 &&
+                        (op.batch > 1 || op.k <= 256) && op.m >= 128 && op.n >= 64;
+    if (tf32x3) bm = 128, bn = 64;
+    // fp32 split-K: BLOCK_K 64 and about 4 programs per SM. Measured on an H200
+    // (problems/05, 256 x 524288 x 256): 64 x 64 x 64 with SPLIT_K 32 1.92 ms; the old
+    // 64 x 64 x 32 with SPLIT_K 17 4.26 ms (cuBLAS 1.30).
+    if (!half && t.id == "gemm_split_k") bk = 64;
     p["BLOCK_M"] = std::to_string(bm);
     p["BLOCK_N"] = std::to_string(bn);
     p["BLOCK_K"] = std::to_string(bk);
@@ -273,6 +286,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["A_EXPR"] = op.trans_a ? "A" + tr : "A";
     p["B_EXPR"] = op.trans_b ? "B" + tr : "B";
     p["INPUT_PRECISION"] = "ieee";
+    if (tf32x3) {
+      p["INPUT_PRECISION"] = "tf32x3";
+      p["num_warps"] = "4";
+      p["num_stages"] = "4";
+    }
     if (t.id == "gemm_persistent_tma") {
       // 16-bit: gemm_tiled's tiles (128 x 256 x 64 for large GEMMs) with 3 stages, which
       // fill 213 KB of shared memory on sm_90 (4 would not fit). fp32 (ieee, FMA dot): at
@@ -283,7 +301,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     }
     if (t.id == "gemm_split_k") {
       int64_t tiles = CeilDiv(op.m, bm) * CeilDiv(op.n, bn);
-      int64_t want = CeilDiv(2LL * sms, tiles);
+      int64_t want = CeilDiv((half ? 2LL : 4LL) * sms, tiles);
       int64_t most = std::max<int64_t>(1, op.k / (4 * bk));
       p["SPLIT_K"] = std::to_string(Clamp(want, 1, std::min<int64_t>(most, 256)));
     }
@@ -564,8 +582,16 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // Register counts from compiling for sm_90 (no GPU run): fp32 64x64x32 ieee, 3 stages,
     // 195 registers with 4 warps, 120 with 8; bf16 128x128x64, 4 stages, 8 warps, 255
     // without spills.
-    const int64_t bm = half ? 128 : 64;
-    const int64_t bn = Clamp(NextPow2(cout), 16, half ? 128 : 64);
+    int64_t bm = half ? 128 : 64;
+    int64_t bn = Clamp(NextPow2(cout), 16, half ? 128 : 64);
+    // Large fp32 convolutions on sm_80+: 256 x 128 x 32 tiles with 3xTF32 dots (tf32x3,
+    // about fp32 accuracy). Measured on an H200 (problems/35, 16 x 64 x 256 x 256 -> 128,
+    // 3 x 3): 6.26 ms, against 8.77 for ieee 128 x 128 x 32 and 14.5 for ieee 64 x 64
+    // (cuDNN 3.70; torch.compile 4.53).
+    const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
+    const int64_t pixels = out[0] * out[2] * out[3];
+    const bool tf32x3 = !half && SmVersion(gpu) >= 80 && cout >= 128 && pixels >= 65536;
+    if (tf32x3) bm = 256, bn = 128;
     p["BLOCK_M"] = std::to_string(bm);
     p["BLOCK_N"] = std::to_string(bn);
     p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
@@ -576,7 +602,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
     p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
     p["BIAS"] = op.has_bias ? "True" : "False";
-    p["INPUT_PRECISION"] = "ieee";
+    p["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
     return p;
   }
   return Precondition(t, absl::StrCat("no parameter rules for op class ", t.op_class));
@@ -590,6 +616,15 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   if (op.op_class == "gemm") {
     int64_t tiles = CeilDiv(op.m, 64) * CeilDiv(op.n, 64) * op.batch;
     if (op.batch == 1 && tiles < sms / 2 && op.k >= 4096) return "gemm_split_k";
+    // A large 16-bit GEMM with a transposed A on Hopper: the persistent TMA kernel reads A
+    // through a descriptor on its storage order. Measured on an H200 (problems/07, 8192^3
+    // bf16, A.T @ B): 128 x 256 x 64, 3 stages 1.484 ms, against gemm_tiled's best 1.656
+    // (cuBLAS 1.419, torch.compile 1.617); without the transpose (problems/02) the tiled
+    // kernel stays faster (1.544 against 1.629).
+    if (Is16Bit(op.dtype) && op.trans_a && op.batch == 1 && SmVersion(gpu) >= 90 &&
+        op.m >= 2048 && op.n >= 2048 && op.k >= 1024) {
+      return "gemm_persistent_tma";
+    }
     return "gemm_tiled";
   }
   if (op.op_class == "softmax") return "softmax_online";

@@ -318,10 +318,18 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   v1::OpSignature conv;  // problems/35: 3x3, padding 1, 64 -> 128, no bias, fp32
   AddOp(&conv, "aten::convolution", {{{16, 64, 256, 256}}, {{128, 64, 3, 3}}},
         {{{16, 128, 256, 256}}});
+  // On sm_90: 256 x 128 tiles with 3xTF32 dots (measured fastest on the H200).
   check(conv, "conv2d_implicit_gemm",
-        {"BLOCK_M = 64\n", "BLOCK_N = 64\n", "BLOCK_K = 32\n", "\"padding\", 1)",
-         "\"stride\", 1)", "\"bias\", False)", "INPUT_PRECISION=\"ieee\""},
-        "BLOCK_M", "x2");
+        {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "\"padding\", 1)",
+         "\"stride\", 1)", "\"bias\", False)", "INPUT_PRECISION=\"tf32x3\""},
+        "BLOCK_M", "/2");
+  {  // An unknown GPU (the CPU worker) keeps exact fp32 dots and 64 x 64 tiles.
+    v1::GpuSpec cpu;
+    auto r = brain.FirstKernel({&problem, &conv, &cpu});
+    REQUIRE(r.ok());
+    CHECK(absl::StrContains(r->kernel.source(), "BLOCK_M = 64\n"));
+    CHECK(absl::StrContains(r->kernel.source(), "INPUT_PRECISION=\"ieee\""));
+  }
   v1::OpSignature conv16;  // bf16, stride 2, bias
   AddOp(&conv16, "aten::convolution",
         {{{8, 32, 64, 64}, "bfloat16"}, {{256, 32, 3, 3}, "bfloat16"}, {{256}, "bfloat16"}},
@@ -547,6 +555,59 @@ TEST_CASE("Brain: a fallback names the move made, with its own expected speedup"
   REQUIRE(d.ok());
   CHECK(d->fallback.empty());
   CHECK(d->expected_speedup == 0);
+}
+
+TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  auto source = [&](const v1::OpSignature& sig, const v1::GpuSpec& g, const std::string& id) {
+    auto r = brain.FirstKernel({&problem, &sig, &g});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:" + id);
+    return r->kernel.source();
+  };
+  // problems/06: batched fp32 -> 128 x 64, 4 warps, 4 stages, tf32x3.
+  v1::OpSignature bmm;
+  AddOp(&bmm, "aten::bmm", {{{128, 512, 1024}}, {{128, 1024, 512}}}, {{{128, 512, 512}}});
+  std::string b = source(bmm, gpu, "gemm_tiled");
+  CHECK(absl::StrContains(b, "BLOCK_M = 128\n"));
+  CHECK(absl::StrContains(b, "BLOCK_N = 64\n"));
+  CHECK(absl::StrContains(b, "INPUT_PRECISION=\"tf32x3\""));
+  CHECK(absl::StrContains(b, "num_warps=4"));
+  CHECK(absl::StrContains(b, "num_stages=4"));
+  // problems/03: K = 128 -> the same; problems/01 (square, K = 4096) stays exact fp32.
+  v1::OpSignature skinny;
+  AddOp(&skinny, "aten::mm", {{{262144, 128}}, {{128, 1024}}}, {{{262144, 1024}}});
+  CHECK(absl::StrContains(source(skinny, gpu, "gemm_tiled"), "INPUT_PRECISION=\"tf32x3\""));
+  v1::OpSignature square;
+  AddOp(&square, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
+  CHECK(absl::StrContains(source(square, gpu, "gemm_tiled"), "INPUT_PRECISION=\"ieee\""));
+  v1::GpuSpec cpu;  // no arch: never tf32x3
+  CHECK(absl::StrContains(source(skinny, cpu, "gemm_tiled"), "INPUT_PRECISION=\"ieee\""));
+  // problems/05: split-K with BLOCK_K 64 and about 4 programs per SM (16 tiles -> 33).
+  v1::OpSignature large_k;
+  AddOp(&large_k, "aten::mm", {{{256, 524288}}, {{524288, 256}}}, {{{256, 256}}});
+  std::string sk = source(large_k, gpu, "gemm_split_k");
+  CHECK(absl::StrContains(sk, "BLOCK_K = 64\n"));
+  CHECK(absl::StrContains(sk, "SPLIT_K = 33\n"));
+  CHECK(absl::StrContains(sk, "INPUT_PRECISION=\"ieee\""));
+  // problems/07: bf16 A.T @ B on Hopper starts from the persistent TMA kernel; on an
+  // sm_80 GPU, and without the transpose (problems/02), from gemm_tiled.
+  v1::OpSignature ta;
+  AddOp(&ta, "aten::t", {{{8192, 8192}, "bfloat16"}}, {{{8192, 8192}, "bfloat16", {1, 8192}}});
+  AddOp(&ta, "aten::mm", {{{8192, 8192}, "bfloat16", {1, 8192}}, {{8192, 8192}, "bfloat16"}},
+        {{{8192, 8192}, "bfloat16"}});
+  std::string t = source(ta, gpu, "gemm_persistent_tma");
+  CHECK(absl::StrContains(t, "BLOCK_N = 256\n"));
+  CHECK(absl::StrContains(t, "num_stages=3"));
+  v1::GpuSpec a100 = gpu;
+  a100.set_arch("sm_80");
+  source(ta, a100, "gemm_tiled");
+  v1::OpSignature plain;
+  AddOp(&plain, "aten::mm", {{{8192, 8192}, "bfloat16"}, {{8192, 8192}, "bfloat16"}},
+        {{{8192, 8192}, "bfloat16"}});
+  source(plain, gpu, "gemm_tiled");
 }
 
 TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper only") {
