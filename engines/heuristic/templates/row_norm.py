@@ -6,6 +6,11 @@
 # squares); pass 2 normalizes and applies the optional affine weight/bias (indexed by r).
 # When R fits one chunk (R <= BLOCK_R) the program keeps its tile in registers and reads
 # the input once (ONE_PASS): statistics, then normalize from the same values.
+# Chunk layout (_chunk): INNER == 1 (ROW, the normalized elements are contiguous, e.g. the
+# last dim) uses 1-D [BLOCK_R] chunks at base + r, so loads and stores are vectorized
+# and every statistic is a scalar; else a [BLOCK_R, BLOCK_I] tile (r along dim 0, inner
+# columns along dim 1) with [BLOCK_I] statistics. Both run the same code below, the
+# statistics broadcasting against either chunk.
 import torch
 import torch.nn as nn
 import triton
@@ -13,50 +18,68 @@ import triton.language as tl
 
 
 @triton.jit
-def _affine(y, w_ptr, b_ptr, r, rmask, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
-    # y [BLOCK_R, BLOCK_I] times weight[r], plus bias[r] (each when present).
+def _chunk(base, r0, offs_i, R, INNER, BLOCK_R: tl.constexpr, ROW: tl.constexpr):
+    # Elements r0 .. r0 + BLOCK_R - 1 of the normalized range: (r, element offsets, mask).
+    # ROW: r and the chunk are [BLOCK_R]; else r is [BLOCK_R, 1], the chunk [BLOCK_R, BLOCK_I].
+    r = r0 + tl.arange(0, BLOCK_R)
+    if ROW:
+        offs = base + r
+        mask = r < R
+    else:
+        r = r[:, None]
+        offs = base + r.to(tl.int64) * INNER + offs_i[None, :]
+        mask = (r < R) & (offs_i < INNER)[None, :]
+    return r, offs, mask
+
+
+@triton.jit
+def _stat(value, BLOCK_I: tl.constexpr, ROW: tl.constexpr):
+    # A statistic's initial value: a scalar (ROW) or one per inner column.
+    if ROW:
+        s = tl.full([], value, tl.float32)
+    else:
+        s = tl.full([BLOCK_I], value, tl.float32)
+    return s
+
+
+@triton.jit
+def _affine(y, w_ptr, b_ptr, r, R, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # y times weight[r], plus bias[r] (each when present); r has the chunk's rank.
     if HAS_W:
-        w = tl.load(w_ptr + r, mask=rmask, other=0.0).to(tl.float32)
-        y = y * w[:, None]
+        y = y * tl.load(w_ptr + r, mask=r < R, other=0.0).to(tl.float32)
     if HAS_B:
-        b = tl.load(b_ptr + r, mask=rmask, other=0.0).to(tl.float32)
-        y = y + b[:, None]
+        y = y + tl.load(b_ptr + r, mask=r < R, other=0.0).to(tl.float32)
     return y
 
 
 @triton.jit
 def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
                     BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, NORM: tl.constexpr,
-                    HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE_PASS: tl.constexpr):
+                    HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE_PASS: tl.constexpr,
+                    ROW: tl.constexpr):
     pid = tl.program_id(0)
     outer = pid // num_inner_blocks
     offs_i = (pid % num_inner_blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
-    imask = offs_i < INNER
     base = outer.to(tl.int64) * R * INNER
-    offs_r = tl.arange(0, BLOCK_R)
     if ONE_PASS:
-        rmask = offs_r < R
-        mask = rmask[:, None] & imask[None, :]
-        ptrs = base + offs_r[:, None].to(tl.int64) * INNER + offs_i[None, :]
-        x = tl.load(x_ptr + ptrs, mask=mask, other=0.0).to(tl.float32)
+        r, offs, mask = _chunk(base, 0, offs_i, R, INNER, BLOCK_R, ROW)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         if NORM == "layer":
             mean = tl.sum(x, axis=0) / R
-            x = tl.where(mask, x - mean[None, :], 0.0)
+            x = tl.where(mask, x - mean, 0.0)
         rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / R + eps)
-        y = _affine(x * rstd[None, :], w_ptr, b_ptr, offs_r, rmask, HAS_W, HAS_B)
-        tl.store(y_ptr + ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
+        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
         return
-    mean = tl.zeros([BLOCK_I], dtype=tl.float32)
-    m2 = tl.zeros([BLOCK_I], dtype=tl.float32)
+    mean = _stat(0.0, BLOCK_I, ROW)
+    m2 = _stat(0.0, BLOCK_I, ROW)
     for r0 in range(0, R, BLOCK_R):
-        r = r0 + offs_r
-        mask = (r < R)[:, None] & imask[None, :]
-        x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
-                    mask=mask, other=0.0).to(tl.float32)
+        r, offs, mask = _chunk(base, r0, offs_i, R, INNER, BLOCK_R, ROW)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         if NORM == "layer":
-            n_chunk = tl.sum((r < R).to(tl.float32), axis=0)
+            n_chunk = tl.minimum(R - r0, BLOCK_R).to(tl.float32)  # elements in this chunk
             c_mean = tl.sum(x, axis=0) / n_chunk
-            d = tl.where(mask, x - c_mean[None, :], 0.0)
+            d = tl.where(mask, x - c_mean, 0.0)
             c_m2 = tl.sum(d * d, axis=0)
             count = r0 * 1.0  # every earlier chunk was full
             n_new = count + n_chunk
@@ -65,19 +88,14 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
             m2 = m2 + c_m2 + delta * delta * (count * n_chunk / n_new)
         else:
             m2 += tl.sum(x * x, axis=0)
-    if NORM == "layer":
-        rstd = 1.0 / tl.sqrt(m2 / R + eps)
-    else:
-        rstd = 1.0 / tl.sqrt(m2 / R + eps)
-        mean = tl.zeros([BLOCK_I], dtype=tl.float32)
+    rstd = 1.0 / tl.sqrt(m2 / R + eps)
     for r0 in range(0, R, BLOCK_R):
-        r = r0 + offs_r
-        rmask = r < R
-        mask = rmask[:, None] & imask[None, :]
-        ptrs = base + r[:, None].to(tl.int64) * INNER + offs_i[None, :]
-        x = tl.load(x_ptr + ptrs, mask=mask, other=0.0).to(tl.float32)
-        y = _affine((x - mean[None, :]) * rstd[None, :], w_ptr, b_ptr, r, rmask, HAS_W, HAS_B)
-        tl.store(y_ptr + ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        r, offs, mask = _chunk(base, r0, offs_i, R, INNER, BLOCK_R, ROW)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        if NORM == "layer":
+            x = x - mean
+        y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
+        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _arg(args, kwargs, index, name, default):
@@ -137,6 +155,6 @@ class ModelNew(nn.Module):
             x, w if w is not None else x, b if b is not None else x, y,
             R, INNER, num_inner_blocks, float(eps),
             BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, NORM="{{NORM}}",
-            HAS_W=w is not None, HAS_B=b is not None, ONE_PASS=R <= BLOCK_R,
+            HAS_W=w is not None, HAS_B=b is not None, ONE_PASS=R <= BLOCK_R, ROW=INNER == 1,
             num_warps={{num_warps}}, num_stages={{num_stages}})
         return y

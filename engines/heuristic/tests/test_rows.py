@@ -65,6 +65,132 @@ def test_rmsnorm_module_bf16(block_r):
     torch.testing.assert_close(model(x).float(), ref_mod(x.float()), atol=2e-2, rtol=2e-2)
 
 
+# The 1-D path (ROW, INNER == 1: the normalized / softmax elements are contiguous) and the
+# 2-D [BLOCK_R, BLOCK_I] tile path (INNER > 1) of row_norm and softmax_online.
+
+def _kernel(template_id, name, **params):
+    return load_model_new(template_id, **params).forward.__globals__[name]
+
+
+ROW_SHAPES = [
+    ((3, 1), (1,), 8),            # R == 1 (BLOCK_R clamps to 1): one pass
+    ((4, 37), (37,), 64),         # one pass, masked
+    ((5, 37), (37,), 8),          # 5 chunks, the last one partial
+    ((2, 3, 40), (3, 40), 32),    # R = 120: 4 chunks over two normalized dims
+    ((2, 64), (64,), 16),         # 4 full chunks
+]
+
+
+@pytest.mark.parametrize("shape,nshape,block_r", ROW_SHAPES)
+@pytest.mark.parametrize("affine", ["weight_bias", "weight", "none"])
+def test_layernorm_rows(shape, nshape, block_r, affine):
+    torch.manual_seed(3)
+    kw = dict(elementwise_affine=affine != "none", bias=affine == "weight_bias")
+    ref_mod = torch.nn.LayerNorm(nshape, **kw)
+    model = load_model_new("row_norm", NORM="layer", AFFINE="layernorm_module", BLOCK_R=block_r)(nshape, **kw)
+    with torch.no_grad():
+        for p in ref_mod.parameters():
+            p.normal_()
+    model.norm.load_state_dict(ref_mod.state_dict())
+    x = torch.randn(*shape) * 3 + 10
+    torch.testing.assert_close(model(x), ref_mod(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape,nshape,block_r", ROW_SHAPES)
+@pytest.mark.parametrize("weight", [True, False])
+def test_rmsnorm_rows(shape, nshape, block_r, weight):
+    torch.manual_seed(4)
+    ref_mod = torch.nn.RMSNorm(nshape, eps=1e-6, elementwise_affine=weight)
+    model = load_model_new("row_norm", NORM="rms", AFFINE="rmsnorm_module", BLOCK_R=block_r)(
+        nshape, eps=1e-6, elementwise_affine=weight)
+    with torch.no_grad():
+        for p in ref_mod.parameters():
+            p.normal_()
+    model.norm.load_state_dict(ref_mod.state_dict())
+    x = torch.randn(*shape) * 2
+    torch.testing.assert_close(model(x), ref_mod(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,blocks", [
+    ((2, 5, 3, 4), dict(BLOCK_R=2, BLOCK_I=8)),   # R = 5, INNER = 12: 3 chunks, 2 inner blocks
+    ((2, 5, 3, 4), dict(BLOCK_R=8, BLOCK_I=4)),   # one pass
+    ((3, 9, 2), dict(BLOCK_R=4, BLOCK_I=1)),      # [BLOCK_R, 1] tiles, strided
+])
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+def test_row_norm_inner_columns(shape, blocks, norm):
+    # AFFINE=none over dim 1 with trailing dims: the 2-D tile path (INNER > 1).
+    torch.manual_seed(5)
+    x = torch.randn(*shape) * 2 + (5 if norm == "layer" else 0)
+    model = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, NUM_DIMS=1, **blocks)(shape[1], 1e-5)
+    if norm == "layer":
+        ref = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)
+    else:
+        ref = x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+    torch.testing.assert_close(model(x), ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("R,block_r", [(1, 1), (37, 64), (37, 8), (64, 16)])
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("has_w,has_b", [(True, True), (True, False), (False, False), (False, True)])
+def test_row_norm_row_path_matches_tile_path(R, block_r, norm, has_w, has_b):
+    # The kernel on contiguous rows (INNER == 1) with ROW=True (1-D chunks) and ROW=False
+    # ([BLOCK_R, 1] tiles): the same math, every mode (one pass, chunked, affine or not).
+    torch.manual_seed(6)
+    kernel = _kernel("row_norm", "row_norm_kernel", NORM=norm)
+    x = torch.randn(4, R) * 3 + 7
+    w, b = torch.randn(R), torch.randn(R)
+    outs = []
+    for row in (True, False):
+        y = torch.empty_like(x)
+        kernel[(4,)](x, w, b, y, R, 1, 1, 1e-5, BLOCK_R=block_r, BLOCK_I=1, NORM=norm,
+                     HAS_W=has_w, HAS_B=has_b, ONE_PASS=R <= block_r, ROW=row)
+        outs.append(y)
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-6, rtol=1e-6)
+    ref = x - x.mean(1, keepdim=True) if norm == "layer" else x
+    ref = ref / torch.sqrt(torch.mean(ref ** 2, 1, keepdim=True) + 1e-5)
+    ref = ref * (w if has_w else 1) + (b if has_b else 0)
+    torch.testing.assert_close(outs[0], ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape,dim,blocks", [
+    ((5, 1), 1, dict(BLOCK_R=8)),             # R == 1
+    ((3, 100), 1, dict(BLOCK_R=16)),          # 7 chunks, the last one partial
+    ((2, 3, 50), -1, dict(BLOCK_R=64)),       # one pass, masked, 3-D input
+    ((2, 64), 1, dict(BLOCK_R=16)),           # 4 full chunks
+    ((3, 10, 6), 1, dict(BLOCK_R=4, BLOCK_I=1)),  # 2-D path, [BLOCK_R, 1] strided tiles
+    ((4, 6, 20), 1, dict(BLOCK_R=16, BLOCK_I=8)),  # 2-D path, one pass, 3 inner blocks
+])
+@pytest.mark.parametrize("log", ["False", "True"])
+def test_softmax_rows_and_tiles(shape, dim, blocks, log):
+    torch.manual_seed(7)
+    x = torch.randn(*shape) * 5
+    out = load_model_new("softmax_online", DIM=dim, LOG=log, **blocks)()(x)
+    ref = F.log_softmax(x, dim) if log == "True" else F.softmax(x, dim)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("R,block_r", [(1, 1), (37, 64), (37, 8), (64, 16)])
+@pytest.mark.parametrize("log", ["False", "True"])
+def test_softmax_row_path_matches_tile_path(R, block_r, log):
+    # ROW=True (1-D chunks) and ROW=False ([BLOCK_R, 1] tiles) on contiguous rows, with
+    # -inf entries (masked scores): a whole first chunk of -inf exercises the running max.
+    torch.manual_seed(8)
+    kernel = _kernel("softmax_online", "softmax_kernel", LOG=log)
+    x = torch.randn(4, R) * 5
+    x[1, : min(R, 12)] = float("-inf")
+    if R > 1:
+        x[2, ::3] = float("-inf")
+    outs = []
+    for row in (True, False):
+        y = torch.empty_like(x)
+        kernel[(4,)](x, y, R, 1, 1, BLOCK_R=block_r, BLOCK_I=1, LOG=log == "True",
+                     ONE_PASS=R <= block_r, ROW=row)
+        outs.append(y)
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-6, rtol=1e-6, equal_nan=True)
+    ref = F.log_softmax(x, 1) if log == "True" else F.softmax(x, 1)
+    torch.testing.assert_close(outs[0], ref, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
 OPS = {
     "sum": lambda x, d, k: torch.sum(x, d, keepdim=k),
     "mean": lambda x, d, k: torch.mean(x, d, keepdim=k),
