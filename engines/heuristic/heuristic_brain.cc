@@ -662,11 +662,32 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
 
 namespace {
 
+// What a choice knob's new value does (INPUT_PRECISION), or "value changed as prescribed".
+std::string ChoiceEffect(const KnobEdit& e) {
+  if (e.knob == "INPUT_PRECISION") {
+    if (e.new_text == "tf32x3") {
+      return "fp32 dots run as three TF32 tensor-core products (about fp32 accuracy)";
+    }
+    if (e.new_text == "tf32") {
+      return "one TF32 product: ~1e-3 relative error, only where the tolerance allows";
+    }
+    if (e.new_text == "ieee") return "exact fp32 dots on the FMA units";
+  }
+  return "value changed as prescribed";
+}
+
+// An edit's values as "old -> new": the integers, or a choice knob's texts.
+std::string EditArrow(const KnobEdit& e) {
+  if (e.is_choice()) return absl::StrCat(e.knob, " ", e.old_text, " -> ", e.new_text);
+  return absl::StrCat(e.knob, " ", e.old_value, " -> ", e.new_value);
+}
+
 // What a knob move should do, with numbers where the op tells them.
 std::string KnobEffect(const KnobEdit& e, const RecognizedOp* op, const GpuSpec* gpu) {
+  if (e.is_choice()) return absl::StrCat(EditArrow(e), ": ", ChoiceEffect(e));
   const int sms = SmCount(gpu);
   const bool up = e.new_value > e.old_value;
-  const std::string arrow = absl::StrCat(e.knob, " ", e.old_value, " -> ", e.new_value, ": ");
+  const std::string arrow = absl::StrCat(EditArrow(e), ": ");
   if (e.knob == "BLOCK_M" && op != nullptr && op->m > 0) {
     int64_t before = CeilDiv(op->m, e.old_value), after = CeilDiv(op->m, e.new_value);
     return absl::StrCat(arrow, "row programs ", before, " -> ", after, " on ", sms, " SMs (",
@@ -711,7 +732,7 @@ std::string Effects(const std::vector<KnobEdit>& edits, const RecognizedOp* op,
   std::vector<std::string> parts;
   for (const KnobEdit& e : edits) {
     parts.push_back(KnobEffect(e, op, gpu));
-    moves->push_back(absl::StrCat(e.knob, " ", e.old_value, " -> ", e.new_value, " (", e.where,
+    moves->push_back(absl::StrCat(EditArrow(e), " (", e.where,
                                   e.note.empty() ? "" : "; " + e.note, ")"));
   }
   return absl::StrJoin(parts, ". ");

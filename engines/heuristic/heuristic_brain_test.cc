@@ -850,5 +850,37 @@ TEST_CASE("Brain: channel_norm for inference BatchNorm and GroupNorm (problems 2
         absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_CASE("Brain: a prescribed input_precision rewrites a rendered GEMM's choice knob") {
+  // problems/01 (square fp32, K = 4096) starts from gemm_tiled with exact fp32 dots; the
+  // database's tf32x3-tensor-cores-for-fp32 names the knob in lowercase.
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  v1::OpSignature square;
+  AddOp(&square, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
+  auto first = brain.FirstKernel({&problem, &square, &gpu});
+  REQUIRE(first.ok());
+  REQUIRE(first->kernel.origin() == "template:gemm_tiled");
+  REQUIRE(absl::StrContains(first->kernel.source(), "INPUT_PRECISION=\"ieee\""));
+  v1::Prescription p;
+  p.set_pattern_id("tf32x3-tensor-cores-for-fp32");
+  p.set_title("3xTF32 tensor cores for fp32 GEMMs and convolutions");
+  p.set_expected_speedup(1.2);
+  (*p.mutable_knob_changes())["input_precision"] = "tf32x3";
+  FixRequest req{&first->kernel, &p, &problem, &square, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(r->fallback.empty());
+  CHECK(absl::StrContains(r->kernel.source(), "INPUT_PRECISION=\"tf32x3\""));
+  CHECK_FALSE(absl::StrContains(r->kernel.source(), "INPUT_PRECISION=\"ieee\""));
+  REQUIRE(r->moves.size() == 1);
+  CHECK(absl::StrContains(r->moves[0], "ieee -> tf32x3"));
+  CHECK(r->moves[0] == "INPUT_PRECISION ieee -> tf32x3 (launch keyword of gemm_kernel)");
+  CHECK(absl::StrContains(r->expected_effect,
+                          "INPUT_PRECISION ieee -> tf32x3: fp32 dots run as three TF32 "
+                          "tensor-core products (about fp32 accuracy)"));
+  CHECK(absl::StrContains(r->expected_effect, "x1.20"));
+}
+
 }  // namespace
 }  // namespace kagent

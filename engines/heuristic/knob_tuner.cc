@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
 
@@ -19,8 +20,9 @@ namespace {
 bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The source with comments and string literals blanked out (same length, newlines
-// kept), so brackets and commas can be matched on it.
-std::string MaskSource(absl::string_view src) {
+// kept), so brackets and commas can be matched on it. With blank_strings false only the
+// comments are blanked: string literals stay, e.g. to trim around a literal value.
+std::string MaskSource(absl::string_view src, bool blank_strings = true) {
   std::string m(src);
   size_t i = 0, n = src.size();
   while (i < n) {
@@ -50,7 +52,7 @@ std::string MaskSource(absl::string_view src) {
         ++i;
       }
       i = std::min(i, n);
-      for (size_t k = start; k < i; ++k) {
+      for (size_t k = start; k < i && blank_strings; ++k) {
         if (m[k] != '\n') m[k] = ' ';
       }
       continue;
@@ -241,6 +243,9 @@ const JitKernel* TritonSourceInfo::Kernel(absl::string_view name) const {
 absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
   TritonSourceInfo info;
   std::string mask = MaskSource(source);
+  // Launch arguments are trimmed on this one, so a string literal value (blank in `mask`)
+  // is kept: INPUT_PRECISION="ieee".
+  const std::string comments_masked = MaskSource(source, /*blank_strings=*/false);
   {
     absl::string_view first = source.substr(0, source.find('\n'));
     if (absl::ConsumePrefix(&first, "# kagent-template:")) {
@@ -335,7 +340,7 @@ absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
       Trim(mask, &gb, &ge);
       site.grid = std::string(source.substr(gb, ge - gb));
       for (auto [b, e] : SplitTopLevel(mask, j + 1, close)) {
-        Trim(mask, &b, &e);
+        Trim(comments_masked, &b, &e);
         if (b >= e) continue;
         LaunchArg arg;
         size_t q = b;
@@ -345,7 +350,7 @@ absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
         if (q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=')) {
           arg.name = std::string(source.substr(b, q - b));
           b = r + 1;
-          Trim(mask, &b, &e);
+          Trim(comments_masked, &b, &e);
         }
         arg.value = std::string(source.substr(b, e - b));
         arg.value_begin = b;
@@ -481,6 +486,82 @@ absl::Status CheckGrid(absl::string_view source, const std::string& mask,
   return absl::OkStatus();
 }
 
+// The choice param of the source's template that `knob` names, case-insensitively
+// (input_precision -> INPUT_PRECISION), or null: no library, no template header, or no
+// such choice param (then the knob takes the integer path).
+const TemplateParam* ChoiceParam(absl::string_view knob, const TritonSourceInfo& info,
+                                 const TemplateLibrary* library) {
+  if (library == nullptr || info.template_id.empty()) return nullptr;
+  const TemplateInfo* t = library->Find(info.template_id);
+  if (t == nullptr) return nullptr;
+  const TemplateParam* exact = t->FindParam(knob);
+  if (exact != nullptr && exact->type != "choice") return nullptr;
+  for (const TemplateParam& p : t->params) {
+    if (p.type == "choice" && absl::EqualsIgnoreCase(p.name, knob)) return &p;
+  }
+  return nullptr;
+}
+
+// The content of a one-line quoted string literal ('...' or "..." without escapes or
+// prefixes), or nullopt.
+std::optional<absl::string_view> StringLiteralContent(absl::string_view value) {
+  if (value.size() < 2) return std::nullopt;
+  const char q = value.front();
+  if ((q != '"' && q != '\'') || value.back() != q) return std::nullopt;
+  absl::string_view content = value.substr(1, value.size() - 2);
+  if (content.find_first_of(std::string{q, '\\', '\n'}) != absl::string_view::npos) {
+    return std::nullopt;
+  }
+  return content;
+}
+
+// Rewrites a choice knob's string literal in *source (see the header).
+absl::Status ApplyChoice(const TemplateParam& param, absl::string_view change,
+                         const TritonSourceInfo& info, std::string* source, KnobEdit* edit) {
+  const std::string value(absl::StripAsciiWhitespace(change));
+  if (value.empty()) return absl::InvalidArgumentError("empty knob change");
+  if (std::find(param.allowed.begin(), param.allowed.end(), value) == param.allowed.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        param.name, " is a choice of template ", info.template_id, ": '", value,
+        "' is not one of its values (allowed: ", absl::StrJoin(param.allowed, ", "), ")"));
+  }
+  for (const LaunchSite& site : info.launches) {
+    const LaunchArg* arg = site.Keyword(param.name);
+    if (arg == nullptr) continue;
+    const JitKernel* k = info.Kernel(site.kernel);
+    if (k != nullptr && k->autotuned) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kernel ", site.kernel, " is @triton.autotune'd: its configs own ", param.name));
+    }
+    std::optional<absl::string_view> old_text = StringLiteralContent(arg->value);
+    if (!old_text) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          param.name, "=", arg->value, " at the launch of ", site.kernel,
+          " is not a string literal"));
+    }
+    if (*old_text == value) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          param.name, " stays at '", value, "' under '", change, "' (allowed: ",
+          absl::StrJoin(param.allowed, ", "), ")"));
+    }
+    const char quote = arg->value.front();
+    if (value.find_first_of(std::string{quote, '\\', '\n'}) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          param.name, ": '", value, "' cannot be written inside a ", std::string(1, quote),
+          "-quoted literal"));
+    }
+    edit->knob = param.name;
+    edit->old_text = std::string(*old_text);
+    edit->new_text = value;
+    edit->where = absl::StrCat("launch keyword of ", site.kernel);
+    source->replace(arg->value_begin + 1, arg->value.size() - 2, value);
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("knob ", param.name, " (a choice of template ",
+                                          info.template_id,
+                                          ") is not a launch keyword of this kernel"));
+}
+
 }  // namespace
 
 std::map<std::string, int64_t> CurrentKnobs(absl::string_view source,
@@ -592,6 +673,12 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
   if (changes.empty()) return absl::InvalidArgumentError("no knob changes given");
   for (const auto& [knob, change] : changes) {
     KAGENT_ASSIGN_OR_RETURN(TritonSourceInfo info, ParseTritonSource(result.source));
+    if (const TemplateParam* choice = ChoiceParam(knob, info, library)) {
+      KnobEdit edit;
+      KAGENT_RETURN_IF_ERROR(ApplyChoice(*choice, change, info, &result.source, &edit));
+      result.edits.push_back(std::move(edit));
+      continue;
+    }
     std::string mask = MaskSource(result.source);
     KAGENT_ASSIGN_OR_RETURN(KnobLocation loc, Locate(result.source, mask, info, knob));
     KnobBounds bounds = BoundsFor(knob, info, library);

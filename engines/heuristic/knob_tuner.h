@@ -27,6 +27,18 @@
 // value outside the bounds is clamped; a change that leaves the value where it is
 // (already at the bound) is FAILED_PRECONDITION.
 //
+// Choice knobs: in a rendered template (given `library`), a knob whose name matches one of
+// the template's "choice" params case-insensitively ("input_precision" is
+// INPUT_PRECISION) is a choice knob; every other knob takes the integer path above, with
+// its name matched exactly. Its change is an absolute value from the param's allowed list
+// (else INVALID_ARGUMENT naming the allowed values); the value it already has is
+// FAILED_PRECONDITION ("stays at ..."). It lives in the first launch keyword of that name
+// whose value is a quoted string literal ('...' or "...", as the template renders
+// INPUT_PRECISION="ieee"); the literal's content is rewritten, quotes kept. An autotuned
+// kernel is FAILED_PRECONDITION, a keyword whose value is no string literal
+// FAILED_PRECONDITION, no such keyword NOT_FOUND. A kernel without the template header
+// has no choice knobs: a string keyword there is refused as not an integer literal.
+//
 // Pure functions; thread-safe.
 #ifndef KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_
 #define KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_
@@ -60,7 +72,7 @@ struct JitKernel {
 
 struct LaunchArg {
   std::string name;               // keyword, empty for positional
-  std::string value;              // trimmed text
+  std::string value;              // trimmed text (a string literal with its quotes)
   size_t value_begin = 0;
   size_t value_end = 0;
 };
@@ -108,11 +120,16 @@ absl::StatusOr<int64_t> ApplyChange(int64_t current, absl::string_view change,
                                     const KnobBounds& bounds, std::string* note);
 
 struct KnobEdit {
-  std::string knob;
-  int64_t old_value = 0;
+  std::string knob;               // a choice knob: the template param's name (INPUT_PRECISION)
+  int64_t old_value = 0;          // integer edits; 0 for a choice edit
   int64_t new_value = 0;
+  std::string old_text;           // choice edits: the literal's content ("ieee");
+  std::string new_text;           // empty for an integer edit
   std::string where;              // "launch keyword", "variable BLOCK_M", ...
   std::string note;
+
+  // A choice edit (new_text set; a choice value is never empty).
+  bool is_choice() const { return !new_text.empty(); }
 };
 
 struct TuneResult {

@@ -156,5 +156,109 @@ TEST_CASE("Knobs: constexpr defaults, autotune, tl.dot bounds") {
   CHECK(small->edits[0].new_value == 16);
 }
 
+TEST_CASE("Knobs: a template's choice param rewrites its string literal") {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  auto src = (*lib)->Render("gemm_tiled", {});
+  REQUIRE(src.ok());
+  REQUIRE(absl::StrContains(*src, "INPUT_PRECISION=\"ieee\""));
+  auto info = ParseTritonSource(*src);
+  REQUIRE(info.ok());
+  REQUIRE(info->launches.front().Keyword("INPUT_PRECISION") != nullptr);
+  CHECK(info->launches.front().Keyword("INPUT_PRECISION")->value == "\"ieee\"");
+
+  // The database's lowercase name finds INPUT_PRECISION; the literal's content changes.
+  auto r = ApplyKnobChanges(*src, {{"input_precision", "tf32x3"}}, lib->get());
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->source, "INPUT_PRECISION=\"tf32x3\", UPCAST="));
+  CHECK_FALSE(absl::StrContains(r->source, "INPUT_PRECISION=\"ieee\""));
+  CHECK(r->source.size() == src->size() + 2);
+  REQUIRE(r->edits.size() == 1);
+  const KnobEdit& e = r->edits[0];
+  CHECK(e.knob == "INPUT_PRECISION");
+  CHECK(e.is_choice());
+  CHECK(e.old_text == "ieee");
+  CHECK(e.new_text == "tf32x3");
+  CHECK(e.old_value == 0);
+  CHECK(e.new_value == 0);
+  CHECK(e.where == "launch keyword of gemm_kernel");
+  REQUIRE(ParseTritonSource(r->source).ok());
+
+  // The param's own name works too, with integer knobs in the same call.
+  auto upper = ApplyKnobChanges(*src, {{"INPUT_PRECISION", "tf32"}, {"BLOCK_K", "x2"}},
+                                lib->get());
+  REQUIRE(upper.ok());
+  CHECK(absl::StrContains(upper->source, "INPUT_PRECISION=\"tf32\""));
+  CHECK(absl::StrContains(upper->source, "BLOCK_K = 64\n"));
+  REQUIRE(upper->edits.size() == 2);
+  for (const KnobEdit& edit : upper->edits) {
+    if (edit.knob == "BLOCK_K") {
+      CHECK_FALSE(edit.is_choice());
+      CHECK(edit.old_text.empty());
+      CHECK(edit.new_value == 64);
+    }
+  }
+  // Case-insensitive matching is for choice params only: block_k is no knob.
+  CHECK(ApplyKnobChanges(*src, {{"block_k", "x2"}}, lib->get()).status().code() ==
+        absl::StatusCode::kNotFound);
+
+  // A value outside the allowed list names the allowed values; relative changes too.
+  auto bad = ApplyKnobChanges(*src, {{"input_precision", "bf16"}}, lib->get());
+  CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad.status().message(), "ieee, tf32, tf32x3"));
+  CHECK(ApplyKnobChanges(*src, {{"input_precision", "x2"}}, lib->get()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(ApplyKnobChanges(*src, {{"input_precision", "TF32"}}, lib->get()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  // The value it already has is a no-op.
+  auto same = ApplyKnobChanges(*src, {{"input_precision", "ieee"}}, lib->get());
+  CHECK(same.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(same.status().message(), "INPUT_PRECISION stays at 'ieee'"));
+
+  // Single quotes are kept.
+  std::string single =
+      absl::StrReplaceAll(*src, {{"INPUT_PRECISION=\"ieee\"", "INPUT_PRECISION='ieee'"}});
+  auto s = ApplyKnobChanges(single, {{"input_precision", "tf32x3"}}, lib->get());
+  REQUIRE(s.ok());
+  CHECK(absl::StrContains(s->source, "INPUT_PRECISION='tf32x3'"));
+
+  // A value that is no string literal is refused; so is a choice param with no keyword.
+  std::string named =
+      absl::StrReplaceAll(*src, {{"INPUT_PRECISION=\"ieee\"", "INPUT_PRECISION=prec"}});
+  CHECK(ApplyKnobChanges(named, {{"input_precision", "tf32"}}, lib->get()).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(ApplyKnobChanges(*src, {{"A_EXPR", "A.t()"}}, lib->get()).status().code() ==
+        absl::StatusCode::kNotFound);
+
+  // Without the library there are no choice knobs: the integer path refuses the string.
+  auto no_lib = ApplyKnobChanges(*src, {{"INPUT_PRECISION", "tf32"}}, nullptr);
+  CHECK(no_lib.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(no_lib.status().message(), "not an integer literal"));
+}
+
+TEST_CASE("Knobs: a user kernel's string keyword is no choice knob") {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  std::string user = absl::StrReplaceAll(
+      kUserMatvec, {{"BLOCK_K: tl.constexpr)", "BLOCK_K: tl.constexpr, PREC: tl.constexpr)"},
+                    {"num_stages=1)", "num_stages=1, PREC=\"ieee\")"}});
+  auto info = ParseTritonSource(user);
+  REQUIRE(info.ok());
+  CHECK(info->template_id.empty());
+  REQUIRE(info->launches.front().Keyword("PREC") != nullptr);
+  for (const char* knob : {"PREC", "prec"}) {
+    auto r = ApplyKnobChanges(user, {{knob, "tf32"}}, lib->get());
+    CHECK_FALSE(r.ok());
+  }
+  auto r = ApplyKnobChanges(user, {{"PREC", "tf32"}}, lib->get());
+  CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(r.status().message(), "not an integer literal"));
+  // Its integer knobs still move.
+  auto ok = ApplyKnobChanges(user, {{"BLOCK_K", "x2"}}, lib->get());
+  REQUIRE(ok.ok());
+  CHECK(absl::StrContains(ok->source, "BLOCK_K=1024, num_stages=1, PREC=\"ieee\")"));
+}
+
 }  // namespace
 }  // namespace kagent
