@@ -93,6 +93,12 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(e.ok());
   CHECK(absl::StrContains(e->kernel.source(), "OP=\"leaky_relu\""));
   CHECK(absl::StrContains(e->kernel.source(), "\"negative_slope\", 0.01"));
+  v1::OpSignature gelu_tanh;  // nn.GELU(approximate="tanh"), from the recorded string
+  AddOp(&gelu_tanh, "aten::gelu", {{{16, 16384}}}, {{{16, 16384}}});
+  (*gelu_tanh.mutable_ops(0)->mutable_strings())["approximate"] = "tanh";
+  auto gt = first(gelu_tanh);
+  REQUIRE(gt.ok());
+  CHECK(absl::StrContains(gt->kernel.source(), "OP=\"gelu_tanh\""));
 
   // The rendered source of a first kernel that must exist.
   auto source = [](const absl::StatusOr<BrainResult>& r) {

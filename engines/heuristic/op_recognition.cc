@@ -148,6 +148,7 @@ class Recognizer {
     out_.main_op = op->name;
     out_.reason = std::move(reason);
     out_.scalars = {op->record->scalars().begin(), op->record->scalars().end()};
+    out_.strings = {op->record->strings().begin(), op->record->strings().end()};
     if (op->record->inputs_size() > 0) {
       out_.input_shape = ShapeOf(op->record->inputs(0));
       out_.dtype = op->record->inputs(0).dtype();
@@ -586,6 +587,13 @@ class Recognizer {
       if (op.name == "elu" && IsSelu(out_.scalars)) {
         out_.variant = "selu";
         out_.reason = "aten::elu with SELU's alpha and scale";
+      }
+      if (op.name == "gelu") {
+        auto approx = out_.strings.find("approximate");
+        if (approx != out_.strings.end() && approx->second == "tanh") {
+          out_.variant = "gelu_tanh";
+          out_.reason = "aten::gelu with approximate='tanh'";
+        }
       }
       return true;
     }

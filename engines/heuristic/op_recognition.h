@@ -59,6 +59,9 @@ struct RecognizedOp {
   // The main op's numeric non-tensor arguments by schema name (OpRecord.scalars), e.g.
   // {negative_slope: 0.2}; empty when the signature has none.
   std::map<std::string, double> scalars;
+  // Its string arguments by schema name (OpRecord.strings), e.g. {approximate: "tanh"}
+  // for aten::gelu: nn.GELU(approximate="tanh") is recognized as variant gelu_tanh.
+  std::map<std::string, std::string> strings;
 
   // GEMM / matvec.
   int64_t m = 0, n = 0, k = 0, batch = 1;

@@ -130,6 +130,21 @@ TEST_CASE("Recognition: activation scalars, and torch.selu as aten::elu with SEL
   CHECK(b.scalars.empty());
   CHECK(ScalarArg(b, "alpha", 1.0) == 1.0);
 
+  // nn.GELU(approximate="tanh"): the recorded string argument picks the tanh variant;
+  // the exact GELU records approximate="none", an older harness records nothing.
+  OpSignature gelu_tanh;
+  AddOp(&gelu_tanh, "aten::gelu", {{{16, 1024}}}, {{{16, 1024}}});
+  (*gelu_tanh.mutable_ops(0)->mutable_strings())["approximate"] = "tanh";
+  RecognizedOp gt = Recognize(gelu_tanh);
+  CHECK(gt.variant == "gelu_tanh");
+  CHECK(gt.strings.at("approximate") == "tanh");
+  CHECK(absl::StrContains(gt.reason, "tanh"));
+  OpSignature gelu;
+  AddOp(&gelu, "aten::gelu", {{{16, 1024}}}, {{{16, 1024}}});
+  CHECK(Recognize(gelu).variant == "gelu");
+  (*gelu.mutable_ops(0)->mutable_strings())["approximate"] = "none";
+  CHECK(Recognize(gelu).variant == "gelu");
+
   OpSignature lrelu;
   AddOp(&lrelu, "aten::leaky_relu", {{{16, 1024}}}, {{{16, 1024}}}, {{"negative_slope", 0.2}});
   CHECK(ScalarArg(Recognize(lrelu), "negative_slope", 0.01) == 0.2);

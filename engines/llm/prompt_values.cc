@@ -72,9 +72,10 @@ bool IsModelNewClass(absl::string_view line) {
 }
 
 // ", with dim=1, keepdim=0": the op's recorded numeric arguments (OpRecord.scalars) by
-// name, sorted; integers without a decimal point; empty when none were recorded.
+// name, sorted, integers without a decimal point; then its string arguments
+// (OpRecord.strings) quoted, e.g. approximate='tanh'; empty when none were recorded.
 std::string Scalars(const kagent::v1::OpRecord& op) {
-  if (op.scalars().empty()) return "";
+  if (op.scalars().empty() && op.strings().empty()) return "";
   std::vector<std::pair<std::string, double>> kv(op.scalars().begin(), op.scalars().end());
   std::sort(kv.begin(), kv.end());
   std::vector<std::string> parts;
@@ -83,6 +84,9 @@ std::string Scalars(const kagent::v1::OpRecord& op) {
                         ? absl::StrCat(name, "=", static_cast<int64_t>(v))
                         : absl::StrFormat("%s=%.6g", name, v));
   }
+  std::vector<std::pair<std::string, std::string>> sv(op.strings().begin(), op.strings().end());
+  std::sort(sv.begin(), sv.end());
+  for (const auto& [name, v] : sv) parts.push_back(absl::StrCat(name, "='", v, "'"));
   return absl::StrCat(", with ", absl::StrJoin(parts, ", "));
 }
 

@@ -63,6 +63,12 @@ TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   std::string with = SummarizeOps(&sig);
   CHECK_THAT(with, Catch::Contains("- aten::min: inputs none -> outputs none, with dim=1, keepdim=0"));
   CHECK_THAT(with, Catch::Contains("aten::elu: inputs none -> outputs none, with alpha=1.67326"));
+  // String arguments follow the numbers, quoted (nn.GELU(approximate="tanh")).
+  auto* gelu = sig.add_ops();
+  gelu->set_op("aten::gelu");
+  (*gelu->mutable_strings())["approximate"] = "tanh";
+  CHECK_THAT(SummarizeOps(&sig),
+             Catch::Contains("aten::gelu: inputs none -> outputs none, with approximate='tanh'"));
 
   kagent::v1::Prescription p;
   p.set_pattern_id("gemv_row_per_program");

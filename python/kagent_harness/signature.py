@@ -9,6 +9,8 @@ buffers) read once, plus every output written once.
 scalars: each op's numeric non-tensor arguments by schema name (see _scalars), so that
 torch.selu (aten::elu with alpha 1.6733, scale 1.0507) differs from F.elu (alpha 1) and
 leaky_relu's slope, hardtanh's bounds, softplus's beta/threshold are known.
+strings: each op's string arguments by schema name (see _strings), e.g. aten::gelu
+{approximate: "tanh"}, so that the tanh approximation is known.
 """
 
 import math
@@ -101,6 +103,35 @@ def _scalars(func, args, kwargs):
     return out
 
 
+_MAX_STRINGS = 8
+_MAX_STRING_LEN = 32
+
+
+def _strings(func, args, kwargs):
+    """The op's string arguments by schema name (proto OpRecord.strings).
+
+    Values passed positionally or by keyword, else the schema's string default (gelu's
+    approximate="none"); strings over _MAX_STRING_LEN characters are left out; at most
+    _MAX_STRINGS entries, in schema order.
+    """
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return {}
+    out = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args):
+            v = args[i]
+        elif arg.name in kwargs:
+            v = kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            continue
+        if isinstance(v, str) and len(v) <= _MAX_STRING_LEN and len(out) < _MAX_STRINGS:
+            out[arg.name] = v
+    return out
+
+
 def _prod(xs):
     return math.prod(int(v) for v in xs)
 
@@ -166,6 +197,12 @@ class _Recorder(TorchDispatchMode):
             scalars = {}
         if scalars:
             rec["scalars"] = scalars
+        try:
+            strings = _strings(func, args, kwargs)
+        except Exception:  # noqa: BLE001 - as for scalars
+            strings = {}
+        if strings:
+            rec["strings"] = strings
         self.ops.append(rec)
         self.flops += op_flops(name, list(args), outs)
         return out

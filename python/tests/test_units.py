@@ -217,7 +217,8 @@ def test_signature_records_scalar_arguments():
     assert ops_of(lambda x: x * 2.5) == [("aten::mul", {"other": 2.5})]
     assert ops_of(lambda x: x.sum(dim=1, keepdim=True)) == [
         ("aten::sum", {"dim.0": 1.0, "keepdim": 1.0})]
-    # Strings (gelu's approximate) and non-finite numbers are not recorded.
+    # Strings (gelu's approximate) go to OpRecord.strings, not scalars; non-finite
+    # numbers are not recorded.
     assert ops_of(lambda x: F.gelu(x, approximate="tanh")) == [("aten::gelu", {})]
     assert ops_of(lambda x: torch.clamp(x, min=float("-inf"), max=3)) == [
         ("aten::clamp", {"max": 3.0})]
@@ -228,6 +229,25 @@ def test_signature_records_scalar_arguments():
     assert conv["op"] == "aten::convolution"
     assert conv["scalars"]["stride.2"] == 1.0 and conv["scalars"]["padding.0"] == 1.0
     assert len(conv["scalars"]) <= 16
+
+
+def test_signature_records_string_arguments():
+    """OpRecord.strings: gelu's approximate, passed or the schema's default; ops without
+    string arguments record none."""
+    import torch.nn.functional as F
+
+    def strings_of(fn):
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return fn(x)
+        sig = record(M(), [torch.randn(4, 6)])
+        json.dumps(sig, allow_nan=False)
+        return [(o["op"], o.get("strings", {})) for o in sig["ops"]]
+
+    assert strings_of(lambda x: F.gelu(x, approximate="tanh")) == [
+        ("aten::gelu", {"approximate": "tanh"})]
+    assert strings_of(torch.nn.GELU()) == [("aten::gelu", {"approximate": "none"})]
+    assert strings_of(torch.relu) == [("aten::relu", {})]
 
 
 # -- loading and seeding ----------------------------------------------------------------

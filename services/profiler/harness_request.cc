@@ -52,6 +52,12 @@ kagent::v1::OpSignature SignatureFromJson(const nlohmann::json& json) {
           if (value.is_number()) (*op->mutable_scalars())[name] = value.get<double>();
         }
       }
+      // Its string arguments (OpRecord.strings), e.g. aten::gelu's approximate.
+      if (auto st = op_json.find("strings"); st != op_json.end() && st->is_object()) {
+        for (const auto& [name, value] : st->items()) {
+          if (value.is_string()) (*op->mutable_strings())[name] = value.get<std::string>();
+        }
+      }
     }
   }
   return signature;
