@@ -1,15 +1,18 @@
 # kagent-template: channel_norm
-# BatchNorm in inference (running statistics) and GroupNorm over (N, C, *) inputs. The
-# input is viewed as P = N * C planes of HW = prod(shape[2:]) contiguous elements.
-# Normalize kernel (both): grid (cdiv(P, BLOCK_P) * cdiv(HW, BLOCK),); each program owns
-# BLOCK_P planes x BLOCK contiguous elements and writes y = x * scale[plane] + shift[plane]
-# in fp32: one read, one write. BatchNorm computes scale = weight / sqrt(running_var + eps)
-# and shift = bias - running_mean * scale per plane inside the kernel. GroupNorm first
-# computes statistics: a group of (n, g) is one contiguous run of (C / G) * HW elements;
-# the stats kernel, grid (N * G, SPLIT_R), gives each program one slice of a group, which
-# it streams in BLOCK_R chunks keeping a per-lane Welford (mean, M2, count), merged across
-# lanes with Chan's formula; a merge kernel combines the SPLIT_R partials of each group in
-# a fixed order (no atomics: reproducible) into per-(n, c) scale and shift.
+# BatchNorm in inference (running statistics), GroupNorm and InstanceNorm over (N, C, *)
+# inputs. The input is viewed as P = N * C planes of HW = prod(shape[2:]) contiguous
+# elements. Normalize kernel (all): grid (cdiv(P, BLOCK_P) * cdiv(HW, BLOCK),); each
+# program owns BLOCK_P planes x BLOCK contiguous elements and writes
+# y = x * scale[plane] + shift[plane] in fp32: one read, one write. With running
+# statistics (BatchNorm; InstanceNorm built with track_running_stats=True, in eval mode)
+# it computes scale = weight / sqrt(running_var + eps) and shift = bias - running_mean *
+# scale per plane inside the kernel. GroupNorm, and InstanceNorm on the input's own
+# statistics (GroupNorm with one channel per group: G = C), first compute statistics: a
+# group of (n, g) is one contiguous run of (C / G) * HW elements; the stats kernel, grid
+# (N * G, SPLIT_R), gives each program one slice of a group, which it streams in BLOCK_R
+# chunks keeping a per-lane Welford (mean, M2, count), merged across lanes with Chan's
+# formula; a merge kernel combines the SPLIT_R partials of each group in a fixed order
+# (no atomics: reproducible) into per-(n, c) scale and shift.
 import torch
 import torch.nn as nn
 import triton
@@ -34,7 +37,7 @@ def channel_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, scale_ptr, s
     rows = (pid // num_hw_blocks) * BLOCK_P + tl.arange(0, BLOCK_P)
     cols = (pid % num_hw_blocks) * BLOCK + tl.arange(0, BLOCK)
     rmask = rows < P
-    if NORM == "batch":
+    if NORM == "batch":   # running statistics (BatchNorm, or InstanceNorm in eval mode)
         c = rows % C
         mean = tl.load(rm_ptr + c, mask=rmask, other=0.0).to(tl.float32)
         var = tl.load(rv_ptr + c, mask=rmask, other=1.0).to(tl.float32)
@@ -116,24 +119,36 @@ def channel_norm_merge_kernel(part_ptr, w_ptr, b_ptr, scale_ptr, shift_ptr, P, C
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        # Built from the recorded op (CHANNELS, GROUPS, EPS, AFFINE), not from the
-        # constructor's arguments, whose order differs between problems (GroupNorm(G, C)
+        # Built from the recorded op (CHANNELS, GROUPS, EPS, AFFINE, DIMS, STATS), not from
+        # the constructor's arguments, whose order differs between problems (GroupNorm(G, C)
         # vs Model(num_features, num_groups)). The parameters carry the reference's names
         # so the harness loads its state_dict: MODULE=none holds weight / bias /
-        # running_mean / running_var on the model itself (F.batch_norm / F.group_norm
-        # references); bn, gn, norm hold an nn.BatchNorm2d / nn.GroupNorm under that
-        # name (self.bn = nn.BatchNorm2d(...) references). Without a matching
-        # state_dict, the seed gives torch's initial values (ones, zeros, zeros, ones).
-        # BatchNorm is inference only: the running statistics are read, never updated
-        # (momentum unused).
+        # running_mean / running_var on the model itself (F.batch_norm / F.group_norm /
+        # F.instance_norm references); any other MODULE holds an nn.BatchNorm2d /
+        # nn.GroupNorm / nn.InstanceNorm{DIMS}d under that name (self.bn = nn.BatchNorm2d(...),
+        # self.inorm = nn.InstanceNorm2d(...) references). Without a matching state_dict,
+        # the seed gives torch's initial values (ones, zeros, zeros, ones).
+        # Running statistics are read, never updated (momentum unused): BatchNorm is
+        # inference only; InstanceNorm with STATS=running is a layer built with
+        # track_running_stats=True and put in eval mode, as the reference's was (torch reads
+        # the running statistics only in eval mode; in training mode it would normalize
+        # with the input's statistics and update the running ones, which forward refuses).
         norm, module = "{{NORM}}", "{{MODULE}}"
         channels, groups, eps, affine = {{CHANNELS}}, {{GROUPS}}, {{EPS}}, {{AFFINE}}
-        self.channels, self.groups = channels, groups
+        dims, stats = {{DIMS}}, "{{STATS}}"
+        self.channels, self.groups, self.dims = channels, groups, dims
+        self.running = norm == "batch" or (norm == "instance" and stats == "running")
         if module != "none":
             if norm == "batch":
                 layer = nn.BatchNorm2d(channels, eps=eps, affine=affine)
-            else:
+            elif norm == "group":
                 layer = nn.GroupNorm(groups, channels, eps=eps, affine=affine)
+            else:
+                instance_norm = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)[dims - 1]
+                layer = instance_norm(channels, eps=eps, affine=affine,
+                                      track_running_stats=self.running)
+                if self.running:
+                    layer.eval()
             setattr(self, module, layer)
         else:
             self.eps = eps
@@ -143,13 +158,26 @@ class ModelNew(nn.Module):
             else:
                 self.register_parameter("weight", None)
                 self.register_parameter("bias", None)
-            if norm == "batch":
+            if self.running:
                 self.register_buffer("running_mean", torch.zeros(channels))
                 self.register_buffer("running_var", torch.ones(channels))
 
     def forward(self, x):
         norm = "{{NORM}}"
         layer = self._modules.get("{{MODULE}}", self)
+        if norm == "instance" and layer is not self:
+            # nn.InstanceNorm{d}d takes (N, C, *d) or one unbatched sample (C, *d).
+            d = self.dims
+            if x.dim() == d + 1:
+                return self.forward(x.unsqueeze(0)).squeeze(0)
+            if x.dim() != d + 2:
+                raise ValueError(f"channel_norm: InstanceNorm{d}d takes {d + 1}-D or "
+                                 f"{d + 2}-D input, got {tuple(x.shape)}")
+            if self.running and layer.training:
+                raise RuntimeError(
+                    "channel_norm: InstanceNorm with track_running_stats=True in training "
+                    "mode normalizes with the input's statistics and updates the running "
+                    "ones; this kernel serves it in eval mode only (running statistics)")
         w, b = layer.weight, layer.bias
         eps = float(layer.eps)
         channels = layer.running_mean.numel() if norm == "batch" else self.channels
@@ -166,12 +194,19 @@ class ModelNew(nn.Module):
         P = N * C
         HW = x.numel() // P
         num_warps = {{num_warps}}
-        if norm == "group":
-            scale, shift = self._group_stats(x, w, b, eps, N, C, HW, num_warps)
-            rm = rv = scale
-        else:
+        if self.running:
             rm, rv = layer.running_mean, layer.running_var
             scale = shift = rm
+        else:
+            if norm == "instance":
+                if HW == 1:   # as F.instance_norm: the variance of one element is 0
+                    raise ValueError("channel_norm: expected more than 1 spatial element "
+                                     f"when training, got input size {tuple(x.shape)}")
+                G = C         # GroupNorm with one channel per group
+            else:
+                G = int(getattr(layer, "num_groups", self.groups))
+            scale, shift = self._group_stats(x, w, b, eps, N, C, HW, G, num_warps)
+            rm = rv = scale
         BLOCK = min({{BLOCK}}, triton.next_power_of_2(HW))
         BLOCK_P = min({{BLOCK_P}}, triton.next_power_of_2(P), max(1, 32768 // BLOCK))
         num_hw_blocks = triton.cdiv(HW, BLOCK)
@@ -179,14 +214,12 @@ class ModelNew(nn.Module):
         channel_norm_kernel[grid](
             x, y, w if w is not None else x, b if b is not None else x, rm, rv, scale, shift,
             P, C, HW, num_hw_blocks, eps,
-            NORM=norm, HAS_W=w is not None, HAS_B=b is not None,
+            NORM="batch" if self.running else "group", HAS_W=w is not None, HAS_B=b is not None,
             BLOCK_P=BLOCK_P, BLOCK=BLOCK, num_warps=num_warps)
         return y
 
-    def _group_stats(self, x, w, b, eps, N, C, HW, num_warps):
+    def _group_stats(self, x, w, b, eps, N, C, HW, G, num_warps):
         """Per-(n, c) fp32 scale and shift from the statistics of each (n, group)."""
-        layer = self._modules.get("{{MODULE}}", self)
-        G = int(getattr(layer, "num_groups", self.groups))
         if C % G != 0:
             raise ValueError(f"channel_norm: {C} channels do not split into {G} groups")
         L = (C // G) * HW

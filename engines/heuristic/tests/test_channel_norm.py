@@ -1,8 +1,11 @@
-"""channel_norm: inference BatchNorm and GroupNorm against torch, under Triton's interpreter.
+"""channel_norm: inference BatchNorm, GroupNorm and InstanceNorm against torch, under
+Triton's interpreter.
 
 Shapes include sizes that are not multiples of the blocks, N = 1, C = 1, groups = 1 and
-groups = C, 2-D to 5-D inputs; fp32 and bf16; affine on and off; the parameter layouts
-(MODULE) whose state_dict keys must match the reference's.
+groups = C, 2-D to 5-D inputs (InstanceNorm1d/2d/3d, batched and unbatched); fp32 and
+bf16; affine on and off; several eps; InstanceNorm on the input's statistics and on the
+running ones (eval mode); the parameter layouts (MODULE) whose state_dict keys must match
+the reference's.
 """
 import pytest
 import torch
@@ -177,5 +180,202 @@ def test_group_norm_offset_mean_is_stable_and_deterministic():
                            AFFINE="False", BLOCK_R=512, SPLIT_R=7, BLOCK=1024)()
     out = model(x)
     ref = F.group_norm(x.double(), 2, eps=1e-5)
+    torch.testing.assert_close(out.double(), ref, atol=2e-3, rtol=0)
+    assert torch.equal(model(x), out)   # no atomics: bitwise reproducible
+
+
+_INSTANCE_NORMS = {1: nn.InstanceNorm1d, 2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}
+
+
+def _in_ref(dims, channels, affine, eps=1e-5, track=False):
+    """An nn.InstanceNorm{dims}d with random affine parameters and running statistics."""
+    ref = _INSTANCE_NORMS[dims](channels, eps=eps, affine=affine, track_running_stats=track)
+    with torch.no_grad():
+        if affine:
+            ref.weight.normal_(1.0, 0.3)
+            ref.bias.normal_(0.0, 0.3)
+        if track:
+            ref.running_mean.normal_(0.0, 0.5)
+            ref.running_var.uniform_(0.5, 2.0)
+    return ref
+
+
+@pytest.mark.parametrize("shape,eps,blocks", [
+    ((3, 4, 37), 1e-5, dict(BLOCK_R=16, SPLIT_R=1, BLOCK=16)),      # 1-D: L = 37, tail chunk
+    ((4, 3, 2), 1e-3, dict(BLOCK_R=16, BLOCK=1, BLOCK_P=4)),         # 1-D: 2 elements a plane
+    ((5, 6, 3), 1e-5, dict(BLOCK_R=16, BLOCK=4, BLOCK_P=8)),         # 30 planes, 8 a program
+    ((2, 3, 5, 7), 1e-5, dict(BLOCK_R=16, SPLIT_R=3, BLOCK=16)),     # 2-D: HW 35, 3 slices
+    ((2, 3, 7, 10), 0.1, dict(BLOCK_R=16, SPLIT_R=4, BLOCK=32)),     # 4 slices of 32: one empty
+    ((1, 5, 9, 11), 1e-6, dict(BLOCK_R=32, SPLIT_R=2, BLOCK=64)),    # N = 1
+    ((1, 1, 13, 3), 1e-5, dict(BLOCK_R=64)),                         # N = 1, C = 1
+    ((2, 3, 3, 4, 5), 1e-4, dict(BLOCK_R=16, SPLIT_R=2, BLOCK=16)),  # 3-D
+])
+@pytest.mark.parametrize("affine", ["True", "False"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_instance_norm(shape, eps, blocks, affine, dtype):
+    torch.manual_seed(4)
+    c, dims = shape[1], len(shape) - 2
+    ref = _in_ref(dims, c, affine == "True", eps)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=c,
+                           EPS=eps, AFFINE=affine, DIMS=dims, **blocks)(c)
+    assert set(model.state_dict()) == {"inorm." + k for k in ref.state_dict()}
+    model.load_state_dict({"inorm." + k: v for k, v in ref.state_dict().items()})
+    x = (torch.randn(*shape) * 3 + 2).to(dtype)
+    out = model(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    torch.testing.assert_close(out.float(), ref(x.float()), **_tol(dtype))
+
+
+class KernelBenchInstanceNorm(nn.Module):
+    """KernelBench level 1's 34_InstanceNorm: Model(num_features), self.inorm, defaults."""
+
+    def __init__(self, num_features):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(num_features=num_features)
+
+    def forward(self, x):
+        return self.inorm(x)
+
+
+def test_instance_norm_kernelbench_layout():
+    # affine=False, track_running_stats=False: no state_dict (the harness keeps the seed).
+    ref = KernelBenchInstanceNorm(6)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=6,
+                           AFFINE="False", DIMS=2, BLOCK_R=64, SPLIT_R=2, BLOCK=64)(6)
+    assert set(model.state_dict()) == set(ref.state_dict()) == set()
+    x = torch.randn(3, 6, 11, 9) * 4 - 1
+    torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+def test_instance_norm_level2_name_3d_affine():
+    # KernelBench level 2 spells it self.instance_norm = nn.InstanceNorm3d(C, eps=..., ...).
+    ref = _in_ref(3, 4, True, eps=1e-3)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="instance_norm",
+                           CHANNELS=4, EPS=1e-3, AFFINE="True", DIMS=3, BLOCK_R=32)()
+    assert set(model.state_dict()) == {"instance_norm.weight", "instance_norm.bias"}
+    model.load_state_dict({"instance_norm." + k: v for k, v in ref.state_dict().items()})
+    assert isinstance(model.instance_norm, nn.InstanceNorm3d)
+    x = torch.randn(2, 4, 3, 5, 6)
+    torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dims,shape", [(1, (4, 9)), (2, (3, 5, 6)), (3, (2, 3, 4, 5))])
+def test_instance_norm_unbatched_input_and_wrong_rank(dims, shape):
+    # nn.InstanceNorm{d}d takes one unbatched (C, *d) sample; other ranks are refused.
+    ref = _in_ref(dims, shape[0], True)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="norm", CHANNELS=shape[0],
+                           AFFINE="True", DIMS=dims, BLOCK_R=16)()
+    model.load_state_dict({"norm." + k: v for k, v in ref.state_dict().items()})
+    x = torch.randn(*shape)
+    out = model(x)
+    assert out.shape == x.shape
+    torch.testing.assert_close(out, ref(x), atol=1e-5, rtol=1e-5)
+    for bad in [x[0], x[None, None]]:
+        with pytest.raises(ValueError):
+            ref(bad)
+        with pytest.raises(ValueError, match="InstanceNorm"):
+            model(bad)
+
+
+def test_instance_norm_spatial_size_one_raises_like_torch():
+    # The input's statistics over one element: torch refuses (the variance is 0), so does
+    # the template; the running statistics (eval) serve it.
+    x = torch.randn(3, 4, 1, 1)
+    ref = _in_ref(2, 4, False)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=4,
+                           AFFINE="False", DIMS=2)()
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        ref(x)
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        model(x)
+    ref = _in_ref(2, 4, True, track=True).eval()
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=4,
+                           DIMS=2, STATS="running", BLOCK=1, BLOCK_P=4)()
+    model.load_state_dict({"inorm." + k: v for k, v in ref.state_dict().items()})
+    torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("affine", ["True", "False"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_instance_norm_running_stats_in_eval_mode(affine, dtype):
+    # track_running_stats=True in eval mode: torch normalizes with the running statistics
+    # (the BatchNorm-inference path); the keys include num_batches_tracked.
+    torch.manual_seed(5)
+    ref = _in_ref(2, 5, affine == "True", eps=1e-3, track=True).eval()
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=5,
+                           EPS=1e-3, AFFINE=affine, DIMS=2, STATS="running", BLOCK=16)(5)
+    assert set(model.state_dict()) == {"inorm." + k for k in ref.state_dict()}
+    model.load_state_dict({"inorm." + k: v for k, v in ref.state_dict().items()})
+    assert not model.inorm.training
+    x = (torch.randn(3, 5, 6, 7) * 2 + 1).to(dtype)
+    out = model(x)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), ref(x.float()), **_tol(dtype))
+    running = model.inorm.running_mean.clone()
+    model(x)
+    assert torch.equal(model.inorm.running_mean, running)   # read, never updated
+
+
+def test_instance_norm_running_stats_refuses_training_mode():
+    # In training mode torch would normalize with the input's statistics and update the
+    # running ones: refused with the reason rather than computed differently.
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=3,
+                           DIMS=1, STATS="running")()
+    model.train()
+    with pytest.raises(RuntimeError, match="training mode"):
+        model(torch.randn(2, 3, 8))
+
+
+class FlatInstanceNorm(nn.Module):
+    """F.instance_norm with the parameters (and running statistics) on the model."""
+
+    def __init__(self, channels, affine, running):
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.3 * torch.randn(channels)) if affine else None
+        self.bias = nn.Parameter(0.3 * torch.randn(channels)) if affine else None
+        self.running = running
+        if running:
+            self.register_buffer("running_mean", 0.5 * torch.randn(channels))
+            self.register_buffer("running_var", 0.5 + torch.rand(channels))
+
+    def forward(self, x):
+        if self.running:
+            return F.instance_norm(x, self.running_mean, self.running_var, self.weight,
+                                   self.bias, use_input_stats=False, eps=1e-4)
+        return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=1e-4)
+
+
+@pytest.mark.parametrize("affine", ["True", "False"])
+@pytest.mark.parametrize("stats", ["input", "running"])
+def test_instance_norm_flat_layout(affine, stats):
+    torch.manual_seed(6)
+    ref = FlatInstanceNorm(6, affine == "True", stats == "running")
+    model = load_model_new("channel_norm", NORM="instance", MODULE="none", CHANNELS=6,
+                           EPS=1e-4, AFFINE=affine, STATS=stats, BLOCK_R=16, BLOCK=32)(6)
+    assert set(model.state_dict()) == set(ref.state_dict())
+    model.load_state_dict(ref.state_dict())
+    for x in [torch.randn(3, 6, 7, 5), torch.randn(2, 6, 9), torch.randn(1, 6, 2, 3, 4)]:
+        torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+def test_instance_norm_channels_last_and_wrong_channels():
+    ref = _in_ref(2, 8, True)
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=8,
+                           AFFINE="True", BLOCK_R=32, SPLIT_R=2, BLOCK=64)()
+    model.load_state_dict({"inorm." + k: v for k, v in ref.state_dict().items()})
+    x = torch.randn(2, 8, 5, 6).to(memory_format=torch.channels_last)
+    torch.testing.assert_close(model(x), ref(x), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="channels"):
+        model(torch.randn(2, 7, 5, 6))
+
+
+def test_instance_norm_offset_mean_is_stable_and_deterministic():
+    # As for GroupNorm: |mean| / std = 1000 over planes of 16640 elements, 7 slices each.
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 128, 130) + 1000.0
+    model = load_model_new("channel_norm", NORM="instance", MODULE="inorm", CHANNELS=3,
+                           AFFINE="False", BLOCK_R=512, SPLIT_R=7, BLOCK=1024)()
+    out = model(x)
+    ref = F.instance_norm(x.double(), eps=1e-5)
     torch.testing.assert_close(out.double(), ref, atol=2e-3, rtol=0)
     assert torch.equal(model(x), out)   # no atomics: bitwise reproducible
