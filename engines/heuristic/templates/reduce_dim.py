@@ -1,12 +1,27 @@
 # kagent-template: reduce_dim
-# sum / mean / max / min / prod / argmax / argmin along one dim. The input is viewed as
-# (OUTER, R, INNER) with R the reduced dim. Grid (OUTER * cdiv(INNER, BLOCK_I), SPLIT_R):
-# each program reduces BLOCK_I columns over its slice of R in BLOCK_R chunks, in fp32
-# (values: chunks combined element by element, one reduction across rows at the end;
-# argmax/argmin: each chunk reduced as it arrives, keeping its index).
+# sum / mean / max / min / prod / argmax / argmin / norm / var / std along one dim. The
+# input is viewed as (OUTER, R, INNER) with R the reduced dim. Grid
+# (OUTER * cdiv(INNER, BLOCK_I), SPLIT_R): each program reduces BLOCK_I columns over its
+# slice of R in BLOCK_R chunks, in fp32.
+# - values (sum, mean, max, min, prod, norm): chunks combined element by element (AGG:
+#   sum / prod / max / min), one reduction across rows at the end. norm (ORD, like
+#   torch.linalg.vector_norm / torch.norm over one dim): 2 = sqrt(sum x^2), 1 = sum |x|,
+#   inf = max |x|, -inf = min |x|, 0 = count of nonzeros; the squares are summed in fp32
+#   without rescaling, so like torch's kernels the 2-norm is inf once sum x^2 overflows
+#   fp32 (|x| beyond ~1.8e19).
+# - argmax / argmin: each chunk reduced as it arrives, keeping its index (first index
+#   wins ties, like torch); NaNs get no special treatment (as for max / min).
+# - var / std (CORRECTION, like torch.var / torch.std(x, dim, correction=)): each chunk's
+#   mean and M2 merged into the running ones (Chan's parallel Welford, fp32);
+#   var = M2 / max(0, R - CORRECTION) (0/0 = nan, x/0 = inf, like torch), std = sqrt(var).
+# Chunk layout (_chunk): INNER == 1 (ROW, reduction over contiguous elements, e.g. the
+# last dim) gives each program one row and runs 1-D [BLOCK_R] chunks at x + base + r, so
+# loads are vectorized and every running statistic is a scalar; else a [BLOCK_R, BLOCK_I]
+# tile (r along dim 0, inner columns along dim 1) with [BLOCK_I] statistics. Both run the
+# same code below, the statistics broadcasting against either chunk.
 # SPLIT_R == 1 is single pass (writes the result); SPLIT_R > 1 is two pass: partials
-# (value and index) go to a [SPLIT_R, OUTER*INNER] workspace that a second kernel
-# combines in split order, so ties keep the first index like torch.
+# (value and index; var/std: mean and M2) go to a [SPLIT_R, OUTER*INNER] workspace that a
+# second kernel combines in split order, so ties keep the first index like torch.
 import torch
 import torch.nn as nn
 import triton
@@ -19,13 +34,73 @@ def _mul(a, b):
 
 
 @triton.jit
-def _combine(acc, v, OP: tl.constexpr):
-    # acc (op) v for the value reductions, element by element.
-    if OP == "sum" or OP == "mean":
+def _chunk(ptr, r, offs_i, R, INNER, ROW: tl.constexpr):
+    # Pointers and mask of the chunk at reduced indices r ([BLOCK_R]); ptr is the slice's
+    # element 0 (x_ptr + base). ROW: a [BLOCK_R] chunk at ptr + r; else a
+    # [BLOCK_R, BLOCK_I] tile. (Pointers, not offsets: x_ptr + (int64 offsets) cost the
+    # 2-D tile 8 bytes of stack at 128 x 64 on sm_90.)
+    if ROW:
+        ptrs = ptr + r
+        mask = r < R
+    else:
+        ptrs = ptr + r[:, None].to(tl.int64) * INNER + offs_i[None, :]
+        mask = (r < R)[:, None] & (offs_i < INNER)[None, :]
+    return ptrs, mask
+
+
+@triton.jit
+def _stat(value, dtype: tl.constexpr, BLOCK_I: tl.constexpr, ROW: tl.constexpr):
+    # A running statistic's initial value: a scalar (ROW) or one per inner column.
+    if ROW:
+        s = tl.full([], value, dtype)
+    else:
+        s = tl.full([BLOCK_I], value, dtype)
+    return s
+
+
+@triton.jit
+def _tile(value, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, ROW: tl.constexpr):
+    # The element-by-element accumulator of the value reductions, shaped like a chunk.
+    if ROW:
+        t = tl.full([BLOCK_R], value, tl.float32)
+    else:
+        t = tl.full([BLOCK_R, BLOCK_I], value, tl.float32)
+    return t
+
+
+@triton.jit
+def _out(outer, offs_i, INNER, N_OUT, ROW: tl.constexpr):
+    # Output offsets and mask of this program: one (ROW) or BLOCK_I outputs.
+    if ROW:
+        o = outer.to(tl.int64)
+        omask = o < N_OUT
+    else:
+        o = outer.to(tl.int64) * INNER + offs_i
+        omask = offs_i < INNER
+    return o, omask
+
+
+@triton.jit
+def _pre(x, OP: tl.constexpr, ORD: tl.constexpr):
+    # What the value reductions accumulate for an element: x, or |x|, x^2, x != 0 (norm).
+    if OP == "norm":
+        if ORD == "2":
+            x = x * x
+        elif ORD == "0":
+            x = (x != 0).to(tl.float32)
+        else:
+            x = tl.abs(x)
+    return x
+
+
+@triton.jit
+def _combine(acc, v, AGG: tl.constexpr):
+    # acc (AGG) v for the value reductions, element by element.
+    if AGG == "sum":
         acc = acc + v
-    elif OP == "prod":
+    elif AGG == "prod":
         acc = acc * v
-    elif OP == "max":
+    elif AGG == "max":
         acc = tl.maximum(acc, v)
     else:
         acc = tl.minimum(acc, v)
@@ -33,26 +108,65 @@ def _combine(acc, v, OP: tl.constexpr):
 
 
 @triton.jit
+def _reduce(tile, AGG: tl.constexpr):
+    # The accumulator reduced across its rows (dim 0).
+    if AGG == "sum":
+        acc = tl.sum(tile, axis=0)
+    elif AGG == "prod":
+        acc = tl.reduce(tile, 0, _mul)
+    elif AGG == "max":
+        acc = tl.max(tile, axis=0)
+    else:
+        acc = tl.min(tile, axis=0)
+    return acc
+
+
+@triton.jit
+def _chan(mean, m2, n_a, mean_b, m2_b, n_b):
+    # Merges (mean_b, m2_b) of n_b elements into (mean, m2) of n_a elements; n_b may be 0.
+    n = n_a + n_b
+    delta = mean_b - mean
+    f = n_b / tl.maximum(n, 1.0)
+    mean = mean + delta * f
+    m2 = m2 + m2_b + delta * delta * (n_a * f)
+    return mean, m2
+
+
+@triton.jit
+def _finish(acc, m2, OP: tl.constexpr, ORD: tl.constexpr, scale, divisor):
+    # The result from the fp32 statistics (not for argmax/argmin).
+    if OP == "mean":
+        acc = acc * scale
+    elif OP == "norm":
+        if ORD == "2":
+            acc = tl.sqrt(acc)
+    elif OP == "var":
+        acc = m2 / divisor
+    elif OP == "std":
+        acc = tl.sqrt(m2 / divisor)
+    return acc
+
+
+@triton.jit
 def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, R_PER_SPLIT,
-                  N_OUT, scale, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
-                  OP: tl.constexpr, NEUTRAL: tl.constexpr, FINAL: tl.constexpr):
+                  N_OUT, scale, divisor, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+                  OP: tl.constexpr, AGG: tl.constexpr, ORD: tl.constexpr,
+                  NEUTRAL: tl.constexpr, FINAL: tl.constexpr, ROW: tl.constexpr):
     pid = tl.program_id(0)
     split = tl.program_id(1)
     outer = pid // num_inner_blocks
     offs_i = (pid % num_inner_blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
-    imask = offs_i < INNER
     base = outer.to(tl.int64) * R * INNER
     offs_r = tl.arange(0, BLOCK_R)
     r_begin = split * R_PER_SPLIT
-    best = tl.zeros([BLOCK_I], dtype=tl.int64)
+    best = _stat(0, tl.int64, BLOCK_I, ROW)
+    m2 = _stat(0.0, tl.float32, BLOCK_I, ROW)
     if OP == "argmax" or OP == "argmin":
         # Index tracking: each chunk is reduced as it arrives (first index wins ties).
-        acc = tl.full([BLOCK_I], NEUTRAL, tl.float32)
+        acc = _stat(NEUTRAL, tl.float32, BLOCK_I, ROW)
         for r0 in range(0, R_PER_SPLIT, BLOCK_R):
-            r = r_begin + r0 + offs_r
-            mask = (r < R)[:, None] & imask[None, :]
-            x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
-                        mask=mask, other=NEUTRAL).to(tl.float32)
+            ptrs, mask = _chunk(x_ptr + base, r_begin + r0 + offs_r, offs_i, R, INNER, ROW)
+            x = tl.load(ptrs, mask=mask, other=NEUTRAL).to(tl.float32)
             if OP == "argmax":
                 c_val = tl.max(x, axis=0)
                 c_idx = tl.argmax(x, axis=0).to(tl.int64) + r_begin + r0
@@ -63,50 +177,55 @@ def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, 
                 take = c_val < acc
             best = tl.where(take, c_idx, best)
             acc = tl.where(take, c_val, acc)
+    elif OP == "var" or OP == "std":
+        # Each chunk's mean and M2 (centered on the chunk mean), merged into the running
+        # ones (acc is the mean). Every earlier chunk of the slice was full.
+        acc = _stat(0.0, tl.float32, BLOCK_I, ROW)
+        for r0 in range(0, R_PER_SPLIT, BLOCK_R):
+            ptrs, mask = _chunk(x_ptr + base, r_begin + r0 + offs_r, offs_i, R, INNER, ROW)
+            x = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+            n_c = tl.minimum(tl.maximum(R - r_begin - r0, 0), BLOCK_R).to(tl.float32)
+            c_mean = tl.sum(x, axis=0) / tl.maximum(n_c, 1.0)
+            d = tl.where(mask, x - c_mean, 0.0)
+            acc, m2 = _chan(acc, m2, r0 * 1.0, c_mean, tl.sum(d * d, axis=0), n_c)
     else:
-        # Values only: combine chunks element by element in a [BLOCK_R, BLOCK_I] tile and
+        # Values only: combine chunks element by element in a chunk-shaped accumulator and
         # reduce across rows once at the end, so the loop is loads and FMAs/compares with
         # no cross-thread reduction between one chunk's load and the next.
-        tile = tl.full([BLOCK_R, BLOCK_I], NEUTRAL, tl.float32)
+        tile = _tile(NEUTRAL, BLOCK_R, BLOCK_I, ROW)
         for r0 in range(0, R_PER_SPLIT, BLOCK_R):
-            r = r_begin + r0 + offs_r
-            mask = (r < R)[:, None] & imask[None, :]
-            x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * INNER + offs_i[None, :],
-                        mask=mask, other=NEUTRAL).to(tl.float32)
-            tile = _combine(tile, x, OP)
-        if OP == "sum" or OP == "mean":
-            acc = tl.sum(tile, axis=0)
-        elif OP == "prod":
-            acc = tl.reduce(tile, 0, _mul)
-        elif OP == "max":
-            acc = tl.max(tile, axis=0)
-        else:
-            acc = tl.min(tile, axis=0)
-    o = outer.to(tl.int64) * INNER + offs_i
+            ptrs, mask = _chunk(x_ptr + base, r_begin + r0 + offs_r, offs_i, R, INNER, ROW)
+            x = tl.load(ptrs, mask=mask, other=NEUTRAL).to(tl.float32)
+            tile = _combine(tile, _pre(x, OP, ORD), AGG)
+        acc = _reduce(tile, AGG)
+    o, omask = _out(outer, offs_i, INNER, N_OUT, ROW)
     if FINAL:
         if OP == "argmax" or OP == "argmin":
-            tl.store(out_ptr + o, best, mask=imask)
+            tl.store(out_ptr + o, best, mask=omask)
         else:
-            if OP == "mean":
-                acc = acc * scale
-            tl.store(out_ptr + o, acc.to(out_ptr.dtype.element_ty), mask=imask)
+            acc = _finish(acc, m2, OP, ORD, scale, divisor)
+            tl.store(out_ptr + o, acc.to(out_ptr.dtype.element_ty), mask=omask)
     else:
-        tl.store(val_ptr + split.to(tl.int64) * N_OUT + o, acc, mask=imask)
-        tl.store(idx_ptr + split.to(tl.int64) * N_OUT + o, best, mask=imask)
+        s = split.to(tl.int64)
+        tl.store(val_ptr + s * N_OUT + o, acc, mask=omask)
+        if OP == "argmax" or OP == "argmin":
+            tl.store(idx_ptr + s * N_OUT + o, best, mask=omask)
+        elif OP == "var" or OP == "std":
+            tl.store(val_ptr + (tl.num_programs(1) + s) * N_OUT + o, m2, mask=omask)
 
 
 @triton.jit
-def reduce_combine_kernel(val_ptr, idx_ptr, out_ptr, N_OUT, SPLIT, scale,
-                          BLOCK: tl.constexpr, OP: tl.constexpr, NEUTRAL: tl.constexpr):
+def reduce_combine_kernel(val_ptr, idx_ptr, out_ptr, N_OUT, SPLIT, R, R_PER_SPLIT, scale,
+                          divisor, BLOCK: tl.constexpr, OP: tl.constexpr, AGG: tl.constexpr,
+                          ORD: tl.constexpr, NEUTRAL: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < N_OUT
     acc = tl.full([BLOCK], NEUTRAL, tl.float32)
+    m2 = tl.zeros([BLOCK], dtype=tl.float32)
     best = tl.zeros([BLOCK], dtype=tl.int64)
     for s in range(0, SPLIT):
         v = tl.load(val_ptr + s * N_OUT + o, mask=mask, other=0.0)
-        if OP != "argmax" and OP != "argmin":
-            acc = _combine(acc, v, OP)
-        else:
+        if OP == "argmax" or OP == "argmin":
             i = tl.load(idx_ptr + s * N_OUT + o, mask=mask, other=0)
             if OP == "argmax":
                 take = v > acc
@@ -114,11 +233,16 @@ def reduce_combine_kernel(val_ptr, idx_ptr, out_ptr, N_OUT, SPLIT, scale,
                 take = v < acc
             best = tl.where(take, i, best)
             acc = tl.where(take, v, acc)
+        elif OP == "var" or OP == "std":
+            m2_s = tl.load(val_ptr + (SPLIT + s) * N_OUT + o, mask=mask, other=0.0)
+            n_s = tl.minimum(tl.maximum(R - s * R_PER_SPLIT, 0), R_PER_SPLIT).to(tl.float32)
+            acc, m2 = _chan(acc, m2, s * R_PER_SPLIT * 1.0, v, m2_s, n_s)
+        else:
+            acc = _combine(acc, v, AGG)
     if OP == "argmax" or OP == "argmin":
         tl.store(out_ptr + o, best, mask=mask)
     else:
-        if OP == "mean":
-            acc = acc * scale
+        acc = _finish(acc, m2, OP, ORD, scale, divisor)
         tl.store(out_ptr + o, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -137,8 +261,15 @@ class ModelNew(nn.Module):
             INNER *= s
         OUTER = x.numel() // max(1, R * INNER)
         op = "{{OP}}"
-        neutral = {"max": float("-inf"), "argmax": float("-inf"), "min": float("inf"),
-                   "argmin": float("inf"), "prod": 1.0}.get(op, 0.0)
+        order = "{{ORD}}"  # norm only
+        correction = {{CORRECTION}}  # var / std only
+        if op == "norm":
+            agg = {"inf": "max", "-inf": "min"}.get(order, "sum")
+            neutral = float("inf") if order == "-inf" else 0.0  # max |x| >= 0
+        else:
+            agg = {"prod": "prod", "max": "max", "min": "min"}.get(op, "sum")
+            neutral = {"max": float("-inf"), "argmax": float("-inf"), "min": float("inf"),
+                       "argmin": float("inf"), "prod": 1.0}.get(op, 0.0)
         out_shape = list(x.shape)
         if {{KEEPDIM}}:
             out_shape[dim] = 1
@@ -153,19 +284,26 @@ class ModelNew(nn.Module):
         BLOCK_I = min({{BLOCK_I}}, triton.next_power_of_2(INNER))
         SPLIT_R = min({{SPLIT_R}}, triton.cdiv(R, BLOCK_R))
         r_per_split = triton.cdiv(triton.cdiv(R, SPLIT_R), BLOCK_R) * BLOCK_R
-        num_inner_blocks = triton.cdiv(INNER, BLOCK_I)
+        num_inner_blocks = triton.cdiv(INNER, BLOCK_I)  # 1 when INNER == 1: a row per program
         grid = (OUTER * num_inner_blocks, SPLIT_R)
+        divisor = float(max(0, R - correction))
         if SPLIT_R == 1:
             val = idx = out
         else:
-            val = torch.empty((SPLIT_R, n_out), device=x.device, dtype=torch.float32)
-            idx = torch.empty((SPLIT_R, n_out), device=x.device, dtype=torch.int64)
+            # var/std: means in rows [0, SPLIT_R), M2 in rows [SPLIT_R, 2 * SPLIT_R).
+            rows = 2 * SPLIT_R if op in ("var", "std") else SPLIT_R
+            val = torch.empty((rows, n_out), device=x.device, dtype=torch.float32)
+            idx = val  # indices: argmax/argmin only
+            if op in ("argmax", "argmin"):
+                idx = torch.empty((SPLIT_R, n_out), device=x.device, dtype=torch.int64)
         reduce_kernel[grid](
-            x, val, idx, out, R, INNER, num_inner_blocks, r_per_split, n_out, 1.0 / R,
-            BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, OP=op, NEUTRAL=neutral, FINAL=SPLIT_R == 1,
+            x, val, idx, out, R, INNER, num_inner_blocks, r_per_split, n_out, 1.0 / R, divisor,
+            BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, OP=op, AGG=agg, ORD=order, NEUTRAL=neutral,
+            FINAL=SPLIT_R == 1, ROW=INNER == 1,
             num_warps={{num_warps}}, num_stages={{num_stages}})
         if SPLIT_R > 1:
             COMBINE_BLOCK = 256
             reduce_combine_kernel[(triton.cdiv(n_out, COMBINE_BLOCK),)](
-                val, idx, out, n_out, SPLIT_R, 1.0 / R, BLOCK=COMBINE_BLOCK, OP=op, NEUTRAL=neutral)
+                val, idx, out, n_out, SPLIT_R, R, r_per_split, 1.0 / R, divisor,
+                BLOCK=COMBINE_BLOCK, OP=op, AGG=agg, ORD=order, NEUTRAL=neutral)
         return out
