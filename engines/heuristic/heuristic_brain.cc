@@ -159,6 +159,9 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"batch_norm", "channel_norm"},
       {"groupnorm", "channel_norm"},
       {"group_norm", "channel_norm"},
+      {"instancenorm", "channel_norm"},
+      {"instance_norm", "channel_norm"},
+      {"frobenius", "frobenius_norm"},
       {"reduction", "reduce_dim"},
       {"reduce_single_pass", "reduce_dim"},
       {"reduce_two_pass", "reduce_dim"},
@@ -317,18 +320,26 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return p;
   }
   if (t.id == "channel_norm") {
-    if (op.variant != "batch" && op.variant != "group") {
-      return Precondition(t, absl::StrCat("serves batch (inference) and group norms, the "
-                                          "problem is ", DescribeOp(op)));
+    if (op.variant != "batch" && op.variant != "group" && op.variant != "instance") {
+      return Precondition(t, absl::StrCat("serves batch (inference), group and instance "
+                                          "norms, the problem is ", DescribeOp(op)));
     }
     const std::vector<int64_t>& s = op.input_shape;
     if (s.size() < 2 || s[0] <= 0 || s[1] <= 0) {
       return Precondition(t, "input shape (N, C, *) unknown");
     }
     const bool batch = op.variant == "batch";
+    const bool instance = op.variant == "instance";
     const int64_t n = s[0], c = s[1], hw = Prod(s, 2, s.size());
     int64_t groups = 1;
-    if (batch) {
+    if (instance) {
+      // InstanceNorm: GroupNorm's statistics with one channel per group; the running
+      // statistics (a tracking InstanceNorm in eval mode) like BatchNorm inference.
+      if (s.size() < 3 || s.size() > 5) {
+        return Precondition(t, "InstanceNorm input is not (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
+      }
+      groups = c;
+    } else if (batch) {
       // Inference reads the running statistics; training normalizes with the batch's own
       // and updates the running ones. _native_batch_norm_legit_no_training and
       // _batch_norm_no_update are inference by name; the others record `training`.
@@ -357,8 +368,14 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["NORM"] = op.variant;
     // The suite's inference BatchNorm (problems/29) holds weight, bias and running stats
     // on the model (F.batch_norm); GroupNorm references (problems/30, KernelBench) hold
-    // an nn.GroupNorm named gn.
-    p["MODULE"] = batch ? "none" : "gn";
+    // an nn.GroupNorm named gn, InstanceNorm ones (KernelBench level 1) an
+    // nn.InstanceNorm2d named inorm (without affine or tracking its state_dict is empty,
+    // so the name only matters for those).
+    p["MODULE"] = batch ? "none" : instance ? "inorm" : "gn";
+    if (instance) {
+      p["DIMS"] = std::to_string(s.size() - 2);
+      p["STATS"] = op.tags.count("running_stats") ? "running" : "input";
+    }
     p["CHANNELS"] = std::to_string(c);
     p["GROUPS"] = std::to_string(groups);
     p["EPS"] = FloatText(ScalarArg(op, "eps", ScalarArg(op, "epsilon", 1e-5)));
@@ -381,11 +398,30 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     const int64_t len = (c / groups) * hw;
     const int64_t br = Clamp(NextPow2(len), 16, 2048);
     int64_t split = 1;
-    if (!batch && n * groups < 2LL * sms) {
+    if (!batch && !op.tags.count("running_stats") && n * groups < 2LL * sms) {
       split = Clamp(CeilDiv(4LL * sms, n * groups), 1, std::max<int64_t>(1, CeilDiv(len, 4 * br)));
     }
     p["BLOCK_R"] = std::to_string(br);
     p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+    return p;
+  }
+  if (t.id == "frobenius_norm") {
+    if (op.variant != "frobenius") {
+      return Precondition(t, absl::StrCat("serves x / ||x||_F over every element, the problem "
+                                          "is ", DescribeOp(op)));
+    }
+    if (op.input_shape.empty() && op.output_shape.empty()) {
+      return Precondition(t, "input shape unknown");
+    }
+    // loss_reduce's sizing (a whole-tensor reduction too): BLOCK 4096 from 4 M elements,
+    // SPLIT about four pass-1 programs per SM. GPU timing unmeasured.
+    const int64_t n = Prod(op.output_shape.empty() ? op.input_shape : op.output_shape, 0, 8);
+    const int64_t block = n >= (4LL << 20) ? 4096 : Clamp(NextPow2(n), 64, 1024);
+    p["BLOCK"] = std::to_string(block);
+    p["SPLIT"] = std::to_string(Clamp(CeilDiv(n, 4 * block), 1, std::min<int64_t>(4LL * sms, 1024)));
+    p["BLOCK_SCALE"] = std::to_string(block);
+    p["num_warps"] = block >= 4096 ? "8" : "4";
+    p["num_stages"] = "2";
     return p;
   }
   if (t.op_class == "norm") {
@@ -629,12 +665,15 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   if (op.op_class == "softmax") return "softmax_online";
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm
-  // (inference only: TemplateParamsFor refuses training mode) and GroupNorm; instance
-  // and Frobenius norms have no template.
+  // (inference only: TemplateParamsFor refuses training mode), GroupNorm and
+  // InstanceNorm; frobenius_norm x / ||x||_F. A norm along dims (vector_norm_dim) has no
+  // template.
   if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms")) return "row_norm";
-  if (op.op_class == "norm" && (op.variant == "batch" || op.variant == "group")) {
+  if (op.op_class == "norm" &&
+      (op.variant == "batch" || op.variant == "group" || op.variant == "instance")) {
     return "channel_norm";
   }
+  if (op.op_class == "norm" && op.variant == "frobenius") return "frobenius_norm";
   if (op.op_class == "reduction") return "reduce_dim";
   if (op.op_class == "elementwise") return "elementwise";
   if (op.op_class == "scan") return "scan_rows";

@@ -616,6 +616,54 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   source(plain, gpu, "gemm_tiled");
 }
 
+TEST_CASE("Brain: instance norm through channel_norm, x / ||x||_F through frobenius_norm") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  // KernelBench level 1's InstanceNorm: nn.InstanceNorm2d(64) on 112 x 64 x 512 x 512.
+  auto instance = [](int tensors, double training) {
+    v1::OpSignature sig;
+    AddOp(&sig, "aten::view", {{{112, 64, 512, 512}}}, {{{1, 7168, 512, 512}}});
+    std::vector<testing::T> in = {{{1, 7168, 512, 512}}};
+    for (int i = 1; i < tensors; ++i) in.push_back({{7168}});
+    AddOp(&sig, "aten::native_batch_norm", in, {{{1, 7168, 512, 512}}},
+          {{"training", training}, {"momentum", 0.1}, {"eps", 1e-5}});
+    AddOp(&sig, "aten::view", {{{1, 7168, 512, 512}}}, {{{112, 64, 512, 512}}});
+    return sig;
+  };
+  auto render = [&](const v1::OpSignature& sig) {
+    auto r = brain.FirstKernel({&problem, &sig, &gpu});
+    REQUIRE(r.ok());
+    return r->kernel;
+  };
+  v1::KernelSource k = render(instance(1, 1.0));
+  CHECK(k.origin() == "template:channel_norm");
+  for (const char* f : {"\"instance\", \"inorm\"", "64, 64, 1e-05, False", "2, \"input\""}) {
+    INFO(f);
+    CHECK(absl::StrContains(k.source(), f));
+  }
+  CHECK(absl::StrContains(render(instance(3, 1.0)).source(), "1e-05, True"));
+  CHECK(absl::StrContains(render(instance(3, 0.0)).source(), "\"running\""));
+  v1::OpSignature half = instance(2, 1.0);  // weight without bias
+  auto partial = brain.FirstKernel({&problem, &half, &gpu});
+  CHECK(partial.status().code() == absl::StatusCode::kFailedPrecondition);
+
+  // problems-like Frobenius: 16 x 64 x 256 x 256 fp32, 2^26 elements.
+  v1::OpSignature fro;
+  AddOp(&fro, "aten::linalg_vector_norm", {{{16, 64, 256, 256}}}, {{{}}}, {{"ord", 2.0}});
+  AddOp(&fro, "aten::div", {{{16, 64, 256, 256}}, {{}}}, {{{16, 64, 256, 256}}});
+  v1::KernelSource f = render(fro);
+  CHECK(f.origin() == "template:frobenius_norm");
+  CHECK(absl::StrContains(f.source(), "BLOCK = 4096"));
+  CHECK(absl::StrContains(f.source(), "SPLIT = 528"));
+  // x / ||x|| along dim 1: recognized, no template.
+  v1::OpSignature l2;
+  AddOp(&l2, "aten::linalg_vector_norm", {{{16, 64}}}, {{{16, 1}}}, {{"ord", 2.0}, {"dim.0", 1.0}});
+  AddOp(&l2, "aten::div", {{{16, 64}}, {{16, 1}}}, {{{16, 64}}});
+  CHECK(brain.FirstKernel({&problem, &l2, &gpu}).status().code() ==
+        absl::StatusCode::kUnimplemented);
+}
+
 TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper only") {
   HeuristicBrain brain = MakeBrain();
   v1::KernelSource parent;

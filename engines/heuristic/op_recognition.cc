@@ -389,9 +389,13 @@ class Recognizer {
         out_.has_affine = r.inputs_size() > 1;
         if (it->second == "group" && r.inputs_size() == 2) out_.tags.insert("partial_affine");
       }
-      if (it->second == "batch" && rank >= 1 && out_.input_shape[0] == 1 && Has("view")) {
+      // batch_norm over (1, N*C, *) that the model's output views back to (N, C, *).
+      const std::vector<int64_t>& y = out_.output_shape;
+      if (it->second == "batch" && rank >= 2 && out_.input_shape[0] == 1 &&
+          static_cast<int>(y.size()) == rank && y[0] > 1 && y[0] * y[1] == out_.input_shape[1]) {
         out_.variant = "instance";
       }
+      if (out_.variant == "instance") InstanceNormArgs(r);
       return true;
     }
     // Decomposed RMSNorm: x / sqrt(mean(x^2, dim, keepdim) + eps).
@@ -404,16 +408,47 @@ class Recognizer {
       InferDim(*mean->record);
       return true;
     }
-    // Frobenius: x / ||x||_F.
+    // Frobenius: x / ||x||_F, the 2-norm over every element (a scalar norm). A norm along
+    // dims (x / ||x|| over dim 1, KernelBench's L2Norm) or another order is variant
+    // vector_norm_dim, which has no template.
     const Op* nrm = Find({"linalg_vector_norm", "norm", "frobenius_norm"});
     if (nrm != nullptr && Has("div") && nrm->record->inputs_size() > 0 &&
         ShapeOf(nrm->record->inputs(0)) == out_.output_shape) {
       Decide(nrm, "norm", "frobenius", "x / norm(x) pattern");
       out_.dim = 0;
       out_.num_dims = out_.input_shape.size();
+      const bool scalar_norm = nrm->record->outputs_size() > 0 &&
+                               Numel(ShapeOf(nrm->record->outputs(0))) == 1;
+      const double ord = nrm->name == "frobenius_norm"
+                             ? 2.0
+                             : ScalarArg(out_, nrm->name == "norm" ? "p" : "ord", 2.0);
+      if (!scalar_norm || ord != 2.0) {
+        out_.variant = "vector_norm_dim";
+        out_.reason = absl::StrCat("x / norm(x) with ", scalar_norm ? "" : "a norm along dims",
+                                   scalar_norm || ord == 2.0 ? "" : " and ",
+                                   ord == 2.0 ? "" : absl::StrCat("order ", ord));
+      }
       return true;
     }
     return false;
+  }
+
+  // F.instance_norm runs as batch_norm on x viewed as (1, N*C, *) (or as
+  // aten::instance_norm undecomposed): the model's shape is the final output's; the tensor
+  // inputs are x, weight?, bias?, then running_mean and running_var when the running
+  // statistics are used (an InstanceNorm tracking them, in eval mode: training /
+  // use_input_stats 0, tag running_stats).
+  void InstanceNormArgs(const OpRecord& r) {
+    if (out_.output_shape.size() >= 3) out_.input_shape = out_.output_shape;
+    out_.dim = 1;
+    const bool direct = out_.main_op == "instance_norm";
+    auto flag = out_.scalars.find(direct ? "use_input_stats" : "training");
+    const bool running = flag != out_.scalars.end() && flag->second == 0;
+    if (running) out_.tags.insert("running_stats");
+    const int affine_inputs = r.inputs_size() - 1 - (running ? 2 : 0);
+    out_.has_affine = affine_inputs >= 2;
+    out_.tags.erase("partial_affine");
+    if (affine_inputs == 1) out_.tags.insert("partial_affine");
   }
 
   bool Softmax() {

@@ -278,6 +278,46 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   CHECK_FALSE(g.tags.count("partial_affine"));
   CHECK(ScalarArg(g, "group", 0) == 8.0);
 
+  // nn.InstanceNorm2d(8) on (2, 8, 5, 6) as the harness records it: batch_norm over x viewed
+  // as (1, 16, 5, 6) with the batch's own statistics. The model's shape is the output's.
+  auto instance = [](int tensors, double training) {
+    OpSignature sig;
+    AddOp(&sig, "aten::view", {{{2, 8, 5, 6}}}, {{{1, 16, 5, 6}}});
+    std::vector<T> in = {{{1, 16, 5, 6}}};
+    for (int i = 1; i < tensors; ++i) in.push_back({{16}});
+    AddOp(&sig, "aten::native_batch_norm", in, {{{1, 16, 5, 6}}, {{16}}, {{16}}},
+          {{"training", training}, {"momentum", 0.1}, {"eps", 1e-5}});
+    AddOp(&sig, "aten::view", {{{1, 16, 5, 6}}}, {{{2, 8, 5, 6}}});
+    return Recognize(sig);
+  };
+  RecognizedOp in = instance(1, 1.0);
+  CHECK(in.variant == "instance");
+  CHECK(in.input_shape == std::vector<int64_t>{2, 8, 5, 6});
+  CHECK_FALSE(in.has_affine);
+  CHECK_FALSE(in.tags.count("running_stats"));
+  CHECK(instance(3, 1.0).has_affine);  // affine=True: x, weight, bias
+  CHECK(instance(2, 1.0).tags.count("partial_affine"));
+  RecognizedOp tracked = instance(3, 0.0);  // track_running_stats, eval: x, mean, var
+  CHECK(tracked.tags.count("running_stats"));
+  CHECK_FALSE(tracked.has_affine);
+  CHECK(instance(5, 0.0).has_affine);
+
+  // torch.norm(x, p='fro') records linalg_vector_norm(ord 2) to a scalar: Frobenius; a
+  // norm along dim 1 (KernelBench's L2Norm) or of order 1 is not.
+  auto over = [](std::vector<int64_t> norm_out, double ord) {
+    OpSignature sig;
+    AddOp(&sig, "aten::linalg_vector_norm", {{{2, 8, 5, 6}}}, {{norm_out}},
+          {{"ord", ord}, {"keepdim", 0.0}});
+    AddOp(&sig, "aten::div", {{{2, 8, 5, 6}}, {norm_out}}, {{{2, 8, 5, 6}}});
+    return Recognize(sig);
+  };
+  CHECK(over({}, 2.0).variant == "frobenius");
+  RecognizedOp l2 = over({2, 1, 5, 6}, 2.0);
+  CHECK(l2.op_class == "norm");
+  CHECK(l2.variant == "vector_norm_dim");
+  CHECK(absl::StrContains(l2.reason, "along dims"));
+  CHECK(over({}, 1.0).variant == "vector_norm_dim");
+
   OpSignature ce;  // cross-entropy is softmax inside: still a loss
   AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});
   AddOp(&ce, "aten::nll_loss_forward", {{{128, 10}}, {{128}, "int64"}}, {{{}}, {{}}});

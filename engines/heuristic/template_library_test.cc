@@ -23,7 +23,7 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
                          "gemm_tiled", "gemm_split_k", "softmax_online", "row_norm",
                          "reduce_dim", "elementwise", "scan_rows", "pool_nd", "loss_reduce",
                          "conv2d_implicit_gemm", "conv2d_depthwise", "loss_rows",
-                         "channel_norm", "gemm_persistent_tma"}) {
+                         "channel_norm", "gemm_persistent_tma", "frobenius_norm"}) {
     INFO(id);
     REQUIRE(lib->Find(id) != nullptr);
     auto src = lib->Render(id, {});
@@ -38,7 +38,7 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   }
   CHECK(lib->ForOpClass("matvec").size() == 3);
   CHECK(lib->ForOpClass("gemm").size() == 3);  // tiled, split-K, persistent TMA
-  CHECK(lib->ForOpClass("norm").size() == 2);  // row_norm, channel_norm
+  CHECK(lib->ForOpClass("norm").size() == 3);  // row_norm, channel_norm, frobenius_norm
 }
 
 TEST_CASE("Templates: rendering validates params") {
