@@ -1,6 +1,7 @@
 #include "engines/heuristic/heuristic_brain.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <vector>
@@ -449,10 +450,28 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return p;
   }
   if (t.op_class == "reduction") {
-    static const std::set<std::string> kOps = {"sum",  "mean",   "max",   "min",
-                                               "prod", "argmax", "argmin"};
+    static const std::set<std::string> kOps = {"sum",    "mean",   "max",  "min", "prod",
+                                               "argmax", "argmin", "norm", "var", "std"};
     if (!kOps.count(op.variant)) {
       return Precondition(t, absl::StrCat("reduction '", op.variant, "' not supported"));
+    }
+    if (op.variant == "norm") {
+      // linalg_vector_norm's ord / norm's p; the harness leaves non-finite numbers out, so
+      // a missing order is +-inf, which the signature cannot tell apart.
+      const double ord = ScalarArg(op, op.main_op == "norm" ? "p" : "ord", NAN);
+      if (ord != 2.0 && ord != 1.0 && ord != 0.0) {
+        return Precondition(t, std::isnan(ord) ? std::string("norm order not recorded (+-inf)")
+                                               : absl::StrCat("norm order ", ord,
+                                                              " (the template has 2, 1, 0, +-inf)"));
+      }
+      p["ORD"] = absl::StrCat(static_cast<int>(ord));
+    }
+    if (op.variant == "var" || op.variant == "std") {
+      const double correction = ScalarArg(op, "correction", 1.0);
+      if (correction < 0 || correction > 64 || correction != std::floor(correction)) {
+        return Precondition(t, absl::StrCat("correction ", correction, " not an integer in [0, 64]"));
+      }
+      p["CORRECTION"] = absl::StrCat(static_cast<int>(correction));
     }
     if (op.num_dims != 1 && op.input_shape.size() > 1) {
       return Precondition(t, absl::StrCat("reduces ", op.num_dims,

@@ -664,6 +664,38 @@ TEST_CASE("Brain: instance norm through channel_norm, x / ||x||_F through froben
         absl::StatusCode::kUnimplemented);
 }
 
+TEST_CASE("Brain: p-norm, var and std reductions along a dim through reduce_dim") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  // As the harness records torch.norm(x, dim=1) etc. on a 16 x 4096 x 256 input.
+  auto reduction = [&](const std::string& aten, std::map<std::string, double> scalars) {
+    v1::OpSignature sig;
+    AddOp(&sig, aten, {{{16, 4096, 256}}}, {{{16, 256}}}, scalars);
+    return brain.FirstKernel({&problem, &sig, &gpu});
+  };
+  auto l2 = reduction("aten::linalg_vector_norm", {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 0.0}});
+  REQUIRE(l2.ok());
+  CHECK(l2->kernel.origin() == "template:reduce_dim");
+  CHECK(absl::StrContains(l2->kernel.source(), "op = \"norm\""));
+  CHECK(absl::StrContains(l2->kernel.source(), "order = \"2\""));
+  auto l1 = reduction("aten::linalg_vector_norm", {{"ord", 1.0}, {"dim.0", 1.0}, {"keepdim", 0.0}});
+  REQUIRE(l1.ok());
+  CHECK(absl::StrContains(l1->kernel.source(), "order = \"1\""));
+  // ord=inf is not recorded (non-finite): the order is unknown.
+  auto inf = reduction("aten::linalg_vector_norm", {{"dim.0", 1.0}, {"keepdim", 0.0}});
+  CHECK(inf.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(inf.status().message(), "not recorded"));
+  auto var = reduction("aten::var", {{"dim.0", 1.0}, {"correction", 0.0}, {"keepdim", 0.0}});
+  REQUIRE(var.ok());
+  CHECK(absl::StrContains(var->kernel.source(), "op = \"var\""));
+  CHECK(absl::StrContains(var->kernel.source(), "correction = 0 "));
+  auto sd = reduction("aten::std", {{"dim.0", 1.0}, {"correction", 1.0}, {"keepdim", 0.0}});
+  REQUIRE(sd.ok());
+  CHECK(absl::StrContains(sd->kernel.source(), "op = \"std\""));
+  CHECK(absl::StrContains(sd->kernel.source(), "correction = 1 "));
+}
+
 TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper only") {
   HeuristicBrain brain = MakeBrain();
   v1::KernelSource parent;
