@@ -66,6 +66,21 @@ def _number(v):
     return f if math.isfinite(f) else None
 
 
+def _schema_values(func, args, kwargs):
+    """(name, value) of each schema argument, in schema order: passed positionally or by
+    keyword, else its default; arguments with neither are skipped (none without a schema)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args):
+            yield arg.name, args[i]
+        elif arg.name in kwargs:
+            yield arg.name, kwargs[arg.name]
+        elif arg.has_default_value():
+            yield arg.name, arg.default_value
+
+
 def _scalars(func, args, kwargs):
     """The op's numeric non-tensor arguments by schema name (proto OpRecord.scalars).
 
@@ -75,19 +90,8 @@ def _scalars(func, args, kwargs):
     Strings, dtypes, devices, None and non-finite values are left out; at most
     _MAX_SCALARS entries, in schema order (a list that would not fit is left out whole).
     """
-    schema = getattr(func, "_schema", None)
-    if schema is None:
-        return {}
     out = {}
-    for i, arg in enumerate(schema.arguments):
-        if i < len(args):
-            v = args[i]
-        elif arg.name in kwargs:
-            v = kwargs[arg.name]
-        elif arg.has_default_value():
-            v = arg.default_value
-        else:
-            continue
+    for name, v in _schema_values(func, args, kwargs):
         if isinstance(v, (list, tuple)):
             if not v or len(v) > _MAX_LIST:
                 continue
@@ -95,11 +99,11 @@ def _scalars(func, args, kwargs):
             if any(n is None for n in nums) or len(out) + len(nums) > _MAX_SCALARS:
                 continue
             for j, n in enumerate(nums):
-                out[f"{arg.name}.{j}"] = n
+                out[f"{name}.{j}"] = n
             continue
         n = _number(v)
         if n is not None and len(out) < _MAX_SCALARS:
-            out[arg.name] = n
+            out[name] = n
     return out
 
 
@@ -114,21 +118,10 @@ def _strings(func, args, kwargs):
     approximate="none"); strings over _MAX_STRING_LEN characters are left out; at most
     _MAX_STRINGS entries, in schema order.
     """
-    schema = getattr(func, "_schema", None)
-    if schema is None:
-        return {}
     out = {}
-    for i, arg in enumerate(schema.arguments):
-        if i < len(args):
-            v = args[i]
-        elif arg.name in kwargs:
-            v = kwargs[arg.name]
-        elif arg.has_default_value():
-            v = arg.default_value
-        else:
-            continue
+    for name, v in _schema_values(func, args, kwargs):
         if isinstance(v, str) and len(v) <= _MAX_STRING_LEN and len(out) < _MAX_STRINGS:
-            out[arg.name] = v
+            out[name] = v
     return out
 
 
