@@ -141,8 +141,8 @@ def main():
 
     conv = _load("conv2d_implicit_gemm")
     csig = dict(x_ptr=fp32, w_ptr=fp32, b_ptr=fp32, y_ptr=fp32,
-                **_ints(["C", "H", "W", "CO", "OH", "OW", "M", "sxn", "sxc", "sxh", "sxw", "swo",
-                         "swc", "swh", "sww", "SH", "SW", "PH", "PW", "DH", "DW", "KH", "KW"]))
+                **_ints(["CG", "H", "W", "CO", "COG", "OH", "OW", "M", "sxn", "sxc", "sxh", "sxw",
+                         "swo", "swc", "swh", "sww", "SH", "SW", "PH", "PW", "DH", "DW", "KH", "KW"]))
     base = dict(HAS_BIAS=False, GROUP_M=8, INPUT_PRECISION="ieee", UPCAST=False, INT64=False)
     _compile("conv2d_implicit_gemm fp32 64x64x32", conv.conv2d_kernel, csig,  # problems/35
              dict(base, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32), 8, 3)
