@@ -625,15 +625,19 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return p;
   }
   if (t.op_class == "conv") {
-    if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise") ||
-        op.tags.count("grouped")) {
-      return Precondition(t, absl::StrCat("implicit GEMM serves standard 2-D convolutions "
-                                          "(groups = 1), the problem is ", DescribeOp(op)));
+    if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise")) {
+      return Precondition(t, absl::StrCat("implicit GEMM serves standard and grouped 2-D "
+                                          "convolutions (depthwise: conv2d_depthwise), the "
+                                          "problem is ", DescribeOp(op)));
     }
-    if (op.weight_shape.size() != 4 || op.input_shape.size() != 4) {
+    if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || op.weight_shape[1] <= 0 ||
+        op.input_shape[1] % op.weight_shape[1] != 0) {
       return Precondition(t, "convolution shapes unknown");
     }
-    const int64_t cin = op.input_shape[1], cout = op.weight_shape[0];
+    // A grouped convolution is G independent GEMMs of C_in / G by C_out / G channels; the
+    // tiles are sized for one group.
+    const int64_t groups = op.input_shape[1] / op.weight_shape[1];
+    const int64_t cin = op.weight_shape[1], cout = op.weight_shape[0] / groups;
     // Register counts from compiling for sm_90 (no GPU run): fp32 64x64x32 ieee, 3 stages,
     // 195 registers with 4 warps, 120 with 8; bf16 128x128x64, 4 stages, 8 warps, 255
     // without spills.
@@ -642,7 +646,8 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // Large fp32 convolutions on sm_80+: 256 x 128 x 32 tiles with 3xTF32 dots (tf32x3,
     // about fp32 accuracy). Measured on an H200 (problems/35, 16 x 64 x 256 x 256 -> 128,
     // 3 x 3): 6.26 ms, against 8.77 for ieee 128 x 128 x 32 and 14.5 for ieee 64 x 64
-    // (cuDNN 3.70; torch.compile 4.53).
+    // (cuDNN 3.70; torch.compile 4.53), although it spills about 0.5 KB per thread at
+    // problems/35's sizes when compiled for sm_90.
     const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
     const int64_t pixels = out[0] * out[2] * out[3];
     const bool tf32x3 = !half && SmVersion(gpu) >= 80 && cout >= 128 && pixels >= 65536;
@@ -657,6 +662,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
     p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
     p["BIAS"] = op.has_bias ? "True" : "False";
+    p["GROUPS"] = std::to_string(groups);
     p["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
     return p;
   }
@@ -710,8 +716,7 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
                                 op.variant == "triplet_margin")) {
     return "loss_rows";
   }
-  if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed") &&
-      !op.tags.count("grouped")) {
+  if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {
     return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";
   }
   return absl::UnimplementedError(absl::StrCat("no template family for ", DescribeOp(op),

@@ -345,6 +345,13 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
          "\"padding\", 1)", "\"bias\", True)"},
         "num_stages", "-1");
 
+  v1::OpSignature grouped;  // groups 4: 64 -> 128 channels, 16 in and 32 out per group
+  AddOp(&grouped, "aten::convolution", {{{8, 64, 32, 32}}, {{128, 16, 3, 3}}},
+        {{{8, 128, 32, 32}}});
+  check(grouped, "conv2d_implicit_gemm",
+        {"\"groups\", 4)", "BLOCK_N = 32\n", "BLOCK_K = 16\n", "\"padding\", 1)"},
+        "BLOCK_N", "x2");
+
   v1::OpSignature dw;  // problems/36: depthwise 3x3, padding 1, bias, 16 x 128 x 512 x 512
   AddOp(&dw, "aten::convolution", {{{16, 128, 512, 512}}, {{128, 1, 3, 3}}, {{128}}},
         {{{16, 128, 512, 512}}});
@@ -355,7 +362,7 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   // A switch to the implicit GEMM for a depthwise conv says why it cannot, and back.
   auto sw = brain.RenderFor("implicit_gemm", dw, &gpu);
   CHECK(sw.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(absl::StrContains(sw.status().message(), "groups = 1"));
+  CHECK(absl::StrContains(sw.status().message(), "depthwise: conv2d_depthwise"));
   CHECK(brain.RenderFor("conv2d_depthwise", conv, &gpu).status().code() ==
         absl::StatusCode::kFailedPrecondition);
   v1::OpSignature dw2;  // depth multiplier 2, stride 2, no bias
