@@ -203,6 +203,21 @@ def main():
              dict(gbase, **unit, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, USE_TMA=True), 8, 3,
              aligned=galigned)
 
+    ct = _load("conv_transpose2d")  # not measured on a GPU: the conv2d_implicit_gemm tiles
+    tsig = dict(x_ptr=fp32, w_ptr=fp32, b_ptr=fp32, y_ptr=fp32,
+                **_ints(["C", "H", "W", "CO", "OH", "OW", "OHP", "OWP", "MP", "sxn", "sxc", "sxh",
+                         "sxw", "swi", "swo", "swh", "sww", "SH", "SW", "PH", "PW", "DH", "DW",
+                         "KH", "KW", "GH", "GW", "INV_H", "INV_W"]))
+    tbase = dict(HAS_BIAS=False, GROUP_M=8, INPUT_PRECISION="ieee", UPCAST=False, INT64=False)
+    for warps in (4, 8):
+        _compile(f"conv_transpose2d fp32 64x64x32 {warps} warps", ct.conv_transpose2d_kernel, tsig,
+                 dict(tbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32), warps, 3)
+    _compile("conv_transpose2d bf16 128x128x64", ct.conv_transpose2d_kernel,
+             dict(tsig, x_ptr=bf16, w_ptr=bf16, b_ptr=bf16, y_ptr=bf16),
+             dict(tbase, HAS_BIAS=True, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64), 8, 4)
+    _compile("conv_transpose2d fp32 64x64x32 int64", ct.conv_transpose2d_kernel, tsig,
+             dict(tbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
+
 
 if __name__ == "__main__":
     main()
