@@ -151,9 +151,9 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   REQUIRE(s.ok());
   CHECK(absl::StrContains(s->kernel.source(), "LOG=True"));
 
-  v1::OpSignature conv;  // transposed: no template of its own yet
-  AddOp(&conv, "aten::convolution", {{{16, 32, 16, 16}}, {{32, 64, 3, 3}}},
-        {{{16, 64, 18, 18}}});
+  v1::OpSignature conv;  // a transposed 3-D conv: no template of its own yet
+  AddOp(&conv, "aten::convolution", {{{16, 32, 16, 16, 16}}, {{32, 64, 3, 3, 3}}},
+        {{{16, 64, 18, 18, 18}}});
   CHECK(first(conv).status().code() == absl::StatusCode::kUnimplemented);
 
   v1::OpSignature f64;
@@ -351,6 +351,23 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   check(grouped, "conv2d_implicit_gemm",
         {"\"groups\", 4)", "BLOCK_N = 32\n", "BLOCK_K = 16\n", "\"padding\", 1)"},
         "BLOCK_N", "x2");
+
+  // nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1, output_padding=1) with a bias, as
+  // aten::convolution records it; the parameters come from the scalars.
+  v1::OpSignature deconv;
+  AddOp(&deconv, "aten::convolution", {{{8, 64, 32, 32}}, {{64, 32, 4, 4}}, {{32}}},
+        {{{8, 32, 65, 65}}},
+        {{"transposed", 1.0}, {"groups", 1.0}, {"stride.0", 2.0}, {"stride.1", 2.0},
+         {"padding.0", 1.0}, {"padding.1", 1.0}, {"output_padding.0", 1.0},
+         {"output_padding.1", 1.0}, {"dilation.0", 1.0}, {"dilation.1", 1.0}});
+  check(deconv, "conv_transpose2d",
+        {"stride = _pair(2, -1)", "padding = _pair(1, -1)", "output_padding = _pair(1, -1)",
+         "dilation = _pair(1, -1)", "bias = True", "\"in_out_kernel\" == \"torch\""},
+        "BLOCK_M", "x2");
+  v1::OpSignature deconv_old = deconv;  // an older harness: no scalars, no parameters
+  deconv_old.mutable_ops(0)->clear_scalars();
+  CHECK(brain.FirstKernel({&problem, &deconv_old, &gpu}).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
 
   v1::OpSignature dw;  // problems/36: depthwise 3x3, padding 1, bias, 16 x 128 x 512 x 512
   AddOp(&dw, "aten::convolution", {{{16, 128, 512, 512}}, {{128, 1, 3, 3}}, {{128}}},

@@ -179,14 +179,24 @@ class Recognizer {
     if (r.inputs_size() >= 2 && r.outputs_size() >= 1 && rank >= 3) {
       std::vector<int64_t> x = ShapeOf(r.inputs(0)), w = ShapeOf(r.inputs(1)),
                            y = ShapeOf(r.outputs(0));
+      // aten::convolution records `transposed` (and `groups`); without scalars (an older
+      // harness) the op's name or a growing output tells.
       bool grows = y.size() == x.size();
       for (size_t i = 2; grows && i < x.size(); ++i) grows = y[i] > x[i];
-      if (op->name.find("transpose") != std::string::npos || grows) out_.tags.insert("transposed");
-      bool depthwise = w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1;
-      if (depthwise) out_.tags.insert("depthwise");
-      if (!depthwise && w.size() >= 2 && w[1] > 0 && x[1] / w[1] > 1 &&
-          !out_.tags.count("transposed")) {
-        out_.tags.insert("grouped");
+      auto flag = out_.scalars.find("transposed");
+      const bool transposed = flag != out_.scalars.end()
+                                  ? flag->second != 0
+                                  : op->name.find("transpose") != std::string::npos || grows;
+      if (transposed) {
+        out_.tags.insert("transposed");
+        // The weight is (C_in, C_out / groups, *k): the groups come from the scalars.
+        if (ScalarArg(out_, "groups", 1) > 1) out_.tags.insert("grouped");
+      } else {
+        bool depthwise = w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1;
+        if (depthwise) out_.tags.insert("depthwise");
+        if (!depthwise && w.size() >= 2 && w[1] > 0 && x[1] / w[1] > 1) {
+          out_.tags.insert("grouped");
+        }
       }
       out_.batch = x[0];
       out_.weight_shape = w;

@@ -350,6 +350,25 @@ TEST_CASE("Recognition: conv, pooling, scans, unknown, empty") {
         {{{16, 64, 18, 18, 18}}});
   CHECK(Recognize(tr).variant == "conv3d");
   CHECK(Recognize(tr).tags.count("transposed"));
+  // The recorded `transposed` flag decides when present: a 1 x 1, stride-1 transposed conv
+  // does not grow its output; a transposed conv with C_out = 1 is not depthwise; its
+  // groups come from the scalars (the weight is (C_in, C_out / groups, *k)).
+  auto transposed = [](double groups, int64_t cout_per_group) {
+    OpSignature sig;
+    AddOp(&sig, "aten::convolution", {{{2, 8, 5, 6}}, {{8, cout_per_group, 1, 1}}},
+          {{{2, cout_per_group * static_cast<int64_t>(groups), 5, 6}}},
+          {{"transposed", 1.0}, {"groups", groups}, {"stride.0", 1.0}});
+    return Recognize(sig);
+  };
+  RecognizedOp t1 = transposed(1, 1);
+  CHECK(t1.tags.count("transposed"));
+  CHECK_FALSE(t1.tags.count("depthwise"));
+  CHECK_FALSE(t1.tags.count("grouped"));
+  CHECK(transposed(2, 4).tags.count("grouped"));
+  OpSignature plain;  // transposed = 0 recorded: a standard conv
+  AddOp(&plain, "aten::convolution", {{{2, 8, 5, 6}}, {{16, 8, 1, 1}}}, {{{2, 16, 5, 6}}},
+        {{"transposed", 0.0}, {"groups", 1.0}});
+  CHECK_FALSE(Recognize(plain).tags.count("transposed"));
 
   OpSignature mp;
   AddOp(&mp, "aten::max_pool2d_with_indices", {{{16, 32, 128, 128}}},

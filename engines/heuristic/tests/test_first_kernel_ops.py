@@ -1,0 +1,108 @@
+"""The heuristic brain's first kernel for ops outside the suite's 44 problems, end to end:
+KernelBench-style models of InstanceNorm, Frobenius normalization, p-norm / var / std
+reductions, a transposed and a grouped convolution and the tanh GELU. For each: record
+the op signature with the harness, ask the C++ brain for its first kernel
+(`kagent-template-render --first-kernel`), check the template it chose, and compare the
+kernel with the reference the harness's way under Triton's interpreter (helpers from
+test_problems_first_kernel.py). Skipped without the binary.
+"""
+import pytest
+import torch
+import torch.nn as nn
+
+from test_problems_first_kernel import BINARY, _exec, _first_kernel, compare, record
+
+pytestmark = pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+
+
+class InstanceNorm(nn.Module):  # KernelBench level 1's spelling
+    def __init__(self, num_features, **kwargs):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(num_features=num_features, **kwargs)
+
+    def forward(self, x):
+        return self.inorm(x)
+
+
+def Lambda(fn):
+    """A model class whose forward is fn, with a constructor that takes no arguments (as
+    KernelBench's activation, norm and reduction models with fixed arguments)."""
+    class Model(nn.Module):
+        def forward(self, x):
+            return fn(x)
+    return Model
+
+
+class ConvTranspose(nn.Module):  # KernelBench's argument order
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=False):
+        super().__init__()
+        self.conv_transpose2d = nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   output_padding=output_padding,
+                                                   groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv_transpose2d(x)
+
+
+class GroupedConv(nn.Module):  # KernelBench's argument order (nn.Conv2d's)
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=False):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride,
+                              padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def _x(*shape):
+    return torch.randn(*shape)
+
+
+# name: (model class, constructor args, kwargs, inputs factory, expected template)
+CASES = {
+    "instance_norm": (InstanceNorm, [8], {}, lambda: [_x(2, 8, 9, 7)], "channel_norm"),
+    "instance_norm_affine": (InstanceNorm, [8], {"affine": True}, lambda: [_x(2, 8, 9, 7)],
+                             "channel_norm"),
+    "frobenius": (Lambda(lambda x: x / torch.norm(x, p="fro")), [], {},
+                  lambda: [_x(4, 8, 9, 7)], "frobenius_norm"),
+    "l2_norm_dim": (Lambda(lambda x: torch.norm(x, p=2, dim=1)), [], {},
+                    lambda: [_x(4, 37, 9)], "reduce_dim"),
+    "l1_norm_last": (Lambda(lambda x: torch.linalg.vector_norm(x, ord=1, dim=-1)), [], {},
+                     lambda: [_x(6, 100)], "reduce_dim"),
+    "var_biased": (Lambda(lambda x: torch.var(x, dim=1, unbiased=False)), [], {},
+                   lambda: [_x(4, 37, 9)], "reduce_dim"),
+    "std_last": (Lambda(lambda x: torch.std(x, dim=-1, keepdim=True)), [], {},
+                 lambda: [_x(6, 100)], "reduce_dim"),
+    "conv_transpose2d": (ConvTranspose, [8, 6, 3, 2, 1, 1], {}, lambda: [_x(2, 8, 7, 5)],
+                         "conv_transpose2d"),
+    "grouped_conv2d": (GroupedConv, [8, 12, 3, 1, 1, 1, 4], {}, lambda: [_x(2, 8, 9, 7)],
+                       "conv2d_implicit_gemm"),
+    "gelu_tanh": (Lambda(nn.GELU(approximate="tanh")), [], {}, lambda: [_x(16, 1000)],
+                  "elementwise"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_first_kernel_matches_reference(name):
+    cls, args, kwargs, inputs_fn, template = CASES[name]
+    torch.manual_seed(1234)
+    model = cls(*args, **kwargs)
+    inputs = inputs_fn()
+    source, moves = _first_kernel(record(model, inputs))
+    assert source.startswith("# kagent-template: " + template), moves
+    torch.manual_seed(1234)
+    cand = _exec(source, name)(*args, **kwargs)
+    ref_state, own = model.state_dict(), cand.state_dict()
+    if own and set(own) == set(ref_state):
+        cand.load_state_dict(ref_state)
+    with torch.no_grad():
+        ref = model(*inputs)
+        out = cand(*[t.clone() for t in inputs])
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    atol, rtol = compare.tolerances([ref])
+    rms = ref.double().pow(2).mean().sqrt().item() if ref.numel() else 0.0
+    res = compare.compare([ref], [out], atol * max(1.0, rms), rtol)
+    assert res["ok"], f"{name} ({moves.strip()}): {res['reason']}"
