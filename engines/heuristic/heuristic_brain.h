@@ -1,8 +1,8 @@
 // HeuristicBrain: the embedded, deterministic KernelBrain (no network).
 //
 // FirstKernel recognizes the problem's op from its op signature, picks a template of the
-// op class whose conditions of use hold (see SelectTemplate) and renders it with defaults
-// sized for the shapes and the GPU (SM count).
+// op class whose conditions of use hold and renders it with params sized for the shapes
+// and the GPU (SelectTemplate and TemplateParamsFor, template_rules.h).
 //
 // ApplyFix applies one prescription to a parent kernel:
 //   * template_switch set: re-renders the named template for the recognized op (its
@@ -37,22 +37,10 @@
 #include "absl/status/statusor.h"
 #include "engines/heuristic/op_recognition.h"
 #include "engines/heuristic/template_library.h"
+#include "engines/heuristic/template_rules.h"
 #include "engines/kernel_brain.h"
 
 namespace kagent {
-
-// Template id aliases accepted in Prescription.template_switch (e.g. the analyzer's
-// database names) -> template ids of the library.
-const std::map<std::string, std::string>& TemplateAliases();
-
-// The params (knobs and shape params) of template `id` for this op, or
-// FAILED_PRECONDITION naming the condition that does not hold. `gpu` may be null.
-absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
-    const TemplateInfo& info, const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
-
-// The template FirstKernel uses for this op: UNIMPLEMENTED when the class has no family.
-absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op,
-                                           const kagent::v1::GpuSpec* gpu);
 
 class HeuristicBrain : public KernelBrain {
  public:

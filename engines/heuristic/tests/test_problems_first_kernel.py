@@ -3,7 +3,7 @@
 For each problem: record the reference's op signature with the harness, ask the C++ brain
 for its first kernel (`kagent-template-render --first-kernel`, found through
 KAGENT_TEMPLATE_RENDER or in build/), check the template it chose (PROBLEMS, which mirrors
-SelectTemplate in heuristic_brain.cc), and compare it with the reference the harness's way
+SelectTemplate in template_rules.cc), and compare it with the reference the harness's way
 (one seed for both constructors, the reference's state_dict loaded when the keys match,
 |c - r| <= atol * max(1, RMS(r)) + rtol * |r| with the default tolerances by dtype), at
 KAGENT_PROBLEM_SCALE (default here 300; the scans at their 3-row floor, since the
