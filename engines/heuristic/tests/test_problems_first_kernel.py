@@ -171,12 +171,12 @@ def test_no_template_is_unimplemented(name, monkeypatch):
     assert "UNIMPLEMENTED: no template family" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("name", _params())
-def test_first_kernel_matches_reference(name, monkeypatch):
-    prob, init, model, inputs, sig = _problem(name, monkeypatch)
-    source, moves = _first_kernel(sig)
-    assert source.startswith("# kagent-template: " + PROBLEMS[name]), moves
-    torch.manual_seed(1234)
+def assert_matches_reference(name, model, init, inputs, source, moves, seed=1234):
+    """The first kernel `source` against the reference `model` the harness's way: the
+    candidate built from the same constructor arguments under the same seed, the
+    reference's state_dict loaded when the keys and shapes match, outputs compared with
+    atol * max(1, RMS) and rtol by dtype."""
+    torch.manual_seed(seed)
     cand = _exec(source, name)(*init)
     ref_state, own = model.state_dict(), cand.state_dict()
     if own and set(own) == set(ref_state) and all(own[k].shape == ref_state[k].shape for k in own):
@@ -189,3 +189,11 @@ def test_first_kernel_matches_reference(name, monkeypatch):
     rms = ref.double().pow(2).mean().sqrt().item() if ref.numel() else 0.0
     res = compare.compare([ref], [out], atol * max(1.0, rms), rtol)
     assert res["ok"], f"{name} ({moves.strip()}): {res['reason']}"
+
+
+@pytest.mark.parametrize("name", _params())
+def test_first_kernel_matches_reference(name, monkeypatch):
+    prob, init, model, inputs, sig = _problem(name, monkeypatch)
+    source, moves = _first_kernel(sig)
+    assert source.startswith("# kagent-template: " + PROBLEMS[name]), moves
+    assert_matches_reference(name, model, init, inputs, source, moves)
