@@ -13,6 +13,8 @@ import json
 import os
 import sys
 
+from doc_output import write_or_check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 HEADER = """\
@@ -159,20 +161,7 @@ def main():
     args = parser.parse_args()
     with open(args.db, encoding="utf-8") as f:
         db = json.load(f)
-    text = render(db)
-    if args.check:
-        try:
-            with open(args.out, encoding="utf-8") as f:
-                current = f.read()
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            sys.stderr.write("{} is stale: run scripts/gen_optimization_db_doc.py\n".format(args.out))
-            return 1
-        return 0
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    return write_or_check(args.out, render(db), args.check, "scripts/gen_optimization_db_doc.py")
 
 
 if __name__ == "__main__":

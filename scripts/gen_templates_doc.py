@@ -17,6 +17,8 @@ import os
 import re
 import sys
 
+from doc_output import write_or_check
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TEMPLATES = os.path.join(ROOT, "engines", "heuristic", "templates")
 HEADING = re.compile(r"^### `([a-z0-9_]+)` — ")
@@ -92,15 +94,7 @@ def main():
     args = parser.parse_args()
     with open(args.doc, encoding="utf-8") as f:
         current = f.read()
-    text = render(current)
-    if args.check:
-        if current != text:
-            sys.stderr.write("{} is stale: run scripts/gen_templates_doc.py\n".format(args.doc))
-            return 1
-        return 0
-    with open(args.doc, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    return write_or_check(args.doc, render(current), args.check, "scripts/gen_templates_doc.py")
 
 
 if __name__ == "__main__":
