@@ -1,4 +1,4 @@
-"""The heuristic brain's first kernel for every problem of the suite (problems/01-44).
+"""The heuristic brain's first kernel for every problem of the suite (problems/).
 
 For each problem: record the reference's op signature with the harness, ask the C++ brain
 for its first kernel (`kagent-template-render --first-kernel`, found through
@@ -97,6 +97,14 @@ PROBLEMS = {
     "42_cosine_similarity_loss_fp32": "loss_rows",
     "43_cumsum_fp32": "scan_rows",
     "44_cumprod_fp32": "scan_rows",
+    "45_conv_transpose2d_fp32": "conv_transpose2d",
+    # Dilated, grouped, and strided with a non-square kernel: conv2d_implicit_gemm takes
+    # stride, padding, dilation and groups from the constructor's arguments (nn.Conv2d order).
+    "46_conv2d_dilated_bf16": "conv2d_implicit_gemm",
+    "47_conv2d_grouped_fp32": "conv2d_implicit_gemm",
+    "48_conv2d_strided_asymmetric_fp32": "conv2d_implicit_gemm",
+    "49_conv3d_fp32": UNIMPLEMENTED,
+    "50_conv1d_bf16": UNIMPLEMENTED,
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000"}
 # First kernels known to be wrong, with why; strict, so a fix shows up as XPASS.
