@@ -391,6 +391,88 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         "num_warps", "x2");
 }
 
+TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {
+  HeuristicBrain brain = MakeBrain();
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  auto check = [&](const v1::OpSignature& sig, std::vector<std::string> fragments,
+                   const v1::GpuSpec* g, const std::string& knob, const std::string& change) {
+    auto r = brain.FirstKernel({&problem, &sig, g});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv3d_implicit_gemm");
+    for (const std::string& f : fragments) {
+      INFO(f);
+      CHECK(absl::StrContains(r->kernel.source(), f));
+    }
+    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
+    INFO(tuned.status().ToString());
+    REQUIRE(tuned.ok());
+    REQUIRE(tuned->edits.size() == 1);
+  };
+  // KernelBench's asymmetric Conv3d: kernel (3, 5, 7), stride (1, 2, 1), padding (0, 1, 3),
+  // groups 2, bias, as aten::convolution records it: the layer from the params alone.
+  v1::OpSignature asym;
+  AddOp(&asym, "aten::convolution", {{{2, 8, 16, 32, 32}}, {{12, 4, 3, 5, 7}}, {{12}}},
+        {{{2, 12, 14, 16, 32}}},
+        {{"stride.0", 1.0}, {"stride.1", 2.0}, {"stride.2", 1.0}, {"padding.0", 0.0},
+         {"padding.1", 1.0}, {"padding.2", 3.0}, {"dilation.0", 1.0}, {"dilation.1", 1.0},
+         {"dilation.2", 1.0}, {"transposed", 0.0}, {"groups", 2.0}});
+  check(asym,
+        {"dims = 3\n", "\"recorded\" == \"torch\"", "in_channels, out_channels = 8, 12\n",
+         "kernel_size = _per_dim(dims, 3, 5, 7)", "stride = _per_dim(dims, 1, 2, 1)",
+         "padding = _per_dim(dims, 0, 1, 3)", "dilation = _per_dim(dims, 1, 1, 1)",
+         "groups = 2\n", "bias = True\n", "BLOCK_M = 64\n", "BLOCK_N = 16\n", "BLOCK_K = 16\n",
+         "INPUT_PRECISION=\"ieee\""},
+        &gpu, "BLOCK_N", "x2");
+  // A large fp32 Conv3d without scalars (an older harness): stride and padding inferred;
+  // on sm_90 the 2-D rule's 256 x 128 tiles with tf32x3, on the CPU worker exact dots.
+  v1::OpSignature big;
+  AddOp(&big, "aten::convolution", {{{4, 64, 16, 32, 32}}, {{128, 64, 3, 3, 3}}},
+        {{{4, 128, 16, 32, 32}}});
+  check(big,
+        {"padding = _per_dim(dims, 1, 1, 1)", "stride = _per_dim(dims, 1, 1, 1)",
+         "bias = False\n", "BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n",
+         "num_warps=8", "INPUT_PRECISION=\"tf32x3\""},
+        &gpu, "BLOCK_M", "/2");
+  v1::GpuSpec cpu;
+  check(big, {"BLOCK_M = 64\n", "BLOCK_N = 64\n", "INPUT_PRECISION=\"ieee\""}, &cpu,
+        "num_stages", "-1");
+  // nn.Conv1d(16, 32, 5, stride=2, padding=2, dilation=2, groups=4), bf16: dims 1, the
+  // W params, unit D and H.
+  v1::OpSignature c1;
+  AddOp(&c1, "aten::convolution",
+        {{{8, 16, 1000}, "bfloat16"}, {{32, 4, 5}, "bfloat16"}, {{32}, "bfloat16"}},
+        {{{8, 32, 498}, "bfloat16"}},
+        {{"stride.0", 2.0}, {"padding.0", 2.0}, {"dilation.0", 2.0}, {"transposed", 0.0},
+         {"groups", 4.0}});
+  check(c1,
+        {"dims = 1\n", "kernel_size = _per_dim(dims, 1, 1, 5)",
+         "stride = _per_dim(dims, 1, 1, 2)", "padding = _per_dim(dims, 0, 0, 2)",
+         "dilation = _per_dim(dims, 1, 1, 2)", "groups = 4\n", "bias = True\n",
+         "BLOCK_M = 128\n", "BLOCK_N = 16\n", "BLOCK_K = 16\n", "num_stages=4"},
+        &gpu, "BLOCK_K", "x2");
+  // Transposed 1-D (and 3-D) convolutions have no template; the 2-D template refuses a 3-D
+  // conv and the 3-D one a 2-D conv.
+  v1::OpSignature t1;
+  AddOp(&t1, "aten::convolution", {{{2, 8, 10}}, {{8, 4, 3}}}, {{{2, 4, 12}}},
+        {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"transposed", 1.0},
+         {"groups", 1.0}});
+  CHECK(brain.FirstKernel({&problem, &t1, &gpu}).status().code() ==
+        absl::StatusCode::kUnimplemented);
+  CHECK(brain.RenderFor("implicit_gemm", big, &gpu).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  v1::OpSignature conv2d;
+  AddOp(&conv2d, "aten::convolution", {{{16, 64, 32, 32}}, {{128, 64, 3, 3}}},
+        {{{16, 128, 32, 32}}});
+  auto sw = brain.RenderFor("conv3d", conv2d, &gpu);
+  CHECK(sw.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(sw.status().message(), "2-D: conv2d_implicit_gemm"));
+  auto c1k = brain.RenderFor("conv1d", c1, &gpu);
+  REQUIRE(c1k.ok());
+}
+
 TEST_CASE("Brain: a memory-bound pooling kernel widens its output rows") {
   HeuristicBrain brain = MakeBrain();
   v1::GpuSpec gpu = H200();

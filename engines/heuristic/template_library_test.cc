@@ -23,7 +23,8 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
                          "gemm_tiled", "gemm_split_k", "softmax_online", "row_norm",
                          "reduce_dim", "elementwise", "scan_rows", "pool_nd", "loss_reduce",
                          "conv2d_implicit_gemm", "conv2d_depthwise", "loss_rows",
-                         "channel_norm", "gemm_persistent_tma", "frobenius_norm"}) {
+                         "channel_norm", "gemm_persistent_tma", "frobenius_norm",
+                         "conv3d_implicit_gemm"}) {
     INFO(id);
     REQUIRE(lib->Find(id) != nullptr);
     auto src = lib->Render(id, {});

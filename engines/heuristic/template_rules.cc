@@ -186,6 +186,10 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"deconv", "conv_transpose2d"},
       {"conv_depthwise", "conv2d_depthwise"},
       {"dwconv", "conv2d_depthwise"},
+      {"conv3d", "conv3d_implicit_gemm"},
+      {"conv1d", "conv3d_implicit_gemm"},
+      {"conv1d_implicit_gemm", "conv3d_implicit_gemm"},
+      {"implicit_gemm_3d", "conv3d_implicit_gemm"},
   };
   return *m;
 }
@@ -668,6 +672,80 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     p["INPUT_PRECISION"] = "ieee";
     return p;
   }
+  if (t.id == "conv3d_implicit_gemm") {
+    const bool one_d = op.variant == "conv1d";
+    if ((op.variant != "conv3d" && !one_d) || op.tags.count("transposed")) {
+      return Precondition(t, absl::StrCat("serves 3-D and 1-D convolutions, not transposed "
+                                          "(2-D: conv2d_implicit_gemm), the problem is ",
+                                          DescribeOp(op)));
+    }
+    const size_t rank = one_d ? 3 : 5;
+    const std::vector<int64_t>& x = op.input_shape;
+    const std::vector<int64_t>& w = op.weight_shape;
+    if (w.size() != rank || x.size() != rank || w[1] <= 0 || x[1] % w[1] != 0 ||
+        w[0] % (x[1] / w[1]) != 0 || x[1] > 1048576 || w[0] > 1048576) {
+      return Precondition(t, "convolution shapes unknown");
+    }
+    const int64_t groups = x[1] / w[1];
+    if (groups > 65535) return Precondition(t, "more than 65535 groups (the grid's axis-1 limit)");
+    // The layer comes from the params alone (CTOR recorded), so the reference's constructor
+    // order does not matter: stride, padding and dilation per dim from aten::convolution's
+    // recorded scalars (stride.i for spatial dim i); without them (an older harness) the
+    // stride and padding inferred from the shapes, with dilation 1. A 1-D conv is the
+    // template's W dim, with unit D and H.
+    const int nd = static_cast<int>(rank) - 2;
+    const bool recorded = op.scalars.count("stride.0") > 0;
+    if (!recorded && !op.tags.count("conv_params_inferred")) {
+      return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
+    }
+    static const char* const kDims[] = {"D", "H", "W"};
+    struct Arg {
+      const char* scalar;
+      const char* param;
+      int64_t lo, hi, inferred, unit;
+    };
+    const Arg args[] = {{"stride", "STRIDE", 1, 16, op.stride, 1},
+                        {"padding", "PADDING", 0, 64, op.padding, 0},
+                        {"dilation", "DILATION", 1, 16, op.dilation, 1}};
+    for (int d = 0; d < 3; ++d) {
+      const int i = d - (3 - nd);  // the op's spatial dim; < 0 for a 1-D conv's D and H
+      for (const Arg& a : args) {
+        const double v = i < 0      ? a.unit
+                         : recorded ? ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN)
+                                    : a.inferred;
+        if (std::isnan(v) || v < a.lo || v > a.hi) {
+          return Precondition(t, absl::StrCat(a.scalar, " not recorded or outside [", a.lo,
+                                              ", ", a.hi, "]"));
+        }
+        p[absl::StrCat(a.param, "_", kDims[d])] = absl::StrCat(static_cast<int64_t>(v));
+      }
+      const int64_t k = i < 0 ? 1 : w[2 + i];
+      if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
+      p[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
+    }
+    // Tiles as the 2-D implicit GEMM's (per group), including its tf32x3 rule for large
+    // fp32 convolutions on sm_80+; not measured for 3-D or 1-D on a GPU.
+    const int64_t cin = w[1], cout = w[0] / groups;
+    const std::vector<int64_t>& out = op.output_shape.size() == rank ? op.output_shape : x;
+    const int64_t voxels = out[0] * Prod(out, 2, rank);
+    const bool tf32x3 = !half && SmVersion(gpu) >= 80 && cout >= 128 && voxels >= 65536;
+    const int64_t bm = tf32x3 ? 256 : half ? 128 : 64;
+    const int64_t bn = tf32x3 ? 128 : Clamp(NextPow2(cout), 16, half ? 128 : 64);
+    p["BLOCK_M"] = std::to_string(bm);
+    p["BLOCK_N"] = std::to_string(bn);
+    p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
+    p["GROUP_M"] = "8";
+    p["num_warps"] = bm * bn >= 4096 ? "8" : "4";
+    p["num_stages"] = half ? "4" : "3";
+    p["DIMS"] = one_d ? "1" : "3";
+    p["CTOR"] = "recorded";
+    p["IN_CHANNELS"] = std::to_string(x[1]);
+    p["OUT_CHANNELS"] = std::to_string(w[0]);
+    p["GROUPS"] = std::to_string(groups);
+    p["BIAS"] = op.has_bias ? "True" : "False";
+    p["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
+    return p;
+  }
   if (t.op_class == "conv") {
     if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise")) {
       return Precondition(t, absl::StrCat("implicit GEMM serves standard and grouped 2-D "
@@ -766,6 +844,12 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {
     return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";
+  }
+  // 3-D and 1-D convolutions (1-D runs as 3-D with unit depth and height), groups >= 1;
+  // transposed ones have no template.
+  if (op.op_class == "conv" && (op.variant == "conv3d" || op.variant == "conv1d") &&
+      !op.tags.count("transposed")) {
+    return "conv3d_implicit_gemm";
   }
   return absl::UnimplementedError(absl::StrCat("no template family for ", DescribeOp(op),
                                                op.reason.empty() ? "" : " (" + op.reason + ")"));
