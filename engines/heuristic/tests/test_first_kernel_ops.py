@@ -57,6 +57,29 @@ class GroupedConv(nn.Module):  # KernelBench's argument order (nn.Conv2d's)
         return self.conv(x)
 
 
+class Conv3dKxKx1(nn.Module):  # KernelBench level 1: a (k, k, 1) kernel built from an int
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=False):
+        super().__init__()
+        self.conv3d = nn.Conv3d(in_channels, out_channels, (kernel_size, kernel_size, 1),
+                                stride=stride, padding=padding, dilation=dilation,
+                                groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv3d(x)
+
+
+class Conv1dDilatedStrided(nn.Module):  # KernelBench level 1's order: no padding argument
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, dilation=1,
+                 bias=False):
+        super().__init__()
+        self.conv1d = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride,
+                                dilation=dilation, bias=bias)
+
+    def forward(self, x):
+        return self.conv1d(x)
+
+
 def _x(*shape):
     return torch.randn(*shape)
 
@@ -82,6 +105,12 @@ CASES = {
                        "conv2d_implicit_gemm"),
     "gelu_tanh": (Lambda(nn.GELU(approximate="tanh")), [], lambda: [_x(16, 1000)],
                   "elementwise"),
+    # 3-D and 1-D convolutions whose constructors are not nn.Conv3d's / nn.Conv1d's order:
+    # the candidate builds its layer from the recorded op (CTOR recorded).
+    "conv3d_kxkx1_grouped": (Conv3dKxKx1, [4, 8, 3, 1, 1, 1, 2, True],
+                             lambda: [_x(1, 4, 4, 5, 6)], "conv3d_implicit_gemm"),
+    "conv1d_dilated_strided": (Conv1dDilatedStrided, [6, 10, 3, 2, 3, True],
+                               lambda: [_x(2, 6, 40)], "conv3d_implicit_gemm"),
 }
 
 

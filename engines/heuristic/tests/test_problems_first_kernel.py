@@ -103,8 +103,8 @@ PROBLEMS = {
     "46_conv2d_dilated_bf16": "conv2d_implicit_gemm",
     "47_conv2d_grouped_fp32": "conv2d_implicit_gemm",
     "48_conv2d_strided_asymmetric_fp32": "conv2d_implicit_gemm",
-    "49_conv3d_fp32": UNIMPLEMENTED,
-    "50_conv1d_bf16": UNIMPLEMENTED,
+    "49_conv3d_fp32": "conv3d_implicit_gemm",
+    "50_conv1d_bf16": "conv3d_implicit_gemm",
     # InstanceNorm2d reaches the dispatcher as aten::native_batch_norm in training mode on
     # the input viewed as (1, N * C, H, W): channel_norm refuses it (KNOWN_WRONG).
     "51_instance_norm_fp32": "channel_norm",
