@@ -1,9 +1,13 @@
 # kagent-template: row_norm
-# LayerNorm / RMSNorm over a contiguous range of dims. The input is viewed as
-# (OUTER, R, INNER) with R the normalized elements; each program owns one outer index and
-# BLOCK_I inner columns. Pass 1 walks R in BLOCK_R chunks accumulating statistics in fp32
-# (LayerNorm: chunked Welford merge of mean and M2, numerically stable; RMSNorm: sum of
-# squares); pass 2 normalizes and applies the optional affine weight/bias (indexed by r).
+# LayerNorm / RMSNorm over a contiguous range of dims, and x / ||x||_1 or x / ||x||_2
+# along them (NORM l1: torch's x / x.abs().sum(dims, keepdim=True); l2: x / torch.norm(x,
+# p=2, dim=dims, keepdim=True); no eps, so a zero slice gives nan as in torch; the norm is
+# rounded to the input's dtype, as torch's norm and sum return it, then divides in fp32).
+# The input is viewed as (OUTER, R, INNER) with R the normalized elements; each program
+# owns one outer index and BLOCK_I inner columns. Pass 1 walks R in BLOCK_R chunks
+# accumulating statistics in fp32 (LayerNorm: chunked Welford merge of mean and M2,
+# numerically stable; RMSNorm and l2: sum of squares; l1: sum of |x|); pass 2 normalizes
+# and applies the optional affine weight/bias (indexed by r).
 # When R fits one chunk (R <= BLOCK_R) the program keeps its tile in registers and reads
 # the input once (ONE_PASS): statistics, then normalize from the same values.
 # Chunk layout (_chunk): INNER == 1 (ROW, the normalized elements are contiguous, e.g. the
@@ -53,6 +57,15 @@ def _affine(y, w_ptr, b_ptr, r, R, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
 
 
 @triton.jit
+def _lp_norm(s, dtype, NORM: tl.constexpr):
+    # The l1 / l2 norm from its fp32 sum (of |x| / of x^2), rounded to the input's dtype
+    # (torch's norm and sum return it in that dtype), back in fp32 for the division.
+    if NORM == "l2":
+        s = tl.sqrt_rn(s)
+    return s.to(dtype).to(tl.float32)
+
+
+@triton.jit
 def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
                     BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, NORM: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE_PASS: tl.constexpr,
@@ -64,11 +77,16 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
     if ONE_PASS:
         r, offs, mask = _chunk(base, 0, offs_i, R, INNER, BLOCK_R, ROW)
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        if NORM == "layer":
-            mean = tl.sum(x, axis=0) / R
-            x = tl.where(mask, x - mean, 0.0)
-        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / R + eps)
-        y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
+        if NORM == "l1":
+            y = tl.div_rn(x, _lp_norm(tl.sum(tl.abs(x), axis=0), y_ptr.dtype.element_ty, NORM))
+        elif NORM == "l2":
+            y = tl.div_rn(x, _lp_norm(tl.sum(x * x, axis=0), y_ptr.dtype.element_ty, NORM))
+        else:
+            if NORM == "layer":
+                mean = tl.sum(x, axis=0) / R
+                x = tl.where(mask, x - mean, 0.0)
+            rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / R + eps)
+            y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
         return
     mean = _stat(0.0, BLOCK_I, ROW)
@@ -86,15 +104,23 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
             delta = c_mean - mean
             mean = mean + delta * (n_chunk / n_new)
             m2 = m2 + c_m2 + delta * delta * (count * n_chunk / n_new)
+        elif NORM == "l1":
+            m2 += tl.sum(tl.abs(x), axis=0)
         else:
             m2 += tl.sum(x * x, axis=0)
-    rstd = 1.0 / tl.sqrt(m2 / R + eps)
+    if NORM == "l1" or NORM == "l2":
+        den = _lp_norm(m2, y_ptr.dtype.element_ty, NORM)
+    else:
+        rstd = 1.0 / tl.sqrt(m2 / R + eps)
     for r0 in range(0, R, BLOCK_R):
         r, offs, mask = _chunk(base, r0, offs_i, R, INNER, BLOCK_R, ROW)
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        if NORM == "layer":
-            x = x - mean
-        y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
+        if NORM == "l1" or NORM == "l2":
+            y = tl.div_rn(x, den)
+        else:
+            if NORM == "layer":
+                x = x - mean
+            y = _affine(x * rstd, w_ptr, b_ptr, r, R, HAS_W, HAS_B)
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 

@@ -230,3 +230,125 @@ def test_reduce_argmax_ties_and_noncontiguous():
     y = torch.randn(9, 6).t()
     model = load_model_new("reduce_dim", OP="sum", DIM=0, BLOCK_R=4, BLOCK_I=4)(0)
     torch.testing.assert_close(model(y), y.sum(0), atol=1e-5, rtol=1e-5)
+
+
+# NORM l1 / l2 (AFFINE none): x / x.abs().sum(dims, keepdim=True) and
+# x / torch.norm(x, p=2, dim=dims, keepdim=True), KernelBench's L1Norm / L2Norm, exactly
+# torch's semantics: no eps, so a zero slice is nan and an inf entry gives nan / 0.
+LP_REF = {
+    "l1": lambda x, d: x / torch.sum(torch.abs(x), dim=d, keepdim=True),
+    "l2": lambda x, d: x / torch.norm(x, p=2, dim=d, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("shape,dim,num_dims,blocks", [
+    ((5, 37), 1, 1, dict(BLOCK_R=8)),              # 5 chunks, the last one partial
+    ((5, 37), 1, 1, dict(BLOCK_R=64)),             # one pass, masked
+    ((3, 1), 1, 1, dict(BLOCK_R=8)),               # R == 1
+    ((1, 1), 1, 1, dict(BLOCK_R=1)),
+    ((7, 64), -1, 1, dict(BLOCK_R=16)),            # 4 full chunks
+    ((2, 3, 40), 1, 2, dict(BLOCK_R=32)),          # R = 120 over two dims
+    ((4, 9, 5), 1, 1, dict(BLOCK_R=4, BLOCK_I=2)),  # INNER 5: 2-D tiles, 3 chunks, 3 inner blocks
+    ((4, 9, 5), 1, 1, dict(BLOCK_R=16, BLOCK_I=8)),  # 2-D tiles, one pass
+    ((6, 5), 0, 1, dict(BLOCK_R=4, BLOCK_I=4)),    # dim 0 of a matrix: INNER 5
+    ((2, 5, 3, 4), 1, 1, dict(BLOCK_R=2, BLOCK_I=8)),
+])
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_lp_norm(shape, dim, num_dims, blocks, norm):
+    torch.manual_seed(9)
+    x = torch.randn(*shape) * 3
+    model = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=dim, NUM_DIMS=num_dims,
+                           **blocks)()
+    d = dim % x.dim()
+    dims = tuple(range(d, d + num_dims))
+    ref = LP_REF[norm](x, dims)
+    out = model(x)
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    torch.testing.assert_close(out, ref, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("block_r", [16, 128])  # two passes, one pass
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_lp_norm_half(block_r, norm, dtype):
+    torch.manual_seed(10)
+    x = torch.randn(6, 100, dtype=dtype)
+    out = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, BLOCK_R=block_r)()(x)
+    ref = LP_REF[norm](x, 1)  # the norm in the input's dtype, as the kernel rounds it
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), ref.float(), atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(out.float(), LP_REF[norm](x.float(), 1), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_lp_norm_noncontiguous(norm):
+    x = torch.randn(40, 12).t()  # (12, 40), non-contiguous
+    out = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, BLOCK_R=16)()(x)
+    torch.testing.assert_close(out, LP_REF[norm](x, 1), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("block_r", [4, 16])  # two passes, one pass
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+@pytest.mark.parametrize("block_i", [None, 2])  # 1-D rows; 2-D tiles over dim 1 of (3, 10, 2)
+def test_lp_norm_nonfinite_like_torch(block_r, norm, block_i):
+    # A zero slice: 0 / 0 = nan everywhere; an inf entry: the norm is inf, the slice 0 and
+    # the inf entry nan; a nan entry: the slice nan. The harness compares non-finite
+    # values exactly.
+    x = torch.randn(4, 10) if block_i is None else torch.randn(4, 10, 2)
+    x[0] = 0.0
+    x[1, 3] = float("inf")
+    x[2, 5] = float("nan")
+    params = dict(BLOCK_R=block_r) if block_i is None else dict(BLOCK_R=block_r, BLOCK_I=block_i)
+    out = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, **params)()(x)
+    ref = LP_REF[norm](x, 1)
+    assert ref[0].isnan().all() and ref[1].isnan().any() and (ref[1] == 0).any()
+    torch.testing.assert_close(out, ref, atol=1e-6, rtol=1e-5, equal_nan=True)
+    assert torch.equal(out.isinf(), ref.isinf())
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_lp_norm_fp16_overflow_like_torch(norm):
+    # fp16 rows whose norm overflows fp16 (sum |x| > 65504): torch's norm is inf, x / inf 0.
+    x = torch.full((2, 4096), 30.0, dtype=torch.float16)
+    if norm == "l2":
+        x = torch.full((2, 4096), 2000.0, dtype=torch.float16)  # sqrt(4096) * 2000 > 65504
+    out = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, BLOCK_R=1024)()(x)
+    ref = LP_REF[norm](x, 1)
+    assert torch.equal(out, ref)
+
+
+_SM90_LP = r"""
+import compile_sm90 as c
+m = c._load("row_norm", NORM="l2", AFFINE="none")
+sig = dict(x_ptr="*bf16", w_ptr="*bf16", b_ptr="*bf16", y_ptr="*bf16", R="i32", INNER="i32",
+           num_inner_blocks="i32", eps="fp32")
+for norm in ("l1", "l2", "layer"):
+    for name, block_r, block_i, one_pass, row in [("one pass 4096", 4096, 1, True, True),
+                                                  ("two passes 4096", 4096, 1, False, True),
+                                                  ("tiles 8x64", 8, 64, False, False)]:
+        c._compile(f"row_norm {norm} {name}", m.row_norm_kernel, sig,
+                   dict(BLOCK_R=block_r, BLOCK_I=block_i, NORM=norm, HAS_W=False, HAS_B=False,
+                        ONE_PASS=one_pass, ROW=row), 4, 1, aligned=("x_ptr", "y_ptr", "R"))
+"""
+
+
+def test_lp_norm_compiles_for_sm90_without_spills():
+    """NORM l1 / l2 (tl.div_rn, tl.sqrt_rn, the norm rounded to bf16) compile for Hopper on
+    both paths, as LayerNorm does (compile_sm90.py's helpers in a subprocess without the
+    interpreter; needs triton's NVIDIA backend tools, no GPU)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from test_compile_sm90 import _backend
+    if not _backend():
+        pytest.skip("triton's NVIDIA backend tools are not installed")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    r = subprocess.run([sys.executable, "-c", _SM90_LP], cwd=os.path.dirname(os.path.abspath(__file__)),
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 9, r.stdout + r.stderr[-3000:]
+    assert not [row for row in rows if "error" in row or row["stack"] != 0], rows
