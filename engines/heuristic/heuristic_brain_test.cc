@@ -762,12 +762,36 @@ TEST_CASE("Brain: instance norm through channel_norm, x / ||x||_F through froben
   CHECK(f.origin() == "template:frobenius_norm");
   CHECK(absl::StrContains(f.source(), "BLOCK = 4096"));
   CHECK(absl::StrContains(f.source(), "SPLIT = 528"));
-  // x / ||x|| along dim 1: recognized, no template.
-  v1::OpSignature l2;
-  AddOp(&l2, "aten::linalg_vector_norm", {{{16, 64}}}, {{{16, 1}}}, {{"ord", 2.0}, {"dim.0", 1.0}});
-  AddOp(&l2, "aten::div", {{{16, 64}}, {{16, 1}}}, {{{16, 64}}});
-  CHECK(brain.FirstKernel({&problem, &l2, &gpu}).status().code() ==
+  // x / ||x|| along dim 1 (KernelBench's L2Norm, 16 x 16384): row_norm, NORM l2, no
+  // affine; order 3 has no template.
+  auto l2 = [](double ord, const std::string& dtype) {
+    v1::OpSignature sig;
+    AddOp(&sig, "aten::linalg_vector_norm", {{{16, 16384}, dtype}}, {{{16, 1}, dtype}},
+          {{"ord", ord}, {"dim.0", 1.0}, {"keepdim", 1.0}});
+    AddOp(&sig, "aten::div", {{{16, 16384}, dtype}, {{16, 1}, dtype}}, {{{16, 16384}, dtype}});
+    return sig;
+  };
+  v1::KernelSource l2k = render(l2(2.0, "float32"));
+  CHECK(l2k.origin() == "template:row_norm");
+  for (const char* f : {"NORM=\"l2\"", "self.affine = \"none\"", "d0 = 1 % x.dim()",
+                        "BLOCK_R = min(4096,"}) {
+    INFO(f);
+    CHECK(absl::StrContains(l2k.source(), f));
+  }
+  v1::OpSignature l3 = l2(3.0, "float32");
+  CHECK(brain.FirstKernel({&problem, &l3, &gpu}).status().code() ==
         absl::StatusCode::kUnimplemented);
+  // KernelBench's L1Norm: x / torch.sum(torch.abs(x), dim=1, keepdim=True), bf16.
+  v1::OpSignature l1;
+  AddOp(&l1, "aten::abs", {{{16, 16384}, "bfloat16"}}, {{{16, 16384}, "bfloat16"}});
+  AddOp(&l1, "aten::sum", {{{16, 16384}, "bfloat16"}}, {{{16, 1}, "bfloat16"}},
+        {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  AddOp(&l1, "aten::div", {{{16, 16384}, "bfloat16"}, {{16, 1}, "bfloat16"}},
+        {{{16, 16384}, "bfloat16"}});
+  v1::KernelSource l1k = render(l1);
+  CHECK(l1k.origin() == "template:row_norm");
+  CHECK(absl::StrContains(l1k.source(), "NORM=\"l1\""));
+  CHECK(absl::StrContains(l1k.source(), "self.affine = \"none\""));
 }
 
 TEST_CASE("Brain: p-norm, var and std reductions along a dim through reduce_dim") {

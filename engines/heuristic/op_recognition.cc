@@ -418,9 +418,10 @@ class Recognizer {
       InferDim(*mean->record);
       return true;
     }
-    // Frobenius: x / ||x||_F, the 2-norm over every element (a scalar norm). A norm along
-    // dims (x / ||x|| over dim 1, KernelBench's L2Norm) or another order is variant
-    // vector_norm_dim, which has no template.
+    // Frobenius: x / ||x||_F, the 2-norm over every element (a scalar norm). x / ||x|| along
+    // contiguous dims (KernelBench's L2Norm, x / torch.norm(x, p=2, dim=1, keepdim=True))
+    // is variant l2, of order 1 l1; another order, or a quotient that is not x / norm(x)
+    // alone (F.normalize's clamp_min(eps)), is vector_norm_dim, which has no template.
     const Op* nrm = Find({"linalg_vector_norm", "norm", "frobenius_norm"});
     if (nrm != nullptr && Has("div") && nrm->record->inputs_size() > 0 &&
         ShapeOf(nrm->record->inputs(0)) == out_.output_shape) {
@@ -432,15 +433,78 @@ class Recognizer {
       const double ord = nrm->name == "frobenius_norm"
                              ? 2.0
                              : ScalarArg(out_, nrm->name == "norm" ? "p" : "ord", 2.0);
-      if (!scalar_norm || ord != 2.0) {
-        out_.variant = "vector_norm_dim";
-        out_.reason = absl::StrCat("x / norm(x) with ", scalar_norm ? "" : "a norm along dims",
-                                   scalar_norm || ord == 2.0 ? "" : " and ",
-                                   ord == 2.0 ? "" : absl::StrCat("order ", ord));
+      if (scalar_norm && ord == 2.0) return true;
+      std::string why;
+      // The order must be recorded: the harness leaves +-inf out.
+      const bool ord_recorded = nrm->name != "frobenius_norm" &&
+                                out_.scalars.count(nrm->name == "norm" ? "p" : "ord") > 0;
+      if (!scalar_norm && ord_recorded && (ord == 2.0 || ord == 1.0) &&
+          DividesAlongDims(*nrm, {nrm->name, "div"}, &why)) {
+        out_.variant = ord == 2.0 ? "l2" : "l1";
+        out_.reason = absl::StrCat("x / norm(x, ord ", ord, ") along dims");
+        return true;
       }
+      out_.variant = "vector_norm_dim";
+      out_.reason = absl::StrCat("x / norm(x) with ", scalar_norm ? "" : "a norm along dims",
+                                 scalar_norm || ord == 2.0 ? "" : " and ",
+                                 ord == 2.0 ? "" : absl::StrCat("order ", ord),
+                                 !scalar_norm && !ord_recorded ? " (order not recorded: +-inf)" : "",
+                                 why.empty() ? "" : absl::StrCat(" (", why, ")"),
+                                 "; row_norm has orders 1 and 2 along dims");
       return true;
     }
+    // L1: x / sum(|x|, dims, keepdim) (KernelBench's L1Norm), nothing else computed.
+    const Op* sum = Find({"sum"});
+    if (sum != nullptr && Has("abs") && Has("div") && names_.size() == 3 &&
+        sum->record->inputs_size() > 0 && ShapeOf(sum->record->inputs(0)) == out_.output_shape) {
+      std::string why;
+      if (DividesAlongDims(*sum, {"abs", "sum", "div"}, &why)) {
+        Decide(sum, "norm", "l1", "x / sum(|x|) along dims");
+        return true;  // DividesAlongDims set dim, num_dims and keepdim
+      }
+    }
     return false;
+  }
+
+  // True when the model computes x / n, n the reduction `red` of x along one contiguous
+  // range of dims, broadcast back over them (keepdim, or leading dims dropped), and the
+  // compute ops are exactly `ops`: then sets dim, num_dims and keepdim. Else false, with
+  // why.
+  bool DividesAlongDims(const Op& red, std::set<std::string> ops, std::string* why) {
+    const OpRecord& r = *red.record;
+    const Op* div = Find({"div"});
+    if (names_ != ops) {
+      *why = "other ops computed";
+      return false;
+    }
+    if (r.outputs_size() == 0 || div->record->inputs_size() != 2) {
+      *why = "not a tensor quotient";
+      return false;
+    }
+    const std::vector<int64_t> in = ShapeOf(r.inputs(0)), out = ShapeOf(r.outputs(0));
+    const int rank = in.size();
+    std::vector<int> dims = RecordedDims(r, in.size());
+    if (dims.empty() && out.size() == in.size()) {  // no dims recorded: a keepdim shape
+      for (int i = 0; i < rank; ++i) {
+        if (out[i] == 1 && in[i] != 1) dims.push_back(i);
+      }
+    }
+    if (dims.empty() || dims.back() - dims.front() + 1 != static_cast<int>(dims.size())) {
+      *why = "reduced dims not one contiguous range";
+      return false;
+    }
+    std::vector<int64_t> kept = in;
+    for (int d : dims) kept[d] = 1;
+    std::vector<int64_t> den = ShapeOf(div->record->inputs(1));
+    if (static_cast<int>(den.size()) <= rank) den.insert(den.begin(), rank - den.size(), 1);
+    if (ShapeOf(div->record->inputs(0)) != in || den != kept) {
+      *why = "the quotient does not divide each slice by its own norm";
+      return false;
+    }
+    out_.dim = dims.front();
+    out_.num_dims = static_cast<int>(dims.size());
+    out_.keepdim = static_cast<int>(out.size()) == rank;
+    return true;
   }
 
   // F.instance_norm runs as batch_norm on x viewed as (1, N*C, *) (or as

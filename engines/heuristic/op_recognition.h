@@ -15,7 +15,9 @@
 //               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...)
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
-//   norm        (variant layer, rms, batch, group, instance, frobenius)     dim, num_dims
+//   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2:
+//               x / ||x||_1,2 along contiguous dims; vector_norm_dim: another
+//               x / norm(x), no template)                                 dim, num_dims
 //               has_affine; batch (native_batch_norm, cudnn_batch_norm, ...) and group
 //               with only one of weight/bias: tag partial_affine
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)

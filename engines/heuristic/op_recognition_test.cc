@@ -303,7 +303,8 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   CHECK(instance(5, 0.0).has_affine);
 
   // torch.norm(x, p='fro') records linalg_vector_norm(ord 2) to a scalar: Frobenius; a
-  // norm along dim 1 (KernelBench's L2Norm) or of order 1 is not.
+  // norm along dim 1 (KernelBench's L2Norm) is l2, of order 1 l1; a scalar norm of
+  // order 1, another order along dims or an unrecorded one (+-inf) is vector_norm_dim.
   auto over = [](std::vector<int64_t> norm_out, double ord) {
     OpSignature sig;
     AddOp(&sig, "aten::linalg_vector_norm", {{{2, 8, 5, 6}}}, {{norm_out}},
@@ -312,11 +313,79 @@ TEST_CASE("Recognition: softmax, norms, losses") {
     return Recognize(sig);
   };
   CHECK(over({}, 2.0).variant == "frobenius");
-  RecognizedOp l2 = over({2, 1, 5, 6}, 2.0);
+  RecognizedOp l2 = over({2, 1, 5, 6}, 2.0);  // no dims recorded: from the keepdim shape
   CHECK(l2.op_class == "norm");
-  CHECK(l2.variant == "vector_norm_dim");
-  CHECK(absl::StrContains(l2.reason, "along dims"));
+  CHECK(l2.variant == "l2");
+  CHECK(l2.dim == 1);
+  CHECK(l2.num_dims == 1);
+  CHECK(l2.keepdim);
+  CHECK(over({2, 1, 5, 6}, 1.0).variant == "l1");
+  CHECK(over({2, 1, 1, 6}, 2.0).num_dims == 2);
+  RecognizedOp l3 = over({2, 1, 5, 6}, 3.0);
+  CHECK(l3.variant == "vector_norm_dim");
+  CHECK(absl::StrContains(l3.reason, "order 3"));
   CHECK(over({}, 1.0).variant == "vector_norm_dim");
+  CHECK(over({1, 8, 1, 6}, 2.0).variant == "vector_norm_dim");  // dims 0 and 2
+
+  // As the harness records KernelBench's L2Norm / L1Norm on (16, 64): the dims and keepdim
+  // from the scalars.
+  auto l2_dims = [](std::vector<int64_t> x, std::vector<int64_t> n, std::vector<int64_t> den,
+                    std::map<std::string, double> scalars,
+                    std::vector<std::string> extra = {}) {
+    OpSignature sig;
+    AddOp(&sig, "aten::linalg_vector_norm", {{x}}, {{n}}, scalars);
+    for (const std::string& e : extra) AddOp(&sig, "aten::" + e, {{n}}, {{n}});
+    AddOp(&sig, "aten::div", {{x}, {den}}, {{x}});
+    return Recognize(sig);
+  };
+  RecognizedOp kb = l2_dims({16, 64}, {16, 1}, {16, 1},
+                            {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}});
+  CHECK(kb.variant == "l2");
+  CHECK(kb.dim == 1);
+  CHECK(kb.input_shape == std::vector<int64_t>{16, 64});
+  RecognizedOp mid = l2_dims({4, 8, 33}, {4, 1, 33}, {4, 1, 33},
+                             {{"ord", 1.0}, {"dim.0", -2.0}, {"keepdim", 1.0}});
+  CHECK(mid.variant == "l1");
+  CHECK(mid.dim == 1);
+  // Without keepdim: dim 0 broadcasts back (a leading dim), dim 1 of a square does not.
+  RecognizedOp lead = l2_dims({8, 8}, {8}, {8}, {{"ord", 2.0}, {"dim.0", 0.0}, {"keepdim", 0.0}});
+  CHECK(lead.variant == "l2");
+  CHECK(lead.dim == 0);
+  CHECK_FALSE(lead.keepdim);
+  CHECK(l2_dims({8, 8}, {8}, {8}, {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 0.0}}).variant ==
+        "vector_norm_dim");
+  // ord=inf is not recorded: not l2.
+  RecognizedOp inf = l2_dims({16, 64}, {16, 1}, {16, 1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  CHECK(inf.variant == "vector_norm_dim");
+  CHECK(absl::StrContains(inf.reason, "not recorded"));
+  // F.normalize: x / norm.clamp_min(eps).expand_as(x) has an eps: no template.
+  CHECK(l2_dims({16, 64}, {16, 1}, {16, 64}, {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}},
+                {"clamp_min"}).variant == "vector_norm_dim");
+
+  // KernelBench's L1Norm: x / torch.sum(torch.abs(x), dim=1, keepdim=True).
+  auto l1 = [](std::vector<int64_t> den, std::map<std::string, double> scalars) {
+    OpSignature sig;
+    AddOp(&sig, "aten::abs", {{{16, 64}}}, {{{16, 64}}});
+    AddOp(&sig, "aten::sum", {{{16, 64}}}, {{{16, 1}}}, scalars);
+    AddOp(&sig, "aten::div", {{{16, 64}}, {den}}, {{{16, 64}}});
+    return Recognize(sig);
+  };
+  RecognizedOp kb1 = l1({16, 1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  CHECK(kb1.op_class == "norm");
+  CHECK(kb1.variant == "l1");
+  CHECK(kb1.main_op == "sum");
+  CHECK(kb1.dim == 1);
+  CHECK(kb1.num_dims == 1);
+  CHECK(kb1.keepdim);
+  CHECK(kb1.input_shape == std::vector<int64_t>{16, 64});
+  CHECK(l1({16, 1}, {}).variant == "l1");  // dims from the keepdim shape
+  // Not a per-row quotient: still the sum reduction it was.
+  CHECK(l1({16, 64}, {{"dim.0", 1.0}, {"keepdim", 1.0}}).op_class == "reduction");
+  OpSignature softsign;  // x / (1 + |x|): abs and div without a sum
+  AddOp(&softsign, "aten::abs", {{{16, 64}}}, {{{16, 64}}});
+  AddOp(&softsign, "aten::add", {{{16, 64}}}, {{{16, 64}}});
+  AddOp(&softsign, "aten::div", {{{16, 64}}, {{16, 64}}}, {{{16, 64}}});
+  CHECK(Recognize(softsign).variant == "softsign");
 
   OpSignature ce;  // cross-entropy is softmax inside: still a loss
   AddOp(&ce, "aten::_log_softmax", {{{128, 10}}}, {{{128, 10}}});

@@ -430,10 +430,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return p;
   }
   if (t.op_class == "norm") {
-    if (op.variant != "layer" && op.variant != "rms") {
+    if (op.variant != "layer" && op.variant != "rms" && op.variant != "l1" &&
+        op.variant != "l2") {
       return Precondition(t, absl::StrCat("normalization '", op.variant,
-                                          "' is not LayerNorm / RMSNorm (batch and group "
-                                          "norms: channel_norm)"));
+                                          "' is not LayerNorm / RMSNorm / x / ||x||_1,2 "
+                                          "along dims (batch and group norms: channel_norm)"));
     }
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
@@ -444,8 +445,9 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // 1.018).
     RowTiles(v, 4096, &p);
     if (v.inner == 1) p["num_warps"] = "4";
-    p["NORM"] = op.variant == "layer" ? "layer" : "rms";
-    p["AFFINE"] = !op.has_affine ? "none"
+    // l1 / l2 (x / ||x|| along dims, no eps, no weights) take AFFINE none.
+    p["NORM"] = op.variant;
+    p["AFFINE"] = !op.has_affine || op.variant == "l1" || op.variant == "l2" ? "none"
                   : op.variant == "layer" ? "layernorm_module"
                                           : "rmsnorm_module";
     p["DIM"] = std::to_string(op.dim);
@@ -813,9 +815,12 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   if (op.op_class == "softmax") return "softmax_online";
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm
   // (inference only: TemplateParamsFor refuses training mode), GroupNorm and
-  // InstanceNorm; frobenius_norm x / ||x||_F. A norm along dims (vector_norm_dim) has no
-  // template.
-  if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms")) return "row_norm";
+  // InstanceNorm; frobenius_norm x / ||x||_F. row_norm also divides by the 1- or 2-norm
+  // along dims (l1, l2); another order (vector_norm_dim) has no template.
+  if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms" ||
+                                op.variant == "l1" || op.variant == "l2")) {
+    return "row_norm";
+  }
   if (op.op_class == "norm" &&
       (op.variant == "batch" || op.variant == "group" || op.variant == "instance")) {
     return "channel_norm";

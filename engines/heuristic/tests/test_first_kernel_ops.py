@@ -1,7 +1,7 @@
 """The heuristic brain's first kernel for ops outside the suite's 44 problems, end to end:
-KernelBench-style models of InstanceNorm, Frobenius normalization, p-norm / var / std
-reductions, a transposed and a grouped convolution and the tanh GELU. For each: record
-the op signature with the harness, ask the C++ brain for its first kernel
+KernelBench-style models of InstanceNorm, Frobenius, L1 and L2 normalization, p-norm /
+var / std reductions, a transposed and a grouped convolution and the tanh GELU. For each:
+record the op signature with the harness, ask the C++ brain for its first kernel
 (`kagent-template-render --first-kernel`), check the template it chose, and compare the
 kernel with the reference the harness's way under Triton's interpreter (helpers from
 test_problems_first_kernel.py). Skipped without the binary.
@@ -111,6 +111,19 @@ CASES = {
                              lambda: [_x(1, 4, 4, 5, 6)], "conv3d_implicit_gemm"),
     "conv1d_dilated_strided": (Conv1dDilatedStrided, [6, 10, 3, 2, 3, True],
                                lambda: [_x(2, 6, 40)], "conv3d_implicit_gemm"),
+    # KernelBench level 1's L2Norm and L1Norm (`__init__(self)`), rows of 5000 (two
+    # passes), over a middle dim (2-D tiles), bf16.
+    "l2_normalize": (Lambda(lambda x: x / torch.norm(x, p=2, dim=1, keepdim=True)), [],
+                     lambda: [_x(16, 5000)], "row_norm"),
+    "l1_normalize": (Lambda(lambda x: x / torch.sum(torch.abs(x), dim=1, keepdim=True)), [],
+                     lambda: [_x(16, 5000)], "row_norm"),
+    "l2_normalize_mid_dim": (Lambda(lambda x: x / x.norm(dim=1, keepdim=True)), [],
+                             lambda: [_x(4, 37, 9)], "row_norm"),
+    "l1_normalize_bf16": (Lambda(lambda x: x / torch.sum(torch.abs(x), dim=-1, keepdim=True)),
+                          [], lambda: [_x(8, 300).bfloat16()], "row_norm"),
+    "l1_vector_norm_bf16": (Lambda(lambda x: x / torch.linalg.vector_norm(x, ord=1, dim=1,
+                                                                         keepdim=True)),
+                            [], lambda: [_x(8, 300).bfloat16()], "row_norm"),
 }
 
 
