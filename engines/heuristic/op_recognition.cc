@@ -399,10 +399,18 @@ class Recognizer {
         out_.has_affine = r.inputs_size() > 1;
         if (it->second == "group" && r.inputs_size() == 2) out_.tags.insert("partial_affine");
       }
-      // batch_norm over (1, N*C, *) that the model's output views back to (N, C, *).
+      // batch_norm over (1, N*C, *) that the model's output views back to (N, C, *). With
+      // N = 1 the view changes nothing: a training-mode batch_norm of a batch of one with no
+      // running statistics to update (x, weight?, bias? only) is per-(n, c) statistics over
+      // the spatial dims, which is instance norm whichever module asked for it.
       const std::vector<int64_t>& y = out_.output_shape;
+      auto training = out_.scalars.find("training");
+      const bool batch_of_one_stats = training != out_.scalars.end() && training->second != 0 &&
+                                      r.inputs_size() <= 3 && y.size() >= 1 && y[0] == 1;
       if (it->second == "batch" && rank >= 2 && out_.input_shape[0] == 1 &&
-          static_cast<int>(y.size()) == rank && y[0] > 1 && y[0] * y[1] == out_.input_shape[1]) {
+          static_cast<int>(y.size()) == rank &&
+          ((y[0] > 1 && y[0] * y[1] == out_.input_shape[1]) ||
+           (batch_of_one_stats && y[1] == out_.input_shape[1]))) {
         out_.variant = "instance";
       }
       if (out_.variant == "instance") InstanceNormArgs(r);

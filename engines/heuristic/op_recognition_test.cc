@@ -302,6 +302,25 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   CHECK_FALSE(tracked.has_affine);
   CHECK(instance(5, 0.0).has_affine);
 
+  // A batch of one: the view to (1, N*C, ...) changes nothing, so only the training flag
+  // with no running statistics says instance norm. BatchNorm2d (training, with its running
+  // statistics) and inference BatchNorm stay batch.
+  auto batch_of_one = [](int tensors, double training) {
+    OpSignature sig;
+    std::vector<T> in = {{{1, 16, 5, 6}}};
+    for (int i = 1; i < tensors; ++i) in.push_back({{16}});
+    AddOp(&sig, "aten::native_batch_norm", in, {{{1, 16, 5, 6}}, {{16}}, {{16}}},
+          {{"training", training}, {"momentum", 0.1}, {"eps", 1e-5}});
+    return Recognize(sig);
+  };
+  RecognizedOp one = batch_of_one(1, 1.0);
+  CHECK(one.variant == "instance");
+  CHECK(one.input_shape == std::vector<int64_t>{1, 16, 5, 6});
+  CHECK_FALSE(one.tags.count("running_stats"));
+  CHECK(batch_of_one(3, 1.0).has_affine);
+  CHECK(batch_of_one(5, 1.0).variant == "batch");  // BatchNorm2d training: running stats
+  CHECK(batch_of_one(5, 0.0).variant == "batch");  // inference
+
   // torch.norm(x, p='fro') records linalg_vector_norm(ord 2) to a scalar: Frobenius; a
   // norm along dim 1 (KernelBench's L2Norm) is l2, of order 1 l1; a scalar norm of
   // order 1, another order along dims or an unrecorded one (+-inf) is vector_norm_dim.

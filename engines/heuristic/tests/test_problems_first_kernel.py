@@ -122,12 +122,10 @@ SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
 # First kernels known to be wrong, with why; strict, so a fix shows up as XPASS.
 # (17_selu_bf16 was here until the signature recorded scalar arguments: torch.selu
 # reaches the dispatcher as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like
-# F.elu(x) without them.)
-KNOWN_WRONG = {
-    "51_instance_norm_fp32": "InstanceNorm2d records as native_batch_norm(training=1) on the "
-                             "input viewed as (1, N*C, H, W); channel_norm refuses training mode "
-                             "(FAILED_PRECONDITION), so there is no first kernel",
-}
+# F.elu(x) without them. 51_instance_norm_fp32 was here while a batch of one, which the
+# CPU scale gives it, looked like training-mode BatchNorm: InstanceNorm's view to
+# (1, N*C, H, W) changes nothing when N = 1.)
+KNOWN_WRONG = {}
 
 
 def _load(path, name):
