@@ -86,6 +86,44 @@ void RowTiles(const RowView& v, int64_t max_r, std::map<std::string, std::string
   (*p)["num_warps"] = std::to_string(std::max<int64_t>(warps, v.inner == 1 ? 4 : 2));
 }
 
+// Tiles of the implicit-GEMM convolutions (conv2d_implicit_gemm, conv3d_implicit_gemm,
+// conv_transpose2d), per group: M = output pixels, N = cout output channels, K runs over
+// cin input channels per tap. Sets BLOCK_M/N/K, GROUP_M, num_warps, num_stages and
+// INPUT_PRECISION.
+//  - Large fp32 convolutions on sm_80+ (at least 65536 output pixels, 32 output channels
+//    per group): 256 x min(128, cout) x 32 tiles, 8 warps, 3 stages, 3xTF32 dots (tf32x3,
+//    about fp32 accuracy), although they spill about 0.5-1.2 KB per thread on sm_90.
+//    Measured on an H200 (template_sweep.py; cuDNN = eager without TF32): problems/35
+//    (3 x 3, 64 -> 128) 6.26 ms against 8.77 for ieee 128 x 128 x 32 (cuDNN 3.70);
+//    problems/47 (groups 4, 32 -> 32 per group) 4.08 against 6.32 for ieee 128 x 32 x 32
+//    and 10.7 for the old 64 x 32 x 16 (cuDNN 3.51); problems/48 (5 x 3, stride 2) 5.51
+//    against 7.65 ieee (cuDNN 3.26); problems/49 (3-D, 32 -> 64) 4.39 against 6.09 ieee
+//    128 x 64 (cuDNN 2.76).
+//  - Large 16-bit convolutions on sm_90+ (128 output channels or more): 256 x 128 x 64, 8
+//    warps, 3 stages. Measured on an H200: problems/46 (bf16 3 x 3, dilation 2, 256 ->
+//    256) 6.67 ms against 10.43 for 128 x 128 x 64 / 4 stages and 10.12 for 128 x 256
+//    (cuDNN 2.53); problems/50 (bf16 1-D, 1024 -> 1024, k 5) 6.89 against 9.37 (cuDNN
+//    2.21). Far from cuDNN: the NCHW gather, not the tile, is the limit.
+//  - Otherwise fp32 64 x min(64, cout) x min(32, cin), 16-bit 128 x min(128, cout) x
+//    min(64, cin), exact (ieee) dots (compiled for sm_90 without spills).
+void ConvTiles(bool half, int sm, int64_t cin, int64_t cout, int64_t pixels,
+               std::map<std::string, std::string>* p) {
+  const bool large = pixels >= 65536 && cout >= 32;
+  const bool tf32x3 = !half && sm >= 80 && large;
+  const bool wide_half = half && sm >= 90 && large && cout >= 128;
+  int64_t bm = half ? 128 : 64;
+  int64_t bn = Clamp(NextPow2(cout), 16, half ? 128 : 64);
+  if (tf32x3) bm = 256, bn = Clamp(NextPow2(cout), 32, 128);
+  if (wide_half) bm = 256, bn = 128;
+  (*p)["BLOCK_M"] = std::to_string(bm);
+  (*p)["BLOCK_N"] = std::to_string(bn);
+  (*p)["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
+  (*p)["GROUP_M"] = "8";
+  (*p)["num_warps"] = bm * bn >= 4096 ? "8" : "4";
+  (*p)["num_stages"] = half && !wide_half ? "4" : "3";
+  (*p)["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
+}
+
 // SPLIT_R for row-wise kernels that can split a row over several programs (reductions
 // with atomics, the two-level scan): 1 unless the row programs (after RowTiles) would not
 // fill 2 x `sms`; then enough slices for about 4 x `sms` programs, each slice at least
@@ -284,12 +322,20 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // (problems/05, 256 x 524288 x 256): 64 x 64 x 64 with SPLIT_K 32 1.92 ms; the old
     // 64 x 64 x 32 with SPLIT_K 17 4.26 ms (cuBLAS 1.30).
     if (!half && t.id == "gemm_split_k") bk = 64;
+    // 16-bit GEMMs whose K is one BLOCK_K step (K <= 64): 64 x 128 tiles, 4 warps, 2
+    // stages, more programs to hide the output stores that dominate. Measured on an H200
+    // (template_sweep.py, problems/04, 32768 x 64 x 32768 bf16): 64 x 128 / 4 warps / 2
+    // stages 0.964 ms, 128 x 128 / 4 / 2 1.072, 128 x 256 / 8 / 3 1.105, 128 x 128 / 8 / 4
+    // 1.438 (the general rule); cuBLAS 0.684.
+    const bool one_k_step = half && t.id == "gemm_tiled" && op.k <= 64;
+    if (one_k_step) bm = 64, bn = 128;
     p["BLOCK_M"] = std::to_string(bm);
     p["BLOCK_N"] = std::to_string(bn);
     p["BLOCK_K"] = std::to_string(bk);
     p["GROUP_M"] = "8";
     p["num_warps"] = bm * bn >= 128 * 128 ? "8" : "4";
     p["num_stages"] = half ? "4" : "3";
+    if (one_k_step) p["num_warps"] = "4", p["num_stages"] = "2";
     std::string tr = t.id == "gemm_split_k" ? ".t()" : ".mT";
     p["A_EXPR"] = op.trans_a ? "A" + tr : "A";
     p["B_EXPR"] = op.trans_b ? "B" + tr : "B";
@@ -318,7 +364,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
   if (t.op_class == "softmax") {
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
-    RowTiles(v, half ? 16384 : 8192, &p);
+    // Contiguous rows (INNER == 1) up to 32768 elements in one pass from registers, 16
+    // warps. Measured on an H200 (template_sweep.py, problems/25, softmax over rows of
+    // 32768 fp32): one pass of 32768 / 16 warps 1.024 ms, / 8 warps 1.296; two passes of
+    // 16384 / 16 warps 1.415, of 8192 / 16 warps 1.521 (the old rule); torch.compile 1.426.
+    RowTiles(v, v.inner == 1 ? 32768 : half ? 16384 : 8192, &p);
     p["DIM"] = std::to_string(op.dim);
     p["LOG"] = op.variant == "log_softmax" ? "True" : "False";
     p["num_stages"] = "1";
@@ -438,13 +488,14 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     }
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
-    // Rows up to 4096 fit one chunk and are normalized in one pass from registers; wider
-    // rows take two passes of 4096 with 4 warps. Measured on an H200 (template_sweep.py,
-    // problems/27, LayerNorm rows of 16384 bf16): 4096 / 4 warps 1.583 ms, 4096 / 8 1.786,
-    // 2048 / 4 1.764, 8192 / 8 1.979, one pass of 16384 / 16 warps 2.235 (torch.compile
-    // 1.018).
-    RowTiles(v, 4096, &p);
-    if (v.inner == 1) p["num_warps"] = "4";
+    // Contiguous rows (INNER == 1, the 1-D path) up to 16384 elements are normalized in
+    // one pass from registers, 8 warps from 8192 elements, else 4; wider rows take two
+    // passes of 16384. Measured on an H200 (template_sweep.py, problems/27, LayerNorm rows
+    // of 16384 bf16, 1-D path): one pass of 16384 / 8 warps 1.201 ms, / 16 warps 1.939;
+    // two passes of 8192 / 8 1.198, of 4096 / 8 1.338, of 4096 / 4 1.484 (the old rule);
+    // torch.compile 1.017. Tiled rows (INNER > 1) keep chunks of 4096 elements.
+    RowTiles(v, v.inner == 1 ? 16384 : 4096, &p);
+    if (v.inner == 1) p["num_warps"] = std::stoll(p["BLOCK_R"]) >= 8192 ? "8" : "4";
     // l1 / l2 (x / ||x|| along dims, no eps, no weights) take AFFINE none.
     p["NORM"] = op.variant;
     p["AFFINE"] = !op.has_affine || op.variant == "l1" || op.variant == "l2" ? "none"
@@ -485,10 +536,13 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     }
     if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
     RowView v = ViewOf(op);
-    // Tiles of 8192 elements with at most 8 warps. Measured on an H200 (problems/24, min
-    // over dim 1 of 96 x 4096 x 4096 bf16, BLOCK_I 64): BLOCK_R 64 ran 2.04 ms, 128 ran
-    // 1.10 ms, both with 8 warps.
-    RowTiles(v, 8192, &p);
+    // Tiles of 8192 elements with at most 8 warps; 16-bit tiles over a middle dim (INNER >
+    // 1) of 2048 elements (BLOCK_I 64 x BLOCK_R 32, 4 warps). Measured on an H200
+    // (template_sweep.py, problems/24, min over dim 1 of 96 x 4096 x 4096 bf16): 64 x 32 /
+    // 4 warps 0.724 ms, 128 x 32 / 8 0.730, 256 x 16 / 8 0.743, 64 x 128 / 8 0.831 (the
+    // 8192 rule); torch.compile 0.754. fp32 over a middle dim (problems/20, 22) already
+    // runs at 93% of the roofline with the 8192 rule, so it keeps it.
+    RowTiles(v, half && v.inner > 1 ? 2048 : 8192, &p);
     p["num_warps"] = std::to_string(std::min<int64_t>(8, std::stoll(p["num_warps"])));
     SplitRows(v, sms, &p);
     p["OP"] = op.variant;
@@ -658,20 +712,13 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     KAGENT_RETURN_IF_ERROR(pair("padding", 0, 32, "PADDING", "PADDING_W"));
     KAGENT_RETURN_IF_ERROR(pair("output_padding", 0, 15, "OUTPUT_PADDING", "OUTPUT_PADDING_W"));
     KAGENT_RETURN_IF_ERROR(pair("dilation", 1, 16, "DILATION", "DILATION_W"));
-    // The weight is (C_in, C_out, KH, KW). Tiles as the implicit GEMM's first sizes (both
-    // compile for sm_90 without spills: fp32 64 x 64 x 32 with 8 warps 128 registers, bf16
-    // 128 x 128 x 64 255); GPU timing unmeasured.
+    // The weight is (C_in, C_out, KH, KW). Tiles as the implicit GEMM's (ConvTiles; the
+    // transposed kernel's own timing is the loop's to measure).
     const int64_t cin = op.weight_shape[0], cout = op.weight_shape[1];
-    const int64_t bm = half ? 128 : 64;
-    p["BLOCK_M"] = std::to_string(bm);
-    p["BLOCK_N"] = std::to_string(Clamp(NextPow2(cout), 16, half ? 128 : 64));
-    p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
-    p["GROUP_M"] = "8";
-    p["num_warps"] = "8";
-    p["num_stages"] = half ? "4" : "3";
+    const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
+    ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
     p["CTOR"] = "in_out_kernel";
     p["BIAS"] = op.has_bias ? "True" : "False";
-    p["INPUT_PRECISION"] = "ieee";
     return p;
   }
   if (t.id == "conv3d_implicit_gemm") {
@@ -725,27 +772,16 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
       p[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
     }
-    // Tiles as the 2-D implicit GEMM's (per group), including its tf32x3 rule for large
-    // fp32 convolutions on sm_80+; not measured for 3-D or 1-D on a GPU.
+    // Tiles as the 2-D implicit GEMM's, per group (ConvTiles).
     const int64_t cin = w[1], cout = w[0] / groups;
     const std::vector<int64_t>& out = op.output_shape.size() == rank ? op.output_shape : x;
-    const int64_t voxels = out[0] * Prod(out, 2, rank);
-    const bool tf32x3 = !half && SmVersion(gpu) >= 80 && cout >= 128 && voxels >= 65536;
-    const int64_t bm = tf32x3 ? 256 : half ? 128 : 64;
-    const int64_t bn = tf32x3 ? 128 : Clamp(NextPow2(cout), 16, half ? 128 : 64);
-    p["BLOCK_M"] = std::to_string(bm);
-    p["BLOCK_N"] = std::to_string(bn);
-    p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
-    p["GROUP_M"] = "8";
-    p["num_warps"] = bm * bn >= 4096 ? "8" : "4";
-    p["num_stages"] = half ? "4" : "3";
+    ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * Prod(out, 2, rank), &p);
     p["DIMS"] = one_d ? "1" : "3";
     p["CTOR"] = "recorded";
     p["IN_CHANNELS"] = std::to_string(x[1]);
     p["OUT_CHANNELS"] = std::to_string(w[0]);
     p["GROUPS"] = std::to_string(groups);
     p["BIAS"] = op.has_bias ? "True" : "False";
-    p["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
     return p;
   }
   if (t.op_class == "conv") {
@@ -762,32 +798,21 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     // tiles are sized for one group.
     const int64_t groups = op.input_shape[1] / op.weight_shape[1];
     const int64_t cin = op.weight_shape[1], cout = op.weight_shape[0] / groups;
-    // Register counts from compiling for sm_90 (no GPU run): fp32 64x64x32 ieee, 3 stages,
-    // 195 registers with 4 warps, 120 with 8; bf16 128x128x64, 4 stages, 8 warps, 255
-    // without spills.
-    int64_t bm = half ? 128 : 64;
-    int64_t bn = Clamp(NextPow2(cout), 16, half ? 128 : 64);
-    // Large fp32 convolutions on sm_80+: 256 x 128 x 32 tiles with 3xTF32 dots (tf32x3,
-    // about fp32 accuracy). Measured on an H200 (problems/35, 16 x 64 x 256 x 256 -> 128,
-    // 3 x 3): 6.26 ms, against 8.77 for ieee 128 x 128 x 32 and 14.5 for ieee 64 x 64
-    // (cuDNN 3.70; torch.compile 4.53), although it spills about 0.5 KB per thread at
-    // problems/35's sizes when compiled for sm_90.
+    // Tiles per group (ConvTiles). Stride, padding and dilation: aten::convolution's
+    // recorded values (the H dim's; the candidate builds its nn.Conv2d from the
+    // constructor's arguments where the reference's constructor gives them), else the ones
+    // inferred from the shapes.
     const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
-    const int64_t pixels = out[0] * out[2] * out[3];
-    const bool tf32x3 = !half && SmVersion(gpu) >= 80 && cout >= 128 && pixels >= 65536;
-    if (tf32x3) bm = 256, bn = 128;
-    p["BLOCK_M"] = std::to_string(bm);
-    p["BLOCK_N"] = std::to_string(bn);
-    p["BLOCK_K"] = std::to_string(Clamp(NextPow2(cin), 16, half ? 64 : 32));
-    p["GROUP_M"] = "8";
-    p["num_warps"] = bm * bn >= 4096 ? "8" : "4";
-    p["num_stages"] = half ? "4" : "3";
-    p["STRIDE"] = std::to_string(Clamp(op.stride, 1, 16));
-    p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
-    p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
+    ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
+    auto recorded = [&](const char* name, int64_t inferred) {
+      const double v = ScalarArg(op, absl::StrCat(name, ".0"), NAN);
+      return std::isnan(v) ? inferred : static_cast<int64_t>(v);
+    };
+    p["STRIDE"] = std::to_string(Clamp(recorded("stride", op.stride), 1, 16));
+    p["PADDING"] = std::to_string(Clamp(recorded("padding", op.padding), 0, 32));
+    p["DILATION"] = std::to_string(Clamp(recorded("dilation", op.dilation), 1, 16));
     p["BIAS"] = op.has_bias ? "True" : "False";
     p["GROUPS"] = std::to_string(groups);
-    p["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
     return p;
   }
   return Precondition(t, absl::StrCat("no parameter rules for op class ", t.op_class));
