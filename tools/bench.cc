@@ -42,8 +42,9 @@ constexpr char kUsage[] =
     "usage: kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]\n"
     "Needs no server: combines the results.json of several runs (e.g. a suite measured in\n"
     "slices under different --run-id) into OUTDIR/results.json, results.md and trajectory.svg.\n"
-    "Later files win: each problem keeps the row of the last file that has it; each row names\n"
-    "its run (the file's run_id, else its path). No DIR and no job flags with --merge.\n";
+    "Later files win: each problem keeps the row of the last file that has it finished (DONE),\n"
+    "else of the last file that has it; each row names its run (the file's run_id, else its\n"
+    "path). No DIR and no job flags with --merge.\n";
 
 
 bool Finished(v1::JobState s) {

@@ -102,7 +102,8 @@ struct BenchRow {
 // after its baseline) the baseline's times are used and the best is the starting kernel.
 BenchRow RowFromJob(const std::string& name, const v1::Job& job);
 
-// Suite-level figures. Geometric means are over the rows whose ratio is known (> 0).
+// Suite-level figures. Means and counts are over the finished rows (state DONE) whose
+// ratio is known (> 0); gpu_seconds is over every row.
 struct BenchSummary {
   int problems = 0;
   int done = 0;
@@ -166,8 +167,10 @@ struct BenchRunFile {
 // row still leads to one file.
 std::vector<std::string> BenchRunLabels(const std::vector<BenchRunFile>& files);
 
-// The merged rows: per problem name, the row of the last file that has it, labelled with
-// that file's BenchRunLabels entry unless it already names its run; ordered by name.
+// The merged rows: per problem name, the row of the last file that has it finished (state
+// DONE), else of the last file that has it at all (a later unfinished job does not hide an
+// earlier result), labelled with that file's BenchRunLabels entry unless it already names
+// its run; ordered by name.
 std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files);
 
 // The merge's "settings": {"merged_from": [per file, in order: its settings plus "file"

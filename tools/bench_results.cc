@@ -108,8 +108,13 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   double roof_sum = 0, ai_sum = 0;
   int roof_n = 0, ai_n = 0;
   for (const auto& r : rows) {
-    if (r.state == "DONE") ++s.done;
     if (r.state == "FAILED" || r.state == "CANCELLED" || r.state == "SUBMIT_ERROR") ++s.failed;
+    s.gpu_seconds += r.gpu_seconds;
+    // An unfinished job's "best" is whatever its last round left (often the start): its
+    // ratios would mix a partial search into the suite's figures, so only finished jobs
+    // count.
+    if (r.state != "DONE") continue;
+    ++s.done;
     vs_start.push_back(r.speedup_vs_start);
     vs_eager.push_back(r.speedup_vs_eager);
     vs_compile.push_back(r.speedup_vs_compile);
@@ -126,7 +131,6 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
       ai_sum += r.ai_roofline_pct;
       ++ai_n;
     }
-    s.gpu_seconds += r.gpu_seconds;
   }
   s.geomean_vs_start = GeometricMean(vs_start);
   s.geomean_vs_eager = GeometricMean(vs_eager);
@@ -181,6 +185,10 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   o += "\n## Summary\n\n";
   o += absl::StrFormat("- problems: %d (%d done, %d failed or not submitted)\n", s.problems, s.done,
                        s.failed);
+  if (s.done < s.problems) {
+    o += absl::StrFormat("- the means and counts below are over the %d finished (DONE) problems; "
+                         "GPU time is over all\n", s.done);
+  }
   o += absl::StrFormat("- geometric-mean speedup over the starting kernels: %s\n", X(s.geomean_vs_start));
   o += absl::StrFormat("- geometric-mean speedup over eager PyTorch: %s\n", X(s.geomean_vs_eager));
   o += absl::StrFormat("- geometric-mean speedup over torch.compile: %s\n", X(s.geomean_vs_compile));
@@ -386,39 +394,45 @@ std::vector<std::string> BenchRunLabels(const std::vector<BenchRunFile>& files) 
   return labels;
 }
 
-std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files) {
-  std::map<std::string, BenchRow> by_name;
-  const std::vector<std::string> labels = BenchRunLabels(files);
+namespace {
+
+// Per problem name, the index of the file whose row the merge keeps (see MergeBenchRows)
+// and that row.
+std::map<std::string, std::pair<size_t, const BenchRow*>> MergeWinners(
+    const std::vector<BenchRunFile>& files) {
+  std::map<std::string, std::pair<size_t, const BenchRow*>> win;
   for (size_t i = 0; i < files.size(); ++i) {
     for (const auto& r : files[i].rows) {
-      BenchRow row = r;
-      if (row.run.empty()) row.run = labels[i];
-      by_name[row.name] = std::move(row);
+      auto it = win.find(r.name);
+      if (it == win.end() || r.state == "DONE" || it->second.second->state != "DONE") {
+        win[r.name] = {i, &r};
+      }
     }
   }
+  return win;
+}
+
+// How many of file `index`'s rows the merge kept.
+int KeptRows(const std::vector<BenchRunFile>& files, size_t index) {
+  int kept = 0;
+  for (const auto& [name, w] : MergeWinners(files)) kept += w.first == index ? 1 : 0;
+  return kept;
+}
+
+}  // namespace
+
+std::vector<BenchRow> MergeBenchRows(const std::vector<BenchRunFile>& files) {
+  const std::vector<std::string> labels = BenchRunLabels(files);
   std::vector<BenchRow> out;
-  out.reserve(by_name.size());
-  for (auto& [name, row] : by_name) out.push_back(std::move(row));
+  for (const auto& [name, w] : MergeWinners(files)) {
+    BenchRow row = *w.second;
+    if (row.run.empty()) row.run = labels[w.first];
+    out.push_back(std::move(row));
+  }
   return out;
 }
 
 namespace {
-
-// How many of `file`'s rows survived into `merged`: the merged row of each of its problems
-// is this file's when they are the same row (the later files replaced the others).
-int KeptRows(const std::vector<BenchRunFile>& files, size_t index, const std::vector<BenchRow>& merged) {
-  int kept = 0;
-  for (const auto& r : files[index].rows) {
-    bool later = false;
-    for (size_t k = index + 1; k < files.size() && !later; ++k) {
-      for (const auto& o : files[k].rows) later = later || o.name == r.name;
-    }
-    if (!later && std::any_of(merged.begin(), merged.end(), [&](const BenchRow& m) { return m.name == r.name; })) {
-      ++kept;
-    }
-  }
-  return kept;
-}
 
 nlohmann::json SettingsObject(const std::string& settings_json) {
   nlohmann::json s = nlohmann::json::parse(settings_json.empty() ? "{}" : settings_json, nullptr,
@@ -435,7 +449,7 @@ std::string MergedSettingsJson(const std::vector<BenchRunFile>& files,
     nlohmann::json s = SettingsObject(files[i].settings_json);
     s["file"] = files[i].path;
     s["problems"] = files[i].rows.size();
-    s["kept"] = KeptRows(files, i, merged);
+    s["kept"] = KeptRows(files, i);
     from.push_back(std::move(s));
   }
   nlohmann::json settings = {{"merged_from", from}};
@@ -446,7 +460,8 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
                                  const std::vector<BenchRow>& merged) {
   std::string o = absl::StrFormat(
       "A merge of %d runs (`kagent bench --merge`); for each problem, the row of the latest run "
-      "below that measured it (the \"run\" column says which):\n\n",
+      "below that finished it, else of the latest that has it (the \"run\" column says "
+      "which):\n\n",
       static_cast<int>(files.size()));
   const std::vector<std::string> labels = BenchRunLabels(files);
   for (size_t i = 0; i < files.size(); ++i) {
@@ -469,7 +484,7 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
     if (s.contains("merged_from")) absl::StrAppend(&how, ", itself a merge");
     o += absl::StrFormat("%d. `%s`: %s, %d problems, %d kept%s\n", static_cast<int>(i + 1),
                          Cell(labels[i]), Cell(files[i].path),
-                         static_cast<int>(files[i].rows.size()), KeptRows(files, i, merged), how);
+                         static_cast<int>(files[i].rows.size()), KeptRows(files, i), how);
   }
   o += "\nEach row's ratios come from its own job (start, eager, torch.compile and best timed side "
        "by side in that job), so rows from different runs are each self-consistent; the summary's "

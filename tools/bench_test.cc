@@ -174,6 +174,19 @@ TEST_CASE("bench: summary counts and geometric means") {
   CHECK(s.mean_roofline_pct == Approx(50));
   CHECK(s.mean_ai_roofline_pct == Approx(46));
   CHECK(s.gpu_seconds == Approx(20));
+  // An unfinished job (its best is still the start) counts in the problems and the GPU
+  // time, not in the means or counts.
+  BenchRow running = Row("e", 1.0, 0.01);
+  running.state = "ROUNDS";
+  rows.push_back(running);
+  BenchSummary part = Summarize(rows);
+  CHECK(part.problems == 5);
+  CHECK(part.done == 3);
+  CHECK(part.compared_with_compile == 3);
+  CHECK(part.geomean_vs_compile == Approx(tie.geomean_vs_compile));
+  CHECK(part.gpu_seconds == Approx(s.gpu_seconds + 2 * 10));
+  std::string md = RenderBenchMarkdown(rows, part, "");
+  CHECK(md.find("over the 3 finished (DONE) problems") != std::string::npos);
 }
 
 TEST_CASE("bench: suite trajectory carries each problem's best forward") {
@@ -498,6 +511,20 @@ TEST_CASE("bench: merge keeps each problem's row from the latest run, ordered by
   BenchRunFile again{"runs/h200-b/results.json", R"({"run_id": "h200"})", {Row("b", 2.0, 1.0)}};
   std::vector<BenchRow> twice = MergeBenchRows({first, again});
   CHECK(twice[0].run == "h200 (runs/h200/results.json)");
+  // A later unfinished job does not hide an earlier finished row; it still replaces an
+  // earlier unfinished one.
+  BenchRunFile partial{"runs/s7/results.json", R"({"run_id": "s7"})",
+                       {Row("a", 1.0, 0.01), Row("f", 1.0, 1.0)}};
+  partial.rows[0].state = "ROUNDS";
+  partial.rows[1].state = "ROUNDS";
+  BenchRunFile earlier_partial{"runs/s6/results.json", R"({"run_id": "s6"})", {Row("f", 1.0, 0.5)}};
+  earlier_partial.rows[0].state = "QUEUED";
+  std::vector<BenchRow> p = MergeBenchRows({first, earlier_partial, partial});
+  REQUIRE(p.size() == 4);
+  CHECK(p[0].name == "a");
+  CHECK(p[0].run == "h200");
+  CHECK(p[3].name == "f");
+  CHECK(p[3].run == "s7");
   CHECK(twice[1].run == "h200 (runs/h200-b/results.json)");
   CHECK(BenchRunLabels({first, second, third}) ==
         std::vector<std::string>{"h200", "h200-s5b", "runs/noid/results.json"});
