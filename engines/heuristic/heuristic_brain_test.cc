@@ -825,6 +825,43 @@ TEST_CASE("Brain: instance norm through channel_norm, x / ||x||_F through froben
   CHECK(absl::StrContains(l1k.source(), "self.affine = \"none\""));
 }
 
+TEST_CASE("Brain: a model computing more than the template's op gets no kernel") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  // torch.sum(torch.abs(x), dim=1): reduce_dim would render sum(x).
+  v1::OpSignature sig;
+  AddOp(&sig, "aten::abs", {{{64, 4096}}}, {{{64, 4096}}});
+  AddOp(&sig, "aten::sum.dim_IntList", {{{64, 4096}}}, {{{64}}}, {{"dim.0", 1.0}});
+  auto first = brain.FirstKernel({&problem, &sig, &gpu});
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.status().code() == absl::StatusCode::kUnimplemented);
+  CHECK(absl::StrContains(first.status().message(), "no template family for reduction/sum"));
+  CHECK(absl::StrContains(first.status().message(),
+                          "the model also computes aten::abs before aten::sum"));
+  // A prescribed switch to the reduction template is refused too, naming the op.
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserMatvec);
+  v1::Prescription sw;
+  sw.set_template_switch("reduce_dim");
+  FixRequest req{&parent, &sw, nullptr, &sig, &gpu, nullptr, nullptr, 0};
+  auto switched = brain.ApplyFix(req);
+  REQUIRE_FALSE(switched.ok());
+  CHECK(switched.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(switched.status().message(), "aten::abs before aten::sum"));
+  // relu(A @ B): gemm_tiled has no epilogue.
+  v1::OpSignature mm;
+  AddOp(&mm, "aten::mm", {{{512, 256}}, {{256, 384}}}, {{{512, 384}}});
+  AddOp(&mm, "aten::relu", {{{512, 384}}}, {{{512, 384}}});
+  auto g = brain.FirstKernel({&problem, &mm, &gpu});
+  CHECK(g.status().code() == absl::StatusCode::kUnimplemented);
+  CHECK(absl::StrContains(g.status().message(), "aten::relu after aten::mm"));
+  // Without the relu the same GEMM renders.
+  v1::OpSignature plain;
+  AddOp(&plain, "aten::mm", {{{512, 256}}, {{256, 384}}}, {{{512, 384}}});
+  CHECK(brain.FirstKernel({&problem, &plain, &gpu}).ok());
+}
+
 TEST_CASE("Brain: p-norm, var and std reductions along a dim through reduce_dim") {
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;

@@ -29,6 +29,17 @@
 //               weight_shape, has_bias, stride, padding, dilation
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
+// Unexpressed compute: the templates of a class perform its main op and the helper ops of
+// the recognized pattern (the division of an L1 norm, the flips of a reverse cumsum, the
+// x * mask of a masked one, a loss's own arithmetic) and nothing else. A model that also
+// computes other ops (torch.sum(torch.abs(x), dim=1), a conv followed by relu, a matmul
+// with an epilogue) keeps its class and variant, gets tag "extra_ops", the surplus ops in
+// `extra_ops` and a sentence in `extra_ops_why`: SelectTemplate answers UNIMPLEMENTED and
+// TemplateParamsFor FAILED_PRECONDITION rather than render the main op alone. Views,
+// copies and allocations never count; neither do integer counter updates of one element
+// (BatchNorm's num_batches_tracked += 1). Elementwise "fused" (pointwise ops only) and
+// classes without a template are not checked.
+//
 // The signature records each op's numeric scalar arguments (OpRecord.scalars; absent in
 // signatures from older harnesses): `scalars` holds the main op's. Activations use them
 // (SELU vs ELU, slopes, bounds); dims are still inferred from shapes (a softmax dim
@@ -89,6 +100,12 @@ struct RecognizedOp {
   std::vector<int64_t> weight_shape;
   bool has_bias = false;
   int64_t stride = 1, padding = 0, dilation = 1;
+
+  // Compute ops the recognized class's templates do not perform ("aten::abs", in the
+  // order the model runs them; tag "extra_ops"), and one sentence saying which run before
+  // and which after the main op: "the model also computes aten::abs before aten::sum".
+  std::vector<std::string> extra_ops;
+  std::string extra_ops_why;
 
   std::vector<int64_t> input_shape;   // the main op's first input
   std::vector<int64_t> output_shape;  // the forward's last output

@@ -608,5 +608,226 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
+TEST_CASE("Recognition: compute ops the class's templates do not perform are extra_ops") {
+  const T x{{64, 128}}, row{{64}}, row1{{64, 1}};
+  auto unary = [](OpSignature* sig, const char* op, const T& t) { AddOp(sig, op, {t}, {t}); };
+  auto extra = [](const OpSignature& sig) {
+    RecognizedOp op = Recognize(sig);
+    INFO(DescribeOp(op) << ": " << op.extra_ops_why);
+    CHECK(op.tags.count("extra_ops"));
+    CHECK_FALSE(op.extra_ops.empty());
+    return op;
+  };
+  // torch.sum(torch.abs(x), dim=1): no division, so not L1; reduce_dim would sum x.
+  OpSignature sum_abs;
+  unary(&sum_abs, "aten::abs", x);
+  AddOp(&sum_abs, "aten::sum.dim_IntList", {x}, {row}, {{"dim.0", 1.0}, {"keepdim", 0.0}});
+  RecognizedOp sa = extra(sum_abs);
+  CHECK(sa.op_class == "reduction");
+  CHECK(sa.variant == "sum");
+  CHECK(sa.extra_ops == std::vector<std::string>{"aten::abs"});
+  CHECK(sa.extra_ops_why == "the model also computes aten::abs before aten::sum");
+  CHECK(absl::StrContains(DescribeOp(sa), "extra_ops"));
+
+  // torch.max(x * 2, dim=1), torch.mean(x.exp(), dim=1), torch.argmax(|x|, dim=1).
+  for (const char* pre : {"aten::mul", "aten::exp", "aten::abs"}) {
+    for (const char* red : {"aten::max.dim", "aten::mean.dim", "aten::argmax"}) {
+      OpSignature sig;
+      unary(&sig, pre, x);
+      AddOp(&sig, red, {x}, {row}, {{"dim", 1.0}});
+      CHECK(extra(sig).op_class == "reduction");
+    }
+  }
+  // relu(sum(x, dim=1)): an epilogue.
+  OpSignature sum_relu;
+  AddOp(&sum_relu, "aten::sum.dim_IntList", {x}, {row}, {{"dim.0", 1.0}});
+  unary(&sum_relu, "aten::relu", row);
+  CHECK(extra(sum_relu).extra_ops_why == "the model also computes aten::relu after aten::sum");
+
+  // softmax(x + 1), log_softmax(3 x), softmax(x) * 2.
+  OpSignature sm_pre;
+  unary(&sm_pre, "aten::add.Tensor", x);
+  AddOp(&sm_pre, "aten::_softmax", {x}, {x}, {{"dim", 1.0}});
+  CHECK(extra(sm_pre).op_class == "softmax");
+  OpSignature sm_post;
+  AddOp(&sm_post, "aten::_log_softmax", {x}, {x}, {{"dim", 1.0}});
+  unary(&sm_post, "aten::mul.Tensor", x);
+  CHECK(extra(sm_post).variant == "log_softmax");
+
+  // cumsum(x ** 2), cumprod(exp(x)): the scan's own helpers are flips, cat and x * mask.
+  OpSignature scan_pow;
+  unary(&scan_pow, "aten::pow.Tensor_Scalar", x);
+  AddOp(&scan_pow, "aten::cumsum", {x}, {x}, {{"dim", 1.0}});
+  CHECK(extra(scan_pow).variant == "cumsum");
+  OpSignature scan_exp;
+  unary(&scan_exp, "aten::exp", x);
+  AddOp(&scan_exp, "aten::cumprod", {x}, {x}, {{"dim", 1.0}});
+  CHECK(extra(scan_exp).variant == "cumprod");
+
+  // relu(conv(x)), gelu(layer_norm(x)), relu(batch_norm(x)), relu(max_pool(x)).
+  const T img{{2, 4, 9, 9}}, fmap{{2, 8, 7, 7}};
+  OpSignature conv_relu;
+  AddOp(&conv_relu, "aten::convolution", {img, {{8, 4, 3, 3}}, {{8}}}, {fmap});
+  unary(&conv_relu, "aten::relu", fmap);
+  RecognizedOp cr = extra(conv_relu);
+  CHECK(cr.op_class == "conv");
+  CHECK(cr.extra_ops_why == "the model also computes aten::relu after aten::convolution");
+  OpSignature ln_gelu;
+  AddOp(&ln_gelu, "aten::native_layer_norm", {x, {{128}}, {{128}}}, {x, row1, row1});
+  unary(&ln_gelu, "aten::gelu", x);
+  CHECK(extra(ln_gelu).variant == "layer");
+  OpSignature bn_relu;
+  AddOp(&bn_relu, "aten::native_batch_norm", {fmap, {{8}}, {{8}}, {{8}}, {{8}}}, {fmap},
+        {{"training", 0.0}});
+  unary(&bn_relu, "aten::relu", fmap);
+  CHECK(extra(bn_relu).variant == "batch");
+  OpSignature pool_relu;
+  AddOp(&pool_relu, "aten::max_pool2d_with_indices", {fmap}, {{{2, 8, 3, 3}}, {{2, 8, 3, 3}, "int64"}});
+  unary(&pool_relu, "aten::relu", {{2, 8, 3, 3}});
+  CHECK(extra(pool_relu).op_class == "pooling");
+
+  // GEMM epilogues: relu(A @ B), (A @ B) * 2, relu(linear(x)), A @ B + bias.
+  const T a{{32, 64}}, b{{64, 48}}, c{{32, 48}};
+  for (const char* epi : {"aten::relu", "aten::mul.Tensor", "aten::add.Tensor", "aten::gelu"}) {
+    OpSignature mm;
+    AddOp(&mm, "aten::mm", {a, b}, {c});
+    unary(&mm, epi, c);
+    RecognizedOp g = extra(mm);
+    CHECK(g.op_class == "gemm");
+    CHECK(g.extra_ops == std::vector<std::string>{"aten::" + BaseOpName(epi)});
+    CHECK(absl::StrContains(g.extra_ops_why, "after aten::mm"));
+  }
+  OpSignature linear_relu;
+  AddOp(&linear_relu, "aten::t", {{{48, 64}}}, {{{64, 48}, "float32", {1, 64}}});
+  AddOp(&linear_relu, "aten::addmm", {{{48}}, a, {{64, 48}, "float32", {1, 64}}}, {c});
+  unary(&linear_relu, "aten::relu", c);
+  CHECK(extra(linear_relu).variant == "addmm");
+
+  // Two activations, an activation and arithmetic, MinGPT's tanh GELU written out.
+  OpSignature two;
+  unary(&two, "aten::tanh", x);
+  unary(&two, "aten::sigmoid", x);
+  CHECK(extra(two).variant == "tanh");
+  OpSignature relu_x2;
+  unary(&relu_x2, "aten::relu", x);
+  unary(&relu_x2, "aten::mul.Tensor", x);
+  CHECK(extra(relu_x2).variant == "relu");
+  OpSignature gpt_gelu;  // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+  for (const char* op : {"aten::mul.Tensor", "aten::pow.Tensor_Scalar", "aten::mul.Tensor",
+                         "aten::add.Tensor", "aten::mul.Tensor", "aten::tanh",
+                         "aten::add.Tensor", "aten::mul.Tensor"}) {
+    unary(&gpt_gelu, op, x);
+  }
+  CHECK(extra(gpt_gelu).variant == "tanh");
+  OpSignature swish2;  // x * sigmoid(x) * 2: one mul too many
+  unary(&swish2, "aten::sigmoid", x);
+  unary(&swish2, "aten::mul.Tensor", x);
+  unary(&swish2, "aten::mul.Tensor", x);
+  CHECK(extra(swish2).extra_ops == std::vector<std::string>{"aten::mul"});
+
+  // Norm patterns with one op more: relu(x / ||x||_F), relu(RMSNorm(x)).
+  OpSignature fro_relu;
+  AddOp(&fro_relu, "aten::linalg_vector_norm", {x}, {{{}}}, {{"ord", 2.0}});
+  AddOp(&fro_relu, "aten::div.Tensor", {x, {{}}}, {x});
+  unary(&fro_relu, "aten::relu", x);
+  CHECK(extra(fro_relu).variant == "frobenius");
+  OpSignature rms_relu;
+  unary(&rms_relu, "aten::pow.Tensor_Scalar", x);
+  AddOp(&rms_relu, "aten::mean.dim", {x}, {row1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  unary(&rms_relu, "aten::add.Scalar", row1);
+  unary(&rms_relu, "aten::sqrt", row1);
+  AddOp(&rms_relu, "aten::div.Tensor", {x, row1}, {x});
+  unary(&rms_relu, "aten::relu", x);
+  RecognizedOp rr = extra(rms_relu);
+  CHECK(rr.variant == "rms");
+  CHECK(rr.extra_ops == std::vector<std::string>{"aten::relu"});
+
+  // A decomposed loss names the whole model: mean((2 p - t)^2).
+  OpSignature mse2;
+  unary(&mse2, "aten::mul.Tensor", x);
+  AddOp(&mse2, "aten::sub.Tensor", {x, x}, {x});
+  unary(&mse2, "aten::pow.Tensor_Scalar", x);
+  AddOp(&mse2, "aten::mean", {x}, {{{}}});
+  RecognizedOp m2 = extra(mse2);
+  CHECK(m2.variant == "mse");
+  CHECK(absl::StrContains(m2.extra_ops_why, "more than the loss/mse pattern"));
+}
+
+TEST_CASE("Recognition: the patterns' own helper ops are not extra_ops") {
+  const T x{{64, 128}}, x1{{64, 1}};
+  auto clean = [](const OpSignature& sig) {
+    RecognizedOp op = Recognize(sig);
+    INFO(DescribeOp(op) << ": " << op.extra_ops_why);
+    CHECK_FALSE(op.tags.count("extra_ops"));
+    CHECK(op.extra_ops.empty());
+    CHECK(op.extra_ops_why.empty());
+    return op;
+  };
+  OpSignature l1;  // x / sum(|x|, dim=1, keepdim)
+  AddOp(&l1, "aten::abs", {x}, {x});
+  AddOp(&l1, "aten::sum.dim_IntList", {x}, {x1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  AddOp(&l1, "aten::div.Tensor", {x, x1}, {x});
+  CHECK(clean(l1).variant == "l1");
+  OpSignature rms;  // x / sqrt(mean(x * x) + eps)
+  AddOp(&rms, "aten::mul.Tensor", {x, x}, {x});
+  AddOp(&rms, "aten::mean.dim", {x}, {x1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  AddOp(&rms, "aten::add.Scalar", {x1}, {x1});
+  AddOp(&rms, "aten::sqrt", {x1}, {x1});
+  AddOp(&rms, "aten::div.Tensor", {x, x1}, {x});
+  CHECK(clean(rms).variant == "rms");
+  OpSignature rev;  // cumsum(x.flip(1), 1).flip(1)
+  AddOp(&rev, "aten::flip", {x}, {x});
+  AddOp(&rev, "aten::cumsum", {x}, {x}, {{"dim", 1.0}});
+  AddOp(&rev, "aten::flip", {x}, {x});
+  CHECK(clean(rev).variant == "reverse_cumsum");
+  OpSignature masked;  // cumsum(x * mask)
+  AddOp(&masked, "aten::mul.Tensor", {x, {{64, 128}, "bool"}}, {x});
+  AddOp(&masked, "aten::cumsum", {x}, {x}, {{"dim", 1.0}});
+  CHECK(clean(masked).variant == "masked_cumsum");
+  OpSignature excl;  // cumsum(cat((zeros, x), 1)[:-1])
+  AddOp(&excl, "aten::cat", {x1, x}, {{{64, 129}}});
+  AddOp(&excl, "aten::slice.Tensor", {{{64, 129}}}, {{{63, 129}}});
+  AddOp(&excl, "aten::cumsum", {{{63, 129}}}, {{{63, 129}}}, {{"dim", 1.0}});
+  CHECK(clean(excl).variant == "exclusive_cumsum");
+  OpSignature swish, softsign;
+  AddOp(&swish, "aten::sigmoid", {x}, {x});
+  AddOp(&swish, "aten::mul.Tensor", {x, x}, {x});
+  CHECK(clean(swish).variant == "swish");
+  AddOp(&softsign, "aten::abs", {x}, {x});
+  AddOp(&softsign, "aten::add.Scalar", {x}, {x});
+  AddOp(&softsign, "aten::div.Tensor", {x, x}, {x});
+  CHECK(clean(softsign).variant == "softsign");
+  // Training-mode BatchNorm bumps num_batches_tracked (an int64 add_ of one element).
+  const T f{{2, 8, 5, 5}}, c{{8}};
+  OpSignature bn;
+  AddOp(&bn, "aten::add_.Tensor", {{{}, "int64"}}, {{{}, "int64"}});
+  AddOp(&bn, "aten::native_batch_norm", {f, c, c, c, c}, {f}, {{"training", 1.0}});
+  CHECK(clean(bn).variant == "batch");
+  // InstanceNorm with running statistics: repeats and the averaged update.
+  OpSignature in;
+  for (int i = 0; i < 4; ++i) AddOp(&in, "aten::repeat", {c}, {{{16}}});
+  AddOp(&in, "aten::view", {f}, {{{1, 16, 5, 5}}});
+  AddOp(&in, "aten::native_batch_norm", {{{1, 16, 5, 5}}, {{16}}, {{16}}, {{16}}, {{16}}},
+        {{{1, 16, 5, 5}}}, {{"training", 1.0}});
+  AddOp(&in, "aten::mean.dim", {{{2, 8}}}, {c});
+  AddOp(&in, "aten::mean.dim", {{{2, 8}}}, {c});
+  AddOp(&in, "aten::view", {{{1, 16, 5, 5}}}, {f});
+  CHECK(clean(in).variant == "instance");
+  OpSignature diag;  // diag(a) @ B
+  AddOp(&diag, "aten::diag_embed", {{{64}}}, {{{64, 64}}});
+  AddOp(&diag, "aten::mm", {{{64, 64}}, x}, {x});
+  CHECK(clean(diag).variant == "diag");
+  OpSignature ce;  // F.cross_entropy
+  AddOp(&ce, "aten::_log_softmax", {x}, {x}, {{"dim", 1.0}});
+  AddOp(&ce, "aten::nll_loss_forward", {x, {{64}, "int64"}}, {{{}}, {{}}});
+  CHECK(clean(ce).variant == "cross_entropy");
+  OpSignature hinge;  // mean(clamp(1 - p * t, min=0))
+  AddOp(&hinge, "aten::mul.Tensor", {x, x}, {x});
+  AddOp(&hinge, "aten::rsub.Scalar", {x}, {x});
+  AddOp(&hinge, "aten::clamp", {x}, {x});
+  AddOp(&hinge, "aten::mean", {x}, {{{}}});
+  CHECK(clean(hinge).variant == "hinge");
+}
+
 }  // namespace
 }  // namespace kagent

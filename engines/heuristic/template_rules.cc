@@ -240,6 +240,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     return Precondition(t, absl::StrCat("serves op class ", t.op_class, ", the problem is ",
                                         DescribeOp(op)));
   }
+  // Rendering the main op alone would drop the model's other compute ops.
+  if (op.tags.count("extra_ops")) {
+    return Precondition(t, absl::StrCat(op.extra_ops_why, "; the template computes ", op.op_class,
+                                        "/", op.variant, " alone (no prologue or epilogue ops)"));
+  }
   if (!op.dtype.empty() &&
       std::find(t.dtypes.begin(), t.dtypes.end(), op.dtype) == t.dtypes.end()) {
     return Precondition(t, absl::StrCat("dtype ", op.dtype, " not in {",
@@ -822,6 +827,13 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
 
 absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec* gpu) {
   const int sms = SmCount(gpu);
+  // The model computes more than the class's templates perform (a prologue or an epilogue:
+  // sum(|x|), relu(conv(x)), an activation after a matmul): no template renders it.
+  if (op.tags.count("extra_ops")) {
+    return absl::UnimplementedError(absl::StrCat(
+        "no template family for ", DescribeOp(op), ": ", op.extra_ops_why, ", which no ",
+        op.op_class, " template performs (they have no prologue or epilogue ops)"));
+  }
   if (op.op_class == "matvec") {
     return op.m >= 4LL * sms ? "matvec_row_per_program" : "matvec_split_k";
   }
