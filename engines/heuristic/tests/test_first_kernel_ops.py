@@ -4,13 +4,17 @@ var / std reductions, a transposed and a grouped convolution and the tanh GELU. 
 record the op signature with the harness, ask the C++ brain for its first kernel
 (`kagent-template-render --first-kernel`), check the template it chose, and compare the
 kernel with the reference the harness's way under Triton's interpreter (helpers from
-test_problems_first_kernel.py). Skipped without the binary.
+test_problems_first_kernel.py). EXTRA_OPS: models that compute more than a template's op (a
+prologue or an epilogue around a reduction, scan, softmax, norm, conv, pooling or GEMM):
+the brain must answer UNIMPLEMENTED naming the extra ops, not render the main op alone.
+Skipped without the binary.
 """
 import pytest
 import torch
 import torch.nn as nn
 
-from test_problems_first_kernel import BINARY, _first_kernel, assert_matches_reference, record
+from test_problems_first_kernel import (BINARY, _first_kernel, _render, assert_matches_reference,
+                                        record)
 
 pytestmark = pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
 
@@ -136,3 +140,67 @@ def test_first_kernel_matches_reference(name):
     source, moves = _first_kernel(record(model, inputs))
     assert source.startswith("# kagent-template: " + template), moves
     assert_matches_reference(name, model, args, inputs, source, moves)
+
+
+class _ConvRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+class _LayerNormGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(32)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.ln(x))
+
+
+class _LinearRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 32)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class _MatmulRelu(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a @ b)
+
+
+# name: (model, inputs, text the refusal must contain)
+EXTRA_OPS = {
+    "sum_of_abs": (Lambda(lambda x: torch.sum(torch.abs(x), dim=1))(), [_x(8, 64)],
+                   "aten::abs before aten::sum"),
+    "max_of_scaled": (Lambda(lambda x: torch.max(x * 2, dim=1)[0])(), [_x(8, 64)],
+                      "aten::mul before aten::max"),
+    "mean_of_exp": (Lambda(lambda x: torch.mean(x.exp(), dim=1))(), [_x(8, 64)],
+                    "aten::exp before aten::mean"),
+    "sum_of_relu": (Lambda(lambda x: torch.sum(torch.relu(x), dim=1))(), [_x(8, 64)],
+                    "aten::relu before aten::sum"),
+    "softmax_of_shifted": (Lambda(lambda x: torch.softmax(x + 1, dim=1))(), [_x(8, 64)],
+                           "aten::add before aten::_softmax"),
+    "cumsum_of_square": (Lambda(lambda x: torch.cumsum(x ** 2, dim=1))(), [_x(8, 64)],
+                         "aten::pow before aten::cumsum"),
+    "relu_times_two": (Lambda(lambda x: torch.relu(x) * 2)(), [_x(8, 64)],
+                       "aten::mul after aten::relu"),
+    "conv_relu": (_ConvRelu(), [_x(2, 4, 9, 9)], "aten::relu after aten::convolution"),
+    "layer_norm_gelu": (_LayerNormGelu(), [_x(4, 32)], "aten::gelu after aten::native_layer_norm"),
+    "linear_relu": (_LinearRelu(), [_x(4, 64)], "aten::relu after aten::addmm"),
+    "matmul_relu": (_MatmulRelu(), [_x(32, 64), _x(64, 32)], "aten::relu after aten::mm"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_OPS))
+def test_extra_compute_ops_are_unimplemented(name):
+    model, inputs, why = EXTRA_OPS[name]
+    r = _render(record(model, inputs))
+    assert r.returncode != 0 and not r.stdout, r.stdout[:200]
+    assert "UNIMPLEMENTED: no template family" in r.stderr, r.stderr
+    assert why in r.stderr, r.stderr
