@@ -10,7 +10,13 @@
 #   without rescaling, so like torch's kernels the 2-norm is inf once sum x^2 overflows
 #   fp32 (|x| beyond ~1.8e19).
 # - argmax / argmin: each chunk reduced as it arrives, keeping its index (first index
-#   wins ties, like torch); NaNs get no special treatment (as for max / min).
+#   wins ties, like torch).
+# - NaN, like torch: max / min (and the inf / -inf norms) return NaN for a slice holding
+#   one (the chunks combine with NaN-propagating maximum / minimum; the final reduction
+#   across rows, NaN-ignoring in Triton, is overridden by a NaN flag); argmax / argmin
+#   return the index of the slice's first NaN (they reduce order-preserving int32 keys
+#   of the values that rank NaN past every value, _key; partials hold NaN for it).
+#   sum / mean / prod / 2- and 1-norms / var / std propagate NaN by arithmetic.
 # - var / std (CORRECTION, like torch.var / torch.std(x, dim, correction=)): each chunk's
 #   mean and M2 merged into the running ones (Chan's parallel Welford, fp32);
 #   var = M2 / max(0, R - CORRECTION) (0/0 = nan, x/0 = inf, like torch), std = sqrt(var).
@@ -101,24 +107,51 @@ def _combine(acc, v, AGG: tl.constexpr):
     elif AGG == "prod":
         acc = acc * v
     elif AGG == "max":
-        acc = tl.maximum(acc, v)
+        acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)
     else:
-        acc = tl.minimum(acc, v)
+        acc = tl.minimum(acc, v, propagate_nan=tl.PropagateNan.ALL)
     return acc
 
 
 @triton.jit
 def _reduce(tile, AGG: tl.constexpr):
-    # The accumulator reduced across its rows (dim 0).
+    # The accumulator reduced across its rows (dim 0). tl.max / tl.min ignore NaN: a
+    # column holding one (kept by _combine) gives NaN through the flag.
     if AGG == "sum":
         acc = tl.sum(tile, axis=0)
     elif AGG == "prod":
         acc = tl.reduce(tile, 0, _mul)
-    elif AGG == "max":
-        acc = tl.max(tile, axis=0)
     else:
-        acc = tl.min(tile, axis=0)
+        # (NaNs out of tl.max / tl.min's way first: the interpreter warns on all-NaN columns.)
+        is_nan = tile != tile
+        if AGG == "max":
+            acc = tl.max(tl.where(is_nan, float("-inf"), tile), axis=0)
+        else:
+            acc = tl.min(tl.where(is_nan, float("inf"), tile), axis=0)
+        acc = tl.where(tl.max(is_nan.to(tl.int32), axis=0) != 0, float("nan"), acc)
     return acc
+
+
+@triton.jit
+def _key(x, OP: tl.constexpr):
+    # argmax / argmin: an int32 key of fp32 x ordered like x, with -0.0 and +0.0 equal
+    # (torch ties them) and NaN above every value (argmax) or below (argmin): sign and
+    # magnitude of the bits as a signed int.
+    k = x.to(tl.int32, bitcast=True)
+    m = k & 0x7FFFFFFF
+    k = tl.where(k < 0, -m, m)
+    if OP == "argmax":
+        k = tl.where(x != x, 0x7FFFFFFF, k)
+    else:
+        k = tl.where(x != x, -0x7FFFFFFF, k)
+    return k
+
+
+@triton.jit
+def _unkey(k):
+    # The fp32 value of a _key (NaN keys give NaN; 0 gives +0.0).
+    m = tl.abs(k)
+    return tl.where(k < 0, m | -0x80000000, m).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -162,21 +195,23 @@ def reduce_kernel(x_ptr, val_ptr, idx_ptr, out_ptr, R, INNER, num_inner_blocks, 
     best = _stat(0, tl.int64, BLOCK_I, ROW)
     m2 = _stat(0.0, tl.float32, BLOCK_I, ROW)
     if OP == "argmax" or OP == "argmin":
-        # Index tracking: each chunk is reduced as it arrives (first index wins ties).
-        acc = _stat(NEUTRAL, tl.float32, BLOCK_I, ROW)
+        # Index tracking: each chunk is reduced as it arrives (first index wins ties), on
+        # order-preserving int32 keys (_key) that put NaN past every value, so one
+        # tl.max / tl.min with indices finds the first NaN like torch, and nothing replaces
+        # a NaN across chunks.
+        acc = _key(_stat(NEUTRAL, tl.float32, BLOCK_I, ROW), OP)
         for r0 in range(0, R_PER_SPLIT, BLOCK_R):
             ptrs, mask = _chunk(x_ptr + base, r_begin + r0 + offs_r, offs_i, R, INNER, ROW)
-            x = tl.load(ptrs, mask=mask, other=NEUTRAL).to(tl.float32)
+            k = _key(tl.load(ptrs, mask=mask, other=NEUTRAL).to(tl.float32), OP)
             if OP == "argmax":
-                c_val = tl.max(x, axis=0)
-                c_idx = tl.argmax(x, axis=0).to(tl.int64) + r_begin + r0
-                take = c_val > acc
+                c_key, c_idx = tl.max(k, axis=0, return_indices=True)
+                take = c_key > acc
             else:
-                c_val = tl.min(x, axis=0)
-                c_idx = tl.argmin(x, axis=0).to(tl.int64) + r_begin + r0
-                take = c_val < acc
-            best = tl.where(take, c_idx, best)
-            acc = tl.where(take, c_val, acc)
+                c_key, c_idx = tl.min(k, axis=0, return_indices=True)
+                take = c_key < acc
+            best = tl.where(take, c_idx.to(tl.int64) + r_begin + r0, best)
+            acc = tl.where(take, c_key, acc)
+        acc = _unkey(acc)  # the partial's value
     elif OP == "var" or OP == "std":
         # Each chunk's mean and M2 (centered on the chunk mean), merged into the running
         # ones (acc is the mean). Every earlier chunk of the slice was full.
@@ -227,10 +262,12 @@ def reduce_combine_kernel(val_ptr, idx_ptr, out_ptr, N_OUT, SPLIT, R, R_PER_SPLI
         v = tl.load(val_ptr + s * N_OUT + o, mask=mask, other=0.0)
         if OP == "argmax" or OP == "argmin":
             i = tl.load(idx_ptr + s * N_OUT + o, mask=mask, other=0)
+            # Splits in index order: the first one holding a NaN (value NaN, index its
+            # first NaN) wins, and nothing replaces a NaN.
             if OP == "argmax":
-                take = v > acc
+                take = (v > acc) | ((v != v) & (acc == acc))
             else:
-                take = v < acc
+                take = (v < acc) | ((v != v) & (acc == acc))
             best = tl.where(take, i, best)
             acc = tl.where(take, v, acc)
         elif OP == "var" or OP == "std":
@@ -277,6 +314,16 @@ class ModelNew(nn.Module):
             del out_shape[dim]
         out_dtype = torch.int64 if op in ("argmax", "argmin") else x.dtype
         out = torch.empty(out_shape, device=x.device, dtype=out_dtype)
+        if R == 0:
+            # An empty reduced dim, like torch: ops without an identity raise; sum and the
+            # 2-, 1- and 0-norms are 0, prod 1, mean / var / std nan (0 / 0).
+            if op in ("max", "min", "argmax", "argmin"):
+                raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
+            if op == "norm" and order in ("inf", "-inf"):
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {order} norm on the "
+                                   f"dimension {dim} because this dimension is empty and the "
+                                   "operation does not have an identity")
+            return out.fill_({"sum": 0.0, "norm": 0.0, "prod": 1.0}.get(op, float("nan")))
         n_out = OUTER * INNER
         if n_out == 0:
             return out

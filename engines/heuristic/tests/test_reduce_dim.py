@@ -188,3 +188,75 @@ def test_reduce_dim_row_path_matches_tile_path(R, block_r, op, agg, order, neutr
                        FINAL=True, ROW=row)
         outs.append(out)
     torch.testing.assert_close(outs[0], outs[1], atol=1e-6, rtol=1e-6, equal_nan=True)
+
+
+def _nan_input(shape, dim, dtype, seed):
+    # Slices along dim (R = shape[dim] >= 37) with NaN / inf patterns, the rest random:
+    # 0 none, 1 one NaN in a later chunk / split, 2 all NaN, 3 NaN after +inf and -inf,
+    # 4 two NaNs (the first wins), 5 NaN first, 6 +inf and -inf without NaN, 7 NaN last
+    # (the ragged chunk), 8 signed zeros (-0.0 first: torch ties them).
+    g = torch.Generator().manual_seed(seed)
+    R = shape[dim]
+    rest = [s for i, s in enumerate(shape) if i != dim % len(shape)]
+    y = torch.randn(max(1, torch.Size(rest).numel()), R, generator=g)
+    nan, inf = float("nan"), float("inf")
+    y[1, 20] = nan
+    y[2] = nan
+    y[3, 5], y[3, 10], y[3, 30] = inf, -inf, nan
+    y[4, 9], y[4, 33] = nan, nan
+    y[5, 0] = nan
+    y[6, 3], y[6, 36] = inf, -inf
+    y[7, R - 1] = nan
+    y[8] = 0.0
+    y[8, 0:R:2] = -0.0
+    return y.reshape(*rest, R).movedim(-1, dim).contiguous().to(dtype)
+
+
+f32, bf16 = torch.float32, torch.bfloat16
+NAN_CASES = [
+    ((9, 37), 1, dict(BLOCK_R=32), f32),                             # row path, 2 chunks
+    ((9, 37), -1, dict(BLOCK_R=16, SPLIT_R=3), f32),                 # row path, two pass
+    ((3, 37, 4), 1, dict(BLOCK_R=8, BLOCK_I=2), f32),                # tile path (middle dim)
+    ((3, 37, 4), 1, dict(BLOCK_R=8, BLOCK_I=4, SPLIT_R=3), f32),     # tile path, two pass
+    ((9, 37), 1, dict(BLOCK_R=32), bf16),
+    ((37, 9), 0, dict(BLOCK_R=8, BLOCK_I=4, SPLIT_R=2), bf16),
+]
+
+
+@pytest.mark.parametrize("name", ["max", "min", "argmax", "argmin", "norm_inf", "norm_neg_inf"])
+@pytest.mark.parametrize("shape,dim,blocks,dtype", NAN_CASES)
+def test_reduce_dim_nan_extrema(name, shape, dim, blocks, dtype):
+    # Like torch: max / min (and the inf / -inf norms) are NaN for a slice holding one,
+    # argmax / argmin the index of its first NaN (exactly: _check compares ints exactly).
+    x = _nan_input(shape, dim, dtype, seed=4)
+    model = load_model_new("reduce_dim", DIM=dim, **OPS[name][0], **blocks)(dim)
+    _check(name, x, dim, "False", model(x))
+
+
+@pytest.mark.parametrize("name,case", [
+    (name, 3) for name in ["sum", "mean", "prod", "norm2", "norm1", "norm0", "var", "std"]] + [
+    (name, 1) for name in ["prod", "norm0", "var"]])
+def test_reduce_dim_nan_arithmetic(name, case):
+    # NaN and inf reach these through arithmetic (inf - inf in var, NaN != 0 in norm0).
+    shape, dim, blocks, dtype = NAN_CASES[case]
+    x = _nan_input(shape, dim, dtype, seed=4)
+    model = load_model_new("reduce_dim", DIM=dim, **OPS[name][0], **blocks)(dim)
+    _check(name, x, dim, "False", model(x))
+
+
+@pytest.mark.parametrize("name", list(OPS))
+@pytest.mark.parametrize("shape,dim,keep", [((3, 0), 1, "False"), ((3, 0, 4), 1, "True"),
+                                            ((0, 0), -1, "False")])
+def test_reduce_dim_empty(name, shape, dim, keep):
+    # An empty reduced dim, like torch: ops without an identity raise, the rest fill.
+    x = torch.empty(shape)
+    model = load_model_new("reduce_dim", DIM=dim, KEEPDIM=keep, **OPS[name][0])(dim)
+    try:
+        ref = OPS[name][1](x, dim, keep == "True")
+    except (IndexError, RuntimeError) as e:
+        with pytest.raises(type(e), match="non-zero size|empty"):
+            model(x)
+        return
+    out = model(x)
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    torch.testing.assert_close(out, ref, equal_nan=True)
