@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engines/heuristic/knob_tuner.h"
 
 namespace kagent {
@@ -73,6 +74,26 @@ TEST_CASE("Templates: rendering validates params") {
   CHECK(absl::StrContains(*floats, ", 20.0))"));
   CHECK(absl::StrContains(*floats, "self.scale = 1000000000000000.0\n"));
   CHECK(absl::StrContains(*floats, "self.input_scale = 1e+16\n"));
+}
+
+TEST_CASE("Templates: conv_transpose2d refuses a stride or dilation of 0") {
+  // STRIDE_W / DILATION_W take -1 ("same as H") or 1-16; 0 (a division by zero in the
+  // wrapper) is refused when rendering, as are STRIDE / DILATION below 1.
+  auto lib = Lib();
+  REQUIRE(lib->Render("conv_transpose2d", {{"STRIDE_W", "-1"}, {"DILATION_W", "16"}}).ok());
+  REQUIRE(lib->Render("conv_transpose2d", {{"STRIDE_W", "3"}, {"DILATION_W", "1"}}).ok());
+  for (const char* param : {"STRIDE_W", "DILATION_W", "STRIDE", "DILATION"}) {
+    INFO(param);
+    auto bad = lib->Render("conv_transpose2d", {{param, "0"}});
+    CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(bad.status().message(), absl::StrCat(param, "=0")));
+  }
+  auto bad = lib->Render("conv_transpose2d", {{"STRIDE_W", "0"}});
+  CHECK(absl::StrContains(bad.status().message(), "not one of {-1, 1, 2,"));
+  CHECK(lib->Render("conv_transpose2d", {{"STRIDE_W", "-2"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(lib->Render("conv_transpose2d", {{"DILATION_W", "17"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("Templates: malformed libraries are refused with the file named") {

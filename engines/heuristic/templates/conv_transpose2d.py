@@ -177,6 +177,12 @@ class ModelNew(nn.Module):
             raise ValueError(f"conv_transpose2d: input has {C} channels, the weight {w.shape[0]}")
         (SH, SW), (PH, PW) = self.conv.stride, self.conv.padding
         (DH, DW), (OPH, OPW) = self.conv.dilation, self.conv.output_padding
+        # A constructor may give any stride / dilation (the params' bounds exclude 0); torch
+        # refuses non-positive ones at the call, so does this.
+        if min(SH, SW) < 1:
+            raise RuntimeError(f"conv_transpose2d: non-positive stride is not supported, got {(SH, SW)}")
+        if min(DH, DW) < 1:
+            raise RuntimeError(f"conv_transpose2d: dilation should be greater than zero, got {(DH, DW)}")
         OH = (H - 1) * SH - 2 * PH + DH * (KH - 1) + OPH + 1
         OW = (W - 1) * SW - 2 * PW + DW * (KW - 1) + OPW + 1
         y = torch.empty((N, CO, OH, OW), device=x.device, dtype=x.dtype)

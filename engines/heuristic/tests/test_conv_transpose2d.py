@@ -170,3 +170,13 @@ def test_conv_transpose2d_refusals():
         load_model_new("conv_transpose2d")(8, 8, 3, 1, 0, 0, 4)
     with pytest.raises(ValueError):
         load_model_new("conv_transpose2d", STRIDE=0)
+    for param in ("STRIDE_W", "DILATION_W", "DILATION"):  # 0 is refused at render time
+        with pytest.raises(ValueError, match=param):
+            load_model_new("conv_transpose2d", **{param: 0})
+    # Strides / dilations of 0 from the constructor: refused at the call, like torch.
+    x = torch.randn(1, 2, 5, 5)
+    for kw, match in [(dict(stride=(1, 0)), "stride"), (dict(dilation=(0, 1)), "dilation")]:
+        with pytest.raises(RuntimeError, match=match):
+            nn.ConvTranspose2d(2, 3, 3, **kw)(x)
+        with pytest.raises(RuntimeError, match=match):
+            load_model_new("conv_transpose2d", **SMALL)(2, 3, 3, **kw)(x)
