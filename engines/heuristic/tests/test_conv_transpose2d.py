@@ -6,6 +6,7 @@ and asymmetric arguments, ragged tiles, batch 1, channel counts not multiples of
 on and off, fp32, bf16 and fp16, non-contiguous inputs, both constructor modes (CTOR), the
 64-bit offset path and the refusals."""
 import os
+import subprocess
 import sys
 
 import pytest
@@ -168,11 +169,12 @@ def test_conv_transpose2d_refusals():
         load_model_new("conv_transpose2d")(8, 8, 3, groups=2)
     with pytest.raises(NotImplementedError, match="groups must be 1"):
         load_model_new("conv_transpose2d")(8, 8, 3, 1, 0, 0, 4)
-    with pytest.raises(ValueError):
-        load_model_new("conv_transpose2d", STRIDE=0)
-    for param in ("STRIDE_W", "DILATION_W", "DILATION"):  # 0 is refused at render time
-        with pytest.raises(ValueError, match=param):
+    for param in ("STRIDE", "STRIDE_W", "DILATION", "DILATION_W"):  # 0: refused at render time
+        # (ValueError from the Python renderer, a failed kagent-template-render with
+        # KAGENT_TEMPLATE_RENDER set.)
+        with pytest.raises((ValueError, subprocess.CalledProcessError)) as e:
             load_model_new("conv_transpose2d", **{param: 0})
+        assert f"{param}=0" in (getattr(e.value, "stderr", None) or str(e.value))
     # Strides / dilations of 0 from the constructor: refused at the call, like torch.
     x = torch.randn(1, 2, 5, 5)
     for kw, match in [(dict(stride=(1, 0)), "stride"), (dict(dilation=(0, 1)), "dilation")]:
