@@ -33,10 +33,11 @@ def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta, scale, input_scale,
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    # Clamps propagate NaN as torch does (max.f32 on the GPU would return the other operand).
     if OP == "relu":
-        y = tl.maximum(x, 0.0)
+        y = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "relu6":
-        y = tl.minimum(tl.maximum(x, 0.0), 6.0)
+        y = tl.minimum(tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL), 6.0, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "leaky_relu":
         y = tl.where(x >= 0.0, x, x * alpha)
     elif OP == "gelu":
@@ -57,13 +58,13 @@ def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta, scale, input_scale,
     elif OP == "selu":
         y = 1.0507009873554805 * tl.where(x > 0.0, x, 1.6732632423543772 * (tl.exp(x) - 1.0))
     elif OP == "celu":
-        y = tl.maximum(x, 0.0) + tl.minimum(0.0, alpha * (tl.exp(x / alpha) - 1.0))
+        y = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL) + tl.minimum(0.0, alpha * (tl.exp(x / alpha) - 1.0))
     elif OP == "hardtanh":
-        y = tl.minimum(tl.maximum(x, alpha), beta)
+        y = tl.minimum(tl.maximum(x, alpha, propagate_nan=tl.PropagateNan.ALL), beta, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "hardsigmoid":
-        y = tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)
+        y = tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0, propagate_nan=tl.PropagateNan.ALL), 1.0, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "hardswish":
-        y = x * tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)
+        y = x * tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0, propagate_nan=tl.PropagateNan.ALL), 1.0, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "swish":
         y = x * _sigmoid(x)
     elif OP == "mish":

@@ -47,9 +47,11 @@ def _usage(kernel):
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
-def _compile(name, kernel, sig, consts, warps, stages, aligned=()):
+def _compile(name, kernel, sig, consts, warps, stages, aligned=(), clamps=False):
     """aligned: args specialized as multiples of 16 (pointers: 16-byte aligned), as the
-    launcher does for such values at run time; it enables vectorized loads."""
+    launcher does for such values at run time; it enables vectorized loads. clamps: also
+    count the fp32 min/max instructions in the PTX, NaN-propagating (min/max.NaN.f32) and
+    not (min/max.f32, which return the other operand for a NaN)."""
     full = dict(sig)
     full.update({k: "constexpr" for k in consts})
     attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
@@ -58,6 +60,10 @@ def _compile(name, kernel, sig, consts, warps, stages, aligned=()):
                            options=dict(num_warps=warps, num_stages=stages))
         regs, stack = _usage(k)
         row = dict(name=name, regs=regs, stack=stack, shared=k.metadata.shared)
+        if clamps:
+            ptx = k.asm["ptx"]
+            row["nan_clamps"] = len(re.findall(r"\b(?:max|min)\.NaN\.f32", ptx))
+            row["plain_clamps"] = len(re.findall(r"\b(?:max|min)\.f32", ptx))
     except Exception as e:  # reported, the test fails on it
         row = dict(name=name, error=f"{type(e).__name__}: {str(e)[:2000]}")
     print(json.dumps(row), flush=True)
@@ -217,6 +223,14 @@ def main():
              dict(tbase, HAS_BIAS=True, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64), 8, 4)
     _compile("conv_transpose2d fp32 64x64x32 int64", ct.conv_transpose2d_kernel, tsig,
              dict(tbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
+
+    # The elementwise clamps propagate NaN like torch (relu(nan) = nan).
+    ew = _load("elementwise", OP="relu")
+    esig = dict(x_ptr=fp32, y_ptr=fp32, n="i32", alpha="fp32", beta="fp32", scale="fp32",
+                input_scale="fp32")
+    for op in ("relu", "relu6", "hardtanh", "hardsigmoid", "hardswish"):
+        _compile(f"elementwise {op} 4096", ew.elementwise_kernel, esig, dict(BLOCK=4096, OP=op), 8, 1,
+                 clamps=True)
 
 
 if __name__ == "__main__":

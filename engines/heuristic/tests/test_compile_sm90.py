@@ -1,6 +1,7 @@
 """The scan, pooling, loss and conv templates compile for sm_90 at the brain's sizes,
-without register spills (compile_sm90.py in a subprocess without the interpreter; no GPU
-needed, the triton wheel's NVIDIA backend is)."""
+without register spills, and the elementwise clamps compile to NaN-propagating min/max
+(compile_sm90.py in a subprocess without the interpreter; no GPU needed, the triton
+wheel's NVIDIA backend is)."""
 import json
 import os
 import subprocess
@@ -34,3 +35,7 @@ def test_templates_compile_for_sm90_without_spills():
     assert not failed, failed
     spills = [row for row in rows if row["stack"] != 0]
     assert not spills, spills
+    clamps = [row for row in rows if "nan_clamps" in row]
+    assert len(clamps) == 5, rows
+    dropped = [row for row in clamps if row["plain_clamps"] or not row["nan_clamps"]]
+    assert not dropped, dropped
