@@ -27,6 +27,35 @@ v1::GpuSpec H200() {
   return g;
 }
 
+// The brain's first kernel for `sig` on `gpu`: it comes from template `id`, contains every
+// fragment, and the knob tuner can move `knob` by `change` in it (the template's bounds
+// apply). Returns the tuned source.
+std::string CheckFirstKernel(HeuristicBrain& brain, const v1::Problem& problem,
+                             const v1::OpSignature& sig, const v1::GpuSpec& gpu,
+                             const std::string& id, const std::vector<std::string>& fragments,
+                             const std::string& knob, const std::string& change) {
+  INFO(id);
+  auto r = brain.FirstKernel({&problem, &sig, &gpu});
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "template:" + id);
+  for (const std::string& f : fragments) {
+    INFO(f);
+    CHECK(absl::StrContains(r->kernel.source(), f));
+  }
+  auto info = ParseTritonSource(r->kernel.source());
+  REQUIRE(info.ok());
+  CHECK(info->template_id == id);
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
+  INFO(tuned.status().ToString());
+  REQUIRE(tuned.ok());
+  REQUIRE(tuned->edits.size() == 1);
+  CHECK(tuned->edits[0].knob == knob);
+  return tuned->source;
+}
+
 TEST_CASE("Brain: first kernels by op class and shape") {
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;
@@ -183,29 +212,10 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   v1::Problem problem;
   problem.set_source("class Model: ...");
   v1::GpuSpec gpu = H200();
-  // Renders, checks the template and the rendered values, and that the knob tuner can
-  // move `knob` in the result (the template's bounds apply).
   auto check = [&](const v1::OpSignature& sig, const std::string& id,
                    std::vector<std::string> fragments, const std::string& knob,
                    const std::string& change) {
-    INFO(id);
-    auto r = brain.FirstKernel({&problem, &sig, &gpu});
-    INFO(r.status().ToString());
-    REQUIRE(r.ok());
-    CHECK(r->kernel.origin() == "template:" + id);
-    for (const std::string& f : fragments) {
-      INFO(f);
-      CHECK(absl::StrContains(r->kernel.source(), f));
-    }
-    auto info = ParseTritonSource(r->kernel.source());
-    REQUIRE(info.ok());
-    CHECK(info->template_id == id);
-    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
-    INFO(tuned.status().ToString());
-    REQUIRE(tuned.ok());
-    REQUIRE(tuned->edits.size() == 1);
-    CHECK(tuned->edits[0].knob == knob);
-    return r->kernel.source();
+    CheckFirstKernel(brain, problem, sig, gpu, id, fragments, knob, change);
   };
 
   v1::OpSignature cumsum;  // problems/43: 32768 x 16384 fp32 along dim 1
@@ -430,17 +440,7 @@ TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {
   v1::GpuSpec gpu = H200();
   auto check = [&](const v1::OpSignature& sig, std::vector<std::string> fragments,
                    const v1::GpuSpec* g, const std::string& knob, const std::string& change) {
-    auto r = brain.FirstKernel({&problem, &sig, g});
-    REQUIRE(r.ok());
-    CHECK(r->kernel.origin() == "template:conv3d_implicit_gemm");
-    for (const std::string& f : fragments) {
-      INFO(f);
-      CHECK(absl::StrContains(r->kernel.source(), f));
-    }
-    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
-    INFO(tuned.status().ToString());
-    REQUIRE(tuned.ok());
-    REQUIRE(tuned->edits.size() == 1);
+    CheckFirstKernel(brain, problem, sig, *g, "conv3d_implicit_gemm", fragments, knob, change);
   };
   // KernelBench's asymmetric Conv3d: kernel (3, 5, 7), stride (1, 2, 1), padding (0, 1, 3),
   // groups 2, bias, as aten::convolution records it: the layer from the params alone.
@@ -1043,18 +1043,7 @@ TEST_CASE("Brain: channel_norm for inference BatchNorm and GroupNorm (problems 2
   // Renders channel_norm with `fragments`, and the knob tuner moves `knob` in it.
   auto check = [&](const v1::OpSignature& sig, std::vector<std::string> fragments,
                    const std::string& knob, const std::string& change) {
-    auto r = first(sig);
-    REQUIRE(r.ok());
-    CHECK(r->kernel.origin() == "template:channel_norm");
-    for (const std::string& f : fragments) {
-      INFO(f);
-      CHECK(absl::StrContains(r->kernel.source(), f));
-    }
-    auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
-    INFO(tuned.status().ToString());
-    REQUIRE(tuned.ok());
-    REQUIRE(tuned->edits.size() == 1);
-    return tuned->source;
+    return CheckFirstKernel(brain, problem, sig, gpu, "channel_norm", fragments, knob, change);
   };
   const std::vector<int64_t> x = {32, 64, 512, 512};
   v1::OpSignature bn;  // problems/29: F.batch_norm(x, rm, rv, w, b, training=False)
