@@ -1,6 +1,7 @@
-"""The heuristic brain's first kernel for ops outside the suite's 44 problems, end to end:
+"""The heuristic brain's first kernel for ops beyond the suite's problems, end to end:
 KernelBench-style models of InstanceNorm, Frobenius, L1 and L2 normalization, p-norm /
-var / std reductions, a transposed and a grouped convolution and the tanh GELU. For each:
+var / std reductions, transposed, grouped, 3-D and 1-D convolutions and the tanh GELU
+(and models with extra compute ops, which must be refused). For each:
 record the op signature with the harness, ask the C++ brain for its first kernel
 (`kagent-template-render --first-kernel`), check the template it chose, and compare the
 kernel with the reference the harness's way under Triton's interpreter (helpers from
