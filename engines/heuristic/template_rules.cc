@@ -812,12 +812,11 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
     ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
     auto recorded = [&](const char* name, int64_t inferred) {
-      const double v = ScalarArg(op, absl::StrCat(name, ".0"), NAN);
-      return std::isnan(v) ? inferred : static_cast<int64_t>(v);
+      return static_cast<int64_t>(ScalarArg(op, name, static_cast<double>(inferred)));
     };
-    p["STRIDE"] = std::to_string(Clamp(recorded("stride", op.stride), 1, 16));
-    p["PADDING"] = std::to_string(Clamp(recorded("padding", op.padding), 0, 32));
-    p["DILATION"] = std::to_string(Clamp(recorded("dilation", op.dilation), 1, 16));
+    p["STRIDE"] = std::to_string(Clamp(recorded("stride.0", op.stride), 1, 16));
+    p["PADDING"] = std::to_string(Clamp(recorded("padding.0", op.padding), 0, 32));
+    p["DILATION"] = std::to_string(Clamp(recorded("dilation.0", op.dilation), 1, 16));
     p["BIAS"] = op.has_bias ? "True" : "False";
     p["GROUPS"] = std::to_string(groups);
     return p;
