@@ -30,9 +30,20 @@ if [ "${1:-}" != "--no-python" ]; then
     "$py" -m venv .venv
   fi
   if ! .venv/bin/python -c "import torch, triton, numpy" 2>/dev/null; then
-    echo "setup: installing torch, triton, numpy into .venv (PyPI)"
-    .venv/bin/pip install -q --upgrade pip
-    .venv/bin/pip install -q torch triton numpy pytest
+    # PyPI's torch brings its CUDA libraries: about 3 GB of wheels, 5.5 GB installed.
+    # --no-cache-dir keeps pip from storing a second copy of the wheels under ~/.cache.
+    need_kb=$((9 * 1024 * 1024))
+    free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+    echo "setup: installing torch, triton, numpy into .venv (PyPI; $((free_kb / 1024 / 1024)) GB free here)"
+    if [ "$free_kb" -lt "$need_kb" ]; then
+      echo "setup: warning: under 9 GB free on $(df -P . | awk 'NR == 2 { print $6 }'); the install may run out of space" >&2
+    fi
+    if ! { .venv/bin/pip install -q --no-cache-dir --upgrade pip &&
+           .venv/bin/pip install -q --no-cache-dir torch triton numpy pytest; }; then
+      echo "setup: pip failed; $(df -Ph . | awk 'NR == 2 { print $4 " free on " $6 }')." \
+           "torch with its CUDA libraries needs about 9 GB free while it installs." >&2
+      exit 1
+    fi
   fi
 fi
 echo "setup: ok"
