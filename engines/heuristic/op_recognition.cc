@@ -134,6 +134,22 @@ class Recognizer {
     }
     return false;
   }
+  // True when every compute op named `op` that records scalar `arg` recorded `want` (an
+  // op that does not record it passes: older signatures carry no scalars).
+  bool RecordedIs(const char* op, const char* arg, double want) const {
+    for (const Op& o : compute_) {
+      if (o.name != op) continue;
+      auto it = o.record->scalars().find(arg);
+      if (it != o.record->scalars().end() && it->second != want) return false;
+    }
+    return true;
+  }
+  bool RecordsAny(const char* op, const char* arg) const {
+    for (const Op& o : compute_) {
+      if (o.name == op && o.record->scalars().count(arg)) return true;
+    }
+    return false;
+  }
   const Op* Find(std::initializer_list<const char*> ns) const {
     for (const Op& op : compute_) {
       for (const char* n : ns) {
@@ -332,9 +348,17 @@ class Recognizer {
       return decide("triplet_margin", "distance norms, margin clamp, scalar");
     if (HasAny({"linalg_vector_norm", "norm"}) && Has("mul") && Has("sum") && HasAny({"div"}) && mean_or_sum)
       return decide("cosine_similarity", "dot / norms reduced to a scalar");
-    if (HasAny({"clamp", "clamp_min", "relu"}) && Has("mul") && mean_or_sum)
+    // The decomposed patterns' constants, where the signature records them: hinge's
+    // 1 - p*t clamped at 0 (no upper bound), MSE's p - t squared. Another constant
+    // (mean((p - t)^3), clamp(2 - p*t)) is a different model: left to the other classes,
+    // whose extra-ops check then names what the templates do not compute.
+    bool hinge_constants = RecordedIs("rsub", "other", 1) && RecordedIs("rsub", "alpha", 1) &&
+                           RecordedIs("sub", "alpha", 1) && RecordedIs("clamp", "min", 0) &&
+                           !RecordsAny("clamp", "max") && RecordedIs("clamp_min", "min", 0);
+    if (HasAny({"clamp", "clamp_min", "relu"}) && Has("mul") && mean_or_sum && hinge_constants)
       return decide("hinge", "clamp(1 - y*p) reduced to a scalar");
-    if (Has("sub") && HasAny({"pow", "mul", "square"}) && mean_or_sum)
+    bool mse_constants = RecordedIs("sub", "alpha", 1) && RecordedIs("pow", "exponent", 2);
+    if (Has("sub") && HasAny({"pow", "mul", "square"}) && mean_or_sum && mse_constants)
       return decide("mse", "mean of squared differences");
     if (Has("sub") && Has("abs") && Has("where") && mean_or_sum)
       return decide("smooth_l1", "piecewise |diff| reduced to a scalar");

@@ -608,6 +608,36 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
+TEST_CASE("Recognition: decomposed losses with other constants are not MSE or hinge") {
+  const T x{{512, 256}}, s{{}};
+  auto mse_like = [&](double exponent, double alpha) {
+    OpSignature sig;  // mean((p - alpha * t) ** exponent), the scalars the harness records
+    AddOp(&sig, "aten::sub", {x, x}, {x}, {{"alpha", alpha}});
+    AddOp(&sig, "aten::pow", {x}, {x}, {{"exponent", exponent}});
+    AddOp(&sig, "aten::mean", {x}, {s});
+    return Recognize(sig);
+  };
+  CHECK(mse_like(2, 1).variant == "mse");  // problems/37 as recorded
+  for (auto [exponent, alpha] : {std::pair{3.0, 1.0}, {1.5, 1.0}, {2.0, 2.0}}) {
+    RecognizedOp op = mse_like(exponent, alpha);
+    INFO(DescribeOp(op) << ": " << op.extra_ops_why);
+    CHECK(op.op_class != "loss");
+    CHECK(op.tags.count("extra_ops"));  // the reduction's template would drop sub and pow
+  }
+  auto hinge_like = [&](std::map<std::string, double> rsub, std::map<std::string, double> clamp) {
+    OpSignature sig;  // mean(clamp(other - p * t, min, max))
+    AddOp(&sig, "aten::mul", {x, x}, {x});
+    AddOp(&sig, "aten::rsub", {x}, {x}, rsub);
+    AddOp(&sig, "aten::clamp", {x}, {x}, clamp);
+    AddOp(&sig, "aten::mean", {x}, {s});
+    return Recognize(sig);
+  };
+  CHECK(hinge_like({{"other", 1}, {"alpha", 1}}, {{"min", 0}}).variant == "hinge");  // problems/39
+  CHECK(hinge_like({{"other", 2}, {"alpha", 1}}, {{"min", 0}}).op_class != "loss");
+  CHECK(hinge_like({{"other", 1}, {"alpha", 1}}, {{"min", -1}}).op_class != "loss");
+  CHECK(hinge_like({{"other", 1}, {"alpha", 1}}, {{"min", 0}, {"max", 1}}).op_class != "loss");
+}
+
 TEST_CASE("Recognition: compute ops the class's templates do not perform are extra_ops") {
   const T x{{64, 128}}, row{{64}}, row1{{64, 1}};
   auto unary = [](OpSignature* sig, const char* op, const T& t) { AddOp(sig, op, {t}, {t}); };

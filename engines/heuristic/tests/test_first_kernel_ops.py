@@ -33,8 +33,8 @@ def Lambda(fn):
     """A model class whose forward is fn, with a constructor that takes no arguments (as
     KernelBench's activation, norm and reduction models with fixed arguments)."""
     class Model(nn.Module):
-        def forward(self, x):
-            return fn(x)
+        def forward(self, *inputs):
+            return fn(*inputs)
     return Model
 
 
@@ -195,6 +195,11 @@ EXTRA_OPS = {
     "layer_norm_gelu": (_LayerNormGelu(), [_x(4, 32)], "aten::gelu after aten::native_layer_norm"),
     "linear_relu": (_LinearRelu(), [_x(4, 64)], "aten::relu after aten::addmm"),
     "matmul_relu": (_MatmulRelu(), [_x(32, 64), _x(64, 32)], "aten::relu after aten::mm"),
+    # Decomposed losses with other constants than MSE's and hinge's.
+    "mean_of_cubed_difference": (Lambda(lambda p, t: torch.mean((p - t) ** 3))(),
+                                 [_x(8, 64), _x(8, 64)], "aten::pow before aten::mean"),
+    "hinge_with_margin_two": (Lambda(lambda p, t: torch.mean(torch.clamp(2 - p * t, min=0)))(),
+                              [_x(8, 64), _x(8, 64)], "aten::clamp before aten::mean"),
 }
 
 
