@@ -304,51 +304,7 @@ class PostgresStorage::Session final : public Storage {
 
   absl::Status Migrate(const std::vector<PostgresMigration>& migrations);
 
-  // Runs `body` as a top-level REPEATABLE READ transaction, or as a savepoint inside the
-  // open one.
-  absl::Status RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) override {
-    return Atomically([&] { return body(*this); }, /*snapshot=*/true);
-  }
-
-  absl::StatusOr<CreateJobResult> CreateJob(const v1::Job& job,
-                                            absl::string_view idempotency_key) override;
-  absl::StatusOr<StoredJob> GetJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> UpdateJob(const v1::Job& job, int64_t expected_revision) override;
-  absl::StatusOr<JobPage> ListJobs(const ListJobsQuery& query) override;
-  absl::StatusOr<std::vector<StoredJob>> ListUnfinishedJobs() override;
-  absl::Status DeleteJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> AppendEvent(absl::string_view job_id,
-                                      const v1::JobEvent& event) override;
-  absl::StatusOr<std::vector<v1::JobEvent>> ListEvents(absl::string_view job_id,
-                                                       int64_t from_sequence,
-                                                       int limit) override;
-  absl::Status PutCandidate(const v1::Candidate& candidate) override;
-  absl::StatusOr<v1::Candidate> GetCandidate(absl::string_view candidate_id) override;
-  absl::StatusOr<std::vector<v1::Candidate>> ListCandidates(
-      absl::string_view job_id, std::optional<int32_t> round) override;
-  absl::StatusOr<std::string> PutTaskResult(absl::string_view job_id,
-                                            absl::string_view task_id,
-                                            absl::string_view result) override;
-  absl::StatusOr<std::string> GetTaskResult(absl::string_view task_id) override;
-  absl::StatusOr<int64_t> AppendReflexion(absl::string_view job_id,
-                                          const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListReflexions(absl::string_view job_id) override;
-  absl::Status AppendSharedReflexion(const SharedMemoryKey& key,
-                                     absl::string_view source_job_id,
-                                     const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListSharedReflexions(const SharedMemoryKey& key,
-                                                                  int limit) override;
-  absl::Status PutArtifact(absl::string_view job_id, const v1::Artifact& artifact) override;
-  absl::StatusOr<v1::Artifact> GetArtifact(absl::string_view job_id,
-                                           absl::string_view name) override;
-  absl::StatusOr<std::vector<v1::Artifact>> ListArtifacts(absl::string_view job_id,
-                                                          absl::string_view prefix,
-                                                          bool include_content) override;
-  absl::Status PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                             absl::string_view value) override;
-  absl::StatusOr<std::string> GetCheckpoint(absl::string_view job_id,
-                                            absl::string_view key) override;
-  absl::StatusOr<int64_t> SchemaVersion() override;
+#include "common/storage/storage_overrides.inc"
 
  private:
   Session(PGconn* conn, std::string description)
@@ -639,6 +595,12 @@ absl::StatusOr<int64_t> PostgresStorage::Session::SchemaVersion() {
       Result result,
       Exec("SELECT COALESCE(MAX(version), 0) FROM schema_version", Params(), "reading the schema version"));
   return result.Int(0, 0);
+}
+
+// A top-level REPEATABLE READ transaction, or a savepoint inside the open one.
+absl::Status PostgresStorage::Session::RunInTransaction(
+    absl::FunctionRef<absl::Status(Storage&)> body) {
+  return Atomically([&] { return body(*this); }, /*snapshot=*/true);
 }
 
 // --- Jobs ------------------------------------------------------------------------
@@ -1246,121 +1208,10 @@ void PostgresStorage::Release(std::unique_ptr<Session> session) {
   idle_.push_back(std::move(session));
 }
 
-absl::Status PostgresStorage::CheckNotReentrant() const {
-  if (transaction_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
-    return absl::FailedPreconditionError(
-        "Storage called from inside its own RunInTransaction body; use the Storage& "
-        "passed to the body");
-  }
-  return absl::OkStatus();
-}
-
-template <typename Fn>
-auto PostgresStorage::WithSession(Fn fn) -> decltype(fn(std::declval<Session&>())) {
-  KAGENT_RETURN_IF_ERROR(CheckNotReentrant());
+absl::Status PostgresStorage::WithConnection(
+    absl::FunctionRef<absl::Status(Storage&)> call) {
   KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Acquire());
-  auto result = fn(*session);
-  Release(std::move(session));
-  return result;
-}
-
-#define KAGENT_PG_CALL(call) return WithSession([&](Session& session) { return session.call; })
-
-absl::StatusOr<CreateJobResult> PostgresStorage::CreateJob(const v1::Job& job,
-                                                           absl::string_view idempotency_key) {
-  KAGENT_PG_CALL(CreateJob(job, idempotency_key));
-}
-absl::StatusOr<StoredJob> PostgresStorage::GetJob(absl::string_view job_id) {
-  KAGENT_PG_CALL(GetJob(job_id));
-}
-absl::StatusOr<int64_t> PostgresStorage::UpdateJob(const v1::Job& job,
-                                                   int64_t expected_revision) {
-  KAGENT_PG_CALL(UpdateJob(job, expected_revision));
-}
-absl::StatusOr<JobPage> PostgresStorage::ListJobs(const ListJobsQuery& query) {
-  KAGENT_PG_CALL(ListJobs(query));
-}
-absl::StatusOr<std::vector<StoredJob>> PostgresStorage::ListUnfinishedJobs() {
-  KAGENT_PG_CALL(ListUnfinishedJobs());
-}
-absl::Status PostgresStorage::DeleteJob(absl::string_view job_id) {
-  KAGENT_PG_CALL(DeleteJob(job_id));
-}
-absl::StatusOr<int64_t> PostgresStorage::AppendEvent(absl::string_view job_id,
-                                                     const v1::JobEvent& event) {
-  KAGENT_PG_CALL(AppendEvent(job_id, event));
-}
-absl::StatusOr<std::vector<v1::JobEvent>> PostgresStorage::ListEvents(absl::string_view job_id,
-                                                                      int64_t from_sequence,
-                                                                      int limit) {
-  KAGENT_PG_CALL(ListEvents(job_id, from_sequence, limit));
-}
-absl::Status PostgresStorage::PutCandidate(const v1::Candidate& candidate) {
-  KAGENT_PG_CALL(PutCandidate(candidate));
-}
-absl::StatusOr<v1::Candidate> PostgresStorage::GetCandidate(absl::string_view candidate_id) {
-  KAGENT_PG_CALL(GetCandidate(candidate_id));
-}
-absl::StatusOr<std::vector<v1::Candidate>> PostgresStorage::ListCandidates(
-    absl::string_view job_id, std::optional<int32_t> round) {
-  KAGENT_PG_CALL(ListCandidates(job_id, round));
-}
-absl::StatusOr<std::string> PostgresStorage::PutTaskResult(absl::string_view job_id,
-                                                           absl::string_view task_id,
-                                                           absl::string_view result) {
-  KAGENT_PG_CALL(PutTaskResult(job_id, task_id, result));
-}
-absl::StatusOr<std::string> PostgresStorage::GetTaskResult(absl::string_view task_id) {
-  KAGENT_PG_CALL(GetTaskResult(task_id));
-}
-absl::StatusOr<int64_t> PostgresStorage::AppendReflexion(absl::string_view job_id,
-                                                         const v1::Reflexion& reflexion) {
-  KAGENT_PG_CALL(AppendReflexion(job_id, reflexion));
-}
-absl::StatusOr<std::vector<v1::Reflexion>> PostgresStorage::ListReflexions(
-    absl::string_view job_id) {
-  KAGENT_PG_CALL(ListReflexions(job_id));
-}
-absl::Status PostgresStorage::AppendSharedReflexion(const SharedMemoryKey& key,
-                                                    absl::string_view source_job_id,
-                                                    const v1::Reflexion& reflexion) {
-  KAGENT_PG_CALL(AppendSharedReflexion(key, source_job_id, reflexion));
-}
-absl::StatusOr<std::vector<v1::Reflexion>> PostgresStorage::ListSharedReflexions(
-    const SharedMemoryKey& key, int limit) {
-  KAGENT_PG_CALL(ListSharedReflexions(key, limit));
-}
-absl::Status PostgresStorage::PutArtifact(absl::string_view job_id,
-                                          const v1::Artifact& artifact) {
-  KAGENT_PG_CALL(PutArtifact(job_id, artifact));
-}
-absl::StatusOr<v1::Artifact> PostgresStorage::GetArtifact(absl::string_view job_id,
-                                                          absl::string_view name) {
-  KAGENT_PG_CALL(GetArtifact(job_id, name));
-}
-absl::StatusOr<std::vector<v1::Artifact>> PostgresStorage::ListArtifacts(
-    absl::string_view job_id, absl::string_view prefix, bool include_content) {
-  KAGENT_PG_CALL(ListArtifacts(job_id, prefix, include_content));
-}
-absl::Status PostgresStorage::PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                                            absl::string_view value) {
-  KAGENT_PG_CALL(PutCheckpoint(job_id, key, value));
-}
-absl::StatusOr<std::string> PostgresStorage::GetCheckpoint(absl::string_view job_id,
-                                                           absl::string_view key) {
-  KAGENT_PG_CALL(GetCheckpoint(job_id, key));
-}
-absl::StatusOr<int64_t> PostgresStorage::SchemaVersion() { KAGENT_PG_CALL(SchemaVersion()); }
-
-#undef KAGENT_PG_CALL
-
-absl::Status PostgresStorage::RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) {
-  KAGENT_RETURN_IF_ERROR(CheckNotReentrant());
-  absl::MutexLock lock(&transaction_mu_);
-  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Acquire());
-  transaction_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  absl::Status status = session->RunInTransaction(body);
-  transaction_thread_.store(std::thread::id(), std::memory_order_relaxed);
+  absl::Status status = call(*session);
   Release(std::move(session));
   return status;
 }

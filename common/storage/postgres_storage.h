@@ -39,14 +39,13 @@
 #ifndef KAGENT_COMMON_STORAGE_POSTGRES_STORAGE_H_
 #define KAGENT_COMMON_STORAGE_POSTGRES_STORAGE_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/storage/forwarding_storage.h"
 #include "common/storage/storage.h"
 
 namespace kagent {
@@ -84,7 +83,7 @@ struct PostgresStorageOptions {
 // parse it.
 std::string DescribePostgresUrl(const std::string& url);
 
-class PostgresStorage final : public Storage {
+class PostgresStorage final : public storage::ForwardingStorage {
  public:
   // Connects and migrates. Errors: INVALID_ARGUMENT (empty or unparseable URL, bad
   // options), UNAVAILABLE (cannot connect: the reason, never the password),
@@ -94,59 +93,11 @@ class PostgresStorage final : public Storage {
       const PostgresStorageOptions& options);
 
   ~PostgresStorage() override;
-  PostgresStorage(const PostgresStorage&) = delete;
-  PostgresStorage& operator=(const PostgresStorage&) = delete;
 
   // host:port/dbname of the server (no credentials).
   const std::string& description() const { return description_; }
 
-  absl::StatusOr<CreateJobResult> CreateJob(const v1::Job& job,
-                                            absl::string_view idempotency_key) override;
-  absl::StatusOr<StoredJob> GetJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> UpdateJob(const v1::Job& job, int64_t expected_revision) override;
-  absl::StatusOr<JobPage> ListJobs(const ListJobsQuery& query) override;
-  absl::StatusOr<std::vector<StoredJob>> ListUnfinishedJobs() override;
-  absl::Status DeleteJob(absl::string_view job_id) override;
-
-  absl::StatusOr<int64_t> AppendEvent(absl::string_view job_id,
-                                      const v1::JobEvent& event) override;
-  absl::StatusOr<std::vector<v1::JobEvent>> ListEvents(absl::string_view job_id,
-                                                       int64_t from_sequence,
-                                                       int limit) override;
-
-  absl::Status PutCandidate(const v1::Candidate& candidate) override;
-  absl::StatusOr<v1::Candidate> GetCandidate(absl::string_view candidate_id) override;
-  absl::StatusOr<std::vector<v1::Candidate>> ListCandidates(
-      absl::string_view job_id, std::optional<int32_t> round) override;
-
-  absl::StatusOr<std::string> PutTaskResult(absl::string_view job_id,
-                                            absl::string_view task_id,
-                                            absl::string_view result) override;
-  absl::StatusOr<std::string> GetTaskResult(absl::string_view task_id) override;
-
-  absl::StatusOr<int64_t> AppendReflexion(absl::string_view job_id,
-                                          const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListReflexions(absl::string_view job_id) override;
-  absl::Status AppendSharedReflexion(const SharedMemoryKey& key,
-                                     absl::string_view source_job_id,
-                                     const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListSharedReflexions(const SharedMemoryKey& key,
-                                                                  int limit) override;
-
-  absl::Status PutArtifact(absl::string_view job_id, const v1::Artifact& artifact) override;
-  absl::StatusOr<v1::Artifact> GetArtifact(absl::string_view job_id,
-                                           absl::string_view name) override;
-  absl::StatusOr<std::vector<v1::Artifact>> ListArtifacts(absl::string_view job_id,
-                                                          absl::string_view prefix,
-                                                          bool include_content) override;
-
-  absl::Status PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                             absl::string_view value) override;
-  absl::StatusOr<std::string> GetCheckpoint(absl::string_view job_id,
-                                            absl::string_view key) override;
-
-  absl::Status RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) override;
-  absl::StatusOr<int64_t> SchemaVersion() override;
+  // The Storage methods are ForwardingStorage's: each runs on a session from the pool.
 
  private:
   class Session;  // the single-threaded implementation over one PGconn
@@ -154,17 +105,15 @@ class PostgresStorage final : public Storage {
   PostgresStorage(PostgresStorageOptions options, std::string description,
                   std::unique_ptr<Session> first);
 
+  // Runs `call` on a session taken with Acquire() and given back with Release().
+  absl::Status WithConnection(absl::FunctionRef<absl::Status(Storage&)> call) override;
+
   // Takes an idle session from the pool or opens a new one (waits while `pool_size`
   // are in use). UNAVAILABLE when a new connection fails.
   absl::StatusOr<std::unique_ptr<Session>> Acquire();
   // Returns a session to the pool; drops it when its connection is broken or a
   // transaction was left open.
   void Release(std::unique_ptr<Session> session);
-  // FAILED_PRECONDITION when the calling thread is inside RunInTransaction's body.
-  absl::Status CheckNotReentrant() const;
-
-  template <typename Fn>
-  auto WithSession(Fn fn) -> decltype(fn(std::declval<Session&>()));
 
   const PostgresStorageOptions options_;
   const std::string description_;
@@ -172,10 +121,6 @@ class PostgresStorage final : public Storage {
   absl::Mutex pool_mu_;
   std::vector<std::unique_ptr<Session>> idle_ ABSL_GUARDED_BY(pool_mu_);
   int open_ ABSL_GUARDED_BY(pool_mu_) = 0;  // sessions in use + idle
-
-  // Held for the whole body of RunInTransaction: one transaction at a time per process.
-  absl::Mutex transaction_mu_;
-  std::atomic<std::thread::id> transaction_thread_{};
 };
 
 }  // namespace kagent

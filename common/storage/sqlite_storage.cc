@@ -256,48 +256,7 @@ class SqliteStorage::Connection final : public Storage {
 
   ~Connection() override { sqlite3_close_v2(db_); }
 
-  absl::StatusOr<CreateJobResult> CreateJob(const v1::Job& job,
-                                            absl::string_view idempotency_key) override;
-  absl::StatusOr<StoredJob> GetJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> UpdateJob(const v1::Job& job, int64_t expected_revision) override;
-  absl::StatusOr<JobPage> ListJobs(const ListJobsQuery& query) override;
-  absl::StatusOr<std::vector<StoredJob>> ListUnfinishedJobs() override;
-  absl::Status DeleteJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> AppendEvent(absl::string_view job_id,
-                                      const v1::JobEvent& event) override;
-  absl::StatusOr<std::vector<v1::JobEvent>> ListEvents(absl::string_view job_id,
-                                                       int64_t from_sequence,
-                                                       int limit) override;
-  absl::Status PutCandidate(const v1::Candidate& candidate) override;
-  absl::StatusOr<v1::Candidate> GetCandidate(absl::string_view candidate_id) override;
-  absl::StatusOr<std::vector<v1::Candidate>> ListCandidates(
-      absl::string_view job_id, std::optional<int32_t> round) override;
-  absl::StatusOr<std::string> PutTaskResult(absl::string_view job_id,
-                                            absl::string_view task_id,
-                                            absl::string_view result) override;
-  absl::StatusOr<std::string> GetTaskResult(absl::string_view task_id) override;
-  absl::StatusOr<int64_t> AppendReflexion(absl::string_view job_id,
-                                          const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListReflexions(absl::string_view job_id) override;
-  absl::Status AppendSharedReflexion(const SharedMemoryKey& key,
-                                     absl::string_view source_job_id,
-                                     const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListSharedReflexions(const SharedMemoryKey& key,
-                                                                  int limit) override;
-  absl::Status PutArtifact(absl::string_view job_id, const v1::Artifact& artifact) override;
-  absl::StatusOr<v1::Artifact> GetArtifact(absl::string_view job_id,
-                                           absl::string_view name) override;
-  absl::StatusOr<std::vector<v1::Artifact>> ListArtifacts(absl::string_view job_id,
-                                                          absl::string_view prefix,
-                                                          bool include_content) override;
-  absl::Status PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                             absl::string_view value) override;
-  absl::StatusOr<std::string> GetCheckpoint(absl::string_view job_id,
-                                            absl::string_view key) override;
-  absl::Status RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) override {
-    return Atomically([&] { return body(*this); });
-  }
-  absl::StatusOr<int64_t> SchemaVersion() override;
+#include "common/storage/storage_overrides.inc"
 
  private:
   explicit Connection(sqlite3* db) : db_(db) {}
@@ -1055,6 +1014,11 @@ absl::StatusOr<int64_t> SqliteStorage::Connection::SchemaVersion() {
   return PragmaInt("SELECT COALESCE(MAX(version), 0) FROM schema_version");
 }
 
+absl::Status SqliteStorage::Connection::RunInTransaction(
+    absl::FunctionRef<absl::Status(Storage&)> body) {
+  return Atomically([&] { return body(*this); });
+}
+
 // ---------------------------------------------------------------------------
 // SqliteStorage: the thread-safe front.
 // ---------------------------------------------------------------------------
@@ -1070,115 +1034,9 @@ SqliteStorage::SqliteStorage(std::string path, std::unique_ptr<Connection> conne
 
 SqliteStorage::~SqliteStorage() = default;
 
-absl::Status SqliteStorage::CheckNotReentrant() const {
-  if (transaction_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
-    return absl::FailedPreconditionError(
-        "Storage called from inside its own RunInTransaction body; use the Storage& "
-        "passed to the body");
-  }
-  return absl::OkStatus();
-}
-
-// Every call: refuse re-entry, then run on the connection under the mutex.
-#define KAGENT_SQLITE_CALL(call)                   \
-  KAGENT_RETURN_IF_ERROR(CheckNotReentrant());     \
-  absl::MutexLock lock(&mu_);                      \
-  return connection_->call
-
-absl::StatusOr<CreateJobResult> SqliteStorage::CreateJob(const v1::Job& job,
-                                                         absl::string_view idempotency_key) {
-  KAGENT_SQLITE_CALL(CreateJob(job, idempotency_key));
-}
-absl::StatusOr<StoredJob> SqliteStorage::GetJob(absl::string_view job_id) {
-  KAGENT_SQLITE_CALL(GetJob(job_id));
-}
-absl::StatusOr<int64_t> SqliteStorage::UpdateJob(const v1::Job& job, int64_t expected_revision) {
-  KAGENT_SQLITE_CALL(UpdateJob(job, expected_revision));
-}
-absl::StatusOr<JobPage> SqliteStorage::ListJobs(const ListJobsQuery& query) {
-  KAGENT_SQLITE_CALL(ListJobs(query));
-}
-absl::StatusOr<std::vector<StoredJob>> SqliteStorage::ListUnfinishedJobs() {
-  KAGENT_SQLITE_CALL(ListUnfinishedJobs());
-}
-absl::Status SqliteStorage::DeleteJob(absl::string_view job_id) {
-  KAGENT_SQLITE_CALL(DeleteJob(job_id));
-}
-absl::StatusOr<int64_t> SqliteStorage::AppendEvent(absl::string_view job_id,
-                                                   const v1::JobEvent& event) {
-  KAGENT_SQLITE_CALL(AppendEvent(job_id, event));
-}
-absl::StatusOr<std::vector<v1::JobEvent>> SqliteStorage::ListEvents(absl::string_view job_id,
-                                                                    int64_t from_sequence,
-                                                                    int limit) {
-  KAGENT_SQLITE_CALL(ListEvents(job_id, from_sequence, limit));
-}
-absl::Status SqliteStorage::PutCandidate(const v1::Candidate& candidate) {
-  KAGENT_SQLITE_CALL(PutCandidate(candidate));
-}
-absl::StatusOr<v1::Candidate> SqliteStorage::GetCandidate(absl::string_view candidate_id) {
-  KAGENT_SQLITE_CALL(GetCandidate(candidate_id));
-}
-absl::StatusOr<std::vector<v1::Candidate>> SqliteStorage::ListCandidates(
-    absl::string_view job_id, std::optional<int32_t> round) {
-  KAGENT_SQLITE_CALL(ListCandidates(job_id, round));
-}
-absl::StatusOr<std::string> SqliteStorage::PutTaskResult(absl::string_view job_id,
-                                                         absl::string_view task_id,
-                                                         absl::string_view result) {
-  KAGENT_SQLITE_CALL(PutTaskResult(job_id, task_id, result));
-}
-absl::StatusOr<std::string> SqliteStorage::GetTaskResult(absl::string_view task_id) {
-  KAGENT_SQLITE_CALL(GetTaskResult(task_id));
-}
-absl::StatusOr<int64_t> SqliteStorage::AppendReflexion(absl::string_view job_id,
-                                                       const v1::Reflexion& reflexion) {
-  KAGENT_SQLITE_CALL(AppendReflexion(job_id, reflexion));
-}
-absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::ListReflexions(
-    absl::string_view job_id) {
-  KAGENT_SQLITE_CALL(ListReflexions(job_id));
-}
-absl::Status SqliteStorage::AppendSharedReflexion(const SharedMemoryKey& key,
-                                                  absl::string_view source_job_id,
-                                                  const v1::Reflexion& reflexion) {
-  KAGENT_SQLITE_CALL(AppendSharedReflexion(key, source_job_id, reflexion));
-}
-absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::ListSharedReflexions(
-    const SharedMemoryKey& key, int limit) {
-  KAGENT_SQLITE_CALL(ListSharedReflexions(key, limit));
-}
-absl::Status SqliteStorage::PutArtifact(absl::string_view job_id, const v1::Artifact& artifact) {
-  KAGENT_SQLITE_CALL(PutArtifact(job_id, artifact));
-}
-absl::StatusOr<v1::Artifact> SqliteStorage::GetArtifact(absl::string_view job_id,
-                                                        absl::string_view name) {
-  KAGENT_SQLITE_CALL(GetArtifact(job_id, name));
-}
-absl::StatusOr<std::vector<v1::Artifact>> SqliteStorage::ListArtifacts(absl::string_view job_id,
-                                                                       absl::string_view prefix,
-                                                                       bool include_content) {
-  KAGENT_SQLITE_CALL(ListArtifacts(job_id, prefix, include_content));
-}
-absl::Status SqliteStorage::PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                                          absl::string_view value) {
-  KAGENT_SQLITE_CALL(PutCheckpoint(job_id, key, value));
-}
-absl::StatusOr<std::string> SqliteStorage::GetCheckpoint(absl::string_view job_id,
-                                                         absl::string_view key) {
-  KAGENT_SQLITE_CALL(GetCheckpoint(job_id, key));
-}
-absl::StatusOr<int64_t> SqliteStorage::SchemaVersion() { KAGENT_SQLITE_CALL(SchemaVersion()); }
-
-#undef KAGENT_SQLITE_CALL
-
-absl::Status SqliteStorage::RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) {
-  KAGENT_RETURN_IF_ERROR(CheckNotReentrant());
+absl::Status SqliteStorage::WithConnection(absl::FunctionRef<absl::Status(Storage&)> call) {
   absl::MutexLock lock(&mu_);
-  transaction_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  absl::Status status = connection_->RunInTransaction(body);
-  transaction_thread_.store(std::thread::id(), std::memory_order_relaxed);
-  return status;
+  return call(*connection_);
 }
 
 }  // namespace kagent

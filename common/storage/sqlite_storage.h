@@ -13,20 +13,20 @@
 //
 // Thread-safety: safe for concurrent use. One connection serves every call, one call at
 // a time, behind a mutex (the coordinator's write rate is low; each call is short).
-// RunInTransaction holds that mutex for the whole body.
+// RunInTransaction holds that mutex for the whole body. The locking and forwarding are
+// storage::ForwardingStorage's (common/storage/forwarding_storage.h).
 // Ownership: the caller owns the SqliteStorage; destroying it closes the file. Only one
 // SqliteStorage per file per process (two would contend on the file lock).
 #ifndef KAGENT_COMMON_STORAGE_SQLITE_STORAGE_H_
 #define KAGENT_COMMON_STORAGE_SQLITE_STORAGE_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/storage/forwarding_storage.h"
 #include "common/storage/storage.h"
 
 namespace kagent {
@@ -62,7 +62,7 @@ struct SqliteStorageOptions {
   const std::vector<SqliteMigration>* migrations = nullptr;
 };
 
-class SqliteStorage final : public Storage {
+class SqliteStorage final : public storage::ForwardingStorage {
  public:
   // Opens or creates the database and migrates it. Errors: INVALID_ARGUMENT (empty
   // path, bad options), FAILED_PRECONDITION (cannot open or create the file, a newer
@@ -71,73 +71,23 @@ class SqliteStorage final : public Storage {
   static absl::StatusOr<std::unique_ptr<SqliteStorage>> Open(const SqliteStorageOptions& options);
 
   ~SqliteStorage() override;
-  SqliteStorage(const SqliteStorage&) = delete;
-  SqliteStorage& operator=(const SqliteStorage&) = delete;
 
   const std::string& path() const { return path_; }
 
-  absl::StatusOr<CreateJobResult> CreateJob(const v1::Job& job,
-                                            absl::string_view idempotency_key) override;
-  absl::StatusOr<StoredJob> GetJob(absl::string_view job_id) override;
-  absl::StatusOr<int64_t> UpdateJob(const v1::Job& job, int64_t expected_revision) override;
-  absl::StatusOr<JobPage> ListJobs(const ListJobsQuery& query) override;
-  absl::StatusOr<std::vector<StoredJob>> ListUnfinishedJobs() override;
-  absl::Status DeleteJob(absl::string_view job_id) override;
-
-  absl::StatusOr<int64_t> AppendEvent(absl::string_view job_id,
-                                      const v1::JobEvent& event) override;
-  absl::StatusOr<std::vector<v1::JobEvent>> ListEvents(absl::string_view job_id,
-                                                       int64_t from_sequence,
-                                                       int limit) override;
-
-  absl::Status PutCandidate(const v1::Candidate& candidate) override;
-  absl::StatusOr<v1::Candidate> GetCandidate(absl::string_view candidate_id) override;
-  absl::StatusOr<std::vector<v1::Candidate>> ListCandidates(
-      absl::string_view job_id, std::optional<int32_t> round) override;
-
-  absl::StatusOr<std::string> PutTaskResult(absl::string_view job_id,
-                                            absl::string_view task_id,
-                                            absl::string_view result) override;
-  absl::StatusOr<std::string> GetTaskResult(absl::string_view task_id) override;
-
-  absl::StatusOr<int64_t> AppendReflexion(absl::string_view job_id,
-                                          const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListReflexions(absl::string_view job_id) override;
-  absl::Status AppendSharedReflexion(const SharedMemoryKey& key,
-                                     absl::string_view source_job_id,
-                                     const v1::Reflexion& reflexion) override;
-  absl::StatusOr<std::vector<v1::Reflexion>> ListSharedReflexions(const SharedMemoryKey& key,
-                                                                  int limit) override;
-
-  absl::Status PutArtifact(absl::string_view job_id, const v1::Artifact& artifact) override;
-  absl::StatusOr<v1::Artifact> GetArtifact(absl::string_view job_id,
-                                           absl::string_view name) override;
-  absl::StatusOr<std::vector<v1::Artifact>> ListArtifacts(absl::string_view job_id,
-                                                          absl::string_view prefix,
-                                                          bool include_content) override;
-
-  absl::Status PutCheckpoint(absl::string_view job_id, absl::string_view key,
-                             absl::string_view value) override;
-  absl::StatusOr<std::string> GetCheckpoint(absl::string_view job_id,
-                                            absl::string_view key) override;
-
-  absl::Status RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) override;
-  absl::StatusOr<int64_t> SchemaVersion() override;
+  // The Storage methods are ForwardingStorage's: each runs on the one connection,
+  // under mu_.
 
  private:
   class Connection;  // the single-threaded implementation over one sqlite3 handle
 
   SqliteStorage(std::string path, std::unique_ptr<Connection> connection);
 
-  // FAILED_PRECONDITION when the calling thread is inside RunInTransaction's body
-  // (calling this object there would deadlock).
-  absl::Status CheckNotReentrant() const;
+  // Runs `call` on the connection, holding mu_.
+  absl::Status WithConnection(absl::FunctionRef<absl::Status(Storage&)> call) override;
 
   const std::string path_;
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   std::unique_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
-  // The thread running a RunInTransaction body, if any.
-  std::atomic<std::thread::id> transaction_thread_{};
 };
 
 }  // namespace kagent
