@@ -13,6 +13,8 @@
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/storage/migration.h"
+#include "common/storage/records.h"
 #include "common/storage/validation.h"
 
 namespace kagent {
@@ -117,19 +119,6 @@ CREATE TABLE checkpoints (
   PRIMARY KEY (job_id, key)
 );
 )sql";
-
-std::string Quote(absl::string_view value) { return storage::QuoteValue(value); }
-
-template <typename Message>
-absl::StatusOr<Message> ParseStored(const std::string& bytes, absl::string_view what) {
-  Message message;
-  if (!message.ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat("stored ", what, " does not parse as ",
-                                            Message::descriptor()->full_name(),
-                                            "; the database is corrupt"));
-  }
-  return message;
-}
 
 // libpq's messages end in a newline; some span lines.
 std::string CleanMessage(absl::string_view message) {
@@ -500,12 +489,7 @@ absl::Status PostgresStorage::Session::Atomically(absl::FunctionRef<absl::Status
 }
 
 absl::Status PostgresStorage::Session::Migrate(const std::vector<PostgresMigration>& migrations) {
-  for (size_t i = 0; i < migrations.size(); ++i) {
-    KAGENT_CHECK(migrations[i].version == static_cast<int64_t>(i) + 1)
-        << "migration versions must be 1, 2, 3, ...; entry " << i << " has version "
-        << migrations[i].version;
-  }
-  const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
+  const int64_t latest = storage::LatestMigrationVersion(migrations);
   int64_t from = 0;
   int applied = 0;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
@@ -535,11 +519,7 @@ absl::Status PostgresStorage::Session::Migrate(const std::vector<PostgresMigrati
     }
     KAGENT_ASSIGN_OR_RETURN(from, SchemaVersion());
     if (from > latest) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "postgres ", description_, " has schema version ", from,
-          ", newer than the newest this binary knows (", latest,
-          "): it was written by a newer kagent. Run that version, or restore a backup "
-          "taken before the upgrade; downgrades are not supported"));
+      return storage::NewerSchemaError(absl::StrCat("postgres ", description_), from, latest);
     }
     for (const PostgresMigration& migration : migrations) {
       if (migration.version <= from) continue;
@@ -570,11 +550,8 @@ absl::Status PostgresStorage::Session::RequireJob(absl::string_view job_id) {
 absl::StatusOr<StoredJob> PostgresStorage::Session::ReadJob(const Result& result, int row,
                                                             int revision_column,
                                                             int data_column) {
-  StoredJob stored;
-  KAGENT_ASSIGN_OR_RETURN(stored.job,
-                          ParseStored<v1::Job>(result.Bytes(row, data_column), "job"));
-  stored.revision = result.Int(row, revision_column);
-  return stored;
+  return storage::ParseStoredJob(result.Bytes(row, data_column),
+                                 result.Int(row, revision_column));
 }
 
 template <typename Message>
@@ -584,7 +561,7 @@ absl::Status PostgresStorage::Session::ParseRows(const Result& result, int colum
   out->reserve(result.rows());
   for (int row = 0; row < result.rows(); ++row) {
     KAGENT_ASSIGN_OR_RETURN(Message message,
-                            ParseStored<Message>(result.Bytes(row, column), what));
+                            storage::ParseStored<Message>(result.Bytes(row, column), what));
     out->push_back(std::move(message));
   }
   return absl::OkStatus();
@@ -607,8 +584,7 @@ absl::Status PostgresStorage::Session::RunInTransaction(
 
 absl::StatusOr<CreateJobResult> PostgresStorage::Session::CreateJob(
     const v1::Job& job, absl::string_view idempotency_key) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateJob(job));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdempotencyKey(idempotency_key));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateCreateJob(job, idempotency_key));
   CreateJobResult result;
   auto find_by_key = [&]() -> absl::StatusOr<bool> {
     if (idempotency_key.empty()) return false;
@@ -621,8 +597,7 @@ absl::StatusOr<CreateJobResult> PostgresStorage::Session::CreateJob(
     result.created = false;
     return true;
   };
-  const absl::Status taken = absl::AlreadyExistsError(
-      absl::StrCat("job.id ", Quote(job.id()), " already exists; choose another id"));
+  const absl::Status taken = storage::JobIdTaken(job.id());
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(bool found, find_by_key());
     if (found) return absl::OkStatus();
@@ -669,11 +644,7 @@ absl::StatusOr<StoredJob> PostgresStorage::Session::GetJob(absl::string_view job
 
 absl::StatusOr<int64_t> PostgresStorage::Session::UpdateJob(const v1::Job& job,
                                                             int64_t expected_revision) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateJob(job));
-  if (expected_revision < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected_revision is ", expected_revision, "; pass the revision GetJob returned (>= 1)"));
-  }
+  KAGENT_RETURN_IF_ERROR(storage::ValidateUpdateJob(job, expected_revision));
   int64_t new_revision = 0;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     // The row lock makes concurrent updaters queue; each then sees the latest revision.
@@ -682,18 +653,8 @@ absl::StatusOr<int64_t> PostgresStorage::Session::UpdateJob(const v1::Job& job,
         Exec("SELECT tenant, revision FROM jobs WHERE id = $1 FOR NO KEY UPDATE",
              Params().Text(job.id())));
     if (current.rows() == 0) return storage::JobNotFound(job.id());
-    const std::string tenant = current.Bytes(0, 0);
-    const int64_t revision = current.Int(0, 1);
-    if (tenant != job.tenant()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "job.tenant ", Quote(job.tenant()), " differs from the stored tenant ", Quote(tenant),
-          " of job ", Quote(job.id()), "; a job's tenant cannot change"));
-    }
-    if (revision != expected_revision) {
-      return absl::AbortedError(absl::StrCat(
-          "job ", Quote(job.id()), " is at revision ", revision, ", not ", expected_revision,
-          ": it was updated concurrently; re-read it and retry"));
-    }
+    KAGENT_RETURN_IF_ERROR(storage::CheckJobUpdate(job, current.Bytes(0, 0), current.Int(0, 1),
+                                                   expected_revision));
     KAGENT_ASSIGN_OR_RETURN(
         Result update,
         Exec("UPDATE jobs SET state = $2, data = $3, revision = revision + 1 "
@@ -791,13 +752,8 @@ absl::StatusOr<int64_t> PostgresStorage::Session::AppendEvent(absl::string_view 
 
 absl::StatusOr<std::vector<v1::JobEvent>> PostgresStorage::Session::ListEvents(
     absl::string_view job_id, int64_t from_sequence, int limit) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (from_sequence < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("from_sequence is ", from_sequence, "; it must be >= 0"));
-  }
-  KAGENT_ASSIGN_OR_RETURN(int effective, storage::NormalizeLimit("limit", limit, kDefaultEventLimit,
-                                                                 kMaxEventLimit));
+  KAGENT_ASSIGN_OR_RETURN(int effective,
+                          storage::ValidateListEvents(job_id, from_sequence, limit));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(
       Result result,
@@ -813,12 +769,6 @@ absl::StatusOr<std::vector<v1::JobEvent>> PostgresStorage::Session::ListEvents(
 
 absl::Status PostgresStorage::Session::PutCandidate(const v1::Candidate& candidate) {
   KAGENT_RETURN_IF_ERROR(storage::ValidateCandidate(candidate));
-  auto moved = [&](const std::string& stored_job) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "candidate.job_id ", Quote(candidate.job_id()), " differs from the stored job ",
-        Quote(stored_job), " of candidate ", Quote(candidate.id()),
-        "; a candidate cannot move to another job"));
-  };
   auto stored_job = [&]() -> absl::StatusOr<std::optional<std::string>> {
     KAGENT_ASSIGN_OR_RETURN(Result existing, Exec("SELECT job_id FROM candidates WHERE id = $1",
                                                   Params().Text(candidate.id())));
@@ -827,7 +777,9 @@ absl::Status PostgresStorage::Session::PutCandidate(const v1::Candidate& candida
   };
   return Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(std::optional<std::string> job, stored_job());
-    if (job.has_value() && *job != candidate.job_id()) return moved(*job);
+    if (job.has_value() && *job != candidate.job_id()) {
+      return storage::CandidateMoved(candidate, *job);
+    }
     KAGENT_RETURN_IF_ERROR(RequireJob(candidate.job_id()));
     KAGENT_ASSIGN_OR_RETURN(
         Result upsert,
@@ -840,7 +792,7 @@ absl::Status PostgresStorage::Session::PutCandidate(const v1::Candidate& candida
     if (upsert.rows() == 0) {
       // Another connection stored this id under another job meanwhile.
       KAGENT_ASSIGN_OR_RETURN(job, stored_job());
-      return moved(job.value_or(""));
+      return storage::CandidateMoved(candidate, job.value_or(""));
     }
     return absl::OkStatus();
   });
@@ -851,18 +803,13 @@ absl::StatusOr<v1::Candidate> PostgresStorage::Session::GetCandidate(
   KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("candidate_id", candidate_id));
   KAGENT_ASSIGN_OR_RETURN(Result result, Exec("SELECT data FROM candidates WHERE id = $1",
                                               Params().Text(candidate_id)));
-  if (result.rows() == 0) {
-    return absl::NotFoundError(absl::StrCat("candidate ", Quote(candidate_id), " not found"));
-  }
-  return ParseStored<v1::Candidate>(result.Bytes(0, 0), "candidate");
+  if (result.rows() == 0) return storage::CandidateNotFound(candidate_id);
+  return storage::ParseStored<v1::Candidate>(result.Bytes(0, 0), "candidate");
 }
 
 absl::StatusOr<std::vector<v1::Candidate>> PostgresStorage::Session::ListCandidates(
     absl::string_view job_id, std::optional<int32_t> round) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (round.has_value() && *round < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("round is ", *round, "; it must be >= 0"));
-  }
+  KAGENT_RETURN_IF_ERROR(storage::ValidateListCandidates(job_id, round));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   Params params;
   params.Text(job_id);
@@ -883,8 +830,7 @@ absl::StatusOr<std::vector<v1::Candidate>> PostgresStorage::Session::ListCandida
 absl::StatusOr<std::string> PostgresStorage::Session::PutTaskResult(absl::string_view job_id,
                                                                     absl::string_view task_id,
                                                                     absl::string_view result) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateTaskResult(task_id, result));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutTaskResult(job_id, task_id, result));
   std::string recorded;
   // Returns true when a result is recorded (and sets `recorded`).
   auto existing = [&]() -> absl::StatusOr<bool> {
@@ -892,12 +838,7 @@ absl::StatusOr<std::string> PostgresStorage::Session::PutTaskResult(absl::string
                             Exec("SELECT job_id, data FROM task_results WHERE task_id = $1",
                                  Params().Text(task_id)));
     if (found.rows() == 0) return false;
-    const std::string stored_job = found.Bytes(0, 0);
-    if (stored_job != job_id) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "task ", Quote(task_id), " is recorded under job ", Quote(stored_job), ", not ",
-          Quote(job_id), "; task ids must be unique across jobs"));
-    }
+    KAGENT_RETURN_IF_ERROR(storage::CheckTaskJob(task_id, found.Bytes(0, 0), job_id));
     recorded = found.Bytes(0, 1);
     return true;
   };
@@ -914,7 +855,7 @@ absl::StatusOr<std::string> PostgresStorage::Session::PutTaskResult(absl::string
       // A racing writer recorded first: its result stands.
       KAGENT_ASSIGN_OR_RETURN(found, existing());
       if (!found) {
-        return absl::AbortedError(absl::StrCat("task ", Quote(task_id),
+        return absl::AbortedError(absl::StrCat("task ", storage::QuoteValue(task_id),
                                                " was recorded concurrently; retry"));
       }
       return absl::OkStatus();
@@ -929,9 +870,7 @@ absl::StatusOr<std::string> PostgresStorage::Session::GetTaskResult(absl::string
   KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("task_id", task_id));
   KAGENT_ASSIGN_OR_RETURN(Result result, Exec("SELECT data FROM task_results WHERE task_id = $1",
                                               Params().Text(task_id)));
-  if (result.rows() == 0) {
-    return absl::NotFoundError(absl::StrCat("no result recorded for task ", Quote(task_id)));
-  }
+  if (result.rows() == 0) return storage::TaskResultNotFound(task_id);
   return result.Bytes(0, 0);
 }
 
@@ -939,8 +878,7 @@ absl::StatusOr<std::string> PostgresStorage::Session::GetTaskResult(absl::string
 
 absl::StatusOr<int64_t> PostgresStorage::Session::AppendReflexion(
     absl::string_view job_id, const v1::Reflexion& reflexion) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateReflexion("reflexion", reflexion));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateAppendReflexion(job_id, reflexion));
   int64_t sequence = 0;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(
@@ -973,11 +911,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> PostgresStorage::Session::ListReflexi
 absl::Status PostgresStorage::Session::AppendSharedReflexion(const SharedMemoryKey& key,
                                                              absl::string_view source_job_id,
                                                              const v1::Reflexion& reflexion) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateSharedMemoryKey(key));
-  if (!source_job_id.empty()) {
-    KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("source_job_id", source_job_id));
-  }
-  KAGENT_RETURN_IF_ERROR(storage::ValidateReflexion("reflexion", reflexion));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateAppendSharedReflexion(key, source_job_id, reflexion));
   return Atomically([&]() -> absl::Status {
     return Exec("INSERT INTO shared_reflexions(tenant, op_class, gpu_arch, source_job_id, data) "
                 "VALUES ($1, $2, $3, $4, $5)",
@@ -989,10 +923,7 @@ absl::Status PostgresStorage::Session::AppendSharedReflexion(const SharedMemoryK
 
 absl::StatusOr<std::vector<v1::Reflexion>> PostgresStorage::Session::ListSharedReflexions(
     const SharedMemoryKey& key, int limit) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateSharedMemoryKey(key));
-  KAGENT_ASSIGN_OR_RETURN(int effective,
-                          storage::NormalizeLimit("limit", limit, kDefaultSharedReflexionLimit,
-                                                  kMaxSharedReflexionLimit));
+  KAGENT_ASSIGN_OR_RETURN(int effective, storage::ValidateListSharedReflexions(key, limit));
   KAGENT_ASSIGN_OR_RETURN(
       Result result,
       Exec("SELECT data FROM (SELECT seq, data FROM shared_reflexions WHERE tenant = $1 "
@@ -1008,8 +939,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> PostgresStorage::Session::ListSharedR
 
 absl::Status PostgresStorage::Session::PutArtifact(absl::string_view job_id,
                                                    const v1::Artifact& artifact) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateArtifact(artifact));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutArtifact(job_id, artifact));
   v1::Artifact meta = artifact;
   meta.clear_content();
   return Atomically([&]() -> absl::Status {
@@ -1027,30 +957,21 @@ absl::Status PostgresStorage::Session::PutArtifact(absl::string_view job_id,
 
 absl::StatusOr<v1::Artifact> PostgresStorage::Session::GetArtifact(absl::string_view job_id,
                                                                    absl::string_view name) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateName("artifact name", name, kMaxArtifactNameBytes));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateGetArtifact(job_id, name));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(
       Result result, Exec("SELECT meta, content FROM artifacts WHERE job_id = $1 AND name = $2",
                           Params().Text(job_id).Text(name)));
-  if (result.rows() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("artifact ", Quote(name), " of job ", Quote(job_id), " not found"));
-  }
+  if (result.rows() == 0) return storage::ArtifactNotFound(job_id, name);
   KAGENT_ASSIGN_OR_RETURN(v1::Artifact artifact,
-                          ParseStored<v1::Artifact>(result.Bytes(0, 0), "artifact"));
+                          storage::ParseStored<v1::Artifact>(result.Bytes(0, 0), "artifact"));
   artifact.set_content(result.Bytes(0, 1));
   return artifact;
 }
 
 absl::StatusOr<std::vector<v1::Artifact>> PostgresStorage::Session::ListArtifacts(
     absl::string_view job_id, absl::string_view prefix, bool include_content) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (prefix.size() > kMaxArtifactNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("prefix is ", prefix.size(),
-                                                   " bytes; the limit is ", kMaxArtifactNameBytes));
-  }
-  KAGENT_RETURN_IF_ERROR(storage::ValidateUtf8("prefix", prefix));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateListArtifacts(job_id, prefix));
   if (prefix.find('\0') != absl::string_view::npos) {
     // No stored name contains NUL (validation refuses it), and TEXT cannot carry one.
     KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
@@ -1070,7 +991,7 @@ absl::StatusOr<std::vector<v1::Artifact>> PostgresStorage::Session::ListArtifact
   std::vector<v1::Artifact> artifacts;
   for (int row = 0; row < result.rows(); ++row) {
     KAGENT_ASSIGN_OR_RETURN(v1::Artifact artifact,
-                            ParseStored<v1::Artifact>(result.Bytes(row, 0), "artifact"));
+                            storage::ParseStored<v1::Artifact>(result.Bytes(row, 0), "artifact"));
     if (include_content) artifact.set_content(result.Bytes(row, 1));
     artifacts.push_back(std::move(artifact));
   }
@@ -1082,8 +1003,7 @@ absl::StatusOr<std::vector<v1::Artifact>> PostgresStorage::Session::ListArtifact
 absl::Status PostgresStorage::Session::PutCheckpoint(absl::string_view job_id,
                                                      absl::string_view key,
                                                      absl::string_view value) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateCheckpoint(key, value));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutCheckpoint(job_id, key, value));
   return Atomically([&]() -> absl::Status {
     KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
     return Exec("INSERT INTO checkpoints(job_id, key, data) VALUES ($1, $2, $3) "
@@ -1095,16 +1015,12 @@ absl::Status PostgresStorage::Session::PutCheckpoint(absl::string_view job_id,
 
 absl::StatusOr<std::string> PostgresStorage::Session::GetCheckpoint(absl::string_view job_id,
                                                                     absl::string_view key) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateName("checkpoint key", key, kMaxCheckpointKeyBytes));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateGetCheckpoint(job_id, key));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(Result result,
                           Exec("SELECT data FROM checkpoints WHERE job_id = $1 AND key = $2",
                                Params().Text(job_id).Text(key)));
-  if (result.rows() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("checkpoint ", Quote(key), " of job ", Quote(job_id), " not found"));
-  }
+  if (result.rows() == 0) return storage::CheckpointNotFound(job_id, key);
   return result.Bytes(0, 0);
 }
 

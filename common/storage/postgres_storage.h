@@ -46,17 +46,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/storage/forwarding_storage.h"
+#include "common/storage/migration.h"
 #include "common/storage/storage.h"
 
 namespace kagent {
 
-// One step of the schema: `sql` (one or more statements) takes the database from
-// version - 1 to `version`. Versions start at 1 and increase by one.
-struct PostgresMigration {
-  int64_t version;
-  const char* description;
-  const char* sql;
-};
+// One step of the schema, in PostgreSQL's dialect (common/storage/migration.h).
+using PostgresMigration = storage::Migration;
 
 // The migrations this binary knows, in order; the last one's version is the schema
 // version this binary writes.

@@ -13,6 +13,8 @@
 #include "absl/time/time.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/storage/migration.h"
+#include "common/storage/records.h"
 #include "common/storage/validation.h"
 
 namespace kagent {
@@ -213,19 +215,6 @@ class Statement {
   int bind_rc_ = SQLITE_OK;
 };
 
-std::string Quote(absl::string_view value) { return storage::QuoteValue(value); }
-
-template <typename Message>
-absl::StatusOr<Message> ParseStored(const std::string& bytes, absl::string_view what) {
-  Message message;
-  if (!message.ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat("stored ", what, " does not parse as ",
-                                            Message::descriptor()->full_name(),
-                                            "; the database is corrupt"));
-  }
-  return message;
-}
-
 // The smallest string greater than every string starting with `prefix`, or empty when
 // there is none (prefix empty or all 0xff).
 std::string PrefixUpperBound(absl::string_view prefix) {
@@ -374,12 +363,7 @@ absl::Status SqliteStorage::Connection::CheckIdentity(const std::string& path) {
 
 absl::Status SqliteStorage::Connection::Migrate(const std::string& path,
                                                 const std::vector<SqliteMigration>& migrations) {
-  for (size_t i = 0; i < migrations.size(); ++i) {
-    KAGENT_CHECK(migrations[i].version == static_cast<int64_t>(i) + 1)
-        << "migration versions must be 1, 2, 3, ...; entry " << i << " has version "
-        << migrations[i].version;
-  }
-  const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
+  const int64_t latest = storage::LatestMigrationVersion(migrations);
   int64_t from = 0;
   int applied = 0;
   absl::Status status = Atomically([&]() -> absl::Status {
@@ -390,11 +374,7 @@ absl::Status SqliteStorage::Connection::Migrate(const std::string& path,
         "creating schema_version"));
     KAGENT_ASSIGN_OR_RETURN(from, SchemaVersion());
     if (from > latest) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "database ", path, " has schema version ", from,
-          ", newer than the newest this binary knows (", latest,
-          "): it was written by a newer kagent. Run that version, or restore a backup "
-          "taken before the upgrade; downgrades are not supported"));
+      return storage::NewerSchemaError(absl::StrCat("database ", path), from, latest);
     }
     for (const SqliteMigration& migration : migrations) {
       if (migration.version <= from) continue;
@@ -489,19 +469,15 @@ absl::Status SqliteStorage::Connection::RequireJob(absl::string_view job_id) {
 absl::StatusOr<StoredJob> SqliteStorage::Connection::ReadJob(const Statement& statement,
                                                              int revision_column,
                                                              int data_column) {
-  StoredJob stored;
-  KAGENT_ASSIGN_OR_RETURN(stored.job,
-                          ParseStored<v1::Job>(statement.ColumnBytes(data_column), "job"));
-  stored.revision = statement.ColumnInt(revision_column);
-  return stored;
+  return storage::ParseStoredJob(statement.ColumnBytes(data_column),
+                                 statement.ColumnInt(revision_column));
 }
 
 // --- Jobs ------------------------------------------------------------------------
 
 absl::StatusOr<CreateJobResult> SqliteStorage::Connection::CreateJob(
     const v1::Job& job, absl::string_view idempotency_key) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateJob(job));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdempotencyKey(idempotency_key));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateCreateJob(job, idempotency_key));
   CreateJobResult result;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     if (!idempotency_key.empty()) {
@@ -519,10 +495,7 @@ absl::StatusOr<CreateJobResult> SqliteStorage::Connection::CreateJob(
     KAGENT_ASSIGN_OR_RETURN(Statement taken, Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
     taken.Text(1, job.id());
     KAGENT_ASSIGN_OR_RETURN(bool exists, taken.Step());
-    if (exists) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("job.id ", Quote(job.id()), " already exists; choose another id"));
-    }
+    if (exists) return storage::JobIdTaken(job.id());
     KAGENT_ASSIGN_OR_RETURN(
         Statement insert,
         Prepare("INSERT INTO jobs(id, tenant, state, idempotency_key, revision, data) "
@@ -555,11 +528,7 @@ absl::StatusOr<StoredJob> SqliteStorage::Connection::GetJob(absl::string_view jo
 
 absl::StatusOr<int64_t> SqliteStorage::Connection::UpdateJob(const v1::Job& job,
                                                              int64_t expected_revision) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateJob(job));
-  if (expected_revision < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected_revision is ", expected_revision, "; pass the revision GetJob returned (>= 1)"));
-  }
+  KAGENT_RETURN_IF_ERROR(storage::ValidateUpdateJob(job, expected_revision));
   int64_t new_revision = 0;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(Statement current,
@@ -567,18 +536,8 @@ absl::StatusOr<int64_t> SqliteStorage::Connection::UpdateJob(const v1::Job& job,
     current.Text(1, job.id());
     KAGENT_ASSIGN_OR_RETURN(bool found, current.Step());
     if (!found) return storage::JobNotFound(job.id());
-    const std::string tenant = current.ColumnBytes(0);
-    const int64_t revision = current.ColumnInt(1);
-    if (tenant != job.tenant()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "job.tenant ", Quote(job.tenant()), " differs from the stored tenant ", Quote(tenant),
-          " of job ", Quote(job.id()), "; a job's tenant cannot change"));
-    }
-    if (revision != expected_revision) {
-      return absl::AbortedError(absl::StrCat(
-          "job ", Quote(job.id()), " is at revision ", revision, ", not ", expected_revision,
-          ": it was updated concurrently; re-read it and retry"));
-    }
+    KAGENT_RETURN_IF_ERROR(storage::CheckJobUpdate(job, current.ColumnBytes(0),
+                                                   current.ColumnInt(1), expected_revision));
     KAGENT_ASSIGN_OR_RETURN(
         Statement update,
         Prepare("UPDATE jobs SET state = ?2, data = ?3, revision = revision + 1 "
@@ -680,13 +639,8 @@ absl::StatusOr<int64_t> SqliteStorage::Connection::AppendEvent(absl::string_view
 
 absl::StatusOr<std::vector<v1::JobEvent>> SqliteStorage::Connection::ListEvents(
     absl::string_view job_id, int64_t from_sequence, int limit) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (from_sequence < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("from_sequence is ", from_sequence, "; it must be >= 0"));
-  }
   KAGENT_ASSIGN_OR_RETURN(int effective,
-                          storage::NormalizeLimit("limit", limit, kDefaultEventLimit, kMaxEventLimit));
+                          storage::ValidateListEvents(job_id, from_sequence, limit));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(
       Statement statement,
@@ -698,7 +652,7 @@ absl::StatusOr<std::vector<v1::JobEvent>> SqliteStorage::Connection::ListEvents(
     KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
     if (!row) break;
     KAGENT_ASSIGN_OR_RETURN(v1::JobEvent event,
-                            ParseStored<v1::JobEvent>(statement.ColumnBytes(0), "job event"));
+                            storage::ParseStored<v1::JobEvent>(statement.ColumnBytes(0), "job event"));
     events.push_back(std::move(event));
   }
   return events;
@@ -714,10 +668,7 @@ absl::Status SqliteStorage::Connection::PutCandidate(const v1::Candidate& candid
     existing.Text(1, candidate.id());
     KAGENT_ASSIGN_OR_RETURN(bool found, existing.Step());
     if (found && existing.ColumnBytes(0) != candidate.job_id()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "candidate.job_id ", Quote(candidate.job_id()), " differs from the stored job ",
-          Quote(existing.ColumnBytes(0)), " of candidate ", Quote(candidate.id()),
-          "; a candidate cannot move to another job"));
+      return storage::CandidateMoved(candidate, existing.ColumnBytes(0));
     }
     KAGENT_RETURN_IF_ERROR(RequireJob(candidate.job_id()));
     KAGENT_ASSIGN_OR_RETURN(
@@ -738,18 +689,13 @@ absl::StatusOr<v1::Candidate> SqliteStorage::Connection::GetCandidate(
                           Prepare("SELECT data FROM candidates WHERE id = ?1"));
   statement.Text(1, candidate_id);
   KAGENT_ASSIGN_OR_RETURN(bool found, statement.Step());
-  if (!found) {
-    return absl::NotFoundError(absl::StrCat("candidate ", Quote(candidate_id), " not found"));
-  }
-  return ParseStored<v1::Candidate>(statement.ColumnBytes(0), "candidate");
+  if (!found) return storage::CandidateNotFound(candidate_id);
+  return storage::ParseStored<v1::Candidate>(statement.ColumnBytes(0), "candidate");
 }
 
 absl::StatusOr<std::vector<v1::Candidate>> SqliteStorage::Connection::ListCandidates(
     absl::string_view job_id, std::optional<int32_t> round) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (round.has_value() && *round < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("round is ", *round, "; it must be >= 0"));
-  }
+  KAGENT_RETURN_IF_ERROR(storage::ValidateListCandidates(job_id, round));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(
       Statement statement,
@@ -763,7 +709,7 @@ absl::StatusOr<std::vector<v1::Candidate>> SqliteStorage::Connection::ListCandid
     KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
     if (!row) break;
     KAGENT_ASSIGN_OR_RETURN(v1::Candidate candidate,
-                            ParseStored<v1::Candidate>(statement.ColumnBytes(0), "candidate"));
+                            storage::ParseStored<v1::Candidate>(statement.ColumnBytes(0), "candidate"));
     candidates.push_back(std::move(candidate));
   }
   return candidates;
@@ -774,8 +720,7 @@ absl::StatusOr<std::vector<v1::Candidate>> SqliteStorage::Connection::ListCandid
 absl::StatusOr<std::string> SqliteStorage::Connection::PutTaskResult(absl::string_view job_id,
                                                                      absl::string_view task_id,
                                                                      absl::string_view result) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateTaskResult(task_id, result));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutTaskResult(job_id, task_id, result));
   std::string recorded;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(Statement existing,
@@ -783,11 +728,7 @@ absl::StatusOr<std::string> SqliteStorage::Connection::PutTaskResult(absl::strin
     existing.Text(1, task_id);
     KAGENT_ASSIGN_OR_RETURN(bool found, existing.Step());
     if (found) {
-      if (existing.ColumnBytes(0) != job_id) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "task ", Quote(task_id), " is recorded under job ", Quote(existing.ColumnBytes(0)),
-            ", not ", Quote(job_id), "; task ids must be unique across jobs"));
-      }
+      KAGENT_RETURN_IF_ERROR(storage::CheckTaskJob(task_id, existing.ColumnBytes(0), job_id));
       recorded = existing.ColumnBytes(1);
       return absl::OkStatus();
     }
@@ -809,9 +750,7 @@ absl::StatusOr<std::string> SqliteStorage::Connection::GetTaskResult(absl::strin
                           Prepare("SELECT data FROM task_results WHERE task_id = ?1"));
   statement.Text(1, task_id);
   KAGENT_ASSIGN_OR_RETURN(bool found, statement.Step());
-  if (!found) {
-    return absl::NotFoundError(absl::StrCat("no result recorded for task ", Quote(task_id)));
-  }
+  if (!found) return storage::TaskResultNotFound(task_id);
   return statement.ColumnBytes(0);
 }
 
@@ -819,8 +758,7 @@ absl::StatusOr<std::string> SqliteStorage::Connection::GetTaskResult(absl::strin
 
 absl::StatusOr<int64_t> SqliteStorage::Connection::AppendReflexion(
     absl::string_view job_id, const v1::Reflexion& reflexion) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateReflexion("reflexion", reflexion));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateAppendReflexion(job_id, reflexion));
   int64_t sequence = 0;
   KAGENT_RETURN_IF_ERROR(Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(
@@ -855,7 +793,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListReflex
     KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
     if (!row) break;
     KAGENT_ASSIGN_OR_RETURN(v1::Reflexion reflexion,
-                            ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "reflexion"));
+                            storage::ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "reflexion"));
     reflexions.push_back(std::move(reflexion));
   }
   return reflexions;
@@ -864,11 +802,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListReflex
 absl::Status SqliteStorage::Connection::AppendSharedReflexion(const SharedMemoryKey& key,
                                                               absl::string_view source_job_id,
                                                               const v1::Reflexion& reflexion) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateSharedMemoryKey(key));
-  if (!source_job_id.empty()) {
-    KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("source_job_id", source_job_id));
-  }
-  KAGENT_RETURN_IF_ERROR(storage::ValidateReflexion("reflexion", reflexion));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateAppendSharedReflexion(key, source_job_id, reflexion));
   return Atomically([&]() -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(
         Statement insert,
@@ -882,10 +816,7 @@ absl::Status SqliteStorage::Connection::AppendSharedReflexion(const SharedMemory
 
 absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListSharedReflexions(
     const SharedMemoryKey& key, int limit) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateSharedMemoryKey(key));
-  KAGENT_ASSIGN_OR_RETURN(int effective,
-                          storage::NormalizeLimit("limit", limit, kDefaultSharedReflexionLimit,
-                                                  kMaxSharedReflexionLimit));
+  KAGENT_ASSIGN_OR_RETURN(int effective, storage::ValidateListSharedReflexions(key, limit));
   KAGENT_ASSIGN_OR_RETURN(
       Statement statement,
       Prepare("SELECT data FROM (SELECT seq, data FROM shared_reflexions WHERE tenant = ?1 "
@@ -897,7 +828,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListShared
     if (!row) break;
     KAGENT_ASSIGN_OR_RETURN(
         v1::Reflexion reflexion,
-        ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "shared reflexion"));
+        storage::ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "shared reflexion"));
     reflexions.push_back(std::move(reflexion));
   }
   return reflexions;
@@ -907,8 +838,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListShared
 
 absl::Status SqliteStorage::Connection::PutArtifact(absl::string_view job_id,
                                                     const v1::Artifact& artifact) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateArtifact(artifact));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutArtifact(job_id, artifact));
   v1::Artifact meta = artifact;
   meta.clear_content();
   return Atomically([&]() -> absl::Status {
@@ -928,32 +858,23 @@ absl::Status SqliteStorage::Connection::PutArtifact(absl::string_view job_id,
 
 absl::StatusOr<v1::Artifact> SqliteStorage::Connection::GetArtifact(absl::string_view job_id,
                                                                     absl::string_view name) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateName("artifact name", name, kMaxArtifactNameBytes));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateGetArtifact(job_id, name));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(
       Statement statement,
       Prepare("SELECT meta, content FROM artifacts WHERE job_id = ?1 AND name = ?2"));
   statement.Text(1, job_id).Text(2, name);
   KAGENT_ASSIGN_OR_RETURN(bool found, statement.Step());
-  if (!found) {
-    return absl::NotFoundError(
-        absl::StrCat("artifact ", Quote(name), " of job ", Quote(job_id), " not found"));
-  }
+  if (!found) return storage::ArtifactNotFound(job_id, name);
   KAGENT_ASSIGN_OR_RETURN(v1::Artifact artifact,
-                          ParseStored<v1::Artifact>(statement.ColumnBytes(0), "artifact"));
+                          storage::ParseStored<v1::Artifact>(statement.ColumnBytes(0), "artifact"));
   artifact.set_content(statement.ColumnBytes(1));
   return artifact;
 }
 
 absl::StatusOr<std::vector<v1::Artifact>> SqliteStorage::Connection::ListArtifacts(
     absl::string_view job_id, absl::string_view prefix, bool include_content) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  if (prefix.size() > kMaxArtifactNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("prefix is ", prefix.size(),
-                                                   " bytes; the limit is ", kMaxArtifactNameBytes));
-  }
-  KAGENT_RETURN_IF_ERROR(storage::ValidateUtf8("prefix", prefix));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateListArtifacts(job_id, prefix));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   // Names compare bytewise (BINARY collation): prefix <= name < upper selects exactly the
   // names starting with prefix, through the primary key.
@@ -969,7 +890,7 @@ absl::StatusOr<std::vector<v1::Artifact>> SqliteStorage::Connection::ListArtifac
     KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
     if (!row) break;
     KAGENT_ASSIGN_OR_RETURN(v1::Artifact artifact,
-                            ParseStored<v1::Artifact>(statement.ColumnBytes(0), "artifact"));
+                            storage::ParseStored<v1::Artifact>(statement.ColumnBytes(0), "artifact"));
     if (include_content) artifact.set_content(statement.ColumnBytes(1));
     artifacts.push_back(std::move(artifact));
   }
@@ -981,8 +902,7 @@ absl::StatusOr<std::vector<v1::Artifact>> SqliteStorage::Connection::ListArtifac
 absl::Status SqliteStorage::Connection::PutCheckpoint(absl::string_view job_id,
                                                       absl::string_view key,
                                                       absl::string_view value) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateCheckpoint(key, value));
+  KAGENT_RETURN_IF_ERROR(storage::ValidatePutCheckpoint(job_id, key, value));
   return Atomically([&]() -> absl::Status {
     KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
     KAGENT_ASSIGN_OR_RETURN(
@@ -996,17 +916,13 @@ absl::Status SqliteStorage::Connection::PutCheckpoint(absl::string_view job_id,
 
 absl::StatusOr<std::string> SqliteStorage::Connection::GetCheckpoint(absl::string_view job_id,
                                                                      absl::string_view key) {
-  KAGENT_RETURN_IF_ERROR(storage::ValidateIdentifier("job_id", job_id));
-  KAGENT_RETURN_IF_ERROR(storage::ValidateName("checkpoint key", key, kMaxCheckpointKeyBytes));
+  KAGENT_RETURN_IF_ERROR(storage::ValidateGetCheckpoint(job_id, key));
   KAGENT_RETURN_IF_ERROR(RequireJob(job_id));
   KAGENT_ASSIGN_OR_RETURN(Statement statement,
                           Prepare("SELECT data FROM checkpoints WHERE job_id = ?1 AND key = ?2"));
   statement.Text(1, job_id).Text(2, key);
   KAGENT_ASSIGN_OR_RETURN(bool found, statement.Step());
-  if (!found) {
-    return absl::NotFoundError(
-        absl::StrCat("checkpoint ", Quote(key), " of job ", Quote(job_id), " not found"));
-  }
+  if (!found) return storage::CheckpointNotFound(job_id, key);
   return statement.ColumnBytes(0);
 }
 

@@ -283,8 +283,149 @@ absl::StatusOr<int> ValidateListJobsQuery(const ListJobsQuery& query) {
   return page_size;
 }
 
+absl::Status ValidateCreateJob(const v1::Job& job, absl::string_view idempotency_key) {
+  KAGENT_RETURN_IF_ERROR(ValidateJob(job));
+  return ValidateIdempotencyKey(idempotency_key);
+}
+
+absl::Status ValidateUpdateJob(const v1::Job& job, int64_t expected_revision) {
+  KAGENT_RETURN_IF_ERROR(ValidateJob(job));
+  if (expected_revision < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected_revision is ", expected_revision, "; pass the revision GetJob returned (>= 1)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ValidateListEvents(absl::string_view job_id, int64_t from_sequence,
+                                       int limit) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  if (from_sequence < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("from_sequence is ", from_sequence, "; it must be >= 0"));
+  }
+  return NormalizeLimit("limit", limit, kDefaultEventLimit, kMaxEventLimit);
+}
+
+absl::Status ValidateListCandidates(absl::string_view job_id, std::optional<int32_t> round) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  if (round.has_value() && *round < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("round is ", *round, "; it must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePutTaskResult(absl::string_view job_id, absl::string_view task_id,
+                                   absl::string_view result) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateTaskResult(task_id, result);
+}
+
+absl::Status ValidateAppendReflexion(absl::string_view job_id, const v1::Reflexion& reflexion) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateReflexion("reflexion", reflexion);
+}
+
+absl::Status ValidateAppendSharedReflexion(const SharedMemoryKey& key,
+                                           absl::string_view source_job_id,
+                                           const v1::Reflexion& reflexion) {
+  KAGENT_RETURN_IF_ERROR(ValidateSharedMemoryKey(key));
+  if (!source_job_id.empty()) {
+    KAGENT_RETURN_IF_ERROR(ValidateIdentifier("source_job_id", source_job_id));
+  }
+  return ValidateReflexion("reflexion", reflexion);
+}
+
+absl::StatusOr<int> ValidateListSharedReflexions(const SharedMemoryKey& key, int limit) {
+  KAGENT_RETURN_IF_ERROR(ValidateSharedMemoryKey(key));
+  return NormalizeLimit("limit", limit, kDefaultSharedReflexionLimit, kMaxSharedReflexionLimit);
+}
+
+absl::Status ValidatePutArtifact(absl::string_view job_id, const v1::Artifact& artifact) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateArtifact(artifact);
+}
+
+absl::Status ValidateGetArtifact(absl::string_view job_id, absl::string_view name) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateName("artifact name", name, kMaxArtifactNameBytes);
+}
+
+absl::Status ValidateListArtifacts(absl::string_view job_id, absl::string_view prefix) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  if (prefix.size() > kMaxArtifactNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("prefix is ", prefix.size(),
+                                                   " bytes; the limit is ", kMaxArtifactNameBytes));
+  }
+  return ValidateUtf8("prefix", prefix);
+}
+
+absl::Status ValidatePutCheckpoint(absl::string_view job_id, absl::string_view key,
+                                   absl::string_view value) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateCheckpoint(key, value);
+}
+
+absl::Status ValidateGetCheckpoint(absl::string_view job_id, absl::string_view key) {
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
+  return ValidateName("checkpoint key", key, kMaxCheckpointKeyBytes);
+}
+
 absl::Status JobNotFound(absl::string_view job_id) {
   return absl::NotFoundError(absl::StrCat("job ", Quote(job_id), " not found"));
+}
+
+absl::Status CandidateNotFound(absl::string_view candidate_id) {
+  return absl::NotFoundError(absl::StrCat("candidate ", Quote(candidate_id), " not found"));
+}
+
+absl::Status TaskResultNotFound(absl::string_view task_id) {
+  return absl::NotFoundError(absl::StrCat("no result recorded for task ", Quote(task_id)));
+}
+
+absl::Status ArtifactNotFound(absl::string_view job_id, absl::string_view name) {
+  return absl::NotFoundError(
+      absl::StrCat("artifact ", Quote(name), " of job ", Quote(job_id), " not found"));
+}
+
+absl::Status CheckpointNotFound(absl::string_view job_id, absl::string_view key) {
+  return absl::NotFoundError(
+      absl::StrCat("checkpoint ", Quote(key), " of job ", Quote(job_id), " not found"));
+}
+
+absl::Status JobIdTaken(absl::string_view job_id) {
+  return absl::AlreadyExistsError(
+      absl::StrCat("job.id ", Quote(job_id), " already exists; choose another id"));
+}
+
+absl::Status CheckJobUpdate(const v1::Job& job, absl::string_view stored_tenant,
+                            int64_t stored_revision, int64_t expected_revision) {
+  if (stored_tenant != job.tenant()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job.tenant ", Quote(job.tenant()), " differs from the stored tenant ",
+        Quote(stored_tenant), " of job ", Quote(job.id()), "; a job's tenant cannot change"));
+  }
+  if (stored_revision != expected_revision) {
+    return absl::AbortedError(absl::StrCat(
+        "job ", Quote(job.id()), " is at revision ", stored_revision, ", not ",
+        expected_revision, ": it was updated concurrently; re-read it and retry"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CandidateMoved(const v1::Candidate& candidate, absl::string_view stored_job_id) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "candidate.job_id ", Quote(candidate.job_id()), " differs from the stored job ",
+      Quote(stored_job_id), " of candidate ", Quote(candidate.id()),
+      "; a candidate cannot move to another job"));
+}
+
+absl::Status CheckTaskJob(absl::string_view task_id, absl::string_view stored_job_id,
+                          absl::string_view job_id) {
+  if (stored_job_id == job_id) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "task ", Quote(task_id), " is recorded under job ", Quote(stored_job_id), ", not ",
+      Quote(job_id), "; task ids must be unique across jobs"));
 }
 
 }  // namespace storage

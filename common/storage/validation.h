@@ -7,6 +7,7 @@
 #define KAGENT_COMMON_STORAGE_VALIDATION_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -62,11 +63,51 @@ absl::StatusOr<int64_t> DecodeJobPageToken(const ListJobsQuery& query);
 // page size.
 absl::StatusOr<int> ValidateListJobsQuery(const ListJobsQuery& query);
 
+// The arguments of one Storage method each, checked in the order every backend uses
+// (the first error wins). Those with a limit return the effective limit.
+absl::Status ValidateCreateJob(const v1::Job& job, absl::string_view idempotency_key);
+absl::Status ValidateUpdateJob(const v1::Job& job, int64_t expected_revision);
+absl::StatusOr<int> ValidateListEvents(absl::string_view job_id, int64_t from_sequence,
+                                       int limit);
+absl::Status ValidateListCandidates(absl::string_view job_id, std::optional<int32_t> round);
+absl::Status ValidatePutTaskResult(absl::string_view job_id, absl::string_view task_id,
+                                   absl::string_view result);
+absl::Status ValidateAppendReflexion(absl::string_view job_id, const v1::Reflexion& reflexion);
+absl::Status ValidateAppendSharedReflexion(const SharedMemoryKey& key,
+                                           absl::string_view source_job_id,
+                                           const v1::Reflexion& reflexion);
+absl::StatusOr<int> ValidateListSharedReflexions(const SharedMemoryKey& key, int limit);
+absl::Status ValidatePutArtifact(absl::string_view job_id, const v1::Artifact& artifact);
+absl::Status ValidateGetArtifact(absl::string_view job_id, absl::string_view name);
+absl::Status ValidateListArtifacts(absl::string_view job_id, absl::string_view prefix);
+absl::Status ValidatePutCheckpoint(absl::string_view job_id, absl::string_view key,
+                                   absl::string_view value);
+absl::Status ValidateGetCheckpoint(absl::string_view job_id, absl::string_view key);
+
 // Quotes a user-supplied value for an error message: C-escaped, at most 64 bytes shown.
 std::string QuoteValue(absl::string_view value);
 
 // Messages for NOT_FOUND, shared so that backends say the same thing.
 absl::Status JobNotFound(absl::string_view job_id);
+absl::Status CandidateNotFound(absl::string_view candidate_id);
+absl::Status TaskResultNotFound(absl::string_view task_id);
+absl::Status ArtifactNotFound(absl::string_view job_id, absl::string_view name);
+absl::Status CheckpointNotFound(absl::string_view job_id, absl::string_view key);
+
+// The checks a backend makes against what is stored, with the shared messages.
+// ALREADY_EXISTS: CreateJob with an id that is taken.
+absl::Status JobIdTaken(absl::string_view job_id);
+// UpdateJob of `job` whose stored row has `stored_tenant` and `stored_revision`:
+// INVALID_ARGUMENT when the tenant differs, ABORTED when the revision is not
+// `expected_revision`, OK otherwise.
+absl::Status CheckJobUpdate(const v1::Job& job, absl::string_view stored_tenant,
+                            int64_t stored_revision, int64_t expected_revision);
+// INVALID_ARGUMENT: PutCandidate of `candidate`, stored under `stored_job_id`.
+absl::Status CandidateMoved(const v1::Candidate& candidate, absl::string_view stored_job_id);
+// PutTaskResult(job_id, task_id, ...) where the task is recorded under
+// `stored_job_id`: INVALID_ARGUMENT unless that is `job_id`.
+absl::Status CheckTaskJob(absl::string_view task_id, absl::string_view stored_job_id,
+                          absl::string_view job_id);
 
 }  // namespace kagent::storage
 
