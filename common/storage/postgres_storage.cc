@@ -4,7 +4,6 @@
 #include <poll.h>
 
 #include <cstring>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -670,10 +669,7 @@ absl::StatusOr<int64_t> PostgresStorage::Session::UpdateJob(const v1::Job& job,
 
 absl::StatusOr<JobPage> PostgresStorage::Session::ListJobs(const ListJobsQuery& query) {
   KAGENT_ASSIGN_OR_RETURN(int page_size, storage::ValidateListJobsQuery(query));
-  int64_t before = std::numeric_limits<int64_t>::max();
-  if (!query.page_token.empty()) {
-    KAGENT_ASSIGN_OR_RETURN(before, storage::DecodeJobPageToken(query));
-  }
+  KAGENT_ASSIGN_OR_RETURN(int64_t before, storage::JobPageStart(query));
   const bool filtered = query.state != v1::JOB_STATE_UNSPECIFIED;
   Params params;
   params.Text(query.tenant).Int(before).Int(page_size + 1);

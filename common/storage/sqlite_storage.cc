@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 
 #include <filesystem>
-#include <limits>
 #include <system_error>
 #include <utility>
 
@@ -222,6 +221,19 @@ std::string PrefixUpperBound(absl::string_view prefix) {
   while (!upper.empty() && static_cast<unsigned char>(upper.back()) == 0xff) upper.pop_back();
   if (!upper.empty()) upper.back() = static_cast<char>(static_cast<unsigned char>(upper.back()) + 1);
   return upper;
+}
+
+// Steps `statement` to the end, parsing its `column` of every row into `out`.
+template <typename Message>
+absl::Status ParseRows(Statement& statement, int column, absl::string_view what,
+                       std::vector<Message>* out) {
+  while (true) {
+    KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
+    if (!row) return absl::OkStatus();
+    KAGENT_ASSIGN_OR_RETURN(Message message,
+                            storage::ParseStored<Message>(statement.ColumnBytes(column), what));
+    out->push_back(std::move(message));
+  }
 }
 
 }  // namespace
@@ -554,10 +566,7 @@ absl::StatusOr<int64_t> SqliteStorage::Connection::UpdateJob(const v1::Job& job,
 
 absl::StatusOr<JobPage> SqliteStorage::Connection::ListJobs(const ListJobsQuery& query) {
   KAGENT_ASSIGN_OR_RETURN(int page_size, storage::ValidateListJobsQuery(query));
-  int64_t before = std::numeric_limits<int64_t>::max();
-  if (!query.page_token.empty()) {
-    KAGENT_ASSIGN_OR_RETURN(before, storage::DecodeJobPageToken(query));
-  }
+  KAGENT_ASSIGN_OR_RETURN(int64_t before, storage::JobPageStart(query));
   const bool filtered = query.state != v1::JOB_STATE_UNSPECIFIED;
   KAGENT_ASSIGN_OR_RETURN(
       Statement statement,
@@ -648,13 +657,7 @@ absl::StatusOr<std::vector<v1::JobEvent>> SqliteStorage::Connection::ListEvents(
               "ORDER BY sequence LIMIT ?3"));
   statement.Text(1, job_id).Int(2, from_sequence).Int(3, effective);
   std::vector<v1::JobEvent> events;
-  while (true) {
-    KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
-    if (!row) break;
-    KAGENT_ASSIGN_OR_RETURN(v1::JobEvent event,
-                            storage::ParseStored<v1::JobEvent>(statement.ColumnBytes(0), "job event"));
-    events.push_back(std::move(event));
-  }
+  KAGENT_RETURN_IF_ERROR(ParseRows(statement, 0, "job event", &events));
   return events;
 }
 
@@ -705,13 +708,7 @@ absl::StatusOr<std::vector<v1::Candidate>> SqliteStorage::Connection::ListCandid
   statement.Text(1, job_id);
   if (round.has_value()) statement.Int(2, *round);
   std::vector<v1::Candidate> candidates;
-  while (true) {
-    KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
-    if (!row) break;
-    KAGENT_ASSIGN_OR_RETURN(v1::Candidate candidate,
-                            storage::ParseStored<v1::Candidate>(statement.ColumnBytes(0), "candidate"));
-    candidates.push_back(std::move(candidate));
-  }
+  KAGENT_RETURN_IF_ERROR(ParseRows(statement, 0, "candidate", &candidates));
   return candidates;
 }
 
@@ -789,13 +786,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListReflex
       Prepare("SELECT data FROM reflexions WHERE job_id = ?1 ORDER BY sequence"));
   statement.Text(1, job_id);
   std::vector<v1::Reflexion> reflexions;
-  while (true) {
-    KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
-    if (!row) break;
-    KAGENT_ASSIGN_OR_RETURN(v1::Reflexion reflexion,
-                            storage::ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "reflexion"));
-    reflexions.push_back(std::move(reflexion));
-  }
+  KAGENT_RETURN_IF_ERROR(ParseRows(statement, 0, "reflexion", &reflexions));
   return reflexions;
 }
 
@@ -823,14 +814,7 @@ absl::StatusOr<std::vector<v1::Reflexion>> SqliteStorage::Connection::ListShared
               "AND op_class = ?2 AND gpu_arch = ?3 ORDER BY seq DESC LIMIT ?4) ORDER BY seq"));
   statement.Text(1, key.tenant).Text(2, key.op_class).Text(3, key.gpu_arch).Int(4, effective);
   std::vector<v1::Reflexion> reflexions;
-  while (true) {
-    KAGENT_ASSIGN_OR_RETURN(bool row, statement.Step());
-    if (!row) break;
-    KAGENT_ASSIGN_OR_RETURN(
-        v1::Reflexion reflexion,
-        storage::ParseStored<v1::Reflexion>(statement.ColumnBytes(0), "shared reflexion"));
-    reflexions.push_back(std::move(reflexion));
-  }
+  KAGENT_RETURN_IF_ERROR(ParseRows(statement, 0, "shared reflexion", &reflexions));
   return reflexions;
 }
 

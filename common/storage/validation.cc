@@ -1,5 +1,6 @@
 #include "common/storage/validation.h"
 
+#include <limits>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -369,6 +370,11 @@ absl::Status ValidatePutCheckpoint(absl::string_view job_id, absl::string_view k
 absl::Status ValidateGetCheckpoint(absl::string_view job_id, absl::string_view key) {
   KAGENT_RETURN_IF_ERROR(ValidateIdentifier("job_id", job_id));
   return ValidateName("checkpoint key", key, kMaxCheckpointKeyBytes);
+}
+
+absl::StatusOr<int64_t> JobPageStart(const ListJobsQuery& query) {
+  if (query.page_token.empty()) return std::numeric_limits<int64_t>::max();
+  return DecodeJobPageToken(query);
 }
 
 absl::Status JobNotFound(absl::string_view job_id) {

@@ -63,6 +63,10 @@ absl::StatusOr<int64_t> DecodeJobPageToken(const ListJobsQuery& query);
 // page size.
 absl::StatusOr<int> ValidateListJobsQuery(const ListJobsQuery& query);
 
+// Where a ListJobs page starts: the page holds jobs whose position is below the one
+// returned (the token's, or the largest int64_t for the first page).
+absl::StatusOr<int64_t> JobPageStart(const ListJobsQuery& query);
+
 // The arguments of one Storage method each, checked in the order every backend uses
 // (the first error wins). Those with a limit return the effective limit.
 absl::Status ValidateCreateJob(const v1::Job& job, absl::string_view idempotency_key);
