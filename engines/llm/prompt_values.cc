@@ -14,30 +14,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
+#include "services/judge/categories.h"
+
 namespace kagent::llm_engine {
 namespace {
-
-// The judge's category names (services/judge/categories.cc), so prompts read the same.
-std::string CategoryText(kagent::v1::BottleneckCategory c) {
-  switch (c) {
-    case kagent::v1::BOTTLENECK_MEMORY_BOUND:
-      return "memory-bound";
-    case kagent::v1::BOTTLENECK_COMPUTE_BOUND:
-      return "compute-bound";
-    case kagent::v1::BOTTLENECK_LATENCY_BOUND:
-      return "latency-bound";
-    case kagent::v1::BOTTLENECK_OCCUPANCY_LIMITED:
-      return "occupancy-limited";
-    case kagent::v1::BOTTLENECK_LAUNCH_BOUND:
-      return "launch-bound";
-    case kagent::v1::BOTTLENECK_GRID_UNDERFILLED:
-      return "grid-underfilled";
-    case kagent::v1::BOTTLENECK_AT_ROOFLINE:
-      return "at-roofline";
-    default:
-      return "unspecified";
-  }
-}
 
 std::string Shape(const kagent::v1::TensorInfo& t) {
   std::string s = absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
@@ -136,9 +116,9 @@ std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
   if (report == nullptr || report->primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
     return "No profile diagnosis was given for this kernel; rely on the fix's rationale.";
   }
-  std::string out = absl::StrCat("category: ", CategoryText(report->primary()));
+  std::string out = absl::StrCat("category: ", CategoryName(report->primary()));
   if (report->secondary() != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
-    absl::StrAppend(&out, " (secondary: ", CategoryText(report->secondary()), ")");
+    absl::StrAppend(&out, " (secondary: ", CategoryName(report->secondary()), ")");
   }
   absl::StrAppend(&out, "\n");
   if (!report->limiter().empty()) absl::StrAppend(&out, "limiter: ", report->limiter(), "\n");
