@@ -1,24 +1,10 @@
 #include "common/client.h"
 
-#include <fstream>
-#include <sstream>
-
-#include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/file_io.h"
 #include "common/status.h"
 
 namespace kagent {
-namespace {
-
-absl::StatusOr<std::string> ReadPem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
                                                            const ChannelOptions& options) {
@@ -32,10 +18,10 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options.tls_ca.empty()) {
     grpc::SslCredentialsOptions ssl;
-    KAGENT_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.tls_ca));
+    KAGENT_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(options.tls_ca));
     if (!options.tls_cert.empty()) {
-      KAGENT_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem(options.tls_cert));
-      KAGENT_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.tls_key));
+      KAGENT_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(options.tls_cert));
+      KAGENT_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(options.tls_key));
     }
     creds = grpc::SslCredentials(ssl);
     if (!options.tls_server_name.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -178,6 +179,29 @@ absl::Status UseMacros(int x, int* out) {
   return absl::OkStatus();
 }
 
+TEST_CASE("file_io: whole-file reads and atomic writes, errors naming the path") {
+  std::string path = TempFile("old");
+  REQUIRE(WriteFileAtomically(path, std::string("new\0bytes", 9)).ok());
+  absl::StatusOr<std::string> back = ReadFile(path);
+  REQUIRE(back.ok());
+  CHECK(*back == std::string("new\0bytes", 9));
+  CHECK_FALSE(std::ifstream(path + ".tmp").good());  // the temporary is renamed away
+  REQUIRE(WriteFileAtomically(path, "").ok());
+  CHECK(ReadFile(path).value().empty());
+  std::remove(path.c_str());
+
+  absl::StatusOr<std::string> missing = ReadFile("/nonexistent/kagent/file");
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(missing.status().message() ==
+        "cannot read /nonexistent/kagent/file: No such file or directory");
+  absl::StatusOr<std::string> dir = ReadFile("/tmp");
+  CHECK(dir.status().code() == absl::StatusCode::kInternal);
+  CHECK(dir.status().message() == "cannot read /tmp: Is a directory");
+  absl::Status unwritable = WriteFileAtomically("/nonexistent/kagent/file", "x");
+  CHECK(unwritable.code() == absl::StatusCode::kInternal);
+  CHECK(unwritable.message() == "cannot write /nonexistent/kagent/file: No such file or directory");
+}
+
 TEST_CASE("status macros propagate") {
   int out = 0;
   CHECK(UseMacros(4, &out).ok());
@@ -190,6 +214,8 @@ TEST_CASE("metrics: method names split and codes named") {
   CHECK(svc == "kagent.v1.JobService");
   CHECK(m == "SubmitJob");
   CHECK(std::string(GrpcCodeName(5)) == "NOT_FOUND");
+  CHECK(std::string(GrpcCodeName(grpc::StatusCode::UNAUTHENTICATED)) == "UNAUTHENTICATED");
+  CHECK(std::string(GrpcCodeName(17)) == "UNKNOWN");
   auto metrics = Metrics::Create("");
   REQUIRE(metrics.ok());
   (*metrics)->RecordStarted("/a.B/C");

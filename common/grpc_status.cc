@@ -16,4 +16,26 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
                       status.error_message());
 }
 
+const char* GrpcCodeName(int code) {
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  if (code < 0 || code > 16) return "UNKNOWN";
+  return kNames[code];
+}
+
 }  // namespace kagent

@@ -14,6 +14,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // The inverse, for statuses returned by outbound calls.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// The canonical upper-case name of a gRPC status code (a grpc::StatusCode converts), e.g.
+// "NOT_FOUND"; "UNKNOWN" for a number outside the enum.
+const char* GrpcCodeName(int code);
+
 }  // namespace kagent
 
 #endif  // KAGENT_COMMON_GRPC_STATUS_H_

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/logging.h"
 
 namespace kagent {
@@ -54,28 +55,6 @@ class MetricsInterceptorFactory
 };
 
 }  // namespace
-
-const char* GrpcCodeName(int code) {
-  static const char* kNames[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
-  if (code < 0 || code > 16) return "UNKNOWN";
-  return kNames[code];
-}
 
 std::pair<std::string, std::string> SplitFullMethod(const std::string& full_method) {
   std::string m = full_method;

@@ -65,8 +65,6 @@ class Metrics {
 
 // Splits "/kagent.v1.JobService/SubmitJob" into {"kagent.v1.JobService", "SubmitJob"}.
 std::pair<std::string, std::string> SplitFullMethod(const std::string& full_method);
-// The canonical upper-case name of a gRPC status code, e.g. "NOT_FOUND".
-const char* GrpcCodeName(int code);
 
 }  // namespace kagent
 

@@ -2,29 +2,17 @@
 
 #include <signal.h>
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 #include "common/logging.h"
 #include "common/status.h"
 
 namespace kagent {
-namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 void ServerOptions::Register(OptionSet& o) {
   o.AddString("listen", &listen, "gRPC listen address host:port (port 0 picks one)");

@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +15,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "common/client.h"
+#include "common/file_io.h"
+#include "common/grpc_status.h"
 #include "common/options.h"
+#include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 
 namespace kagent::cli {
@@ -51,25 +52,16 @@ bool Finished(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
-}
-
-bool WriteFile(const fs::path& path, const std::string& body) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!(f << body)) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return !ec;
+// results.json, results.md and trajectory.svg under `dir`, each replaced whole.
+absl::Status WriteResults(const std::string& dir, const std::vector<BenchRow>& rows,
+                          const BenchSummary& sum, const std::string& settings_json,
+                          const std::string& markdown_header) {
+  KAGENT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(dir) / "results.json").string(),
+                                             RenderBenchJson(rows, sum, settings_json)));
+  KAGENT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(dir) / "results.md").string(),
+                                             RenderBenchMarkdown(rows, sum, markdown_header)));
+  return WriteFileAtomically((fs::path(dir) / "trajectory.svg").string(),
+                             RenderTrajectorySvg(rows));
 }
 
 }  // namespace
@@ -106,15 +98,6 @@ absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& d
 
 namespace {
 
-std::string GrpcCodeName(grpc::StatusCode c) {
-  static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                 "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  int i = static_cast<int>(c);
-  return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
-}
-
 // Per problem, what the bench knows while it runs.
 struct Slot {
   BenchProblem problem;
@@ -144,12 +127,12 @@ int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
     }
     BenchRunFile file;
     file.path = path;
-    std::string text;
-    if (!ReadFile(path, &text)) {
-      err << "kagent bench: " << path << ": cannot read\n";
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) {
+      err << "kagent bench: " << text.status().message() << "\n";
       return 2;
     }
-    auto rows = ParseBenchJson(text, path, &file.settings_json);
+    auto rows = ParseBenchJson(*text, path, &file.settings_json);
     if (!rows.ok()) {
       err << "kagent bench: " << rows.status().message() << "\n";
       return 2;
@@ -165,13 +148,10 @@ int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
     err << "kagent bench: cannot create " << f.out_dir << ": " << ec.message() << "\n";
     return 2;
   }
-  bool ok = WriteFile(fs::path(f.out_dir) / "results.json",
-                      RenderBenchJson(rows, sum, MergedSettingsJson(files, rows))) &&
-            WriteFile(fs::path(f.out_dir) / "results.md",
-                      RenderBenchMarkdown(rows, sum, MergedMarkdownHeader(files, rows))) &&
-            WriteFile(fs::path(f.out_dir) / "trajectory.svg", RenderTrajectorySvg(rows));
-  if (!ok) {
-    err << "kagent bench: cannot write results under " << f.out_dir << "\n";
+  absl::Status written = WriteResults(f.out_dir, rows, sum, MergedSettingsJson(files, rows),
+                                      MergedMarkdownHeader(files, rows));
+  if (!written.ok()) {
+    err << "kagent bench: " << written.message() << "\n";
     return 2;
   }
   const std::vector<std::string> labels = BenchRunLabels(files);
@@ -346,10 +326,8 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (f.without_start) absl::StrAppend(&flags, " --without-start");
     std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir, flags, f.server,
                                          final_write ? "" : " (partial: jobs still running)");
-    bool ok = WriteFile(fs::path(f.out_dir) / "results.json", RenderBenchJson(rows, sum, settings)) &&
-              WriteFile(fs::path(f.out_dir) / "results.md", RenderBenchMarkdown(rows, sum, header)) &&
-              WriteFile(fs::path(f.out_dir) / "trajectory.svg", RenderTrajectorySvg(rows));
-    if (!ok) err << "kagent bench: cannot write results under " << f.out_dir << "\n";
+    absl::Status written = WriteResults(f.out_dir, rows, sum, settings, header);
+    if (!written.ok()) err << "kagent bench: " << written.message() << "\n";
     return sum;
   };
 
@@ -362,17 +340,21 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     while (next < slots.size() && in_flight < f.concurrency) {
       Slot& s = slots[next++];
       v1::SubmitJobRequest req;
-      std::string src;
-      if (!ReadFile(s.problem.problem_path, req.mutable_problem()->mutable_source()) ||
-          (!f.without_start && !ReadFile(s.problem.start_path, &src))) {
+      absl::StatusOr<std::string> problem_source = ReadFile(s.problem.problem_path);
+      absl::StatusOr<std::string> start_source =
+          f.without_start ? std::string() : ReadFile(s.problem.start_path);
+      if (!problem_source.ok() || !start_source.ok()) {
         s.row.state = "SUBMIT_ERROR";
-        s.row.error = "cannot read the problem's files";
+        s.row.error = std::string(
+            (!problem_source.ok() ? problem_source.status() : start_source.status()).message());
         s.finished = true;
         ++finished;
         continue;
       }
+      req.mutable_problem()->set_source(*std::move(problem_source));
       req.mutable_problem()->set_name(s.problem.name);
       if (!f.without_start) {
+        const std::string& src = *start_source;
         req.mutable_start_kernel()->set_source(src);
         bool cuda = src.find("load_inline") != std::string::npos;
         req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);

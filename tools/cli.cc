@@ -4,11 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
@@ -18,6 +16,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "common/client.h"
+#include "common/file_io.h"
+#include "common/grpc_status.h"
 #include "common/options.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tools/bench.h"
@@ -76,15 +76,6 @@ std::string VerdictName(v1::Verdict v) {
   return n.rfind("VERDICT_", 0) == 0 ? n.substr(8) : n;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
-}
-
 std::string Json(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions o;
@@ -117,19 +108,11 @@ class Client {
   }
   // Prints a failed call; returns the exit code (1).
   int Fail(const grpc::Status& s) {
-    err_ << "kagent: " << GrpcCode(s.error_code()) << ": " << s.error_message() << "\n";
+    err_ << "kagent: " << GrpcCodeName(s.error_code()) << ": " << s.error_message() << "\n";
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       err_ << "  (is the server running at " << flags_.server << "? set --server or KAGENT_SERVER)\n";
     }
     return 1;
-  }
-  static std::string GrpcCode(grpc::StatusCode c) {
-    static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                   "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                   "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                   "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-    int i = static_cast<int>(c);
-    return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
   }
   v1::JobService::Stub* stub() { return stub_.get(); }
 
@@ -282,11 +265,16 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
     err << "kagent: cannot create " << dir << ": " << ec.message() << "\n";
     return 1;
   }
+  // A file that cannot be written is reported and the others are still exported.
+  int failed = 0;
   auto write = [&](const fs::path& p, const std::string& body) {
     fs::create_directories(p.parent_path(), ec);
-    std::ofstream f(p, std::ios::binary);
-    f << body;
-    return static_cast<bool>(f);
+    absl::Status written = WriteFileAtomically(p.string(), body);
+    if (!written.ok()) {
+      err << "kagent: " << written.message() << "\n";
+      ++failed;
+    }
+    return written.ok();
   };
   int files = 0;
   files += write(fs::path(dir) / "job.json", Json(job.job()));
@@ -319,6 +307,10 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
   files += write(fs::path(dir) / "report.html", RenderHtmlReport(job.job(), cv, rv));
   out << "exported " << files << " files to " << dir << " (open " << (fs::path(dir) / "report.html").string()
       << ")\n";
+  if (failed > 0) {
+    err << "kagent: " << failed << " files could not be written\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -380,17 +372,21 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "submit") {
     if (!need(1, "PROBLEM.py")) return 2;
     v1::SubmitJobRequest req;
-    if (!ReadFile(pos[1], req.mutable_problem()->mutable_source())) {
-      err << "kagent: cannot read " << pos[1] << "\n";
+    absl::StatusOr<std::string> problem = ReadFile(pos[1]);
+    if (!problem.ok()) {
+      err << "kagent: " << problem.status().message() << "\n";
       return 2;
     }
+    req.mutable_problem()->set_source(*std::move(problem));
     std::string name = f.name.empty() ? fs::path(pos[1]).stem().string() : f.name;
     req.mutable_problem()->set_name(name);
     if (!f.kernel.empty()) {
-      if (!ReadFile(f.kernel, req.mutable_start_kernel()->mutable_source())) {
-        err << "kagent: cannot read " << f.kernel << "\n";
+      absl::StatusOr<std::string> kernel = ReadFile(f.kernel);
+      if (!kernel.ok()) {
+        err << "kagent: " << kernel.status().message() << "\n";
         return 2;
       }
+      req.mutable_start_kernel()->set_source(*std::move(kernel));
       bool cuda = req.start_kernel().source().find("load_inline") != std::string::npos;
       req.mutable_start_kernel()->set_language(cuda ? v1::KERNEL_LANGUAGE_CUDA : v1::KERNEL_LANGUAGE_TRITON);
       req.mutable_start_kernel()->set_origin("user:" + fs::path(f.kernel).filename().string());
@@ -480,7 +476,11 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         err << "kagent: job has no best kernel yet\n";
         return 1;
       }
-      std::ofstream(f.kernel_out) << src;
+      absl::Status written = WriteFileAtomically(f.kernel_out, src);
+      if (!written.ok()) {
+        err << "kagent: " << written.message() << "\n";
+        return 1;
+      }
       out << "best kernel written to " << f.kernel_out << "\n";
     }
     return 0;

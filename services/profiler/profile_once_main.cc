@@ -6,27 +6,13 @@
 //       [--cupti-lib libkagent_cupti.so] [--pythonpath DIR] [--python PY] [--gpu N]
 //       [--timeout SECONDS] [--raw-out FILE]
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include <google/protobuf/util/json_util.h>
 
+#include "common/file_io.h"
 #include "services/profiler/profiler_service.h"
-
-namespace {
-
-bool ReadAll(const std::string& path, std::string* out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  *out = buffer.str();
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   kagent::ProfilerServiceOptions options;
@@ -53,15 +39,22 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::string problem, kernel;
-  if (!ReadAll(problem_path, &problem) || !ReadAll(kernel_path, &kernel)) {
+  if (problem_path.empty() || kernel_path.empty()) {
     std::cerr << "usage: kagent_profile_once --problem P.py --kernel K.py [...]\n";
     return 2;
   }
+  absl::StatusOr<std::string> problem = kagent::ReadFile(problem_path);
+  absl::StatusOr<std::string> kernel = kagent::ReadFile(kernel_path);
+  for (const auto* text : {&problem, &kernel}) {
+    if (!text->ok()) {
+      std::cerr << "kagent_profile_once: " << text->status().message() << "\n";
+      return 2;
+    }
+  }
   request.mutable_problem()->set_name(problem_path);
-  request.mutable_problem()->set_source(problem);
+  request.mutable_problem()->set_source(*problem);
   request.mutable_kernel()->set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
-  request.mutable_kernel()->set_source(kernel);
+  request.mutable_kernel()->set_source(*kernel);
   kagent::ProfilerServiceImpl service(options, nullptr);
   absl::StatusOr<kagent::v1::ProfileResponse> response = service.RunProfile(request, nullptr);
   if (!response.ok()) {
@@ -69,7 +62,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!raw_out.empty()) {
-    std::ofstream(raw_out, std::ios::binary) << response->metrics().raw_csv();
+    absl::Status written = kagent::WriteFileAtomically(raw_out, response->metrics().raw_csv());
+    if (!written.ok()) {
+      std::cerr << "kagent_profile_once: " << written.message() << "\n";
+      return 1;
+    }
   }
   response->mutable_metrics()->clear_raw_csv();
   std::string json;

@@ -2,12 +2,12 @@
 
 #include <atomic>
 #include <cmath>
-#include <fstream>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -22,15 +22,6 @@ namespace kagent {
 namespace {
 
 constexpr int kDefaultComputeCapability = 90;
-
-absl::Status WriteFile(const std::string& path, absl::string_view data) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return absl::InternalError(absl::StrCat("cannot create ", path));
-  file.write(data.data(), static_cast<std::streamsize>(data.size()));
-  file.close();
-  if (!file) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
 
 // The op signature of a profile: the one the harness recorded, else the request's (the
 // harness skips recording when the request brings one). Kept in the response; returns it
@@ -170,7 +161,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   params.cuda_visible_devices = std::to_string(options_.gpu_index);
   params.network_isolation = !use_ncu;  // ncu reaches its target over loopback TCP
   const std::string request_path = dir->path() + "/request.json";
-  KAGENT_RETURN_IF_ERROR(WriteFile(request_path, BuildHarnessProfileRequest(request, params)));
+  KAGENT_RETURN_IF_ERROR(WriteFileAtomically(request_path, BuildHarnessProfileRequest(request, params)));
 
   HarnessCommand harness{options_.python, options_.harness_pythonpath,
                          std::to_string(options_.gpu_index), {}, 0};
