@@ -12,6 +12,7 @@
 #include "services/benchmark/benchmark_service.h"
 #include "services/benchmark/gpu_slot.h"
 #include "services/benchmark/harness_client.h"
+#include "services/benchmark/worker_setup.h"
 
 namespace kagent {
 namespace {
@@ -68,6 +69,13 @@ TEST_CASE("gpu slot: deadline and cancel leave the queue") {
   CHECK(slot.queue_depth() == 0);
   slot.Release();
   CHECK_FALSE(slot.busy());
+}
+
+TEST_CASE("worker registration renews within a third of the coordinator's lease") {
+  CHECK(RenewIntervalSeconds(10, 30) == 10);  // the defaults: 10 s renewals, 30 s lease
+  CHECK(RenewIntervalSeconds(10, 6) == 2);
+  CHECK(RenewIntervalSeconds(10, 0) == 10);   // no lease known yet
+  CHECK(RenewIntervalSeconds(1, 3600) == 1);
 }
 
 TEST_CASE("harness JSON maps onto Measurement") {

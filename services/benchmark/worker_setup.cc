@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -72,6 +73,11 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("advertise", &advertise, "address the coordinator dials (default: --listen)");
   o.AddDouble("lease-renew-seconds", &lease_renew_seconds, "how often to renew the registration");
   o.AddValidator([this] { return Validate(); });
+}
+
+double RenewIntervalSeconds(double configured, int64_t lease_seconds) {
+  if (lease_seconds <= 0) return configured;
+  return std::min(configured, static_cast<double>(lease_seconds) / 3);
 }
 
 absl::Status WorkerOptions::Validate() const {
@@ -180,6 +186,7 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
       req.set_address(advertise);
       *req.add_gpus() = gpu;
       *thread = std::thread([=] {
+        double interval = o.lease_renew_seconds;
         while (!stop->load()) {
           CallOptions co;
           co.timeout = absl::Seconds(5);
@@ -189,8 +196,15 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
           grpc::Status s = stub->RegisterWorker(c.get(), req, &resp);
           if (!s.ok()) {
             KLOG(WARNING) << "registration with " << o.coordinator << " failed: " << s.error_message();
+          } else {
+            double next = RenewIntervalSeconds(o.lease_renew_seconds, resp.lease_seconds());
+            if (next != interval) {
+              KLOG(INFO) << "registered with " << o.coordinator << " for " << resp.lease_seconds()
+                         << " s; renewing every " << next << " s";
+            }
+            interval = next;
           }
-          for (int i = 0; i < o.lease_renew_seconds * 10 && !stop->load(); ++i) {
+          for (int i = 0; i < interval * 10 && !stop->load(); ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
           }
         }

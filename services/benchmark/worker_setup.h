@@ -4,6 +4,7 @@
 #ifndef KAGENT_SERVICES_BENCHMARK_WORKER_SETUP_H_
 #define KAGENT_SERVICES_BENCHMARK_WORKER_SETUP_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,12 @@ struct WorkerOptions {
   void Register(OptionSet& o);
   absl::Status Validate() const;
 };
+
+// How often a registered worker renews its registration: `configured`
+// (--lease-renew-seconds), shortened to a third of the lease the coordinator granted
+// (RegisterWorkerResponse.lease_seconds), so that two renewals in a row may fail before
+// the lease lapses; `configured` when no lease is known (0: not yet registered).
+double RenewIntervalSeconds(double configured, int64_t lease_seconds);
 
 // Fills defaults that depend on the install (python, harness dir, cupti lib).
 void ResolveWorkerPaths(WorkerOptions& o);

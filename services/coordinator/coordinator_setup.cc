@@ -24,6 +24,8 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddString("tls-ca", &tls_ca, "CA (PEM) for TLS to the other services; empty: plaintext");
   o.AddDouble("no-worker-timeout-seconds", &no_worker_timeout_seconds,
               "a GPU task with no live worker for this long fails its job");
+  o.AddDouble("worker-lease-seconds", &worker_lease_seconds,
+              "how long a registered GPU worker stays schedulable after its last renewal");
   o.AddDouble("measure-timeout-seconds", &measure_timeout_seconds, "deadline of one measurement");
   o.AddDouble("call-timeout-seconds", &call_timeout_seconds, "deadline of judge/analyzer/orchestrator calls");
   o.AddDouble("generate-timeout-seconds", &generate_timeout_seconds, "deadline of a Generate call");
@@ -44,6 +46,9 @@ absl::Status CoordinatorOptions::Validate() const {
   if (no_worker_timeout_seconds <= 0 || measure_timeout_seconds <= 0 || call_timeout_seconds <= 0 ||
       generate_timeout_seconds <= 0) {
     return absl::InvalidArgumentError("timeouts must be positive");
+  }
+  if (worker_lease_seconds < 3 || worker_lease_seconds > 3600) {
+    return absl::InvalidArgumentError("--worker-lease-seconds must be in [3, 3600]");
   }
   if (max_concurrent_jobs < 1 || max_concurrent_jobs > 1024) {
     return absl::InvalidArgumentError("--max-concurrent-jobs must be in [1, 1024]");
@@ -81,6 +86,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   auto* factory = ctx.Keep(std::make_unique<GrpcGpuWorkerFactory>(channel, ctx.server_options->internal_token));
   SchedulerOptions so;
   so.no_worker_timeout = absl::Seconds(o.no_worker_timeout_seconds);
+  so.lease = absl::Seconds(o.worker_lease_seconds);
   so.measure_timeout = absl::Seconds(o.measure_timeout_seconds);
   auto* scheduler = ctx.Keep(std::make_unique<Scheduler>(so, store, factory, &ctx.metrics->registry()));
   if (!o.workers.empty()) {

@@ -23,6 +23,7 @@ struct CoordinatorOptions {
   std::string optimization_manager = "127.0.0.1:50055";
   std::string tls_ca;                          // for outbound calls
   double no_worker_timeout_seconds = 60;
+  double worker_lease_seconds = 30;            // a registered worker's lease (RegisterWorker)
   double measure_timeout_seconds = 900;
   double call_timeout_seconds = 60;
   double generate_timeout_seconds = 600;

@@ -326,7 +326,8 @@ grpc::Status JobServiceImpl::RegisterWorker(grpc::ServerContext* context,
   absl::Status s = scheduler_->RegisterWorker(request->worker_id(), request->address(), gpus,
                                               /*is_static=*/false);
   if (!s.ok()) return ToGrpcStatus(s);
-  response->set_lease_seconds(30);
+  // Whole seconds, rounded down: a worker renewing within them is never late.
+  response->set_lease_seconds(absl::ToInt64Seconds(scheduler_->lease()));
   return grpc::Status::OK;
 }
 

@@ -91,6 +91,8 @@ class Scheduler {
 
   std::vector<WorkerInfo> Workers() const;
   int QueueDepth() const;
+  // How long a registered (not static) worker stays usable after RegisterWorker.
+  absl::Duration lease() const { return options_.lease; }
   // The GPU spec of any live worker (the first), for planning; NOT_FOUND when none.
   absl::StatusOr<v1::GpuSpec> AnyGpuSpec() const;
 

@@ -52,10 +52,13 @@ TEST_CASE("seven services as separate processes", "[integration][slow]") {
   svcs.push_back(Start(dir, "coordinator/kagent-coordinator",
                        {"--db=" + dir + "/kagent.db", "--judge=" + svcs[0].addr(),
                         "--analyzer=" + svcs[1].addr(), "--orchestrator=" + svcs[2].addr(),
-                        "--optimization-manager=" + svcs[3].addr(), "--no-worker-timeout-seconds=60"}));
+                        "--optimization-manager=" + svcs[3].addr(), "--no-worker-timeout-seconds=60",
+                        "--worker-lease-seconds=6"}));
   const Svc& coord = svcs.back();
+  // Its own renewal period (10 s) is longer than the coordinator's lease: it renews every
+  // 2 s, a third of the lease the coordinator grants, so the lease never lapses mid-job.
   svcs.push_back(Start(dir, "benchmark/kagent-benchmark",
-                       {"--device=cpu", "--coordinator=" + coord.addr(), "--lease-renew-seconds=2"}));
+                       {"--device=cpu", "--coordinator=" + coord.addr(), "--lease-renew-seconds=10"}));
 
   // Every service answers health and serves /metrics.
   for (const Svc& s : svcs) {
@@ -84,6 +87,7 @@ TEST_CASE("seven services as separate processes", "[integration][slow]") {
   for (const Svc& s : svcs) INFO(s.name << " log: " << s.proc->Log().substr(0, 6000));
   CHECK(rc == 0);
   CHECK(absl::StrContains(out, "DONE"));
+  CHECK(absl::StrContains(svcs.back().proc->Log(), "for 6 s; renewing every 2 s"));
 
   // SIGTERM stops each cleanly.
   for (auto it = svcs.rbegin(); it != svcs.rend(); ++it) {
