@@ -1,8 +1,10 @@
 # Writes a C++ file defining kagent::EmbeddedTemplateFiles() from every file in
-# TEMPLATE_FILES (a ;-list of paths). Run with cmake -P; OUTPUT is the .cc to write.
+# TEMPLATE_FILES (a ;-list of paths under TEMPLATE_DIR), each named by its path relative to
+# TEMPLATE_DIR ("gemm_tiled.py", "partials/grouped_pid.py"). Run with cmake -P; OUTPUT is
+# the .cc to write.
 set(_body "")
 foreach(f ${TEMPLATE_FILES})
-  get_filename_component(_name ${f} NAME)
+  file(RELATIVE_PATH _name ${TEMPLATE_DIR} ${f})
   file(READ ${f} _text)
   string(FIND "${_text}" ")kgtpl\"" _clash)
   if(NOT _clash EQUAL -1)

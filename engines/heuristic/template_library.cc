@@ -5,20 +5,24 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 
 namespace kagent {
 
 // Defined in the generated templates_embedded.cc: (file name, contents) of every file
-// under engines/heuristic/templates.
+// under engines/heuristic/templates ("partials/<name>.py" for the partials).
 const std::vector<std::pair<const char*, const char*>>& EmbeddedTemplateFiles();
 
 namespace {
@@ -120,6 +124,89 @@ std::vector<std::string> Placeholders(absl::string_view text) {
   return out;
 }
 
+constexpr absl::string_view kPartialDir = "partials/";
+
+struct Include {
+  absl::string_view indent;
+  absl::string_view name;
+};
+
+// `line` as an include: spaces, `{{>`, optional spaces, a name of letters, digits and
+// underscores, optional spaces, `}}`, nothing after. nullopt for any other line.
+std::optional<Include> ParseInclude(absl::string_view line) {
+  size_t start = line.find_first_not_of(' ');
+  if (start == absl::string_view::npos) return std::nullopt;
+  absl::string_view name = line.substr(start);
+  if (!absl::ConsumePrefix(&name, "{{>") || !absl::ConsumeSuffix(&name, "}}")) {
+    return std::nullopt;
+  }
+  while (absl::ConsumePrefix(&name, " ")) {
+  }
+  while (absl::ConsumeSuffix(&name, " ")) {
+  }
+  if (name.empty()) return std::nullopt;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return std::nullopt;
+  }
+  return Include{line.substr(0, start), name};
+}
+
+// The template `info` (its source as read) with every include line replaced by the
+// partial's lines, each prefixed with the include's indentation (empty lines stay empty).
+absl::StatusOr<std::string> ExpandIncludes(const TemplateInfo& info, absl::string_view source,
+                                           const std::map<std::string, std::string>& partials) {
+  const std::string file = absl::StrCat(info.id, ".py");
+  std::vector<absl::string_view> lines = absl::StrSplit(source, '\n');
+  std::string out;
+  out.reserve(source.size());
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const absl::string_view line = lines[n];
+    const bool last = n + 1 == lines.size();
+    std::optional<Include> inc = ParseInclude(line);
+    if (!inc.has_value()) {
+      if (absl::StrContains(line, "{{>")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ":", n + 1, ": malformed include '", line,
+                         "': an include is a line of its own, indentation then {{> name}}"));
+      }
+      out.append(line.data(), line.size());
+      if (!last) out.push_back('\n');
+      continue;
+    }
+    auto partial = partials.find(std::string(inc->name));
+    if (partial == partials.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ":", n + 1, ": unknown partial '",
+                                                     inc->name, "' (no ", kPartialDir,
+                                                     inc->name, ".py)"));
+    }
+    absl::string_view body = partial->second;
+    const std::string where =
+        absl::StrCat(file, ":", n + 1, ": partial '", inc->name, "' (", kPartialDir, inc->name,
+                     ".py)");
+    if (absl::StrContains(body, "{{>")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " includes a partial: partials cannot include partials"));
+    }
+    if (body.empty()) return absl::InvalidArgumentError(absl::StrCat(where, " is empty"));
+    for (const std::string& ph : Placeholders(body)) {
+      if (info.FindParam(ph) == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": placeholder {{", ph, "}} has no param in ", info.id, ".json"));
+      }
+    }
+    absl::ConsumeSuffix(&body, "\n");
+    for (absl::string_view partial_line : absl::StrSplit(body, '\n')) {
+      if (!partial_line.empty()) {
+        out.append(inc->indent.data(), inc->indent.size());
+        out.append(partial_line.data(), partial_line.size());
+      }
+      out.push_back('\n');
+    }
+    if (last) out.pop_back();  // the include line ended the file without a newline
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FloatText(double d) {
@@ -182,8 +269,16 @@ absl::StatusOr<std::string> TemplateLibrary::CheckValue(const TemplateParam& par
 absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::FromFiles(
     const std::map<std::string, std::string>& files) {
   auto lib = std::make_shared<TemplateLibrary>();
+  std::map<std::string, std::string> partials;  // name -> text
   for (const auto& [name, text] : files) {
-    if (!absl::EndsWith(name, ".json")) continue;
+    absl::string_view partial = name;
+    if (absl::ConsumePrefix(&partial, kPartialDir) && absl::ConsumeSuffix(&partial, ".py")) {
+      partials.emplace(std::string(partial), text);
+    }
+  }
+  for (const auto& [name, text] : files) {
+    // Templates are top-level: nothing under partials/ is one.
+    if (!absl::EndsWith(name, ".json") || absl::StrContains(name, "/")) continue;
     std::string id = name.substr(0, name.size() - 5);
     KAGENT_ASSIGN_OR_RETURN(TemplateInfo info, ParseMeta(name, text));
     if (info.id != id) {
@@ -194,7 +289,7 @@ absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::FromFile
     if (py == files.end()) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": no ", id, ".py beside it"));
     }
-    info.source = py->second;
+    KAGENT_ASSIGN_OR_RETURN(info.source, ExpandIncludes(info, py->second, partials));
     for (const std::string& ph : Placeholders(info.source)) {
       if (info.FindParam(ph) == nullptr) {
         return absl::InvalidArgumentError(
@@ -219,13 +314,24 @@ absl::StatusOr<std::shared_ptr<const TemplateLibrary>> TemplateLibrary::FromDire
     return absl::NotFoundError(absl::StrCat("template directory not found: ", dir));
   }
   std::map<std::string, std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (!absl::EndsWith(name, ".json") && !absl::EndsWith(name, ".py")) continue;
-    std::ifstream in(entry.path());
+  auto read = [&files](const std::filesystem::path& path, const std::string& name) {
+    std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
     files.emplace(name, ss.str());
+  };
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!absl::EndsWith(name, ".json") && !absl::EndsWith(name, ".py")) continue;
+    read(entry.path(), name);
+  }
+  const std::filesystem::path partial_dir = std::filesystem::path(dir) / "partials";
+  if (std::filesystem::is_directory(partial_dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(partial_dir, ec)) {
+      std::string name = entry.path().filename().string();
+      if (!absl::EndsWith(name, ".py")) continue;
+      read(entry.path(), absl::StrCat(kPartialDir, name));
+    }
   }
   return FromFiles(files);
 }

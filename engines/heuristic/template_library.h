@@ -7,7 +7,18 @@
 // "shape": set from the recognized op), a type ("pow2", "int", "float", "choice"),
 // bounds (min/max) or allowed values, a default and a doc line. Optional
 // "max_tile_elements" bounds the product of the template's BLOCK_* knobs.
-// See docs/templates.md.
+//
+// Partials: code that several templates share verbatim is written once, in
+// `partials/<name>.py` (no JSON; not a template: not in Ids() or ForOpClass()). A template
+// line made only of an indentation (spaces) and `{{> name}}` is replaced by the partial's
+// lines, each prefixed with that indentation (empty lines stay empty), so a partial can
+// stand at any depth of a kernel body; placeholders inside a partial are then substituted
+// like the template's own, from the including template's params. A partial cannot include
+// another. Includes are expanded when the library is loaded (TemplateInfo::source holds
+// the expanded text), so an unknown partial, a partial that includes, a malformed include
+// line or a partial's placeholder the template does not declare fails the load with
+// INVALID_ARGUMENT naming the template and the partial. The rendered kernel stays one
+// standalone Python file. See docs/templates.md.
 //
 // The library is built into the binary (the files are embedded at build time) and can
 // also be loaded from a directory (development, tests).
@@ -52,7 +63,7 @@ struct TemplateInfo {
   std::vector<std::string> conditions;
   std::vector<TemplateParam> params;  // in the order of the JSON file
   int64_t max_tile_elements = 0;      // 0: no bound
-  std::string source;                 // the .py text with placeholders
+  std::string source;                 // the .py text, partials included, placeholders left
 
   const TemplateParam* FindParam(absl::string_view name) const;
 };
@@ -61,11 +72,13 @@ class TemplateLibrary {
  public:
   // The templates compiled into the binary.
   static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> Embedded();
-  // Every <id>.json + <id>.py pair of `dir`. INVALID_ARGUMENT on malformed metadata
-  // (the message names the file), NOT_FOUND when the directory is missing.
+  // Every <id>.json + <id>.py pair of `dir`, and the partials in `dir`/partials/*.py.
+  // INVALID_ARGUMENT on malformed metadata or includes (the message names the file),
+  // NOT_FOUND when the directory is missing.
   static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> FromDirectory(
       const std::string& dir);
-  // From (file name -> contents) pairs, e.g. {"matvec_split_k.json": "...", ...}.
+  // From (file name -> contents) pairs, e.g. {"matvec_split_k.json": "...", ...}; a
+  // partial is named "partials/<name>.py".
   static absl::StatusOr<std::shared_ptr<const TemplateLibrary>> FromFiles(
       const std::map<std::string, std::string>& files);
 

@@ -1,6 +1,9 @@
 #include "engines/heuristic/template_library.h"
 
 #include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -112,6 +115,100 @@ TEST_CASE("Templates: malformed libraries are refused with the file named") {
   CHECK(absl::StrContains(bad_default.status().message(), "t.json"));
   CHECK(TemplateLibrary::FromDirectory("/nonexistent").status().code() ==
         absl::StatusCode::kNotFound);
+}
+
+// A one-template library {t.json, t.py} with params B (pow2 knob, default 4) and N (int
+// shape, default 7), plus `extra` files (partials are "partials/<name>.py").
+absl::StatusOr<std::shared_ptr<const TemplateLibrary>> IncludeLib(
+    const std::string& py, const std::map<std::string, std::string>& extra = {}) {
+  std::map<std::string, std::string> files = {
+      {"t.json", R"({"id":"t","op_class":"x","title":"","architecture":"","dtypes":[],
+                     "conditions":[],"params":{
+                       "B":{"kind":"knob","type":"pow2","min":1,"max":64,"default":4},
+                       "N":{"kind":"shape","type":"int","min":0,"max":99,"default":7}}})"},
+      {"t.py", py}};
+  files.insert(extra.begin(), extra.end());
+  return TemplateLibrary::FromFiles(files);
+}
+
+TEST_CASE("Templates: an include line is replaced by the partial, indented like it") {
+  const std::map<std::string, std::string> partials = {
+      {"partials/step.py", "a = {{B}}\nif a:\n    b = a * {{N}}\n\nc = 1\n"},
+      {"partials/tail.py", "return c\n"}};
+  auto lib = IncludeLib(
+      "def f():\n"
+      "    for i in range(3):\n"
+      "        {{> step}}\n"
+      "    x = {{N}}\n"
+      "{{>  tail }}\n"
+      "    {{> tail}}",  // the last line, without a newline
+      partials);
+  REQUIRE(lib.ok());
+  auto out = (*lib)->Render("t", {{"B", "16"}});
+  REQUIRE(out.ok());
+  // Every partial line gets the include's indentation, except the empty one; the
+  // placeholders inside the partial take the template's values.
+  CHECK(*out ==
+        "def f():\n"
+        "    for i in range(3):\n"
+        "        a = 16\n"
+        "        if a:\n"
+        "            b = a * 7\n"
+        "\n"
+        "        c = 1\n"
+        "    x = 7\n"
+        "return c\n"
+        "    return c");
+  // The library holds the expanded source; the partials are not templates.
+  CHECK(absl::StrContains((*lib)->Find("t")->source, "        a = {{B}}\n"));
+  CHECK((*lib)->Ids() == std::vector<std::string>{"t"});
+  CHECK((*lib)->Find("step") == nullptr);
+  CHECK((*lib)->ForOpClass("x").size() == 1);
+}
+
+TEST_CASE("Templates: bad includes fail the load, naming the template and the partial") {
+  auto message = [](const absl::StatusOr<std::shared_ptr<const TemplateLibrary>>& lib) {
+    CHECK(lib.status().code() == absl::StatusCode::kInvalidArgument);
+    return std::string(lib.status().message());
+  };
+  std::string unknown = message(IncludeLib("x = 1\n    {{> nope}}\n"));
+  CHECK(absl::StrContains(unknown, "t.py:2"));
+  CHECK(absl::StrContains(unknown, "unknown partial 'nope'"));
+  std::string nested =
+      message(IncludeLib("{{> outer}}\n", {{"partials/outer.py", "{{> inner}}\n"},
+                                           {"partials/inner.py", "y = 2\n"}}));
+  CHECK(absl::StrContains(nested, "t.py:1: partial 'outer'"));
+  CHECK(absl::StrContains(nested, "partials cannot include partials"));
+  std::string self = message(IncludeLib("{{> self}}\n", {{"partials/self.py", "  {{> self}}\n"}}));
+  CHECK(absl::StrContains(self, "partials cannot include partials"));
+  std::string undeclared =
+      message(IncludeLib("{{> p}}\n", {{"partials/p.py", "z = {{UNDECLARED}}\n"}}));
+  CHECK(absl::StrContains(undeclared, "partial 'p'"));
+  CHECK(absl::StrContains(undeclared, "{{UNDECLARED}} has no param in t.json"));
+  std::string inline_include =
+      message(IncludeLib("x = 1  {{> p}}\n", {{"partials/p.py", "y = 2\n"}}));
+  CHECK(absl::StrContains(inline_include, "t.py:1: malformed include"));
+  std::string empty = message(IncludeLib("{{> p}}\n", {{"partials/p.py", ""}}));
+  CHECK(absl::StrContains(empty, "partial 'p' (partials/p.py) is empty"));
+  // A partial nobody includes is not checked against any template.
+  CHECK(IncludeLib("x = 1\n", {{"partials/unused.py", "{{WHATEVER}}\n"}}).ok());
+}
+
+TEST_CASE("Templates: the embedded partials are included and are not templates") {
+  auto lib = Lib();
+  for (const std::string& id : lib->Ids()) {
+    INFO(id);
+    CHECK_FALSE(absl::StrContains(lib->Find(id)->source, "{{>"));
+    CHECK(lib->Find(id)->op_class != "");
+  }
+  for (const char* partial : {"grouped_pid", "forward_ab_head", "partials/grouped_pid"}) {
+    CHECK(lib->Find(partial) == nullptr);
+  }
+  CHECK(lib->Ids().size() == 20);
+  // gemm_tiled includes grouped_pid inside its kernel at 4 spaces.
+  CHECK(absl::StrContains(lib->Find("gemm_tiled")->source,
+                          "    num_pid_n = tl.cdiv(N, BLOCK_N)\n"
+                          "    num_pid_in_group = GROUP_M * num_pid_n\n"));
 }
 
 TEST_CASE("Templates: the source directory matches the embedded copy") {

@@ -1,8 +1,12 @@
 """Renders a template of engines/heuristic/templates the way the C++ renderer does.
 
-Mirrors kagent::TemplateLibrary::Render: every `{{NAME}}` is replaced by the value given
-for NAME, else the param's default from <id>.json; a value must respect the param's
-declared type and bounds; an unknown param or a placeholder left unresolved is an error.
+Mirrors kagent::TemplateLibrary: first every include line (indentation, then
+`{{> name}}`) is replaced by the lines of templates/partials/<name>.py, each prefixed with
+that indentation (empty lines stay empty); an unknown partial, a partial that includes
+another, a malformed include line or a partial's placeholder the template does not
+declare is an error. Then every `{{NAME}}` is replaced by the value given for NAME, else
+the param's default from <id>.json; a value must respect the param's declared type and
+bounds; an unknown param or a placeholder left unresolved is an error.
 When the C++ CLI `kagent-template-render` is found (env KAGENT_TEMPLATE_RENDER), it is
 used instead so the two cannot drift.
 """
@@ -14,11 +18,45 @@ import types
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates")
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+_INCLUDE = re.compile(r"( *)\{\{> *([A-Za-z0-9_]+) *\}\}")
+_ANY_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 
 
 def load_meta(template_id):
     with open(os.path.join(TEMPLATES, template_id + ".json")) as f:
         return json.load(f)
+
+
+def expand_includes(template_id, text, specs):
+    """`text` (the template's source) with its include lines replaced by the partials."""
+    out = []
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        m = _INCLUDE.fullmatch(line)
+        if m is None:
+            if "{{>" in line:
+                raise ValueError(f"{template_id}.py:{n}: malformed include {line!r}: an include "
+                                 "is a line of its own, indentation then {{> name}}")
+            out.append(line)
+            continue
+        indent, name = m.groups()
+        where = f"{template_id}.py:{n}: partial '{name}' (partials/{name}.py)"
+        path = os.path.join(TEMPLATES, "partials", name + ".py")
+        if not os.path.isfile(path):
+            raise ValueError(f"{template_id}.py:{n}: unknown partial '{name}' (no partials/{name}.py)")
+        with open(path) as f:
+            body = f.read()
+        if "{{>" in body:
+            raise ValueError(f"{where} includes a partial: partials cannot include partials")
+        if not body:
+            raise ValueError(f"{where} is empty")
+        for ph in _ANY_PLACEHOLDER.findall(body):
+            if ph not in specs:
+                raise ValueError(f"{where}: placeholder {{{{{ph}}}}} has no param in {template_id}.json")
+        if body.endswith("\n"):
+            body = body[:-1]
+        out += [indent + l if l else "" for l in body.split("\n")]
+    return "\n".join(out)
 
 
 def _check(name, spec, value):
@@ -51,7 +89,7 @@ def render(template_id, **params):
             raise ValueError(f"unknown param {k} for {template_id}")
     values = {k: _check(k, s, params.get(k, s["default"])) for k, s in specs.items()}
     with open(os.path.join(TEMPLATES, template_id + ".py")) as f:
-        text = f.read()
+        text = expand_includes(template_id, f.read(), specs)
     out = _PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), text)
     left = _PLACEHOLDER.findall(out)
     if left:
