@@ -52,12 +52,7 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, CG, H, W, CO, COG, OH, OW, M,
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(COG, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    {{> grouped_pid}}
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -84,16 +79,7 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, CG, H, W, CO, COG, OH, OW, M,
         a_mask_m = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         a_base = x_img + ih * sxh + iw * sxw
         b_base = w_co + kh * swh + kw * sww
-        ck = c0 + offs_k
-        k_mask = ck < CG
-        a = tl.load(x_ptr + a_base[:, None] + ck[None, :] * sxc,
-                    mask=a_mask_m[:, None] & k_mask[None, :], other=0.0)
-        b = tl.load(w_ptr + ck[:, None] * swc + b_base[None, :],
-                    mask=k_mask[:, None] & n_mask[None, :], other=0.0)
-        if UPCAST:  # Triton's CPU interpreter mis-computes 16-bit tl.dot
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        {{> conv_gather_dot}}
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=n_mask, other=0.0).to(tl.float32)[None, :]
     # y is contiguous (N, CO, OH, OW); y_ptr points at this group's first channel.

@@ -52,12 +52,7 @@ def conv_transpose2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW, OHP
     pid = pid - phase * (num_pid_m * num_pid_n)
     ph = phase // SW
     pw = phase - ph * SW
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    {{> grouped_pid}}
 
     # This phase's taps: kh*DH = ph + PH (mod SH) holds for kh = kh0 + j*STEP_H with
     # STEP_H = SH / GH (GH = gcd(SH, DH)) when GH divides ph + PH, none otherwise; kh0 is

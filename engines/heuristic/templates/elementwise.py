@@ -100,12 +100,7 @@ class ModelNew(nn.Module):
         self.input_scale = {{INPUT_SCALE}}
 
     def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.numel()
-        if n == 0:
-            return y
-        BLOCK = {{BLOCK}}
+        {{> flat_prologue}}
         grid = (triton.cdiv(n, BLOCK),)
         elementwise_kernel[grid](x, y, n, self.alpha, self.beta, self.scale, self.input_scale,
                                  BLOCK=BLOCK, OP="{{OP}}", num_warps={{num_warps}})

@@ -72,12 +72,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         # Non-contiguous input is copied to a contiguous one first; the output is
         # contiguous, in x's dtype and shape.
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.numel()
-        if n == 0:
-            return y
-        BLOCK = {{BLOCK}}
+        {{> flat_prologue}}
         BLOCK_SCALE = {{BLOCK_SCALE}}
         SPLIT = {{SPLIT}}
         num_warps = {{num_warps}}

@@ -128,21 +128,12 @@ def _scratch_allocator(device):
     return alloc
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, A, B):
-        A = {{A_EXPR}}
+{{> forward_ab_head}}
         B = {{B_EXPR}}
         if A.dim() != 2 or B.dim() != 2:
             raise ValueError(f"gemm_persistent_tma is 2-D only, got A {tuple(A.shape)} and "
                              f"B {tuple(B.shape)} (use gemm_tiled for batched GEMMs)")
-        out_dtype = torch.promote_types(A.dtype, B.dtype)
-        if A.dtype != out_dtype:
-            A = A.to(out_dtype)
-        if B.dtype != out_dtype:
-            B = B.to(out_dtype)
+        {{> promote_ab}}
         M, K = A.shape
         N = B.shape[1]
         c = torch.empty((M, N), device=A.device, dtype=out_dtype)

@@ -24,12 +24,7 @@ def gemm_splitk_partial_kernel(a_ptr, b_ptr, part_ptr, M, N, K, K_PER_SPLIT,
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    {{> grouped_pid}}
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -39,15 +34,7 @@ def gemm_splitk_partial_kernel(a_ptr, b_ptr, part_ptr, M, N, K, K_PER_SPLIT,
     b_ptrs = b_ptr + offs_k[:, None].to(tl.int64) * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K_PER_SPLIT, BLOCK_K):
-        kmask = offs_k + k0 < K
-        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & kmask[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=kmask[:, None] & (offs_n[None, :] < N), other=0.0)
-        if UPCAST:  # Triton's CPU interpreter mis-computes bf16 tl.dot
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+        {{> gemm_k_step}}
     p_ptrs = part_ptr + pid_k.to(tl.int64) * M * N + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
     tl.store(p_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -62,18 +49,9 @@ def gemm_splitk_reduce_kernel(part_ptr, c_ptr, MN, SPLIT, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, A, B):
-        A = {{A_EXPR}}
+{{> forward_ab_head}}
         B = {{B_EXPR}}
-        out_dtype = torch.promote_types(A.dtype, B.dtype)
-        if A.dtype != out_dtype:
-            A = A.to(out_dtype)
-        if B.dtype != out_dtype:
-            B = B.to(out_dtype)
+        {{> promote_ab}}
         M, K = A.shape
         N = B.shape[1]
         c = torch.empty((M, N), device=A.device, dtype=out_dtype)

@@ -24,12 +24,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     batch = tl.program_id(1).to(tl.int64)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    {{> grouped_pid}}
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -38,15 +33,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     b_ptrs = b_ptr + batch * stride_bb + offs_k[:, None].to(tl.int64) * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        kmask = offs_k + k0 < K
-        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & kmask[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=kmask[:, None] & (offs_n[None, :] < N), other=0.0)
-        if UPCAST:  # Triton's CPU interpreter mis-computes bf16 tl.dot
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+        {{> gemm_k_step}}
     c_ptrs = c_ptr + batch * stride_cb + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
@@ -61,18 +48,9 @@ def _as_batched(t):
     return t, (t.stride(0) if t.shape[0] > 1 else 0)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, A, B):
-        A = {{A_EXPR}}
+{{> forward_ab_head}}
         B = {{B_EXPR}}
-        out_dtype = torch.promote_types(A.dtype, B.dtype)
-        if A.dtype != out_dtype:
-            A = A.to(out_dtype)
-        if B.dtype != out_dtype:
-            B = B.to(out_dtype)
+        {{> promote_ab}}
         lead = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
         if A.dim() > 2 and B.dim() == 2 and A.is_contiguous():
             # (…, M, K) @ (K, N): fold the leading dims into M.

@@ -42,17 +42,8 @@ def matvec_splitk_reduce_kernel(part_ptr, y_ptr, M, SPLIT, stride_ym,
     tl.store(y_ptr + rows.to(tl.int64) * stride_ym, acc.to(y_ptr.dtype.element_ty), mask=rmask)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, A, B):
-        A = {{A_EXPR}}
-        M, K = A.shape
-        x = B.reshape(K, -1) if B.dim() == 2 else B.reshape(K, 1)
-        assert x.shape[1] == 1, "matvec template needs a single right-hand column"
-        out_dtype = torch.promote_types(A.dtype, B.dtype)
-        y = torch.empty((M,), device=A.device, dtype=out_dtype)
+{{> forward_ab_head}}
+        {{> matvec_operands}}
         BLOCK_M = {{BLOCK_M}}
         BLOCK_K = {{BLOCK_K}}
         SPLIT_K = {{SPLIT_K}}

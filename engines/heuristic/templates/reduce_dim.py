@@ -290,13 +290,7 @@ class ModelNew(nn.Module):
         self.dim = dim if isinstance(dim, int) else {{DIM}}
 
     def forward(self, x):
-        x = x.contiguous()
-        dim = self.dim % x.dim()
-        R = x.shape[dim]
-        INNER = 1
-        for s in x.shape[dim + 1:]:
-            INNER *= s
-        OUTER = x.numel() // max(1, R * INNER)
+        {{> dim_view}}
         op = "{{OP}}"
         order = "{{ORD}}"  # norm only
         correction = {{CORRECTION}}  # var / std only

@@ -170,13 +170,7 @@ class ModelNew(nn.Module):
         for s in x.shape[d1:]:
             INNER *= s
         OUTER = x.numel() // max(1, R * INNER)
-        y = torch.empty_like(x)
-        if x.numel() == 0:
-            return y
-        BLOCK_R = min({{BLOCK_R}}, triton.next_power_of_2(R))
-        BLOCK_I = min({{BLOCK_I}}, triton.next_power_of_2(INNER))
-        num_inner_blocks = triton.cdiv(INNER, BLOCK_I)
-        grid = (OUTER * num_inner_blocks,)
+        {{> rows_grid}}
         row_norm_kernel[grid](
             x, w if w is not None else x, b if b is not None else x, y,
             R, INNER, num_inner_blocks, float(eps),

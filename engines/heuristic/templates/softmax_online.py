@@ -87,20 +87,8 @@ class ModelNew(nn.Module):
         self.dim = {{DIM}}
 
     def forward(self, x):
-        x = x.contiguous()
-        dim = self.dim % x.dim()
-        R = x.shape[dim]
-        INNER = 1
-        for s in x.shape[dim + 1:]:
-            INNER *= s
-        OUTER = x.numel() // max(1, R * INNER)
-        y = torch.empty_like(x)
-        if x.numel() == 0:
-            return y
-        BLOCK_R = min({{BLOCK_R}}, triton.next_power_of_2(R))
-        BLOCK_I = min({{BLOCK_I}}, triton.next_power_of_2(INNER))
-        num_inner_blocks = triton.cdiv(INNER, BLOCK_I)
-        grid = (OUTER * num_inner_blocks,)
+        {{> dim_view}}
+        {{> rows_grid}}
         softmax_kernel[grid](
             x, y, R, INNER, num_inner_blocks,
             BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, LOG={{LOG}}, ONE_PASS=R <= BLOCK_R, ROW=INNER == 1,
