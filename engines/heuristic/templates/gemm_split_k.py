@@ -49,7 +49,12 @@ def gemm_splitk_reduce_kernel(part_ptr, c_ptr, MN, SPLIT, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-{{> forward_ab_head}}
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, A, B):
+        A = {{A_EXPR}}
         B = {{B_EXPR}}
         {{> promote_ab}}
         M, K = A.shape

@@ -48,7 +48,12 @@ def _as_batched(t):
     return t, (t.stride(0) if t.shape[0] > 1 else 0)
 
 
-{{> forward_ab_head}}
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, A, B):
+        A = {{A_EXPR}}
         B = {{B_EXPR}}
         {{> promote_ab}}
         lead = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
