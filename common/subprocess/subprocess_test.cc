@@ -180,9 +180,11 @@ TEST_CASE("Subprocess applies the CPU-time limit", "[subprocess]") {
   SubprocessResult result = MustRun(options);
   CHECK_FALSE(result.timed_out);
   CHECK((result.term_signal == SIGXCPU || result.term_signal == SIGKILL));
-  // RLIMIT_CPU counts user and system time together; on a loaded machine a tenth of a
-  // second can go to the system side.
-  CHECK(result.user_cpu_seconds + result.system_cpu_seconds >= 0.9);
+  // RLIMIT_CPU counts user and system time together. The rusage figures are sampled from
+  // scheduler ticks and under-count on a loaded machine (0.87 s seen with both cores
+  // busy), so the bound only shows that the child spun until a limit, not that it was
+  // stopped at start.
+  CHECK(result.user_cpu_seconds + result.system_cpu_seconds >= 0.5);
   CHECK(result.user_cpu_seconds + result.system_cpu_seconds < 5);
 }
 
