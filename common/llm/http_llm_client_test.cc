@@ -230,6 +230,22 @@ TEST_CASE("error bodies map to precise statuses and are not retried", "[llm][err
   }
 }
 
+TEST_CASE("error bodies: each provider's forms give one readable message", "[llm][errors]") {
+  auto openai = MakeOpenAiProtocol();
+  auto anthropic = MakeAnthropicProtocol();
+  for (const auto* p : {openai.get(), anthropic.get()}) {
+    CHECK(p->DecodeErrorMessage(R"({"error":{"type":"rate_limit","message":"slow down"}})") ==
+          "rate_limit: slow down");
+    CHECK(p->DecodeErrorMessage(R"({"error":{"message":"bad key"}})") == "bad key");
+    CHECK(p->DecodeErrorMessage(R"({"error":"model not loaded"})") == "model not loaded");
+    CHECK(p->DecodeErrorMessage("upstream timed out") == "upstream timed out");  // not JSON
+  }
+  // vLLM puts the message at the top level.
+  CHECK(openai->DecodeErrorMessage(R"({"object":"error","message":"too long","type":"x"})") ==
+        "too long");
+  CHECK(openai->DecodeErrorMessage(R"({"error":{"type":"t"},"message":"top"})") == "top");
+}
+
 TEST_CASE("429 with Retry-After waits at least that long, then succeeds", "[llm][retry]") {
   auto server = StartServer(WireFormat::kOpenAi);
   server->Enqueue(OpenAiError(429, "Rate limit reached", "rate_limit_error")

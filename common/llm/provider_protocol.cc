@@ -38,6 +38,21 @@ std::string StringField(const json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+// The message of an error body's "error" field: {"error":{"type":T,"message":M}} gives
+// "T: M" (M without a type; OpenAI, llama.cpp, Anthropic), {"error":"M"} gives M (some
+// OpenAI-compatible servers); "" otherwise.
+std::string ErrorFieldMessage(const json& j) {
+  if (!j.is_object()) return "";
+  auto err = j.find("error");
+  if (err == j.end()) return "";
+  if (err->is_string()) return err->get<std::string>();
+  if (!err->is_object()) return "";
+  std::string msg = StringField(*err, "message");
+  std::string type = StringField(*err, "type");
+  if (msg.empty()) return "";
+  return type.empty() ? msg : absl::StrCat(type, ": ", msg);
+}
+
 void AddSampling(const ChatRequest& request, json* body) {
   if (!request.model.empty()) (*body)["model"] = request.model;
   if (request.max_tokens > 0) (*body)["max_tokens"] = request.max_tokens;
@@ -123,21 +138,12 @@ class OpenAiProtocol : public ProviderProtocol {
 
   std::string DecodeErrorMessage(absl::string_view body) const override {
     json j = ParseJson(body);
-    if (j.is_object()) {
-      // OpenAI / llama.cpp: {"error":{"message":...}}; some servers: {"error":"..."}.
-      auto err = j.find("error");
-      if (err != j.end() && err->is_object()) {
-        std::string msg = StringField(*err, "message");
-        std::string type = StringField(*err, "type");
-        if (!msg.empty()) return type.empty() ? msg : absl::StrCat(type, ": ", msg);
-      } else if (err != j.end() && err->is_string()) {
-        return err->get<std::string>();
-      }
+    std::string msg = ErrorFieldMessage(j);
+    if (msg.empty() && j.is_object()) {
       // vLLM: {"object":"error","message":...,"type":...}.
-      std::string msg = StringField(j, "message");
-      if (!msg.empty()) return msg;
+      msg = StringField(j, "message");
     }
-    return Snippet(body);
+    return msg.empty() ? Snippet(body) : msg;
   }
 };
 
@@ -207,16 +213,8 @@ class AnthropicProtocol : public ProviderProtocol {
   }
 
   std::string DecodeErrorMessage(absl::string_view body) const override {
-    json j = ParseJson(body);
-    if (j.is_object()) {
-      auto err = j.find("error");
-      if (err != j.end() && err->is_object()) {
-        std::string msg = StringField(*err, "message");
-        std::string type = StringField(*err, "type");
-        if (!msg.empty()) return type.empty() ? msg : absl::StrCat(type, ": ", msg);
-      }
-    }
-    return Snippet(body);
+    std::string msg = ErrorFieldMessage(ParseJson(body));
+    return msg.empty() ? Snippet(body) : msg;
   }
 
  private:
