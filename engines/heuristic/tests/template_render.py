@@ -17,6 +17,20 @@ import subprocess
 import types
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates")
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+
+
+def cli_binary():
+    """The C++ kagent-template-render: $KAGENT_TEMPLATE_RENDER, else the first one built
+    under build/, build-test/ or build-heur/; None when there is none."""
+    env = os.environ.get("KAGENT_TEMPLATE_RENDER")
+    if env:
+        return env
+    for build in ("build", "build-test", "build-heur"):
+        path = os.path.join(REPO, build, "engines", "heuristic", "kagent-template-render")
+        if os.path.exists(path):
+            return path
+    return None
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _INCLUDE = re.compile(r"( *)\{\{> *([A-Za-z0-9_]+) *\}\}")
 _ANY_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)

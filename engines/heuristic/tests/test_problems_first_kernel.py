@@ -31,20 +31,10 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 
 from kagent_harness import compare  # noqa: E402
 from kagent_harness.signature import record  # noqa: E402
+import template_render  # noqa: E402
 
 
-def _binary():
-    env = os.environ.get("KAGENT_TEMPLATE_RENDER")
-    if env:
-        return env
-    for build in ("build", "build-test", "build-heur"):
-        path = os.path.join(REPO, build, "engines", "heuristic", "kagent-template-render")
-        if os.path.exists(path):
-            return path
-    return None
-
-
-BINARY = _binary()
+BINARY = template_render.cli_binary()
 pytestmark = pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
 
 # The brain has no template for the op: FirstKernel answers UNIMPLEMENTED.

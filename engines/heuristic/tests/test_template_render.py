@@ -13,21 +13,7 @@ import pytest
 
 import template_render
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-
-
-def _binary():
-    env = os.environ.get("KAGENT_TEMPLATE_RENDER")
-    if env:
-        return env
-    for build in ("build", "build-test", "build-heur"):
-        path = os.path.join(REPO, build, "engines", "heuristic", "kagent-template-render")
-        if os.path.exists(path):
-            return path
-    return None
-
-
-BINARY = _binary()
+BINARY = template_render.cli_binary()
 IDS = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(template_render.TEMPLATES, "*.json")))
 
 
