@@ -584,6 +584,28 @@ TEST_CASE("Brain: prescribed knob changes on the user's 32-row tile matvec") {
   CHECK(r->moves[0] == "BLOCK_M 32 -> 16 (variable BLOCK_M)");
 }
 
+TEST_CASE("Brain: an autotuned user kernel with no template gets configs, not a refusal") {
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source(testing::kUserAutotunedRelu);
+  v1::GpuSpec gpu = H200();
+  v1::Prescription open;
+  open.set_pattern_id("memory_bound");
+  v1::BottleneckReport report;
+  report.set_primary(v1::BOTTLENECK_MEMORY_BOUND);
+  // No signature: no template applies, so only the kernel's own knobs can move.
+  FixRequest req{&parent, &open, nullptr, nullptr, &gpu, &report, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  // BLOCK_K / BLOCK / BLOCK_R / BLOCK_W are not this kernel's: the first move that
+  // applies is a deeper pipeline, one new config per old one.
+  CHECK(absl::StrContains(r->expected_effect, "memory bound: more loads in flight"));
+  CHECK(absl::StrContains(r->kernel.source(),
+                          "triton.Config({\"BLOCK_SIZE\": 256}, num_warps=2, num_stages=4),"));
+  REQUIRE(r->moves.size() == 1);
+  CHECK(absl::StrContains(r->moves[0], "num_stages 3 -> 4 (autotune configs of relu_kernel"));
+}
+
 TEST_CASE("Brain: template switch and derived moves") {
   HeuristicBrain brain = MakeBrain();
   v1::KernelSource parent;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -107,6 +110,19 @@ std::optional<int64_t> ParseIntLiteral(absl::string_view text) {
     return std::nullopt;
   if (!absl::SimpleAtoi(t, &v)) return std::nullopt;
   return v;
+}
+
+// The content of a one-line quoted string literal ('...' or "..." without escapes or
+// prefixes), or nullopt.
+std::optional<absl::string_view> StringLiteralContent(absl::string_view value) {
+  if (value.size() < 2) return std::nullopt;
+  const char q = value.front();
+  if ((q != '"' && q != '\'') || value.back() != q) return std::nullopt;
+  absl::string_view content = value.substr(1, value.size() - 2);
+  if (content.find_first_of(std::string{q, '\\', '\n'}) != absl::string_view::npos) {
+    return std::nullopt;
+  }
+  return content;
 }
 
 // Finds every identifier `word` in mask at a word boundary.
@@ -224,6 +240,102 @@ int64_t Pow2Ceil(int64_t v) {
 constexpr int64_t kTritonDefaultWarps = 4;
 constexpr int64_t kTritonDefaultStages = 3;
 
+// Reads the configs of the @triton.autotune decorator at `mark` into k->configs, or says
+// in k->configs_problem why they cannot be edited. `comments_masked`: the source with
+// only its comments blanked (string keys are trimmed on it).
+void ParseAutotuneConfigs(absl::string_view source, const std::string& mask,
+                          const std::string& comments_masked, size_t mark, JitKernel* k) {
+  auto fail = [&](std::string why) { k->configs_problem = std::move(why); };
+  size_t open = mark + std::string("autotune").size();
+  while (open < mask.size() && mask[open] == ' ') ++open;
+  size_t close = open < mask.size() && mask[open] == '(' ? MatchBracket(mask, open)
+                                                           : std::string::npos;
+  if (close == std::string::npos) return fail("the autotune decorator has no argument list");
+  // configs=..., else the first positional argument.
+  size_t vb = std::string::npos, ve = 0;
+  int positional = 0;
+  for (auto [b, e] : SplitTopLevel(mask, open + 1, close)) {
+    Trim(mask, &b, &e);
+    if (b >= e) continue;
+    size_t q = b;
+    while (q < e && IsIdentChar(mask[q])) ++q;
+    size_t r = q;
+    while (r < e && mask[r] == ' ') ++r;
+    bool keyword = q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=');
+    if (keyword && source.substr(b, q - b) == "configs") {
+      vb = r + 1, ve = e;
+    } else if (!keyword && positional++ == 0) {
+      vb = b, ve = e;
+    }
+  }
+  if (vb == std::string::npos) return fail("the autotune decorator names no configs");
+  Trim(mask, &vb, &ve);
+  std::string name(source.substr(vb, ve - vb));
+  if (!name.empty() && std::all_of(name.begin(), name.end(), IsIdentChar)) {
+    Assignment a = LastAssignment(mask, name, mark);
+    if (!a.found) return fail(absl::StrCat("configs `", name, "` is not assigned in the source"));
+    vb = a.rhs_begin, ve = a.rhs_end;
+    // A list literal may span lines: its end is its closing bracket.
+    if (vb < mask.size() && mask[vb] == '[') ve = MatchBracket(mask, vb) + 1;
+  }
+  if (vb >= mask.size() || mask[vb] != '[' || MatchBracket(mask, vb) + 1 != ve) {
+    return fail(absl::StrCat("configs `", source.substr(vb, std::min<size_t>(ve - vb, 40)),
+                             "` is not a list literal of triton.Config"));
+  }
+  for (auto [b, e] : SplitTopLevel(mask, vb + 1, ve - 1)) {
+    Trim(mask, &b, &e);
+    if (b >= e) continue;
+    size_t paren = mask.find('(', b);
+    absl::string_view callee =
+        paren < e ? absl::StripAsciiWhitespace(source.substr(b, paren - b)) : "";
+    if ((callee != "triton.Config" && callee != "Config") || MatchBracket(mask, paren) + 1 != e) {
+      return fail(absl::StrCat("config `", source.substr(b, std::min<size_t>(e - b, 40)),
+                               "` is not a triton.Config(...) call"));
+    }
+    AutotuneConfig config;
+    config.begin = b;
+    config.end = e;
+    int arg_index = 0;
+    for (auto [ab, ae] : SplitTopLevel(mask, paren + 1, e - 1)) {
+      Trim(mask, &ab, &ae);
+      if (ab >= ae) continue;
+      size_t q = ab;
+      while (q < ae && IsIdentChar(mask[q])) ++q;
+      size_t r = q;
+      while (r < ae && mask[r] == ' ') ++r;
+      bool keyword = q > ab && r < ae && mask[r] == '=' && (r + 1 >= ae || mask[r + 1] != '=');
+      std::string key = keyword ? std::string(source.substr(ab, q - ab)) : "";
+      size_t xb = keyword ? r + 1 : ab, xe = ae;
+      Trim(mask, &xb, &xe);
+      bool meta = keyword ? key == "kwargs" : arg_index++ == 0;
+      if (meta) {
+        if (mask[xb] != '{' || MatchBracket(mask, xb) + 1 != xe) {
+          return fail("a triton.Config's meta-parameters are not a dict literal");
+        }
+        for (auto [db, de] : SplitTopLevel(mask, xb + 1, xe - 1)) {
+          Trim(comments_masked, &db, &de);
+          if (db >= de) continue;
+          size_t colon = mask.find(':', db);
+          if (colon >= de) return fail("a triton.Config's dict entry has no ':'");
+          size_t kb = db, ke = colon, lb = colon + 1, le = de;
+          Trim(comments_masked, &kb, &ke);
+          Trim(mask, &lb, &le);
+          std::optional<absl::string_view> meta_name =
+              StringLiteralContent(source.substr(kb, ke - kb));
+          std::optional<int64_t> v = ParseIntLiteral(source.substr(lb, le - lb));
+          if (meta_name && v) config.values[std::string(*meta_name)] = {*v, lb, le};
+        }
+      } else if (key == "num_warps" || key == "num_stages") {
+        if (std::optional<int64_t> v = ParseIntLiteral(source.substr(xb, xe - xb))) {
+          config.values[key] = {*v, xb, xe};
+        }
+      }
+    }
+    k->configs.push_back(std::move(config));
+  }
+  if (k->configs.empty()) return fail("the autotune configs list is empty");
+}
+
 }  // namespace
 
 const LaunchArg* LaunchSite::Keyword(absl::string_view name) const {
@@ -313,7 +425,10 @@ absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
     // Autotuned when an autotune decorator sits between the previous def and this one.
     size_t prev_def = def == 0 ? std::string::npos : mask.rfind("def ", def - 1);
     for (size_t a : autotune_marks) {
-      if (a < def && (prev_def == std::string::npos || a > prev_def)) k.autotuned = true;
+      if (a < def && (prev_def == std::string::npos || a > prev_def)) {
+        k.autotuned = true;
+        ParseAutotuneConfigs(source, mask, comments_masked, a, &k);
+      }
     }
     info.kernels.push_back(std::move(k));
   }
@@ -502,19 +617,6 @@ const TemplateParam* ChoiceParam(absl::string_view knob, const TritonSourceInfo&
   return nullptr;
 }
 
-// The content of a one-line quoted string literal ('...' or "..." without escapes or
-// prefixes), or nullopt.
-std::optional<absl::string_view> StringLiteralContent(absl::string_view value) {
-  if (value.size() < 2) return std::nullopt;
-  const char q = value.front();
-  if ((q != '"' && q != '\'') || value.back() != q) return std::nullopt;
-  absl::string_view content = value.substr(1, value.size() - 2);
-  if (content.find_first_of(std::string{q, '\\', '\n'}) != absl::string_view::npos) {
-    return std::nullopt;
-  }
-  return content;
-}
-
 // Rewrites a choice knob's string literal in *source (see the header).
 absl::Status ApplyChoice(const TemplateParam& param, absl::string_view change,
                          const TritonSourceInfo& info, std::string* source, KnobEdit* edit) {
@@ -560,6 +662,145 @@ absl::Status ApplyChoice(const TemplateParam& param, absl::string_view change,
   return absl::NotFoundError(absl::StrCat("knob ", param.name, " (a choice of template ",
                                           info.template_id,
                                           ") is not a launch keyword of this kernel"));
+}
+
+// The autotuned kernel whose configs own `knob`, or null: a launched autotuned kernel
+// whose configs set it (or that has a constexpr parameter of that name: its configs
+// cannot be read, and the error says why), or for num_warps / num_stages the primary
+// launch's kernel when it is autotuned.
+const JitKernel* AutotuneOwner(const TritonSourceInfo& info, absl::string_view knob) {
+  const bool launch_knob = knob == "num_warps" || knob == "num_stages";
+  for (const LaunchSite& site : info.launches) {
+    const JitKernel* k = info.Kernel(site.kernel);
+    if (k == nullptr || !k->autotuned) continue;
+    if (launch_knob) {
+      if (&site == &info.launches.front()) return k;
+      continue;
+    }
+    for (const AutotuneConfig& c : k->configs) {
+      if (c.values.count(std::string(knob))) return k;
+    }
+    for (const KernelParam& p : k->params) {
+      if (p.constexpr_ && p.name == knob) return k;
+    }
+  }
+  return nullptr;
+}
+
+// Adds the configs that `changes` make of `kernel`'s (see the header) to *source.
+absl::Status ApplyAutotune(const JitKernel& kernel,
+                           const std::map<std::string, std::string>& changes,
+                           const TritonSourceInfo& info, const TemplateLibrary* library,
+                           std::string* source, std::vector<KnobEdit>* edits) {
+  if (!kernel.configs_problem.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "kernel ", kernel.name, " is @triton.autotune'd and its configs cannot be edited: ",
+        kernel.configs_problem));
+  }
+  // Each config's values, num_warps / num_stages at Triton's defaults where not written,
+  // so that two configs that launch alike compare equal.
+  std::vector<std::map<std::string, int64_t>> present;
+  for (const AutotuneConfig& c : kernel.configs) {
+    std::map<std::string, int64_t> v = {{"num_warps", kTritonDefaultWarps},
+                                        {"num_stages", kTritonDefaultStages}};
+    for (const auto& [name, value] : c.values) v[name] = value.value;
+    present.push_back(std::move(v));
+  }
+  std::map<std::string, KnobEdit> first;  // per knob, from the first config it changed
+  std::vector<std::string> added;
+  std::vector<std::string> unchanged;
+  for (size_t i = 0; i < kernel.configs.size(); ++i) {
+    const AutotuneConfig& c = kernel.configs[i];
+    std::map<std::string, int64_t> values = present[i];
+    // Literal replacements and keyword insertions, as (offset in the call, erase, text).
+    std::vector<std::tuple<size_t, size_t, std::string>> patch;
+    bool applicable = true, changed = false;
+    for (const auto& [knob, change] : changes) {
+      auto it = c.values.find(knob);
+      int64_t current = 0;
+      if (it != c.values.end()) {
+        current = it->second.value;
+      } else if (knob == "num_warps" || knob == "num_stages") {
+        current = knob == "num_warps" ? kTritonDefaultWarps : kTritonDefaultStages;
+      } else {
+        applicable = false;
+        break;
+      }
+      std::string note;
+      KAGENT_ASSIGN_OR_RETURN(int64_t next,
+                              ApplyChange(current, change, BoundsFor(knob, info, library), &note));
+      if (next == current) continue;
+      changed = true;
+      values[knob] = next;
+      if (it != c.values.end()) {
+        patch.emplace_back(it->second.begin - c.begin, it->second.end - it->second.begin,
+                           std::to_string(next));
+      } else {
+        patch.emplace_back(c.end - 1 - c.begin, 0, absl::StrCat(", ", knob, "=", next));
+      }
+      if (!first.count(knob)) {
+        KnobEdit e;
+        e.knob = knob;
+        e.old_value = current;
+        e.new_value = next;
+        e.note = note;
+        first[knob] = std::move(e);
+      }
+    }
+    if (!applicable) continue;
+    if (!changed || std::find(present.begin(), present.end(), values) != present.end()) {
+      unchanged.push_back(std::to_string(i + 1));
+      continue;
+    }
+    present.push_back(values);
+    std::string text = source->substr(c.begin, c.end - c.begin);
+    std::sort(patch.begin(), patch.end(),
+              [](const auto& a, const auto& b) { return std::get<0>(a) > std::get<0>(b); });
+    for (const auto& [at, erase, with] : patch) text.replace(at, erase, with);
+    added.push_back(std::move(text));
+  }
+  std::vector<std::string> knobs;
+  for (const auto& [knob, change] : changes) knobs.push_back(absl::StrCat(knob, " ", change));
+  if (added.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "kernel ", kernel.name, " is @triton.autotune'd: '", absl::StrJoin(knobs, ", "),
+        "' gives no config it does not have (",
+        unchanged.empty() ? "no config sets every knob changed"
+                          : absl::StrCat("bounds or duplicates for configs ",
+                                         absl::StrJoin(unchanged, ", ")),
+        ")"));
+  }
+  // After the last config: on lines of their own when it has its line to itself (up to
+  // a comma and a comment, which stay with it), else inline after it.
+  const AutotuneConfig& last = kernel.configs.back();
+  const std::string mask = MaskSource(*source);
+  size_t line = source->rfind('\n', last.begin);
+  line = line == std::string::npos ? 0 : line + 1;
+  const std::string lead = source->substr(line, last.begin - line);
+  size_t eol = mask.find('\n', last.end);
+  if (eol == std::string::npos) eol = mask.size();
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(
+      absl::string_view(mask).substr(last.end, eol - last.end));
+  const bool comma = absl::ConsumePrefix(&rest, ",");
+  const bool own_line = absl::StripLeadingAsciiWhitespace(lead).empty() &&
+                        absl::StripAsciiWhitespace(rest).empty();
+  if (own_line) {
+    std::string insert;
+    for (const std::string& text : added) absl::StrAppend(&insert, "\n", lead, text, ",");
+    source->insert(eol, insert);
+    if (!comma) source->insert(last.end, ",");
+  } else {
+    std::string insert;
+    for (const std::string& text : added) absl::StrAppend(&insert, ", ", text);
+    source->insert(last.end, insert);
+  }
+  for (auto& [knob, e] : first) {
+    e.where = absl::StrCat("autotune configs of ", kernel.name, " (", added.size(),
+                           added.size() == 1 ? " config" : " configs", " added; the autotuner "
+                           "picks among ", kernel.configs.size() + added.size(), ")");
+    edits->push_back(std::move(e));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -671,7 +912,32 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
   TuneResult result;
   result.source = std::string(source);
   if (changes.empty()) return absl::InvalidArgumentError("no knob changes given");
-  for (const auto& [knob, change] : changes) {
+  // Knobs an autotuned kernel owns: its configs take all of them at once.
+  std::map<std::string, std::string> rest;
+  {
+    KAGENT_ASSIGN_OR_RETURN(TritonSourceInfo info, ParseTritonSource(result.source));
+    // Keyed by where the configs list ends (kernels sharing one list share its changes);
+    // the last list first, so an insertion leaves the offsets before it valid.
+    std::map<size_t, std::pair<const JitKernel*, std::map<std::string, std::string>>,
+             std::greater<size_t>>
+        owned;
+    for (const auto& [knob, change] : changes) {
+      if (ChoiceParam(knob, info, library) == nullptr) {
+        if (const JitKernel* owner = AutotuneOwner(info, knob)) {
+          size_t key = owner->configs.empty() ? owner->def_offset : owner->configs.back().end;
+          owned[key].first = owner;
+          owned[key].second[knob] = change;
+          continue;
+        }
+      }
+      rest[knob] = change;
+    }
+    for (const auto& [end, group] : owned) {
+      KAGENT_RETURN_IF_ERROR(ApplyAutotune(*group.first, group.second, info, library,
+                                           &result.source, &result.edits));
+    }
+  }
+  for (const auto& [knob, change] : rest) {
     KAGENT_ASSIGN_OR_RETURN(TritonSourceInfo info, ParseTritonSource(result.source));
     if (const TemplateParam* choice = ChoiceParam(knob, info, library)) {
       KnobEdit edit;

@@ -16,7 +16,15 @@
 //      when the launch does not pass it;
 //   4. num_warps / num_stages absent from the launch: the keyword is added (the change
 //      applies to Triton's default, 4 warps / 3 stages).
-// An autotuned kernel (@triton.autotune) owns its knobs: FAILED_PRECONDITION.
+// An autotuned kernel (@triton.autotune) owns its meta-parameters: a change to a knob its
+// configs set (or to num_warps / num_stages when the primary launch's kernel is
+// autotuned) adds configs instead of editing a value. Each triton.Config of the list
+// gets the change (a config without num_warps / num_stages starts from Triton's
+// defaults, 4 and 3; a config without the knob gets no variant), all changes of one
+// call together; the variants not already in the list are appended to it, so the
+// autotuner picks among the old and the new. The configs must be a list literal in the
+// decorator or a name assigned one, of triton.Config({...}, num_warps=.., ...) calls;
+// otherwise, or when no new config results (bounds, duplicates), FAILED_PRECONDITION.
 //
 // Changes: "16" (absolute), "x2" or "*2", "/2", "+1", "-1" (also "+N", "-N", "xN").
 // Bounds: a rendered template (first line `# kagent-template: <id>`) uses its params'
@@ -62,12 +70,26 @@ struct KernelParam {
   size_t default_end = 0;
 };
 
+// One triton.Config(...) of an autotuned kernel's configs list: its integer
+// meta-parameters and num_warps / num_stages (those written), each with its literal.
+struct AutotuneConfig {
+  struct Value {
+    int64_t value = 0;
+    size_t begin = 0, end = 0;    // of the integer literal in the source
+  };
+  size_t begin = 0, end = 0;      // the whole call, `triton.Config(...)`
+  std::map<std::string, Value> values;
+};
+
 struct JitKernel {
   std::string name;
   std::vector<KernelParam> params;
   bool autotuned = false;
   bool uses_dot = false;
   size_t def_offset = 0;
+  // Autotuned kernels: the configs in list order, or why they could not be read.
+  std::vector<AutotuneConfig> configs;
+  std::string configs_problem;
 };
 
 struct LaunchArg {

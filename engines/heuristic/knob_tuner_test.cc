@@ -140,11 +140,14 @@ TEST_CASE("Knobs: constexpr defaults, autotune, tl.dot bounds") {
   CHECK(absl::StrContains(r->source, "BLOCK_K: tl.constexpr = 512)"));
   CHECK(absl::StartsWith(r->edits[0].where, "constexpr default"));
 
+  // An autotuned kernel whose configs are built by a call cannot be edited.
   std::string autotuned = absl::StrReplaceAll(
-      kUserMatvec, {{"@triton.jit\n", "@triton.autotune(configs=[triton.Config({'BLOCK_K': 128})], key=['K'])\n@triton.jit\n"}});
+      kUserMatvec, {{"@triton.jit\n", "@triton.autotune(configs=make_configs(), key=['K'])\n@triton.jit\n"}});
   auto a = ApplyKnobChanges(autotuned, {{"BLOCK_K", "x2"}}, nullptr);
   CHECK(a.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(absl::StrContains(a.status().message(), "autotune"));
+  CHECK(absl::StrContains(a.status().message(),
+                          "@triton.autotune'd and its configs cannot be edited: configs "
+                          "`make_configs()` is not a list literal of triton.Config"));
 
   std::string dot = absl::StrReplaceAll(kUserMatvec, {{"acc += a.to(tl.float32)", "acc += tl.dot(a, a)\n        acc += a.to(tl.float32)"}});
   auto info = ParseTritonSource(dot);
@@ -154,6 +157,84 @@ TEST_CASE("Knobs: constexpr defaults, autotune, tl.dot bounds") {
   auto small = ApplyKnobChanges(dot, {{"BLOCK_M", "1"}}, nullptr);
   REQUIRE(small.ok());
   CHECK(small->edits[0].new_value == 16);
+}
+
+TEST_CASE("Knobs: an autotuned kernel's changes add configs for the autotuner") {
+  using testing::kUserAutotunedRelu;
+  auto info = ParseTritonSource(kUserAutotunedRelu);
+  REQUIRE(info.ok());
+  const JitKernel& k = info->kernels[0];
+  CHECK(k.autotuned);
+  CHECK(k.configs_problem.empty());
+  REQUIRE(k.configs.size() == 2);
+  CHECK(k.configs[0].values.at("BLOCK_SIZE").value == 256);
+  CHECK(k.configs[0].values.at("num_warps").value == 2);
+  CHECK(k.configs[1].values.at("BLOCK_SIZE").value == 1024);
+  CHECK_FALSE(k.configs[1].values.count("num_warps"));
+  CHECK_FALSE(k.configs[1].values.count("EVEN"));  // not an integer
+
+  // Both knobs at once: one new config per old one, on lines of their own.
+  auto r = ApplyKnobChanges(kUserAutotunedRelu, {{"BLOCK_SIZE", "x2"}, {"num_warps", "x2"}},
+                            nullptr);
+  REQUIRE(r.ok());
+  CHECK(absl::StrContains(r->source,
+                          "    triton.Config({'BLOCK_SIZE': 1024, \"EVEN\": False}),  # "
+                          "'BLOCK_SIZE': 99 in a comment\n"
+                          "    triton.Config({\"BLOCK_SIZE\": 512}, num_warps=4),\n"
+                          "    triton.Config({'BLOCK_SIZE': 2048, \"EVEN\": False}, "
+                          "num_warps=8),\n]\n"));
+  auto tuned = ParseTritonSource(r->source);
+  REQUIRE(tuned.ok());
+  REQUIRE(tuned->kernels[0].configs.size() == 4);
+  CHECK(tuned->kernels[0].configs[2].values.at("BLOCK_SIZE").value == 512);
+  CHECK(tuned->kernels[0].configs[2].values.at("num_warps").value == 4);
+  CHECK(tuned->kernels[0].configs[3].values.at("BLOCK_SIZE").value == 2048);
+  CHECK(tuned->kernels[0].configs[3].values.at("num_warps").value == 8);  // from the default 4
+  CHECK(absl::StrContains(r->source, "relu_kernel[grid](x, y, n)\n"));  // the launch as it was
+  REQUIRE(r->edits.size() == 2);
+  for (const KnobEdit& e : r->edits) {
+    CHECK(e.where == "autotune configs of relu_kernel (2 configs added; the autotuner picks "
+                     "among 4)");
+    CHECK(e.old_value == (e.knob == "BLOCK_SIZE" ? 256 : 2));
+    CHECK(e.new_value == (e.knob == "BLOCK_SIZE" ? 512 : 4));
+  }
+
+  // A change that only reproduces a config the list has adds nothing for it: the second
+  // config halved, 512 at the default 4 warps, is the third.
+  auto half = ApplyKnobChanges(r->source, {{"BLOCK_SIZE", "/2"}}, nullptr);
+  REQUIRE(half.ok());
+  CHECK(ParseTritonSource(half->source)->kernels[0].configs.size() == 7);
+
+  // Bounds: nothing new is refused with the reason.
+  auto top = ApplyKnobChanges(kUserAutotunedRelu, {{"BLOCK_SIZE", "65536"}}, nullptr);
+  REQUIRE(top.ok());
+  auto again = ApplyKnobChanges(top->source, {{"BLOCK_SIZE", "65536"}}, nullptr);
+  CHECK(again.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(again.status().message(), "gives no config it does not have"));
+
+  // The last config without a trailing comma gets one; the new config follows it.
+  std::string no_comma = absl::StrReplaceAll(
+      kUserAutotunedRelu, {{"False}),  # 'BLOCK_SIZE': 99 in a comment\n",
+                            "False})\n"}});
+  auto nc = ApplyKnobChanges(no_comma, {{"num_stages", "1"}}, nullptr);
+  REQUIRE(nc.ok());
+  CHECK(absl::StrContains(nc->source, "\"EVEN\": False}),\n"
+                                      "    triton.Config({\"BLOCK_SIZE\": 256}, num_warps=2, "
+                                      "num_stages=1),\n"
+                                      "    triton.Config({'BLOCK_SIZE': 1024, \"EVEN\": False}, "
+                                      "num_stages=1),\n]\n"));
+
+  // A config list inline in the decorator, one line: the new config joins it inline.
+  std::string inline_list = absl::StrReplaceAll(
+      kUserAutotunedRelu, {{"configs=CONFIGS", "configs=[triton.Config({'BLOCK_SIZE': 64})]"}});
+  auto in = ApplyKnobChanges(inline_list, {{"num_stages", "+1"}}, nullptr);
+  REQUIRE(in.ok());
+  CHECK(absl::StrContains(in->source,
+                          "configs=[triton.Config({'BLOCK_SIZE': 64}), "
+                          "triton.Config({'BLOCK_SIZE': 64}, num_stages=4)], key"));
+  // A knob the configs do not set, on a kernel that does not take it: not this kernel's.
+  CHECK(ApplyKnobChanges(kUserAutotunedRelu, {{"BLOCK_M", "x2"}}, nullptr).status().code() ==
+        absl::StatusCode::kNotFound);
 }
 
 TEST_CASE("Knobs: a template's choice param rewrites its string literal") {

@@ -8,6 +8,10 @@
 //                                                   harness's signature), on a GPU with SMS
 //                                                   SMs (default 132); the chosen template
 //                                                   and params go to stderr
+//   kagent-template-render --tune KNOB=CHANGE ...  the knob tuner on the Triton source on
+//                                                   stdin (a user's kernel or a rendered
+//                                                   template): the tuned source to stdout,
+//                                                   one line per edit to stderr
 //
 // Exit 0 on success; 2 with the error on stderr otherwise. Used by the template tests
 // (KAGENT_TEMPLATE_RENDER) so the Python checks exercise the C++ renderer and brain.
@@ -20,6 +24,7 @@
 #include <string>
 
 #include "engines/heuristic/heuristic_brain.h"
+#include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/template_library.h"
 
 namespace {
@@ -48,6 +53,37 @@ int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms) {
   return 0;
 }
 
+// NAME=VALUE arguments argv[i..argc) into *out; false (with the error on stderr) on one
+// without '='.
+bool ParseAssignments(int i, int argc, char** argv, std::map<std::string, std::string>* out) {
+  for (; i < argc; ++i) {
+    std::string kv = argv[i];
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) {
+      std::cerr << "expected NAME=VALUE, got '" << kv << "'\n";
+      return false;
+    }
+    (*out)[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return true;
+}
+
+int Tune(const kagent::TemplateLibrary* lib, const std::map<std::string, std::string>& changes) {
+  std::string source((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  auto r = kagent::ApplyKnobChanges(source, changes, lib);
+  if (!r.ok()) {
+    std::cerr << r.status().ToString() << "\n";
+    return 2;
+  }
+  for (const kagent::KnobEdit& e : r->edits) {
+    std::cerr << e.knob << " " << (e.is_choice() ? e.old_text : std::to_string(e.old_value))
+              << " -> " << (e.is_choice() ? e.new_text : std::to_string(e.new_value)) << ": "
+              << e.where << (e.note.empty() ? "" : "; ") << e.note << "\n";
+  }
+  std::cout << r->source;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,26 +103,23 @@ int main(int argc, char** argv) {
     int sms = i + 1 < argc ? std::atoi(argv[i + 1]) : 132;
     return FirstKernel(*lib, sms > 0 ? sms : 132);
   }
+  if (i < argc && std::string(argv[i]) == "--tune") {
+    std::map<std::string, std::string> changes;
+    if (!ParseAssignments(i + 1, argc, argv, &changes)) return 2;
+    return Tune(lib->get(), changes);
+  }
   if (i < argc && std::string(argv[i]) == "--list") {
     for (const std::string& id : (*lib)->Ids()) std::cout << id << "\n";
     return 0;
   }
   if (i >= argc) {
     std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list | "
-                 "--first-kernel [SMS]\n";
+                 "--first-kernel [SMS] | --tune KNOB=CHANGE ...\n";
     return 2;
   }
   std::string id = argv[i++];
   std::map<std::string, std::string> params;
-  for (; i < argc; ++i) {
-    std::string kv = argv[i];
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos) {
-      std::cerr << "expected NAME=VALUE, got '" << kv << "'\n";
-      return 2;
-    }
-    params[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  if (!ParseAssignments(i, argc, argv, &params)) return 2;
   auto out = (*lib)->Render(id, params);
   if (!out.ok()) {
     std::cerr << out.status().ToString() << "\n";

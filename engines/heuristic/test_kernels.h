@@ -42,6 +42,40 @@ class ModelNew(nn.Module):
         return y
 )py";
 
+// A user's autotuned elementwise kernel: its configs list is a module-level variable; the
+// second config has no num_warps (Triton's default, 4).
+inline constexpr char kUserAutotunedRelu[] = R"py(import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+CONFIGS = [
+    triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
+    triton.Config({'BLOCK_SIZE': 1024, "EVEN": False}),  # 'BLOCK_SIZE': 99 in a comment
+]
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr = False):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+        relu_kernel[grid](x, y, n)
+        return y
+)py";
+
 }  // namespace kagent::testing
 
 #endif  // KAGENT_ENGINES_HEURISTIC_TEST_KERNELS_H_
