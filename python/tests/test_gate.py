@@ -26,6 +26,14 @@ CASES = [
 ]
 
 
+def test_autotuned_candidate_runs_on_the_interpreter():
+    # Triton's autotuner times configs through the GPU driver; on the CPU device the child
+    # gives it a wall clock (it crashed with "0 active drivers" before).
+    r = measure(PROBLEM, "cand_relu_add_autotuned.py")
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    assert r["candidate"]["count"] == 3
+
+
 def test_starting_kernel_timed_in_the_same_run():
     # The job's starting kernel (reference_kernel_source) gets its own process and the
     # same timing protocol, so speedup over the start is a ratio from one run.
