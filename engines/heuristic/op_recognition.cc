@@ -739,6 +739,14 @@ class Recognizer {
       }
       return true;
     }
+    // A tensor times one number (x * 3.5, or A * s with s a forward argument): aten::mul
+    // with its scalar operand recorded as `other`.
+    if (compute_.size() == 1 && compute_.front().name == "mul" &&
+        compute_.front().record->inputs_size() == 1 &&
+        compute_.front().record->scalars().count("other")) {
+      Decide(&compute_.front(), "elementwise", "scale", "aten::mul by a scalar");
+      return true;
+    }
     bool all_pointwise = true;
     for (const Op& op : compute_) all_pointwise &= Pointwise().count(op.name) > 0;
     if (all_pointwise) {

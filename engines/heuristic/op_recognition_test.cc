@@ -608,6 +608,20 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
+TEST_CASE("Recognition: a tensor times one number is elementwise scale") {
+  const T a{{64, 128}};
+  OpSignature times;  // A * s, s a Python number (a forward argument or a constant)
+  AddOp(&times, "aten::mul", {a}, {a}, {{"other", 3.14}});
+  RecognizedOp op = Recognize(times);
+  CHECK(op.op_class == "elementwise");
+  CHECK(op.variant == "scale");
+  CHECK(ScalarArg(op, "other", 1) == 3.14);
+  CHECK_FALSE(op.tags.count("extra_ops"));
+  OpSignature tensors;  // A * B: two tensors, no template
+  AddOp(&tensors, "aten::mul", {a, a}, {a});
+  CHECK(Recognize(tensors).variant == "fused");
+}
+
 TEST_CASE("Recognition: decomposed losses with other constants are not MSE or hinge") {
   const T x{{512, 256}}, s{{}};
   auto mse_like = [&](double exponent, double alpha) {

@@ -163,6 +163,8 @@ std::string OpArgs(const RecognizedOp& op, std::map<std::string, std::string>* p
     (*p)["ALPHA"] = value("beta", 1.0);
     (*p)["BETA_NAME"] = "threshold";
     (*p)["BETA"] = value("threshold", 20.0);
+  } else if (variant == "scale") {
+    (*p)["SCALE"] = value("other", 1.0);
   } else if (variant == "hardtanh") {
     (*p)["ALPHA_NAME"] = "min_val";
     (*p)["ALPHA"] = value("min_val", -1.0);

@@ -77,6 +77,8 @@ def elementwise_kernel(x_ptr, y_ptr, n, alpha, beta, scale, input_scale,
         y = -x
     elif OP == "square":
         y = x * x
+    elif OP == "scale":
+        y = x * scale
     else:
         tl.static_assert(False, "unknown elementwise op")
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -99,9 +101,12 @@ class ModelNew(nn.Module):
         self.scale = {{SCALE}}
         self.input_scale = {{INPUT_SCALE}}
 
-    def forward(self, x):
+    def forward(self, x, *rest):
+        # OP scale: x * s with s a forward argument (KernelBench's A * s), else the constant
+        # the reference multiplied by.
+        scale = float(rest[0]) if "{{OP}}" == "scale" and rest else self.scale
         {{> flat_prologue}}
         grid = (triton.cdiv(n, BLOCK),)
-        elementwise_kernel[grid](x, y, n, self.alpha, self.beta, self.scale, self.input_scale,
+        elementwise_kernel[grid](x, y, n, self.alpha, self.beta, scale, self.input_scale,
                                  BLOCK=BLOCK, OP="{{OP}}", num_warps={{num_warps}})
         return y

@@ -110,6 +110,10 @@ CASES = {
                        "conv2d_implicit_gemm"),
     "gelu_tanh": (Lambda(nn.GELU(approximate="tanh")), [], lambda: [_x(16, 1000)],
                   "elementwise"),
+    # KernelBench level 1's matrix-scalar multiplication: the scalar is a forward argument.
+    "times_forward_scalar": (Lambda(lambda a, s: a * s), [], lambda: [_x(33, 65), 3.14],
+                             "elementwise"),
+    "times_constant": (Lambda(lambda a: a * -2.5), [], lambda: [_x(33, 65)], "elementwise"),
     # 3-D and 1-D convolutions whose constructors are not nn.Conv3d's / nn.Conv1d's order:
     # the candidate builds its layer from the recorded op (CTOR recorded).
     "conv3d_kxkx1_grouped": (Conv3dKxKx1, [4, 8, 3, 1, 1, 1, 2, True],
