@@ -76,3 +76,16 @@ def test_rendered_scalars_without_constructor_args(case):
     x = torch.randn(7, 37) * 3
     model = load_model_new("elementwise", BLOCK=64, **params)()
     torch.testing.assert_close(model(x), ref_fn(x), atol=1e-5, rtol=1e-5)
+
+
+def test_scale_by_forward_argument_or_constant():
+    # KernelBench's matrix-scalar multiplication passes s to forward; a constant multiplier
+    # (x * -2.5) comes as SCALE from the recorded signature.
+    torch.manual_seed(0)
+    a = torch.randn(7, 37)
+    by_argument = load_model_new("elementwise", OP="scale", BLOCK=64)()
+    torch.testing.assert_close(by_argument(a, 3.14), a * 3.14)
+    by_constant = load_model_new("elementwise", OP="scale", SCALE=-2.5, BLOCK=64)()
+    torch.testing.assert_close(by_constant(a), a * -2.5)
+    torch.testing.assert_close(by_constant(a.bfloat16().t()).float(),
+                               (a.bfloat16().t() * -2.5).float())
