@@ -87,5 +87,7 @@ def test_scale_by_forward_argument_or_constant():
     torch.testing.assert_close(by_argument(a, 3.14), a * 3.14)
     by_constant = load_model_new("elementwise", OP="scale", SCALE=-2.5, BLOCK=64)()
     torch.testing.assert_close(by_constant(a), a * -2.5)
+    # bf16 to within one bf16 step (the interpreter's fp32 -> bf16 store may round
+    # differently from torch's).
     torch.testing.assert_close(by_constant(a.bfloat16().t()).float(),
-                               (a.bfloat16().t() * -2.5).float())
+                               (a.bfloat16().t() * -2.5).float(), atol=1e-2, rtol=1e-2)
