@@ -144,6 +144,33 @@ class Recognizer {
     }
     return true;
   }
+  // True when some compute op named `op` recorded scalar `arg` within 1e-6 (relative)
+  // of `want`.
+  bool RecordsNear(const char* op, const char* arg, double want) const {
+    for (const Op& o : compute_) {
+      if (o.name != op) continue;
+      auto it = o.record->scalars().find(arg);
+      if (it != o.record->scalars().end() &&
+          std::abs(it->second - want) <= 1e-6 * std::max(1.0, std::abs(want))) {
+        return true;
+      }
+    }
+    return false;
+  }
+  size_t Count(const char* name) const {
+    return std::count_if(compute_.begin(), compute_.end(),
+                         [&](const Op& o) { return o.name == name; });
+  }
+  // GELU's tanh approximation written out, as MinGPT (KernelBench level 1) does:
+  // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), x^3 by torch.pow. Its ops
+  // and constants exactly; nothing else.
+  bool WrittenOutGeluTanh() const {
+    return compute_.size() == 8 && Count("tanh") == 1 && Count("pow") == 1 &&
+           Count("mul") == 4 && Count("add") == 2 && RecordedIs("pow", "exponent", 3) &&
+           RecordsAny("pow", "exponent") && RecordsNear("mul", "other", 0.044715) &&
+           RecordsNear("mul", "other", 0.7978845608028654) &&
+           RecordsNear("mul", "other", 0.5) && RecordsNear("add", "other", 1.0);
+  }
   bool RecordsAny(const char* op, const char* arg) const {
     for (const Op& o : compute_) {
       if (o.name == op && o.record->scalars().count(arg)) return true;
@@ -719,6 +746,11 @@ class Recognizer {
       Decide(Find({"softplus"}), "elementwise", "mish", "x * tanh(softplus(x))");
       return true;
     }
+    if (WrittenOutGeluTanh()) {
+      Decide(Find({"tanh"}), "elementwise", "gelu_tanh",
+             "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) written out");
+      return true;
+    }
     for (const Op& op : compute_) {
       auto it = Activations().find(op.name);
       if (it == Activations().end()) continue;
@@ -788,6 +820,9 @@ class Recognizer {
       if (v == "swish" && m == "sigmoid") return main_and({{{"mul"}, 1}});  // x * sigmoid(x)
       if (v == "softsign" && m == "abs") return main_and({{{"add"}, 1}, {{"div"}, 1}});
       if (v == "mish" && m == "softplus") return main_and({{{"tanh"}, 1}, {{"mul"}, 1}});
+      if (v == "gelu_tanh" && m == "tanh") {  // written out (WrittenOutGeluTanh)
+        return main_and({{{"pow"}, 1}, {{"mul"}, 4}, {{"add"}, 2}});
+      }
       return main_and({});
     }
     if (c == "norm") {

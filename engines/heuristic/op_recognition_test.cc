@@ -608,6 +608,30 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
+TEST_CASE("Recognition: GELU's tanh approximation written out (MinGPT) is gelu_tanh") {
+  const T x{{64, 128}};
+  auto gpt = [&](double cubic) {
+    OpSignature sig;  // the ops and scalars the harness records for KernelBench's NewGELU
+    AddOp(&sig, "aten::pow", {x}, {x}, {{"exponent", 3.0}});
+    AddOp(&sig, "aten::mul", {x}, {x}, {{"other", cubic}});
+    AddOp(&sig, "aten::add", {x, x}, {x}, {{"alpha", 1.0}});
+    AddOp(&sig, "aten::mul", {x}, {x}, {{"other", 0.7978845608028654}});
+    AddOp(&sig, "aten::tanh", {x}, {x});
+    AddOp(&sig, "aten::add", {x}, {x}, {{"other", 1.0}, {"alpha", 1.0}});
+    AddOp(&sig, "aten::mul", {x}, {x}, {{"other", 0.5}});
+    AddOp(&sig, "aten::mul", {x, x}, {x});
+    return Recognize(sig);
+  };
+  RecognizedOp op = gpt(0.044715);
+  CHECK(op.variant == "gelu_tanh");
+  CHECK(op.main_op == "tanh");
+  CHECK_FALSE(op.tags.count("extra_ops"));
+  // Another cubic coefficient is another function: tanh with extra ops, refused.
+  RecognizedOp other = gpt(0.05);
+  CHECK(other.variant == "tanh");
+  CHECK(other.tags.count("extra_ops"));
+}
+
 TEST_CASE("Recognition: a tensor times one number is elementwise scale") {
   const T a{{64, 128}};
   OpSignature times;  // A * s, s a Python number (a forward argument or a constant)
@@ -756,6 +780,7 @@ TEST_CASE("Recognition: compute ops the class's templates do not perform are ext
   unary(&relu_x2, "aten::relu", x);
   unary(&relu_x2, "aten::mul.Tensor", x);
   CHECK(extra(relu_x2).variant == "relu");
+  // MinGPT's ops without its constants (written-out GELU needs them: the next test case).
   OpSignature gpt_gelu;  // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
   for (const char* op : {"aten::mul.Tensor", "aten::pow.Tensor_Scalar", "aten::mul.Tensor",
                          "aten::add.Tensor", "aten::mul.Tensor", "aten::tanh",

@@ -10,6 +10,8 @@ prologue or an epilogue around a reduction, scan, softmax, norm, conv, pooling o
 the brain must answer UNIMPLEMENTED naming the extra ops, not render the main op alone.
 Skipped without the binary.
 """
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -114,6 +116,10 @@ CASES = {
     "times_forward_scalar": (Lambda(lambda a, s: a * s), [], lambda: [_x(33, 65), 3.14],
                              "elementwise"),
     "times_constant": (Lambda(lambda a: a * -2.5), [], lambda: [_x(33, 65)], "elementwise"),
+    # KernelBench level 1's MinGPT NewGELU: the tanh approximation written out.
+    "mingpt_new_gelu": (Lambda(lambda x: 0.5 * x * (1.0 + torch.tanh(
+        math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))), [],
+        lambda: [_x(16, 1000)], "elementwise"),
     # 3-D and 1-D convolutions whose constructors are not nn.Conv3d's / nn.Conv1d's order:
     # the candidate builds its layer from the recorded op (CTOR recorded).
     "conv3d_kxkx1_grouped": (Conv3dKxKx1, [4, 8, 3, 1, 1, 1, 2, True],
