@@ -275,6 +275,28 @@ class Recognizer {
     }
   }
 
+  // Sets triangle / diagonal when the model's only triangle op comes after the matmul `op`
+  // and takes a tensor of the product's shape (torch.triu(A @ B)).
+  void ProductTriangle(const Op& op) {
+    const Op* tri = nullptr;
+    int count = 0;
+    bool after = false;
+    for (const Op& o : compute_) {
+      if (&o == &op) after = true;
+      if (o.name != "tril" && o.name != "triu") continue;
+      ++count;
+      if (after) tri = &o;
+    }
+    if (count != 1 || tri == nullptr || tri->record->inputs_size() < 1 ||
+        op.record->outputs_size() < 1 ||
+        ShapeOf(tri->record->inputs(0)) != ShapeOf(op.record->outputs(0))) {
+      return;
+    }
+    out_.triangle = tri->name == "triu" ? "upper" : "lower";
+    auto d = tri->record->scalars().find("diagonal");
+    out_.diagonal = d != tri->record->scalars().end() ? static_cast<int64_t>(d->second) : 0;
+  }
+
   bool Matmul() {
     const Op* op = Find({"mm", "bmm", "addmm", "baddbmm", "mv", "addmv", "matmul", "linear",
                          "dot", "_scaled_mm"});
@@ -320,7 +342,10 @@ class Recognizer {
       return true;
     }
     if (HasAny({"diag", "diag_embed", "diagonal"})) out_.variant = "diag";
-    if (HasAny({"tril", "triu", "tril_", "triu_"})) out_.variant = "triangular";
+    if (HasAny({"tril", "triu", "tril_", "triu_"})) {
+      out_.variant = "triangular";
+      ProductTriangle(*op);
+    }
     int64_t lo = std::min(out_.m, out_.n), hi = std::max(out_.m, out_.n);
     if (lo > 0 && hi >= 16 * lo) out_.tags.insert("tall_skinny");
     if (out_.k > 0 && out_.k <= 64 && lo >= 256) out_.tags.insert("small_k");

@@ -80,6 +80,11 @@ struct RecognizedOp {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool trans_a = false;       // the reference transposes its first operand (A.T @ ...)
   bool trans_b = false;
+  // GEMM variant "triangular" whose triangle op takes the product: the triangle kept
+  // ("upper" for torch.triu, "lower" for tril) and its `diagonal` offset. Empty when the
+  // triangle op takes something else (an operand).
+  std::string triangle;
+  int64_t diagonal = 0;
 
   // Reductions, softmax, norms, scans: the reduced / normalized dim and how many
   // consecutive dims (norms over several trailing dims).

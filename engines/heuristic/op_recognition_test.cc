@@ -608,6 +608,29 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
+TEST_CASE("Recognition: a triangular product names its triangle; an operand's is not one") {
+  const T a{{128, 64}}, b{{64, 96}}, c{{128, 96}};
+  OpSignature upper;  // torch.triu(A @ B, diagonal=-2)
+  AddOp(&upper, "aten::mm", {a, b}, {c});
+  AddOp(&upper, "aten::triu", {c}, {c}, {{"diagonal", -2.0}});
+  RecognizedOp u = Recognize(upper);
+  CHECK(u.variant == "triangular");
+  CHECK(u.triangle == "upper");
+  CHECK(u.diagonal == -2);
+  CHECK_FALSE(u.tags.count("extra_ops"));
+  OpSignature lower;  // torch.tril(A @ B)
+  AddOp(&lower, "aten::mm", {a, b}, {c});
+  AddOp(&lower, "aten::tril", {c}, {c});
+  CHECK(Recognize(lower).triangle == "lower");
+  CHECK(Recognize(lower).diagonal == 0);
+  OpSignature operand;  // torch.tril(A) @ B: the triangle is A's
+  AddOp(&operand, "aten::tril", {a}, {a});
+  AddOp(&operand, "aten::mm", {a, b}, {c});
+  RecognizedOp o = Recognize(operand);
+  CHECK(o.variant == "triangular");
+  CHECK(o.triangle.empty());
+}
+
 TEST_CASE("Recognition: GELU's tanh approximation written out (MinGPT) is gelu_tanh") {
   const T x{{64, 128}};
   auto gpt = [&](double cubic) {

@@ -289,9 +289,21 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     if (op.variant == "addmm" || op.variant == "linear") {
       return Precondition(t, "a bias-adding linear layer (addmm) is not a plain A @ B");
     }
-    if (op.variant == "diag" || op.variant == "triangular") {
-      return Precondition(t, absl::StrCat("the reference has ", op.variant,
-                                          " structure the plain GEMM would not preserve"));
+    if (op.variant == "diag") {
+      return Precondition(t, "the reference has diag structure the plain GEMM would not preserve");
+    }
+    if (op.variant == "triangular") {
+      if (op.triangle.empty()) {
+        return Precondition(t, "the reference's tril/triu does not take the product (an "
+                               "operand's triangle, or more than one): only a triangular "
+                               "product is supported");
+      }
+      if (t.FindParam("TRIANGLE") == nullptr) {
+        return Precondition(t, "a triangular product (torch.triu / tril of A @ B) needs "
+                               "gemm_tiled's TRIANGLE");
+      }
+      p["TRIANGLE"] = op.triangle;
+      p["DIAGONAL"] = std::to_string(op.diagonal);
     }
     if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
     if (t.id == "gemm_split_k" && op.batch > 1) {

@@ -19,7 +19,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                 stride_cb, stride_cm, stride_cn,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-                UPCAST: tl.constexpr):
+                UPCAST: tl.constexpr, TRIANGLE: tl.constexpr, DIAGONAL: tl.constexpr):
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -32,8 +32,22 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     a_ptrs = a_ptr + batch * stride_ab + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + batch * stride_bb + offs_k[:, None].to(tl.int64) * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    # A triangular product (torch.triu / tril of A @ B) keeps column - row >= DIAGONAL
+    # (upper) or <= DIAGONAL (lower): a tile wholly outside skips its K loop and stores
+    # zeros; the others are masked after it.
+    k_stop = K
+    if TRIANGLE == "upper":
+        if (pid_n + 1) * BLOCK_N - 1 - pid_m * BLOCK_M < DIAGONAL:
+            k_stop = 0
+    elif TRIANGLE == "lower":
+        if pid_n * BLOCK_N - ((pid_m + 1) * BLOCK_M - 1) > DIAGONAL:
+            k_stop = 0
+    for k0 in range(0, k_stop, BLOCK_K):
         {{> gemm_k_step}}
+    if TRIANGLE == "upper":
+        acc = tl.where(offs_n[None, :] - offs_m[:, None] >= DIAGONAL, acc, 0.0)
+    elif TRIANGLE == "lower":
+        acc = tl.where(offs_n[None, :] - offs_m[:, None] <= DIAGONAL, acc, 0.0)
     c_ptrs = c_ptr + batch * stride_cb + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
@@ -57,8 +71,9 @@ class ModelNew(nn.Module):
         B = {{B_EXPR}}
         {{> promote_ab}}
         lead = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-        if A.dim() > 2 and B.dim() == 2 and A.is_contiguous():
-            # (…, M, K) @ (K, N): fold the leading dims into M.
+        if A.dim() > 2 and B.dim() == 2 and A.is_contiguous() and "{{TRIANGLE}}" == "none":
+            # (…, M, K) @ (K, N): fold the leading dims into M (not for a triangle, which
+            # is per matrix).
             A = A.reshape(-1, A.shape[-1])
         M, K = A.shape[-2], A.shape[-1]
         N = B.shape[-1]
@@ -78,5 +93,6 @@ class ModelNew(nn.Module):
             c.stride(0), c.stride(1), c.stride(2),
             BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
             INPUT_PRECISION="{{INPUT_PRECISION}}", UPCAST=_INTERPRETED and A.dtype == torch.bfloat16,
+            TRIANGLE="{{TRIANGLE}}", DIAGONAL={{DIAGONAL}},
             num_warps={{num_warps}}, num_stages={{num_stages}})
         return c.reshape(*lead, -1, N) if len(lead) else c.reshape(M, N)

@@ -116,6 +116,18 @@ CASES = {
     "times_forward_scalar": (Lambda(lambda a, s: a * s), [], lambda: [_x(33, 65), 3.14],
                              "elementwise"),
     "times_constant": (Lambda(lambda a: a * -2.5), [], lambda: [_x(33, 65)], "elementwise"),
+    # KernelBench level 1's triangular matmuls: triu / tril of the product (tiles wholly
+    # below / above the diagonal skip their K loop), a diagonal offset, a batch.
+    "triu_of_product": (Lambda(lambda a, b: torch.triu(torch.matmul(a, b))), [],
+                        lambda: [torch.triu(_x(150, 150)), torch.triu(_x(150, 150))],
+                        "gemm_tiled"),
+    "tril_of_product": (Lambda(lambda a, b: torch.tril(torch.matmul(a, b))), [],
+                        lambda: [torch.tril(_x(150, 150)), torch.tril(_x(150, 150))],
+                        "gemm_tiled"),
+    "triu_offset_rectangular": (Lambda(lambda a, b: torch.triu(a @ b, diagonal=-3)), [],
+                                lambda: [_x(100, 70), _x(70, 130)], "gemm_tiled"),
+    "tril_offset_batched": (Lambda(lambda a, b: torch.tril(torch.bmm(a, b), 5)), [],
+                            lambda: [_x(3, 90, 40), _x(3, 40, 90)], "gemm_tiled"),
     # KernelBench level 1's MinGPT NewGELU: the tanh approximation written out.
     "mingpt_new_gelu": (Lambda(lambda x: 0.5 * x * (1.0 + torch.tanh(
         math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))), [],
