@@ -297,6 +297,35 @@ class Recognizer {
     out_.diagonal = d != tri->record->scalars().end() ? static_cast<int64_t>(d->second) : 0;
   }
 
+  // Sets diag_side when the model's only diag op makes a matrix of a 1-D tensor and that
+  // matrix is one operand of the matmul `op`: by tensor id, else by shape when only one
+  // operand has the diagonal matrix's shape.
+  void DiagSide(const Op& op) {
+    const Op* diag = nullptr;
+    int count = 0;
+    for (const Op& o : compute_) {
+      if (o.name != "diag" && o.name != "diag_embed" && o.name != "diagonal") continue;
+      ++count;
+      diag = &o;
+    }
+    const OpRecord& r = *op.record;
+    if (count != 1 || diag->name == "diagonal" || diag->record->inputs_size() != 1 ||
+        diag->record->outputs_size() != 1 || diag->record->inputs(0).shape_size() != 1 ||
+        (op.name != "mm" && op.name != "matmul") || r.inputs_size() != 2 ||
+        r.inputs(0).shape_size() != 2 || r.inputs(1).shape_size() != 2) {
+      return;
+    }
+    const TensorInfo& made = diag->record->outputs(0);
+    if (made.id() != 0) {
+      if (r.inputs(0).id() == made.id()) out_.diag_side = "left";
+      if (r.inputs(1).id() == made.id()) out_.diag_side = "right";
+      return;
+    }
+    const bool left = ShapeOf(r.inputs(0)) == ShapeOf(made);
+    const bool right = ShapeOf(r.inputs(1)) == ShapeOf(made);
+    if (left != right) out_.diag_side = left ? "left" : "right";
+  }
+
   bool Matmul() {
     const Op* op = Find({"mm", "bmm", "addmm", "baddbmm", "mv", "addmv", "matmul", "linear",
                          "dot", "_scaled_mm"});
@@ -341,7 +370,10 @@ class Recognizer {
                                  out_.k, "x1]: one output column");
       return true;
     }
-    if (HasAny({"diag", "diag_embed", "diagonal"})) out_.variant = "diag";
+    if (HasAny({"diag", "diag_embed", "diagonal"})) {
+      out_.variant = "diag";
+      DiagSide(*op);
+    }
     if (HasAny({"tril", "triu", "tril_", "triu_"})) {
       out_.variant = "triangular";
       ProductTriangle(*op);

@@ -85,6 +85,10 @@ struct RecognizedOp {
   // triangle op takes something else (an operand).
   std::string triangle;
   int64_t diagonal = 0;
+  // GEMM variant "diag": the side of the product the diagonal matrix of a 1-D tensor
+  // (torch.diag) is on, "left" (diag(d) @ B) or "right" (B @ diag(d)); empty when the
+  // signature does not tell (no tensor ids and square operands) or it is another diag.
+  std::string diag_side;
 
   // Reductions, softmax, norms, scans: the reduced / normalized dim and how many
   // consecutive dims (norms over several trailing dims).

@@ -631,6 +631,27 @@ TEST_CASE("Recognition: a triangular product names its triangle; an operand's is
   CHECK(o.triangle.empty());
 }
 
+TEST_CASE("Recognition: diag(d) @ B's side from the tensor ids, else the shapes") {
+  auto with_ids = [](int64_t left_id, int64_t right_id, std::vector<int64_t> b_shape) {
+    OpSignature sig;
+    AddOp(&sig, "aten::diag_embed", {{{96}}}, {{{96, 96}}});
+    AddOp(&sig, "aten::mm", {{{96, 96}}, {b_shape}}, {{{96, 96}}});
+    sig.mutable_ops(0)->mutable_outputs(0)->set_id(2);
+    sig.mutable_ops(1)->mutable_inputs(0)->set_id(left_id);
+    sig.mutable_ops(1)->mutable_inputs(1)->set_id(right_id);
+    return Recognize(sig);
+  };
+  CHECK(with_ids(2, 3, {96, 96}).diag_side == "left");   // square: only the ids tell
+  CHECK(with_ids(3, 2, {96, 96}).diag_side == "right");
+  CHECK(with_ids(2, 3, {96, 96}).variant == "diag");
+  CHECK_FALSE(with_ids(2, 3, {96, 96}).tags.count("extra_ops"));
+  CHECK(with_ids(0, 0, {96, 96}).diag_side.empty());     // no ids, square: unknown
+  OpSignature shapes;  // no ids, B (96, 50): the diagonal can only be on the left
+  AddOp(&shapes, "aten::diag_embed", {{{96}}}, {{{96, 96}}});
+  AddOp(&shapes, "aten::mm", {{{96, 96}}, {{96, 50}}}, {{{96, 50}}});
+  CHECK(Recognize(shapes).diag_side == "left");
+}
+
 TEST_CASE("Recognition: GELU's tanh approximation written out (MinGPT) is gelu_tanh") {
   const T x{{64, 128}};
   auto gpt = [&](double cubic) {

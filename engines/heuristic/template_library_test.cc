@@ -42,7 +42,7 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
     CHECK_FALSE(lib->Find(id)->conditions.empty());
   }
   CHECK(lib->ForOpClass("matvec").size() == 3);
-  CHECK(lib->ForOpClass("gemm").size() == 3);  // tiled, split-K, persistent TMA
+  CHECK(lib->ForOpClass("gemm").size() == 4);  // tiled, split-K, persistent TMA, diag
   CHECK(lib->ForOpClass("norm").size() == 3);  // row_norm, channel_norm, frobenius_norm
 }
 
@@ -204,7 +204,7 @@ TEST_CASE("Templates: the embedded partials are included and are not templates")
   for (const char* partial : {"grouped_pid", "gemm_k_step", "partials/grouped_pid"}) {
     CHECK(lib->Find(partial) == nullptr);
   }
-  CHECK(lib->Ids().size() == 20);
+  CHECK(lib->Ids().size() == 21);
   // gemm_tiled includes grouped_pid inside its kernel at 4 spaces.
   CHECK(absl::StrContains(lib->Find("gemm_tiled")->source,
                           "    num_pid_n = tl.cdiv(N, BLOCK_N)\n"

@@ -285,6 +285,18 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
     }
     return p;
   }
+  if (t.id == "gemm_diag") {
+    if (op.variant != "diag" || op.diag_side.empty()) {
+      return Precondition(t, "needs torch.diag of a 1-D tensor multiplied with a matrix, on a "
+                             "side the signature tells");
+    }
+    p["SIDE"] = op.diag_side;
+    // Memory bound: 32 x 256 tiles of 8 warps, 32 elements a thread.
+    p["BLOCK_R"] = "32";
+    p["BLOCK_C"] = std::to_string(Clamp(NextPow2(op.n), 16, 256));
+    p["num_warps"] = "8";
+    return p;
+  }
   if (t.op_class == "gemm") {
     if (op.variant == "addmm" || op.variant == "linear") {
       return Precondition(t, "a bias-adding linear layer (addmm) is not a plain A @ B");
@@ -851,6 +863,8 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return op.m >= 4LL * sms ? "matvec_row_per_program" : "matvec_split_k";
   }
   if (op.op_class == "gemm") {
+    if (op.variant == "diag") return "gemm_diag";
+    if (op.variant == "triangular") return "gemm_tiled";  // its TRIANGLE
     int64_t tiles = CeilDiv(op.m, 64) * CeilDiv(op.n, 64) * op.batch;
     if (op.batch == 1 && tiles < sms / 2 && op.k >= 4096) return "gemm_split_k";
     // A large 16-bit GEMM with a transposed A on Hopper: the persistent TMA kernel reads A

@@ -34,8 +34,11 @@ _ZERO_COST = {
 }
 
 
-def _info(t):
-    return {"shape": list(t.shape), "strides": list(t.stride()), "dtype": dtype_name(t.dtype)}
+def _info(t, tensor_id=None):
+    info = {"shape": list(t.shape), "strides": list(t.stride()), "dtype": dtype_name(t.dtype)}
+    if tensor_id is not None:
+        info["id"] = tensor_id
+    return info
 
 
 def _tensors(x):
@@ -174,6 +177,15 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.ops = []
         self.flops = 0.0
+        # id(tensor) -> (number, tensor): the tensor is kept alive while recording, so
+        # that Python cannot reuse its id for another tensor.
+        self._ids = {}
+
+    def _id(self, t):
+        entry = self._ids.get(id(t))
+        if entry is None:
+            entry = self._ids[id(t)] = (len(self._ids) + 1, t)
+        return entry[0]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -182,8 +194,8 @@ class _Recorder(TorchDispatchMode):
             else str(func)
         ins = _tensors(list(args)) + _tensors(list(kwargs.values()))
         outs = _tensors(out)
-        rec = {"op": name, "inputs": [_info(t) for t in ins],
-               "outputs": [_info(t) for t in outs]}
+        rec = {"op": name, "inputs": [_info(t, self._id(t)) for t in ins],
+               "outputs": [_info(t, self._id(t)) for t in outs]}
         try:
             scalars = _scalars(func, args, kwargs)
         except Exception:  # noqa: BLE001 - an odd schema never costs the signature

@@ -178,6 +178,22 @@ def test_signature_matmul_flops_and_bytes():
     assert op["inputs"][0]["strides"] == [32, 1] and op["inputs"][0]["dtype"] == "float32"
 
 
+def test_signature_tensor_ids_follow_the_data():
+    # One id per tensor object: diag's output is mm's left operand; an in-place op's input
+    # and output are one tensor; a view is a tensor of its own.
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            c = torch.diag(a) @ b
+            return c.relu_().t()
+
+    ops = record(M(), [torch.randn(4), torch.randn(4, 4)])["ops"]
+    diag, mm, relu, t = ops
+    assert diag["op"] == "aten::diag_embed" and mm["op"] == "aten::mm"
+    assert mm["inputs"][0]["id"] == diag["outputs"][0]["id"] != mm["inputs"][1]["id"]
+    assert relu["inputs"][0]["id"] == relu["outputs"][0]["id"] == mm["outputs"][0]["id"]
+    assert t["outputs"][0]["id"] not in (t["inputs"][0]["id"], 0)
+
+
 def test_signature_linear_and_conv():
     lin = torch.nn.Linear(16, 4)
     sig = record(lin, [torch.randn(2, 16)])

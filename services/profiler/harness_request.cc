@@ -21,6 +21,9 @@ void FillTensor(const nlohmann::json& json, kagent::v1::TensorInfo* tensor) {
   if (auto it = json.find("dtype"); it != json.end() && it->is_string()) {
     tensor->set_dtype(it->get<std::string>());
   }
+  if (auto it = json.find("id"); it != json.end() && it->is_number_integer()) {
+    tensor->set_id(it->get<int64_t>());
+  }
 }
 
 kagent::v1::OpSignature SignatureFromJson(const nlohmann::json& json) {

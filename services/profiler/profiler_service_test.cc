@@ -73,7 +73,7 @@ TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[pro
   runner.harness_result =
       R"({"ok":true,"kernels_launched":["_matvec_row_kernel"],"op_signature":)"
       R"({"ops":[{"op":"aten::mv","inputs":[{"shape":[8192,8192],"strides":[8192,1],)"
-      R"("dtype":"bfloat16"}],"outputs":[],"scalars":{"alpha":1.5,"beta":0},"strings":{"approximate":"tanh"}}],)"
+      R"("dtype":"bfloat16","id":3}],"outputs":[],"scalars":{"alpha":1.5,"beta":0},"strings":{"approximate":"tanh"}}],)"
       R"("flops":134217728,"min_bytes":134250496,)"
       R"("op_class":"matvec"}})";
   ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
@@ -96,6 +96,7 @@ TEST_CASE("Profiles under ncu and returns metrics, GPU spec and roofline", "[pro
   CHECK(response->op_signature().ops(0).scalars().at("alpha") == 1.5);
   CHECK(response->op_signature().ops(0).scalars().at("beta") == 0.0);
   CHECK(response->op_signature().ops(0).strings().at("approximate") == "tanh");
+  CHECK(response->op_signature().ops(0).inputs(0).id() == 3);
   CHECK(metrics.arithmetic_intensity() == Approx(134217728.0 / 134250496.0));
   CHECK(metrics.roofline_bound_pct() > 0);
 

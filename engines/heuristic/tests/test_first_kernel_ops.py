@@ -128,6 +128,15 @@ CASES = {
                                 lambda: [_x(100, 70), _x(70, 130)], "gemm_tiled"),
     "tril_offset_batched": (Lambda(lambda a, b: torch.tril(torch.bmm(a, b), 5)), [],
                             lambda: [_x(3, 90, 40), _x(3, 40, 90)], "gemm_tiled"),
+    # KernelBench level 1's diag(A) @ B: square, so only the tensor ids tell the side; the
+    # other side; bf16.
+    "diag_left_square": (Lambda(lambda a, b: torch.diag(a) @ b), [],
+                         lambda: [_x(96), _x(96, 96)], "gemm_diag"),
+    "diag_right": (Lambda(lambda a, b: b @ torch.diag(a)), [],
+                   lambda: [_x(70), _x(45, 70)], "gemm_diag"),
+    "diag_right_square_bf16": (Lambda(lambda a, b: torch.matmul(b, torch.diag(a))), [],
+                               lambda: [_x(64).bfloat16(), _x(64, 64).bfloat16()],
+                               "gemm_diag"),
     # KernelBench level 1's MinGPT NewGELU: the tanh approximation written out.
     "mingpt_new_gelu": (Lambda(lambda x: 0.5 * x * (1.0 + torch.tanh(
         math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))), [],

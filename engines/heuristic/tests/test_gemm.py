@@ -51,3 +51,20 @@ def test_gemm_split_k_transposed_a():
     A, B = torch.randn(64, 12), torch.randn(64, 10)
     out = load_model_new("gemm_split_k", A_EXPR="A.t()", SPLIT_K=2, **SMALL)()(A, B)
     torch.testing.assert_close(out, A.t() @ B, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("shape", [(1, 1), (37, 53), (128, 20)])
+def test_gemm_diag_awkward_shapes_and_strides(side, shape):
+    # diag(d) @ B / B @ diag(d) as a scaling: sizes off the block, one element, B
+    # transposed (non-contiguous), either argument order in forward.
+    torch.manual_seed(0)
+    R, C = shape
+    model = load_model_new("gemm_diag", SIDE=side, BLOCK_R=16, BLOCK_C=32, num_warps=4)()
+    B = torch.randn(C, R).t()
+    d = torch.randn(R if side == "left" else C)
+    ref = torch.diag(d) @ B if side == "left" else B @ torch.diag(d)
+    torch.testing.assert_close(model(d, B), ref, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(model(B, d), ref, atol=1e-6, rtol=1e-6)
+    with pytest.raises(ValueError, match="does not match"):
+        model(torch.randn(R + C + 1), B)
