@@ -111,15 +111,19 @@ def render(template_id, **params):
     return out
 
 
-def load_model_new(template_id, **params):
-    """Renders and executes the candidate source; returns its ModelNew class."""
-    source = render(template_id, **params)
-    module = types.ModuleType(f"candidate_{template_id}")
-    module.__file__ = f"<{template_id}>"
-    # Triton's jit needs the source on disk to read kernel text via inspect.
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kagent_tpl_{os.getpid()}_{template_id}_{abs(hash(source))}.py")
+def exec_source(source, name):
+    """Executes a candidate source as module `name`, from a file (Triton's jit reads the
+    kernels' text through inspect); returns the module."""
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                        f"kagent_{name}_{os.getpid()}_{abs(hash(source))}.py")
     with open(path, "w") as f:
         f.write(source)
+    module = types.ModuleType(name)
     module.__file__ = path
     exec(compile(source, path, "exec"), module.__dict__)
-    return module.ModelNew
+    return module
+
+
+def load_model_new(template_id, **params):
+    """Renders and executes the candidate source; returns its ModelNew class."""
+    return exec_source(render(template_id, **params), f"candidate_{template_id}").ModelNew

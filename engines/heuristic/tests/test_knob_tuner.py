@@ -6,10 +6,8 @@ match the reference. For an @triton.autotune'd kernel the change adds configs to
 and the autotuner, which benchmarks every config at the first call, must find and run
 them.
 """
-import os
 import subprocess
 import time
-import types
 
 import pytest
 import torch
@@ -84,13 +82,7 @@ def _tune(source, *changes):
 
 
 def _module(source, name):
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kagent_tuned_{os.getpid()}_{name}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    module = types.ModuleType(f"tuned_{name}")
-    module.__file__ = path
-    exec(compile(source, path, "exec"), module.__dict__)
-    return module
+    return template_render.exec_source(source, f"tuned_{name}")
 
 
 @pytest.mark.parametrize("n", [1, 100, 1000, 4097])

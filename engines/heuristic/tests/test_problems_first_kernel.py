@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 SCALE = os.environ.get("KAGENT_PROBLEM_SCALE", "300")
 
@@ -137,13 +136,7 @@ def _first_kernel(signature):
 
 
 def _exec(source, name):
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kagent_first_{os.getpid()}_{name}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    module = types.ModuleType(f"first_{name}")
-    module.__file__ = path
-    exec(compile(source, path, "exec"), module.__dict__)
-    return module.ModelNew
+    return template_render.exec_source(source, f"first_{name}").ModelNew
 
 
 def test_every_problem_is_listed():
