@@ -1,4 +1,4 @@
-"""Compiles the channel-norm, scan, pooling, loss, conv and persistent-GEMM templates'
+"""Compiles the channel-norm, scan, pooling, loss, conv, persistent-GEMM, triangular gemm_tiled and gemm_diag templates'
 kernels for sm_90 (Hopper) on a machine without a GPU, at the sizes the brain picks for
 problems 29-44 (the persistent GEMM at its defaults), and
 prints one JSON line per kernel: name, registers, stack bytes (spills), shared memory, or
@@ -223,6 +223,26 @@ def main():
              dict(tbase, HAS_BIAS=True, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64), 8, 4)
     _compile("conv_transpose2d fp32 64x64x32 int64", ct.conv_transpose2d_kernel, tsig,
              dict(tbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
+
+    # Triangular products (not measured on a GPU): the skip and the epilogue mask must not
+    # cost spills at the brain's tiles.
+    gt = _load("gemm_tiled")
+    gtsig = dict(a_ptr=fp32, b_ptr=fp32, c_ptr=fp32,
+                 **_ints(["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb",
+                          "stride_bk", "stride_bn", "stride_cb", "stride_cm", "stride_cn"]))
+    gtbase = dict(GROUP_M=8, INPUT_PRECISION="ieee", UPCAST=False, DIAGONAL=0)
+    _compile("gemm_tiled fp32 64x64x32 triu", gt.gemm_kernel, gtsig,
+             dict(gtbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, TRIANGLE="upper"), 4, 3)
+    # (At 128 x 128 x 64 / 8 warps this unaligned compile spills with or without the
+    # triangle, 8 bytes more with it: the 16-bit tiles were measured on the GPU instead.)
+    _compile("gemm_tiled bf16 64x64x32 tril", gt.gemm_kernel,
+             dict(gtsig, a_ptr=bf16, b_ptr=bf16, c_ptr=bf16),
+             dict(gtbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, TRIANGLE="lower"), 4, 3)
+    gd = _load("gemm_diag")  # diag(d) @ B, not measured on a GPU
+    _compile("gemm_diag fp32 32x256", gd.diag_scale_kernel,
+             dict(d_ptr=fp32, b_ptr=fp32, c_ptr=fp32,
+                  **_ints(["R", "C", "stride_d", "stride_br", "stride_bc"])),
+             dict(BLOCK_R=32, BLOCK_C=256, LEFT=True), 8, 1)
 
     # The elementwise clamps propagate NaN like torch (relu(nan) = nan).
     ew = _load("elementwise", OP="relu")
