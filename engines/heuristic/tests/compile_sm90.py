@@ -1,12 +1,11 @@
 """Compiles the channel-norm, scan, pooling, loss, conv, persistent-GEMM, triangular
-gemm_tiled and gemm_diag templates' kernels for sm_90 (Hopper) on a machine without a GPU, at the sizes the brain picks for
-problems 29-44 (the persistent GEMM at its defaults), and
-prints one JSON line per kernel: name, registers, stack bytes (spills), shared memory, or
-the error.
+gemm_tiled and gemm_diag templates' kernels for sm_90 (Hopper) on a machine without a
+GPU, at the sizes the brain picks for problems 29-44 (the persistent GEMM at its
+defaults), and prints one JSON line per kernel: name, registers, stack bytes (spills),
+shared memory, or the error.
 
 Run without TRITON_INTERPRET (test_compile_sm90.py does it in a subprocess); needs the
-triton wheel's NVIDIA backend (its ptxas and cuobjdump), not a GPU.
-"""
+triton wheel's NVIDIA backend (its ptxas and cuobjdump), not a GPU."""
 import json
 import os
 import re
