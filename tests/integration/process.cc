@@ -10,8 +10,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/subprocess/subprocess.h"
@@ -155,10 +157,31 @@ std::string SourceDir() {
   const char* d = std::getenv("KAGENT_SOURCE_DIR");
   return d ? d : KAGENT_TEST_SOURCE_DIR;
 }
+namespace {
+
+std::vector<std::string>& MadeTempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+void RemoveMadeTempDirs() {
+  if (std::getenv("KAGENT_KEEP_TEST_DIRS") != nullptr) return;
+  for (const std::string& dir : MadeTempDirs()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+}
+
+}  // namespace
+
 std::string TempDir() {
   std::string t = "/tmp/kagent-it-XXXXXX";
   char* p = mkdtemp(t.data());
-  return p ? p : "/tmp";
+  if (p == nullptr) return "/tmp";
+  static const bool registered = std::atexit(RemoveMadeTempDirs) == 0;
+  (void)registered;
+  MadeTempDirs().push_back(p);
+  return p;
 }
 
 }  // namespace kagent::testing

@@ -47,7 +47,9 @@ std::string HttpGet(int port, const std::string& path);
 
 std::string BinaryDir();  // KAGENT_BINARY_DIR
 std::string SourceDir();  // KAGENT_SOURCE_DIR
-std::string TempDir();    // a fresh directory for this test
+// A fresh directory for this test, removed when the test process exits (kept when
+// KAGENT_KEEP_TEST_DIRS is set, to look at the services' logs and databases).
+std::string TempDir();
 
 }  // namespace kagent::testing
 
