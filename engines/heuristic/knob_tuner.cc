@@ -276,9 +276,12 @@ void ParseAutotuneConfigs(absl::string_view source, const std::string& mask,
     if (!a.found) return fail(absl::StrCat("configs `", name, "` is not assigned in the source"));
     vb = a.rhs_begin, ve = a.rhs_end;
     // A list literal may span lines: its end is its closing bracket.
-    if (vb < mask.size() && mask[vb] == '[') ve = MatchBracket(mask, vb) + 1;
+    size_t bracket = vb < mask.size() && mask[vb] == '[' ? MatchBracket(mask, vb)
+                                                         : std::string::npos;
+    if (bracket != std::string::npos) ve = bracket + 1;
   }
-  if (vb >= mask.size() || mask[vb] != '[' || MatchBracket(mask, vb) + 1 != ve) {
+  if (vb >= mask.size() || mask[vb] != '[' || MatchBracket(mask, vb) == std::string::npos ||
+      MatchBracket(mask, vb) + 1 != ve) {
     return fail(absl::StrCat("configs `", source.substr(vb, std::min<size_t>(ve - vb, 40)),
                              "` is not a list literal of triton.Config"));
   }

@@ -232,6 +232,10 @@ TEST_CASE("Knobs: an autotuned kernel's changes add configs for the autotuner") 
   CHECK(absl::StrContains(in->source,
                           "configs=[triton.Config({'BLOCK_SIZE': 64}), "
                           "triton.Config({'BLOCK_SIZE': 64}, num_stages=4)], key"));
+  // An unclosed configs list is refused, not read past its end.
+  std::string unclosed = absl::StrReplaceAll(kUserAutotunedRelu, {{"\n]\n", "\n\n"}});
+  auto open_list = ApplyKnobChanges(unclosed, {{"BLOCK_SIZE", "x2"}}, nullptr);
+  CHECK_FALSE(open_list.ok());
   // A knob the configs do not set, on a kernel that does not take it: not this kernel's.
   CHECK(ApplyKnobChanges(kUserAutotunedRelu, {{"BLOCK_M", "x2"}}, nullptr).status().code() ==
         absl::StatusCode::kNotFound);
