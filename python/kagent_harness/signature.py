@@ -15,6 +15,7 @@ strings: each op's string arguments by schema name (see _strings), e.g. aten::ge
 
 import math
 import numbers
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -177,14 +178,20 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.ops = []
         self.flops = 0.0
-        # id(tensor) -> (number, tensor): the tensor is kept alive while recording, so
-        # that Python cannot reuse its id for another tensor.
+        # id(tensor) -> (number, weak reference). The entry goes when its tensor dies, so a
+        # later tensor that Python gives the same id() gets a number of its own; tensors
+        # are not kept alive (a reference's intermediates are freed as they would be).
         self._ids = {}
+        self._next_id = 1
 
     def _id(self, t):
-        entry = self._ids.get(id(t))
+        key = id(t)
+        entry = self._ids.get(key)
         if entry is None:
-            entry = self._ids[id(t)] = (len(self._ids) + 1, t)
+            def forget(_, key=key, ids=self._ids):
+                ids.pop(key, None)
+            entry = self._ids[key] = (self._next_id, weakref.ref(t, forget))
+            self._next_id += 1
         return entry[0]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
