@@ -608,7 +608,7 @@ TEST_CASE("Recognition: loss reductions and the KL-div log input") {
   CHECK(Recognize(he).variant == "hinge_embedding");
 }
 
-TEST_CASE("Recognition: a triangular product names its triangle; an operand's is not one") {
+TEST_CASE("Recognition: a triangular product names its triangle, an operand's is not one") {
   const T a{{128, 64}}, b{{64, 96}}, c{{128, 96}};
   OpSignature upper;  // torch.triu(A @ B, diagonal=-2)
   AddOp(&upper, "aten::mm", {a, b}, {c});
