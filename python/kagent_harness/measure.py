@@ -112,7 +112,8 @@ class Env:
     @staticmethod
     def one_shot(device, log):
         """A run of its own: nothing kept, no warm processes."""
-        return Env(device, TrialCache(0, log), ChildPool(ChildSpec(device), 0, log), log)
+        return Env(device, TrialCache(0, log),
+                   ChildPool(ChildSpec(device), 0, log, reap_async=False), log)
 
     def ipc_pool(self, log):
         with self._lock:
@@ -272,7 +273,7 @@ class Supervisor(TransferMixin):
     def finish(self, t_start):
         extra = ""
         if self.child is not None:
-            self.child.close()
+            self.child.kill()  # retire() reaps it off this request's time
             extra = self.child.stderr_tail()
             self.result["harness"]["child_peak_rss_bytes"] = self.child.peak_rss
             self.env.pool.retire(self.child)
@@ -402,6 +403,7 @@ class Supervisor(TransferMixin):
         if self.prepared is not None and what == "candidate":
             p = self.prepared
             self.use_child(p.child)
+            self.child.log = self.log
             self.child.deadline = time.monotonic() + req.timeout_s
             ready = p.ready
             self.result["harness"]["prepared"] = True

@@ -73,8 +73,9 @@ def spawn(spec, log, timeout_s=600.0, memory_limit_mb=None, keep_injection=False
 class ChildPool:
     """`size` started candidate processes of one spec, refilled in the background."""
 
-    def __init__(self, spec, size, log):
+    def __init__(self, spec, size, log, reap_async=True):
         self.spec = spec
+        self.reap_async = reap_async
         self.size = max(0, int(size))
         self.log = log
         self._lock = threading.Lock()
@@ -142,12 +143,22 @@ class ChildPool:
         return child
 
     def retire(self, child):
-        """Closes a taken process and removes its workdir."""
+        """Ends a taken process: its process group is killed now (nothing it holds is
+        wanted: each process serves one candidate); reaping it and removing its workdir
+        happen on a thread of their own, so a measurement does not wait for a CUDA
+        context's teardown."""
         with self._lock:
             self._active.discard(child)
-        child.close()
-        import shutil
-        shutil.rmtree(child.workdir, ignore_errors=True)
+        child.kill()
+
+        def reap():
+            child.close()
+            import shutil
+            shutil.rmtree(child.workdir, ignore_errors=True)
+        if self.reap_async:
+            threading.Thread(target=reap, daemon=True, name="kagent-reap").start()
+        else:
+            reap()
 
     def ready_count(self):
         with self._lock:
