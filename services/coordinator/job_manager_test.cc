@@ -1007,7 +1007,7 @@ TEST_CASE("loop: the job counts its measurements, GPU busy time and screened var
   CHECK(job.gpu_busy_seconds_used() < job.gpu_seconds_used());
 }
 
-TEST_CASE("loop: a job that ends is released on every worker; a shutdown is not") {
+TEST_CASE("loop: a job that ends is released on every worker, a shutdown is not") {
   SECTION("done") {
     Loop loop;
     v1::Job job = loop.WaitDone(loop.Submit(1).id());
