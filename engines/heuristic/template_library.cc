@@ -27,7 +27,8 @@ const std::vector<std::pair<const char*, const char*>>& EmbeddedTemplateFiles();
 
 namespace {
 
-using nlohmann::json;
+// ordered_json: TemplateInfo::params keep the JSON file's order (json would sort them).
+using json = nlohmann::ordered_json;
 
 std::string JsonScalarText(const json& v) {
   if (v.is_string()) return v.get<std::string>();
