@@ -1195,7 +1195,8 @@ std::vector<std::string> Differences(const TemplateLibrary& lib, const std::stri
   CHECK(b->info->id == id);
   std::vector<std::string> out;
   for (const auto& [name, value] : b->params) {
-    if (a->params.at(name) != value) out.push_back(name + " " + a->params.at(name) + " -> " + value);
+    const std::string& old = a->params.at(name);
+    if (old != value) out.push_back(name + " " + old + " -> " + value);
   }
   return out;
 }
@@ -1286,9 +1287,9 @@ TEST_CASE("Brain: variants around its own template renders, none around a user's
   spoofed.set_origin("template:matvec_multi_row");
   v1::KernelSource edited = row->kernel;
   edited.set_source(row->kernel.source() + "# tuned by hand\n");
-  (*wider.mutable_knob_changes())["BLOCK_K"] = "x2";
-  for (const auto& [parent, p] : std::vector<std::pair<const v1::KernelSource*, const v1::Prescription*>>{
-           {&user, &halve}, {&spoofed, &halve}, {&edited, &wider}}) {
+  using Case = std::pair<const v1::KernelSource*, const v1::Prescription*>;
+  for (const auto& [parent, p] :
+       std::vector<Case>{{&user, &halve}, {&spoofed, &halve}, {&edited, &wider}}) {
     INFO(parent->origin());
     req = {parent, p, &problem, &mv, &gpu, nullptr, nullptr, 0};
     auto r = brain.ApplyFix(req);

@@ -506,7 +506,9 @@ absl::StatusOr<RenderMatch> TemplateLibrary::MatchRender(absl::string_view sourc
     return absl::InvalidArgumentError(
         absl::StrCat("not a render of template ", id, ": ", again.status().message()));
   }
-  if (*again != source) return absl::InvalidArgumentError(absl::StrCat("not a render of template ", id));
+  if (*again != source) {
+    return absl::InvalidArgumentError(absl::StrCat("not a render of template ", id));
+  }
   return m;
 }
 

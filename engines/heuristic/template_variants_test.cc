@@ -132,7 +132,8 @@ TEST_CASE("Variants: bounds, choices and shape params") {
                                                "BLOCK_K 16 -> 32"});
   CheckRenders(*lib, "gemm_tiled", params, v);
   // A template without num_stages (elementwise): BLOCK and num_warps only.
-  const auto ew = Params(*lib, "elementwise", {{"OP", "relu"}, {"BLOCK", "4096"}, {"num_warps", "8"}});
+  const auto ew =
+      Params(*lib, "elementwise", {{"OP", "relu"}, {"BLOCK", "4096"}, {"num_warps", "8"}});
   CHECK(Changes(TemplateVariants(*lib, *lib->Find("elementwise"), ew, nullptr, true, {}, 100)) ==
         std::vector<std::string>{"num_warps 8 -> 16", "BLOCK 4096 -> 2048", "num_warps 8 -> 4",
                                  "BLOCK 4096 -> 8192"});
