@@ -49,6 +49,7 @@ def read(path):
         return f.read()
 
 
+SAVE_PATH = ""   # --out DIR/measure_bench.json, rewritten as results come
 DEVICE = "cuda"  # --device cpu: plumbing only (KAGENT_PROBLEM_SCALE, the interpreter)
 
 
@@ -89,6 +90,14 @@ def fmt_phases(r, top=6):
     return ", ".join(f"{k} {v / 1e3:.2f}s" for k, v in items[:top])
 
 
+def save(out, path):
+    """Writes what is measured so far (a run stopped at its time limit keeps it)."""
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump(out, f, indent=1, default=str)
+        os.replace(path + ".tmp", path)
+
+
 def part_kb(srv, clock, only, out):
     rows = []
     print("\n== kb: KernelBench-sized problems (get_inputs on the host) ==", flush=True)
@@ -103,6 +112,8 @@ def part_kb(srv, clock, only, out):
         prep = srv.call(dict(base_request(p, k + "\n# a later candidate\n"), op="prepare",
                              job_id=job))
         prep_s = time.monotonic() - t
+        print(f"   prepare: {prep.get('phases_ms')} compiled {prep.get('compiled')} "
+              f"{prep.get('reason', '')}", flush=True)
         r2, held2, busy2 = clock.held_call(dict(base_request(p, k + "\n# a later candidate\n"),
                                                 op="measure", job_id=job,
                                                 prepared=prep.get("prepared")))
@@ -118,6 +129,8 @@ def part_kb(srv, clock, only, out):
                "reasons": [(r1.get("correctness") or {}).get("reason"),
                            (r2.get("correctness") or {}).get("reason")]}
         rows.append(row)
+        out["kb"] = rows
+        save(out, SAVE_PATH)
         print(f"{name:20} first {held1:6.2f} s [{fmt_phases(r1)}]", flush=True)
         print(f"{'':20} later {held2:6.2f} s held (+{prep_s:.2f} s prepare, not held) "
               f"[{fmt_phases(r2)}] verdicts {row['verdicts']} median {row['median_ms']} ms "
@@ -195,9 +208,11 @@ def part_suite(srv, clock, only, rounds, out):
             cand_held += held
             cand_busy += busy or 0.0
             n_cands += 1
-        final, held_f, _ = clock.held_call(dict(base_request(p, sources[0], baselines=True,
-                                                             reference_kernel_source=start),
-                                                op="measure", job_id=job))
+        fin = dict(base_request(p, sources[0], baselines=True, reference_kernel_source=start),
+                   job_id=job)
+        prep_f = srv.call(dict(fin, op="prepare"))
+        final, held_f, _ = clock.held_call(dict(fin, op="measure",
+                                                prepared=prep_f.get("prepared")))
         srv.call({"op": "release_job", "job_id": job})
         med = (final.get("candidate") or {}).get("median_ms")
         rows.append({"problem": name, "baseline_held_s": round(held_b, 2),
@@ -206,6 +221,8 @@ def part_suite(srv, clock, only, rounds, out):
                      "baseline_verdict": base.get("verdict"), "median_ms": med,
                      "eager_ms": (final.get("eager") or {}).get("median_ms"),
                      "compiled_ms": (final.get("compiled") or {}).get("median_ms")})
+        out["suite"] = {"rows": rows}
+        save(out, SAVE_PATH)
         print(f"{name:22} baseline {held_b:5.2f} s, candidates "
               f"{' '.join(f'{h:.2f}' for h in helds)} s, final {held_f:5.2f} s; "
               f"{verdicts} median {med} ms", flush=True)
@@ -266,8 +283,9 @@ def main():
     ap.add_argument("--pool", type=int, default=2)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = ap.parse_args()
-    global DEVICE
+    global DEVICE, SAVE_PATH
     DEVICE = args.device
+    SAVE_PATH = os.path.join(args.out, "measure_bench.json") if args.out else ""
     only = [o for o in args.only.split(",") if o]
     parts = set(args.parts.split(","))
     out = {}

@@ -2,13 +2,14 @@
 # The measurement path's figures on a GPU machine (docs/measurement.md): the harness
 # server's cost per candidate (tests/gpu/measure_bench.py) and the adversarial suite
 # through the server (tests/gpu/run_suite.py --server). Usage, from the repository root:
-#   bash tests/gpu/run_measurement.sh OUT [PARTS] [ONLY]
+#   bash tests/gpu/run_measurement.sh OUT [PARTS] [ONLY] [ADVERSARIAL_ONLY]
 # PARTS for measure_bench (default old,kb,suite,screen; "old" needs .gpu/old_python, an
 # older python/ folder: the one-shot harness before the server). Writes OUT/*.log, *.json.
 set -uo pipefail
 out=${1:?usage: run_measurement.sh OUT [PARTS] [ONLY]}
 parts=${2:-old,kb,suite,screen}
 only=${3:-}
+adv_only=${4:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 [ -f .gpu/env.sh ] && source .gpu/env.sh
@@ -22,5 +23,6 @@ old=()
 [ -d .gpu/old_python/kagent_harness ] && old=(--old-harness .gpu/old_python)
 timeout 360 python3 tests/gpu/measure_bench.py --out "$out" --parts "$parts" ${only:+--only "$only"} "${old[@]}" \
   2>&1 | tee "$out/measure_bench.log"
-timeout 220 python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} --json "$out/adversarial.json" \
+timeout 220 python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} \
+  ${adv_only:+--only "$adv_only"} --json "$out/adversarial.json" \
   2>&1 | tee "$out/adversarial.log"
