@@ -136,7 +136,8 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
 }
 
 // The real path: the Python harness runs a real Triton candidate under the interpreter.
-TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdicts", "[harness]") {
+TEST_CASE("one-shot harness on the CPU: a correct and a wrong candidate get their verdicts",
+          "[harness]") {
   std::string root = SourceDir();
   std::string python = root + "/.venv/bin/python";
   if (!std::filesystem::exists(python)) {
@@ -146,6 +147,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   o.python = python;
   o.harness_dir = root + "/python";
   o.device = "cpu";
+  o.use_server = false;  // `python -m kagent_harness measure` per call
   HarnessClient harness(o);
   v1::MeasureRequest r;
   r.set_task_id("t1");
@@ -154,7 +156,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   r.mutable_kernel()->set_source(ReadFile(root + "/python/tests/fixtures/cand_relu_add_good.py"));
   r.set_timing_reps(3);
   r.set_timeout_seconds(240);
-  v1::Measurement good = harness.Measure(r, nullptr);
+  v1::Measurement good = harness.Measure(r, "", nullptr);
   INFO(good.DebugString());
   CHECK(good.verdict() == v1::VERDICT_CORRECT);
   CHECK(good.candidate().count() >= 1);
@@ -163,7 +165,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   // skip_op_signature: the same verdicts, no signature recorded.
   r.set_skip_op_signature(true);
   r.mutable_kernel()->set_source(ReadFile(root + "/python/tests/fixtures/cand_relu_add_wrong.py"));
-  v1::Measurement bad = harness.Measure(r, nullptr);
+  v1::Measurement bad = harness.Measure(r, "", nullptr);
   INFO(bad.DebugString());
   CHECK(bad.verdict() == v1::VERDICT_INCORRECT);
   CHECK_FALSE(bad.correctness().reason().empty());
