@@ -214,38 +214,52 @@ def main():
         cfg = json.load(f)
     st.launches.module_name = cfg["module_name"]
 
-    # Import and build the candidate.
-    try:
-        sys.path.insert(0, workdir)
-        with open(cfg["candidate_path"], encoding="utf-8") as f:
-            source = f.read()
-        module = loader.load_source(source, cfg["module_name"], workdir)
-        if not hasattr(module, "ModelNew"):
-            raise AttributeError("the candidate defines no ModelNew")
-    except Exception as e:  # noqa: BLE001
-        _fail(e, "import")
-        return 1
-    try:
-        init_inputs = torch.load(cfg["init_inputs_path"], weights_only=True)
-        model = loader.build_model(module.ModelNew, init_inputs, cfg["init_seed"], st.device)
-        weights = "seed"
-        ref_state_path = cfg.get("ref_state_path")
-        if ref_state_path and isinstance(model, torch.nn.Module):
-            ref_state = torch.load(ref_state_path, weights_only=True)
-            own = model.state_dict()
-            if own and set(own) == set(ref_state) and all(
-                    own[k].shape == ref_state[k].shape for k in own):
-                model.load_state_dict(ref_state)
-                weights = "reference state_dict"
-    except Exception as e:  # noqa: BLE001
-        _fail(e, "construct")
-        return 1
-    st.model = model
-    _send({"ok": True, "event": "ready", "weights": weights, "triton_hook": st.hooked,
-           "torch": torch.__version__})
+    if cfg.get("variant_paths"):
+        # A screen: several variants of one trusted kernel, each its own module and
+        # model; "use" picks the one the next call and timing run.
+        st.variants = []
+        report = []
+        for i, path in enumerate(cfg["variant_paths"]):
+            name = f"kagent_variant_{i}"
+            try:
+                with open(path, encoding="utf-8") as f:
+                    module = loader.load_source(f.read(), name, workdir)
+                if not hasattr(module, "ModelNew"):
+                    raise AttributeError("the candidate defines no ModelNew")
+                model = _build(module, cfg, st, torch, loader)[0]
+                st.variants.append((name, model))
+                report.append({"ok": True})
+            except Exception as e:  # noqa: BLE001 - one variant's failure is its answer
+                sys.stderr.write(traceback.format_exc())
+                st.variants.append((name, None))
+                report.append({"ok": False, "kind": classify_exception(e, "import"),
+                               "message": f"{type(e).__name__}: {str(e)[:1000]}"})
+        st.model = None
+        _send({"ok": True, "event": "ready", "variants": report, "triton_hook": st.hooked,
+               "torch": torch.__version__})
+    else:
+        # Import and build the candidate.
+        try:
+            sys.path.insert(0, workdir)
+            with open(cfg["candidate_path"], encoding="utf-8") as f:
+                source = f.read()
+            module = loader.load_source(source, cfg["module_name"], workdir)
+            if not hasattr(module, "ModelNew"):
+                raise AttributeError("the candidate defines no ModelNew")
+        except Exception as e:  # noqa: BLE001
+            _fail(e, "import")
+            return 1
+        try:
+            model, weights = _build(module, cfg, st, torch, loader)
+        except Exception as e:  # noqa: BLE001
+            _fail(e, "construct")
+            return 1
+        st.model = model
+        _send({"ok": True, "event": "ready", "weights": weights, "triton_hook": st.hooked,
+               "torch": torch.__version__})
 
     def fn():
-        st.last = model(*st.inputs)
+        st.last = st.model(*st.inputs)
 
     while True:
         line = sys.stdin.readline()
@@ -288,10 +302,41 @@ def main():
             elif cmd == "profile":
                 phase = "profiling"
                 _send(_cmd_profile(st, msg, torch, loader))
+            elif cmd == "compile":
+                # A compile dry run (dryrun.py): kernels compiled, nothing launched.
+                phase = "the compile dry run"
+                from kagent_harness.dryrun import compile_dry_run
+                _send(dict(compile_dry_run(st.model, msg["inputs"], st.device), ok=True))
+            elif cmd == "use":
+                phase = "choosing a variant"
+                name, model = st.variants[int(msg["index"])]
+                if model is None:
+                    raise ValueError(f"variant {msg['index']} did not load")
+                st.model = model
+                st.launches.module_name = name
+                st.prev_outputs = []
+                _send({"ok": True})
             else:
                 _send({"ok": False, "kind": "INFRA_ERROR", "message": f"unknown cmd {cmd}"})
         except Exception as e:  # noqa: BLE001
             _fail(e, phase)
+
+
+def _build(module, cfg, st, torch, loader):
+    """ModelNew built like the reference: same init inputs, same seed, and the
+    reference's state_dict when the parameters match by name and shape."""
+    init_inputs = torch.load(cfg["init_inputs_path"], weights_only=True)
+    model = loader.build_model(module.ModelNew, init_inputs, cfg["init_seed"], st.device)
+    weights = "seed"
+    ref_state_path = cfg.get("ref_state_path")
+    if ref_state_path and isinstance(model, torch.nn.Module):
+        ref_state = torch.load(ref_state_path, weights_only=True)
+        own = model.state_dict()
+        if own and set(own) == set(ref_state) and all(
+                own[k].shape == ref_state[k].shape for k in own):
+            model.load_state_dict(ref_state)
+            weights = "reference state_dict"
+    return model, weights
 
 
 def _decode_inputs(st, msg, torch, loader):

@@ -53,9 +53,15 @@ def _sanitize(x):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["serve"]:
+        # The long-lived supervisor of a GPU worker (server.py): its own flags.
+        from kagent_harness.server import main as serve
+        return serve(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m kagent_harness")
     parser.add_argument("mode", nargs="?", default=None,
-                        help="measure | signature | profile | gpuinfo")
+                        help="measure | signature | profile | gpuinfo | serve (its own "
+                             "flags: serve --help)")
     parser.add_argument("--request", help="request JSON file (default: stdin)")
     parser.add_argument("--out", help="result JSON file (default: stdout)")
     parser.add_argument("--measure-ceilings", action="store_true",

@@ -59,6 +59,15 @@ def measure_ceilings(log):
     return bw, {"bf16": flops}
 
 
+def _pci_bus_id(p):
+    """domain:bus:device.function of the device, or "" where torch does not say."""
+    try:
+        return "%04x:%02x:%02x.0" % (int(p.pci_domain_id), int(p.pci_bus_id),
+                                     int(p.pci_device_id))
+    except (AttributeError, TypeError, ValueError):
+        return ""
+
+
 def gpu_info(measure, log):
     if not torch.cuda.is_available():
         return {"ok": False, "reason": "no CUDA device visible", "name": "", "measured": False}
@@ -89,6 +98,9 @@ def gpu_info(measure, log):
         "peak_flops": {},
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
+        # NVML's name for the same device ("0000:19:00.0"), so that a worker reading
+        # NVML (its busy-time meter) picks this GPU whatever CUDA's device order is.
+        "pci_bus_id": _pci_bus_id(p),
     }
     if measure:
         bw, flops = measure_ceilings(log)

@@ -84,9 +84,21 @@ def make_init_inputs(module, seed):
     return list(module.get_init_inputs())
 
 
-def make_inputs(get_inputs, seed, device):
+def make_inputs(get_inputs, seed, device, on_device=True):
+    """The problem's get_inputs() under `seed`, moved to `device`.
+
+    On a GPU (`on_device`), get_inputs runs with the GPU as torch's default device, so a
+    KernelBench-style `torch.rand(M, N)` is drawn there, seeded (the CUDA generator),
+    instead of on the host and copied (a 6 GiB input took a minute that way). Tensors a
+    problem makes on the host anyway (numpy, an explicit device="cpu") are moved after.
+    The same seed gives the same values every time, in this process and any other."""
     set_seed(seed)
-    return [to_device(x, device) for x in get_inputs()]
+    if device == "cuda" and on_device:
+        with torch.device("cuda"):
+            values = list(get_inputs())
+    else:
+        values = list(get_inputs())
+    return [to_device(x, device) for x in values]
 
 
 def flatten_outputs(out):

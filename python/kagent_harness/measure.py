@@ -2,21 +2,24 @@
 
 The supervisor (this process) never imports candidate code. It loads the reference,
 draws input seeds from os.urandom, computes reference outputs, times eager and
-torch.compile before any candidate code is loaded (the candidate's process is started
-first but waits for "load"), then drives one candidate child
-(sandbox.Child) through the gate and the timing and decides the verdict from what it
-computed itself plus cross-checks of what the child reports. docs/harness.md has the
-full list of checks.
+torch.compile, then drives one candidate's process (sandbox.Child) through the gate and
+the timing, and decides the verdict from what it computed itself plus cross-checks of
+what the process reports. docs/harness.md has the full list of checks.
+
+A Supervisor serves one request. What outlives it lives in its Env: the job's trial set
+(trials.TrialCache: the reference, trial inputs and reference outputs kept on the GPU
+between a job's candidates), the warm candidate processes (pool.ChildPool), the
+prepared ones (a `prepare` request started the candidate's process, imported and built
+it and compiled its kernels before the GPU was taken). The one-shot harness makes a
+private Env per run; the server (server.py) shares one across requests.
 """
 
-import base64
 import json
 import math
 import os
-import pickle
-import random
 import shutil
 import sys
+import threading
 import time
 import traceback
 
@@ -26,9 +29,12 @@ from kagent_harness import NVTX_RANGE, __version__
 from kagent_harness import kernels as K
 from kagent_harness import loader
 from kagent_harness import protocol as P
-from kagent_harness.compare import all_finite, compare, dtype_name, overlaps, tolerances
-from kagent_harness.sandbox import Child, ChildFailure, make_workdir
+from kagent_harness.compare import compare, dtype_name, tolerances
+from kagent_harness.pool import ChildPool, ChildSpec
+from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
+from kagent_harness.transfer import Rejection, TransferMixin, new_ipc_pool
+from kagent_harness.trials import TrialCache, is_degenerate, rms, variant
 
 # The child's median may not be below this fraction of the supervisor's own wall-clock
 # time per call in a back-to-back burst (an independent, coarse upper bound).
@@ -44,15 +50,23 @@ CUPTI_BUSY_FACTOR = 0.5
 # which the work is deemed to finish outside the timed stream (side stream, not joined).
 SIDE_STREAM_MIN_MS = 0.02
 SIDE_STREAM_FRACTION = 0.2
+# Deadlines sized from what a phase should take. A gate call after the first may take
+# CALL_FACTOR x the candidate's slowest earlier call (the first one excluded: it may
+# compile) plus CALL_MIN_S; the timing phase TIMING_FACTOR x what its calls should take
+# at the gate's pace, plus TIMING_MIN_S; the burst likewise. The request's
+# call_timeout_s and timeout_s stay the outer bounds.
+CALL_FACTOR = 20.0
+CALL_MIN_S = 5.0
+TIMING_FACTOR = 3.0
+TIMING_MIN_S = 10.0
+PING_S = 5.0
 
 WIDE_VARIANTS = ("neg", "scale10", "randn", "const")
 
-
-class Rejection(Exception):
-    def __init__(self, verdict, reason):
-        super().__init__(reason)
-        self.verdict = verdict
-        self.reason = reason
+# Kept importable under their old names (tests and tools use them).
+_is_degenerate = is_degenerate
+_variant = variant
+_rms = rms
 
 
 def _sysrand_seed(rng):
@@ -71,52 +85,9 @@ def _median(xs):
     return P.percentile(sorted(xs), 0.5)
 
 
-def _rms(outputs):
-    """Root mean square over the floating outputs (0 when there are none)."""
-    total, n = 0.0, 0
-    for o in outputs:
-        if o.is_floating_point() and o.numel():
-            f = o.detach().float()
-            f = torch.where(torch.isfinite(f), f, torch.zeros_like(f))
-            total += float((f * f).sum())
-            n += o.numel()
-    return math.sqrt(total / n) if n else 0.0
-
-
-def _is_degenerate(inputs):
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
-            if bool((x == x.flatten()[0]).all()):
-                return True
-    return False
-
-
-def _variant(inputs, kind, seed):
-    loader.set_seed(seed)
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.is_floating_point():
-            if kind == "neg":
-                x = -x
-            elif kind == "scale10":
-                x = x * 10
-            elif kind == "randn":
-                x = torch.randn_like(x)
-            elif kind == "const":
-                x = torch.full_like(x, 0.75)
-        out.append(x)
-    return out
-
-
 def _spec(outputs):
     """[[shape, dtype name], ...] of a list of output tensors."""
     return [[list(o.shape), dtype_name(o.dtype)] for o in outputs]
-
-
-def _cpu(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().to("cpu")
-    return x
 
 
 def _gpu_index(req):
@@ -126,13 +97,57 @@ def _gpu_index(req):
     return int(first) if first.isdigit() else 0
 
 
-class Supervisor:
-    def __init__(self, req, log):
+class Env:
+    """What supervisors of one process share: the trial cache, the candidate processes
+    (warm pool, active ones) and the private CUDA memory pool for IPC. Thread-safe."""
+
+    def __init__(self, device, cache, pool, log):
+        self.device = device
+        self.cache = cache
+        self.pool = pool
+        self.log = log
+        self._ipc_pool = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def one_shot(device, log):
+        """A run of its own: nothing kept, no warm processes."""
+        return Env(device, TrialCache(0, log),
+                   ChildPool(ChildSpec(device), 0, log, reap_async=False), log)
+
+    def ipc_pool(self, log):
+        with self._lock:
+            if self._ipc_pool is None:
+                self._ipc_pool = new_ipc_pool(log) or False
+            return self._ipc_pool or None
+
+    def quiet(self, keep=None):
+        return self.pool.quiet(keep)
+
+
+class Prepared:
+    """A candidate's process that imported and built the candidate (and compiled its
+    kernels in a dry run) before the GPU was taken; used by one measure."""
+
+    def __init__(self, child, key, source, language, ready, compiled):
+        self.child = child
+        self.key = key
+        self.source = source
+        self.language = language
+        self.ready = ready          # the child's "ready" reply
+        self.compiled = compiled    # the dry run's reply, or None
+        self.created = time.monotonic()
+
+
+class Supervisor(TransferMixin):
+    def __init__(self, req, log, env=None, job_id=None, prepared=None):
         self.req = req
         self.log = log
-        self.rng = random.SystemRandom()
         self.device = resolve_device(req)
         req.apply_floors(self.device, log)
+        self.env = env or Env.one_shot(self.device, log)
+        self.job_id = job_id
+        self.prepared = prepared
         self.result = {
             "verdict": P.INFRA_ERROR, "correctness": P.empty_correctness(),
             "candidate": None, "eager": None, "compiled": None, "reference_kernel": None,
@@ -149,84 +164,65 @@ class Supervisor:
         except ImportError:
             self.result["harness"]["triton"] = None
         self.phases = P.Phases()
-        age = P.process_age_ms()
-        if age is not None:
-            self.phases.add("process start and imports", age)
-        self.refdir = make_workdir()
+        if env is None:
+            age = P.process_age_ms()
+            if age is not None:
+                self.phases.add("process start and imports", age)
+        self.job = None
         self.workdir = None
-        self.rk_spawned = None  # (child, workdir) started early for the starting kernel
+        self.rk_child = None   # the starting kernel's process, taken early
         self.child = None
         self.trace_path = None
+        self.triton_hook = False
+        self.call_s = []       # the supervisor's clock around each gate call
 
     # -- reference ---------------------------------------------------------------------
     def load_reference(self):
-        req = self.req
-        name = "kagent_problem_%x" % self.rng.getrandbits(32)
-        self.problem = loader.load_source(req.problem_source, name, self.refdir)
-        loader.check_problem(self.problem)
-        self.get_inputs = self.problem.get_inputs
-        if req.get_inputs_source:
-            self.get_inputs = loader.override_get_inputs(self.problem, req.get_inputs_source)
-        self.init_seed = req.seed if req.seed is not None else _sysrand_seed(self.rng)
-        self.init_inputs = loader.make_init_inputs(self.problem, self.init_seed)
-        self.model = loader.build_model(self.problem.Model, self.init_inputs, self.init_seed,
-                                        self.device)
+        """The job's trial set (kept by the Env's cache, or made now) with its reference
+        built."""
+        if self.job is None:
+            self.job, state = self.env.cache.get(self.req, self.job_id, self.device, self.log)
+            self.result["harness"]["trial_set"] = state
+        self.job.load()
+        self.model = self.job.model
+        self.init_seed = self.job.init_seed
+        self.init_inputs = self.job.init_inputs
         if self.device == "cuda":
             self.result["gpu_name"] = torch.cuda.get_device_name()
-            self.result["gpu_index"] = _gpu_index(req)
+            self.result["gpu_index"] = _gpu_index(self.req)
         else:
             self.result["gpu_name"] = "cpu"
 
-    def fresh_inputs(self):
-        return loader.make_inputs(self.get_inputs, _sysrand_seed(self.rng), self.device)
-
     def ref(self, inputs):
-        out = self.model(*inputs)
-        outs = [o.detach().clone() for o in loader.flatten_outputs(out)]
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return outs
-
-    def ref_with_flags(self, inputs):
-        """Reference outputs plus whether the reference mutates or aliases its inputs
-        (then the candidate may too)."""
-        clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        raw = loader.flatten_outputs(self.model(*inputs))
-        aliases = any(overlaps(o, x) for o in raw for x in inputs if isinstance(x, torch.Tensor))
-        outs = [o.detach().clone() for o in raw]
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        mutates = any(isinstance(x, torch.Tensor) and not torch.equal(x, c)
-                      for x, c in zip(inputs, clones))
-        return outs, mutates, aliases
+        return self.job.ref(inputs)
 
     def timing_inputs(self):
-        inputs = self.fresh_inputs()
-        if _is_degenerate(inputs):
-            alt = _variant(inputs, "randn", _sysrand_seed(self.rng))
-            if all_finite(self.ref(alt)):
-                self.log.add("get_inputs gives a constant tensor: timing on randn inputs of "
-                             "the same shapes instead (a constant-input shortcut gains nothing)")
-                return alt
-        return inputs
+        """A private copy of the job's timing inputs."""
+        return self.job.timing_inputs_copy()
 
     # -- modes ---------------------------------------------------------------------------
     def signature(self):
-        inputs = self.fresh_inputs()
-        from kagent_harness.signature import record
-        return record(self.model, inputs)
+        """The reference's op signature on the timing inputs, recorded once per job."""
+        if self.job.signature is None:
+            from kagent_harness.signature import record
+            self.job.signature = record(self.model, self.timing_inputs())
+        return self.job.signature
 
     def run_measure(self):
         req = self.req
         t_start = time.monotonic()
         torch.set_grad_enabled(False)
-        if req.kernel_source and req.reference_kernel_source and req.time_candidate:
-            # The starting kernel's process, started now too; used after the candidate's.
-            self.spawn_child(trace=False)
-            self.rk_spawned = (self.child, self.workdir)
-            self.child = self.workdir = None
-        if req.kernel_source:
-            self.spawn_child()
+        try:
+            if req.kernel_source and req.reference_kernel_source and req.time_candidate:
+                # The starting kernel's process, started now too; used after the
+                # candidate's.
+                self.rk_child = self.take_child(trace=False)
+            if req.kernel_source and self.prepared is None:
+                self.use_child(self.take_child())
+        except Exception as e:  # noqa: BLE001 - cannot start a process: the harness's fault
+            self.log.add("could not start a candidate process:\n" + traceback.format_exc())
+            self.result["correctness"]["reason"] = f"harness error: {type(e).__name__}: {e}"
+            return self.finish(t_start)
         try:
             with self.phases("reference load"):
                 self.load_reference()
@@ -243,7 +239,8 @@ class Supervisor:
         try:
             if req.baselines:
                 with self.phases("baselines"):
-                    self.time_baselines()
+                    with self.env.quiet():
+                        self.time_baselines()
             if not req.kernel_source:
                 self.result["verdict"] = P.CORRECT if (self.result["eager"] or
                                                        self.result["compiled"]) else P.INFRA_ERROR
@@ -270,22 +267,21 @@ class Supervisor:
             self.log.add("supervisor error:\n" + traceback.format_exc())
             self.result["verdict"] = P.INFRA_ERROR
             self.result["correctness"]["reason"] = f"harness error: {type(e).__name__}: {e}"
+            self.result["harness"]["supervisor_error"] = f"{type(e).__name__}: {e}"
         return self.finish(t_start)
 
     def finish(self, t_start):
         extra = ""
         if self.child is not None:
-            self.child.close()
+            self.child.kill()  # retire() reaps it off this request's time
             extra = self.child.stderr_tail()
             self.result["harness"]["child_peak_rss_bytes"] = self.child.peak_rss
-        rk_dir = None
-        if self.rk_spawned is not None:  # never used (the candidate failed first)
-            self.rk_spawned[0].close()
-            rk_dir = self.rk_spawned[1]
-            self.rk_spawned = None
-        for d in (self.workdir, self.refdir, rk_dir):
-            if d:
-                shutil.rmtree(d, ignore_errors=True)
+            self.env.pool.retire(self.child)
+        if self.rk_child is not None:
+            self.env.pool.retire(self.rk_child)
+            self.rk_child = None
+        if self.job is not None:
+            self.env.cache.done(self.job)
         if self.device == "cuda":
             self.result["gpu_seconds"] = time.monotonic() - t_start
         self.result["harness"]["phases_ms"] = self.phases.as_dict()
@@ -332,9 +328,13 @@ class Supervisor:
         if "compiled" in req.baselines:
             try:
                 with self.phases("baselines: compiled compilation and check"):
-                    compiled = torch.compile(model, mode="default", dynamic=False)
-                    ref_out = self.ref(inputs)
+                    compiled = self.job.compiled
+                    if compiled is None:
+                        compiled = torch.compile(model, mode="default", dynamic=False)
+                    ref_out = self.ref([x.clone() if isinstance(x, torch.Tensor) else x
+                                        for x in inputs])
                     got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
+                    self.job.compiled = compiled
                 atol, rtol = tolerances(ref_out, req.atol, req.rtol)
                 c = compare(ref_out, got, atol, rtol)
                 if not c["ok"]:
@@ -348,243 +348,93 @@ class Supervisor:
                 self.result["harness"]["warnings"].append(f"torch.compile failed: {e}")
                 self.result["compiled"] = None
 
-    # -- the candidate ------------------------------------------------------------------
-    def time_reference_kernel(self):
-        """Times the request's reference kernel (the job's starting kernel) with the same
-        protocol as the candidate, in a child process of its own, after checking its
-        output on the timing inputs once. Failures become warnings: the candidate's
-        verdict does not depend on the starting kernel."""
-        req, h = self.req, self.result["harness"]
-        saved = (self.child, self.workdir, self.trace_path, self.triton_hook,
-                 getattr(self, "use_ipc", False))
-        self.trace_path = None
-        self.child, self.workdir = self.rk_spawned or (None, None)
-        self.rk_spawned = None
-        try:
-            self.start_child(source=req.reference_kernel_source,
-                             language=req.reference_kernel_language, trace=False,
-                             what="starting kernel:")
-            inputs = self.timing_inputs()
-            ref_out = self.ref(inputs)
-            field = self.inputs_field(inputs, "reference_kernel")
-            out_path = os.path.join(self.workdir, "out_reference_kernel.pt")
-            spec = _spec(ref_out)
-            bufs, out_field = self.out_field(spec)
-            reply = self.child.request({"cmd": "call", **field, **out_field, "out": out_path,
-                                        "poison": [], "reuse": False,
-                                        "profile_kernels": False},
-                                       timeout=req.call_timeout_s,
-                                       phase="the starting kernel's call")
-            self.release_inputs(field)
-            got = self.take_outputs(bufs, reply, out_path, ref_out)
-            del bufs
-            atol, rtol = tolerances(ref_out, req.atol, req.rtol)
-            c = compare(ref_out, got, atol * max(1.0, _rms(ref_out)), rtol)
-            if not c["ok"]:
-                h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
-                                     "timed): " + c["reason"])
-                return
-            reply, _ = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
-                                           "the starting kernel's timing", spec)
-            times = reply.get("times_ms")
-            if isinstance(times, list) and times and all(
-                    isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
-                self.result["reference_kernel"] = P.timing_stats(times)
-                self.log.add(f"starting kernel: median "
-                             f"{self.result['reference_kernel']['median_ms']:.4f} ms")
-        except (ChildFailure, Rejection) as e:
-            h["warnings"].append(f"the starting kernel could not be timed: {e}")
-        finally:
-            if self.child is not None and self.child is not saved[0]:
-                self.child.close()
-            if self.workdir and self.workdir != saved[1]:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-            (self.child, self.workdir, self.trace_path, self.triton_hook,
-             self.use_ipc) = saved
-
-    def spawn_child(self, trace=True):
-        """Starts a candidate process in a new private workdir. It imports torch and
-        initialises CUDA while this process goes on (loading the reference, timing the
-        baselines); start_child then hands it the candidate."""
+    # -- the candidate's process --------------------------------------------------------
+    def take_child(self, trace=True):
+        """A started candidate process for this request (warm from the pool when one
+        fits), configured with the request's limits."""
         req = self.req
-        self.workdir = make_workdir()
-        self.trace_path = None
-        extra_env = {}
-        lib = os.environ.get("KAGENT_CUPTI_LIB")
-        if lib and self.device == "cuda" and req.mode != "profile" and trace:
-            self.trace_path = os.path.join(self.workdir, "cupti_trace.jsonl")
-            extra_env = {"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
-                         "KAGENT_CUPTI_OUT": self.trace_path}
-            self.log.add(f"CUPTI tracer: {lib}")
-        extra_env.update(req.child_env)
-        mem = req.memory_limit_mb or (8192 if self.device == "cpu" else 65536)
-        self.child = Child(self.workdir, self.device, req.timeout_s, mem, self.log,
-                           network_isolation=req.network_isolation,
-                           cuda_visible_devices=req.cuda_visible_devices, extra_env=extra_env,
-                           drop_privileges=req.drop_privileges,
-                           keep_injection=req.mode == "profile")
+        spec = ChildSpec.for_request(req, self.device, trace=trace)
         with self.phases("candidate process spawn"):
-            self.child.start()
+            return self.env.pool.take(spec, self.log, req.timeout_s, req.memory_limit_mb)
 
-    def start_child(self, source=None, language=None, trace=True, what="candidate"):
-        """Hands the candidate (`source`, default the request's kernel) to the process
-        spawn_child started, spawning one first when there is none, and waits until it
-        has imported and built ModelNew."""
+    def use_child(self, child):
+        self.child = child
+        self.workdir = child.workdir
+        self.trace_path = child.trace_path
+        if self.trace_path:
+            self.log.add(f"CUPTI tracer: {os.environ.get('KAGENT_CUPTI_LIB')}")
+
+    def write_candidate(self, child, source, language, variants=None):
+        """Writes the candidate (or a screen's variants) and the job's init inputs and
+        reference state into the process's private directory, then tells it to load."""
+        cand_path = os.path.join(child.workdir, "candidate_source.py")
+        with open(cand_path, "w", encoding="utf-8") as f:
+            f.write(source)
+        init_path, state_path = self.job.child_files()
+        local_init = os.path.join(child.workdir, "init_inputs.pt")
+        shutil.copyfile(init_path, local_init)
+        local_state = None
+        if state_path:
+            local_state = os.path.join(child.workdir, "ref_state.pt")
+            shutil.copyfile(state_path, local_state)
+        cfg = {"device": self.device, "module_name": "kagent_candidate",
+               "candidate_path": cand_path, "init_inputs_path": local_init,
+               "init_seed": self.job.init_seed, "ref_state_path": local_state,
+               "language": language}
+        if variants is not None:
+            paths = []
+            for i, src in enumerate(variants):
+                p = os.path.join(child.workdir, f"variant_{i}.py")
+                with open(p, "w", encoding="utf-8") as f:
+                    f.write(src)
+                paths.append(p)
+            cfg["variant_paths"] = paths
+        with open(os.path.join(child.workdir, "child_config.json"), "w") as f:
+            json.dump(cfg, f)
+        child.load()
+
+    def start_child(self, source=None, language=None, what="candidate"):
+        """Hands the candidate (`source`, default the request's kernel) to the current
+        process and waits until it has imported and built ModelNew; a prepared process
+        did that already. Then probes CUDA IPC."""
         req = self.req
         source = req.kernel_source if source is None else source
         language = req.language if language is None else language
-        if self.child is None:
-            self.spawn_child(trace)
-        cand_path = os.path.join(self.workdir, "candidate_source.py")
-        with open(cand_path, "w", encoding="utf-8") as f:
-            f.write(source)
-        init_path = os.path.join(self.workdir, "init_inputs.pt")
-        torch.save([_cpu(x) for x in self.init_inputs], init_path)
-        state_path = None
-        if isinstance(self.model, torch.nn.Module) and self.model.state_dict():
-            state_path = os.path.join(self.workdir, "ref_state.pt")
-            torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-                       state_path)
-        cfg = {"device": self.device, "module_name": "kagent_candidate",
-               "candidate_path": cand_path, "init_inputs_path": init_path,
-               "init_seed": self.init_seed, "ref_state_path": state_path,
-               "language": language}
-        with open(os.path.join(self.workdir, "child_config.json"), "w") as f:
-            json.dump(cfg, f)
-        with self.phases(f"{what} import and construction"):
-            self.child.load()
-            ready = self.child.checked(
-                self.child.recv(phase="candidate import and construction"),
-                "candidate import and construction")
+        if self.prepared is not None and what == "candidate":
+            p = self.prepared
+            self.use_child(p.child)
+            self.child.log = self.log
+            self.child.deadline = time.monotonic() + req.timeout_s
+            ready = p.ready
+            self.result["harness"]["prepared"] = True
+            self.log.add(f"prepared candidate process {self.child.proc.pid} used "
+                         f"(made {time.monotonic() - p.created:.1f} s ago)")
+        else:
+            if self.child is None:
+                self.use_child(self.take_child())
+            self.write_candidate(self.child, source, language)
+            with self.phases(f"{what} import and construction"):
+                ready = self.child.checked(
+                    self.child.recv(phase=f"{what} import and construction"),
+                    f"{what} import and construction")
         self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
                      f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
         self.triton_hook = bool(ready.get("triton_hook")) and language == "triton"
         with self.phases(f"{what} CUDA IPC probe"):
             self._probe_ipc()
 
-    # -- inputs to the child -----------------------------------------------------------
-    def _probe_ipc(self):
-        """Inputs and outputs travel between this process and the child by CUDA IPC when
-        it works here (a 4 GiB input then costs a GPU copy, not ~10 s through a file);
-        the probe sends a small tensor.
-
-        Everything shared is allocated in a private memory pool (torch.cuda.MemPool)
-        that holds nothing else: the child can keep a shared allocation mapped (or map
-        it again from the handle) after it is freed here, so the memory behind it must
-        never be handed to the reference's tensors."""
-        self.use_ipc = False
-        self._ipc_keep = None
-        if self.device != "cuda" or not self.req.ipc_inputs:
-            return
-        if getattr(self, "ipc_pool", None) is None:
-            try:
-                self.ipc_pool = torch.cuda.MemPool()
-            except (AttributeError, RuntimeError) as e:
-                self.log.add(f"no private CUDA memory pool here ({e!r}): inputs and outputs "
-                             "go through files")
-                return
-        probe = torch.arange(1, 1025, dtype=torch.float32, device="cuda")
-        try:
-            field = self._ipc_field([probe])
-        except Exception as e:  # noqa: BLE001
-            self.log.add(f"CUDA IPC unavailable here ({e!r}): inputs go through files")
-            return
-        reply = self.child.request(dict(cmd="ipc_probe", **field), phase="CUDA IPC probe")
-        self._ipc_keep = None
-        if reply.get("ipc") and abs(float(reply.get("sum", 0.0)) - 524800.0) < 1e-3:
-            self.use_ipc = True
-            self.log.add("inputs travel to the candidate's process by CUDA IPC")
-        else:
-            self.log.add(f"CUDA IPC probe failed ({reply.get('error', 'wrong sum')}): "
-                         "inputs go through files")
-
-    def _ipc_field(self, inputs):
-        # Private copies: the child maps them, so it must never see the supervisor's own
-        # tensors (it could change them before the reference runs).
-        with torch.cuda.use_mem_pool(self.ipc_pool):
-            shared = [x.detach().clone() if isinstance(x, torch.Tensor) else x
-                      for x in inputs]
-        torch.cuda.synchronize()
-        self._ipc_keep = shared
-        return {"inputs_ipc": self._ipc_handles(shared)}
-
-    @staticmethod
-    def _ipc_handles(tensors):
-        from torch.multiprocessing.reductions import reduce_tensor
-        items = []
-        for x in tensors:
-            if isinstance(x, torch.Tensor):
-                fn, args = reduce_tensor(x)
-                items.append(("cuda_ipc", fn, args))
-            else:
-                items.append(x)
-        return base64.b64encode(pickle.dumps(items)).decode("ascii")
-
-    def out_field(self, spec):
-        """Receive buffers for the child's outputs, shaped and typed as `spec` ([[shape,
-        dtype name], ...]: the reference's outputs) and filled with NaN (the maximum for
-        integers), in the private pool, with the message field that shares them: (None,
-        {}) when outputs must come through a file (no IPC, no spec, bool outputs, which
-        have no value that cannot be an answer). A child that writes nothing leaves
-        the poison there."""
-        if not getattr(self, "use_ipc", False) or not spec:
-            return None, {}
-        try:
-            bufs = []
-            with torch.cuda.use_mem_pool(self.ipc_pool):
-                for shape, name in spec:
-                    dtype = getattr(torch, name, None)
-                    if not isinstance(dtype, torch.dtype) or dtype == torch.bool:
-                        return None, {}
-                    b = torch.empty([int(n) for n in shape], dtype=dtype, device="cuda")
-                    if b.is_floating_point() or b.is_complex():
-                        b.fill_(float("nan"))
-                    else:
-                        b.fill_(torch.iinfo(dtype).max)
-                    bufs.append(b)
-            torch.cuda.synchronize()
-            return bufs, {"out_ipc": self._ipc_handles(bufs)}
-        except Exception as e:  # noqa: BLE001 - the file path still works
-            self.log.add(f"output receive buffers not shared ({e!r}): outputs through a file")
-            return None, {}
-
-    def take_outputs(self, bufs, reply, out_path, ref_out):
-        """The child's outputs of one call, as tensors this process owns: private copies
-        of the receive buffers when the child says it filled them, else the output file."""
-        if bufs is not None and reply.get("outputs_via") == "ipc":
-            got = [b.clone() for b in bufs]
-            torch.cuda.synchronize()
-            self.result["harness"]["outputs_via"] = "cuda ipc"
-            return got
-        self.result["harness"]["outputs_via"] = "file"
-        return self._load_outputs(out_path, ref_out)
-
-    def inputs_field(self, inputs, tag):
-        """The message fields that hand `inputs` to the child: CUDA IPC handles when the
-        probe passed and every input is a tensor on the GPU or a plain value, else a file
-        (removed by release_inputs)."""
-        if getattr(self, "use_ipc", False) and all(
-                (isinstance(x, torch.Tensor) and x.is_cuda) or
-                not isinstance(x, (torch.Tensor, list, tuple, dict)) for x in inputs):
-            return self._ipc_field(inputs)
-        path = os.path.join(self.workdir, f"in_{tag}.pt")
-        torch.save([_cpu(x) for x in inputs], path)
-        return {"inputs": path}
-
-    def release_inputs(self, field):
-        self._ipc_keep = None
-        if "inputs" in field:
-            try:
-                os.unlink(field["inputs"])
-            except OSError:
-                pass
-
-    def _trial_plan(self):
-        plan = [("seeded", str(i)) for i in range(self.req.trials)]
-        if self.req.wide_trials:
-            plan += [("wide", v) for v in WIDE_VARIANTS]
-        plan.append(("timing", "timing inputs"))
-        return plan
+    # -- the gate -------------------------------------------------------------------------
+    def call_limit(self, first):
+        """Seconds one gate call may take: call_timeout_s for the first (it may compile);
+        after it, CALL_FACTOR x the slowest earlier call (the first excluded once there
+        are others) + CALL_MIN_S, within call_timeout_s."""
+        req = self.req
+        if first or not self.call_s:
+            return req.call_timeout_s, ""
+        base = max(self.call_s[1:]) if len(self.call_s) > 1 else self.call_s[0]
+        limit = min(req.call_timeout_s, CALL_MIN_S + CALL_FACTOR * base)
+        return limit, f" (limit {limit:.1f} s: {CALL_FACTOR:g}x the slowest earlier call, " \
+                      f"{base:.3f} s, + {CALL_MIN_S:g} s)"
 
     def run_candidate(self):
         req = self.req
@@ -596,9 +446,8 @@ class Supervisor:
         self.start_child()
         corr = self.result["correctness"]
         checks = self.result["harness"]["checks"]
+        job = self.job
         prev_ref = None
-        ref_mutates = None
-        ref_aliases = False
         poison = None
         min_own = None
         launch_names = set()
@@ -606,30 +455,25 @@ class Supervisor:
         trials_run = 0
         atol = rtol = None
         timing_ref = None
+        atol_timing = None
         corr_atol_eff = 0.0
         ph = self.phases
         t_gate = time.monotonic()
-        for k, (kind, label) in enumerate(self._trial_plan()):
+        for k, trial in enumerate(job.gate_plan()):
+            kind, label = trial.kind, trial.label
+            if kind == "wide" and trial.skipped:
+                continue
             with ph("gate: inputs"):
-                if kind == "seeded":
-                    inputs = self.fresh_inputs()
-                elif kind == "wide":
-                    inputs = _variant(self.fresh_inputs(), label, _sysrand_seed(self.rng))
-                else:
-                    inputs = self.timing_inputs()
+                inputs = job.inputs_of(trial)
             out_path = os.path.join(self.workdir, f"out_{k}.pt")
             with ph("gate: inputs to the candidate"):
                 in_field = self.inputs_field(inputs, k)
-            ref_first = kind != "seeded" or k % 2 == 0
+            ref_first = kind not in ("seeded", "fresh") or k % 2 == 0
             ref_out = None
             if ref_first:
                 with ph("gate: reference"):
-                    if ref_mutates is None:
-                        ref_out, ref_mutates, ref_aliases = self.ref_with_flags(inputs)
-                    else:
-                        ref_out = self.ref(inputs)
-                if kind == "wide" and not all_finite(ref_out):
-                    self.log.add(f"trial {label}: skipped, the reference is not finite there")
+                    ref_out = job.ref_of(trial, inputs)
+                if kind == "wide" and trial.skipped:
                     self.release_inputs(in_field)
                     continue
             if poison is None and ref_out is not None:
@@ -641,16 +485,18 @@ class Supervisor:
                    "profile_kernels": (self.device == "cuda" and not self.trace_path
                                        and not profiled)}
             profiled = profiled or msg["profile_kernels"]
+            limit, why = self.call_limit(first=trials_run == 0)
             t_call = time.monotonic()
             self.child.send(msg)
             if not ref_first:
                 with ph("gate: reference"):
-                    ref_out = self.ref(inputs)
-            reply = self.child.checked(self.child.recv(timeout=req.call_timeout_s,
-                                                       phase=f"gate trial {label}"),
+                    ref_out = job.ref_of(trial, inputs)
+            reply = self.child.checked(self.child.recv(timeout=limit,
+                                                       phase=f"gate trial {label}{why}"),
                                        f"gate trial {label}")
-            ph.add("gate: candidate calls (incl. handing outputs back)",
-                   (time.monotonic() - t_call) * 1e3)
+            call_s = time.monotonic() - t_call
+            self.call_s.append(call_s)
+            ph.add("gate: candidate calls (incl. handing outputs back)", call_s * 1e3)
             self.release_inputs(in_field)
             with ph("gate: outputs back"):
                 got = self.take_outputs(bufs, reply, out_path, ref_out)
@@ -663,7 +509,7 @@ class Supervisor:
             # atol is in units of the output's RMS where that exceeds 1: long reductions
             # (a 1M-term dot product) carry rounding error proportional to the partial
             # sums' magnitude, which per-element rtol does not cover near zero.
-            t_atol = atol * max(1.0, _rms(ref_out))
+            t_atol = atol * max(1.0, rms(ref_out))
             corr_atol_eff = max(corr_atol_eff, t_atol)
             with ph("gate: compare"):
                 c = compare(ref_out, got, t_atol, rtol)
@@ -680,7 +526,7 @@ class Supervisor:
                                     + (" [same input buffers, new values]"
                                        if reply.get("reused_buffers") else ""))
                 raise Rejection(P.INCORRECT, f"{what}: {c['reason']}")
-            self._rule_checks(reply, what, ref_mutates, ref_aliases)
+            self._rule_checks(reply, what, job.ref_mutates, job.ref_aliases)
             if self.triton_hook:
                 own = int(reply.get("own_launches", 0) or 0)
                 min_own = own if min_own is None else min(min_own, own)
@@ -699,8 +545,10 @@ class Supervisor:
                 timing_ref = ref_out
                 atol_timing = t_atol
         ph.add("gate", (time.monotonic() - t_gate) * 1e3)
+        job.remember_input_spec()
         checks.append(f"gate: {trials_run} trials passed (atol={atol:g} x max(1, output RMS) "
-                      f"<= {corr_atol_eff:g}, rtol={rtol:g})")
+                      f"<= {corr_atol_eff:g}, rtol={rtol:g}; one trial drawn for this "
+                      "candidate alone)")
         self.result["harness"]["atol_effective_max"] = corr_atol_eff
         if self.trace_path:
             with ph("gate: CUPTI trace"):
@@ -709,28 +557,10 @@ class Supervisor:
         self.min_own = min_own
         if req.time_candidate:
             with ph("timing"):
-                self.time_candidate(timing_ref, atol_timing, rtol)
+                with self.env.quiet(keep=self.child):
+                    self.time_candidate(timing_ref, atol_timing, rtol)
         self.result["verdict"] = P.CORRECT
         corr["reason"] = ""
-
-    def _load_outputs(self, path, ref_out):
-        limit = 4 * sum(o.numel() * o.element_size() for o in ref_out) + (16 << 20)
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            raise Rejection(P.REJECTED, "the candidate process wrote no output file")
-        if size > limit:
-            raise Rejection(P.REJECTED, f"output file of {size} bytes, far larger than the "
-                            "reference's outputs")
-        try:
-            got = torch.load(path, weights_only=True, map_location="cpu")
-        except Exception as e:  # noqa: BLE001
-            raise Rejection(P.REJECTED, f"unreadable output file: {e}")
-        finally:
-            os.unlink(path)
-        if not isinstance(got, list) or not all(isinstance(t, torch.Tensor) for t in got):
-            raise Rejection(P.REJECTED, "the output file does not hold a list of tensors")
-        return [t.to(self.device) for t in got]
 
     def _rule_checks(self, reply, what, ref_mutates, ref_aliases):
         mutated = reply.get("mutated") or []
@@ -773,7 +603,31 @@ class Supervisor:
             f"CUPTI: {len(calls)} gate calls traced, own kernels in each")
         return names
 
+
     # -- candidate timing --------------------------------------------------------------
+    def _gate_pace_s(self):
+        """Seconds per call at the gate's pace (the slowest call after the first, else
+        the first; 0 before any): what the timing phase's deadline is sized from."""
+        if not self.call_s:
+            return 0.0
+        return max(self.call_s[1:]) if len(self.call_s) > 1 else self.call_s[0]
+
+    def timing_limit(self):
+        """(seconds, words) the timing phase may take: TIMING_FACTOR x its calls (the
+        empty-call calibration, warm-up and timed calls) at the gate's pace plus a few
+        ms of protocol per call, + TIMING_MIN_S; never beyond the process's budget. A
+        candidate whose warm-up never ends (a patched clock), that sleeps or spins when
+        timed, is stopped here within seconds, not at the request's whole timeout."""
+        req = self.req
+        per_call = self._gate_pace_s() + 0.002
+        expected = 23 * 0.001 + max(req.warmup_ms / 1e3, req.warmup_iters * per_call) + \
+            req.timing_reps * per_call
+        limit = min(self.child.remaining(), TIMING_MIN_S + TIMING_FACTOR * expected)
+        return limit, (f"limit {limit:.1f} s: {TIMING_FACTOR:g}x the {expected:.2f} s its "
+                       f"{req.warmup_iters}+ warm-up and {req.timing_reps} timed calls take at "
+                       f"the gate's pace + {TIMING_MIN_S:g} s; a warm-up that does not end, a "
+                       "sleep or a patched clock")
+
     def _time_in_child(self, out_path, phase, spec):
         """The timing protocol (timing.time_callable) run by the child on the inputs of
         its last call; the same request for the candidate and the starting kernel.
@@ -782,10 +636,12 @@ class Supervisor:
         req = self.req
         flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
         bufs, out_field = self.out_field(spec)
+        limit, why = self.timing_limit()
         reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
                                     "warmup_iters": req.warmup_iters,
                                     "warmup_ms": req.warmup_ms, "flush_bytes": flush,
-                                    "out": out_path, **out_field}, phase=phase)
+                                    "out": out_path, **out_field}, timeout=limit,
+                                   phase=f"{phase} ({why})")
         return reply, bufs
 
     def time_candidate(self, timing_ref, atol, rtol):
@@ -843,8 +699,12 @@ class Supervisor:
         # 5. The supervisor's own clock: a back-to-back burst of calls.
         rtt = min(self._ping_ms() for _ in range(3))
         n = req.timing_reps
+        limit = min(self.child.remaining(),
+                    TIMING_MIN_S + TIMING_FACTOR * n * self._gate_pace_s())
         t1 = time.monotonic()
-        self.child.request({"cmd": "burst", "n": n}, phase="wall-clock burst")
+        self.child.request({"cmd": "burst", "n": n}, timeout=limit,
+                           phase=f"wall-clock burst (limit {limit:.1f} s: {TIMING_FACTOR:g}x "
+                                 f"{n} calls at the gate's pace + {TIMING_MIN_S:g} s)")
         burst_ms = (time.monotonic() - t1) * 1e3
         per_call = max(0.0, burst_ms - rtt) / n
         h["supervisor_burst_ms_per_call"] = per_call
@@ -864,7 +724,7 @@ class Supervisor:
 
     def _ping_ms(self):
         t = time.monotonic()
-        self.child.request({"cmd": "ping"}, timeout=30, phase="ping")
+        self.child.request({"cmd": "ping"}, timeout=PING_S, phase="ping")
         return (time.monotonic() - t) * 1e3
 
     def _check_cupti_timing(self, med):
@@ -897,6 +757,66 @@ class Supervisor:
         h["checks"].append(f"CUPTI: timed calls span {span_med:.4f} ms on the GPU, "
                            f"events {med:.4f} ms")
 
+
+    # -- the starting kernel -----------------------------------------------------------
+    def time_reference_kernel(self):
+        """Times the request's reference kernel (the job's starting kernel) with the same
+        protocol as the candidate, in a process of its own, after checking its output on
+        the timing inputs once. Failures become warnings: the candidate's verdict does
+        not depend on the starting kernel."""
+        req, h = self.req, self.result["harness"]
+        saved = (self.child, self.workdir, self.trace_path, self.triton_hook,
+                 getattr(self, "use_ipc", False), self.call_s, self.prepared)
+        child = self.rk_child
+        self.rk_child = None
+        self.prepared = None
+        self.call_s = []
+        try:
+            if child is None:
+                child = self.take_child(trace=False)
+            self.use_child(child)
+            self.trace_path = None
+            self.start_child(source=req.reference_kernel_source,
+                             language=req.reference_kernel_language, what="starting kernel:")
+            inputs = self.timing_inputs()
+            ref_out = self.job.ref_of(self.job.timing_trial(), inputs)
+            field = self.inputs_field(inputs, "reference_kernel")
+            out_path = os.path.join(self.workdir, "out_reference_kernel.pt")
+            spec = _spec(ref_out)
+            bufs, out_field = self.out_field(spec)
+            t_call = time.monotonic()
+            reply = self.child.request({"cmd": "call", **field, **out_field, "out": out_path,
+                                        "poison": [], "reuse": False,
+                                        "profile_kernels": False},
+                                       timeout=req.call_timeout_s,
+                                       phase="the starting kernel's call")
+            self.call_s.append(time.monotonic() - t_call)
+            self.release_inputs(field)
+            got = self.take_outputs(bufs, reply, out_path, ref_out)
+            del bufs
+            atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+            c = compare(ref_out, got, atol * max(1.0, rms(ref_out)), rtol)
+            if not c["ok"]:
+                h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
+                                     "timed): " + c["reason"])
+                return
+            with self.env.quiet(keep=self.child):
+                reply, _ = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
+                                               "the starting kernel's timing", spec)
+            times = reply.get("times_ms")
+            if isinstance(times, list) and times and all(
+                    isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+                self.result["reference_kernel"] = P.timing_stats(times)
+                self.log.add(f"starting kernel: median "
+                             f"{self.result['reference_kernel']['median_ms']:.4f} ms")
+        except (ChildFailure, Rejection) as e:
+            h["warnings"].append(f"the starting kernel could not be timed: {e}")
+        finally:
+            if child is not None:
+                self.env.pool.retire(child)
+            (self.child, self.workdir, self.trace_path, self.triton_hook,
+             self.use_ipc, self.call_s, self.prepared) = saved
+
     # -- profile mode --------------------------------------------------------------------
     def run_profile(self):
         req = self.req
@@ -906,7 +826,10 @@ class Supervisor:
                "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
                "log": ""}
         try:
-            self.spawn_child()
+            spec = ChildSpec.for_request(req, self.device, trace=False)
+            from kagent_harness.pool import spawn
+            self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
+                                 keep_injection=True, extra_env=req.child_env))
             self.load_reference()
             res["gpu_name"] = self.result["gpu_name"]
             if req.signature:
@@ -932,3 +855,68 @@ class Supervisor:
         r = self.finish(t_start)
         res["log"] = r["log"]
         return res
+
+    # -- prepare (server) ----------------------------------------------------------------
+    def run_prepare(self):
+        """Everything of a measurement that needs no GPU slot, done before the worker
+        takes it: the candidate's process (warm), its import and construction, and for
+        a Triton candidate a compile dry run on stand-ins of the job's timing inputs
+        (dryrun.py). Returns (Prepared or None, final result or None, reason): a final
+        result is a verdict reached without the GPU (a compilation error, a crash of the
+        process); (None, None, reason) means measure does the work itself."""
+        req = self.req
+        t0 = time.monotonic()
+        if not req.kernel_source:
+            return None, None, "no kernel_source"
+        try:
+            self.load_reference()
+        except Exception as e:  # noqa: BLE001 - measure reports the reference's failure
+            self.env.cache.done(self.job)
+            return None, None, f"the reference did not load ({type(e).__name__}: {e})"
+        child = None
+        try:
+            child = self.take_child()
+            self.use_child(child)
+            self.write_candidate(child, req.kernel_source, req.language)
+            with self.phases("candidate import and construction"):
+                ready = child.checked(child.recv(phase="candidate import and construction"),
+                                      "candidate import and construction")
+            compiled = None
+            spec = self.job.input_spec
+            if req.language == "triton" and spec is not None:
+                with self.phases("compile dry run"):
+                    compiled = child.request(
+                        {"cmd": "compile", "inputs": spec},
+                        timeout=min(child.remaining(), req.call_timeout_s),
+                        phase="the compile dry run")
+                self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
+                             f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
+                             + (f"; {compiled['error']}" if compiled.get("error") else ""))
+                if compiled.get("compile_error"):
+                    raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
+                                       + compiled["compile_error"])
+        except ChildFailure as f:
+            self.result["verdict"] = f.verdict
+            self.result["correctness"]["reason"] = f.reason
+            res = self.finish(t0)
+            res["gpu_seconds"] = 0.0
+            res["harness"]["prepared"] = False
+            return None, res, f.reason
+        except Exception as e:  # noqa: BLE001 - the harness's fault: measure tries again
+            self.log.add("prepare failed:\n" + traceback.format_exc())
+            if child is not None:
+                self.env.pool.retire(child)
+            self.child = None
+            self.env.cache.done(self.job)
+            return None, None, f"prepare failed: {type(e).__name__}: {e}"
+        self.env.cache.done(self.job)
+        self.child = None
+        return Prepared(child, self.job.key, req.kernel_source, req.language, ready,
+                        compiled), None, ""
+
+    def cancel(self):
+        """Stops the request's candidate processes (its caller went away)."""
+        self.cancelled = True
+        for c in (self.child, self.rk_child):
+            if c is not None:
+                c.kill()

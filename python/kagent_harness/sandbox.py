@@ -153,6 +153,25 @@ class Child:
         self._killed_timeout = False
         self._stop = threading.Event()
         self.peak_rss = 0
+        self.trace_path = None  # the CUPTI tracer's file, when the process has one
+
+    def configure(self, timeout_s, memory_limit_mb):
+        """Sets the limits of the request a started process now serves (a warm process
+        was started before its request was known): the wall-clock budget counted from
+        load(), the resident-memory limit, and the CPU-time backstop."""
+        self.timeout_s = timeout_s
+        self.deadline = time.monotonic() + timeout_s
+        self.memory_limit = int(memory_limit_mb) * 1024 * 1024
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                cpu = int(timeout_s * max(2, os.cpu_count() or 2) + 60)
+                resource.prlimit(self.proc.pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
+                if self.device == "cpu":
+                    as_limit = self.memory_limit + 8 * 1024**3
+                    resource.prlimit(self.proc.pid, resource.RLIMIT_AS, (as_limit, as_limit))
+            except (OSError, ValueError, AttributeError) as e:
+                self.log.add(f"could not set the CPU-time or address-space limit on the "
+                             f"child: {e}")
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):

@@ -26,6 +26,18 @@ CASES = [
 ]
 
 
+def test_a_patched_clock_is_stopped_by_the_timing_deadline():
+    # The candidate stops time.perf_counter in its own process once the gate is over, so
+    # its warm-up (at least warmup_ms) would never end: the supervisor's deadline, sized
+    # from the gate's calls, stops it long before the request's timeout.
+    import time
+    t = time.monotonic()
+    r = measure(PROBLEM, "cand_relu_add_patched_clock.py", warmup_ms=50, timeout_s=300)
+    assert r["verdict"] == "TIMEOUT", r["correctness"]["reason"]
+    assert "a warm-up that does not end" in r["correctness"]["reason"]
+    assert time.monotonic() - t < 200  # the limit is seconds; 300 s is the request's
+
+
 def test_autotuned_candidate_runs_on_the_interpreter():
     # Triton's autotuner times configs through the GPU driver; on the CPU device the child
     # gives it a wall clock (it crashed with "0 active drivers" before).
@@ -111,7 +123,8 @@ def test_correct_candidate_passes_and_is_timed():
     r = measure(PROBLEM, "cand_relu_add_good.py")
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
     c = r["correctness"]
-    assert c["trials"] == c["trials_passed"] == 5 + 4 + 1  # seeded + wide + timing inputs
+    # seeded + one drawn for this candidate alone + wide + timing inputs
+    assert c["trials"] == c["trials_passed"] == 5 + 1 + 4 + 1
     assert (c["atol"], c["rtol"]) == (1e-4, 1e-4)
     assert r["candidate"]["count"] == 3
     assert r["kernels_launched"] == ["relu_add_kernel"]

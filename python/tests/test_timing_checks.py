@@ -22,6 +22,9 @@ class FakeChild:
         self.out = out
         self.burst_ms_per_call = burst_ms_per_call
 
+    def remaining(self):  # the process's budget left, seconds
+        return 600.0
+
     def request(self, msg, timeout=None, phase=""):
         if msg["cmd"] == "time":
             torch.save(self.out, msg["out"])

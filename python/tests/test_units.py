@@ -377,3 +377,47 @@ def test_candidate_process_dies_with_the_supervisor():
     while alive(child) and time.time() < deadline:
         time.sleep(0.02)
     assert not alive(child)
+
+
+def test_compile_dry_run_launches_nothing_and_knows_when_it_needed_values():
+    # dryrun.NoKernels: views run, in-place ops leave their destination untouched, other
+    # ops only allocate outputs of the right metadata; a read of values makes the run
+    # "not clean" (a compile error there would not be final).
+    import torch
+    from kagent_harness.dryrun import compile_dry_run, stand_ins
+
+    class M(torch.nn.Module):
+        def forward(self, x, w, s):
+            y = x.t().contiguous() @ w          # a view, a copy, a matmul
+            x.add_(1.0)                          # in place: must not happen
+            return torch.relu(y) * s
+
+    spec = [{"shape": [8, 4], "stride": [4, 1], "dtype": "float32", "device": "cpu"},
+            {"shape": [8, 3], "stride": [3, 1], "dtype": "float32", "device": "cpu"},
+            {"value": 2.0}]
+    res = compile_dry_run(M(), spec, "cpu")
+    assert res["clean"] is True and res["error"] == "" and res["ops"] >= 4, res
+    xs = stand_ins(spec, "cpu")
+    assert xs[0].shape == (8, 4) and xs[0].stride() == (4, 1) and xs[2] == 2.0
+
+    class Reads(torch.nn.Module):
+        def forward(self, x):
+            n = int(x.sum().item())              # a value the run cannot know
+            return x * n
+
+    res = compile_dry_run(Reads(), spec[:1], "cpu")
+    assert res["clean"] is False and "_local_scalar_dense" in res["data_dependent"]
+
+    seen = {}
+
+    class Writes(torch.nn.Module):
+        def forward(self, x):
+            seen["x"] = x
+            x.fill_(7.0)
+            return x
+
+    x = torch.zeros(4)
+    from kagent_harness.dryrun import NoKernels
+    with NoKernels("cpu"):
+        Writes()(x)
+    assert bool((x == 0).all()), "an in-place op ran during the dry run"

@@ -11,6 +11,9 @@ status 0 when every case got an expected verdict.
 --adv-k K          K for the adversarial cases (default 65,536, to keep them quick)
 --only NAME,...    run only these cases
 --cupti-lib PATH   trace candidates with libkagent_cupti.so (the CUPTI checks then run)
+--server           send every case to one harness server (`serve`, as a worker runs it)
+                   as measurements of one job, so they share its kept trial set; every
+                   case then runs at --adv-k
 """
 
 import argparse
@@ -43,8 +46,13 @@ CASES = [
     ("segfault", "adv_segfault.py", ["CRASH"], {}),
     ("illegal_address", "adv_illegal_address.py", ["CRASH"], {}),
     ("oom_200gb", "adv_oom_200gb.py", ["OOM"], {}),
+    ("patched_clock", "adv_patched_clock.py", ["TIMEOUT"], {}),
+    ("sleeps_when_timed", "adv_sleeps_when_timed.py", ["TIMEOUT"], {}),
     ("row_after_adversaries", "cand_matvec_row.py", ["CORRECT"], {}),
 ]
+
+
+SERVER = None  # --server: a harness_server.Server
 
 
 def run_case(name, cand, extra, k, m):
@@ -53,6 +61,14 @@ def run_case(name, cand, extra, k, m):
     if cand:
         req["kernel_source"] = open(os.path.join(HERE, cand)).read()
     req.update(extra)
+    if SERVER is not None:
+        t0 = time.time()
+        try:
+            res = SERVER.call(dict(req, op="measure", job_id="run-suite"))
+        except OSError as e:
+            res = {"verdict": "NO_ANSWER", "correctness": {"reason": f"{e}: "
+                                                                    f"{SERVER.log_tail(500)}"}}
+        return res, time.time() - t0
     env = dict(os.environ, KAGENT_MATVEC_K=str(k), KAGENT_MATVEC_M=str(m),
                PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if CUPTI_LIB:
@@ -79,11 +95,21 @@ def main():
                     help="libkagent_cupti.so: trace the candidates (KAGENT_CUPTI_LIB), so the "
                          "gate's and the timing's CUPTI checks run and show in the table")
     ap.add_argument("--json", default="")
+    ap.add_argument("--server", action="store_true",
+                    help="one harness server for every case (a worker's path)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="measure case_study_row this many times and report the spread")
     args = ap.parse_args()
-    global CUPTI_LIB
+    global CUPTI_LIB, SERVER
     CUPTI_LIB = os.path.abspath(args.cupti_lib) if args.cupti_lib else ""
+    if args.server:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from harness_server import Server
+        env = {"KAGENT_MATVEC_K": str(args.adv_k), "KAGENT_MATVEC_M": str(args.m)}
+        if CUPTI_LIB:
+            env["KAGENT_CUPTI_LIB"] = CUPTI_LIB
+        SERVER = Server(pool=2, extra_env=env)
+        args.case_study_k = args.adv_k
     only = set(filter(None, args.only.split(",")))
     rows, ok_all, results = [], True, {}
     for name, cand, expect, extra in CASES:
@@ -136,6 +162,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    if SERVER is not None:
+        SERVER.close()
     return 0 if ok_all else 1
 
 

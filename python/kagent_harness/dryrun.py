@@ -1,0 +1,205 @@
+"""A compile dry run of the candidate's forward: its Triton kernels compiled, nothing
+launched on the GPU. Runs in the candidate's process (child.py), before the worker takes
+the GPU slot, so the first gate call does not spend GPU-held time compiling and a
+compilation error costs no GPU time at all.
+
+The forward is called on stand-ins of the timing inputs (torch.empty_strided: the right
+shapes, strides and dtypes, no values). While it runs:
+  - every ATen op goes through NoKernels (a TorchDispatchMode): view ops run for real
+    (they only compute metadata), in-place and out= ops return their destination
+    untouched, every other op computes its outputs' metadata on the meta device and
+    returns uninitialised tensors of that metadata on the real device — no kernel runs;
+  - every Triton launch is turned into a compilation (JITFunction.run with warmup=True:
+    the kernel is compiled and loaded for the exact specialisation the real call will
+    use, and not launched); an autotuned kernel compiles every config
+    (Autotuner.warmup) without benchmarking or caching a choice.
+The run is "clean" when nothing in it depended on values: no op read a tensor's data
+to the host (item(), tolist(), a copy to the CPU) and no op had data-dependent output
+shapes. Only then is a compilation error in it final (the real call compiles the same
+kernels); otherwise any exception is ignored and the gate's first call decides.
+A CUDA C++ candidate compiles at import (load_inline); it gets no dry run: its
+extension's functions bypass the dispatcher and would really run on the stand-ins.
+"""
+
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+
+class DryRunAbort(Exception):
+    """Raised inside the forward when the dry run cannot go on without values."""
+
+
+def _is_tensor(x):
+    return isinstance(x, torch.Tensor)
+
+
+def _meta(x):
+    if _is_tensor(x):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    return x
+
+
+class NoKernels(TorchDispatchMode):
+    """Runs ATen ops without launching kernels (see the module comment)."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+        self.data_dependent = []  # op names that needed values
+        self.ops = 0
+
+    def _values_needed(self, name):
+        self.data_dependent.append(name)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.ops += 1
+        name = str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") \
+            else str(func)
+        schema = func._schema
+        rets = list(schema.returns)
+        if name == "_local_scalar_dense":
+            self._values_needed(name)
+            t = args[0]
+            if t.dtype == torch.bool:
+                return False
+            return 0.0 if (t.is_floating_point() or t.is_complex()) else 0
+        if name in ("resize_", "resize_as_", "set_", "as_strided_"):
+            return func(*args, **kwargs)  # storage and metadata only, no kernel
+        aliasing = [r.alias_info for r in rets]
+        if rets and all(a is not None and not a.is_write for a in aliasing):
+            return func(*args, **kwargs)  # a view: metadata only
+        # Where the op writes (in-place, out=): return the destination, untouched.
+        if any(a is not None and a.is_write for a in aliasing):
+            written = []
+            for i, arg in enumerate(schema.arguments):
+                if arg.alias_info is not None and arg.alias_info.is_write:
+                    value = kwargs.get(arg.name, args[i] if i < len(args) else None)
+                    written.append(value)
+            dst = written[0] if written else None
+            if name in ("copy_",) and _is_tensor(dst) and dst.device.type == "cpu" and \
+                    len(args) > 1 and _is_tensor(args[1]) and args[1].device.type != "cpu":
+                self._values_needed(name + " to the host")
+            return dst if len(rets) == 1 else tuple(written)
+        if name in ("_to_copy", "to") and _is_tensor(args[0]) and \
+                args[0].device.type != "cpu" and str(kwargs.get("device", "")) == "cpu":
+            self._values_needed(name + " to the host")
+        out_device = kwargs.get("device")
+        if "device" in kwargs and out_device is None:
+            out_device = torch.device("cpu")  # a factory op's default
+        meta_kwargs = dict(kwargs)
+        if "device" in meta_kwargs:
+            meta_kwargs["device"] = "meta"
+        try:
+            meta_out = func(*tree_map(_meta, args), **tree_map(_meta, meta_kwargs))
+        except Exception as e:  # noqa: BLE001 - no meta kernel, data-dependent shape, ...
+            self._values_needed(name)
+            raise DryRunAbort(f"{name}: {type(e).__name__}") from None
+        if out_device is None:
+            devs = [a.device for a in args if _is_tensor(a) and a.device.type != "meta"]
+            out_device = devs[0] if devs else self.device
+
+        def real(t):
+            if _is_tensor(t) and t.device.type == "meta":
+                return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                                           device=out_device)
+            return t
+        return tree_map(real, meta_out)
+
+
+class _TritonCompileOnly:
+    """Within the block, Triton launches compile instead (see the module comment)."""
+
+    def __enter__(self):
+        self.saved = []
+        try:
+            from triton.runtime.jit import JITFunction
+        except Exception:  # noqa: BLE001 - no triton
+            return self
+        orig_run = JITFunction.run
+
+        def run(fn_self, *args, **kwargs):
+            kwargs["warmup"] = True
+            return orig_run(fn_self, *args, **kwargs)
+
+        self.saved.append((JITFunction, "run", orig_run))
+        JITFunction.run = run
+        try:
+            # Under the interpreter (the CPU) a kernel is an InterpretedFunction, whose
+            # run() with warmup=True does nothing: nothing runs on the stand-ins.
+            from triton.runtime.interpreter import InterpretedFunction
+            orig_irun = InterpretedFunction.run
+
+            def irun(fn_self, *args, **kwargs):
+                kwargs["warmup"] = True
+                return orig_irun(fn_self, *args, **kwargs)
+
+            self.saved.append((InterpretedFunction, "run", orig_irun))
+            InterpretedFunction.run = irun
+        except Exception:  # noqa: BLE001 - no interpreter
+            pass
+        try:
+            from triton.runtime.autotuner import Autotuner
+            orig_at = Autotuner.run
+
+            def at_run(at_self, *args, **kwargs):
+                kwargs.pop("warmup", None)
+                return at_self.warmup(*args, **kwargs)
+
+            self.saved.append((Autotuner, "run", orig_at))
+            Autotuner.run = at_run
+        except Exception:  # noqa: BLE001 - no autotuner
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        for cls, name, fn in reversed(self.saved):
+            setattr(cls, name, fn)
+        return False
+
+
+def stand_ins(spec, device):
+    """Inputs of the described shapes, strides and dtypes (uninitialised), and plain
+    values as given."""
+    out = []
+    for s in spec:
+        if "shape" in s:
+            dtype = getattr(torch, s["dtype"])
+            dev = device if s.get("device", device) != "cpu" else "cpu"
+            out.append(torch.empty_strided([int(n) for n in s["shape"]],
+                                           [int(n) for n in s["stride"]], dtype=dtype,
+                                           device=dev))
+        else:
+            out.append(s.get("value"))
+    return out
+
+
+def compile_dry_run(model, spec, device):
+    """Runs model(*stand-ins) with no kernel launched. Returns {"clean", "seconds",
+    "ops", "data_dependent", "error"}; a Triton compilation error of a clean run comes
+    back as {"compile_error": message} too."""
+    t0 = time.perf_counter()
+    mode = NoKernels(device)
+    res = {"clean": False, "ops": 0, "data_dependent": [], "error": ""}
+    try:
+        inputs = stand_ins(spec, device)
+        with torch.no_grad(), _TritonCompileOnly(), mode:
+            model(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        res["clean"] = not mode.data_dependent
+    except DryRunAbort as e:
+        res["error"] = f"stopped: {e}"
+    except Exception as e:  # noqa: BLE001 - the candidate's own code
+        res["error"] = f"{type(e).__name__}: {str(e)[:1000]}"
+        mod = type(e).__module__ or ""
+        if not mode.data_dependent and (mod.startswith("triton") or type(e).__name__ in (
+                "CompilationError", "OutOfResources", "CompileTimeAssertionFailure")):
+            res["compile_error"] = res["error"]
+    res["ops"] = mode.ops
+    res["data_dependent"] = sorted(set(mode.data_dependent))[:20]
+    res["seconds"] = time.perf_counter() - t0
+    return res

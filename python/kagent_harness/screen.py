@@ -1,0 +1,145 @@
+"""A fast screen of many variants of one trusted kernel (the heuristic brain's own
+template renders, e.g. a knob sweep): all of them in one candidate process, each checked
+once against the reference on the job's timing inputs and timed with a short loop of
+the same protocol (timing.time_callable: spin, L2 flush, events). The caller sends the
+best few on to the full gate and timing; a screen result is never a measurement.
+
+Variants are trusted code (written by the brain, not by a user or an LLM), so they share
+one process; should that process die on a variant, the rest are screened in a new one.
+"""
+
+import math
+import os
+import time
+
+from kagent_harness import protocol as P
+from kagent_harness.compare import compare, tolerances
+from kagent_harness.sandbox import ChildFailure
+from kagent_harness.timing import l2_flush_bytes
+from kagent_harness.trials import rms
+
+SCREEN_WARMUP_ITERS = 3
+SCREEN_WARMUP_MS = 10.0
+MAX_VARIANTS = 32
+
+
+def run_screen(sup, kernels, reps):
+    """Screens `kernels` ([{source, language}]) with supervisor `sup` (its request holds
+    the problem). Returns {ok, results: [{index, ok, reason, median_ms}], phases_ms, log}."""
+    t0 = time.monotonic()
+    req = sup.req
+    results = [None] * len(kernels)
+    out = {"ok": True, "results": results, "phases_ms": {}, "log": ""}
+    try:
+        with sup.phases("reference load"):
+            sup.load_reference()
+        job = sup.job
+        trial = job.timing_trial()
+        with sup.phases("screen: inputs and reference"):
+            inputs = job.inputs_of(trial)
+            ref_out = job.ref_of(trial, inputs)
+        job.remember_input_spec()
+        atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+        atol_eff = atol * max(1.0, rms(ref_out))
+        flush = l2_flush_bytes(sup.device) if req.flush_l2 else 0
+        start = 0
+        while start < len(kernels):
+            start = _screen_from(sup, kernels, start, results, inputs, ref_out, atol_eff,
+                                 rtol, flush, reps)
+    except Exception as e:  # noqa: BLE001 - the reference or the harness failed
+        import traceback
+        sup.log.add("screen failed:\n" + traceback.format_exc())
+        out = {"ok": False, "error": f"{type(e).__name__}: {e}", "results": [],
+               "phases_ms": {}, "log": ""}
+    finally:
+        if sup.child is not None:
+            sup.env.pool.retire(sup.child)
+            sup.child = None
+        if sup.job is not None:
+            sup.env.cache.done(sup.job)
+    for i, r in enumerate(results):
+        if r is None:
+            results[i] = {"index": i, "ok": False, "reason": "not screened", "median_ms": 0.0}
+    out["phases_ms"] = sup.phases.as_dict()
+    out["seconds"] = time.monotonic() - t0
+    good = [r for r in out.get("results", []) if r["ok"]]
+    sup.log.add(f"screen: {len(good)} of {len(kernels)} variants correct"
+                + (f", fastest #{min(good, key=lambda r: r['median_ms'])['index']}"
+                   if good else ""))
+    out["log"] = sup.log.tail()
+    return out
+
+
+def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flush, reps):
+    """Screens kernels[start:] in one new process; returns the index to go on from (past
+    a variant whose failure killed the process), or len(kernels)."""
+    if sup.child is not None:
+        sup.env.pool.retire(sup.child)
+        sup.child = None
+    sup.use_child(sup.take_child(trace=False))
+    child = sup.child
+    sources = [k["source"] for k in kernels]
+    sup.write_candidate(child, sources[0], "triton", variants=sources)
+    with sup.phases("screen: import and construction"):
+        ready = child.checked(child.recv(phase="screen import and construction"),
+                              "screen import and construction")
+    sup._probe_ipc()
+    loaded = ready.get("variants") or []
+    spec = [[list(o.shape), str(o.dtype).replace("torch.", "")] for o in ref_out]
+    for i in range(start, len(kernels)):
+        info = loaded[i] if i < len(loaded) else {"ok": False, "message": "not loaded"}
+        if results[i] is not None:
+            continue
+        if not info.get("ok"):
+            results[i] = {"index": i, "ok": False, "median_ms": 0.0,
+                          "reason": f"{info.get('kind', 'COMPILE_ERROR')}: "
+                                    f"{info.get('message', '')}"}
+            continue
+        try:
+            results[i] = _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush,
+                                     reps)
+        except ChildFailure as f:
+            results[i] = {"index": i, "ok": False, "median_ms": 0.0,
+                          "reason": f"{f.verdict}: {f.reason}"}
+            return i + 1
+    return len(kernels)
+
+
+def _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush, reps):
+    child.request({"cmd": "use", "index": i}, timeout=30, phase=f"variant {i}")
+    field = sup.inputs_field(inputs, f"screen{i}")
+    bufs, out_field = sup.out_field(spec)
+    out_path = os.path.join(child.workdir, f"out_screen_{i}.pt")
+    t = time.monotonic()
+    with sup.phases("screen: calls"):
+        reply = child.request({"cmd": "call", **field, **out_field, "out": out_path,
+                               "poison": spec, "reuse": False, "profile_kernels": False},
+                              timeout=sup.req.call_timeout_s, phase=f"variant {i}'s call")
+    call_s = time.monotonic() - t
+    sup.release_inputs(field)
+    got = sup.take_outputs(bufs, reply, out_path, ref_out)
+    del bufs
+    c = compare(ref_out, got, atol, rtol)
+    if not c["ok"]:
+        return {"index": i, "ok": False, "median_ms": 0.0,
+                "reason": f"INCORRECT: {c['reason']}"}
+    bufs, out_field = sup.out_field(spec)
+    per_call = call_s + 0.002
+    limit = min(child.remaining(),
+                10.0 + 3.0 * (SCREEN_WARMUP_MS / 1e3 + (SCREEN_WARMUP_ITERS + reps + 23) *
+                              per_call))
+    with sup.phases("screen: timing"), sup.env.quiet(keep=child):
+        reply = child.request({"cmd": "time", "reps": reps,
+                               "warmup_iters": SCREEN_WARMUP_ITERS,
+                               "warmup_ms": SCREEN_WARMUP_MS, "flush_bytes": flush,
+                               "out": os.path.join(child.workdir, f"out_screen_t{i}.pt"),
+                               **out_field}, timeout=limit,
+                              phase=f"variant {i}'s timing (limit {limit:.1f} s)")
+    del bufs
+    times = reply.get("times_ms")
+    if not isinstance(times, list) or len(times) != reps or not all(
+            isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in times):
+        return {"index": i, "ok": False, "median_ms": 0.0,
+                "reason": "REJECTED: malformed times from the timing loop"}
+    return {"index": i, "ok": True, "reason": "",
+            "median_ms": P.percentile(sorted(float(x) for x in times), 0.5)}

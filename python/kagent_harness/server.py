@@ -1,0 +1,424 @@
+"""`python -m kagent_harness serve`: the long-lived trusted supervisor of one GPU.
+
+A worker starts one per GPU and keeps it (docs/harness.md, "The harness server"). It
+answers requests on a Unix stream socket, one JSON object per connection each way, and
+keeps between them what a measurement would otherwise rebuild every time: each job's
+trial set on the GPU (trials.TrialCache), warm candidate processes (pool.ChildPool) and
+prepared candidates (measure.Prepared). It never imports candidate code.
+
+Concurrency: every connection is served on a thread of its own; `measure` and `screen`,
+which use the GPU, run one at a time (gpu_lock); `prepare` runs beside them (its work is
+the candidate's own process on the CPU; those processes are stopped while anything is
+timed). A client that closes its connection before the answer cancels its request.
+"""
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+import traceback
+import uuid
+
+from kagent_harness import __version__
+from kagent_harness import protocol as P
+
+MAX_REQUEST_BYTES = 64 << 20
+PREPARED_TTL_S = 600.0
+
+
+class ServerLog:
+    """The server's own log: timestamped lines on stderr (the worker keeps the tail)."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self._lock = threading.Lock()
+
+    def add(self, msg):
+        with self._lock:
+            sys.stderr.write(f"[kagent-harness-server {time.monotonic() - self.t0:9.3f}s] "
+                             f"{msg}\n")
+            sys.stderr.flush()
+
+
+class Server:
+    """The request handling, apart from the socket (tests drive it directly)."""
+
+    def __init__(self, device, pool_size, cache_bytes, prepared_max, log):
+        import torch
+        from kagent_harness.measure import Env
+        from kagent_harness.pool import ChildPool, ChildSpec
+        from kagent_harness.trials import TrialCache, default_limit_bytes
+        torch.set_grad_enabled(False)
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda" and not torch.cuda.is_available():
+            raise P.RequestError("--device cuda but no CUDA device is visible")
+        self.device = device
+        self.log = log
+        limit = cache_bytes if cache_bytes is not None else default_limit_bytes(device)
+        spec = ChildSpec(device)
+        self.env = Env(device, TrialCache(limit, log), ChildPool(spec, pool_size, log), log)
+        self.gpu_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.prepared = {}            # handle -> Prepared
+        self.prepared_max = max(0, int(prepared_max))
+        self.fatal = None             # why this process must not serve any more
+        self.served = 0
+        if device == "cuda":
+            torch.zeros(1, device="cuda").add_(1)  # the context, before the first request
+
+    # -- dispatch -----------------------------------------------------------------------
+    def handle(self, msg, cancelled=None):
+        """Answers one request (a dict). `cancelled` is a threading.Event the connection
+        sets when its client goes away."""
+        op = msg.get("op") if isinstance(msg, dict) else None
+        if op == "ping":
+            return self.ping()
+        if op == "release_job":
+            job_id = msg.get("job_id")
+            if not isinstance(job_id, str) or not job_id:
+                return {"ok": False, "error": "release_job needs job_id (a string)"}
+            return {"ok": True, "released": self.release_job(job_id)}
+        if op in ("measure", "prepare", "screen"):
+            return getattr(self, op)(msg, cancelled)
+        return {"ok": False, "error": f"unknown op {op!r}; one of ping, measure, prepare, "
+                                      "screen, release_job"}
+
+    def ping(self):
+        self.expire_prepared()
+        st = self.env.cache.stats()
+        with self._lock:
+            prepared = len(self.prepared)
+        return {"ok": True, "pid": os.getpid(), "version": __version__,
+                "device": self.device, "pool_ready": self.env.pool.ready_count(),
+                "prepared": prepared, "served": self.served, **st}
+
+    def _request(self, msg, mode):
+        """The measure-style request inside `msg` (op, job_id, prepared removed), parsed.
+        Raises P.RequestError."""
+        raw = {k: v for k, v in msg.items() if k not in ("op", "job_id", "prepared",
+                                                          "kernels")}
+        raw["device"] = raw.get("device") or self.device
+        if raw["device"] != self.device:
+            raise P.RequestError(f"this server runs on {self.device}, not {raw['device']}")
+        return P.Request(raw, mode=mode)
+
+    @staticmethod
+    def _job_id(msg):
+        job_id = msg.get("job_id", "")
+        if not isinstance(job_id, str):
+            raise P.RequestError("job_id must be a string")
+        return job_id
+
+    def _bad(self, e, log):
+        from kagent_harness.cli import _error_result
+        log.add(f"bad request: {e}")
+        return _error_result(P, f"bad request: {e}", log)
+
+    def _watch(self, sup, cancelled):
+        """Cancels `sup` when the client goes away; returns a stop function."""
+        if cancelled is None:
+            return lambda: None
+        done = threading.Event()
+
+        def run():
+            while not done.is_set():
+                if cancelled.wait(0.2):
+                    sup.log.add("the client closed its connection: request cancelled")
+                    sup.cancel()
+                    return
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return done.set
+
+    # -- measure ---------------------------------------------------------------------------
+    def measure(self, msg, cancelled=None):
+        from kagent_harness.measure import Supervisor
+        log = P.Log()
+        try:
+            req = self._request(msg, "measure")
+            job_id = self._job_id(msg)
+        except P.RequestError as e:
+            return self._bad(e, log)
+        prepared = None
+        handle = msg.get("prepared")
+        if handle:
+            with self._lock:
+                prepared = self.prepared.pop(handle, None)
+            if prepared is None:
+                log.add(f"prepared handle {handle!r} unknown or expired: preparing now")
+        with self.gpu_lock:
+            sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
+            if prepared is not None:
+                from kagent_harness.trials import job_key
+                if prepared.key != job_key(req, job_id) or \
+                        prepared.source != req.kernel_source or \
+                        prepared.language != req.language:
+                    log.add("the prepared process is for another candidate: not used")
+                    self.env.pool.retire(prepared.child)
+                    prepared = None
+                sup.prepared = prepared
+            stop = self._watch(sup, cancelled)
+            try:
+                result = sup.run_measure()
+            finally:
+                stop()
+            result["harness"].setdefault("prepared", prepared is not None)
+            self._check_health(result)
+        self.served += 1
+        return result
+
+    # -- prepare ---------------------------------------------------------------------------
+    def prepare(self, msg, cancelled=None):
+        from kagent_harness.measure import Supervisor
+        log = P.Log()
+        t0 = time.monotonic()
+        try:
+            req = self._request(msg, "measure")
+            job_id = self._job_id(msg)
+        except P.RequestError as e:
+            return {"ok": True, "prepared": None, "prepare_ms": 0.0,
+                    "reason": f"bad request: {e}", "result": self._bad(e, log)}
+        if not job_id or not req.kernel_source:
+            return {"ok": True, "prepared": None, "prepare_ms": 0.0, "result": None,
+                    "reason": "prepare needs job_id and kernel_source"}
+        self.expire_prepared()
+        with self._lock:
+            if len(self.prepared) >= self.prepared_max:
+                return {"ok": True, "prepared": None, "prepare_ms": 0.0, "result": None,
+                        "reason": f"{len(self.prepared)} prepared candidates held already "
+                                  f"(--prepared-max {self.prepared_max})"}
+        sup = Supervisor(req, log, env=self.env, job_id=job_id)
+        stop = self._watch(sup, cancelled)
+        try:
+            prepared, final, reason = sup.run_prepare()
+        finally:
+            stop()
+        ms = (time.monotonic() - t0) * 1e3
+        if prepared is None:
+            return {"ok": True, "prepared": None, "prepare_ms": ms, "reason": reason,
+                    "result": final}
+        if cancelled is not None and cancelled.is_set():
+            self.env.pool.retire(prepared.child)
+            return {"ok": True, "prepared": None, "prepare_ms": ms, "result": None,
+                    "reason": "cancelled"}
+        handle = "p-" + uuid.uuid4().hex[:16]
+        with self._lock:
+            self.prepared[handle] = prepared
+        return {"ok": True, "prepared": handle, "prepare_ms": ms, "reason": "",
+                "result": None,
+                "compiled": {k: prepared.compiled.get(k) for k in
+                             ("clean", "seconds", "ops", "error")} if prepared.compiled
+                else None, "log": log.tail()}
+
+    def expire_prepared(self, now=None):
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            old = [h for h, p in self.prepared.items() if now - p.created > PREPARED_TTL_S]
+            gone = [self.prepared.pop(h) for h in old]
+        for p in gone:
+            self.log.add(f"prepared candidate expired unused after {PREPARED_TTL_S:.0f} s")
+            self.env.pool.retire(p.child)
+
+    # -- screen ------------------------------------------------------------------------------
+    def screen(self, msg, cancelled=None):
+        from kagent_harness.measure import Supervisor
+        from kagent_harness.screen import MAX_VARIANTS, run_screen
+        log = P.Log()
+        try:
+            req = self._request(msg, "measure")
+            job_id = self._job_id(msg)
+            kernels = msg.get("kernels")
+            if not isinstance(kernels, list) or not 1 <= len(kernels) <= MAX_VARIANTS or \
+                    not all(isinstance(k, dict) and isinstance(k.get("source"), str) and
+                            k["source"] for k in kernels):
+                raise P.RequestError(f"kernels must be a list of 1..{MAX_VARIANTS} objects "
+                                     "with a non-empty source")
+            if any(k.get("language", "triton") != "triton" for k in kernels):
+                raise P.RequestError("a screen takes Triton kernels only")
+            reps = msg.get("timing_reps", 20)
+            if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= 1000:
+                raise P.RequestError("timing_reps must be an integer in [1, 1000]")
+        except P.RequestError as e:
+            return {"ok": False, "error": f"bad request: {e}"}
+        if self.device != "cuda":
+            reps = min(reps, 3)
+        with self.gpu_lock:
+            sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
+            stop = self._watch(sup, cancelled)
+            try:
+                out = run_screen(sup, kernels, reps)
+            finally:
+                stop()
+            self._check_health(out)
+        return out
+
+    # -- jobs and health ---------------------------------------------------------------------
+    def release_job(self, job_id):
+        with self._lock:
+            handles = [h for h, p in self.prepared.items() if p.key[0] == job_id]
+            gone = [self.prepared.pop(h) for h in handles]
+        for p in gone:
+            self.env.pool.retire(p.child)
+        return self.env.cache.release(job_id) or bool(gone)
+
+    def _check_health(self, result):
+        """After a GPU request: is this process's CUDA context still usable (an illegal
+        access by the reference poisons it)? If not, this server must stop."""
+        if self.device != "cuda":
+            return
+        import torch
+        try:
+            torch.zeros(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            self.fatal = f"the supervisor's CUDA context is unusable: {type(e).__name__}: {e}"
+            self.log.add(self.fatal + "; exiting after this answer")
+            result.setdefault("harness", {})["server_exit"] = self.fatal
+
+    def close(self):
+        with self._lock:
+            prepared = list(self.prepared.values())
+            self.prepared.clear()
+        for p in prepared:
+            self.env.pool.retire(p.child)
+        self.env.pool.close()
+        self.env.cache.close()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        server = self.server.kagent
+        conn = self.request
+        data = b""
+        try:
+            while b"\n" not in data:
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    return
+                data += chunk
+                if len(data) > MAX_REQUEST_BYTES:
+                    self._send({"ok": False, "error": "request larger than 64 MiB"})
+                    return
+            line = data.split(b"\n", 1)[0]
+            try:
+                msg = json.loads(line.decode("utf-8"))
+            except ValueError as e:
+                self._send({"ok": False, "error": f"the request is not JSON: {e}"})
+                return
+            if not isinstance(msg, dict):
+                self._send({"ok": False, "error": "the request must be a JSON object"})
+                return
+            cancelled, answered = threading.Event(), threading.Event()
+            watcher = threading.Thread(target=_watch_hangup,
+                                       args=(conn, cancelled, answered), daemon=True)
+            watcher.start()
+            try:
+                answer = server.handle(msg, cancelled)
+            except Exception as e:  # noqa: BLE001 - the server must answer
+                server.log.add("request failed:\n" + traceback.format_exc())
+                answer = {"ok": False, "error": f"harness server error: {type(e).__name__}: {e}"}
+            answered.set()  # stops the watcher
+            self._send(answer)
+        finally:
+            if server.fatal:
+                threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def _send(self, answer):
+        from kagent_harness.cli import _sanitize
+        data = json.dumps(_sanitize(answer), allow_nan=False, default=str) + "\n"
+        try:
+            self.request.sendall(data.encode("utf-8"))
+        except OSError:
+            pass  # the client went away
+
+
+def _watch_hangup(conn, cancelled, answered):
+    """Sets `cancelled` when the peer closes its side (EOF) before `answered`."""
+    while not answered.is_set():
+        try:
+            r, _, x = select.select([conn], [], [conn], 0.5)
+        except (OSError, ValueError):
+            cancelled.set()
+            return
+        if answered.is_set():
+            return
+        if r or x:
+            try:
+                chunk = conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+            except OSError:
+                cancelled.set()
+                return
+            if not chunk:
+                cancelled.set()
+                return
+            time.sleep(0.2)  # extra bytes after the request: ignored
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kagent_harness serve")
+    parser.add_argument("--socket", required=True, help="Unix socket path to create")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    parser.add_argument("--pool", type=int, default=2, help="warm candidate processes")
+    parser.add_argument("--cache-mb", type=int, default=None,
+                        help="GPU memory the trial cache may keep (default: a quarter)")
+    parser.add_argument("--prepared-max", type=int, default=4)
+    args = parser.parse_args(argv)
+    log = ServerLog()
+    if not 0 <= args.pool <= 16:
+        parser.error("--pool must be in [0, 16]")
+    if args.cache_mb is not None and args.cache_mb < 0:
+        parser.error("--cache-mb must be >= 0")
+    from kagent_harness.cli import _harden
+    _harden()
+    try:
+        core = Server(args.device, args.pool,
+                      None if args.cache_mb is None else args.cache_mb << 20,
+                      args.prepared_max, log)
+    except Exception as e:  # noqa: BLE001
+        log.add(f"cannot start: {type(e).__name__}: {e}")
+        return 2
+    try:
+        os.unlink(args.socket)
+    except FileNotFoundError:
+        pass
+    old_umask = os.umask(0o177)
+    try:
+        srv = _UnixServer(args.socket, _Handler)
+    finally:
+        os.umask(old_umask)
+    srv.kagent = core
+
+    def stop(signum, _frame):
+        log.add(f"signal {signum}: shutting down")
+        threading.Thread(target=srv.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.add(f"serving on {args.socket} (pid {os.getpid()}, device {core.device}, "
+            f"pool {args.pool}, trial cache {core.env.cache.limit >> 20} MiB)")
+    try:
+        srv.serve_forever(poll_interval=0.5)
+    finally:
+        srv.server_close()
+        core.close()
+        try:
+            os.unlink(args.socket)
+        except OSError:
+            pass
+        log.add("stopped" + (f": {core.fatal}" if core.fatal else ""))
+    return 3 if core.fatal else 0

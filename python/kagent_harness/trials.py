@@ -1,0 +1,442 @@
+"""A job's trial set: the reference built once, its trial inputs and reference outputs
+made once and kept on the device while the job has candidates in flight.
+
+The supervisor (never the candidate) owns everything here. A JobTrials holds
+  - the problem module, the reference Model built under the job's build seed, the init
+    inputs and the reference's state_dict as files for the candidates' processes;
+  - the gate's trial plan: `trials` seeded trials, the wide-distribution variants and
+    the timing inputs, each with a seed drawn from os.urandom and never sent anywhere;
+  - per trial, materialised on first use: the inputs (generated on the device from the
+    seed) and the reference's outputs (the reference run on a private copy of them),
+    kept when the cache's byte budget allows, else made again on the next use from the
+    same seed (the same values: generation is seeded);
+  - the facts learnt from the reference once: whether it mutates or aliases its inputs,
+    which wide trials it is not finite on, its op signature, its torch.compile'd form.
+Every candidate is gated on the job's trials plus one trial with a fresh seed of its
+own (TrialSet.fresh_trial), so one that memorises the answers it saw gains nothing.
+
+TrialCache bounds the bytes kept over all jobs and evicts the least recently used job
+that no request is using. Thread-safe: JobTrials.lock serialises the materialisation of
+one job's tensors; the cache has its own lock.
+"""
+
+import collections
+import hashlib
+import math
+import random
+import shutil
+import threading
+
+import torch
+
+from kagent_harness import loader
+from kagent_harness.compare import all_finite, overlaps
+from kagent_harness.sandbox import make_workdir
+
+WIDE_VARIANTS = ("neg", "scale10", "randn", "const")
+
+
+def sysrand_seed(rng):
+    return rng.randrange(1, 2**62)
+
+
+def nbytes(values):
+    return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
+
+
+def is_degenerate(inputs):
+    """True when a floating input with more than one element is constant."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            if bool((x == x.flatten()[0]).all()):
+                return True
+    return False
+
+
+def variant(inputs, kind, seed):
+    """A wide-distribution transform of the floating inputs (integer and bool inputs
+    unchanged): neg (-x), scale10 (x10), randn (standard normal), const (0.75)."""
+    loader.set_seed(seed)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            if kind == "neg":
+                x = -x
+            elif kind == "scale10":
+                x = x * 10
+            elif kind == "randn":
+                x = torch.randn_like(x)
+            elif kind == "const":
+                x = torch.full_like(x, 0.75)
+        out.append(x)
+    return out
+
+
+def clone_inputs(inputs):
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def job_key(req, job_id):
+    """What makes two requests share a trial set: the job, the problem's source, its
+    shapes and the gate's plan. A request without a job id gets a key of its own."""
+    h = hashlib.sha256()
+    for part in (req.problem_source or "", req.get_inputs_source or "", req.shape_set,
+                 str(req.seed), str(req.trials), str(req.wide_trials)):
+        h.update(part.encode("utf-8", "replace"))
+        h.update(b"\0")
+    return (job_id or "", h.hexdigest())
+
+
+class Trial:
+    """One gate trial. `seed` and `alt_seed` are secret (this process only)."""
+
+    def __init__(self, kind, label, seed, alt_seed):
+        self.kind = kind          # "seeded", "wide", "timing" or "fresh"
+        self.label = label
+        self.seed = seed
+        self.alt_seed = alt_seed  # the variant's own seed (wide; timing's randn fallback)
+        self.inputs = None        # kept device tensors, or None
+        self.ref_out = None       # kept reference outputs, or None
+        self.skipped = None       # wide: True once the reference is known not finite
+        self.randn_instead = None  # timing: True once get_inputs is known constant
+
+
+class JobTrials:
+    """The reference and trials of one job on one device. See the module comment."""
+
+    def __init__(self, key, req, device, log, cache=None):
+        self.key = key
+        self.device = device
+        self.log = log
+        self.cache = cache
+        self.lock = threading.RLock()
+        self.rng = random.SystemRandom()
+        self.problem_source = req.problem_source
+        self.get_inputs_source = req.get_inputs_source
+        self.requested_seed = req.seed
+        self.loaded = False
+        self.refdir = None
+        self.kept_bytes = 0
+        self.users = 0
+        self.inputs_on_device = True
+        self.ref_mutates = None
+        self.ref_aliases = False
+        self.signature = None
+        self.compiled = None
+        self.compiled_failed = None
+        self.init_path = None
+        self.state_path = None
+        self.input_spec = None
+        plan = [("seeded", str(i)) for i in range(req.trials)]
+        if req.wide_trials:
+            plan += [("wide", v) for v in WIDE_VARIANTS]
+        plan.append(("timing", "timing inputs"))
+        self.trials = [Trial(k, label, sysrand_seed(self.rng), sysrand_seed(self.rng))
+                       for k, label in plan]
+        self.closed = False
+
+    # -- the reference ----------------------------------------------------------------
+    def load(self):
+        """Loads the problem and builds the reference (once). Raises what the problem
+        raises; the caller reports it as the reference's failure."""
+        with self.lock:
+            if self.loaded:
+                return
+            self.refdir = make_workdir()
+            name = "kagent_problem_%x" % self.rng.getrandbits(32)
+            self.problem = loader.load_source(self.problem_source, name, self.refdir)
+            loader.check_problem(self.problem)
+            self.get_inputs = self.problem.get_inputs
+            if self.get_inputs_source:
+                self.get_inputs = loader.override_get_inputs(self.problem,
+                                                            self.get_inputs_source)
+            self.init_seed = self.requested_seed if self.requested_seed is not None \
+                else sysrand_seed(self.rng)
+            self.init_inputs = loader.make_init_inputs(self.problem, self.init_seed)
+            self.model = loader.build_model(self.problem.Model, self.init_inputs,
+                                            self.init_seed, self.device)
+            self.loaded = True
+
+    def child_files(self):
+        """(init inputs file, state_dict file or None): what a candidate's process builds
+        ModelNew from, written once per job into this job's own folder."""
+        import os
+        with self.lock:
+            if self.init_path is None:
+                path = os.path.join(self.refdir, "init_inputs.pt")
+                torch.save([x.detach().to("cpu") if isinstance(x, torch.Tensor) else x
+                            for x in self.init_inputs], path)
+                self.init_path = path
+                if isinstance(self.model, torch.nn.Module) and self.model.state_dict():
+                    spath = os.path.join(self.refdir, "ref_state.pt")
+                    torch.save({k: v.detach().cpu()
+                                for k, v in self.model.state_dict().items()}, spath)
+                    self.state_path = spath
+            return self.init_path, self.state_path
+
+    def ref(self, inputs):
+        """The reference's outputs on `inputs` (run as given: pass a copy to keep them)."""
+        out = self.model(*inputs)
+        outs = [o.detach().clone() for o in loader.flatten_outputs(out)]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return outs
+
+    def _ref_with_flags(self, inputs):
+        """Outputs on a copy of `inputs`, learning once whether the reference mutates or
+        aliases its inputs (then a candidate may too)."""
+        work = clone_inputs(inputs)
+        if self.ref_mutates is not None:
+            return self.ref(work)
+        raw = loader.flatten_outputs(self.model(*work))
+        self.ref_aliases = any(overlaps(o, x) for o in raw for x in work
+                               if isinstance(x, torch.Tensor))
+        outs = [o.detach().clone() for o in raw]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.ref_mutates = any(isinstance(x, torch.Tensor) and not torch.equal(x, c)
+                               for x, c in zip(work, inputs))
+        return outs
+
+    # -- inputs -------------------------------------------------------------------------
+    def make_inputs(self, seed):
+        """get_inputs() under `seed` on the device (see loader.make_inputs). Should the
+        problem's get_inputs fail with the GPU as the default device, the job falls
+        back to the host for good (the log says so), so its values stay reproducible."""
+        if self.inputs_on_device and self.device == "cuda":
+            try:
+                return loader.make_inputs(self.get_inputs, seed, self.device, on_device=True)
+            except Exception as e:  # noqa: BLE001 - the problem's own code
+                self.inputs_on_device = False
+                self.log.add(f"get_inputs failed with the GPU as the default device "
+                             f"({type(e).__name__}: {e}); inputs are made on the host "
+                             "for this job")
+        return loader.make_inputs(self.get_inputs, seed, self.device, on_device=False)
+
+    def _materialise_inputs(self, trial):
+        if trial.kind == "wide":
+            return variant(self.make_inputs(trial.seed), trial.label, trial.alt_seed)
+        inputs = self.make_inputs(trial.seed)
+        if trial.kind == "timing":
+            if trial.randn_instead is None:
+                trial.randn_instead = False
+                if is_degenerate(inputs):
+                    alt = variant(inputs, "randn", trial.alt_seed)
+                    if all_finite(self.ref(clone_inputs(alt))):
+                        self.log.add("get_inputs gives a constant tensor: timing on randn "
+                                     "inputs of the same shapes instead (a constant-input "
+                                     "shortcut gains nothing)")
+                        trial.randn_instead = True
+            if trial.randn_instead:
+                inputs = variant(inputs, "randn", trial.alt_seed)
+        return inputs
+
+    def inputs_of(self, trial):
+        """The trial's inputs. Kept ones are shared by every candidate of the job: the
+        caller must never hand them to anything that writes (the reference runs on a
+        copy; the candidate's process gets its own copy)."""
+        with self.lock:
+            if trial.inputs is not None:
+                return trial.inputs
+            inputs = self._materialise_inputs(trial)
+            if self._keep(nbytes(inputs)):
+                trial.inputs = inputs
+            return inputs
+
+    def ref_of(self, trial, inputs):
+        """The reference's outputs for the trial (kept or computed on a copy of
+        `inputs`); for a wide trial, also decides whether it is skipped."""
+        with self.lock:
+            if trial.ref_out is not None:
+                return trial.ref_out
+            out = self._ref_with_flags(inputs)
+            if trial.kind == "wide" and trial.skipped is None:
+                trial.skipped = not all_finite(out)
+                if trial.skipped:
+                    self.log.add(f"trial {trial.label}: skipped, the reference is not "
+                                 "finite there")
+            if trial.kind != "fresh" and self._keep(nbytes(out)):
+                trial.ref_out = out
+            return out
+
+    def timing_trial(self):
+        return self.trials[-1]
+
+    def timing_inputs_copy(self):
+        """A private copy of the timing inputs (baselines and the starting kernel run
+        on it: a reference that writes its inputs must not change the kept ones)."""
+        return clone_inputs(self.inputs_of(self.timing_trial()))
+
+    def fresh_trial(self):
+        """A seeded trial with seeds of its own, never kept: one per candidate."""
+        return Trial("fresh", "fresh", sysrand_seed(self.rng), sysrand_seed(self.rng))
+
+    def gate_plan(self):
+        """The trials one candidate is gated on, in order: the job's seeded trials with
+        a fresh one at position 1 (an odd trial: the candidate's call is dispatched first
+        and, its reference never kept, the reference runs while it works), the wide
+        ones, then the timing inputs."""
+        seeded = [t for t in self.trials if t.kind == "seeded"]
+        rest = [t for t in self.trials if t.kind != "seeded"]
+        return seeded[:1] + [self.fresh_trial()] + seeded[1:] + rest
+
+    def describe_inputs(self, inputs):
+        """What a candidate's process needs to build stand-ins of `inputs` for a compile
+        dry run: tensor shapes, strides, dtypes and devices (no values), plain values as
+        they are."""
+        from kagent_harness.compare import dtype_name
+        spec = []
+        for x in inputs:
+            if isinstance(x, torch.Tensor):
+                spec.append({"shape": list(x.shape), "stride": list(x.stride()),
+                             "dtype": dtype_name(x.dtype), "device": x.device.type})
+            elif isinstance(x, (bool, int, float, str)) or x is None:
+                spec.append({"value": x})
+            else:
+                return None  # nested inputs: no dry run
+        return spec
+
+    def remember_input_spec(self):
+        """Records the timing inputs' spec once they exist (for later prepares)."""
+        with self.lock:
+            t = self.timing_trial()
+            if self.input_spec is None and t.inputs is not None:
+                self.input_spec = self.describe_inputs(t.inputs)
+            return self.input_spec
+
+    # -- memory -----------------------------------------------------------------------
+    def _keep(self, n):
+        if self.cache is None or n <= 0 or self.closed:
+            return False
+        if self.cache.reserve(self, n):
+            self.kept_bytes += n
+            return True
+        return False
+
+    def drop_tensors(self):
+        """Forgets every kept tensor (they are made again on the next use)."""
+        with self.lock:
+            freed = self.kept_bytes
+            for t in self.trials:
+                t.inputs = None
+                t.ref_out = None
+            self.kept_bytes = 0
+            return freed
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+            self.drop_tensors()
+            self.compiled = None
+            self.model = None
+            if self.refdir:
+                shutil.rmtree(self.refdir, ignore_errors=True)
+                self.refdir = None
+
+
+class TrialCache:
+    """The jobs' trial sets on one device, within `limit_bytes` of kept tensors.
+
+    get() returns the job's JobTrials (made on first use) with its user count raised;
+    put it back with done(). reserve() makes room by dropping the tensors of the least
+    recently used jobs that no request is using; a job over the limit on its own keeps
+    what fits. release(job_id) closes every trial set of a job. Thread-safe."""
+
+    def __init__(self, limit_bytes, log):
+        self.limit = max(0, int(limit_bytes))
+        self.log = log
+        self._lock = threading.Lock()
+        self._jobs = collections.OrderedDict()  # key -> JobTrials, least recent first
+        self.used = 0
+
+    def get(self, req, job_id, device, log):
+        key = job_key(req, job_id)
+        with self._lock:
+            jt = self._jobs.get(key) if job_id else None
+            if jt is None:
+                jt = JobTrials(key, req, device, log, cache=self if job_id else None)
+                if job_id:
+                    self._jobs[key] = jt
+                    state = "built"
+                else:
+                    state = "one-off"
+            else:
+                self._jobs.move_to_end(key)
+                jt.log = log
+                state = "reused"
+            jt.users += 1
+        return jt, state
+
+    def done(self, jt):
+        with self._lock:
+            jt.users = max(0, jt.users - 1)
+        if jt.cache is None:
+            jt.close()
+
+    def reserve(self, jt, n):
+        with self._lock:
+            if n > self.limit:
+                return False
+            for key in list(self._jobs):
+                if self.used + n <= self.limit:
+                    break
+                other = self._jobs[key]
+                if other is jt or other.users > 0 or other.kept_bytes == 0:
+                    continue
+                # Another job's tensors; its lock is not taken here (it has no users).
+                freed = other.kept_bytes
+                for t in other.trials:
+                    t.inputs = None
+                    t.ref_out = None
+                other.kept_bytes = 0
+                self.used -= freed
+                self.log.add(f"trial cache: dropped {freed >> 20} MiB of job "
+                             f"{key[0] or '?'} (least recently used)")
+            if self.used + n > self.limit:
+                return False
+            self.used += n
+            return True
+
+    def release(self, job_id):
+        with self._lock:
+            keys = [k for k in self._jobs if k[0] == job_id]
+            jts = [self._jobs.pop(k) for k in keys]
+            for jt in jts:
+                self.used -= jt.kept_bytes
+        for jt in jts:
+            jt.close()
+        if jts and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return bool(jts)
+
+    def stats(self):
+        with self._lock:
+            return {"jobs": len(self._jobs), "cache_bytes": self.used,
+                    "cache_limit_bytes": self.limit}
+
+    def close(self):
+        with self._lock:
+            jts = list(self._jobs.values())
+            self._jobs.clear()
+            self.used = 0
+        for jt in jts:
+            jt.close()
+
+
+def default_limit_bytes(device):
+    """A quarter of the device's memory on a GPU; 2 GiB on the CPU."""
+    if device == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(0).total_memory // 4)
+    return 2 << 30
+
+
+def rms(outputs):
+    """Root mean square over the floating outputs (0 when there are none)."""
+    total, n = 0.0, 0
+    for o in outputs:
+        if o.is_floating_point() and o.numel():
+            f = o.detach().float()
+            f = torch.where(torch.isfinite(f), f, torch.zeros_like(f))
+            total += float((f * f).sum())
+            n += o.numel()
+    return math.sqrt(total / n) if n else 0.0

@@ -1,0 +1,151 @@
+"""The harness server (`python -m kagent_harness serve`) as a worker runs it: a real
+process on a Unix socket, on the CPU (Triton's interpreter), with its warm pool, the
+job trial cache, prepare before measure, a screen, cancellation and release."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import PYDIR, read
+
+PROBLEM = "problem_relu_add.py"
+
+
+def call(path, msg, timeout=300):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    s.sendall((json.dumps(msg) + "\n").encode())
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data)
+
+
+def request(op, candidate=None, **extra):
+    msg = {"op": op, "device": "cpu", "problem_source": read(PROBLEM), "trials": 5,
+           "timing_reps": 3, "warmup_iters": 1, "warmup_ms": 0, "call_timeout_s": 30,
+           "timeout_s": 180}
+    if candidate:
+        msg["kernel_source"] = read(candidate)
+    msg.update(extra)
+    return msg
+
+
+@pytest.fixture(scope="module")
+def server():
+    d = tempfile.mkdtemp(prefix="kagent-srv-test-")
+    path = os.path.join(d, "harness.sock")
+    env = dict(os.environ, PYTHONPATH=PYDIR, TRITON_INTERPRET="1")
+    log = open(os.path.join(d, "server.log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "kagent_harness", "serve", "--socket", path,
+                             "--device", "cpu", "--pool", "1", "--cache-mb", "256"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if call(path, {"op": "ping"}, timeout=10)["ok"]:
+                break
+        except OSError:
+            pass
+        assert proc.poll() is None, open(os.path.join(d, "server.log")).read()
+        assert time.monotonic() < deadline, "the server did not answer within 120 s"
+        time.sleep(0.5)
+    yield path, proc, d
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_ping_and_bad_requests(server):
+    path, _, _ = server
+    p = call(path, {"op": "ping"})
+    assert p["ok"] and p["device"] == "cpu" and p["cache_limit_bytes"] == 256 << 20
+    assert call(path, {"op": "nope"})["ok"] is False
+    r = call(path, {"op": "measure", "device": "cpu"})  # no problem_source
+    assert r["verdict"] == "INFRA_ERROR" and "problem_source" in r["correctness"]["reason"]
+
+
+def test_a_jobs_trials_are_kept_and_reused(server):
+    path, _, _ = server
+    first = call(path, request("measure", "cand_relu_add_good.py", job_id="job-a"))
+    assert first["verdict"] == "CORRECT", first["correctness"]["reason"] + first["log"]
+    assert first["harness"]["trial_set"] == "built"
+    second = call(path, request("measure", "cand_relu_add_good.py", job_id="job-a"))
+    assert second["verdict"] == "CORRECT", second["correctness"]["reason"]
+    assert second["harness"]["trial_set"] == "reused"
+    assert call(path, {"op": "ping"})["cache_bytes"] > 0
+    # The gate still catches what it caught: a wrong candidate on the kept trials, and a
+    # candidate caching by pointer (the kept trials plus one drawn for it alone).
+    wrong = call(path, request("measure", "cand_relu_add_wrong.py", job_id="job-a"))
+    assert wrong["verdict"] == "INCORRECT"
+    cache = call(path, request("measure", "cand_relu_add_cache_ptr.py", job_id="job-a"))
+    assert cache["verdict"] == "REJECTED", cache["correctness"]["reason"]
+    assert call(path, {"op": "release_job", "job_id": "job-a"})["released"] is True
+    assert call(path, {"op": "release_job", "job_id": "job-a"})["released"] is False
+
+
+def test_prepare_then_measure(server):
+    path, _, _ = server
+    call(path, request("measure", "cand_relu_add_good.py", job_id="job-p"))  # the trials
+    p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-p"))
+    assert p["ok"] and p["prepared"], p
+    assert p["compiled"] is not None and p["compiled"]["clean"] is True, p
+    r = call(path, request("measure", "cand_relu_add_good.py", job_id="job-p",
+                           prepared=p["prepared"]))
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    assert r["harness"]["prepared"] is True
+    assert "candidate import and construction" not in r["harness"]["phases_ms"]
+    # A handle serves one measure.
+    again = call(path, request("measure", "cand_relu_add_good.py", job_id="job-p",
+                               prepared=p["prepared"]))
+    assert again["verdict"] == "CORRECT" and again["harness"]["prepared"] is False
+
+
+def test_a_broken_candidate_gets_its_verdict_in_prepare(server):
+    path, _, _ = server
+    p = call(path, request("prepare", "cand_relu_add_import_error.py", job_id="job-b"))
+    assert p["prepared"] is None and p["result"]["verdict"] == "COMPILE_ERROR", p
+    assert p["result"]["gpu_seconds"] == 0.0
+
+
+def test_screen_ranks_variants(server):
+    path, _, _ = server
+    kernels = [{"source": read("cand_relu_add_good.py")},
+               {"source": read("cand_relu_add_wrong.py")},
+               {"source": read("cand_relu_add_import_error.py")}]
+    r = call(path, {"op": "screen", "device": "cpu", "problem_source": read(PROBLEM),
+                    "job_id": "job-s", "kernels": kernels, "timing_reps": 2})
+    assert r["ok"], r
+    ok = [x["ok"] for x in r["results"]]
+    assert ok == [True, False, False], r["results"]
+    assert r["results"][0]["median_ms"] > 0
+    assert "INCORRECT" in r["results"][1]["reason"]
+    assert "COMPILE_ERROR" in r["results"][2]["reason"]
+    assert call(path, {"op": "screen", "kernels": []})["ok"] is False
+
+
+def test_a_closed_connection_cancels_the_request(server):
+    path, proc, _ = server
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall((json.dumps(request("measure", "cand_relu_add_hang.py", job_id="job-h",
+                                  call_timeout_s=120)) + "\n").encode())
+    time.sleep(8)
+    s.close()
+    # The hanging candidate's process is killed within seconds and the server serves on.
+    t = time.monotonic()
+    r = call(path, request("measure", "cand_relu_add_good.py", job_id="job-h"))
+    assert r["verdict"] == "CORRECT"
+    assert time.monotonic() - t < 100
+    assert proc.poll() is None
