@@ -340,6 +340,8 @@ TEST_CASE("benchmark service: screen requests are validated, naming the field",
   absl::Status lang = code(r);
   CHECK(lang.code() == absl::StatusCode::kInvalidArgument);
   CHECK(absl::StrContains(lang.message(), "kernels[1].language"));
+  r.mutable_kernels(1)->set_language(v1::KERNEL_LANGUAGE_CUDA);  // Triton only
+  CHECK(absl::StrContains(code(r).message(), "kernels[1].language must be TRITON"));
   r = ScreenRequest("s", 2);
   r.mutable_kernels(0)->set_source("");
   CHECK(absl::StrContains(code(r).message(), "kernels[0].source"));

@@ -115,7 +115,14 @@ TEST_CASE("measure requests are validated") {
   r.set_trials(5);
   CHECK(ValidateMeasureRequest(r, 4).code() == absl::StatusCode::kResourceExhausted);
   r.set_shape_set("nope");
+  absl::Status unknown_set = ValidateMeasureRequest(r, 1 << 20);
+  CHECK(unknown_set.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(unknown_set.message() == "shape_set 'nope' is not in problem.extra_shapes");
   CHECK(HarnessRequestFor(r).status().code() == absl::StatusCode::kInvalidArgument);
+  v1::ShapeSet* set = r.mutable_problem()->add_extra_shapes();
+  set->set_name("nope");
+  set->set_get_inputs_source("def get_inputs(): return []");
+  CHECK(ValidateMeasureRequest(r, 4 << 10).ok());
 }
 
 TEST_CASE("harness request: the op signature is skipped only when asked") {

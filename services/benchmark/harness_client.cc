@@ -112,7 +112,7 @@ absl::StatusOr<v1::ScreenResponse> ScreenResponseFromJson(const nlohmann::json& 
   if (!a.is_object()) return absl::InternalError("the screen answer is not a JSON object");
   if (!BoolField(a, "ok")) {
     return absl::InternalError(absl::StrCat(
-        "the harness refused the screen: ",
+        "the harness could not screen: ",
         StringField(a, "error", a.contains("error") ? a["error"].dump() : "no ok and no error")));
   }
   if (!a.contains("results") || !a["results"].is_array()) {
@@ -274,6 +274,10 @@ PrepareResult HarnessClient::Prepare(const v1::MeasureRequest& request, const Ca
   PrepareResult p;
   if (server_ == nullptr) {
     p.reason = "no harness server (one-shot measurements)";
+    return p;
+  }
+  if (options_.prepared_max <= 0) {
+    p.reason = "preparing is off (--prepared-max 0)";
     return p;
   }
   if (request.kernel().source().empty() || request.job_id().empty()) {

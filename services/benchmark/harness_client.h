@@ -45,7 +45,7 @@ struct HarnessOptions {
   bool use_server = true;
   int pool = 2;                 // warm candidate processes the server keeps (--pool)
   int64_t trial_cache_mb = 0;   // GPU memory for the job trial cache; 0: the server's default
-  int prepared_max = 4;         // prepared candidates held at once (--prepared-max)
+  int prepared_max = 4;         // prepared candidates held at once; 0: no prepare step
 };
 
 class HarnessClient final : public Harness {

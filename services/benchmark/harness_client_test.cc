@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -89,6 +91,15 @@ TEST_CASE("harness client: what prepare answers without a handle", "[harness_cli
   CHECK(p.handle.empty());
   CHECK(p.seconds == 0);
   CHECK_FALSE(p.reason.empty());
+
+  // Preparing turned off: no call at all.
+  HarnessOptions off = FakeClientOptions();
+  off.prepared_max = 0;
+  HarnessClient unprepared(off);
+  p = unprepared.Prepare(Request("FAKE_COMPILE_ERROR"), nullptr);
+  CHECK_FALSE(p.final.has_value());
+  CHECK(p.seconds == 0);
+  CHECK(absl::StrContains(p.reason, "--prepared-max 0"));
 
   // A server failure is not a verdict here: Measure does the work.
   p = harness.Prepare(Request("FAKE_GARBAGE"), nullptr);
@@ -186,6 +197,94 @@ TEST_CASE("harness client: one-shot mode has no prepare, no screen, nothing to r
   absl::StatusOr<bool> released = harness.ReleaseJob("job-1");
   REQUIRE(released.ok());
   CHECK_FALSE(*released);
+}
+
+// The real server (python/kagent_harness, `serve`) on the CPU under Triton's interpreter.
+std::string Fixture(const std::string& name) {
+  std::ifstream in(SourceDir() + "/python/tests/fixtures/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_CASE("harness client: the real harness server on the CPU measures, prepares, screens, releases",
+          "[harness]") {
+  std::string python = SourceDir() + "/.venv/bin/python";
+  if (!std::filesystem::exists(python)) FAIL("no .venv at " << SourceDir() << ": run scripts/setup.sh");
+  HarnessOptions o;
+  o.python = python;
+  o.harness_dir = SourceDir() + "/python";
+  o.device = "cpu";
+  o.use_server = true;
+  o.pool = 1;
+  o.trial_cache_mb = 256;
+  HarnessClient harness(o);
+  REQUIRE(harness.StartServer().ok());
+  v1::MeasureRequest r;
+  r.set_task_id("t1");
+  r.set_job_id("job-real");
+  r.mutable_problem()->set_source(Fixture("problem_relu_add.py"));
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source(Fixture("cand_relu_add_good.py"));
+  r.set_timing_reps(3);
+  r.set_timeout_seconds(240);
+  // The job's first candidate: nothing to prepare it against yet (no trial set), so the
+  // measure builds the trial set itself.
+  PrepareResult first = harness.Prepare(r, nullptr);
+  INFO("prepare: " << first.reason);
+  CHECK_FALSE(first.final.has_value());
+  v1::Measurement m = harness.Measure(r, first.handle, nullptr);
+  INFO(m.DebugString());
+  REQUIRE(m.verdict() == v1::VERDICT_CORRECT);
+  CHECK(m.candidate().count() >= 1);
+  CHECK(harness.server()->ready());
+
+  // The next one is prepared (on the job's kept trials), then measured with the handle.
+  r.set_task_id("t2");
+  r.set_skip_op_signature(true);
+  PrepareResult p = harness.Prepare(r, nullptr);
+  INFO("prepare: " << p.reason);
+  REQUIRE_FALSE(p.final.has_value());
+  REQUIRE_FALSE(p.handle.empty());
+  CHECK(p.seconds > 0);
+  m = harness.Measure(r, p.handle, nullptr);
+  INFO(m.DebugString());
+  CHECK(m.verdict() == v1::VERDICT_CORRECT);
+
+  // A candidate that cannot be imported gets its verdict at prepare: no GPU needed.
+  r.set_task_id("t3");
+  r.mutable_kernel()->set_source(Fixture("cand_relu_add_import_error.py"));
+  PrepareResult bad = harness.Prepare(r, nullptr);
+  INFO("prepare: " << bad.reason);
+  REQUIRE(bad.final.has_value());
+  CHECK(bad.final->verdict() == v1::VERDICT_COMPILE_ERROR);
+  CHECK_FALSE(bad.final->correctness().reason().empty());
+
+  // A screen of a correct and a wrong variant.
+  v1::ScreenRequest s;
+  s.set_task_id("s1");
+  s.set_job_id("job-real");
+  *s.mutable_problem() = r.problem();
+  for (const char* f : {"cand_relu_add_good.py", "cand_relu_add_wrong.py"}) {
+    v1::KernelSource* k = s.add_kernels();
+    k->set_language(v1::KERNEL_LANGUAGE_TRITON);
+    k->set_source(Fixture(f));
+  }
+  s.set_timing_reps(2);
+  s.set_timeout_seconds(240);
+  absl::StatusOr<v1::ScreenResponse> screened = harness.Screen(s, nullptr);
+  INFO(screened.status().ToString());
+  REQUIRE(screened.ok());
+  REQUIRE(screened->results_size() == 2);
+  CHECK(screened->results(0).ok());
+  CHECK(screened->results(0).median_ms() > 0);
+  CHECK_FALSE(screened->results(1).ok());
+  CHECK(absl::StrContains(screened->results(1).reason(), "INCORRECT"));
+
+  absl::StatusOr<bool> released = harness.ReleaseJob("job-real");
+  REQUIRE(released.ok());
+  CHECK(*released);
+  CHECK(harness.server()->restarts() == 0);
 }
 
 }  // namespace

@@ -53,6 +53,14 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& r, int64_t max_sou
   if (r.kernel().source().empty() && !r.measure_baselines()) {
     return absl::InvalidArgumentError("nothing to measure: give kernel or set measure_baselines");
   }
+  if (!r.shape_set().empty()) {
+    bool known = false;
+    for (const v1::ShapeSet& set : r.problem().extra_shapes()) known = known || set.name() == r.shape_set();
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape_set '", r.shape_set(), "' is not in problem.extra_shapes"));
+    }
+  }
   if (r.trials() < 0 || r.trials() > 100) return absl::InvalidArgumentError("trials must be in [0, 100]");
   if (r.timing_reps() < 0 || r.timing_reps() > 100000) {
     return absl::InvalidArgumentError("timing_reps must be in [0, 100000]");
@@ -75,6 +83,10 @@ absl::Status ValidateScreenRequest(const v1::ScreenRequest& r, int64_t max_sourc
     std::string field = absl::StrCat("kernels[", i, "]");
     if (r.kernels(i).source().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".source is empty"));
+    }
+    if (r.kernels(i).language() != v1::KERNEL_LANGUAGE_TRITON) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".language must be TRITON (a screen takes Triton kernels only)"));
     }
     if (absl::Status s = ValidateKernel(r.kernels(i), field, max_source_bytes); !s.ok()) return s;
   }

@@ -71,7 +71,8 @@ void HarnessServerFlags::Register(OptionSet& o) {
            "GPU memory the harness server's job trial cache may hold, MiB (0: its default, a "
            "quarter of the GPU's memory)");
   o.AddInt("prepared-max", &prepared_max,
-           "candidates the harness server keeps prepared at once (1..64)");
+           "candidates the harness server keeps prepared at once, 0..64 (0: candidates are "
+           "not prepared before they take the GPU)");
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -83,9 +84,9 @@ absl::Status HarnessServerFlags::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trial-cache-mb must be in [0, 1048576] (0: the server's default), not ", trial_cache_mb));
   }
-  if (prepared_max < 1 || prepared_max > 64) {
+  if (prepared_max < 0 || prepared_max > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--prepared-max must be in [1, 64], not ", prepared_max));
+        absl::StrCat("--prepared-max must be in [0, 64], not ", prepared_max));
   }
   return absl::OkStatus();
 }

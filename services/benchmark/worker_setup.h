@@ -21,7 +21,8 @@ struct HarnessServerFlags {
   bool enabled = true;         // --harness-server; false: one-shot harness runs
   int pool = 2;                // --harness-pool: warm candidate processes, 0..16
   int64_t trial_cache_mb = 0;  // --trial-cache-mb: GPU memory of the job trial cache; 0: default
-  int prepared_max = 4;        // --prepared-max: prepared candidates held at once
+  int prepared_max = 4;        // --prepared-max: prepared candidates held at once, 0..64
+                               // (0: no prepare step; measure does everything)
 
   void Register(OptionSet& o);
   absl::Status Validate() const;
