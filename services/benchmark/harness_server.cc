@@ -253,7 +253,8 @@ absl::StatusOr<nlohmann::json> HarnessServer::Call(const nlohmann::json& request
         }
         absl::Time now = absl::Now();
         if (now >= deadline) {
-          return absl::DeadlineExceededError(absl::StrCat(
+          // Nothing was sent: the server, not the request, is at fault.
+          return absl::UnavailableError(absl::StrCat(
               "the harness server was not ready within ", absl::FormatDuration(timeout),
               last_exit_.empty() ? "" : "; it last ended: ", Tail(last_exit_, 1000)));
         }

@@ -75,12 +75,13 @@ class HarnessServer {
 
   // Sends `request` (a JSON object) and returns the server's answer. Waits for a ready
   // server first (starting it when needed); all within `timeout`. `cancel` may be null.
-  // Errors: DEADLINE_EXCEEDED (not ready, or no answer, within the timeout), CANCELLED
-  // (`cancel` fired); in both cases the connection is closed, which cancels the request in
-  // the server. UNAVAILABLE: the server closed the connection without an answer, answered
-  // something that is not one JSON object, or exited (the message says which, with its
-  // exit status and stderr tail when it died; it is started again), fails to start (see
-  // above), or was shut down.
+  // Errors: DEADLINE_EXCEEDED (no answer within the timeout), CANCELLED (`cancel` fired);
+  // in both cases the connection is closed, which cancels the request in the server.
+  // UNAVAILABLE: the request was not sent (the server was not ready within the timeout,
+  // keeps failing to start, see above, or was shut down), or the server closed the
+  // connection without an answer, answered something that is not one JSON object, or
+  // exited (the message says which, with its exit status and stderr tail when it died;
+  // it is started again).
   absl::StatusOr<nlohmann::json> Call(const nlohmann::json& request, absl::Duration timeout,
                                       const CancelToken* cancel);
 
