@@ -37,6 +37,16 @@ struct BrainResult {
   // The prompt and reply when an LLM was used; empty otherwise.
   std::string prompt;
   std::string reply;
+  // Alternatives to `kernel` for the same fix, which the caller may screen together with
+  // it (time them all in one sandboxed process, then send only the fastest through the
+  // full correctness gate and timing). Each is a complete candidate source (defines
+  // ModelNew, same language as `kernel`); none is `kernel` itself and no two are the same
+  // (after NormalizeSource). Ordered by the brain's own preference. A brain fills them
+  // only with code it can vouch for like its own kernel: the heuristic brain with renders
+  // of its own templates at neighbouring knob values, and only when `kernel` is itself
+  // such a render, never around a user's kernel (untrusted code is not screened in bulk).
+  // Empty when the brain has none (always, for LLM brains).
+  std::vector<kagent::v1::KernelSource> variants;
 };
 
 struct FirstKernelRequest {

@@ -161,6 +161,7 @@ int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
   }
   out << absl::StrFormat("merged %zu runs: %d problems, %d DONE; %s\n", files.size(),
                          sum.problems, sum.done, SummaryLine(sum));
+  out << "throughput: " << ThroughputLine(sum) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return 0;
 }
@@ -431,8 +432,15 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (seen != s.last_seen || done) {
         s.last_seen = seen;
         std::string what =
-            done ? absl::StrFormat("%s  best %s ms  %s vs start, %s vs compile%s", s.row.state, FormatMs(s.row.best_ms),
+            done ? absl::StrFormat("%s  best %s ms  %s vs start, %s vs compile  %d measured, %s/GPU-min, "
+                                   "GPU busy %s, %d screened%s",
+                                   s.row.state, FormatMs(s.row.best_ms),
                                    FormatSpeedup(s.row.speedup_vs_start), FormatSpeedup(s.row.speedup_vs_compile),
+                                   s.row.candidates_measured,
+                                   FormatPerGpuMinute(CandidatesPerGpuMinute(s.row.candidates_measured,
+                                                                             s.row.gpu_seconds)),
+                                   FormatBusyFraction(GpuBusyFraction(s.row.gpu_busy_seconds, s.row.gpu_seconds)),
+                                   s.row.variants_screened,
                                    s.row.error.empty() ? "" : "  (" + s.row.error + ")")
                  : absl::StrFormat("%s round %d/%d", s.row.state, job.current_round(),
                                    job.config().budget().max_rounds());
@@ -445,6 +453,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   BenchSummary sum = write_results(true);
   out << absl::StrFormat("done: %d of %d jobs DONE; %s\n", sum.done, sum.problems,
                          SummaryLine(sum));
+  out << "throughput: " << ThroughputLine(sum) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return sum.done == sum.problems ? 0 : 3;
 }

@@ -15,6 +15,11 @@
 // or round, and writes, after every finished job and at the end:
 //   OUTDIR/results.json   every row, the summary, and the command's settings
 //   OUTDIR/results.md     the Markdown table and the summary
+// Besides the speedups, each row and the summary give the measurement throughput:
+// candidates measured per GPU-minute (Job.candidates_measured over Job.gpu_seconds_used
+// in minutes), the GPU-busy fraction (Job.gpu_busy_seconds_used over gpu_seconds_used;
+// "n/a" when no busy time was reported: a CPU worker, or a worker without NVML) and the
+// kernel variants screened (Job.variants_screened).
 //   OUTDIR/trajectory.svg best-so-far speedup over the starting kernel against rounds
 // --run-id makes submissions idempotent (key "bench:ID:NAME"): rerunning with the same id
 // after an interruption picks the same jobs up instead of starting new ones.
@@ -88,7 +93,10 @@ struct BenchRow {
   double roofline_pct = 0;
   double ai_roofline_pct = 0;
   int rounds = 0;
-  double gpu_seconds = 0;
+  double gpu_seconds = 0;       // Job.gpu_seconds_used: the time its GPU work held a GPU
+  double gpu_busy_seconds = 0;  // Job.gpu_busy_seconds_used: of it, kernels running (NVML)
+  int64_t candidates_measured = 0;  // Job.candidates_measured
+  int64_t variants_screened = 0;    // Job.variants_screened
   std::string stop_reason;
   // The run that measured the row (--merge: the source file's run id or path); empty for
   // a row of the current run.
@@ -119,10 +127,30 @@ struct BenchSummary {
   int clearly_faster_than_compile = 0;
   int compared_with_compile = 0; // rows with a known speedup_vs_compile
   double gpu_seconds = 0;
+  // Throughput, over every row like gpu_seconds: candidates measured, variants screened,
+  // candidates per GPU-minute (their sum over gpu_seconds). The busy fraction is over the
+  // rows that report busy time (busy_rows of them): their busy over their held seconds,
+  // so a row from a CPU worker or an older run does not dilute it; 0 when none ("n/a").
+  int64_t candidates_measured = 0;
+  int64_t variants_screened = 0;
+  double candidates_per_gpu_minute = 0;
+  double gpu_busy_seconds = 0;
+  double gpu_busy_fraction = 0;
+  int busy_rows = 0;
 };
 
 // The geometric mean of the positive values; 0 when there are none.
 double GeometricMean(const std::vector<double>& values);
+
+// Candidates measured per GPU-minute: candidates / (gpu_seconds / 60); 0 when either is
+// not positive (unknown).
+double CandidatesPerGpuMinute(int64_t candidates, double gpu_seconds);
+// The share of the held GPU time the GPU was busy: busy / held, in [0, 1] as reported; 0
+// when either is not positive (unknown: no NVML figure, "n/a").
+double GpuBusyFraction(double busy_seconds, double held_seconds);
+// Their cells: "12.34" (or "-" when unknown) and "87%" (or "n/a" when unknown).
+std::string FormatPerGpuMinute(double v);
+std::string FormatBusyFraction(double v);
 
 BenchSummary Summarize(const std::vector<BenchRow>& rows);
 
@@ -147,7 +175,8 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // eager_ms, compile_ms, best_ms, speedup_vs_start, speedup_vs_eager, speedup_vs_compile;
 // the other fields are optional (files from before they existed still parse) but must have
 // the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
-// 0). "settings" must be an object when present ({} when absent). "summary" and
+// 0; candidates_measured, variants_screened and rounds must be integers). The derived
+// candidates_per_gpu_minute and gpu_busy_fraction are not read: they are recomputed. "settings" must be an object when present ({} when absent). "summary" and
 // "suite_trajectory" are not read: they are recomputed from the rows. INVALID_ARGUMENT
 // naming `source` (the file, for messages) and the field, e.g.
 // "a/results.json: problems[3].best_ms: expected a number".
@@ -194,6 +223,11 @@ std::string FormatSpeedup(double v);
 // The summary in one line, as the bench prints it at the end: "geometric mean 1.23x vs
 // start, ... faster than torch.compile on 25 of 44 (by more than 2%: 14)".
 std::string SummaryLine(const BenchSummary& summary);
+
+// The throughput in one line, printed after SummaryLine: "120 candidates measured in
+// 600.0 GPU-s: 12.00 per GPU-minute; GPU busy 71% (40 problems with NVML figures); 300
+// variants screened".
+std::string ThroughputLine(const BenchSummary& summary);
 
 // `kagent bench`'s flags (ParseBenchFlags).
 struct BenchFlags {

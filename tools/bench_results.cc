@@ -50,6 +50,9 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
   r.error = job.error();
   r.rounds = job.current_round();
   r.gpu_seconds = job.gpu_seconds_used();
+  r.gpu_busy_seconds = job.gpu_busy_seconds_used();
+  r.candidates_measured = job.candidates_measured();
+  r.variants_screened = job.variants_screened();
   const v1::JobResult& res = job.result();
   r.stop_reason = res.stop_reason();
   const v1::Measurement& best = res.best_measurement();
@@ -98,6 +101,20 @@ double GeometricMean(const std::vector<double>& values) {
   return n == 0 ? 0 : std::exp(log_sum / n);
 }
 
+double CandidatesPerGpuMinute(int64_t candidates, double gpu_seconds) {
+  return candidates > 0 && gpu_seconds > 0 ? static_cast<double>(candidates) / (gpu_seconds / 60)
+                                           : 0;
+}
+
+double GpuBusyFraction(double busy_seconds, double held_seconds) {
+  return busy_seconds > 0 && held_seconds > 0 ? busy_seconds / held_seconds : 0;
+}
+
+std::string FormatPerGpuMinute(double v) { return v > 0 ? absl::StrFormat("%.2f", v) : "-"; }
+std::string FormatBusyFraction(double v) {
+  return v > 0 ? absl::StrFormat("%.0f%%", 100 * v) : "n/a";
+}
+
 // "Clearly faster": beyond the run-to-run noise of a median (docs/measurement.md).
 constexpr double kClearMargin = 1.02;
 
@@ -106,10 +123,18 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   s.problems = static_cast<int>(rows.size());
   std::vector<double> vs_start, vs_eager, vs_compile;
   double roof_sum = 0, ai_sum = 0;
+  double busy_held = 0;  // the held seconds of the rows that report busy time
   int roof_n = 0, ai_n = 0;
   for (const auto& r : rows) {
     if (r.state == "FAILED" || r.state == "CANCELLED" || r.state == "SUBMIT_ERROR") ++s.failed;
     s.gpu_seconds += r.gpu_seconds;
+    s.candidates_measured += r.candidates_measured;
+    s.variants_screened += r.variants_screened;
+    if (r.gpu_busy_seconds > 0 && r.gpu_seconds > 0) {
+      s.gpu_busy_seconds += r.gpu_busy_seconds;
+      busy_held += r.gpu_seconds;
+      ++s.busy_rows;
+    }
     // An unfinished job's "best" is whatever its last round left (often the start): its
     // ratios would mix a partial search into the suite's figures, so only finished jobs
     // count.
@@ -137,6 +162,8 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   s.geomean_vs_compile = GeometricMean(vs_compile);
   s.mean_roofline_pct = roof_n > 0 ? roof_sum / roof_n : 0;
   s.mean_ai_roofline_pct = ai_n > 0 ? ai_sum / ai_n : 0;
+  s.candidates_per_gpu_minute = CandidatesPerGpuMinute(s.candidates_measured, s.gpu_seconds);
+  s.gpu_busy_fraction = GpuBusyFraction(s.gpu_busy_seconds, busy_held);
   return s;
 }
 
@@ -170,17 +197,21 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
       std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.run.empty(); });
   o += absl::StrCat("| problem | ", with_run ? "run | " : "",
                     "state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
-                    "vs compile | roofline | AI roofline | rounds | GPU-s | notes |\n");
+                    "vs compile | roofline | AI roofline | rounds | GPU-s | cand/GPU-min | "
+                    "GPU busy | variants | notes |\n");
   o += absl::StrCat("|---|", with_run ? "---|" : "",
-                    "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                    "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& r : rows) {
     std::string notes = !r.error.empty() ? r.error : r.stop_reason;
     std::string first = with_run ? absl::StrCat(Cell(r.name), " | ", Cell(r.run)) : Cell(r.name);
-    o += absl::StrFormat("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s |\n",
-                         first, r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms),
-                         Ms(r.best_ms), X(r.speedup_vs_start), X(r.speedup_vs_eager),
-                         X(r.speedup_vs_compile), Pct(r.roofline_pct), Pct(r.ai_roofline_pct),
-                         r.rounds, r.gpu_seconds, Cell(notes));
+    o += absl::StrFormat(
+        "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s | %s | %d | %s |\n",
+        first, r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms), Ms(r.best_ms),
+        X(r.speedup_vs_start), X(r.speedup_vs_eager), X(r.speedup_vs_compile),
+        Pct(r.roofline_pct), Pct(r.ai_roofline_pct), r.rounds, r.gpu_seconds,
+        FormatPerGpuMinute(CandidatesPerGpuMinute(r.candidates_measured, r.gpu_seconds)),
+        FormatBusyFraction(GpuBusyFraction(r.gpu_busy_seconds, r.gpu_seconds)),
+        r.variants_screened, Cell(notes));
   }
   o += "\n## Summary\n\n";
   o += absl::StrFormat("- problems: %d (%d done, %d failed or not submitted)\n", s.problems, s.done,
@@ -205,6 +236,14 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   o += absl::StrFormat("- mean arithmetic-intensity roofline of the final kernels (where known): %s\n",
                        Pct(s.mean_ai_roofline_pct));
   o += absl::StrFormat("- GPU time: %.1f GPU-s\n", s.gpu_seconds);
+  o += absl::StrFormat("- candidates measured: %d, %s per GPU-minute\n", s.candidates_measured,
+                       FormatPerGpuMinute(s.candidates_per_gpu_minute));
+  o += absl::StrFormat("- GPU busy (kernels running, NVML) of the GPU time held: %s%s\n",
+                       FormatBusyFraction(s.gpu_busy_fraction),
+                       s.busy_rows == 0
+                           ? " (no problem reported busy time: CPU workers or no NVML)"
+                           : absl::StrFormat(" (over the %d problems that report it)", s.busy_rows));
+  o += absl::StrFormat("- kernel variants screened before measuring: %d\n", s.variants_screened);
   o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
   return o;
 }
@@ -226,13 +265,20 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                   {"compared_with_compile", s.compared_with_compile},
                   {"mean_roofline_efficiency_pct", s.mean_roofline_pct},
                   {"mean_roofline_bound_pct", s.mean_ai_roofline_pct},
-                  {"gpu_seconds", s.gpu_seconds}};
+                  {"gpu_seconds", s.gpu_seconds},
+                  {"candidates_measured", s.candidates_measured},
+                  {"candidates_per_gpu_minute", s.candidates_per_gpu_minute},
+                  {"gpu_busy_seconds", s.gpu_busy_seconds},
+                  {"gpu_busy_fraction", s.gpu_busy_fraction > 0 ? nlohmann::json(s.gpu_busy_fraction)
+                                                                : nlohmann::json(nullptr)},
+                  {"variants_screened", s.variants_screened}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json traj = nlohmann::json::array();
     for (const auto& [round, sp] : r.trajectory) {
       traj.push_back({{"round", round}, {"best_speedup_vs_start", sp}});
     }
+    const double busy = GpuBusyFraction(r.gpu_busy_seconds, r.gpu_seconds);  // null: n/a
     arr.push_back({{"name", r.name},
                    {"run", r.run},
                    {"job_id", r.job_id},
@@ -250,6 +296,12 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                    {"roofline_bound_pct", r.ai_roofline_pct},
                    {"rounds", r.rounds},
                    {"gpu_seconds", r.gpu_seconds},
+                   {"gpu_busy_seconds", r.gpu_busy_seconds},
+                   {"candidates_measured", r.candidates_measured},
+                   {"variants_screened", r.variants_screened},
+                   {"candidates_per_gpu_minute",
+                    CandidatesPerGpuMinute(r.candidates_measured, r.gpu_seconds)},
+                   {"gpu_busy_fraction", busy > 0 ? nlohmann::json(busy) : nlohmann::json(nullptr)},
                    {"trajectory", traj}});
   }
   j["problems"] = arr;
@@ -334,11 +386,21 @@ absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
     num("roofline_efficiency_pct", false, &r.roofline_pct);
     num("roofline_bound_pct", false, &r.ai_roofline_pct);
     num("gpu_seconds", false, &r.gpu_seconds);
+    num("gpu_busy_seconds", false, &r.gpu_busy_seconds);
     if (!st.ok()) return st;
     if (r.name.empty()) return bad(absl::StrCat(at, ".name"), "empty");
     if (auto it = p.find("rounds"); it != p.end()) {
       if (!it->is_number_integer()) return bad(absl::StrCat(at, ".rounds"), "expected an integer");
       r.rounds = it->get<int>();
+    }
+    for (auto [key, dst] : {std::pair<const char*, int64_t*>{"candidates_measured", &r.candidates_measured},
+                            {"variants_screened", &r.variants_screened}}) {
+      auto it = p.find(key);
+      if (it == p.end()) continue;
+      if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+        return bad(absl::StrCat(at, ".", key), "expected a non-negative integer");
+      }
+      *dst = it->get<int64_t>();
     }
     if (auto it = p.find("trajectory"); it != p.end()) {
       if (!it->is_array()) return bad(absl::StrCat(at, ".trajectory"), "expected an array");
@@ -575,6 +637,16 @@ std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows) {
 
 std::string FormatMs(double v) { return Ms(v); }
 std::string FormatSpeedup(double v) { return X(v); }
+
+std::string ThroughputLine(const BenchSummary& s) {
+  return absl::StrFormat(
+      "%d candidates measured in %.1f GPU-s: %s per GPU-minute; GPU busy %s%s; %d variants "
+      "screened",
+      s.candidates_measured, s.gpu_seconds, FormatPerGpuMinute(s.candidates_per_gpu_minute),
+      FormatBusyFraction(s.gpu_busy_fraction),
+      s.busy_rows > 0 ? absl::StrFormat(" (%d problems with NVML figures)", s.busy_rows) : "",
+      s.variants_screened);
+}
 
 std::string SummaryLine(const BenchSummary& s) {
   return absl::StrFormat(

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "tools/bench.h"
 
 namespace kagent::cli {
@@ -93,6 +94,9 @@ TEST_CASE("bench: a row from a finished job uses the final side-by-side measurem
   job.set_state(v1::JOB_STATE_DONE);
   job.set_current_round(3);
   job.set_gpu_seconds_used(42.5);
+  job.set_gpu_busy_seconds_used(34);
+  job.set_candidates_measured(17);
+  job.set_variants_screened(40);
   job.mutable_baseline()->mutable_candidate()->set_median_ms(9.0);  // superseded below
   v1::JobResult* res = job.mutable_result();
   res->set_best_candidate_id("c7");
@@ -120,6 +124,9 @@ TEST_CASE("bench: a row from a finished job uses the final side-by-side measurem
   CHECK(row.ai_roofline_pct == 46);
   CHECK(row.rounds == 3);
   CHECK(row.gpu_seconds == 42.5);
+  CHECK(row.gpu_busy_seconds == 34);
+  CHECK(row.candidates_measured == 17);
+  CHECK(row.variants_screened == 40);
   REQUIRE(row.trajectory.size() == 2);
   CHECK(row.trajectory[0].first == 1);  // sorted by round
 
@@ -214,7 +221,7 @@ TEST_CASE("bench: Markdown table has a row per problem and the summary") {
   CHECK(md.find("| vs compile | roofline | AI roofline | rounds |") != std::string::npos);
   CHECK(md.find("| 01_matmul | DONE | 2.000 | 1.000 | 1.250 | 1.000 | 2.00x | 1.00x | 1.25x | 50% | 46% | 0 | 10.0 |") !=
         std::string::npos);
-  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | - | 0 | 0.0 | a   pipe and a newline |") !=
+  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | - | 0 | 0.0 | - | n/a | 0 | a   pipe and a newline |") !=
         std::string::npos);
   CHECK(md.find("mean arithmetic-intensity roofline of the final kernels (where known): 46%") !=
         std::string::npos);
@@ -257,6 +264,120 @@ TEST_CASE("bench: SVG is self-contained with a line per problem and the mean") {
   std::string empty = RenderTrajectorySvg({});
   CHECK(empty.find("</svg>") != std::string::npos);
   CHECK(empty.find("nan") == std::string::npos);
+}
+
+TEST_CASE("bench: candidates per GPU-minute and the GPU-busy fraction") {
+  CHECK(CandidatesPerGpuMinute(30, 120) == Approx(15.0));
+  CHECK(CandidatesPerGpuMinute(0, 120) == 0);
+  CHECK(CandidatesPerGpuMinute(5, 0) == 0);
+  CHECK(GpuBusyFraction(90, 120) == Approx(0.75));
+  CHECK(GpuBusyFraction(0, 120) == 0);  // no NVML figure
+  CHECK(GpuBusyFraction(5, 0) == 0);
+  CHECK(FormatPerGpuMinute(15) == "15.00");
+  CHECK(FormatPerGpuMinute(0) == "-");
+  CHECK(FormatBusyFraction(0.754) == "75%");
+  CHECK(FormatBusyFraction(0) == "n/a");
+}
+
+// Rows with throughput counters: a (GPU, NVML), b (a CPU worker: no busy time), a failed c.
+std::vector<BenchRow> ThroughputRows() {
+  std::vector<BenchRow> rows = {Row("a", 2.0, 1.5), Row("b", 1.0, 1.0)};
+  rows[0].gpu_seconds = 120;
+  rows[0].candidates_measured = 30;
+  rows[0].gpu_busy_seconds = 90;
+  rows[0].variants_screened = 40;
+  rows[1].gpu_seconds = 60;
+  rows[1].candidates_measured = 6;
+  BenchRow c;
+  c.name = "c";
+  c.state = "FAILED";
+  c.gpu_seconds = 60;
+  c.candidates_measured = 1;
+  c.gpu_busy_seconds = 30;
+  rows.push_back(c);
+  return rows;
+}
+
+TEST_CASE("bench: the summary's throughput is over every row, busy over the rows that report it") {
+  std::vector<BenchRow> rows = ThroughputRows();
+  BenchSummary s = Summarize(rows);
+  CHECK(s.candidates_measured == 37);
+  CHECK(s.variants_screened == 40);
+  CHECK(s.gpu_seconds == Approx(240));
+  CHECK(s.candidates_per_gpu_minute == Approx(37.0 / 4));
+  CHECK(s.gpu_busy_seconds == Approx(120));
+  CHECK(s.busy_rows == 2);
+  CHECK(s.gpu_busy_fraction == Approx(120.0 / 180));  // b's 60 CPU seconds left out
+  CHECK(ThroughputLine(s) ==
+        "37 candidates measured in 240.0 GPU-s: 9.25 per GPU-minute; GPU busy 67% (2 problems "
+        "with NVML figures); 40 variants screened");
+  // Nothing reports busy time: n/a, not 0%.
+  BenchSummary cpu = Summarize({rows[1]});
+  CHECK(cpu.gpu_busy_fraction == 0);
+  CHECK(ThroughputLine(cpu) ==
+        "6 candidates measured in 60.0 GPU-s: 6.00 per GPU-minute; GPU busy n/a; 0 variants screened");
+}
+
+TEST_CASE("bench: Markdown and JSON carry the throughput per problem and for the run") {
+  std::vector<BenchRow> rows = ThroughputRows();
+  BenchSummary s = Summarize(rows);
+  std::string md = RenderBenchMarkdown(rows, s, "");
+  CHECK(md.find("| rounds | GPU-s | cand/GPU-min | GPU busy | variants | notes |") != std::string::npos);
+  CHECK(md.find("| 0 | 120.0 | 15.00 | 75% | 40 |") != std::string::npos);
+  CHECK(md.find("| 0 | 60.0 | 6.00 | n/a | 0 |") != std::string::npos);
+  CHECK(md.find("- candidates measured: 37, 9.25 per GPU-minute\n") != std::string::npos);
+  CHECK(md.find("- GPU busy (kernels running, NVML) of the GPU time held: 67% (over the 2 "
+                "problems that report it)\n") != std::string::npos);
+  CHECK(md.find("- kernel variants screened before measuring: 40\n") != std::string::npos);
+  CHECK(RenderBenchMarkdown({rows[1]}, Summarize({rows[1]}), "")
+            .find("GPU time held: n/a (no problem reported busy time") != std::string::npos);
+
+  nlohmann::json j = nlohmann::json::parse(RenderBenchJson(rows, s, "{}"));
+  const nlohmann::json& a = j["problems"][0];
+  CHECK(a["candidates_measured"] == 30);
+  CHECK(a["gpu_busy_seconds"].get<double>() == Approx(90));
+  CHECK(a["variants_screened"] == 40);
+  CHECK(a["candidates_per_gpu_minute"].get<double>() == Approx(15));
+  CHECK(a["gpu_busy_fraction"].get<double>() == Approx(0.75));
+  CHECK(j["problems"][1]["gpu_busy_fraction"].is_null());  // n/a
+  CHECK(j["summary"]["candidates_measured"] == 37);
+  CHECK(j["summary"]["candidates_per_gpu_minute"].get<double>() == Approx(9.25));
+  CHECK(j["summary"]["gpu_busy_fraction"].get<double>() == Approx(120.0 / 180));
+  CHECK(j["summary"]["variants_screened"] == 40);
+  CHECK(nlohmann::json::parse(RenderBenchJson({rows[1]}, Summarize({rows[1]}), "{}"))["summary"]
+            ["gpu_busy_fraction"]
+                .is_null());
+}
+
+TEST_CASE("bench: the throughput fields read back, default to 0 in older files, and are checked") {
+  std::vector<BenchRow> rows = ThroughputRows();
+  auto back = ParseBenchJson(RenderBenchJson(rows, Summarize(rows), "{}"), "t.json", nullptr);
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 3);
+  CHECK((*back)[0].candidates_measured == 30);
+  CHECK((*back)[0].gpu_busy_seconds == 90);
+  CHECK((*back)[0].variants_screened == 40);
+  CHECK((*back)[2].gpu_busy_seconds == 30);
+  const std::string old_row =
+      R"("name": "a", "state": "DONE", "start_ms": 2, "eager_ms": 1, "compile_ms": 1,
+         "best_ms": 1, "speedup_vs_start": 2, "speedup_vs_eager": 1, "speedup_vs_compile": 1)";
+  auto old = ParseBenchJson("{\"problems\": [{" + old_row + "}]}", "old.json", nullptr);
+  REQUIRE(old.ok());
+  CHECK((*old)[0].candidates_measured == 0);
+  CHECK((*old)[0].gpu_busy_seconds == 0);
+  CHECK(FormatBusyFraction(Summarize(*old).gpu_busy_fraction) == "n/a");
+  auto bad = ParseBenchJson("{\"problems\": [{" + old_row + ", \"candidates_measured\": 2.5}]}",
+                            "bad.json", nullptr);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()) ==
+        "bad.json: problems[0].candidates_measured: expected a non-negative integer");
+  auto neg = ParseBenchJson("{\"problems\": [{" + old_row + ", \"variants_screened\": -1}]}",
+                            "neg.json", nullptr);
+  CHECK_FALSE(neg.ok());
+  auto busy = ParseBenchJson("{\"problems\": [{" + old_row + ", \"gpu_busy_seconds\": \"x\"}]}",
+                             "busy.json", nullptr);
+  REQUIRE_FALSE(busy.ok());
+  CHECK(absl::StrContains(busy.status().message(), "gpu_busy_seconds: expected a number"));
 }
 
 int Bench(std::vector<std::string> args, std::string* out, std::string* err) {
@@ -380,6 +501,9 @@ std::string Slurp(const fs::path& p) {
 
 TEST_CASE("bench: ParseBenchJson reads back what RenderBenchJson wrote") {
   std::vector<BenchRow> rows = {Row("a", 2.0, 1.5, {{1, 1.5}, {2, 2.0}}), Row("b", 1.0, 0.8)};
+  rows[0].candidates_measured = 9;
+  rows[0].gpu_busy_seconds = 7.25;
+  rows[0].variants_screened = 24;
   rows[0].job_id = "job-a";
   rows[0].ai_roofline_pct = 46;
   rows[0].stop_reason = "plateau";
@@ -415,6 +539,9 @@ TEST_CASE("bench: ParseBenchJson reads back what RenderBenchJson wrote") {
     CHECK(b.ai_roofline_pct == a.ai_roofline_pct);
     CHECK(b.rounds == a.rounds);
     CHECK(b.gpu_seconds == a.gpu_seconds);
+    CHECK(b.gpu_busy_seconds == a.gpu_busy_seconds);
+    CHECK(b.candidates_measured == a.candidates_measured);
+    CHECK(b.variants_screened == a.variants_screened);
     CHECK(b.trajectory == a.trajectory);
   }
   nlohmann::json s = nlohmann::json::parse(settings);
@@ -570,6 +697,11 @@ TEST_CASE("bench: --merge writes one table from several results.json, no server"
   fs::path d = TempDir("merge");
   std::vector<BenchRow> a = {Row("01_a", 1.0, 0.5, {{1, 1.0}}), Row("02_b", 1.0, 0.5)};
   std::vector<BenchRow> b = {Row("02_b", 4.0, 2.0, {{1, 2.0}, {2, 4.0}})};
+  a[0].candidates_measured = 4;
+  a[0].gpu_busy_seconds = 5;
+  b[0].candidates_measured = 20;
+  b[0].gpu_busy_seconds = 8;
+  b[0].variants_screened = 12;
   std::ofstream(d / "a.json") << RenderBenchJson(a, Summarize(a), R"({"run_id": "h200", "rounds": 1})");
   std::ofstream(d / "b.json") << RenderBenchJson(b, Summarize(b), R"({"run_id": "h200-s5b", "rounds": 2})");
   std::string out, err;
@@ -578,6 +710,9 @@ TEST_CASE("bench: --merge writes one table from several results.json, no server"
   INFO(err);
   REQUIRE(rc == 0);
   CHECK(out.find("merged 2 runs: 2 problems, 2 DONE") != std::string::npos);
+  // Throughput of the merged rows (01_a from a, 02_b from b; 10 GPU-s each).
+  CHECK(out.find("throughput: 24 candidates measured in 20.0 GPU-s: 72.00 per GPU-minute; GPU "
+                 "busy 65% (2 problems with NVML figures); 12 variants screened") != std::string::npos);
   nlohmann::json j = nlohmann::json::parse(Slurp(d / "o" / "results.json"));
   REQUIRE(j["problems"].size() == 2);
   CHECK(j["problems"][0]["name"] == "01_a");
@@ -587,6 +722,10 @@ TEST_CASE("bench: --merge writes one table from several results.json, no server"
   CHECK(j["problems"][1]["speedup_vs_start"].get<double>() == Approx(4.0));
   CHECK(j["summary"]["problems"] == 2);
   CHECK(j["summary"]["geomean_speedup_vs_start"].get<double>() == Approx(2.0));
+  CHECK(j["problems"][1]["candidates_measured"] == 20);
+  CHECK(j["problems"][1]["variants_screened"] == 12);
+  CHECK(j["summary"]["candidates_measured"] == 24);
+  CHECK(j["summary"]["gpu_busy_fraction"].get<double>() == Approx(13.0 / 20));
   REQUIRE(j["settings"]["merged_from"].size() == 2);
   CHECK(j["settings"]["merged_from"][0]["file"] == (d / "a.json").string());
   CHECK(j["settings"]["merged_from"][1]["run_id"] == "h200-s5b");

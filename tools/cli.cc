@@ -132,7 +132,14 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!j.error().empty()) out << "  error: " << j.error();
   if (!r.stop_reason().empty()) out << "  (" << r.stop_reason() << ")";
   out << "\nround      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
-  out << absl::StrFormat("gpu time   %.1f GPU-s\n", j.gpu_seconds_used());
+  out << absl::StrFormat("gpu time   %.1f GPU-s, GPU busy %s\n", j.gpu_seconds_used(),
+                         FormatBusyFraction(GpuBusyFraction(j.gpu_busy_seconds_used(),
+                                                            j.gpu_seconds_used())));
+  out << absl::StrFormat("measured   %d candidates, %s per GPU-minute; %d variants screened\n",
+                         j.candidates_measured(),
+                         FormatPerGpuMinute(CandidatesPerGpuMinute(j.candidates_measured(),
+                                                                   j.gpu_seconds_used())),
+                         j.variants_screened());
   const v1::Budget& budget = j.config().budget();
   if (j.llm_tokens_used() > 0 || j.llm_cost_usd() > 0 || budget.has_max_llm_tokens() ||
       budget.has_max_llm_cost_usd()) {

@@ -29,7 +29,9 @@ namespace kagent::cli {
 // Runs one invocation; writes to `out` and `err`.
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// What `kagent get` prints for a job: state, rounds, GPU time, LLM usage (tokens and
+// What `kagent get` prints for a job: state, rounds, GPU time and the share of it the GPU
+// was busy ("n/a" without NVML figures), candidates measured (and per GPU-minute) and
+// variants screened, LLM usage (tokens and
 // cost, with the job's LLM budget) when the job has used an LLM or set an LLM budget,
 // the baseline, the trajectory and the best kernel.
 void PrintJob(const v1::Job& job, std::ostream& out);

@@ -85,6 +85,31 @@ TEST_CASE("cli: get shows the LLM tokens and cost a job used, and its LLM budget
         std::string::npos);
 }
 
+TEST_CASE("cli: get shows the GPU busy share, candidates per GPU-minute and variants screened") {
+  v1::Job job;
+  job.set_id("job-9");
+  job.set_state(v1::JOB_STATE_DONE);
+  job.set_gpu_seconds_used(240);
+  job.set_candidates_measured(20);
+  std::ostringstream cpu;
+  cli::PrintJob(job, cpu);
+  CHECK(cpu.str().find("gpu time   240.0 GPU-s, GPU busy n/a\n") != std::string::npos);
+  CHECK(cpu.str().find("measured   20 candidates, 5.00 per GPU-minute; 0 variants screened\n") !=
+        std::string::npos);
+  job.set_gpu_busy_seconds_used(180);
+  job.set_variants_screened(64);
+  std::ostringstream gpu;
+  cli::PrintJob(job, gpu);
+  CHECK(gpu.str().find("gpu time   240.0 GPU-s, GPU busy 75%\n") != std::string::npos);
+  CHECK(gpu.str().find("measured   20 candidates, 5.00 per GPU-minute; 64 variants screened\n") !=
+        std::string::npos);
+  std::string html = RenderHtmlReport(job, {}, {});
+  CHECK(html.find("<tr><th>GPU busy</th><td>75%") != std::string::npos);
+  CHECK(html.find("<tr><th>candidates measured</th><td>20 (5.00 per GPU-minute)</td></tr>") !=
+        std::string::npos);
+  CHECK(html.find("<tr><th>variants screened</th><td>64</td></tr>") != std::string::npos);
+}
+
 TEST_CASE("cli: get shows both roofline figures of the best kernel") {
   v1::Job job;
   job.set_id("job-8");

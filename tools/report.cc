@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/bench.h"
 
 namespace kagent {
 namespace {
@@ -169,7 +170,17 @@ std::string RenderHtmlReport(const v1::Job& job, const std::vector<v1::Candidate
                   "<tr><th>stop reason</th><td>", HtmlEscape(job.error().empty() ? r.stop_reason() : job.error()), "</td></tr>",
                   "<tr><th>rounds</th><td>", job.current_round(), "</td></tr>",
                   "<tr><th>GPU</th><td>", HtmlEscape(best.gpu_name()), "</td></tr>",
-                  absl::StrFormat("<tr><th>GPU-seconds</th><td>%.1f</td></tr>", job.gpu_seconds_used()), "</table>");
+                  absl::StrFormat("<tr><th>GPU-seconds</th><td>%.1f</td></tr>", job.gpu_seconds_used()),
+                  "<tr><th>GPU busy</th><td>",
+                  cli::FormatBusyFraction(
+                      cli::GpuBusyFraction(job.gpu_busy_seconds_used(), job.gpu_seconds_used())),
+                  " <small>(of the GPU time held, kernels running per NVML)</small></td></tr>",
+                  "<tr><th>candidates measured</th><td>", job.candidates_measured(), " (",
+                  cli::FormatPerGpuMinute(
+                      cli::CandidatesPerGpuMinute(job.candidates_measured(), job.gpu_seconds_used())),
+                  " per GPU-minute)</td></tr>",
+                  "<tr><th>variants screened</th><td>", job.variants_screened(), "</td></tr>",
+                  "</table>");
   absl::StrAppend(&h, "<h2>Result</h2><p>All times below come from one final run that timed the best kernel, "
                       "the starting kernel, eager PyTorch and torch.compile side by side.</p><table>"
                       "<tr><th></th><th>median</th><th>best kernel is</th></tr>",

@@ -1,4 +1,6 @@
 // The HTML report of a job: summary with every speedup (each a ratio from one run), the
+// job's GPU counters (GPU-seconds, the GPU-busy share, candidates measured and per
+// GPU-minute, variants screened), the
 // best kernel and its lineage, a round-by-round chart of the best-so-far speedup, a
 // roofline chart, per-shape results, and every candidate with its verdict and reflexion.
 // Self-contained (inline SVG and CSS, no scripts, nothing fetched).

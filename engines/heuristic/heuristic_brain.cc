@@ -144,8 +144,9 @@ std::string FallbackReason(const absl::Status& status) {
 
 }  // namespace
 
-HeuristicBrain::HeuristicBrain(std::shared_ptr<const TemplateLibrary> library)
-    : library_(std::move(library)) {
+HeuristicBrain::HeuristicBrain(std::shared_ptr<const TemplateLibrary> library,
+                               HeuristicBrainOptions options)
+    : library_(std::move(library)), options_(options) {
   KAGENT_CHECK(library_ != nullptr) << "HeuristicBrain needs a template library";
 }
 
@@ -186,7 +187,50 @@ absl::StatusOr<BrainResult> HeuristicBrain::FirstKernel(const FirstKernelRequest
   KAGENT_ASSIGN_OR_RETURN(RecognizedOp op, RecognizeOp(*request.signature));
   KAGENT_ASSIGN_OR_RETURN(std::string id, SelectTemplate(op, request.gpu));
   KLOG(INFO).With("template", id) << "first kernel for " << DescribeOp(op);
-  return RenderFor(id, *request.signature, request.gpu);
+  KAGENT_ASSIGN_OR_RETURN(BrainResult r, RenderFor(id, *request.signature, request.gpu));
+  AddVariants(nullptr, request.signature, request.gpu, &r);
+  return r;
+}
+
+void HeuristicBrain::AddVariants(const kagent::v1::KernelSource* parent,
+                                 const kagent::v1::OpSignature* signature, const GpuSpec* gpu,
+                                 BrainResult* r) const {
+  // Only the library's own text: a kernel that is not byte for byte one of its renders
+  // (a user's kernel, edited or not) gets no variants.
+  absl::StatusOr<RenderMatch> kernel = library_->MatchRender(r->kernel.source());
+  if (!kernel.ok()) return;
+  const TemplateInfo& t = *kernel->info;
+  r->kernel.set_origin(absl::StrCat("template:", t.id));
+  if (options_.max_variants <= 0) return;
+  // Where the move started: the parent when it renders the same template (a knob move),
+  // else the rules' params for the op (a first kernel, or a switch and its knob changes),
+  // whose tiles then vary too.
+  std::optional<std::map<std::string, std::string>> from;
+  bool tiles = true;
+  if (parent != nullptr) {
+    absl::StatusOr<RenderMatch> before = library_->MatchRender(parent->source());
+    if (before.ok() && before->info == &t) {
+      from = std::move(before->params);
+      tiles = false;
+    }
+  }
+  if (!from.has_value() && signature != nullptr && !signature->ops().empty()) {
+    absl::StatusOr<RecognizedOp> op = RecognizeOp(*signature);
+    if (op.ok()) {
+      auto rules = TemplateParamsFor(t, *op, gpu);
+      if (rules.ok()) from = *std::move(rules);
+    }
+  }
+  std::vector<std::string> exclude;
+  if (parent != nullptr) exclude.push_back(parent->source());
+  for (TemplateVariant& v : TemplateVariants(*library_, t, kernel->params,
+                                             from.has_value() ? &*from : nullptr, tiles,
+                                             exclude, options_.max_variants)) {
+    kagent::v1::KernelSource& k = r->variants.emplace_back();
+    k.set_language(r->kernel.language());
+    k.set_source(std::move(v.source));
+    k.set_origin(r->kernel.origin());
+  }
 }
 
 absl::StatusOr<BrainResult> HeuristicBrain::SwitchTemplate(const FixRequest& request,
@@ -359,6 +403,12 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
   if (request.parent->source().empty()) {
     return absl::InvalidArgumentError("the parent kernel's source is empty");
   }
+  KAGENT_ASSIGN_OR_RETURN(BrainResult r, Fix(request));
+  AddVariants(request.parent, request.signature, request.gpu, &r);
+  return r;
+}
+
+absl::StatusOr<BrainResult> HeuristicBrain::Fix(const FixRequest& request) const {
   const kagent::v1::Prescription& p = *request.prescription;
   absl::StatusOr<BrainResult> direct = absl::UnknownError("");
   if (!p.template_switch().empty()) {

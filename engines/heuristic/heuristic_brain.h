@@ -26,6 +26,16 @@
 // Every result carries the expected effect of each move (grid sizes against the SM
 // count, loads per iteration, ...) so a reflexion can check it. Never a blind sweep.
 //
+// Variants (BrainResult::variants): when the kernel returned is, byte for byte, a render
+// of one of the library's templates (TemplateLibrary::MatchRender; whatever the parent's
+// origin claims), its origin is "template:<id>" and it comes with up to
+// `max_variants` renders of the same template at neighbouring knob values
+// (TemplateVariants, template_variants.h): the knobs the move changed (against the parent
+// when the parent is a render of the same template, else against the rules' params),
+// num_warps / num_stages, and for a first kernel or a switch the tiles the rules sized.
+// Never the parent's source. A user's kernel edited by the knob tuner is not a render:
+// no variants.
+//
 // Thread-safe: immutable after construction.
 #ifndef KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_
 #define KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_
@@ -38,20 +48,28 @@
 #include "engines/heuristic/op_recognition.h"
 #include "engines/heuristic/template_library.h"
 #include "engines/heuristic/template_rules.h"
+#include "engines/heuristic/template_variants.h"
 #include "engines/kernel_brain.h"
 
 namespace kagent {
 
+struct HeuristicBrainOptions {
+  // At most this many variants per result; 0: none.
+  int max_variants = kDefaultMaxVariants;
+};
+
 class HeuristicBrain : public KernelBrain {
  public:
   // `library` must not be null.
-  explicit HeuristicBrain(std::shared_ptr<const TemplateLibrary> library);
+  explicit HeuristicBrain(std::shared_ptr<const TemplateLibrary> library,
+                          HeuristicBrainOptions options = {});
 
   std::string name() const override { return "heuristic"; }
   absl::StatusOr<BrainResult> FirstKernel(const FirstKernelRequest& request) override;
   absl::StatusOr<BrainResult> ApplyFix(const FixRequest& request) override;
 
-  // Renders template `id` for the signature's op (FirstKernel with a chosen template).
+  // Renders template `id` for the signature's op (FirstKernel with a chosen template; no
+  // variants).
   absl::StatusOr<BrainResult> RenderFor(const std::string& id,
                                         const kagent::v1::OpSignature& signature,
                                         const kagent::v1::GpuSpec* gpu) const;
@@ -59,6 +77,13 @@ class HeuristicBrain : public KernelBrain {
   const TemplateLibrary& library() const { return *library_; }
 
  private:
+  // ApplyFix before the variants.
+  absl::StatusOr<BrainResult> Fix(const FixRequest& request) const;
+  // Fills r->variants (and sets its origin) when r->kernel is a render of the library's;
+  // `parent`, `signature` and `gpu` may be null.
+  void AddVariants(const kagent::v1::KernelSource* parent,
+                   const kagent::v1::OpSignature* signature, const kagent::v1::GpuSpec* gpu,
+                   BrainResult* r) const;
   absl::StatusOr<BrainResult> SwitchTemplate(const FixRequest& request,
                                              const std::string& id) const;
   absl::StatusOr<BrainResult> TuneKnobs(const FixRequest& request,
@@ -70,6 +95,7 @@ class HeuristicBrain : public KernelBrain {
                                           bool wrap) const;
 
   std::shared_ptr<const TemplateLibrary> library_;
+  HeuristicBrainOptions options_;
 };
 
 }  // namespace kagent

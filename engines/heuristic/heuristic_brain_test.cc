@@ -1,9 +1,15 @@
 #include "engines/heuristic/heuristic_brain.h"
 
+#include <set>
+#include <utility>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/source_text.h"
 #include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/test_kernels.h"
 #include "engines/heuristic/test_signatures.h"
@@ -1175,6 +1181,135 @@ TEST_CASE("Brain: a prescribed input_precision rewrites a rendered GEMM's choice
                           "INPUT_PRECISION ieee -> tf32x3: fp32 dots run as three TF32 "
                           "tensor-core products (about fp32 accuracy)"));
   CHECK(absl::StrContains(r->expected_effect, "x1.20"));
+}
+
+// The params in which variant `v` differs from `kernel` (both renders of `id`), as
+// "NAME old -> new".
+std::vector<std::string> Differences(const TemplateLibrary& lib, const std::string& id,
+                                     const std::string& kernel, const std::string& v) {
+  auto a = lib.MatchRender(kernel);
+  auto b = lib.MatchRender(v);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->info->id == id);
+  CHECK(b->info->id == id);
+  std::vector<std::string> out;
+  for (const auto& [name, value] : b->params) {
+    const std::string& old = a->params.at(name);
+    if (old != value) out.push_back(name + " " + old + " -> " + value);
+  }
+  return out;
+}
+
+// What every result's variants must be: renders of the kernel's template with one knob
+// changed, distinct from each other, from the kernel and from `parent`, in the kernel's
+// language and origin; returns their changes in order.
+std::vector<std::string> CheckVariants(const TemplateLibrary& lib, const BrainResult& r,
+                                       const std::string& parent = "") {
+  const std::string id(absl::StripPrefix(r.kernel.origin(), "template:"));
+  REQUIRE(r.kernel.origin() == "template:" + id);
+  std::set<std::string> seen = {NormalizeSource(r.kernel.source())};
+  if (!parent.empty()) seen.insert(NormalizeSource(parent));
+  std::vector<std::string> changes;
+  for (const v1::KernelSource& v : r.variants) {
+    CHECK(seen.insert(NormalizeSource(v.source())).second);
+    CHECK(v.origin() == r.kernel.origin());
+    CHECK(v.language() == r.kernel.language());
+    std::vector<std::string> d = Differences(lib, id, r.kernel.source(), v.source());
+    REQUIRE(d.size() == 1);
+    changes.push_back(d[0]);
+  }
+  return changes;
+}
+
+TEST_CASE("Brain: variants around its own template renders, none around a user's kernel") {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  HeuristicBrain brain(*lib);
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+
+  // A first kernel: the rules' tiles, num_warps and num_stages around it, at most 6.
+  v1::OpSignature gemm;
+  AddOp(&gemm, "aten::mm", {{{4096, 4096}, "bfloat16"}, {{4096, 4096}, "bfloat16"}},
+        {{{4096, 4096}, "bfloat16"}});
+  auto first = brain.FirstKernel({&problem, &gemm, &gpu});
+  REQUIRE(first.ok());
+  CHECK(first->variants.size() == kDefaultMaxVariants);
+  CHECK(CheckVariants(**lib, *first) ==
+        std::vector<std::string>{"num_warps 8 -> 16", "num_stages 4 -> 5", "BLOCK_M 128 -> 64",
+                                 "BLOCK_N 256 -> 128", "BLOCK_K 64 -> 32", "num_warps 8 -> 4"});
+  auto again = brain.FirstKernel({&problem, &gemm, &gpu});  // deterministic
+  REQUIRE(again.ok());
+  REQUIRE(again->variants.size() == first->variants.size());
+  for (size_t i = 0; i < first->variants.size(); ++i) {
+    CHECK(again->variants[i].source() == first->variants[i].source());
+  }
+
+  // A knob move on the brain's own first kernel: its result is a render again (origin
+  // template:...), and the moved knob leads; the parent's BLOCK_K 4096 is never offered.
+  v1::OpSignature mv = testing::MatvecSignature(2048, 1048576);
+  auto row = brain.FirstKernel({&problem, &mv, &gpu});
+  REQUIRE(row.ok());
+  REQUIRE(row->kernel.origin() == "template:matvec_row_per_program");
+  v1::Prescription wider;
+  (*wider.mutable_knob_changes())["BLOCK_K"] = "x2";
+  FixRequest req{&row->kernel, &wider, &problem, &mv, &gpu, nullptr, nullptr, 0};
+  auto moved = brain.ApplyFix(req);
+  REQUIRE(moved.ok());
+  CHECK(moved->fallback.empty());
+  CHECK(moved->kernel.origin() == "template:matvec_row_per_program");
+  CHECK(CheckVariants(**lib, *moved, row->kernel.source()) ==
+        std::vector<std::string>{"BLOCK_K 8192 -> 16384", "num_stages 2 -> 3",
+                                 "num_warps 16 -> 8", "num_stages 2 -> 1"});
+
+  // A template switch from a user's kernel: the new template's tiles vary too, and the
+  // switch's knob change (SPLIT_K x2 on the rules' 8) leads.
+  v1::KernelSource user;
+  user.set_source(testing::kUserMatvec);
+  user.set_origin("user");
+  v1::Prescription sw;
+  sw.set_template_switch("matvec_split_k");
+  (*sw.mutable_knob_changes())["SPLIT_K"] = "x2";
+  req = {&user, &sw, &problem, &mv, &gpu, nullptr, nullptr, 0};
+  auto split = brain.ApplyFix(req);
+  REQUIRE(split.ok());
+  CHECK(split->kernel.origin() == "template:matvec_split_k");
+  std::vector<std::string> changes = CheckVariants(**lib, *split, user.source());
+  REQUIRE(changes.size() == kDefaultMaxVariants);
+  CHECK(changes[0] == "SPLIT_K 16 -> 32");
+
+  // Knob moves on a user's kernel, on one that claims a template origin, and on a render
+  // with one line added are not renders: no variants, and the origin says the brain.
+  v1::Prescription halve;
+  (*halve.mutable_knob_changes())["BLOCK_M"] = "/2";
+  v1::KernelSource spoofed = user;
+  spoofed.set_origin("template:matvec_multi_row");
+  v1::KernelSource edited = row->kernel;
+  edited.set_source(row->kernel.source() + "# tuned by hand\n");
+  using Case = std::pair<const v1::KernelSource*, const v1::Prescription*>;
+  for (const auto& [parent, p] :
+       std::vector<Case>{{&user, &halve}, {&spoofed, &halve}, {&edited, &wider}}) {
+    INFO(parent->origin());
+    req = {parent, p, &problem, &mv, &gpu, nullptr, nullptr, 0};
+    auto r = brain.ApplyFix(req);
+    REQUIRE(r.ok());
+    CHECK(r->fallback.empty());
+    CHECK(r->variants.empty());
+    CHECK(r->kernel.origin() == "brain:heuristic");
+  }
+
+  // The bound is an option; 0 turns variants off (the origin still tells the render).
+  HeuristicBrain two(*lib, {.max_variants = 2});
+  auto bounded = two.FirstKernel({&problem, &gemm, &gpu});
+  REQUIRE(bounded.ok());
+  CHECK(CheckVariants(**lib, *bounded) ==
+        std::vector<std::string>{"num_warps 8 -> 16", "num_stages 4 -> 5"});
+  HeuristicBrain none(*lib, {.max_variants = 0});
+  auto off = none.FirstKernel({&problem, &gemm, &gpu});
+  REQUIRE(off.ok());
+  CHECK(off->variants.empty());
+  CHECK(off->kernel.source() == first->kernel.source());
 }
 
 }  // namespace

@@ -909,6 +909,40 @@ absl::StatusOr<int64_t> ApplyChange(int64_t current, absl::string_view change,
   return result;
 }
 
+namespace {
+
+// A rendered template's max_tile_elements (the product of its BLOCK_* knobs, as
+// TemplateLibrary::Render bounds it) after edits that grow a BLOCK_* knob:
+// FAILED_PRECONDITION when the tile now exceeds it. BLOCK_* knobs the primary launch does
+// not show are left out of the product.
+absl::Status CheckTile(const TuneResult& result, const TemplateLibrary* library) {
+  if (library == nullptr) return absl::OkStatus();
+  const KnobEdit* grown = nullptr;
+  for (const KnobEdit& e : result.edits) {
+    if (!e.is_choice() && absl::StartsWith(e.knob, "BLOCK") && e.new_value > e.old_value) {
+      grown = &e;
+    }
+  }
+  if (grown == nullptr) return absl::OkStatus();
+  KAGENT_ASSIGN_OR_RETURN(TritonSourceInfo info, ParseTritonSource(result.source));
+  const TemplateInfo* t = info.template_id.empty() ? nullptr : library->Find(info.template_id);
+  if (t == nullptr || t->max_tile_elements <= 0) return absl::OkStatus();
+  const std::map<std::string, int64_t> knobs = CurrentKnobs(result.source, info);
+  int64_t tile = 1;
+  for (const TemplateParam& p : t->params) {
+    auto it = knobs.find(p.name);
+    if (p.kind != "knob" || !absl::StartsWith(p.name, "BLOCK") || it == knobs.end()) continue;
+    tile = it->second > 0 && tile > t->max_tile_elements / it->second ? t->max_tile_elements + 1
+                                                                        : tile * it->second;
+  }
+  if (tile <= t->max_tile_elements) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      grown->knob, " ", grown->old_value, " -> ", grown->new_value, " makes a tile of more than ",
+      t->max_tile_elements, " elements (product of BLOCK_*), the bound of template ", t->id));
+}
+
+}  // namespace
+
 absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
                                             const std::map<std::string, std::string>& changes,
                                             const TemplateLibrary* library) {
@@ -980,6 +1014,7 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
     }
     result.edits.push_back(std::move(edit));
   }
+  KAGENT_RETURN_IF_ERROR(CheckTile(result, library));
   return result;
 }
 

@@ -28,7 +28,9 @@
 //
 // Changes: "16" (absolute), "x2" or "*2", "/2", "+1", "-1" (also "+N", "-N", "xN").
 // Bounds: a rendered template (first line `# kagent-template: <id>`) uses its params'
-// bounds; otherwise the generic table: BLOCK* / *_SIZE: powers of two in [1, 65536]
+// bounds, and a change that grows a BLOCK_* knob past its max_tile_elements (the product
+// of the BLOCK_* knobs at the primary launch) is FAILED_PRECONDITION; otherwise the
+// generic table: BLOCK* / *_SIZE: powers of two in [1, 65536]
 // ([16, 256] when the kernel calls tl.dot); num_warps: power of two in [1, 32];
 // num_stages: [1, 8]; SPLIT* / GROUP*: [1, 4096]; other integers: [1, 1<<20]. A
 // power-of-two knob moved by +/- steps to the next power of two in that direction; a

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
+#include "engines/heuristic/template_library.h"
 #include "engines/heuristic/test_kernels.h"
 
 namespace kagent {
@@ -343,6 +344,29 @@ TEST_CASE("Knobs: a user kernel's string keyword is no choice knob") {
   auto ok = ApplyKnobChanges(user, {{"BLOCK_K", "x2"}}, lib->get());
   REQUIRE(ok.ok());
   CHECK(absl::StrContains(ok->source, "BLOCK_K=1024, num_stages=1, PREC=\"ieee\")"));
+}
+
+TEST_CASE("Knobs: a rendered template's tile stays within its max_tile_elements") {
+  // gemm_persistent_tma's 128 x 256 x 64 (bf16, 3 stages: 213 KB of shared memory on
+  // sm_90) may not grow to 128 x 256 x 128 (2^22 elements, over its bound of 2^21) even
+  // though BLOCK_K 128 is within BLOCK_K's own bounds; shrinking a knob stays allowed.
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  auto src = (*lib)->Render("gemm_persistent_tma",
+                            {{"BLOCK_M", "128"}, {"BLOCK_N", "256"}, {"BLOCK_K", "64"}});
+  REQUIRE(src.ok());
+  auto grown = ApplyKnobChanges(*src, {{"BLOCK_K", "x2"}}, lib->get());
+  CHECK(grown.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(grown.status().message(),
+                          "BLOCK_K 64 -> 128 makes a tile of more than 2097152 elements"));
+  CHECK(ApplyKnobChanges(*src, {{"BLOCK_M", "x2"}}, lib->get()).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  auto both = ApplyKnobChanges(*src, {{"BLOCK_K", "x2"}, {"BLOCK_N", "/2"}}, lib->get());
+  INFO(both.status().ToString());
+  CHECK(both.ok());  // 128 x 128 x 128 is within the bound
+  CHECK(ApplyKnobChanges(*src, {{"BLOCK_K", "/2"}}, lib->get()).ok());
+  // Without the library the template's bounds are unknown: the generic ones apply.
+  CHECK(ApplyKnobChanges(*src, {{"BLOCK_K", "x2"}}, nullptr).ok());
 }
 
 }  // namespace

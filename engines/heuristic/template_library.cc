@@ -27,7 +27,8 @@ const std::vector<std::pair<const char*, const char*>>& EmbeddedTemplateFiles();
 
 namespace {
 
-using nlohmann::json;
+// ordered_json: TemplateInfo::params keep the JSON file's order (json would sort them).
+using json = nlohmann::ordered_json;
 
 std::string JsonScalarText(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -206,6 +207,78 @@ absl::StatusOr<std::string> ExpandIncludes(const TemplateInfo& info, absl::strin
   }
   return out;
 }
+
+// A template's text cut at its placeholders: literals[0] names[0] literals[1] ...
+// names[n-1] literals[n].
+struct Segments {
+  std::vector<absl::string_view> literals;
+  std::vector<std::string> names;
+};
+
+Segments SplitPlaceholders(absl::string_view src) {
+  Segments s;
+  size_t pos = 0;
+  while (true) {
+    size_t open = src.find("{{", pos);
+    size_t close = open == absl::string_view::npos ? open : src.find("}}", open + 2);
+    if (close == absl::string_view::npos) break;
+    s.literals.push_back(src.substr(pos, open - pos));
+    s.names.emplace_back(src.substr(open + 2, close - open - 2));
+    pos = close + 2;
+  }
+  s.literals.push_back(src.substr(pos));
+  return s;
+}
+
+// Matches `source` against a template's segments, binding each placeholder to the text
+// it stands for. A value never spans lines and must be its param's normalized text
+// (what Render writes); each candidate end of a value is tried in order (backtracking),
+// within a budget of steps.
+class RenderMatcher {
+ public:
+  RenderMatcher(const TemplateInfo& info, const Segments& segs, absl::string_view source)
+      : info_(info), segs_(segs), source_(source) {}
+
+  bool Match(size_t i, size_t pos) {
+    if (++steps_ > kMaxSteps) return false;
+    absl::string_view lit = segs_.literals[i];
+    if (source_.substr(pos, lit.size()) != lit) return false;
+    pos += lit.size();
+    if (i == segs_.names.size()) return pos == source_.size();
+    const std::string& name = segs_.names[i];
+    if (auto bound = values_.find(name); bound != values_.end()) {
+      if (source_.substr(pos, bound->second.size()) != bound->second) return false;
+      return Match(i + 1, pos + bound->second.size());
+    }
+    const TemplateParam* param = info_.FindParam(name);
+    if (param == nullptr) return false;
+    size_t line_end = source_.find('\n', pos);
+    if (line_end == absl::string_view::npos) line_end = source_.size();
+    absl::string_view next = segs_.literals[i + 1];
+    for (size_t end = pos; end <= line_end; ++end) {
+      if (source_.substr(end, next.size()) != next) continue;
+      absl::string_view value = source_.substr(pos, end - pos);
+      absl::StatusOr<std::string> normal = TemplateLibrary::CheckValue(*param, value);
+      if (!normal.ok() || *normal != value) continue;
+      values_[name] = std::string(value);
+      if (Match(i + 1, end)) return true;
+      values_.erase(name);
+      if (steps_ > kMaxSteps) return false;
+    }
+    return false;
+  }
+
+  const std::map<std::string, std::string>& values() const { return values_; }
+  bool exhausted() const { return steps_ > kMaxSteps; }
+
+ private:
+  static constexpr int kMaxSteps = 100000;
+  const TemplateInfo& info_;
+  const Segments& segs_;
+  absl::string_view source_;
+  std::map<std::string, std::string> values_;
+  int steps_ = 0;
+};
 
 }  // namespace
 
@@ -404,6 +477,39 @@ absl::StatusOr<std::string> TemplateLibrary::Render(
   }
   out.append(src.data() + pos, src.size() - pos);
   return out;
+}
+
+absl::StatusOr<RenderMatch> TemplateLibrary::MatchRender(absl::string_view source) const {
+  absl::string_view first = source.substr(0, source.find('\n'));
+  if (!absl::ConsumePrefix(&first, "# kagent-template:")) {
+    return absl::NotFoundError("the source does not start with a # kagent-template: line");
+  }
+  const std::string id(absl::StripAsciiWhitespace(first));
+  const TemplateInfo* t = Find(id);
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("no template '", id, "'"));
+  const Segments segs = SplitPlaceholders(t->source);
+  RenderMatcher matcher(*t, segs, source);
+  if (!matcher.Match(0, 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a render of template ", id,
+        matcher.exhausted() ? " (gave up matching: too ambiguous)" : ""));
+  }
+  RenderMatch m;
+  m.info = t;
+  for (const TemplateParam& p : t->params) {
+    auto v = matcher.values().find(p.name);
+    m.params[p.name] = v != matcher.values().end() ? v->second : p.default_value;
+  }
+  // The text matches; Render also checks what spans params (max_tile_elements).
+  absl::StatusOr<std::string> again = Render(id, m.params);
+  if (!again.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a render of template ", id, ": ", again.status().message()));
+  }
+  if (*again != source) {
+    return absl::InvalidArgumentError(absl::StrCat("not a render of template ", id));
+  }
+  return m;
 }
 
 }  // namespace kagent

@@ -68,6 +68,13 @@ struct TemplateInfo {
   const TemplateParam* FindParam(absl::string_view name) const;
 };
 
+// A source that is a render of one of the library's templates, and the params it was
+// rendered with (TemplateLibrary::MatchRender).
+struct RenderMatch {
+  const TemplateInfo* info = nullptr;          // owned by the library
+  std::map<std::string, std::string> params;   // every param of the template, normalized
+};
+
 class TemplateLibrary {
  public:
   // The templates compiled into the binary.
@@ -93,6 +100,15 @@ class TemplateLibrary {
   // tile over max_tile_elements, or a placeholder without a param.
   absl::StatusOr<std::string> Render(absl::string_view id,
                                      const std::map<std::string, std::string>& params) const;
+
+  // Whether `source` is, byte for byte, Render(id, params) for the template its first line
+  // names (`# kagent-template: <id>`) and params the template accepts, and those params
+  // (every param; one the template's text does not use has its default). This is how
+  // the brain tells its own code from anyone else's, whatever a kernel's origin claims.
+  // NOT_FOUND when the first line names no template of the library; INVALID_ARGUMENT
+  // when the source is not such a render (any other edit, a value its param does not
+  // accept in normalized form, a tile over max_tile_elements).
+  absl::StatusOr<RenderMatch> MatchRender(absl::string_view source) const;
 
   // Checks one value against its param; returns the normalized text.
   static absl::StatusOr<std::string> CheckValue(const TemplateParam& param,

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engines/heuristic/knob_tuner.h"
 
 namespace kagent {
@@ -41,6 +43,11 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
     CHECK(info->template_id == id);
     CHECK_FALSE(lib->Find(id)->conditions.empty());
   }
+  // Params keep the JSON file's order.
+  std::vector<std::string> names;
+  for (const TemplateParam& p : lib->Find("gemm_tiled")->params) names.push_back(p.name);
+  CHECK(absl::StartsWith(absl::StrJoin(names, " "),
+                         "BLOCK_M BLOCK_N BLOCK_K GROUP_M num_warps num_stages"));
   CHECK(lib->ForOpClass("matvec").size() == 3);
   CHECK(lib->ForOpClass("gemm").size() == 4);  // tiled, split-K, persistent TMA, diag
   CHECK(lib->ForOpClass("norm").size() == 3);  // row_norm, channel_norm, frobenius_norm
@@ -221,6 +228,102 @@ TEST_CASE("Templates: the source directory matches the embedded copy") {
   for (const std::string& id : lib->Ids()) {
     CHECK((*dir)->Find(id)->source == lib->Find(id)->source);
   }
+}
+
+// `source` with its first `from` replaced by `to` (which must be there).
+std::string Replace(std::string source, const std::string& from, const std::string& to) {
+  size_t at = source.find(from);
+  REQUIRE(at != std::string::npos);
+  return source.replace(at, from.size(), to);
+}
+
+TEST_CASE("Templates: MatchRender gives back a render's params, and only for renders") {
+  auto lib = Lib();
+  for (const std::string& id : lib->Ids()) {
+    INFO(id);
+    auto src = lib->Render(id, {});
+    REQUIRE(src.ok());
+    auto m = lib->MatchRender(*src);
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    CHECK(m->info == lib->Find(id));
+    std::map<std::string, std::string> defaults;
+    for (const TemplateParam& p : m->info->params) defaults[p.name] = p.default_value;
+    CHECK(m->params == defaults);
+  }
+  const std::map<std::string, std::string> given = {
+      {"SPLIT_K", "3"}, {"BLOCK_K", "1024"}, {"A_EXPR", "A.t()"}, {"num_stages", "4"}};
+  auto split = lib->Render("matvec_split_k", given);
+  REQUIRE(split.ok());
+  auto m = lib->MatchRender(*split);
+  REQUIRE(m.ok());
+  for (const auto& [name, value] : given) CHECK(m->params.at(name) == value);
+  CHECK(m->params.at("BLOCK_M") == "1");  // the default
+  auto floats = lib->Render("elementwise", {{"OP", "softplus"}, {"ALPHA", "0.2"}, {"BETA", "20"}});
+  REQUIRE(floats.ok());
+  auto f = lib->MatchRender(*floats);
+  REQUIRE(f.ok());
+  CHECK(f->params.at("ALPHA") == "0.2");
+  CHECK(f->params.at("BETA") == "20.0");
+  CHECK(f->params.at("OP") == "softplus");
+
+  // Anything else is not a render: one more line, a value written another way, a value
+  // the param refuses, a tile over the bound, the header on other code, no header.
+  auto not_render = [&](const std::string& source) {
+    return lib->MatchRender(source).status().code() == absl::StatusCode::kInvalidArgument;
+  };
+  CHECK(not_render(*split + "# a comment\n"));
+  CHECK(not_render(Replace(*split, "import torch\n", "import torch  # same code\n")));
+  CHECK(not_render(Replace(*split, "SPLIT_K = 3\n", "SPLIT_K = 03\n")));
+  CHECK(not_render(Replace(*split, "BLOCK_K = 1024\n", "BLOCK_K = 1000\n")));
+  CHECK(not_render(Replace(*split, "SPLIT_K = 3\n", "SPLIT_K = 3; import os\n")));
+  auto tile = lib->Render("matvec_multi_row", {{"BLOCK_M", "4"}, {"BLOCK_K", "8192"}});
+  REQUIRE(tile.ok());
+  REQUIRE(lib->MatchRender(*tile).ok());
+  CHECK(not_render(Replace(*tile, "BLOCK_M = 4\n", "BLOCK_M = 8\n")));  // 8 x 8192 > 32768
+  CHECK(not_render("# kagent-template: matvec_split_k\nimport torch\n"));
+  CHECK(lib->MatchRender("# kagent-template: no_such\n").status().code() ==
+        absl::StatusCode::kNotFound);
+  CHECK(lib->MatchRender(split->substr(split->find('\n') + 1)).status().code() ==
+        absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("Templates: a knob move of the tuner on a render is a render at the new value") {
+  // What lets the brain offer variants after a knob move on its own first kernel: the
+  // tuner's edit of an integer knob of a render is exactly the template rendered with the
+  // new value, and the tuner refuses what the library would not render (a tile over
+  // max_tile_elements). Every integer knob of every template, doubled (halved at its max).
+  auto lib = Lib();
+  std::set<std::string> not_renders;
+  for (const std::string& id : lib->Ids()) {
+    const TemplateInfo* t = lib->Find(id);
+    auto src = lib->Render(id, {});
+    REQUIRE(src.ok());
+    for (const TemplateParam& p : t->params) {
+      if (p.kind != "knob" || (p.type != "pow2" && p.type != "int")) continue;
+      INFO(id << " " << p.name);
+      const int64_t v = std::stoll(p.default_value);
+      const bool up = v * 2 <= p.max;
+      auto expected = lib->MatchRender(*src)->params;
+      expected[p.name] = std::to_string(up ? v * 2 : v / 2);
+      auto tuned = ApplyKnobChanges(*src, {{p.name, up ? "x2" : "/2"}}, lib.get());
+      INFO(tuned.status().ToString());
+      if (!lib->Render(id, expected).ok()) {
+        CHECK(tuned.status().code() == absl::StatusCode::kFailedPrecondition);
+        continue;
+      }
+      REQUIRE(tuned.ok());
+      auto m = lib->MatchRender(tuned->source);
+      if (!m.ok()) {
+        not_renders.insert(id + " " + p.name);
+        continue;
+      }
+      CHECK(m->params == expected);
+    }
+  }
+  // scan_rows launches two kernels with {{num_warps}} and {{num_stages}}; the tuner moves
+  // them at the primary launch only, so the result is no render (and gets no variants).
+  CHECK(absl::StrJoin(not_renders, ", ") == "scan_rows num_stages, scan_rows num_warps");
 }
 
 }  // namespace

@@ -8,6 +8,13 @@
 //                                                   harness's signature), on a GPU with SMS
 //                                                   SMs (default 132); the chosen template
 //                                                   and params go to stderr
+//   kagent-template-render --first-kernel [SMS] --variants
+//                                                   the same, with the brain's variants
+//                                                   (BrainResult::variants): JSON on
+//                                                   stdout, {"kernel": SOURCE, "origin":
+//                                                   ORIGIN, "variants": [{"source":
+//                                                   SOURCE, "change": "BLOCK_K 2048 ->
+//                                                   4096"}, ...]}
 //   kagent-template-render --tune KNOB=CHANGE ...  the knob tuner on the Triton source on
 //                                                   stdin (a user's kernel or a rendered
 //                                                   template): the tuned source to stdout,
@@ -26,10 +33,25 @@
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/template_library.h"
+#include "nlohmann/json.hpp"
 
 namespace {
 
-int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms) {
+// How a variant's params differ from the kernel's: "NAME old -> new", comma-separated.
+std::string Change(const kagent::TemplateLibrary& lib, const std::string& kernel,
+                   const std::string& variant) {
+  auto a = lib.MatchRender(kernel);
+  auto b = lib.MatchRender(variant);
+  if (!a.ok() || !b.ok()) return "?";
+  std::string out;
+  for (const auto& [name, value] : b->params) {
+    const std::string& old = a->params[name];
+    if (old != value) out += (out.empty() ? "" : ", ") + name + " " + old + " -> " + value;
+  }
+  return out;
+}
+
+int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms, bool variants) {
   std::string json((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   kagent::v1::OpSignature sig;
   google::protobuf::util::JsonParseOptions opts;
@@ -42,14 +64,25 @@ int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms) {
   kagent::v1::GpuSpec gpu;
   gpu.set_sm_count(sms);
   kagent::v1::Problem problem;
-  kagent::HeuristicBrain brain(std::move(lib));
+  kagent::HeuristicBrain brain(lib);
   auto r = brain.FirstKernel({&problem, &sig, &gpu});
   if (!r.ok()) {
     std::cerr << r.status().ToString() << "\n";
     return 2;
   }
   for (const std::string& m : r->moves) std::cerr << m << "\n";
-  std::cout << r->kernel.source();
+  if (!variants) {
+    std::cout << r->kernel.source();
+    return 0;
+  }
+  nlohmann::json out = {{"kernel", r->kernel.source()},
+                        {"origin", r->kernel.origin()},
+                        {"variants", nlohmann::json::array()}};
+  for (const kagent::v1::KernelSource& v : r->variants) {
+    out["variants"].push_back(
+        {{"source", v.source()}, {"change", Change(*lib, r->kernel.source(), v.source())}});
+  }
+  std::cout << out.dump(1) << "\n";
   return 0;
 }
 
@@ -100,8 +133,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (i < argc && std::string(argv[i]) == "--first-kernel") {
-    int sms = i + 1 < argc ? std::atoi(argv[i + 1]) : 132;
-    return FirstKernel(*lib, sms > 0 ? sms : 132);
+    bool variants = false;
+    int sms = 132;
+    for (int j = i + 1; j < argc; ++j) {
+      if (std::string(argv[j]) == "--variants") {
+        variants = true;
+      } else if (int n = std::atoi(argv[j]); n > 0) {
+        sms = n;
+      }
+    }
+    return FirstKernel(*lib, sms, variants);
   }
   if (i < argc && std::string(argv[i]) == "--tune") {
     std::map<std::string, std::string> changes;
@@ -114,7 +155,7 @@ int main(int argc, char** argv) {
   }
   if (i >= argc) {
     std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list | "
-                 "--first-kernel [SMS] | --tune KNOB=CHANGE ...\n";
+                 "--first-kernel [SMS] [--variants] | --tune KNOB=CHANGE ...\n";
     return 2;
   }
   std::string id = argv[i++];

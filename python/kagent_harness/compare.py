@@ -30,6 +30,56 @@ def _index_str(flat_index, shape, which, n_outputs):
     return f"output {which} {s}" if n_outputs > 1 else s
 
 
+# Elements compared at once: the comparison's temporaries (a handful of fp32 copies of
+# the chunk) stay near 2 GiB however large the output (a 6 GiB output compared whole
+# took ~50 GiB of temporaries next to a job's kept trials).
+CHUNK_ELEMENTS = 1 << 26
+
+
+def _float_stats(r, c, atol, rtol):
+    """One pass over a floating output in chunks of CHUNK_ELEMENTS (flat order): NaN/Inf
+    where the reference is finite (count, first index), unmatched non-finite reference
+    values (first index), and over the elements finite in both: max |c - r|, max
+    relative error, the largest excess over atol + rtol*|r| with its index and values,
+    and how many elements exceed it."""
+    wide = torch.float64 if r.dtype == torch.float64 else torch.float32
+    rflat, cflat = r.detach().reshape(-1), c.detach().reshape(-1)
+    st = {"bad_nonfinite": 0, "bad_nonfinite_first": None, "ref_mismatch_first": None,
+          "max_abs": 0.0, "max_rel": 0.0, "worst_flat": 0, "worst_excess": None,
+          "worst_got": 0.0, "worst_want": 0.0, "n_bad": 0}
+    for lo in range(0, rflat.numel(), CHUNK_ELEMENTS):
+        rf = rflat[lo:lo + CHUNK_ELEMENTS].to(wide)
+        cf = cflat[lo:lo + CHUNK_ELEMENTS].to(wide)
+        r_fin = torch.isfinite(rf)
+        c_fin = torch.isfinite(cf)
+        bad = (~c_fin) & r_fin
+        nb = int(bad.sum())
+        if nb:
+            if st["bad_nonfinite_first"] is None:
+                st["bad_nonfinite_first"] = lo + int(bad.to(torch.uint8).argmax())
+            st["bad_nonfinite"] += nb
+        if st["ref_mismatch_first"] is None and not bool(r_fin.all()):
+            same = (torch.isnan(rf) & torch.isnan(cf)) | (rf == cf)
+            mismatch = (~r_fin) & ~same
+            if bool(mismatch.any()):
+                st["ref_mismatch_first"] = lo + int(mismatch.to(torch.uint8).argmax())
+        both = r_fin & c_fin
+        rf = torch.where(both, rf, torch.zeros_like(rf))
+        cf = torch.where(both, cf, torch.zeros_like(cf))
+        abs_err = (cf - rf).abs()
+        excess = abs_err - (atol + rtol * rf.abs())
+        rel_err = abs_err / rf.abs().clamp_min(max(atol, 1e-12))
+        st["max_abs"] = max(st["max_abs"], float(abs_err.max()))
+        st["max_rel"] = max(st["max_rel"], float(rel_err.max()))
+        k = int(excess.argmax())
+        e = float(excess[k])
+        if st["worst_excess"] is None or e > st["worst_excess"]:
+            st.update(worst_excess=e, worst_flat=lo + k, worst_got=float(cf[k]),
+                      worst_want=float(rf[k]))
+        st["n_bad"] += int((excess > 0).sum())
+    return st
+
+
 def compare(ref_outputs, cand_outputs, atol, rtol):
     """Compares candidate outputs with reference outputs.
 
@@ -75,50 +125,27 @@ def compare(ref_outputs, cand_outputs, atol, rtol):
                            f"elements differ (max {m})")
                 return res
             continue
-        rf = r.detach().to(torch.float64 if r.dtype == torch.float64 else torch.float32)
-        cf = c.detach().to(rf.dtype)
-        r_fin = torch.isfinite(rf)
-        c_fin = torch.isfinite(cf)
-        bad_nonfinite = (~c_fin) & r_fin
-        if bool(bad_nonfinite.any()):
-            flat = int(bad_nonfinite.flatten().to(torch.uint8).argmax())
-            res.update(ok=False, worst_index=_index_str(flat, r.shape, i, n),
+        st = _float_stats(r, c, atol, rtol)
+        if st["bad_nonfinite"]:
+            res.update(ok=False, worst_index=_index_str(st["bad_nonfinite_first"], r.shape, i, n),
                        max_abs_error=float("inf"), max_rel_error=float("inf"),
-                       reason=f"output {i}: {int(bad_nonfinite.sum())} NaN/Inf values where "
+                       reason=f"output {i}: {st['bad_nonfinite']} NaN/Inf values where "
                        "the reference is finite")
             return res
-        ref_nonfinite = ~r_fin
-        if bool(ref_nonfinite.any()):
-            same = (torch.isnan(rf) & torch.isnan(cf)) | (rf == cf)
-            mismatch = ref_nonfinite & ~same
-            if bool(mismatch.any()):
-                flat = int(mismatch.flatten().to(torch.uint8).argmax())
-                res.update(ok=False, worst_index=_index_str(flat, r.shape, i, n),
-                           reason=f"output {i}: non-finite reference values not matched")
-                return res
-        both = r_fin & c_fin
-        rf = torch.where(both, rf, torch.zeros_like(rf))
-        cf = torch.where(both, cf, torch.zeros_like(cf))
-        abs_err = (cf - rf).abs()
-        tol = atol + rtol * rf.abs()
-        excess = abs_err - tol
-        rel_err = abs_err / rf.abs().clamp_min(max(atol, 1e-12))
-        m_abs = float(abs_err.max())
-        m_rel = float(rel_err.max())
-        res["max_abs_error"] = max(res["max_abs_error"], m_abs)
-        res["max_rel_error"] = max(res["max_rel_error"], m_rel)
-        flat = int(excess.flatten().argmax())
-        e = float(excess.flatten()[flat])
+        if st["ref_mismatch_first"] is not None:
+            res.update(ok=False, worst_index=_index_str(st["ref_mismatch_first"], r.shape, i, n),
+                       reason=f"output {i}: non-finite reference values not matched")
+            return res
+        res["max_abs_error"] = max(res["max_abs_error"], st["max_abs"])
+        res["max_rel_error"] = max(res["max_rel_error"], st["max_rel"])
+        flat, e = st["worst_flat"], st["worst_excess"]
         if worst_excess is None or e > worst_excess:
             worst_excess = e
             res["worst_index"] = _index_str(flat, r.shape, i, n)
         if e > 0:
-            n_bad = int((excess > 0).sum())
-            got = float(cf.flatten()[flat])
-            want = float(rf.flatten()[flat])
-            res.update(ok=False, reason=f"output {i}: {n_bad} of {r.numel()} elements outside "
-                       f"atol={atol:g} rtol={rtol:g}; worst at {res['worst_index']}: "
-                       f"got {got:.6g}, expected {want:.6g}")
+            res.update(ok=False, reason=f"output {i}: {st['n_bad']} of {r.numel()} elements "
+                       f"outside atol={atol:g} rtol={rtol:g}; worst at {res['worst_index']}: "
+                       f"got {st['worst_got']:.6g}, expected {st['worst_want']:.6g}")
             return res
     return res
 

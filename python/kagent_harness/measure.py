@@ -19,7 +19,6 @@ import math
 import os
 import shutil
 import sys
-import threading
 import time
 import traceback
 
@@ -33,7 +32,7 @@ from kagent_harness.compare import compare, dtype_name, tolerances
 from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
-from kagent_harness.transfer import Rejection, TransferMixin, new_ipc_pool
+from kagent_harness.transfer import Rejection, TransferMixin
 from kagent_harness.trials import TrialCache, is_degenerate, rms, variant
 
 # The child's median may not be below this fraction of the supervisor's own wall-clock
@@ -106,20 +105,12 @@ class Env:
         self.cache = cache
         self.pool = pool
         self.log = log
-        self._ipc_pool = None
-        self._lock = threading.Lock()
 
     @staticmethod
     def one_shot(device, log):
         """A run of its own: nothing kept, no warm processes."""
         return Env(device, TrialCache(0, log),
                    ChildPool(ChildSpec(device), 0, log, reap_async=False), log)
-
-    def ipc_pool(self, log):
-        with self._lock:
-            if self._ipc_pool is None:
-                self._ipc_pool = new_ipc_pool(log) or False
-            return self._ipc_pool or None
 
     def quiet(self, keep=None):
         return self.pool.quiet(keep)
@@ -129,8 +120,11 @@ class Prepared:
     """A candidate's process that imported and built the candidate (and compiled its
     kernels in a dry run) before the GPU was taken; used by one measure."""
 
-    def __init__(self, child, key, source, language, ready, compiled):
+    def __init__(self, child, key, source, language, ready, compiled, rk=None,
+                 rk_source=None):
         self.child = child
+        self.rk = rk                # (process, ready reply) of the starting kernel, or None
+        self.rk_source = rk_source
         self.key = key
         self.source = source
         self.language = language
@@ -171,6 +165,7 @@ class Supervisor(TransferMixin):
         self.job = None
         self.workdir = None
         self.rk_child = None   # the starting kernel's process, taken early
+        self.rk_ready = None   # its "ready" reply when it was prepared
         self.child = None
         self.trace_path = None
         self.triton_hook = False
@@ -214,9 +209,14 @@ class Supervisor(TransferMixin):
         torch.set_grad_enabled(False)
         try:
             if req.kernel_source and req.reference_kernel_source and req.time_candidate:
-                # The starting kernel's process, started now too; used after the
-                # candidate's.
-                self.rk_child = self.take_child(trace=False)
+                # The starting kernel's process, started now too (or prepared); used after
+                # the candidate's.
+                if self.prepared is not None and self.prepared.rk is not None and \
+                        self.prepared.rk_source == req.reference_kernel_source:
+                    self.rk_child, self.rk_ready = self.prepared.rk
+                    self.prepared.rk = None
+                else:
+                    self.rk_child = self.take_child(trace=False)
             if req.kernel_source and self.prepared is None:
                 self.use_child(self.take_child())
         except Exception as e:  # noqa: BLE001 - cannot start a process: the harness's fault
@@ -282,6 +282,8 @@ class Supervisor(TransferMixin):
             self.rk_child = None
         if self.job is not None:
             self.env.cache.done(self.job)
+            self.job = None
+        self.release_device_memory()
         if self.device == "cuda":
             self.result["gpu_seconds"] = time.monotonic() - t_start
         self.result["harness"]["phases_ms"] = self.phases.as_dict()
@@ -290,6 +292,17 @@ class Supervisor(TransferMixin):
                          f"{self.result['correctness']['reason']}")
         self.result["log"] = self.log.tail(extra)
         return self.result
+
+    def release_device_memory(self):
+        """Gives the device memory this request cached (its IPC pool, freed temporaries)
+        back to the driver, so that the next candidate's process can have it; a server
+        process would otherwise keep it reserved between requests."""
+        self._ipc_keep = None
+        self.ipc_pool = None
+        if self.device == "cuda":
+            import gc
+            gc.collect()
+            torch.cuda.empty_cache()
 
     # -- baselines ----------------------------------------------------------------------
     def time_baselines(self):
@@ -393,22 +406,23 @@ class Supervisor(TransferMixin):
             json.dump(cfg, f)
         child.load()
 
-    def start_child(self, source=None, language=None, what="candidate"):
+    def start_child(self, source=None, language=None, what="candidate", ready=None):
         """Hands the candidate (`source`, default the request's kernel) to the current
         process and waits until it has imported and built ModelNew; a prepared process
-        did that already. Then probes CUDA IPC."""
+        (`ready`: its ready reply) did that already. Then probes CUDA IPC."""
         req = self.req
         source = req.kernel_source if source is None else source
         language = req.language if language is None else language
         if self.prepared is not None and what == "candidate":
             p = self.prepared
             self.use_child(p.child)
-            self.child.log = self.log
-            self.child.deadline = time.monotonic() + req.timeout_s
             ready = p.ready
             self.result["harness"]["prepared"] = True
             self.log.add(f"prepared candidate process {self.child.proc.pid} used "
                          f"(made {time.monotonic() - p.created:.1f} s ago)")
+        if ready is not None:
+            self.child.log = self.log
+            self.child.deadline = time.monotonic() + req.timeout_s
         else:
             if self.child is None:
                 self.use_child(self.take_child())
@@ -767,8 +781,8 @@ class Supervisor(TransferMixin):
         req, h = self.req, self.result["harness"]
         saved = (self.child, self.workdir, self.trace_path, self.triton_hook,
                  getattr(self, "use_ipc", False), self.call_s, self.prepared)
-        child = self.rk_child
-        self.rk_child = None
+        child, ready = self.rk_child, self.rk_ready
+        self.rk_child = self.rk_ready = None
         self.prepared = None
         self.call_s = []
         try:
@@ -777,7 +791,8 @@ class Supervisor(TransferMixin):
             self.use_child(child)
             self.trace_path = None
             self.start_child(source=req.reference_kernel_source,
-                             language=req.reference_kernel_language, what="starting kernel:")
+                             language=req.reference_kernel_language, what="starting kernel:",
+                             ready=ready)
             inputs = self.timing_inputs()
             ref_out = self.job.ref_of(self.job.timing_trial(), inputs)
             field = self.inputs_field(inputs, "reference_kernel")
@@ -909,10 +924,39 @@ class Supervisor(TransferMixin):
             self.child = None
             self.env.cache.done(self.job)
             return None, None, f"prepare failed: {type(e).__name__}: {e}"
+        rk = None
+        if req.reference_kernel_source and req.time_candidate:
+            rk = self._prepare_starting_kernel()
         self.env.cache.done(self.job)
         self.child = None
         return Prepared(child, self.job.key, req.kernel_source, req.language, ready,
-                        compiled), None, ""
+                        compiled, rk=rk, rk_source=req.reference_kernel_source), None, ""
+
+    def _prepare_starting_kernel(self):
+        """The starting kernel's process prepared like the candidate's: (process, ready
+        reply), or None when that failed (measure then starts it itself; its failures
+        are warnings there, never the candidate's verdict)."""
+        req = self.req
+        child = None
+        try:
+            child = self.take_child(trace=False)
+            self.write_candidate(child, req.reference_kernel_source,
+                                 req.reference_kernel_language)
+            with self.phases("starting kernel: import and construction"):
+                ready = child.checked(child.recv(phase="starting kernel import"),
+                                      "starting kernel import")
+            spec = self.job.input_spec
+            if req.reference_kernel_language == "triton" and spec is not None:
+                with self.phases("starting kernel: compile dry run"):
+                    child.request({"cmd": "compile", "inputs": spec},
+                                  timeout=min(child.remaining(), req.call_timeout_s),
+                                  phase="the starting kernel's compile dry run")
+            return child, ready
+        except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
+            self.log.add(f"the starting kernel was not prepared: {e}")
+            if child is not None:
+                self.env.pool.retire(child)
+            return None
 
     def cancel(self):
         """Stops the request's candidate processes (its caller went away)."""

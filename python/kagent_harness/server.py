@@ -162,7 +162,7 @@ class Server:
                         prepared.source != req.kernel_source or \
                         prepared.language != req.language:
                     log.add("the prepared process is for another candidate: not used")
-                    self.env.pool.retire(prepared.child)
+                    self._retire(prepared)
                     prepared = None
                 sup.prepared = prepared
             stop = self._watch(sup, cancelled)
@@ -170,6 +170,8 @@ class Server:
                 result = sup.run_measure()
             finally:
                 stop()
+            if prepared is not None and prepared.rk is not None:
+                self._retire(prepared)  # a starting kernel the request did not time
             result["harness"].setdefault("prepared", prepared is not None)
             self._check_health(result)
         self.served += 1
@@ -206,14 +208,15 @@ class Server:
             return {"ok": True, "prepared": None, "prepare_ms": ms, "reason": reason,
                     "result": final}
         if cancelled is not None and cancelled.is_set():
-            self.env.pool.retire(prepared.child)
+            self._retire(prepared)
             return {"ok": True, "prepared": None, "prepare_ms": ms, "result": None,
                     "reason": "cancelled"}
         handle = "p-" + uuid.uuid4().hex[:16]
         with self._lock:
             self.prepared[handle] = prepared
         return {"ok": True, "prepared": handle, "prepare_ms": ms, "reason": "",
-                "result": None,
+                "result": None, "phases_ms": sup.phases.as_dict(),
+                "starting_kernel_prepared": prepared.rk is not None,
                 "compiled": {k: prepared.compiled.get(k) for k in
                              ("clean", "seconds", "ops", "error")} if prepared.compiled
                 else None, "log": log.tail()}
@@ -225,7 +228,12 @@ class Server:
             gone = [self.prepared.pop(h) for h in old]
         for p in gone:
             self.log.add(f"prepared candidate expired unused after {PREPARED_TTL_S:.0f} s")
-            self.env.pool.retire(p.child)
+            self._retire(p)
+
+    def _retire(self, prepared):
+        self.env.pool.retire(prepared.child)
+        if prepared.rk is not None:
+            self.env.pool.retire(prepared.rk[0])
 
     # -- screen ------------------------------------------------------------------------------
     def screen(self, msg, cancelled=None):
@@ -266,7 +274,7 @@ class Server:
             handles = [h for h, p in self.prepared.items() if p.key[0] == job_id]
             gone = [self.prepared.pop(h) for h in handles]
         for p in gone:
-            self.env.pool.retire(p.child)
+            self._retire(p)
         return self.env.cache.release(job_id) or bool(gone)
 
     def _check_health(self, result):
@@ -288,7 +296,7 @@ class Server:
             prepared = list(self.prepared.values())
             self.prepared.clear()
         for p in prepared:
-            self.env.pool.retire(p.child)
+            self._retire(p)
         self.env.pool.close()
         self.env.cache.close()
 

@@ -55,8 +55,9 @@ class TransferMixin:
         if self.device != "cuda" or not self.req.ipc_inputs:
             return
         if getattr(self, "ipc_pool", None) is None:
-            self.ipc_pool = self.env.ipc_pool(self.log) if getattr(self, "env", None) \
-                else None
+            # One pool per request: finish() drops it, so its memory goes back to the
+            # device (the candidate's process may need it) once the request is over.
+            self.ipc_pool = new_ipc_pool(self.log)
             if self.ipc_pool is None:
                 return
         probe = torch.arange(1, 1025, dtype=torch.float32, device="cuda")

@@ -34,6 +34,9 @@ from kagent_harness.compare import all_finite, overlaps
 from kagent_harness.sandbox import make_workdir
 
 WIDE_VARIANTS = ("neg", "scale10", "randn", "const")
+# Device memory kept free beside the kept trials, in units of one trial's inputs plus
+# outputs (see JobTrials._room_for).
+ROOM_FACTOR = 10
 
 
 def sysrand_seed(rng):
@@ -127,6 +130,8 @@ class JobTrials:
         self.init_path = None
         self.state_path = None
         self.input_spec = None
+        self.trial_bytes = 0       # one trial's inputs + reference outputs, once known
+        self.room_logged = False
         plan = [("seeded", str(i)) for i in range(req.trials)]
         if req.wide_trials:
             plan += [("wide", v) for v in WIDE_VARIANTS]
@@ -239,6 +244,7 @@ class JobTrials:
             if trial.inputs is not None:
                 return trial.inputs
             inputs = self._materialise_inputs(trial)
+            self.trial_bytes = max(self.trial_bytes, nbytes(inputs))
             if self._keep(nbytes(inputs)):
                 trial.inputs = inputs
             return inputs
@@ -250,6 +256,7 @@ class JobTrials:
             if trial.ref_out is not None:
                 return trial.ref_out
             out = self._ref_with_flags(inputs)
+            self.trial_bytes = max(self.trial_bytes, nbytes(inputs) + nbytes(out))
             if trial.kind == "wide" and trial.skipped is None:
                 trial.skipped = not all_finite(out)
                 if trial.skipped:
@@ -308,10 +315,31 @@ class JobTrials:
     def _keep(self, n):
         if self.cache is None or n <= 0 or self.closed:
             return False
+        if not self._room_for(n):
+            return False
         if self.cache.reserve(self, n):
             self.kept_bytes += n
             return True
         return False
+
+    def _room_for(self, n):
+        """Whether the device can spare `n` more bytes for kept trials: a measurement of
+        this job needs about ROOM_FACTOR x one trial's inputs and outputs besides (its
+        copies for the candidate's process, receive buffers, the comparison; the process's
+        own copies), and never less than a quarter of the device."""
+        if self.device != "cuda":
+            return True
+        free, total = torch.cuda.mem_get_info()
+        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        need = max(total // 4, ROOM_FACTOR * self.trial_bytes)
+        if free - n < need:
+            if not self.room_logged:
+                self.room_logged = True
+                self.log.add(f"trial cache: not keeping more of this job's trials "
+                             f"({free >> 30} GiB free, {need >> 30} GiB kept free for a "
+                             f"measurement of {self.trial_bytes >> 20} MiB trials)")
+            return False
+        return True
 
     def drop_tensors(self):
         """Forgets every kept tensor (they are made again on the next use)."""

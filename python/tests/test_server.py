@@ -106,6 +106,15 @@ def test_prepare_then_measure(server):
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
     assert r["harness"]["prepared"] is True
     assert "candidate import and construction" not in r["harness"]["phases_ms"]
+    # With the job's starting kernel, its process is prepared too and used when timed.
+    p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-p",
+                           reference_kernel_source=read("cand_relu_add_good.py")))
+    assert p["prepared"] and p["starting_kernel_prepared"] is True, p
+    r = call(path, request("measure", "cand_relu_add_good.py", job_id="job-p",
+                           prepared=p["prepared"],
+                           reference_kernel_source=read("cand_relu_add_good.py")))
+    assert r["verdict"] == "CORRECT" and r["reference_kernel"]["count"] == 3
+    assert "starting kernel: import and construction" not in r["harness"]["phases_ms"]
     # A handle serves one measure.
     again = call(path, request("measure", "cand_relu_add_good.py", job_id="job-p",
                                prepared=p["prepared"]))

@@ -30,6 +30,9 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddDouble("call-timeout-seconds", &call_timeout_seconds, "deadline of judge/analyzer/orchestrator calls");
   o.AddDouble("generate-timeout-seconds", &generate_timeout_seconds, "deadline of a Generate call");
   o.AddInt("max-concurrent-jobs", &max_concurrent_jobs, "jobs running at once; the rest queue");
+  o.AddInt("worker-tasks", &worker_tasks,
+           "GPU tasks in flight on one worker at most (1..8): the worker's GPU runs one at a "
+           "time while the next prepares and compiles on its CPU cores; 1: one task per worker");
   o.AddInt("max-active-jobs-per-tenant", &max_active_jobs_per_tenant,
            "unfinished jobs a tenant may have; SubmitJob beyond it is RESOURCE_EXHAUSTED");
   o.AddInt("default-rounds", &default_rounds, "rounds when a job sets no budget");
@@ -52,6 +55,10 @@ absl::Status CoordinatorOptions::Validate() const {
   }
   if (max_concurrent_jobs < 1 || max_concurrent_jobs > 1024) {
     return absl::InvalidArgumentError("--max-concurrent-jobs must be in [1, 1024]");
+  }
+  if (worker_tasks < 1 || worker_tasks > kMaxTasksPerWorker) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker-tasks must be in [1, ", kMaxTasksPerWorker, "]"));
   }
   if (default_rounds < 1 || default_rounds > 1000 || default_beam < 1 || default_beam > 16 ||
       default_fixes < 1 || default_fixes > 16) {
@@ -88,6 +95,8 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   so.no_worker_timeout = absl::Seconds(o.no_worker_timeout_seconds);
   so.lease = absl::Seconds(o.worker_lease_seconds);
   so.measure_timeout = absl::Seconds(o.measure_timeout_seconds);
+  so.screen_timeout = absl::Seconds(o.measure_timeout_seconds);  // a screen is one harness run too
+  so.tasks_per_worker = o.worker_tasks;
   auto* scheduler = ctx.Keep(std::make_unique<Scheduler>(so, store, factory, &ctx.metrics->registry()));
   if (!o.workers.empty()) {
     for (absl::string_view w : absl::StrSplit(o.workers, ',', absl::SkipEmpty())) {

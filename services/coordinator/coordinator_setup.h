@@ -28,6 +28,9 @@ struct CoordinatorOptions {
   double call_timeout_seconds = 60;
   double generate_timeout_seconds = 600;
   int max_concurrent_jobs = 4;
+  // GPU tasks a worker is given at once (SchedulerOptions::tasks_per_worker): its GPU runs
+  // one at a time, the next prepares on its CPU cores meanwhile. 1..kMaxTasksPerWorker.
+  int worker_tasks = 2;
   int max_active_jobs_per_tenant = 64;
   int default_rounds = 5;
   int default_beam = 2;

@@ -55,6 +55,25 @@ class GrpcGpuWorker : public GpuWorker {
     return response;
   }
 
+  absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
+                                            absl::Duration timeout,
+                                            CallCancelToken* cancel) override {
+    v1::ScreenResponse response;
+    KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
+      return bench_->Screen(ctx, request, &response);
+    }));
+    return response;
+  }
+
+  absl::StatusOr<v1::ReleaseJobResponse> ReleaseJob(const v1::ReleaseJobRequest& request,
+                                                    absl::Duration timeout) override {
+    v1::ReleaseJobResponse response;
+    KAGENT_RETURN_IF_ERROR(Call(timeout, nullptr, [&](grpc::ClientContext* ctx) {
+      return bench_->ReleaseJob(ctx, request, &response);
+    }));
+    return response;
+  }
+
   absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration timeout) override {
     v1::DescribeWorkerResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, nullptr, [&](grpc::ClientContext* ctx) {

@@ -18,6 +18,7 @@
 #include "common/source_text.h"
 #include "common/status.h"
 #include "engines/heuristic/op_recognition.h"
+#include "services/coordinator/screening.h"
 #include "services/profiler/hardware_metrics.h"
 
 namespace kagent {
@@ -54,6 +55,16 @@ std::string ToJson(const google::protobuf::Message& m) {
 
 std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round); }
 
+// The variants of a round's generated kernels, stored with the round checkpoint (in the
+// same transaction) since a Candidate has no place for them: a GenerateResponse whose
+// kernels carry only assignment.worker_index and variants, one per candidate that has any.
+std::string RoundVariantsKey(int round) { return absl::StrCat("round-", round, "-variants"); }
+
+// What a round's candidates are called in log lines: "r1-w0".
+std::string CandidateLabel(const v1::Candidate& c) {
+  return absl::StrCat("r", c.round(), "-w", c.worker_index());
+}
+
 // Thrown-free control flow: a run step either succeeds or gives the status that ends
 // the job; kStopQuietly marks a shutdown, where the job is left for the next start.
 struct Stop {
@@ -86,14 +97,24 @@ class JobRun {
   Stop Round(int round, std::string* stop_reason);
   Stop Finish(const std::string& stop_reason);
   // The brain's first kernel for the problem's op (a Generate with an empty plan), from
-  // the op signature kept in signature_. INTERNAL with the brain's reason when it wrote
-  // none (e.g. the heuristic brain has no template for the op); else the call's status.
-  absl::StatusOr<v1::KernelSource> FirstKernel();
+  // the op signature kept in signature_, with its variants. INTERNAL with the brain's
+  // reason when it wrote none (e.g. the heuristic brain has no template for the op); else
+  // the call's status.
+  absl::StatusOr<v1::GeneratedKernel> FirstKernel();
   // Round 1 of a job that came with its own starting kernel also measures the brain's own
   // kernel for the op (the library seed) beside the fixes: a hand-written start far from
   // the roofline is often better replaced than tuned. Appended to `rc` as one more
-  // candidate (parent: the start); nothing when the brain has none or it is the start.
-  void AddLibrarySeed(v1::RoundCheckpoint* rc);
+  // candidate (parent: the start), its variants (if any) to `variants`; nothing when the
+  // brain has none or it is the start.
+  void AddLibrarySeed(v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
+  // Screens candidate `c`'s kernel with its `variants` (screening.h) and returns the
+  // kernel to measure: the fastest that passed the screen, or c.kernel() when the screen
+  // failed or nothing passed (a LOG event says which). Writes round-R/ID/screen.json and
+  // charges the screen's GPU time and variants to the job. An error only when the job is
+  // stopping. Called from the round's measuring threads.
+  absl::StatusOr<v1::KernelSource> ScreenCandidate(
+      const v1::Candidate& c, const google::protobuf::RepeatedPtrField<v1::KernelSource>& variants,
+      const std::string& parent_source);
 
   absl::StatusOr<v1::Measurement> Measure(const std::string& task_id, const v1::KernelSource& k,
                                           bool baselines, const std::string& shape_set,
@@ -102,7 +123,11 @@ class JobRun {
   absl::Status SaveCandidate(const v1::Candidate& c);
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
   absl::Status SaveCheckpoint();
-  void AddGpuSeconds(double s);
+  // Charges GPU work to the job (stored with the next Persist): the time it held a GPU,
+  // of it the time the GPU was busy, candidate measurements and screened variants.
+  // Thread-safe (a round's measurements run in parallel).
+  void ChargeGpu(double held_seconds, double busy_seconds, int64_t candidates_measured,
+                 int64_t variants_screened);
   // Charges LLM usage reported by a service to the job (stored with the next Persist).
   void ChargeLlm(const v1::LlmUsage& usage);
   // The job's LLM tokens / cost so far, the pending charges included.
@@ -135,7 +160,15 @@ class JobRun {
   v1::JobCheckpoint ckpt_;
   v1::GpuSpec gpu_;
   v1::OpSignature signature_;
-  double gpu_seconds_pending_ = 0;
+  // GPU work charged and not yet stored in the job (ChargeGpu, Persist).
+  struct GpuCharges {
+    double held_seconds = 0;
+    double busy_seconds = 0;
+    int64_t candidates_measured = 0;
+    int64_t variants_screened = 0;
+  };
+  absl::Mutex charges_mu_;
+  GpuCharges gpu_pending_ ABSL_GUARDED_BY(charges_mu_);
   v1::LlmUsage llm_pending_;
 };
 
@@ -265,7 +298,11 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std:
     absl::MutexLock lock(&mu_);
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), job_id), waiting_.end());
     auto it = running_.find(job_id);
-    if (it != running_.end()) it->second.cancel->Cancel();
+    if (it != running_.end() && !it->second.finished) {
+      it->second.cancel->Cancel();  // the job's thread releases it on the workers at its end
+    } else {
+      scheduler_->ReleaseJob(job_id);  // it may have run before a restart
+    }
   }
   return job;
 }
@@ -438,13 +475,20 @@ Stop JobRun::StopFromStatus(const absl::Status& s) const {
 }
 
 absl::Status JobRun::Persist(const std::function<void(v1::Job&)>& f) {
-  double gpu = gpu_seconds_pending_;
+  GpuCharges gpu;
+  {
+    absl::MutexLock lock(&charges_mu_);
+    gpu = gpu_pending_;
+  }
   const v1::LlmUsage llm_used = llm_pending_;
   absl::StatusOr<v1::Job> j = m_->MutateJob(job_id_, [&](v1::Job& job) {
     if (IsTerminal(job.state())) {
       return absl::AbortedError(absl::StrCat("job is ", v1::JobState_Name(job.state())));
     }
-    job.set_gpu_seconds_used(job.gpu_seconds_used() + gpu);
+    job.set_gpu_seconds_used(job.gpu_seconds_used() + gpu.held_seconds);
+    job.set_gpu_busy_seconds_used(job.gpu_busy_seconds_used() + gpu.busy_seconds);
+    job.set_candidates_measured(job.candidates_measured() + gpu.candidates_measured);
+    job.set_variants_screened(job.variants_screened() + gpu.variants_screened);
     job.set_llm_tokens_used(job.llm_tokens_used() + llm_used.input_tokens() +
                             llm_used.output_tokens());
     job.set_llm_cost_usd(job.llm_cost_usd() + llm_used.cost_usd());
@@ -452,7 +496,14 @@ absl::Status JobRun::Persist(const std::function<void(v1::Job&)>& f) {
     return absl::OkStatus();
   });
   if (!j.ok()) return j.status();
-  gpu_seconds_pending_ = 0;
+  {
+    // Only what was stored: a measuring thread may have charged more meanwhile.
+    absl::MutexLock lock(&charges_mu_);
+    gpu_pending_.held_seconds -= gpu.held_seconds;
+    gpu_pending_.busy_seconds -= gpu.busy_seconds;
+    gpu_pending_.candidates_measured -= gpu.candidates_measured;
+    gpu_pending_.variants_screened -= gpu.variants_screened;
+  }
   llm_pending_.Clear();
   job_ = *std::move(j);
   return absl::OkStatus();
@@ -491,9 +542,16 @@ void JobRun::SetSignature(const v1::OpSignature& s) {
   }
 }
 
-void JobRun::AddGpuSeconds(double s) {
-  gpu_seconds_pending_ += s;
-  if (m_->gpu_seconds_ != nullptr) m_->gpu_seconds_->Add({}).Increment(s);
+void JobRun::ChargeGpu(double held_seconds, double busy_seconds, int64_t candidates_measured,
+                       int64_t variants_screened) {
+  {
+    absl::MutexLock lock(&charges_mu_);
+    gpu_pending_.held_seconds += held_seconds;
+    gpu_pending_.busy_seconds += busy_seconds;
+    gpu_pending_.candidates_measured += candidates_measured;
+    gpu_pending_.variants_screened += variants_screened;
+  }
+  if (m_->gpu_seconds_ != nullptr) m_->gpu_seconds_->Add({}).Increment(held_seconds);
 }
 
 void JobRun::ChargeLlm(const v1::LlmUsage& usage) {
@@ -588,9 +646,12 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
   const bool own_shapes = shape_set.empty();
   if (own_shapes && signature_.ops_size() > 0) t.measure.set_skip_op_signature(true);
   KAGENT_ASSIGN_OR_RETURN(GpuTaskResult r, m_->scheduler_->Run(t, cancel_));
-  if (!r.from_storage) AddGpuSeconds(r.measure.measurement().gpu_seconds() > 0
-                                         ? r.measure.measurement().gpu_seconds()
-                                         : r.seconds);
+  if (!r.from_storage) {  // a stored result was charged when it ran
+    const v1::Measurement& got = r.measure.measurement();
+    // A reference-only run (no kernel) measures no candidate.
+    ChargeGpu(got.gpu_seconds() > 0 ? got.gpu_seconds() : r.seconds, got.gpu_busy_seconds(),
+              k.source().empty() ? 0 : 1, 0);
+  }
   v1::Measurement out = r.measure.measurement();
   if (out.worker_id().empty()) out.set_worker_id(r.worker_id);
   // Stored candidates keep carrying the signature (reflexion reads its op class).
@@ -601,6 +662,40 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
     m_->candidates_->Add({{"verdict", v1::Verdict_Name(out.verdict())}}).Increment();
   }
   return out;
+}
+
+absl::StatusOr<v1::KernelSource> JobRun::ScreenCandidate(
+    const v1::Candidate& c, const google::protobuf::RepeatedPtrField<v1::KernelSource>& variants,
+    const std::string& parent_source) {
+  const std::vector<v1::KernelSource> kernels = ScreenKernels(c.kernel(), variants);
+  const std::string label = CandidateLabel(c);
+  GpuTask t;
+  t.kind = GpuTask::Kind::kScreen;
+  t.task_id = ScreenTaskId(job_id_, c.round(), c.worker_index(), kernels);
+  t.job_id = job_id_;
+  t.screen = MakeScreenRequest(t.task_id, job_id_, job_.problem(), kernels);
+  absl::StatusOr<GpuTaskResult> r = m_->scheduler_->Run(t, cancel_);
+  const std::string artifact = absl::StrCat("round-", c.round(), "/", c.id(), "/screen.json");
+  if (!r.ok()) {
+    if (Stopping()) return r.status();
+    ScreenChoice none;
+    none.message = ScreenFailedMessage(label, static_cast<int>(kernels.size()), r.status());
+    EmitLog(none.message);
+    StoreArtifact(artifact, "screen", ScreenArtifactJson(t.task_id, kernels, nullptr, r.status(), none));
+    return c.kernel();
+  }
+  if (!r->from_storage) {  // a stored screen was charged when it ran
+    const v1::ScreenResponse& got = r->screen;
+    ChargeGpu(got.gpu_seconds() > 0 ? got.gpu_seconds() : r->seconds, got.gpu_busy_seconds(), 0,
+              static_cast<int64_t>(kernels.size()));
+  }
+  v1::ScreenResponse response = r->screen;
+  if (response.worker_id().empty()) response.set_worker_id(r->worker_id);
+  ScreenChoice choice = ChooseScreened(label, kernels, response, parent_source);
+  EmitLog(choice.message);
+  StoreArtifact(artifact, "screen", ScreenArtifactJson(t.task_id, kernels, &response,
+                                                       absl::OkStatus(), choice));
+  return choice.index >= 0 ? kernels[choice.index] : c.kernel();
 }
 
 absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx) {
@@ -626,7 +721,8 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
       EmitLog(absl::StrCat("profiling ", c.id(), " failed: ", r.status().message(),
                            "; planning from the op class alone"));
     } else {
-      if (!r->from_storage) AddGpuSeconds(r->seconds);
+      // A profile's held time only (ProfileResponse reports no GPU time of its own).
+      if (!r->from_storage) ChargeGpu(r->seconds, 0, 0, 0);
       *c.mutable_metrics() = r->profile.metrics();
       if (r->profile.has_gpu()) gpu_ = r->profile.gpu();
       if (signature_.ops_size() == 0) SetSignature(r->profile.op_signature());
@@ -677,7 +773,10 @@ void JobRun::Run() {
   }
   job_ = stored->job;
   cfg_ = job_.config();
-  if (IsTerminal(job_.state())) return;
+  if (IsTerminal(job_.state())) {
+    m_->scheduler_->ReleaseJob(job_id_);  // e.g. cancelled before this thread got to it
+    return;
+  }
   LogScope scope({.tenant = job_.tenant()});
 
   Stop stop;
@@ -752,6 +851,10 @@ void JobRun::Run() {
       break;
     }
   }
+  // The job ended (DONE, FAILED or CANCELLED): the workers may drop what they keep for it.
+  // Not on a shutdown, where the job resumes on the next start. Best effort, off this
+  // thread (Scheduler::ReleaseJob).
+  if (stop.kind != Stop::kShutdown) m_->scheduler_->ReleaseJob(job_id_);
 }
 
 Stop JobRun::Baseline() {
@@ -773,7 +876,9 @@ Stop JobRun::Baseline() {
     }
     SetSignature(ref->op_signature());
     EmitLog("no starting kernel: asking the brain for a first correct kernel");
-    absl::StatusOr<v1::KernelSource> first = FirstKernel();
+    // Its variants are not screened: the start is the job's reference point as the brain
+    // wrote it (round 1's library seed is the brain's kernel too, and is screened).
+    absl::StatusOr<v1::GeneratedKernel> first = FirstKernel();
     if (!first.ok()) {
       if (absl::IsInternal(first.status())) {  // the brain wrote none, and said why
         return {Stop::kFailed, absl::StrCat("the brain could not write a first kernel: ",
@@ -781,7 +886,7 @@ Stop JobRun::Baseline() {
       }
       return StopFromStatus(first.status());
     }
-    start = *std::move(first);
+    start = first->kernel();
   }
   std::string task = absl::StrCat(job_id_, "/baseline");
   absl::StatusOr<v1::Measurement> m = Measure(task, start, /*baselines=*/true, "", nullptr);
@@ -832,7 +937,7 @@ Stop JobRun::Baseline() {
   return {};
 }
 
-absl::StatusOr<v1::KernelSource> JobRun::FirstKernel() {
+absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel() {
   if (gpu_.name().empty()) {
     absl::StatusOr<v1::GpuSpec> spec = m_->scheduler_->AnyGpuSpec();
     if (spec.ok()) gpu_ = *spec;
@@ -852,10 +957,10 @@ absl::StatusOr<v1::KernelSource> JobRun::FirstKernel() {
                                    ? r->kernels(0).error()
                                    : "no kernel returned");
   }
-  return r->kernels(0).kernel();
+  return r->kernels(0);
 }
 
-void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
+void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc, v1::GenerateResponse* variants) {
   if (signature_.ops_size() == 0) {
     EmitLog("no library seed: the reference's op signature is unknown");
     return;
@@ -867,11 +972,12 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
     EmitLog("no library seed: the job runs on a CPU worker (Triton's interpreter)");
     return;
   }
-  absl::StatusOr<v1::KernelSource> k = FirstKernel();
-  if (!k.ok()) {
-    EmitLog(absl::StrCat("no library seed: ", k.status().message()));
+  absl::StatusOr<v1::GeneratedKernel> generated = FirstKernel();
+  if (!generated.ok()) {
+    EmitLog(absl::StrCat("no library seed: ", generated.status().message()));
     return;
   }
+  v1::KernelSource* k = generated->mutable_kernel();
   if (start.ok() && NormalizeSource(start->kernel().source()) == NormalizeSource(k->source())) {
     EmitLog("no library seed: the brain's kernel for the op is the starting kernel");
     return;
@@ -892,10 +998,15 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc) {
   p->set_rationale(
       "A hand-written kernel far from the roofline is often better replaced by a kernel "
       "built for the op than tuned one knob at a time.");
-  *c.mutable_kernel() = *std::move(k);
+  *c.mutable_kernel() = std::move(*k);
   *c.mutable_created_at() = TimeUtil::GetCurrentTime();
   EmitLog(absl::StrCat("round ", rc->round(), " also measures the brain's own kernel for the op (",
                        c.kernel().origin(), ") as ", c.id()));
+  if (generated->variants_size() > 0) {
+    v1::GeneratedKernel* v = variants->add_kernels();
+    v->mutable_assignment()->set_worker_index(index);
+    *v->mutable_variants() = generated->variants();
+  }
   *rc->add_candidates() = std::move(c);
 }
 
@@ -925,8 +1036,16 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
   }
 
   v1::RoundCheckpoint rc;
+  v1::GenerateResponse variants;  // RoundVariantsKey
   absl::StatusOr<std::string> saved = m_->storage_->GetCheckpoint(job_id_, RoundCheckpointKey(round));
-  if (!(saved.ok() && rc.ParseFromString(*saved))) {
+  if (saved.ok() && rc.ParseFromString(*saved)) {
+    absl::StatusOr<std::string> v = m_->storage_->GetCheckpoint(job_id_, RoundVariantsKey(round));
+    if (v.ok() && !variants.ParseFromString(*v)) {
+      EmitLog(absl::StrCat("round ", round, ": stored variants unreadable; measuring the kernels "
+                           "as generated"));
+      variants.Clear();
+    }
+  } else {
     rc.Clear();
     rc.set_round(round);
     // Profile -> diagnose -> prescribe, per beam kernel.
@@ -999,19 +1118,37 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
         std::string dir = absl::StrCat("round-", round, "/", c.id(), "/");
         if (!gk.prompt().empty()) StoreArtifact(dir + "prompt.txt", "prompt", gk.prompt());
         if (!gk.reply().empty()) StoreArtifact(dir + "reply.txt", "reply", gk.reply());
+        if (!gk.kernel().source().empty() && gk.variants_size() > 0) {
+          v1::GeneratedKernel* v = variants.add_kernels();
+          v->mutable_assignment()->set_worker_index(c.worker_index());
+          *v->mutable_variants() = gk.variants();
+        }
         *rc.add_candidates() = c;
       }
     }
     if (round == 1 && !ckpt_.start_from_brain()) {
       if (Stopping()) return StopFromStatus(absl::CancelledError(""));
-      AddLibrarySeed(&rc);
+      AddLibrarySeed(&rc, &variants);
     }
-    absl::Status cs = m_->storage_->PutCheckpoint(job_id_, RoundCheckpointKey(round), rc.SerializeAsString());
+    absl::Status cs = m_->storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
+      KAGENT_RETURN_IF_ERROR(
+          tx.PutCheckpoint(job_id_, RoundCheckpointKey(round), rc.SerializeAsString()));
+      if (variants.kernels_size() > 0) {
+        KAGENT_RETURN_IF_ERROR(
+            tx.PutCheckpoint(job_id_, RoundVariantsKey(round), variants.SerializeAsString()));
+      }
+      return absl::OkStatus();
+    });
     if (!cs.ok()) return StopFromStatus(cs);
   }
 
-  // Measure every candidate, in parallel (the scheduler spreads them over the GPUs).
+  // Measure every candidate, in parallel (the scheduler spreads them over the GPUs); a
+  // candidate with variants is screened first, and its screen's choice is measured.
   std::vector<v1::Candidate> cands(rc.candidates().begin(), rc.candidates().end());
+  std::map<int, const v1::GeneratedKernel*> variants_of;  // by worker index
+  for (const auto& v : variants.kernels()) variants_of[v.assignment().worker_index()] = &v;
+  std::map<std::string, std::string> beam_sources;  // parent id -> source
+  for (const auto& b : beam) beam_sources[b.id()] = b.kernel().source();
   std::vector<std::future<absl::Status>> futures;
   for (auto& c : cands) {
     if (c.has_measurement()) continue;  // generation failed: verdict already set
@@ -1020,8 +1157,19 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
       c = *existing;  // measured before a restart
       continue;
     }
-    futures.push_back(std::async(std::launch::async, [this, &c, round]() -> absl::Status {
+    auto v = variants_of.find(c.worker_index());
+    const v1::GeneratedKernel* with_variants = v == variants_of.end() ? nullptr : v->second;
+    auto parent = beam_sources.find(c.parent_id());
+    const std::string parent_source = parent == beam_sources.end() ? "" : parent->second;
+    futures.push_back(std::async(std::launch::async, [this, &c, round, with_variants,
+                                                      parent_source]() -> absl::Status {
       LogScope scope({.job_id = job_id_, .request_id = c.id()});
+      if (with_variants != nullptr) {
+        absl::StatusOr<v1::KernelSource> chosen =
+            ScreenCandidate(c, with_variants->variants(), parent_source);
+        if (!chosen.ok()) return chosen.status();
+        *c.mutable_kernel() = *std::move(chosen);
+      }
       absl::StatusOr<v1::Measurement> m =
           Measure(absl::StrCat(job_id_, "/r", round, "/w", c.worker_index()), c.kernel(),
                   /*baselines=*/false, "", nullptr);

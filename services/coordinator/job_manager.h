@@ -11,7 +11,11 @@
 // workers (through the Scheduler), writes a reflexion for every attempt, and keeps the
 // top K distinct correct kernels by measured median. Round 1 of a job that came with its
 // own kernel also measures the brain's first kernel for the op (the library seed,
-// pattern id kLibrarySeedPattern) beside the fixes, when the brain has one. A job
+// pattern id kLibrarySeedPattern) beside the fixes, when the brain has one. A generated
+// kernel that comes with variants (GeneratedKernel.variants) is screened first
+// (screening.h): one GPU task of kind kScreen times it and its variants, and the fastest
+// that passed is the kernel measured; a failed screen, or one where nothing passed,
+// measures the kernel as generated. A screen is never a measurement. A job
 // stops on a plateau (no gain above 1% for N rounds), on reaching the target roofline
 // efficiency (UsefulRooflinePct: the arithmetic-intensity roofline when known, else SOL),
 // when a budget is spent (rounds, wall time, GPU-seconds, LLM tokens or cost), or on
@@ -26,10 +30,21 @@
 // refused with RESOURCE_EXHAUSTED ends it with the best kernel so far (or FAILED when
 // nothing was measured yet).
 //
+// GPU accounting: every GPU task the job runs adds its held time to Job.gpu_seconds_used
+// (a measurement's or screen's own gpu_seconds, else the call's wall time); measurements
+// and screens add their NVML busy time to gpu_busy_seconds_used; every measurement of a
+// kernel (baseline, round candidates, final runs, shape sets; not the reference-only run)
+// adds 1 to candidates_measured; a screen adds its kernels to variants_screened. A task
+// answered from storage after a restart is not charged again.
+//
+// When a job ends (DONE, FAILED or CANCELLED, not a shutdown) the scheduler is asked to
+// release it on the workers (Scheduler::ReleaseJob, best effort).
+//
 // Every transition and every result is persisted before it is announced. After a
 // restart, ResumeUnfinished() picks each unfinished job up from its last completed step:
-// the round checkpoint stores generated kernels before they are measured, and GPU tasks
-// have deterministic ids whose results are stored, so nothing is measured twice.
+// the round checkpoint stores generated kernels (and, beside it, their variants) before
+// they are measured, and GPU tasks (screens included) have deterministic ids whose
+// results are stored, so nothing is screened or measured twice.
 //
 // Thread-safe. Each running job has one thread; at most `max_concurrent_jobs` run at once
 // and the rest wait in QUEUED.

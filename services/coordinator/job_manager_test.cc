@@ -6,9 +6,11 @@
 // makes it crash. The scripted analyzer prescribes the fixes listed in `fixes`.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -83,6 +85,11 @@ class ScriptedServices : public LoopServices {
   // The brain's first kernel for the op (an empty plan asks for it); empty: the brain has
   // none (the kernel comes back with an error, as from a brain without a template).
   std::string first_kernel = kStart;
+  // Variants the brain returns with a round's kernel (GeneratedKernel.variants), as a
+  // function of the kernel's source; unset: none. `first_kernel_variants` go with the
+  // first kernel (the library seed).
+  std::function<std::vector<std::string>(const std::string&)> variants_for;
+  std::vector<std::string> first_kernel_variants;
   // LLM usage each reply reports (a quarter of the tokens as output), like an LLM brain
   // and narrator would; `refused_usage` rides on the RESOURCE_EXHAUSTED status.
   int64_t tokens_per_generate = 0;
@@ -184,6 +191,11 @@ class ScriptedServices : public LoopServices {
       g->mutable_kernel()->set_source(first_kernel);
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_origin("template:fake");
+      for (const auto& v : first_kernel_variants) {
+        auto* k = g->add_variants();
+        k->set_source(v);
+        k->set_language(v1::KERNEL_LANGUAGE_TRITON);
+      }
       return out;
     }
     {
@@ -198,6 +210,14 @@ class ScriptedServices : public LoopServices {
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
                                                    "# fix:", a.prescription().pattern_id(), "\n"));
+      if (variants_for) {
+        for (const auto& v : variants_for(g->kernel().source())) {
+          auto* k = g->add_variants();
+          k->set_source(v);
+          k->set_language(v1::KERNEL_LANGUAGE_TRITON);
+          k->set_origin("template:fake variant");
+        }
+      }
     }
     return out;
   }
@@ -281,6 +301,38 @@ struct Loop {
   std::unique_ptr<JobManager> manager;
 };
 
+// The brain's variants for each round kernel K: one faster (a good fix more), one
+// slower, one incorrect; each differs from K in code, not only in comments.
+std::vector<std::string> ThreeVariants(const std::string& k) {
+  return {absl::StrCat(k, "V = 1\n# fix:good-v\n"), absl::StrCat(k, "V = 2\n# fix:bad-v\n"),
+          absl::StrCat(k, "V = 3  # WRONG\n")};
+}
+
+std::vector<v1::ScreenRequest> ScreenRequests(Loop& loop) {
+  std::vector<v1::ScreenRequest> out;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    out.insert(out.end(), g->screen_requests.begin(), g->screen_requests.end());
+  }
+  return out;
+}
+
+// How many times each worker was asked to release `job` (after waiting up to 5 s for the
+// scheduler's release thread to send the calls).
+std::vector<int> Releases(Loop& loop, const std::string& job, int expect) {
+  std::vector<int> out;
+  for (int i = 0; i < 500; ++i) {
+    out.clear();
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      out.push_back(static_cast<int>(std::count(g->released_jobs.begin(), g->released_jobs.end(), job)));
+    }
+    if (out[0] >= expect && out[1] >= expect) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return out;
+}
+
 TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   Loop loop;
   v1::Job job = loop.WaitDone(loop.Submit(3).id());
@@ -311,9 +363,10 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   auto ev = loop.Events(job.id());
   for (size_t i = 0; i < ev.size(); ++i) CHECK(ev[i].sequence() == static_cast<int64_t>(i + 1));
   CHECK(ev.back().type() == v1::JOB_EVENT_JOB_FINISHED);
-  // Both GPUs worked, never two tasks at once on one.
-  CHECK(loop.gpu_a.max_in_flight <= 1);
-  CHECK(loop.gpu_b.max_in_flight <= 1);
+  // Both GPUs worked, never more tasks at once on one than the scheduler's depth.
+  CHECK(loop.gpu_a.max_in_flight <= SchedulerOptions().tasks_per_worker);
+  CHECK(loop.gpu_b.max_in_flight <= SchedulerOptions().tasks_per_worker);
+  CHECK(loop.gpu_a.calls + loop.gpu_b.calls > 0);
 }
 
 TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on every candidate") {
@@ -784,6 +837,266 @@ TEST_CASE("loop: cancel in mid-round stops the job") {
   // Cancelling again is idempotent; the final event says CANCELLED.
   CHECK(loop.manager->Cancel(job.id(), "").ok());
   CHECK(loop.Events(job.id()).back().state() == v1::JOB_STATE_CANCELLED);
+  // The job's thread released it on both workers when it stopped (once each).
+  CHECK(Releases(loop, job.id(), 1) == std::vector<int>{1, 1});
+}
+
+TEST_CASE("loop: a kernel with variants is screened and the fastest that passed is measured") {
+  Loop loop;
+  loop.services.variants_for = ThreeVariants;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  // The library seed comes with variants too: one faster, one that is the start again.
+  loop.services.first_kernel = "class ModelNew(object): pass\n# fix:good-a\n";
+  loop.services.first_kernel_variants = {"class ModelNew(object): pass\nS = 1\n# fix:good-a\n# fix:good-s\n",
+                                         kStart};
+  // The screen's figures are not the measurement's: its short loop reads half.
+  loop.gpu_a.screen_time_factor = loop.gpu_b.screen_time_factor = 0.5;
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  INFO(job.DebugString());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+
+  const std::vector<v1::ScreenRequest> screens = ScreenRequests(loop);
+  std::map<std::string, v1::ScreenRequest> screen_of;  // by "/rR/wI" in the task id
+  int kernels_screened = 0;
+  for (const auto& r : screens) {
+    INFO(r.task_id());
+    CHECK(absl::StartsWith(r.task_id(), job.id() + "/r1/w"));
+    CHECK(absl::StrContains(r.task_id(), "/screen/"));
+    CHECK(r.job_id() == job.id());
+    CHECK(r.problem().source() == kProblem);
+    kernels_screened += r.kernels_size();
+    std::string w = r.task_id().substr(job.id().size(), r.task_id().find("/screen/") - job.id().size());
+    CHECK(screen_of.emplace(w, r).second);  // one screen per candidate
+  }
+  std::map<std::string, v1::MeasureRequest> measured;
+  for (const auto& r : loop.MeasureRequests()) measured[r.task_id()] = r;
+  const auto events = loop.Events(job.id());
+  auto logged = [&](const std::string& text) {
+    for (const auto& e : events) {
+      if (e.type() == v1::JOB_EVENT_LOG && absl::StrContains(e.message(), text)) return true;
+    }
+    return false;
+  };
+  auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  int screened = 0, seeds = 0;
+  for (const auto& c : cands) {
+    if (c.round() != 1) continue;
+    INFO(c.id() << ": " << c.kernel().source());
+    const std::string w = absl::StrCat("/r1/w", c.worker_index());
+    REQUIRE(screen_of.count(w) == 1);
+    const v1::ScreenRequest& sr = screen_of[w];
+    ++screened;
+    // The kernel as generated comes first, then its variants.
+    REQUIRE(sr.kernels_size() >= 3);
+    const std::string label = absl::StrCat("r1-w", c.worker_index());
+    if (c.prescription().pattern_id() == kLibrarySeedPattern) {
+      ++seeds;
+      REQUIRE(sr.kernels_size() == 3);
+      CHECK(sr.kernels(0).source() == loop.services.first_kernel);
+      // The faster variant won; the copy of the start was not a candidate at all.
+      CHECK(c.kernel().source() == sr.kernels(1).source());
+      CHECK(logged(label + ": screened 3 variants: #1 fastest 0.320 ms (screen, not a measurement)"));
+    } else if (absl::StrContains(sr.kernels(0).source(), "crash")) {
+      // Every variant of a crashing kernel crashes: nothing passed, measured as generated.
+      CHECK(c.kernel().source() == sr.kernels(0).source());
+      CHECK(c.measurement().verdict() == v1::VERDICT_CRASH);
+      CHECK(logged(label + ": screened 4 variants, none passed"));
+      CHECK(logged("measuring the kernel as generated"));
+    } else {
+      REQUIRE(sr.kernels_size() == 4);
+      CHECK(c.kernel().source() == sr.kernels(1).source());  // the faster variant
+      CHECK(logged(label + ": screened 4 variants: #1 fastest"));
+    }
+    // What was measured is the screen's choice, and its measurement is the Measure's own
+    // (the screen read half of it).
+    REQUIRE(measured.count(job.id() + w) == 1);
+    CHECK(measured[job.id() + w].kernel().source() == c.kernel().source());
+    if (c.measurement().verdict() == v1::VERDICT_CORRECT) {
+      CHECK(c.measurement().candidate().median_ms() == Approx(Time(c.kernel().source()).candidate().median_ms()));
+      CHECK(c.measurement().candidate().count() == 100);
+    }
+    auto artifact = loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/", c.id(), "/screen.json"));
+    REQUIRE(artifact.ok());
+    CHECK(absl::StrContains(artifact->content(), "not a measurement"));
+    auto kernel_py = loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/", c.id(), "/kernel.py"));
+    REQUIRE(kernel_py.ok());
+    CHECK(kernel_py->content() == c.kernel().source());
+  }
+  CHECK(seeds == 1);
+  CHECK(screened == static_cast<int>(screens.size()));
+  CHECK(job.variants_screened() == kernels_screened);
+  // The best kernel is a screened variant, measured in full.
+  CHECK(absl::StrContains(job.result().best_kernel().source(), "# fix:good-"));
+  CHECK(job.result().best_measurement().candidate().count() == 100);
+}
+
+TEST_CASE("loop: a failed screen measures the kernel as generated, saying why") {
+  Loop loop;
+  loop.services.variants_for = ThreeVariants;
+  loop.gpu_a.screen_error = loop.gpu_b.screen_error =
+      absl::UnimplementedError("unknown method Screen for service kagent.v1.BenchmarkService");
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  REQUIRE_FALSE(ScreenRequests(loop).empty());
+  auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  std::map<std::string, v1::MeasureRequest> measured;
+  for (const auto& r : loop.MeasureRequests()) measured[r.task_id()] = r;
+  int round_kernels = 0;
+  for (const auto& c : cands) {
+    if (c.round() != 1) continue;
+    ++round_kernels;
+    INFO(c.id());
+    // As generated: the parent plus the fix's line, no variant's.
+    CHECK_FALSE(absl::StrContains(c.kernel().source(), "V = "));
+    CHECK(measured[absl::StrCat(job.id(), "/r1/w", c.worker_index())].kernel().source() ==
+          c.kernel().source());
+  }
+  CHECK(round_kernels >= 2);
+  int said = 0;
+  for (const auto& e : loop.Events(job.id())) {
+    said += absl::StrContains(e.message(), "the screen of 4 variants failed (UNIMPLEMENTED") &&
+                    absl::StrContains(e.message(), "measuring the kernel as generated")
+                ? 1
+                : 0;
+  }
+  CHECK(said == round_kernels);
+  CHECK(job.variants_screened() == 0);  // nothing was screened
+}
+
+TEST_CASE("loop: the job counts its measurements, GPU busy time and screened variants") {
+  Loop loop;
+  loop.services.variants_for = ThreeVariants;
+  loop.gpu_a.gpu_busy_seconds = loop.gpu_b.gpu_busy_seconds = 0.06;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  loop.services.first_kernel = "class ModelNew(object): pass\n";
+  v1::Job j;
+  j.set_id("job-count");
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  auto* shape = j.mutable_problem()->add_extra_shapes();
+  shape->set_name("big");
+  shape->set_get_inputs_source("def get_inputs(): pass\n");
+  j.mutable_config()->mutable_budget()->set_max_rounds(2);
+  j.mutable_config()->set_plateau_rounds(5);
+  REQUIRE(loop.manager->Submit(j, "").ok());  // no start: a reference run first
+  v1::Job job = loop.WaitDone("job-count");
+  INFO(job.DebugString());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  int with_kernel = 0, reference_only = 0, finals = 0, shapes = 0;
+  for (const auto& r : loop.MeasureRequests()) {
+    (r.kernel().source().empty() ? reference_only : with_kernel)++;
+    finals += absl::StrContains(r.task_id(), "/final/") ? 1 : 0;
+    shapes += absl::StrContains(r.task_id(), "/shape/") ? 1 : 0;
+  }
+  const std::vector<v1::ScreenRequest> screens = ScreenRequests(loop);
+  int variants = 0;
+  for (const auto& s : screens) variants += s.kernels_size();
+  REQUIRE(reference_only == 1);
+  REQUIRE(shapes == 1);
+  REQUIRE_FALSE(screens.empty());
+  // Baseline, round candidates, final and shape runs; not the reference-only run, nor screens.
+  CHECK(job.candidates_measured() == with_kernel);
+  CHECK(job.candidates_measured() >= 1 + 2 + shapes);
+  CHECK(job.variants_screened() == variants);
+  // Busy time: each measurement's (the reference run's included) and each screen's.
+  CHECK(job.gpu_busy_seconds_used() ==
+        Approx(0.06 * (with_kernel + reference_only) + 0.04 * screens.size()));
+  // Held time: the measurements' and screens' own figures, plus the profiles' wall time.
+  CHECK(job.gpu_seconds_used() >= 0.1 * (with_kernel + reference_only) + 0.05 * screens.size() - 1e-9);
+  CHECK(job.gpu_busy_seconds_used() < job.gpu_seconds_used());
+}
+
+TEST_CASE("loop: a job that ends is released on every worker, a shutdown is not") {
+  SECTION("done") {
+    Loop loop;
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    CHECK(Releases(loop, job.id(), 1) == std::vector<int>{1, 1});
+  }
+  SECTION("failed") {
+    Loop loop;
+    v1::Job job = loop.WaitDone(loop.Submit(3, "class ModelNew: pass  # WRONG\n").id());
+    REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+    CHECK(Releases(loop, job.id(), 1) == std::vector<int>{1, 1});
+  }
+  SECTION("a worker failing the release does not fail the job") {
+    Loop loop;
+    loop.gpu_a.release_error = absl::UnavailableError("connection reset");
+    loop.gpu_b.release_error = absl::UnimplementedError("an older worker");
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    CHECK(job.state() == v1::JOB_STATE_DONE);
+    CHECK(Releases(loop, job.id(), 1) == std::vector<int>{1, 1});
+    CHECK(loop.storage->GetJob(job.id())->job.state() == v1::JOB_STATE_DONE);
+  }
+  SECTION("cancelled, while queued and while running") {
+    Loop loop(":memory:", absl::Milliseconds(300));
+    JobDefaults d;
+    d.max_concurrent_jobs = 1;
+    loop.manager = std::make_unique<JobManager>(d, loop.storage.get(), loop.scheduler.get(),
+                                                &loop.services, nullptr);
+    v1::Job running = loop.Submit(1);
+    v1::Job queued = loop.Submit(1);  // waits for the one run slot
+    REQUIRE(loop.manager->Cancel(queued.id(), "").ok());
+    // Never started here, but it may have run before a restart: released at once.
+    CHECK(Releases(loop, queued.id(), 1) == std::vector<int>{1, 1});
+    REQUIRE(loop.manager->Cancel(running.id(), "").ok());
+    CHECK(loop.WaitDone(running.id()).state() == v1::JOB_STATE_CANCELLED);
+    CHECK(Releases(loop, running.id(), 1) == std::vector<int>{1, 1});
+  }
+}
+
+TEST_CASE("loop: a coordinator stopped in mid-round resumes, nothing screened or measured twice") {
+  std::string path = std::filesystem::temp_directory_path() /
+                     absl::StrCat("kagent-resume-screen-", getpid(), ".db");
+  std::filesystem::remove(path);
+  std::string id;
+  std::vector<std::string> done_before;
+  int screens_before = 0;
+  {
+    Loop loop(path, absl::Milliseconds(150));
+    loop.services.variants_for = ThreeVariants;
+    id = loop.Submit(3).id();
+    for (int i = 0; i < 1000; ++i) {
+      auto j = loop.storage->GetJob(id);
+      if (j->job.current_round() >= 2) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    absl::SleepFor(absl::Milliseconds(200));  // in the middle of round 2's screens and measurements
+    loop.manager->Shutdown();
+    REQUIRE(IsUnfinishedJobState(loop.storage->GetJob(id)->job.state()));
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      done_before.insert(done_before.end(), g->completed.begin(), g->completed.end());
+    }
+    screens_before = static_cast<int>(ScreenRequests(loop).size());
+    REQUIRE(screens_before >= 2);  // round 1's at least
+    loop.scheduler.reset();  // sends what was queued: a shutdown releases nothing
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      CHECK(g->released_jobs.empty());
+    }
+  }
+  Loop again(path);
+  again.services.variants_for = ThreeVariants;
+  REQUIRE(again.manager->ResumeUnfinished().ok());
+  v1::Job job = again.WaitDone(id);
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  std::set<std::string> before(done_before.begin(), done_before.end());
+  for (FakeGpu* g : {&again.gpu_a, &again.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    for (const auto& t : g->completed) CHECK(before.count(t) == 0);  // screens included
+  }
+  // Every round candidate that passed was measured as its screen's choice.
+  const auto cands = *again.storage->ListCandidates(id, std::nullopt);
+  for (const auto& c : cands) {
+    if (c.round() == 0 || c.measurement().verdict() != v1::VERDICT_CORRECT) continue;
+    INFO(c.id());
+    CHECK(absl::StrContains(c.kernel().source(), "# fix:good-v"));
+  }
+  CHECK(job.result().trajectory_size() == 3);
+  CHECK(Releases(again, id, 1) == std::vector<int>{1, 1});
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("loop: a coordinator stopped in mid-round resumes, nothing measured twice") {

@@ -1,5 +1,7 @@
 #include "services/coordinator/scheduler.h"
 
+#include <future>
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -19,7 +21,40 @@ bool IsTransportFailure(const absl::Status& s) {
 }
 
 const char* KindName(GpuTask::Kind k) {
-  return k == GpuTask::Kind::kMeasure ? "measure" : "profile";
+  switch (k) {
+    case GpuTask::Kind::kMeasure:
+      return "measure";
+    case GpuTask::Kind::kProfile:
+      return "profile";
+    case GpuTask::Kind::kScreen:
+      return "screen";
+  }
+  return "unknown";
+}
+
+// The response a task stores under its id (the one of its kind).
+std::string SerializeResult(const GpuTask& task, const GpuTaskResult& r) {
+  switch (task.kind) {
+    case GpuTask::Kind::kMeasure:
+      return r.measure.SerializeAsString();
+    case GpuTask::Kind::kProfile:
+      return r.profile.SerializeAsString();
+    case GpuTask::Kind::kScreen:
+      return r.screen.SerializeAsString();
+  }
+  return "";
+}
+
+bool ParseResult(const GpuTask& task, const std::string& bytes, GpuTaskResult* r) {
+  switch (task.kind) {
+    case GpuTask::Kind::kMeasure:
+      return r->measure.ParseFromString(bytes);
+    case GpuTask::Kind::kProfile:
+      return r->profile.ParseFromString(bytes);
+    case GpuTask::Kind::kScreen:
+      return r->screen.ParseFromString(bytes);
+  }
+  return false;
 }
 
 }  // namespace
@@ -27,6 +62,8 @@ const char* KindName(GpuTask::Kind k) {
 Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactory* factory,
                      prometheus::Registry* registry)
     : options_(options), storage_(storage), factory_(factory) {
+  KAGENT_CHECK(options_.tasks_per_worker >= 1 && options_.tasks_per_worker <= kMaxTasksPerWorker)
+      << "tasks_per_worker " << options_.tasks_per_worker << " outside 1.." << kMaxTasksPerWorker;
   if (registry != nullptr) {
     queue_depth_ = &prometheus::BuildGauge()
                         .Name("kagent_gpu_queue_depth")
@@ -38,11 +75,15 @@ Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactor
                           .Register(*registry);
     worker_busy_ = &prometheus::BuildGauge()
                         .Name("kagent_gpu_worker_busy")
-                        .Help("1 while the worker runs a GPU task.")
+                        .Help("1 while the worker has a GPU task in flight.")
                         .Register(*registry);
+    worker_in_flight_ = &prometheus::BuildGauge()
+                             .Name("kagent_gpu_worker_tasks_in_flight")
+                             .Help("GPU tasks in flight on the worker (at most --worker-tasks).")
+                             .Register(*registry);
     worker_busy_seconds_ = &prometheus::BuildCounter()
                                 .Name("kagent_gpu_worker_busy_seconds_total")
-                                .Help("Seconds each worker spent running GPU tasks.")
+                                .Help("Seconds each worker had at least one GPU task in flight.")
                                 .Register(*registry);
     tasks_ = &prometheus::BuildCounter()
                   .Name("kagent_gpu_tasks_total")
@@ -53,9 +94,16 @@ Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactor
                          .Help("Wall time of GPU tasks on a worker, by kind.")
                          .Register(*registry);
   }
+  release_thread_ = std::thread([this] { ReleaseLoop(); });
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() {
+  {
+    absl::MutexLock lock(&release_mu_);
+    release_stop_ = true;
+  }
+  release_thread_.join();
+}
 
 absl::Status Scheduler::RegisterWorker(const std::string& worker_id, const std::string& address,
                                        const std::vector<v1::GpuSpec>& gpus, bool is_static) {
@@ -68,14 +116,20 @@ absl::Status Scheduler::RegisterWorker(const std::string& worker_id, const std::
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end() || it->second.info.address != address) {
-    KAGENT_ASSIGN_OR_RETURN(auto client, factory_->Connect(address));
+    KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<GpuWorker> client, factory_->Connect(address));
     Worker w;
     w.info.id = worker_id;
     w.info.address = address;
     w.info.is_static = is_static;
     if (it != workers_.end()) {
-      w.info.tasks_done = it->second.info.tasks_done;
-      w.info.busy = it->second.info.busy;
+      // The same worker at a new address: its tasks in flight finish on the old client
+      // (each call holds it) and are counted against this entry.
+      const WorkerInfo& old = it->second.info;
+      w.info.tasks_done = old.tasks_done;
+      w.info.failures = old.failures;
+      w.info.busy_seconds = old.busy_seconds;
+      w.info.in_flight = old.in_flight;
+      w.busy_since = it->second.busy_since;
     }
     w.client = std::move(client);
     workers_[worker_id] = std::move(w);
@@ -94,7 +148,7 @@ absl::Status Scheduler::RegisterWorker(const std::string& worker_id, const std::
 void Scheduler::RemoveWorker(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
-  if (it != workers_.end() && !it->second.info.busy) workers_.erase(it);
+  if (it != workers_.end() && it->second.info.in_flight == 0) workers_.erase(it);
   else if (it != workers_.end()) it->second.lease_expiry = absl::InfinitePast();
   UpdateGauges();
 }
@@ -110,15 +164,26 @@ bool Scheduler::AnyUsable(absl::Time now) const {
   return false;
 }
 
+void Scheduler::AccountBusy(Worker& w, absl::Time now) {
+  if (w.info.in_flight > 0) {
+    double seconds = std::max(0.0, absl::ToDoubleSeconds(now - w.busy_since));
+    w.info.busy_seconds += seconds;
+    if (worker_busy_seconds_ != nullptr) {
+      worker_busy_seconds_->Add({{"worker", w.info.id}}).Increment(seconds);
+    }
+  }
+  w.busy_since = now;
+}
+
 void Scheduler::Grant() {
   absl::Time now = absl::Now();
   while (true) {
+    // The usable worker with a free task slot and the fewest tasks in flight (the first
+    // by id on a tie), so that work spreads over the GPUs before it queues on one.
     Worker* free = nullptr;
     for (auto& [id, w] : workers_) {
-      if (!w.info.busy && Usable(w, now)) {
-        free = &w;
-        break;
-      }
+      if (w.info.in_flight >= options_.tasks_per_worker || !Usable(w, now)) continue;
+      if (free == nullptr || w.info.in_flight < free->info.in_flight) free = &w;
     }
     if (free == nullptr) return;
     // Next job after last_job_ with a pending ungranted task.
@@ -138,7 +203,8 @@ void Scheduler::Grant() {
     }
     if (chosen == nullptr) return;
     chosen->granted = free->info.id;
-    free->info.busy = true;
+    AccountBusy(*free, now);
+    ++free->info.in_flight;
   }
 }
 
@@ -151,7 +217,8 @@ void Scheduler::UpdateGauges() {
   int alive = 0, down = 0;
   for (const auto& [id, w] : workers_) {
     (Usable(w, now) ? alive : down)++;
-    worker_busy_->Add({{"worker", id}}).Set(w.info.busy ? 1 : 0);
+    worker_busy_->Add({{"worker", id}}).Set(w.info.in_flight > 0 ? 1 : 0);
+    worker_in_flight_->Add({{"worker", id}}).Set(w.info.in_flight);
   }
   workers_gauge_->Add({{"state", "alive"}}).Set(alive);
   workers_gauge_->Add({{"state", "down"}}).Set(down);
@@ -167,9 +234,7 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
     if (stored.ok()) {
       GpuTaskResult r;
       r.from_storage = true;
-      bool parsed = task.kind == GpuTask::Kind::kMeasure ? r.measure.ParseFromString(*stored)
-                                                         : r.profile.ParseFromString(*stored);
-      if (parsed) return r;
+      if (ParseResult(task, *stored, &r)) return r;
       KLOG(WARNING) << "stored result of task " << task.task_id << " unreadable; re-running";
     }
   }
@@ -179,10 +244,8 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
     absl::StatusOr<GpuTaskResult> r = RunOnce(task, cancel, &worker_id);
     if (r.ok()) {
       if (storage_ != nullptr) {
-        std::string bytes = task.kind == GpuTask::Kind::kMeasure
-                                ? r->measure.SerializeAsString()
-                                : r->profile.SerializeAsString();
-        absl::StatusOr<std::string> kept = storage_->PutTaskResult(task.job_id, task.task_id, bytes);
+        absl::StatusOr<std::string> kept =
+            storage_->PutTaskResult(task.job_id, task.task_id, SerializeResult(task, *r));
         if (!kept.ok()) {
           KLOG(WARNING) << "could not store result of task " << task.task_id << ": "
                         << kept.status();
@@ -205,7 +268,7 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
 absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancelToken* cancel,
                                                  std::string* worker_id) {
   Pending pending{&task, "", false};
-  GpuWorker* client = nullptr;
+  std::shared_ptr<GpuWorker> client;
   {
     absl::MutexLock lock(&mu_);
     queues_[task.job_id].push_back(&pending);
@@ -240,52 +303,119 @@ absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancel
     auto& q = queues_[task.job_id];
     if (q.empty()) queues_.erase(task.job_id);
     *worker_id = pending.granted;
-    client = workers_.at(pending.granted).client.get();
+    client = workers_.at(pending.granted).client;
     UpdateGauges();
   }
   absl::Time start = absl::Now();
   GpuTaskResult result;
   absl::Status status;
-  if (task.kind == GpuTask::Kind::kMeasure) {
-    auto r = client->Measure(task.measure, options_.measure_timeout, cancel);
-    status = r.status();
-    if (r.ok()) result.measure = *std::move(r);
-  } else {
-    auto r = client->Profile(task.profile, options_.profile_timeout, cancel);
-    status = r.status();
-    if (r.ok()) result.profile = *std::move(r);
+  switch (task.kind) {
+    case GpuTask::Kind::kMeasure: {
+      auto r = client->Measure(task.measure, options_.measure_timeout, cancel);
+      status = r.status();
+      if (r.ok()) result.measure = *std::move(r);
+      break;
+    }
+    case GpuTask::Kind::kProfile: {
+      auto r = client->Profile(task.profile, options_.profile_timeout, cancel);
+      status = r.status();
+      if (r.ok()) result.profile = *std::move(r);
+      break;
+    }
+    case GpuTask::Kind::kScreen: {
+      auto r = client->Screen(task.screen, options_.screen_timeout, cancel);
+      status = r.status();
+      if (r.ok()) result.screen = *std::move(r);
+      break;
+    }
   }
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  absl::Time end = absl::Now();
+  double seconds = absl::ToDoubleSeconds(end - start);
   result.seconds = seconds;
   result.worker_id = *worker_id;
   {
     absl::MutexLock lock(&mu_);
     auto it = workers_.find(*worker_id);
-    if (it != workers_.end()) {
-      Worker& w = it->second;
-      w.info.busy = false;
-      w.info.busy_seconds += seconds;
-      if (status.ok()) {
-        ++w.info.tasks_done;
-      } else if (IsTransportFailure(status) && !(cancel && cancel->cancelled())) {
-        ++w.info.failures;
-        if (w.info.is_static) {
-          w.down_until = absl::Now() + options_.static_cooldown;
-        } else {
-          w.lease_expiry = absl::InfinitePast();  // must re-register
-        }
+    // A worker with tasks in flight is never erased (RemoveWorker), and a re-registration
+    // carries its in-flight count over.
+    KAGENT_CHECK(it != workers_.end() && it->second.info.in_flight > 0)
+        << "worker " << *worker_id << " lost track of its task " << task.task_id;
+    Worker& w = it->second;
+    AccountBusy(w, end);
+    --w.info.in_flight;
+    if (status.ok()) {
+      ++w.info.tasks_done;
+    } else if (IsTransportFailure(status) && !(cancel && cancel->cancelled())) {
+      ++w.info.failures;
+      if (w.info.is_static) {
+        w.down_until = absl::Now() + options_.static_cooldown;
+      } else {
+        w.lease_expiry = absl::InfinitePast();  // must re-register
       }
-      if (worker_busy_seconds_ != nullptr) {
-        worker_busy_seconds_->Add({{"worker", *worker_id}}).Increment(seconds);
-        task_seconds_->Add({{"kind", KindName(task.kind)}}, Metrics::LatencyBuckets())
-            .Observe(seconds);
-      }
+    }
+    if (task_seconds_ != nullptr) {
+      task_seconds_->Add({{"kind", KindName(task.kind)}}, Metrics::LatencyBuckets())
+          .Observe(seconds);
     }
     Grant();
     UpdateGauges();
   }
   if (!status.ok()) return status;
   return result;
+}
+
+void Scheduler::ReleaseJob(const std::string& job_id) {
+  if (job_id.empty()) return;
+  absl::MutexLock lock(&release_mu_);
+  release_queue_.push_back(job_id);
+}
+
+void Scheduler::ReleaseLoop() {
+  while (true) {
+    std::string job_id;
+    {
+      absl::MutexLock lock(&release_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) {
+        return release_stop_ || !release_queue_.empty();
+      };
+      release_mu_.Await(absl::Condition(&ready));
+      if (release_queue_.empty()) return;  // stopping, and nothing left to send
+      job_id = std::move(release_queue_.front());
+      release_queue_.pop_front();
+    }
+    std::vector<std::pair<std::string, std::shared_ptr<GpuWorker>>> targets;
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Time now = absl::Now();
+      for (const auto& [id, w] : workers_) {
+        if (Usable(w, now)) targets.emplace_back(id, w.client);
+      }
+    }
+    v1::ReleaseJobRequest request;
+    request.set_job_id(job_id);
+    std::vector<std::future<absl::StatusOr<v1::ReleaseJobResponse>>> calls;
+    for (const auto& [id, client] : targets) {
+      GpuWorker* c = client.get();
+      calls.push_back(std::async(std::launch::async, [c, &request, this] {
+        return c->ReleaseJob(request, options_.release_timeout);
+      }));
+    }
+    for (size_t i = 0; i < calls.size(); ++i) {
+      absl::StatusOr<v1::ReleaseJobResponse> r = calls[i].get();
+      if (r.ok()) {
+        KLOG(DEBUG).With("worker", targets[i].first).With("job_id", job_id)
+            << "job released on the worker" << (r->released() ? "" : " (it held nothing)");
+      } else if (r.status().code() == absl::StatusCode::kUnimplemented) {
+        KLOG(INFO).With("worker", targets[i].first).With("job_id", job_id)
+            << "the worker has no ReleaseJob (an older worker): " << r.status();
+      } else {
+        KLOG(WARNING).With("worker", targets[i].first).With("job_id", job_id)
+            << "ReleaseJob failed (ignored; the worker keeps the job's data until it evicts "
+               "it): "
+            << r.status();
+      }
+    }
+  }
 }
 
 std::vector<WorkerInfo> Scheduler::Workers() const {
@@ -295,6 +425,7 @@ std::vector<WorkerInfo> Scheduler::Workers() const {
   for (const auto& [id, w] : workers_) {
     WorkerInfo info = w.info;
     info.alive = Usable(w, now);
+    if (w.info.in_flight > 0) info.busy_seconds += absl::ToDoubleSeconds(now - w.busy_since);
     out.push_back(info);
   }
   return out;

@@ -1,9 +1,15 @@
-// Scheduler tests with fake GPU workers: one task per GPU at a time, fairness across
-// jobs, tasks moving off a dead worker, idempotent results, no-worker failure.
+// Scheduler tests with fake GPU workers: at most tasks_per_worker tasks per GPU at a time
+// (one with 1), fairness across jobs, tasks moving off a dead worker, idempotent results
+// (screens too), no-worker failure, ReleaseJob to every live worker.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <future>
+#include <thread>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "common/storage/sqlite_storage.h"
 #include "services/coordinator/scheduler.h"
@@ -31,6 +37,39 @@ GpuTask MeasureTask(const std::string& job, const std::string& id) {
   return t;
 }
 
+GpuTask ScreenTask(const std::string& job, const std::string& id, int kernels) {
+  GpuTask t;
+  t.kind = GpuTask::Kind::kScreen;
+  t.job_id = job;
+  t.task_id = id;
+  t.screen.set_task_id(id);
+  t.screen.set_job_id(job);
+  for (int i = 0; i < kernels; ++i) t.screen.add_kernels()->set_source(absl::StrCat("k", i));
+  return t;
+}
+
+// Runs `tasks` at once, each on its own thread; every one must succeed.
+void RunAll(Scheduler& s, std::vector<GpuTask>& tasks) {
+  std::vector<std::future<absl::StatusOr<GpuTaskResult>>> fs;
+  for (auto& t : tasks) fs.push_back(std::async(std::launch::async, [&s, &t] { return s.Run(t, nullptr); }));
+  for (auto& f : fs) REQUIRE(f.get().ok());
+}
+
+// Polls `done` for up to 5 s.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return done();
+}
+
+std::vector<std::string> Released(FakeGpu& g) {
+  absl::MutexLock lock(&g.mu);
+  return g.released_jobs;
+}
+
 struct Fixture {
   Fixture() {
     storage = *SqliteStorage::Open({.path = ":memory:"});
@@ -50,9 +89,10 @@ struct Fixture {
   FakeWorkerFactory factory;
 };
 
-TEST_CASE("scheduler: never two tasks on one GPU, all GPUs used") {
+TEST_CASE("scheduler: with one task per worker, never two tasks on one GPU, all GPUs used") {
   Fixture f;
   SchedulerOptions o;
+  o.tasks_per_worker = 1;
   Scheduler s(o, f.storage.get(), &f.factory, nullptr);
   REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
   REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
@@ -106,10 +146,74 @@ TEST_CASE("scheduler: no live worker fails with a clear reason instead of hangin
   CHECK(r.status().message().find("no GPU worker") != std::string::npos);
 }
 
+TEST_CASE("scheduler: two tasks per worker: two in flight on one GPU, never three") {
+  Fixture f;
+  f.a.delay = absl::Milliseconds(40);
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  std::vector<GpuTask> tasks;
+  for (int i = 0; i < 10; ++i) tasks.push_back(MeasureTask(i % 2 ? "j1" : "j2", "d" + std::to_string(i)));
+  // While they run, the scheduler's own count never passes the depth either.
+  std::atomic<bool> running{true};
+  std::atomic<int> max_reported{0};
+  std::thread watch([&] {
+    while (running) {
+      for (const WorkerInfo& w : s.Workers()) max_reported = std::max(max_reported.load(), w.in_flight);
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  });
+  RunAll(s, tasks);
+  running = false;
+  watch.join();
+  CHECK(f.a.max_in_flight == 2);
+  CHECK(f.a.calls == 10);
+  CHECK(max_reported <= 2);
+  CHECK(max_reported >= 1);
+  std::vector<WorkerInfo> workers = s.Workers();
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0].in_flight == 0);
+  CHECK_FALSE(workers[0].busy());
+  CHECK(workers[0].tasks_done == 10);
+}
+
+TEST_CASE("scheduler: free task slots go to the least loaded worker first") {
+  Fixture f;
+  f.a.delay = f.b.delay = absl::Milliseconds(150);
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  std::vector<GpuTask> tasks = {MeasureTask("j1", "s1"), MeasureTask("j1", "s2")};
+  RunAll(s, tasks);
+  CHECK(f.a.calls == 1);  // not both on the first worker
+  CHECK(f.b.calls == 1);
+}
+
+TEST_CASE("scheduler: busy time counts the wall time a worker had tasks, not their sum") {
+  Fixture f;
+  f.a.delay = absl::Milliseconds(300);
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  std::vector<GpuTask> tasks = {MeasureTask("j1", "b1"), MeasureTask("j2", "b2")};
+  RunAll(s, tasks);
+  REQUIRE(f.a.max_in_flight == 2);  // the two ran side by side
+  std::vector<WorkerInfo> w = s.Workers();
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].busy_seconds >= 0.29);
+  CHECK(w[0].busy_seconds < 0.55);  // the sum of the two tasks would be >= 0.6
+}
+
 TEST_CASE("scheduler: fair across jobs") {
   Fixture f;
   f.a.delay = absl::Milliseconds(20);
-  Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, nullptr);
+  SchedulerOptions o;
+  o.tasks_per_worker = 1;  // as before the depth existed
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
   REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
   // j1 queues 6 tasks first, then j2 queues 1: j2's task must not wait for all of j1's.
   std::vector<GpuTask> t1;
@@ -128,6 +232,131 @@ TEST_CASE("scheduler: fair across jobs") {
   int j1_after = 0;
   for (auto& f2 : fs) j1_after += f2.get() > j2_done ? 1 : 0;
   CHECK(j1_after >= 3);  // j2 overtook most of j1's queue
+}
+
+TEST_CASE("scheduler: fair across jobs with two tasks per worker") {
+  Fixture f;
+  f.a.delay = absl::Milliseconds(20);
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  // j1 queues 12 tasks first (two start at once), then j2 queues 1: j2 takes the next
+  // free slot instead of waiting for j1's queue.
+  std::vector<GpuTask> t1;
+  for (int i = 0; i < 12; ++i) t1.push_back(MeasureTask("j1", "g1-" + std::to_string(i)));
+  std::vector<std::future<absl::Time>> fs;
+  for (auto& t : t1) {
+    fs.push_back(std::async(std::launch::async, [&s, &t] {
+      (void)s.Run(t, nullptr);
+      return absl::Now();
+    }));
+  }
+  absl::SleepFor(absl::Milliseconds(30));
+  GpuTask t2 = MeasureTask("j2", "g2");
+  REQUIRE(s.Run(t2, nullptr).ok());
+  absl::Time j2_done = absl::Now();
+  int j1_after = 0;
+  for (auto& f2 : fs) j1_after += f2.get() > j2_done ? 1 : 0;
+  CHECK(j1_after >= 5);  // j2 overtook most of j1's queue
+  CHECK(f.a.max_in_flight == 2);
+}
+
+TEST_CASE("scheduler: a screen is a GPU task like the others, its stored result reused") {
+  Fixture f;
+  f.a.dead = true;  // a transport failure moves it to another worker, as a measurement
+  SchedulerOptions o;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  GpuTask t = ScreenTask("j1", "j1/r1/w0/screen/abc", 3);
+  auto r1 = s.Run(t, nullptr);
+  REQUIRE(r1.ok());
+  CHECK_FALSE(r1->from_storage);
+  CHECK(r1->worker_id == "wb");
+  REQUIRE(r1->screen.results_size() == 3);
+  CHECK(r1->screen.results(2).ok());
+  CHECK(r1->screen.gpu_seconds() == Approx(0.05));
+  const int calls = f.b.screen_calls;
+  CHECK(calls == 1);
+  // Again (e.g. a resumed job): answered from storage, not screened again.
+  auto r2 = s.Run(t, nullptr);
+  REQUIRE(r2.ok());
+  CHECK(r2->from_storage);
+  CHECK(f.b.screen_calls == 1);
+  CHECK(r2->screen.SerializeAsString() == r1->screen.SerializeAsString());
+  // A measurement's stored result is not a screen's: the kinds keep their own ids.
+  GpuTask m = MeasureTask("j1", "j1/r1/w0");
+  auto r3 = s.Run(m, nullptr);
+  REQUIRE(r3.ok());
+  CHECK_FALSE(r3->from_storage);
+  CHECK(r3->measure.measurement().candidate().median_ms() == 1.0);
+}
+
+TEST_CASE("scheduler: a worker that cannot screen fails the screen, and stays in rotation") {
+  Fixture f;
+  f.a.screen_error = absl::UnimplementedError("unknown method Screen");
+  Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  auto r = s.Run(ScreenTask("j1", "old-worker-screen", 2), nullptr);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kUnimplemented);
+  CHECK(f.a.screen_calls == 1);  // not retried: not a transport failure
+  auto m = s.Run(MeasureTask("j1", "after-screen"), nullptr);
+  REQUIRE(m.ok());
+  CHECK(m->worker_id == "wa");
+}
+
+TEST_CASE("scheduler: ReleaseJob reaches every live worker, off the caller's thread") {
+  Fixture f;
+  FakeGpu c;
+  c.measure = f.a.measure;
+  f.factory.gpus["c:1"] = &c;
+  f.b.release_error = absl::UnavailableError("connection refused");
+  SchedulerOptions o;
+  o.no_worker_timeout = absl::Milliseconds(300);
+  auto s = std::make_unique<Scheduler>(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s->RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s->RegisterWorker("wb", "b:1", {}, true).ok());
+  REQUIRE(s->RegisterWorker("wc", "c:1", {}, false).ok());
+  s->RemoveWorker("wc");  // no longer live: not called
+  s->ReleaseJob("j1");
+  CHECK(Eventually([&] { return Released(f.a).size() == 1 && Released(f.b).size() == 1; }));
+  CHECK(Released(f.a) == std::vector<std::string>{"j1"});
+  CHECK(Released(f.b) == std::vector<std::string>{"j1"});  // it failed there: logged, no retry
+  CHECK(Released(c).empty());
+  // The scheduler goes on serving after a failed release.
+  REQUIRE(s->Run(MeasureTask("j2", "after-release"), nullptr).ok());
+  // Releases still queued when the scheduler is destroyed are sent before it goes.
+  s->ReleaseJob("j2");
+  s->ReleaseJob("j3");
+  s.reset();
+  CHECK(Released(f.a) == std::vector<std::string>{"j1", "j2", "j3"});
+}
+
+TEST_CASE("scheduler: a worker re-registered at a new address keeps its tasks in flight") {
+  Fixture f;
+  f.a.delay = absl::Milliseconds(200);
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("w", "a:1", {}, false).ok());
+  std::vector<GpuTask> tasks = {MeasureTask("j1", "m1"), MeasureTask("j1", "m2")};
+  std::vector<std::future<absl::StatusOr<GpuTaskResult>>> fs;
+  for (auto& t : tasks) fs.push_back(std::async(std::launch::async, [&s, &t] { return s.Run(t, nullptr); }));
+  REQUIRE(Eventually([&] { return f.a.in_flight == 2; }));
+  REQUIRE(s.RegisterWorker("w", "b:1", {}, false).ok());  // replaces the client under the calls
+  std::vector<WorkerInfo> during = s.Workers();
+  REQUIRE(during.size() == 1);
+  CHECK(during[0].in_flight == 2);
+  CHECK(during[0].address == "b:1");
+  for (auto& fu : fs) REQUIRE(fu.get().ok());
+  std::vector<WorkerInfo> after = s.Workers();
+  CHECK(after[0].in_flight == 0);
+  CHECK(after[0].tasks_done == 2);
+  auto next = s.Run(MeasureTask("j1", "m3"), nullptr);
+  REQUIRE(next.ok());
+  CHECK(f.b.calls == 1);  // the new address serves the next task
 }
 
 TEST_CASE("scheduler: invalid registrations are rejected") {

@@ -17,6 +17,7 @@
 namespace kagent::testing {
 
 // A fake GPU: measures a kernel by looking its median up in a function of the source.
+// Screens time each variant with the same function (ok when it is CORRECT).
 struct FakeGpu {
   // Returns the measurement for a kernel source (verdict and median).
   std::function<v1::Measurement(const std::string& source)> measure;
@@ -25,6 +26,20 @@ struct FakeGpu {
   std::atomic<int> max_in_flight{0};
   std::atomic<int> calls{0};
   std::atomic<bool> dead{false};  // calls fail UNAVAILABLE
+  // Each measurement's gpu_busy_seconds (of its gpu_seconds, 0.1); 0: no NVML.
+  double gpu_busy_seconds = 0;
+  // What Screen answers with instead of screening, when not OK (e.g. UNIMPLEMENTED, as an
+  // older worker; INTERNAL, as a failed harness run).
+  absl::Status screen_error;
+  // The screen's gpu_seconds and gpu_busy_seconds.
+  double screen_gpu_seconds = 0.05;
+  // A screen's median is this times the measured median: the screen's short loop is not
+  // the measurement's protocol, so tests can tell the two figures apart.
+  double screen_time_factor = 1.0;
+  double screen_gpu_busy_seconds = 0.04;
+  std::atomic<int> screen_calls{0};
+  // What ReleaseJob answers with instead of OK, when not OK.
+  absl::Status release_error;
   // The reference's op signature the fake harness records in each measurement, unless the
   // request sets skip_op_signature. Empty: none recorded.
   v1::OpSignature op_signature;
@@ -39,6 +54,8 @@ struct FakeGpu {
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
   std::vector<v1::ProfileRequest> profile_requests ABSL_GUARDED_BY(mu);  // every one received
+  std::vector<v1::ScreenRequest> screen_requests ABSL_GUARDED_BY(mu);    // every one received
+  std::vector<std::string> released_jobs ABSL_GUARDED_BY(mu);  // ReleaseJob's job ids, in order
 };
 
 class FakeWorker : public GpuWorker {
@@ -69,8 +86,53 @@ class FakeWorker : public GpuWorker {
       *out.mutable_measurement()->mutable_op_signature() = gpu_->op_signature;
     }
     out.mutable_measurement()->set_gpu_seconds(0.1);
+    out.mutable_measurement()->set_gpu_busy_seconds(gpu_->gpu_busy_seconds);
     absl::MutexLock lock(&gpu_->mu);
     gpu_->completed.push_back(r.task_id());
+    return out;
+  }
+  absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& r, absl::Duration,
+                                            CallCancelToken* cancel) override {
+    auto guard = Enter();
+    gpu_->screen_calls++;
+    {
+      absl::MutexLock lock(&gpu_->mu);
+      gpu_->screen_requests.push_back(r);
+    }
+    if (gpu_->dead) return absl::UnavailableError("worker gone");
+    absl::SleepFor(gpu_->delay);
+    if (cancel && cancel->cancelled()) return absl::CancelledError("cancelled");
+    if (!gpu_->screen_error.ok()) return gpu_->screen_error;
+    v1::ScreenResponse out;
+    for (int i = 0; i < r.kernels_size(); ++i) {
+      v1::Measurement m = gpu_->measure(r.kernels(i).source());
+      v1::ScreenResult* x = out.add_results();
+      x->set_index(i);
+      x->set_ok(m.verdict() == v1::VERDICT_CORRECT);
+      if (x->ok()) {
+        x->set_median_ms(m.candidate().median_ms() * gpu_->screen_time_factor);
+      } else {
+        x->set_reason(m.correctness().reason().empty() ? v1::Verdict_Name(m.verdict())
+                                                       : m.correctness().reason());
+      }
+    }
+    out.set_gpu_seconds(gpu_->screen_gpu_seconds);
+    out.set_gpu_busy_seconds(gpu_->screen_gpu_busy_seconds);
+    out.set_log("fake screen");
+    absl::MutexLock lock(&gpu_->mu);
+    gpu_->completed.push_back(r.task_id());
+    return out;
+  }
+  absl::StatusOr<v1::ReleaseJobResponse> ReleaseJob(const v1::ReleaseJobRequest& r,
+                                                    absl::Duration) override {
+    {
+      absl::MutexLock lock(&gpu_->mu);
+      gpu_->released_jobs.push_back(r.job_id());
+    }
+    if (gpu_->dead) return absl::UnavailableError("worker gone");
+    if (!gpu_->release_error.ok()) return gpu_->release_error;
+    v1::ReleaseJobResponse out;
+    out.set_released(true);
     return out;
   }
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -216,6 +217,19 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       }
     }
     *out.mutable_kernel() = r->kernel;
+    // The variants (the brain's alternatives for the screen) pass the same check; one
+    // that fails is left out, the kernel stands.
+    for (kagent::v1::KernelSource& v : r->variants) {
+      if (checker_ != nullptr) {
+        absl::Status check = checker_->Check(v.source());
+        if (!check.ok()) {
+          KLOG(WARNING).With("worker", out.assignment().worker_index())
+              << "variant left out: compile check failed: " << check.message();
+          continue;
+        }
+      }
+      *out.add_variants() = std::move(v);
+    }
     std::string moves;
     for (const std::string& m : r->moves) absl::StrAppend(&moves, moves.empty() ? "" : "\n", m);
     // The expected effect travels in the assignment's prescription so the reflexion
@@ -272,6 +286,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       const auto& parent = request.parents().at(g.assignment().parent_kernel_id());
       if (NormalizeSource(parent.source()) == norm) {
         g.clear_kernel();
+        g.clear_variants();
         g.set_error("duplicate: the fix left the parent kernel unchanged");
         continue;
       }
@@ -279,17 +294,32 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     auto [it, inserted] = seen.emplace(norm, i);
     if (!inserted) {
       g.clear_kernel();
+      g.clear_variants();
       g.set_error(absl::StrCat("duplicate: same kernel as assignment ", it->second,
                                " (worker ", results[it->second].assignment().worker_index(),
                                ")"));
     }
+  }
+  // Variants: none that is a parent, a kernel of this response or an earlier variant
+  // (in plan order), so no source is screened or measured twice in a round.
+  std::set<std::string> taken;
+  for (const auto& [id, parent] : request.parents()) taken.insert(NormalizeSource(parent.source()));
+  for (const auto& [norm, i] : seen) taken.insert(norm);
+  int variants = 0;
+  for (GeneratedKernel& g : results) {
+    google::protobuf::RepeatedPtrField<kagent::v1::KernelSource> kept;
+    for (kagent::v1::KernelSource& v : *g.mutable_variants()) {
+      if (taken.insert(NormalizeSource(v.source())).second) *kept.Add() = std::move(v);
+    }
+    g.mutable_variants()->Swap(&kept);
+    variants += g.variants_size();
   }
   int ok = 0;
   for (GeneratedKernel& g : results) {
     ok += g.has_kernel();
     *response->add_kernels() = std::move(g);
   }
-  KLOG(INFO).With("generated", ok).With("requested", count)
+  KLOG(INFO).With("generated", ok).With("requested", count).With("variants", variants)
           .With("llm_tokens", used.tokens()).With("llm_cost_usd", used.cost_usd)
       << (first_kernel ? "first kernel" : "round generated");
   return absl::OkStatus();

@@ -13,6 +13,13 @@
 //   * Workers of one round get different fixes: a result whose normalized source
 //     (comments, blank lines and whitespace runs removed) equals its parent's, or an
 //     earlier assignment's in plan order, is reported as an error on the later one.
+//   * Variants: the brain's BrainResult::variants (alternatives to the kernel for the
+//     same fix, which the coordinator screens with it; the heuristic brain's renders of
+//     its own templates, none from an LLM brain or around a user's kernel) go into
+//     GeneratedKernel.variants in the brain's order. Each passes the same compile check
+//     as the kernel; one that fails is left out (logged), the kernel stands. A variant
+//     whose normalized source equals a parent's, any kernel of the response or an
+//     earlier variant (plan order) is left out too, and a result with an error has none.
 //   * Assignments that share a parent and leave the move open (no knob_changes, no
 //     template_switch) get successive `alternative`s so the brain picks distinct moves.
 //     Every assignment also gets its index among the assignments of its parent as

@@ -2,12 +2,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
+#include <string>
 #include <thread>
 
 #include <catch2/catch.hpp>
 #include <grpcpp/server_context.h>
 
 #include "absl/strings/match.h"
+#include "common/source_text.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/test_kernels.h"
 #include "engines/heuristic/test_signatures.h"
@@ -72,6 +75,19 @@ TEST_CASE("Manager: a round's assignments run in parallel with compile checks an
     CHECK_FALSE(resp.kernels(i).assignment().prescription().expected_effect().empty());
   }
   CHECK(resp.kernels(2).kernel().origin() == "template:matvec_split_k");
+  // The switch renders a template: its variants come along, checked and distinct; the
+  // knob moves on the user's kernel have none, nor has the duplicate.
+  CHECK(resp.kernels(2).variants_size() > 0);
+  CHECK(resp.kernels(2).variants_size() <= kDefaultMaxVariants);
+  std::set<std::string> sources = {NormalizeSource(testing::kUserMatvec)};
+  for (const auto& g : resp.kernels()) {
+    if (g.has_kernel()) CHECK(sources.insert(NormalizeSource(g.kernel().source())).second);
+  }
+  for (const auto& v : resp.kernels(2).variants()) {
+    CHECK(v.origin() == "template:matvec_split_k");
+    CHECK(sources.insert(NormalizeSource(v.source())).second);
+  }
+  for (int i : {0, 1, 3, 4, 5}) CHECK(resp.kernels(i).variants_size() == 0);
   CHECK_FALSE(resp.kernels(3).has_kernel());
   CHECK(absl::StrContains(resp.kernels(3).error(), "duplicate: same kernel as assignment 0"));
   // Changes that cannot be made fall back to a derived move, and say so.
@@ -194,6 +210,85 @@ class ScriptedBrain : public KernelBrain {
   }
   std::string source_;
 };
+
+// A brain whose every result has variants, by the assignment's index among its parent's
+// (fallback_alternative): 0 -> K0 with V1, a broken one, V1 again (other whitespace), the
+// parent and V2; 1 -> K1 with V2, K0 and V3; 2 -> K0 again (a duplicate) with V4.
+class VariantBrain : public KernelBrain {
+ public:
+  static std::string Src(const std::string& tag) {
+    return "import triton\n@triton.jit\ndef k(x):\n    pass\n\nclass ModelNew:\n    tag = '" +
+           tag + "'\n";
+  }
+  std::string name() const override { return "variants"; }
+  absl::StatusOr<BrainResult> FirstKernel(const FirstKernelRequest&) override {
+    return Make("K0", {"V1", "V1"});  // the second is left out
+  }
+  absl::StatusOr<BrainResult> ApplyFix(const FixRequest& r) override {
+    switch (r.fallback_alternative) {
+      case 0:
+        return Make("K0", {"V1", "broken", "V1 again", "parent", "V2"});
+      case 1:
+        return Make("K1", {"V2", "K0", "V3"});
+      default:
+        return Make("K0", {"V4"});
+    }
+  }
+
+ private:
+  static BrainResult Make(const std::string& kernel, const std::vector<std::string>& variants) {
+    BrainResult b;
+    b.kernel.set_source(Src(kernel));
+    for (const std::string& v : variants) {
+      v1::KernelSource& k = b.variants.emplace_back();
+      if (v == "broken") {
+        k.set_source("import triton\n@triton.jit\ndef k(x):\n    return (\n");
+      } else if (v == "parent") {
+        k.set_source(testing::kUserMatvec);
+      } else if (v == "V1 again") {
+        k.set_source(Src("V1") + "\n\n# the same code\n");
+      } else {
+        k.set_source(Src(v));
+      }
+    }
+    return b;
+  }
+};
+
+TEST_CASE("Manager: variants pass the compile check and are never screened twice") {
+  VariantBrain brain;
+  OptimizationManagerServiceImpl svc(Options(), &brain, nullptr);
+  v1::GenerateRequest req = RoundRequest();
+  Add(&req, 0, {{"BLOCK_M", "/2"}});
+  Add(&req, 1, {{"BLOCK_M", "/2"}});
+  Add(&req, 2, {{"BLOCK_M", "/2"}});
+  v1::GenerateResponse resp;
+  REQUIRE(svc.DoGenerate(req, &resp).ok());
+  REQUIRE(resp.kernels_size() == 3);
+  auto tags = [](const v1::GeneratedKernel& g) {
+    std::vector<std::string> out;
+    for (const auto& v : g.variants()) {
+      size_t at = v.source().find("tag = '");
+      out.push_back(at == std::string::npos ? "?" : v.source().substr(at + 7, 2));
+    }
+    return out;
+  };
+  // The broken one fails the check; V1 again, the parent, V2 (assignment 0's) and K0
+  // (assignment 0's kernel) are taken already; the duplicate's variants go with it.
+  CHECK(tags(resp.kernels(0)) == std::vector<std::string>{"V1", "V2"});
+  CHECK(tags(resp.kernels(1)) == std::vector<std::string>{"V3"});
+  CHECK(absl::StrContains(resp.kernels(2).error(), "duplicate: same kernel as assignment 0"));
+  CHECK(resp.kernels(2).variants_size() == 0);
+
+  // A first kernel's variants too.
+  v1::GenerateRequest first;
+  first.mutable_problem()->set_source("class Model: ...");
+  *first.mutable_op_signature() = testing::MatvecSignature(64, 64);
+  v1::GenerateResponse fresp;
+  REQUIRE(svc.DoGenerate(first, &fresp).ok());
+  REQUIRE(fresp.kernels_size() == 1);
+  CHECK(tags(fresp.kernels(0)) == std::vector<std::string>{"V1"});
+}
 
 TEST_CASE("Manager: syntax errors and missing pieces are reported per assignment") {
   ScriptedBrain broken("import triton\n@triton.jit\ndef k(x):\n    return (\n\nclass ModelNew:\n  pass\n");

@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' | tee -a "$out/gpu.txt"
 old=()
 [ -d .gpu/old_python/kagent_harness ] && old=(--old-harness .gpu/old_python)
-timeout 420 python3 tests/gpu/measure_bench.py --out "$out" --parts "$parts" ${only:+--only "$only"} "${old[@]}" \
+timeout 360 python3 tests/gpu/measure_bench.py --out "$out" --parts "$parts" ${only:+--only "$only"} "${old[@]}" \
   2>&1 | tee "$out/measure_bench.log"
-timeout 300 python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} --json "$out/adversarial.json" \
+timeout 220 python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} --json "$out/adversarial.json" \
   2>&1 | tee "$out/adversarial.log"
