@@ -44,6 +44,7 @@ struct DaemonOptions {
   std::string cupti_lib;
   std::string ncu = "ncu";
   std::string optimization_db;
+  HarnessServerFlags harness_server;  // the workers' harness servers
 
   void Register(OptionSet& o) {
     o.AddString("gpus", &gpus,
@@ -54,6 +55,7 @@ struct DaemonOptions {
     o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
     o.AddString("optimization-db", &optimization_db, "optimization database file");
+    harness_server.Register(o);
     o.AddValidator([this]() -> absl::Status {
       if (gpus == "auto" || gpus == "cpu" || gpus == "none") return absl::OkStatus();
       for (absl::string_view g : absl::StrSplit(gpus, ',')) {
@@ -223,6 +225,7 @@ int Main(int argc, char** argv) {
     wo.harness_dir = dopts.harness_dir;
     wo.cupti_lib = dopts.cupti_lib;
     wo.ncu = dopts.ncu;
+    wo.harness_server = dopts.harness_server;
     ResolveWorkerPaths(wo);
     s = SetUpWorker(wo, (*side)->ctx);
     if (s.ok()) s = (*side)->host->Start();

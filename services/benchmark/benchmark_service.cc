@@ -1,5 +1,7 @@
 #include "services/benchmark/benchmark_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
@@ -7,58 +9,85 @@
 #include "services/benchmark/call_cancel.h"
 
 namespace kagent {
+namespace {
 
-absl::Status ValidateMeasureRequest(const v1::MeasureRequest& r, int64_t max_source_bytes) {
-  if (r.task_id().empty() || r.task_id().size() > 256) {
-    return absl::InvalidArgumentError("task_id is required (1-256 characters)");
-  }
-  if (r.problem().source().empty()) return absl::InvalidArgumentError("problem.source is empty");
-  if (static_cast<int64_t>(r.problem().source().size()) > max_source_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("problem.source exceeds ", max_source_bytes, " bytes"));
-  }
-  for (const v1::KernelSource* k : {&r.kernel(), &r.reference_kernel()}) {
-    if (k->source().empty()) continue;
-    if (k->language() != v1::KERNEL_LANGUAGE_TRITON && k->language() != v1::KERNEL_LANGUAGE_CUDA) {
-      return absl::InvalidArgumentError("kernel.language must be TRITON or CUDA");
-    }
-    if (static_cast<int64_t>(k->source().size()) > max_source_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("kernel.source exceeds ", max_source_bytes, " bytes"));
-    }
-  }
-  if (r.kernel().source().empty() && !r.measure_baselines()) {
-    return absl::InvalidArgumentError("nothing to measure: give kernel or set measure_baselines");
-  }
-  if (r.trials() < 0 || r.trials() > 100) return absl::InvalidArgumentError("trials must be in [0, 100]");
-  if (r.timing_reps() < 0 || r.timing_reps() > 100000) {
-    return absl::InvalidArgumentError("timing_reps must be in [0, 100000]");
-  }
-  if (r.timeout_seconds() < 0 || r.timeout_seconds() > 3600) {
-    return absl::InvalidArgumentError("timeout_seconds must be in [0, 3600]");
-  }
-  return absl::OkStatus();
+grpc::Status CancelledByCaller(const char* what) {
+  return grpc::Status(grpc::StatusCode::CANCELLED, absl::StrCat(what, " cancelled by the caller"));
 }
 
-BenchmarkServiceImpl::BenchmarkServiceImpl(BenchmarkServiceOptions options,
-                                           const HarnessClient* harness, GpuSlot* slot,
-                                           v1::GpuSpec gpu, const Authenticator* auth,
+}  // namespace
+
+BenchmarkServiceImpl::BenchmarkServiceImpl(BenchmarkServiceOptions options, Harness* harness,
+                                           GpuSlot* slot, GpuBusyMeter* meter, v1::GpuSpec gpu,
+                                           const Authenticator* auth,
                                            prometheus::Registry* registry)
-    : options_(std::move(options)), harness_(harness), slot_(slot), gpu_(std::move(gpu)),
-      auth_(auth) {
-  if (registry != nullptr) {
-    measurements_ = &prometheus::BuildCounter()
-                         .Name("kagent_benchmark_measurements_total")
-                         .Help("Measurements finished on this worker, by verdict.")
-                         .Register(*registry);
-    seconds_ = &prometheus::BuildHistogram()
-                    .Name("kagent_benchmark_measure_seconds")
-                    .Help("Wall time of one measurement holding the GPU.")
+    : options_(std::move(options)), harness_(harness), slot_(slot), meter_(meter),
+      gpu_(std::move(gpu)), auth_(auth), measures_(options_.result_cache_entries),
+      screens_(options_.result_cache_entries) {
+  if (registry == nullptr) return;
+  measurements_ = &prometheus::BuildCounter()
+                       .Name("kagent_benchmark_measurements_total")
+                       .Help("Measurements finished on this worker, by verdict.")
+                       .Register(*registry);
+  auto* seconds = &prometheus::BuildHistogram()
+                       .Name("kagent_benchmark_measure_seconds")
+                       .Help("Wall time of one measurement holding the GPU.")
+                       .Register(*registry);
+  measure_seconds_ = &seconds->Add({}, Metrics::LatencyBuckets());
+  auto* queue = &prometheus::BuildGauge()
+                     .Name("kagent_benchmark_gpu_queue_depth")
+                     .Help("Tasks waiting for this worker's GPU.")
+                     .Register(*registry);
+  queue_ = &queue->Add({});
+  auto* held = &prometheus::BuildCounter()
+                    .Name("kagent_benchmark_gpu_held_seconds_total")
+                    .Help("Time measurements and screens held this worker's GPU slot.")
                     .Register(*registry);
-    queue_ = &prometheus::BuildGauge()
-                  .Name("kagent_benchmark_gpu_queue_depth")
-                  .Help("Tasks waiting for this worker's GPU.")
-                  .Register(*registry);
-    queue_->Add({}).Set(0);
+  held_seconds_ = &held->Add({{"worker", options_.worker_id}});
+  auto* busy = &prometheus::BuildCounter()
+                    .Name("kagent_benchmark_gpu_busy_seconds_total")
+                    .Help("Of the held time, the time the GPU ran kernels (NVML samples).")
+                    .Register(*registry);
+  busy_seconds_ = &busy->Add({{"worker", options_.worker_id}});
+  auto* candidates = &prometheus::BuildCounter()
+                          .Name("kagent_benchmark_candidates_measured_total")
+                          .Help("Measurements of a kernel that ran on the GPU, any verdict.")
+                          .Register(*registry);
+  candidates_ = &candidates->Add({{"worker", options_.worker_id}});
+  auto* variants = &prometheus::BuildCounter()
+                        .Name("kagent_benchmark_variants_screened_total")
+                        .Help("Kernel variants screened on the GPU.")
+                        .Register(*registry);
+  variants_ = &variants->Add({{"worker", options_.worker_id}});
+  auto* prepare = &prometheus::BuildHistogram()
+                       .Name("kagent_benchmark_prepare_seconds")
+                       .Help("Wall time of preparing a candidate before it takes the GPU.")
+                       .Register(*registry);
+  prepare_seconds_ = &prepare->Add({{"worker", options_.worker_id}}, Metrics::LatencyBuckets());
+}
+
+absl::StatusOr<BenchmarkServiceImpl::GpuTime> BenchmarkServiceImpl::RunOnGpu(
+    grpc::ServerContext* context, const std::string& job_id, const std::function<void()>& work) {
+  absl::Time deadline = absl::FromChrono(context->deadline());
+  if (queue_ != nullptr) queue_->Set(slot_->queue_depth() + 1);
+  absl::Status got = slot_->Acquire(job_id, deadline, [context] { return context->IsCancelled(); });
+  if (queue_ != nullptr) queue_->Set(slot_->queue_depth());
+  if (!got.ok()) return got;
+  absl::Time from, to;
+  {
+    GpuSlotLease lease(slot_);
+    from = absl::Now();
+    work();
+    to = absl::Now();
   }
+  GpuTime t;
+  t.held_seconds = absl::ToDoubleSeconds(to - from);
+  if (meter_ != nullptr) t.busy_seconds = std::clamp(meter_->BusySeconds(from, to), 0.0, t.held_seconds);
+  if (held_seconds_ != nullptr) {
+    held_seconds_->Increment(t.held_seconds);
+    busy_seconds_->Increment(t.busy_seconds);
+  }
+  return t;
 }
 
 grpc::Status BenchmarkServiceImpl::Measure(grpc::ServerContext* context,
@@ -68,80 +97,103 @@ grpc::Status BenchmarkServiceImpl::Measure(grpc::ServerContext* context,
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
   absl::Status valid = ValidateMeasureRequest(*request, options_.max_source_bytes);
   if (!valid.ok()) return ToGrpcStatus(valid);
+  return measures_.Run(
+      request->task_id(), [context] { return context->IsCancelled(); }, response,
+      [&](v1::MeasureResponse* out) {
+        return RunMeasure(context, *request, out->mutable_measurement());
+      });
+}
 
-  // Idempotence: the first request of a task id measures; the others wait for it.
-  std::shared_ptr<Entry> entry;
-  bool owner = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = results_.find(request->task_id());
-    if (it != results_.end()) {
-      entry = it->second;
-    } else {
-      entry = std::make_shared<Entry>();
-      results_[request->task_id()] = entry;
-      order_.push_back(request->task_id());
-      owner = true;
-      while (order_.size() > options_.result_cache_entries) {
-        results_.erase(order_.front());
-        order_.pop_front();
-      }
-    }
-    if (!owner) {
-      while (!entry->done && !context->IsCancelled()) {
-        mu_.AwaitWithTimeout(absl::Condition(&entry->done), absl::Milliseconds(200));
-      }
-      if (!entry->done) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-      if (!entry->status.ok()) return entry->status;
-      *response = entry->response;
-      return grpc::Status::OK;
-    }
-  }
-  // A failed first request is not remembered; its waiting duplicates get its status.
-  auto forget = [&](const grpc::Status& status) {
-    absl::MutexLock lock(&mu_);
-    results_.erase(request->task_id());
-    entry->status = status;
-    entry->done = true;
-    return status;
-  };
-
-  // The GPU, fairly across jobs, within the call's deadline.
-  absl::Time deadline = absl::FromChrono(context->deadline());
-  if (queue_ != nullptr) queue_->Add({}).Set(slot_->queue_depth() + 1);
-  absl::Status got = slot_->Acquire(request->job_id(), deadline, [context] { return context->IsCancelled(); });
-  if (queue_ != nullptr) queue_->Add({}).Set(slot_->queue_depth());
-  if (!got.ok()) return forget(ToGrpcStatus(got));
-  GpuSlotLease lease(slot_);
-
-  absl::Time start = absl::Now();
+grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
+                                              const v1::MeasureRequest& request,
+                                              v1::Measurement* out) {
+  ServerCallCancel cancel(context);
+  // On the CPU cores first: a candidate that fails to build never costs GPU time.
+  PrepareResult prepared = harness_->Prepare(request, cancel.token());
+  if (cancel.cancelled()) return CancelledByCaller("measurement");
+  if (prepared.seconds > 0 && prepare_seconds_ != nullptr) prepare_seconds_->Observe(prepared.seconds);
   v1::Measurement m;
-  bool cancelled = false;
-  {
-    ServerCallCancel cancel(context);
-    m = harness_->Measure(*request, cancel.token());
-    cancelled = cancel.cancelled();
+  GpuTime gpu;
+  if (prepared.final) {
+    m = *std::move(prepared.final);
+  } else {
+    absl::StatusOr<GpuTime> t = RunOnGpu(context, request.job_id(), [&] {
+      m = harness_->Measure(request, prepared.handle, cancel.token());
+    });
+    if (!t.ok()) return ToGrpcStatus(t.status());
+    if (cancel.cancelled()) return CancelledByCaller("measurement");
+    gpu = *t;
+    if (measure_seconds_ != nullptr) {
+      measure_seconds_->Observe(gpu.held_seconds);
+      if (!request.kernel().source().empty()) candidates_->Increment();
+    }
   }
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (cancelled) {
-    return forget(grpc::Status(grpc::StatusCode::CANCELLED, "measurement cancelled by the caller"));
-  }
-  m.set_gpu_seconds(seconds);
+  m.set_gpu_seconds(gpu.held_seconds);
+  m.set_gpu_busy_seconds(gpu.busy_seconds);
+  m.set_prepare_seconds(prepared.seconds);
   m.set_worker_id(options_.worker_id);
   m.set_gpu_index(options_.gpu_index);
   if (m.gpu_name().empty()) m.set_gpu_name(gpu_.name());
-  KLOG(INFO).With("task", request->task_id()).With("seconds", seconds)
-      << "measured: " << v1::Verdict_Name(m.verdict()) << " " << m.candidate().median_ms() << " ms";
+  KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", gpu.held_seconds)
+          .With("gpu_busy_seconds", gpu.busy_seconds).With("prepare_seconds", prepared.seconds)
+      << "measured: " << v1::Verdict_Name(m.verdict()) << " " << m.candidate().median_ms() << " ms"
+      << (prepared.final ? " (at prepare, without the GPU)"
+                         : prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")
+                                                   : std::string(" (prepared)"));
   if (measurements_ != nullptr) {
     measurements_->Add({{"verdict", v1::Verdict_Name(m.verdict())}}).Increment();
-    seconds_->Add({}, Metrics::LatencyBuckets()).Observe(seconds);
   }
-  *response->mutable_measurement() = m;
-  {
-    absl::MutexLock lock(&mu_);
-    entry->response = *response;
-    entry->done = true;
+  *out = std::move(m);
+  return grpc::Status::OK;
+}
+
+grpc::Status BenchmarkServiceImpl::Screen(grpc::ServerContext* context,
+                                          const v1::ScreenRequest* request,
+                                          v1::ScreenResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
+  absl::Status valid = ValidateScreenRequest(*request, options_.max_source_bytes);
+  if (!valid.ok()) return ToGrpcStatus(valid);
+  return screens_.Run(
+      request->task_id(), [context] { return context->IsCancelled(); }, response,
+      [&](v1::ScreenResponse* out) { return RunScreen(context, *request, out); });
+}
+
+grpc::Status BenchmarkServiceImpl::RunScreen(grpc::ServerContext* context,
+                                             const v1::ScreenRequest& request,
+                                             v1::ScreenResponse* out) {
+  ServerCallCancel cancel(context);
+  absl::StatusOr<v1::ScreenResponse> r = absl::UnknownError("not run");
+  absl::StatusOr<GpuTime> t = RunOnGpu(context, request.job_id(), [&] {
+    r = harness_->Screen(request, cancel.token());
+  });
+  if (!t.ok()) return ToGrpcStatus(t.status());
+  if (cancel.cancelled()) return CancelledByCaller("screen");
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  if (variants_ != nullptr) variants_->Increment(request.kernels_size());
+  *out = *std::move(r);
+  out->set_gpu_seconds(t->held_seconds);
+  out->set_gpu_busy_seconds(t->busy_seconds);
+  out->set_worker_id(options_.worker_id);
+  int ok = 0;
+  for (const v1::ScreenResult& x : out->results()) ok += x.ok() ? 1 : 0;
+  KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", t->held_seconds)
+      << "screened " << request.kernels_size() << " variants, " << ok << " ok";
+  return grpc::Status::OK;
+}
+
+grpc::Status BenchmarkServiceImpl::ReleaseJob(grpc::ServerContext* context,
+                                              const v1::ReleaseJobRequest* request,
+                                              v1::ReleaseJobResponse* response) {
+  KAGENT_AUTHENTICATE(caller, auth_, context);
+  if (!caller.internal) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        "ReleaseJob needs the cluster's internal token, not a tenant token"));
   }
+  if (request->job_id().empty()) return ToGrpcStatus(absl::InvalidArgumentError("job_id is required"));
+  absl::StatusOr<bool> released = harness_->ReleaseJob(request->job_id());
+  if (!released.ok()) return ToGrpcStatus(released.status());
+  response->set_released(*released);
   return grpc::Status::OK;
 }
 

@@ -115,7 +115,14 @@ TEST_CASE("measure requests are validated") {
   r.set_trials(5);
   CHECK(ValidateMeasureRequest(r, 4).code() == absl::StatusCode::kResourceExhausted);
   r.set_shape_set("nope");
+  absl::Status unknown_set = ValidateMeasureRequest(r, 1 << 20);
+  CHECK(unknown_set.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(unknown_set.message() == "shape_set 'nope' is not in problem.extra_shapes");
   CHECK(HarnessRequestFor(r).status().code() == absl::StatusCode::kInvalidArgument);
+  v1::ShapeSet* set = r.mutable_problem()->add_extra_shapes();
+  set->set_name("nope");
+  set->set_get_inputs_source("def get_inputs(): return []");
+  CHECK(ValidateMeasureRequest(r, 4 << 10).ok());
 }
 
 TEST_CASE("harness request: the op signature is skipped only when asked") {
@@ -136,7 +143,8 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
 }
 
 // The real path: the Python harness runs a real Triton candidate under the interpreter.
-TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdicts", "[harness]") {
+TEST_CASE("one-shot harness on the CPU: a correct and a wrong candidate get their verdicts",
+          "[harness]") {
   std::string root = SourceDir();
   std::string python = root + "/.venv/bin/python";
   if (!std::filesystem::exists(python)) {
@@ -146,6 +154,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   o.python = python;
   o.harness_dir = root + "/python";
   o.device = "cpu";
+  o.use_server = false;  // `python -m kagent_harness measure` per call
   HarnessClient harness(o);
   v1::MeasureRequest r;
   r.set_task_id("t1");
@@ -154,7 +163,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   r.mutable_kernel()->set_source(ReadFile(root + "/python/tests/fixtures/cand_relu_add_good.py"));
   r.set_timing_reps(3);
   r.set_timeout_seconds(240);
-  v1::Measurement good = harness.Measure(r, nullptr);
+  v1::Measurement good = harness.Measure(r, "", nullptr);
   INFO(good.DebugString());
   CHECK(good.verdict() == v1::VERDICT_CORRECT);
   CHECK(good.candidate().count() >= 1);
@@ -163,7 +172,7 @@ TEST_CASE("harness on the CPU: a correct and a wrong candidate get their verdict
   // skip_op_signature: the same verdicts, no signature recorded.
   r.set_skip_op_signature(true);
   r.mutable_kernel()->set_source(ReadFile(root + "/python/tests/fixtures/cand_relu_add_wrong.py"));
-  v1::Measurement bad = harness.Measure(r, nullptr);
+  v1::Measurement bad = harness.Measure(r, "", nullptr);
   INFO(bad.DebugString());
   CHECK(bad.verdict() == v1::VERDICT_INCORRECT);
   CHECK_FALSE(bad.correctness().reason().empty());

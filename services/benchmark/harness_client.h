@@ -1,21 +1,34 @@
-// HarnessClient: runs the Python harness (python/kagent_harness) as a child process,
-// JSON in and JSON out, under the sandboxed subprocess runner, and maps its answer onto
-// the protocol's messages. The harness itself isolates the candidate in a further child;
-// this layer adds the outer wall-clock limit (process group killed), a private temp dir,
-// CUDA_VISIBLE_DEVICES pinning, and turns any harness failure into an INFRA_ERROR
-// verdict with the reason, so a worker always answers.
+// HarnessClient: the worker's Harness (harness.h) over the Python harness
+// (python/kagent_harness), mapping its JSON onto the protocol's messages.
 //
-// Thread-safe (each call owns its child).
+// Two ways to reach it. With `use_server` (the default) measurements go to the worker's
+// long-lived harness server (HarnessServer, owned here: started by StartServer() or the
+// first call, restarted when it dies), which keeps a job's trial inputs and reference
+// outputs warm and prepares candidates before they take the GPU. Without it, and always
+// for gpuinfo, each call runs `python -m kagent_harness MODE` as a one-shot child under
+// the sandboxed subprocess runner (outer wall-clock limit, process group killed, private
+// temp dir); profiling (ProfilerService) runs one-shot too. Either way the harness
+// isolates the candidate in a further child, the environment pins the GPU
+// (CUDA_VISIBLE_DEVICES), and any harness failure becomes an INFRA_ERROR verdict with the
+// reason, so a worker always answers.
+//
+// Thread-safe: one-shot calls own their child; server calls have their own connection.
 #ifndef KAGENT_SERVICES_BENCHMARK_HARNESS_CLIENT_H_
 #define KAGENT_SERVICES_BENCHMARK_HARNESS_CLIENT_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
+
+#include <prometheus/registry.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/subprocess/subprocess.h"
 #include "kagent/v1/benchmark_service.pb.h"
 #include "nlohmann/json.hpp"
+#include "services/benchmark/harness.h"
+#include "services/benchmark/harness_server.h"
 
 namespace kagent {
 
@@ -27,35 +40,69 @@ struct HarnessOptions {
   std::string cupti_lib;               // libkagent_cupti.so, when built; empty: none
   double default_timeout_seconds = 600;
   double margin_seconds = 60;          // outer limit = request timeout + margin
+  std::string worker_id = "worker-0";  // metric label and log field
+  // The harness server (docs/harness.md): false runs every measurement one-shot.
+  bool use_server = true;
+  int pool = 2;                 // warm candidate processes the server keeps (--pool)
+  int64_t trial_cache_mb = 0;   // GPU memory for the job trial cache; 0: the server's default
+  int prepared_max = 4;         // prepared candidates held at once; 0: no prepare step
 };
 
-class HarnessClient {
+class HarnessClient final : public Harness {
  public:
-  explicit HarnessClient(HarnessOptions options) : options_(std::move(options)) {}
+  // `registry` (may be null) gets the server's restart counter; borrowed, must outlive
+  // this object.
+  explicit HarnessClient(HarnessOptions options, prometheus::Registry* registry = nullptr);
+  ~HarnessClient() override;
 
   const HarnessOptions& options() const { return options_; }
 
-  // Runs `mode` with `request` (a JSON object; mode, device and timeout are filled in).
-  // Returns the harness's JSON answer; UNAVAILABLE/INTERNAL when the harness itself could
-  // not run or answered garbage (the message says why, with its stderr tail).
+  // Starts the harness server now (it warms up while the worker registers); without
+  // use_server nothing. Errors as HarnessServer::Start.
+  absl::Status StartServer();
+  // Stops the harness server (SIGTERM, bounded wait, SIGKILL); calls in flight fail.
+  void Shutdown();
+  // The harness server; null without use_server.
+  HarnessServer* server() { return server_.get(); }
+
+  // One-shot: runs `mode` with `request` (a JSON object; mode, device and timeout are
+  // filled in). Returns the harness's JSON answer; UNAVAILABLE/INTERNAL when the harness
+  // itself could not run or answered garbage (the message says why, with its stderr tail).
   absl::StatusOr<nlohmann::json> Run(const std::string& mode, nlohmann::json request,
                                      double timeout_seconds, const CancelToken* cancel) const;
 
-  // MeasureRequest -> harness "measure" -> Measurement. Never fails for a candidate's
-  // fault: those are verdicts. A harness failure becomes VERDICT_INFRA_ERROR.
-  v1::Measurement Measure(const v1::MeasureRequest& request, const CancelToken* cancel) const;
+  // Harness: server ops prepare, measure (with job_id and the handle), screen and
+  // release_job; without use_server, Measure runs one-shot, Prepare does nothing, Screen
+  // is FAILED_PRECONDITION and ReleaseJob releases nothing.
+  PrepareResult Prepare(const v1::MeasureRequest& request, const CancelToken* cancel) override;
+  v1::Measurement Measure(const v1::MeasureRequest& request, const std::string& prepared_handle,
+                          const CancelToken* cancel) override;
+  absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
+                                            const CancelToken* cancel) override;
+  absl::StatusOr<bool> ReleaseJob(const std::string& job_id) override;
 
-  // The GPU this worker drives ("gpuinfo" mode).
+  // The GPU this worker drives (one-shot "gpuinfo").
   absl::StatusOr<nlohmann::json> GpuInfo(bool measure_ceilings) const;
 
  private:
-  HarnessOptions options_;
+  // `request` with op, device and timeout_s, to the server, within timeout + margin.
+  absl::StatusOr<nlohmann::json> CallServer(const std::string& op, nlohmann::json request,
+                                            double timeout_seconds, const CancelToken* cancel);
+
+  const HarnessOptions options_;
+  std::unique_ptr<HarnessServer> server_;  // with use_server
 };
 
 // The harness answer (JSON) -> Measurement. Exposed for tests.
 absl::StatusOr<v1::Measurement> MeasurementFromHarnessJson(const nlohmann::json& answer);
 // MeasureRequest -> the harness's request JSON. Exposed for tests.
 absl::StatusOr<nlohmann::json> HarnessRequestFor(const v1::MeasureRequest& request);
+// ScreenRequest -> the server's screen request JSON (without op, device, timeout_s).
+nlohmann::json ScreenRequestFor(const v1::ScreenRequest& request);
+// The server's screen answer -> ScreenResponse (one result per kernel, in request order;
+// a kernel the answer leaves out is not ok). INTERNAL when the answer is not a screen's.
+absl::StatusOr<v1::ScreenResponse> ScreenResponseFromJson(const nlohmann::json& answer,
+                                                          int kernels);
 
 }  // namespace kagent
 

@@ -16,6 +16,7 @@
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/benchmark/benchmark_service.h"
 #include "services/benchmark/call_cancel.h"
+#include "services/benchmark/gpu_busy_meter.h"
 #include "services/benchmark/gpu_slot.h"
 #include "services/profiler/gpu_spec.h"
 #include "services/profiler/profiler_service.h"
@@ -61,6 +62,35 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
 
 }  // namespace
 
+void HarnessServerFlags::Register(OptionSet& o) {
+  o.AddBool("harness-server", &enabled,
+            "measure through one long-lived harness server per GPU (false: a harness process "
+            "per measurement)");
+  o.AddInt("harness-pool", &pool, "warm candidate processes the harness server keeps (0..16)");
+  o.AddInt("trial-cache-mb", &trial_cache_mb,
+           "GPU memory the harness server's job trial cache may hold, MiB (0: its default, a "
+           "quarter of the GPU's memory)");
+  o.AddInt("prepared-max", &prepared_max,
+           "candidates the harness server keeps prepared at once, 0..64 (0: candidates are "
+           "not prepared before they take the GPU)");
+  o.AddValidator([this] { return Validate(); });
+}
+
+absl::Status HarnessServerFlags::Validate() const {
+  if (pool < 0 || pool > 16) {
+    return absl::InvalidArgumentError(absl::StrCat("--harness-pool must be in [0, 16], not ", pool));
+  }
+  if (trial_cache_mb < 0 || trial_cache_mb > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--trial-cache-mb must be in [0, 1048576] (0: the server's default), not ", trial_cache_mb));
+  }
+  if (prepared_max < 0 || prepared_max > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prepared-max must be in [0, 64], not ", prepared_max));
+  }
+  return absl::OkStatus();
+}
+
 void WorkerOptions::Register(OptionSet& o) {
   o.AddString("worker-id", &worker_id, "this worker's id (default worker-<gpu>)");
   o.AddInt("gpu", &gpu, "CUDA device index this worker owns (CUDA_VISIBLE_DEVICES)");
@@ -72,6 +102,7 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("coordinator", &coordinator, "coordinator to register with (host:port)");
   o.AddString("advertise", &advertise, "address the coordinator dials (default: --listen)");
   o.AddDouble("lease-renew-seconds", &lease_renew_seconds, "how often to renew the registration");
+  harness_server.Register(o);
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -109,7 +140,7 @@ void ResolveWorkerPaths(WorkerOptions& o) {
   if (o.worker_id.empty()) o.worker_id = absl::StrCat("worker-", o.device == "cpu" ? "cpu" : "", o.gpu);
 }
 
-absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness) {
+absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness, std::string* pci_bus_id) {
   if (harness.options().device == "cpu") {
     v1::GpuSpec s;
     s.set_name("cpu (triton interpreter)");
@@ -117,10 +148,17 @@ absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness) {
     return s;
   }
   KAGENT_ASSIGN_OR_RETURN(nlohmann::json info, harness.GpuInfo(/*measure_ceilings=*/false));
-  if (info.value("ok", true) == false || !info.contains("name")) {
+  bool failed = info.contains("ok") && info["ok"].is_boolean() && !info["ok"].get<bool>();
+  if (failed || !info.contains("name")) {
+    std::string reason = info.contains("reason") && info["reason"].is_string()
+                             ? info["reason"].get<std::string>()
+                             : info.dump();
     return absl::FailedPreconditionError(absl::StrCat(
         "no CUDA GPU visible to the harness (CUDA_VISIBLE_DEVICES=",
-        harness.options().cuda_visible_devices, "): ", info.value("reason", info.dump())));
+        harness.options().cuda_visible_devices, "): ", reason));
+  }
+  if (pci_bus_id != nullptr && info.contains("pci_bus_id") && info["pci_bus_id"].is_string()) {
+    *pci_bus_id = info["pci_bus_id"].get<std::string>();
   }
   KAGENT_ASSIGN_OR_RETURN(GpuInfo parsed, ParseGpuInfoJson(info.dump()));
   absl::StatusOr<v1::GpuSpec> spec = GpuSpecFor(parsed);
@@ -139,16 +177,32 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   ho.device = o.device;
   ho.cuda_visible_devices = std::to_string(o.gpu);
   ho.cupti_lib = o.cupti_lib;
-  const HarnessClient* harness = ctx.Keep(std::make_unique<HarnessClient>(ho));
-  KAGENT_ASSIGN_OR_RETURN(v1::GpuSpec gpu, DetectGpu(*harness));
-  KLOG(INFO).With("worker", o.worker_id) << "worker drives " << gpu.name() << " (device "
-                                         << o.device << " " << o.gpu << ")";
+  ho.worker_id = o.worker_id;
+  ho.use_server = o.harness_server.enabled;
+  ho.pool = o.harness_server.pool;
+  ho.trial_cache_mb = o.harness_server.trial_cache_mb;
+  ho.prepared_max = o.harness_server.prepared_max;
+  HarnessClient* harness =
+      ctx.Keep(std::make_unique<HarnessClient>(ho, &ctx.metrics->registry()));
+  std::string pci_bus_id;
+  KAGENT_ASSIGN_OR_RETURN(v1::GpuSpec gpu, DetectGpu(*harness, &pci_bus_id));
+  KLOG(INFO).With("worker", o.worker_id)
+      << "worker drives " << gpu.name() << " (device " << o.device << " " << o.gpu
+      << (pci_bus_id.empty() ? "" : ", PCI " + pci_bus_id) << "), harness "
+      << (ho.use_server ? "server" : "one-shot");
+  // The server imports torch (and warms its pool) while the worker starts serving.
+  KAGENT_RETURN_IF_ERROR(harness->StartServer());
+  ctx.OnStop([harness] { harness->Shutdown(); });
+  // NVML numbers devices in PCI order: the bus id names this worker's GPU for sure; the
+  // CUDA index is a fallback (the same only under CUDA_DEVICE_ORDER=PCI_BUS_ID).
+  GpuBusyMeter* meter = ctx.Keep(o.device == "cuda" ? MakeGpuBusyMeter(pci_bus_id, o.gpu)
+                                                     : std::make_unique<NullGpuBusyMeter>());
   GpuSlot* slot = ctx.Keep(std::make_unique<GpuSlot>());
   BenchmarkServiceOptions bo;
   bo.worker_id = o.worker_id;
   bo.gpu_index = o.gpu;
-  auto* bench = ctx.Keep(std::make_unique<BenchmarkServiceImpl>(bo, harness, slot, gpu, ctx.auth,
-                                                                &ctx.metrics->registry()));
+  auto* bench = ctx.Keep(std::make_unique<BenchmarkServiceImpl>(
+      bo, harness, slot, meter, gpu, ctx.auth, &ctx.metrics->registry()));
   ctx.host->AddService(bench, v1::BenchmarkService::service_full_name());
 
   ProfilerServiceOptions po;

@@ -15,6 +15,19 @@
 
 namespace kagent {
 
+// The worker's harness server (docs/harness.md "The harness server"): flags shared by
+// kagent-benchmark and kagentd.
+struct HarnessServerFlags {
+  bool enabled = true;         // --harness-server; false: one-shot harness runs
+  int pool = 2;                // --harness-pool: warm candidate processes, 0..16
+  int64_t trial_cache_mb = 0;  // --trial-cache-mb: GPU memory of the job trial cache; 0: default
+  int prepared_max = 4;        // --prepared-max: prepared candidates held at once, 0..64
+                               // (0: no prepare step; measure does everything)
+
+  void Register(OptionSet& o);
+  absl::Status Validate() const;
+};
+
 struct WorkerOptions {
   std::string worker_id;             // default: worker-<gpu>
   int gpu = 0;                       // CUDA device index this worker owns
@@ -26,6 +39,7 @@ struct WorkerOptions {
   std::string coordinator;           // register with this coordinator (host:port)
   std::string advertise;             // address the coordinator dials; default from --listen
   double lease_renew_seconds = 10;
+  HarnessServerFlags harness_server;
 
   void Register(OptionSet& o);
   absl::Status Validate() const;
@@ -42,7 +56,9 @@ void ResolveWorkerPaths(WorkerOptions& o);
 
 // Asks the harness which GPU this is (gpuinfo) and returns its spec; on device "cpu", a
 // spec named "cpu (triton interpreter)". FAILED_PRECONDITION when no GPU is visible.
-absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness);
+// `pci_bus_id` (may be null) gets the device's PCI bus id when gpuinfo reports one.
+absl::StatusOr<v1::GpuSpec> DetectGpu(const HarnessClient& harness,
+                                      std::string* pci_bus_id = nullptr);
 
 absl::Status SetUpWorker(const WorkerOptions& options, ServiceContext& ctx);
 

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
@@ -67,6 +68,16 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "") {
 }
 
 std::string Fixture(const std::string& name) { return SourceDir() + "/python/tests/fixtures/" + name; }
+
+// The value of the first sample of `family` in a Prometheus text scrape; -1 when absent.
+double Sample(const std::string& scrape, const std::string& family) {
+  std::istringstream in(scrape);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
 
 v1::SubmitJobRequest ReluAddJob(int rounds) {
   v1::SubmitJobRequest r;
@@ -270,8 +281,19 @@ TEST_CASE("kagentd: a real job end to end on the CPU worker, survives a restart"
     // Watching a finished job replays its events and ends.
     REQUIRE(d.Cli({"watch", job}, &out) == 0);
     CHECK(absl::StrContains(out, "DONE"));
+    // The CPU worker measured through its long-lived harness server, and took the GPU
+    // slot for it; the server never had to be started again.
+    std::string scrape = HttpGet(d.metrics_port, "/metrics");
+    INFO(scrape);
+    CHECK(absl::StrContains(d.proc->Log(), "harness server ready in"));
+    CHECK_FALSE(absl::StrContains(d.proc->Log(), "one-shot measurements"));
+    CHECK(Sample(scrape, "kagent_benchmark_candidates_measured_total") >= 1);
+    CHECK(Sample(scrape, "kagent_benchmark_gpu_held_seconds_total") > 0);
+    CHECK(Sample(scrape, "kagent_benchmark_gpu_busy_seconds_total") == 0);  // no NVML on the CPU
+    CHECK(Sample(scrape, "kagent_harness_server_restarts_total") == 0);
     d.proc->Signal(SIGTERM);
     REQUIRE(d.proc->Wait(absl::Seconds(30)) == 0);
+    CHECK(absl::StrContains(d.proc->Log(), "harness server stopped"));
   }
   Daemon again(dir);
   std::string out;
