@@ -299,9 +299,8 @@ class Supervisor(TransferMixin):
         process would otherwise keep it reserved between requests."""
         self._ipc_keep = None
         self.ipc_pool = None
-        if self.device == "cuda":
-            import gc
-            gc.collect()
+        if self.device == "cuda" and \
+                torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > (1 << 30):
             torch.cuda.empty_cache()
 
     # -- baselines ----------------------------------------------------------------------
@@ -897,7 +896,7 @@ class Supervisor(TransferMixin):
                 ready = child.checked(child.recv(phase="candidate import and construction"),
                                       "candidate import and construction")
             compiled = None
-            spec = self.job.input_spec
+            spec = self.job.input_spec or self.job.spec_without_values()
             if req.language == "triton" and spec is not None:
                 with self.phases("compile dry run"):
                     compiled = child.request(
@@ -945,7 +944,7 @@ class Supervisor(TransferMixin):
             with self.phases("starting kernel: import and construction"):
                 ready = child.checked(child.recv(phase="starting kernel import"),
                                       "starting kernel import")
-            spec = self.job.input_spec
+            spec = self.job.input_spec or self.job.spec_without_values()
             if req.reference_kernel_language == "triton" and spec is not None:
                 with self.phases("starting kernel: compile dry run"):
                     child.request({"cmd": "compile", "inputs": spec},

@@ -303,6 +303,34 @@ class JobTrials:
                 return None  # nested inputs: no dry run
         return spec
 
+    def spec_without_values(self):
+        """The timing inputs' spec (describe_inputs) before any trial exists, from the
+        problem's get_inputs run on torch's meta device: shapes, strides and dtypes with
+        no value computed and nothing run on the GPU (a factory call that names a
+        device gets the meta device instead: _MetaFactories). None when get_inputs does
+        not run so (it reads values, or makes its inputs outside torch) or when the
+        timing inputs would be randn stand-ins of a constant get_inputs (same spec).
+        Used by prepare before the job's first measurement has made the real inputs."""
+        with self.lock:
+            if self.input_spec is not None:
+                return self.input_spec
+            if getattr(self, "_meta_spec", False) is not False:
+                return self._meta_spec
+            self._meta_spec = None
+            try:
+                with torch.device("meta"), _MetaFactories():
+                    values = list(self.get_inputs())
+                spec = self.describe_inputs(values)
+                if spec is not None:
+                    for s in spec:
+                        if "shape" in s:
+                            s["device"] = self.device
+                self._meta_spec = spec
+            except Exception as e:  # noqa: BLE001 - the problem's code: no early spec
+                self.log.add(f"the timing inputs' shapes are not known before the first "
+                             f"measurement ({type(e).__name__}: {e})")
+            return self._meta_spec
+
     def remember_input_spec(self):
         """Records the timing inputs' spec once they exist (for later prepares)."""
         with self.lock:
@@ -360,6 +388,20 @@ class JobTrials:
             if self.refdir:
                 shutil.rmtree(self.refdir, ignore_errors=True)
                 self.refdir = None
+
+
+class _MetaFactories(torch.overrides.TorchFunctionMode):
+    """Within the block, a torch call's `device=` argument becomes the meta device, so a
+    get_inputs that names its device (`device="cuda"`) still makes meta tensors."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs and kwargs["device"] is not None:
+            kwargs["device"] = "meta"
+        if getattr(func, "__name__", "") in ("to", "cuda") and args and \
+                isinstance(args[0], torch.Tensor):
+            return args[0]  # a meta tensor stays one
+        return func(*args, **kwargs)
 
 
 class TrialCache:

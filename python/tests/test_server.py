@@ -121,6 +121,17 @@ def test_prepare_then_measure(server):
     assert again["verdict"] == "CORRECT" and again["harness"]["prepared"] is False
 
 
+def test_the_first_prepare_of_a_job_compiles_too(server):
+    # Before the job's first measurement no trial exists: the dry run's stand-ins come
+    # from get_inputs run on the meta device (shapes only, nothing on the device).
+    path, _, _ = server
+    p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-first"))
+    assert p["prepared"] and p["compiled"] and p["compiled"]["clean"] is True, p
+    r = call(path, request("measure", "cand_relu_add_good.py", job_id="job-first",
+                           prepared=p["prepared"]))
+    assert r["verdict"] == "CORRECT" and r["harness"]["prepared"] is True
+
+
 def test_a_broken_candidate_gets_its_verdict_in_prepare(server):
     path, _, _ = server
     p = call(path, request("prepare", "cand_relu_add_import_error.py", job_id="job-b"))
