@@ -105,10 +105,19 @@ class Server:
             if not isinstance(job_id, str) or not job_id:
                 return {"ok": False, "error": "release_job needs job_id (a string)"}
             return {"ok": True, "released": self.release_job(job_id)}
+        if op == "release_prepared":
+            handle = msg.get("prepared")
+            if not isinstance(handle, str) or not handle:
+                return {"ok": False, "error": "release_prepared needs prepared (a handle)"}
+            with self._lock:
+                p = self.prepared.pop(handle, None)
+            if p is not None:
+                self._retire(p)
+            return {"ok": True, "released": p is not None}
         if op in ("measure", "prepare", "screen"):
             return getattr(self, op)(msg, cancelled)
         return {"ok": False, "error": f"unknown op {op!r}; one of ping, measure, prepare, "
-                                      "screen, release_job"}
+                                      "screen, release_job, release_prepared"}
 
     def ping(self):
         self.expire_prepared()

@@ -119,6 +119,12 @@ def test_prepare_then_measure(server):
     again = call(path, request("measure", "cand_relu_add_good.py", job_id="job-p",
                                prepared=p["prepared"]))
     assert again["verdict"] == "CORRECT" and again["harness"]["prepared"] is False
+    # A prepared candidate whose measurement will not run is given back.
+    p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-p"))
+    held = call(path, {"op": "ping"})["prepared"]
+    assert call(path, {"op": "release_prepared", "prepared": p["prepared"]})["released"]
+    assert call(path, {"op": "ping"})["prepared"] == held - 1
+    assert call(path, {"op": "release_prepared", "prepared": p["prepared"]})["released"] is False
 
 
 def test_the_first_prepare_of_a_job_compiles_too(server):

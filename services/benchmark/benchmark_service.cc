@@ -110,7 +110,10 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
   ServerCallCancel cancel(context);
   // On the CPU cores first: a candidate that fails to build never costs GPU time.
   PrepareResult prepared = harness_->Prepare(request, cancel.token());
-  if (cancel.cancelled()) return CancelledByCaller("measurement");
+  if (cancel.cancelled()) {
+    harness_->ReleasePrepared(prepared.handle);
+    return CancelledByCaller("measurement");
+  }
   if (prepared.seconds > 0 && prepare_seconds_ != nullptr) prepare_seconds_->Observe(prepared.seconds);
   v1::Measurement m;
   GpuTime gpu;
@@ -120,7 +123,10 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
     absl::StatusOr<GpuTime> t = RunOnGpu(context, request.job_id(), [&] {
       m = harness_->Measure(request, prepared.handle, cancel.token());
     });
-    if (!t.ok()) return ToGrpcStatus(t.status());
+    if (!t.ok()) {  // the slot was not granted: the prepared candidate will not run
+      harness_->ReleasePrepared(prepared.handle);
+      return ToGrpcStatus(t.status());
+    }
     if (cancel.cancelled()) return CancelledByCaller("measurement");
     gpu = *t;
     if (measure_seconds_ != nullptr) {

@@ -72,6 +72,9 @@ class ScriptedHarness final : public Harness {
     Record({"release", job_id, false, ""});
     return job_id == "held";
   }
+  void ReleasePrepared(const std::string& handle) override {
+    Record({"release prepared", handle, slot_->busy(), handle});
+  }
 
   std::vector<Event> events() {
     absl::MutexLock lock(&mu_);
@@ -295,10 +298,29 @@ TEST_CASE("benchmark service: a repeated task is measured once and a cancelled o
   c.TryCancel();
   CHECK(cancelled.get().error_code() == grpc::StatusCode::CANCELLED);
   CHECK(f.harness.count("measure") == 1);
+  // The prepare returns once it sees the cancel; its process is given back.
+  for (int i = 0; i < 100 && f.harness.count("release prepared") == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  CHECK(f.harness.count("release prepared") == 1);
   f.harness.prepare_time = absl::ZeroDuration();
   absl::SleepFor(absl::Milliseconds(300));  // the server side has returned
   REQUIRE(f.Measure(Request("t2"), &r).ok());
   CHECK(f.harness.count("measure") == 2);
+}
+
+TEST_CASE("benchmark service: a prepared candidate that never gets the GPU is released",
+          "[benchmark_service]") {
+  Fixture f;
+  // Another task holds the GPU past this one's deadline.
+  REQUIRE(f.slot.Acquire("other-job", absl::InfiniteFuture(), nullptr).ok());
+  v1::MeasureResponse r;
+  grpc::Status st = f.Measure(Request("t-late"), &r, absl::Milliseconds(500));
+  f.slot.Release();
+  CHECK(st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::SleepFor(absl::Milliseconds(300));  // the server side has returned
+  CHECK(f.harness.count("measure") == 0);
+  CHECK(f.harness.count("release prepared") == 1);
 }
 
 TEST_CASE("benchmark service: a screen holds the GPU and reports it", "[benchmark_service]") {

@@ -54,6 +54,11 @@ class Harness {
 
   // Drops what the harness keeps for `job_id`; true when it held something.
   virtual absl::StatusOr<bool> ReleaseJob(const std::string& job_id) = 0;
+
+  // Drops a prepared candidate whose measurement will not run (the GPU slot was not
+  // granted in time, or the caller went away), so it does not hold one of the harness's
+  // places for prepared candidates until it expires. Best effort: failures are logged.
+  virtual void ReleasePrepared(const std::string& handle) = 0;
 };
 
 }  // namespace kagent

@@ -359,6 +359,17 @@ absl::StatusOr<bool> HarnessClient::ReleaseJob(const std::string& job_id) {
   return BoolField(answer, "released");
 }
 
+void HarnessClient::ReleasePrepared(const std::string& handle) {
+  if (handle.empty() || server_ == nullptr || !server_->ready()) return;
+  nlohmann::json req = {{"op", "release_prepared"}, {"prepared", handle}};
+  absl::StatusOr<nlohmann::json> answer = server_->Call(req, absl::Seconds(30), nullptr);
+  if (!answer.ok() || !BoolField(*answer, "ok")) {
+    KLOG(WARNING) << "prepared candidate " << handle << " not released: "
+                  << (answer.ok() ? StringField(*answer, "error", answer->dump())
+                                  : std::string(answer.status().message()));
+  }
+}
+
 absl::StatusOr<nlohmann::json> HarnessClient::GpuInfo(bool measure_ceilings) const {
   nlohmann::json req;
   req["measure_ceilings"] = measure_ceilings;

@@ -80,6 +80,7 @@ class HarnessClient final : public Harness {
   absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
                                             const CancelToken* cancel) override;
   absl::StatusOr<bool> ReleaseJob(const std::string& job_id) override;
+  void ReleasePrepared(const std::string& handle) override;
 
   // The GPU this worker drives (one-shot "gpuinfo").
   absl::StatusOr<nlohmann::json> GpuInfo(bool measure_ceilings) const;

@@ -45,12 +45,14 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
     if (!got.ok()) return ToGrpcStatus(got);
     GpuSlotLease lease(slot_);
     absl::StatusOr<v1::ProfileResponse> r = absl::UnknownError("not run");
+    const absl::Time held_from = absl::Now();
     {
       ServerCallCancel cancel(context);
       r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now());
     }
     if (!r.ok()) return ToGrpcStatus(r.status());
     *response = *std::move(r);
+    response->set_gpu_seconds(absl::ToDoubleSeconds(absl::Now() - held_from));
     return grpc::Status::OK;
   }
 

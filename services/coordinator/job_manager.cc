@@ -721,8 +721,12 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
       EmitLog(absl::StrCat("profiling ", c.id(), " failed: ", r.status().message(),
                            "; planning from the op class alone"));
     } else {
-      // A profile's held time only (ProfileResponse reports no GPU time of its own).
-      if (!r->from_storage) ChargeGpu(r->seconds, 0, 0, 0);
+      // The time the profile held the worker's GPU (the call's wall time, which includes
+      // waiting behind the worker's other tasks, only from a worker that does not say).
+      if (!r->from_storage) {
+        ChargeGpu(r->profile.gpu_seconds() > 0 ? r->profile.gpu_seconds() : r->seconds, 0, 0,
+                  0);
+      }
       *c.mutable_metrics() = r->profile.metrics();
       if (r->profile.has_gpu()) gpu_ = r->profile.gpu();
       if (signature_.ops_size() == 0) SetSignature(r->profile.op_signature());

@@ -1007,6 +1007,36 @@ TEST_CASE("loop: the job counts its measurements, GPU busy time and screened var
   CHECK(job.gpu_busy_seconds_used() < job.gpu_seconds_used());
 }
 
+TEST_CASE("loop: a profile is charged the time it held the GPU, not its wait") {
+  // A worker runs several tasks at once; a profile's call then includes waiting behind
+  // the others, and the job is charged only the held time the worker reports.
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->delay = absl::Milliseconds(150);
+    g->profile_gpu_seconds = 0.002;
+    g->op_signature = ReluSignature();
+  }
+  v1::Job j;
+  j.set_id("job-profile-held");
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  j.mutable_start_kernel()->set_source(kStart);
+  j.mutable_config()->mutable_budget()->set_max_rounds(1);
+  REQUIRE(loop.manager->Submit(j, "").ok());
+  v1::Job job = loop.WaitDone("job-profile-held");
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  size_t profiles = 0;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    profiles += g->profile_requests.size();
+  }
+  REQUIRE(profiles >= 1);
+  const double measured = 0.1 * static_cast<double>(loop.MeasureRequests().size()) +
+                          0.05 * static_cast<double>(ScreenRequests(loop).size());
+  CHECK(job.gpu_seconds_used() == Approx(measured + 0.002 * static_cast<double>(profiles)));
+}
+
 TEST_CASE("loop: a job that ends is released on every worker, a shutdown is not") {
   SECTION("done") {
     Loop loop;

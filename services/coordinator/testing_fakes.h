@@ -50,6 +50,9 @@ struct FakeGpu {
   // The GPU spec Profile reports: peak DRAM bandwidth and fp32 FLOP/s (0: not given).
   double peak_dram_bytes_per_second = 0;
   double peak_fp32_flops = 0;
+  // The time a profile reports it held the GPU (ProfileResponse.gpu_seconds); 0: none
+  // reported, as from an older worker.
+  double profile_gpu_seconds = 0;
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
@@ -156,6 +159,7 @@ class FakeWorker : public GpuWorker {
     out.mutable_gpu()->set_arch("sm_90");
     out.mutable_gpu()->set_peak_dram_bytes_per_second(gpu_->peak_dram_bytes_per_second);
     if (gpu_->peak_fp32_flops > 0) (*out.mutable_gpu()->mutable_peak_flops())["fp32"] = gpu_->peak_fp32_flops;
+    if (gpu_->profile_gpu_seconds > 0) out.set_gpu_seconds(gpu_->profile_gpu_seconds);
     return out;
   }
   absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration) override {
