@@ -119,41 +119,35 @@ class _TritonCompileOnly:
             from triton.runtime.jit import JITFunction
         except Exception:  # noqa: BLE001 - no triton
             return self
-        orig_run = JITFunction.run
-
-        def run(fn_self, *args, **kwargs):
-            kwargs["warmup"] = True
-            return orig_run(fn_self, *args, **kwargs)
-
-        self.saved.append((JITFunction, "run", orig_run))
-        JITFunction.run = run
+        kernel_classes = [JITFunction]
         try:
             # Under the interpreter (the CPU) a kernel is an InterpretedFunction, whose
             # run() with warmup=True does nothing: nothing runs on the stand-ins.
             from triton.runtime.interpreter import InterpretedFunction
-            orig_irun = InterpretedFunction.run
-
-            def irun(fn_self, *args, **kwargs):
-                kwargs["warmup"] = True
-                return orig_irun(fn_self, *args, **kwargs)
-
-            self.saved.append((InterpretedFunction, "run", orig_irun))
-            InterpretedFunction.run = irun
+            kernel_classes.append(InterpretedFunction)
         except Exception:  # noqa: BLE001 - no interpreter
             pass
+        for cls in kernel_classes:
+            self._patch(cls, lambda orig: lambda fn_self, *args, **kwargs: orig(
+                fn_self, *args, **dict(kwargs, warmup=True)))
         try:
             from triton.runtime.autotuner import Autotuner
-            orig_at = Autotuner.run
 
-            def at_run(at_self, *args, **kwargs):
-                kwargs.pop("warmup", None)
-                return at_self.warmup(*args, **kwargs)
-
-            self.saved.append((Autotuner, "run", orig_at))
-            Autotuner.run = at_run
+            def at_run(_orig):
+                def run(at_self, *args, **kwargs):
+                    kwargs.pop("warmup", None)
+                    return at_self.warmup(*args, **kwargs)
+                return run
+            self._patch(Autotuner, at_run)
         except Exception:  # noqa: BLE001 - no autotuner
             pass
         return self
+
+    def _patch(self, cls, make):
+        """cls.run = make(the current cls.run), undone at exit."""
+        orig = cls.run
+        self.saved.append((cls, "run", orig))
+        cls.run = make(orig)
 
     def __exit__(self, *exc):
         for cls, name, fn in reversed(self.saved):

@@ -401,6 +401,29 @@ def _watch_hangup(conn, cancelled, answered):
             time.sleep(0.2)  # extra bytes after the request: ignored
 
 
+def call(path, msg, timeout=900.0):
+    """A client's side of the wire format: sends `msg` (a dict) to the server at the Unix
+    socket `path` and returns its answer. Raises OSError when the connection fails or
+    closes without an answer, socket.timeout after `timeout` seconds (closing the
+    connection, which cancels the request)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.sendall((json.dumps(msg) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    if not data:
+        raise OSError("the harness server closed the connection without an answer")
+    return json.loads(data)
+
+
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = True

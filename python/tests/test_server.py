@@ -18,18 +18,8 @@ PROBLEM = "problem_relu_add.py"
 
 
 def call(path, msg, timeout=300):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(path)
-    s.sendall((json.dumps(msg) + "\n").encode())
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return json.loads(data)
+    from kagent_harness.server import call as server_call
+    return server_call(path, msg, timeout)
 
 
 def request(op, candidate=None, **extra):

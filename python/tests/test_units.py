@@ -445,3 +445,24 @@ def test_compare_in_chunks_agrees_with_one_pass(monkeypatch):
     assert results[0][0]["ok"] and not results[0][2]["ok"]
     assert "NaN/Inf" in results[0][3]["reason"] and results[0][3]["worst_index"] == "[20, 7]"
     assert "non-finite reference" in results[0][4]["reason"]
+
+
+def test_compile_dry_run_turns_triton_launches_into_compilations():
+    # Inside the dry run a Triton launch only compiles (under the interpreter: does
+    # nothing); once it is over, launches run again.
+    import torch
+    import triton
+    import triton.language as tl
+    from kagent_harness.dryrun import NoKernels, _TritonCompileOnly
+
+    @triton.jit
+    def fill_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, 1.0, mask=offs < n)
+
+    x = torch.zeros(64)
+    with torch.no_grad(), _TritonCompileOnly(), NoKernels("cpu"):
+        fill_kernel[(1,)](x, 64, BLOCK=64)
+    assert bool((x == 0).all()), "a Triton kernel ran during the dry run"
+    fill_kernel[(1,)](x, 64, BLOCK=64)
+    assert bool((x == 1).all())

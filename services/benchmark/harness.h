@@ -7,6 +7,7 @@
 #ifndef KAGENT_SERVICES_BENCHMARK_HARNESS_H_
 #define KAGENT_SERVICES_BENCHMARK_HARNESS_H_
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,15 @@ struct PrepareResult {
   // Why there is no handle or no prepare step at all (for the log).
   std::string reason;
 };
+
+// The environment a harness process (one-shot or the server) runs with, on top of the
+// worker's: PYTHONPATH (the folder holding kagent_harness, when given), unbuffered
+// output, Triton's interpreter on the CPU, the worker's GPU pinned with
+// CUDA_VISIBLE_DEVICES, and the CUPTI tracer's library (each when given).
+std::map<std::string, std::string> HarnessEnvironment(const std::string& harness_dir,
+                                                      const std::string& device,
+                                                      const std::string& cuda_visible_devices,
+                                                      const std::string& cupti_lib);
 
 class Harness {
  public:

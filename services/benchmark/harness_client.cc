@@ -232,13 +232,8 @@ absl::StatusOr<nlohmann::json> HarnessClient::Run(const std::string& mode, nlohm
   SubprocessOptions so;
   so.argv = {options_.python, "-m", "kagent_harness", mode, "--request", req_path, "--out", out_path};
   so.inherit_env = true;
-  if (!options_.harness_dir.empty()) so.env["PYTHONPATH"] = options_.harness_dir;
-  so.env["PYTHONUNBUFFERED"] = "1";
-  if (options_.device == "cpu") so.env["TRITON_INTERPRET"] = "1";
-  if (!options_.cuda_visible_devices.empty()) {
-    so.env["CUDA_VISIBLE_DEVICES"] = options_.cuda_visible_devices;
-  }
-  if (!options_.cupti_lib.empty()) so.env["KAGENT_CUPTI_LIB"] = options_.cupti_lib;
+  so.env = HarnessEnvironment(options_.harness_dir, options_.device,
+                              options_.cuda_visible_devices, options_.cupti_lib);
   so.timeout = absl::Seconds(timeout_seconds + options_.margin_seconds);
   so.cancel = cancel;
   so.max_output_bytes = 1 << 20;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "services/benchmark/harness.h"
 
 namespace kagent {
 namespace {
@@ -151,13 +152,8 @@ void HarnessServer::Supervise() {
     SubprocessOptions so;
     so.argv = Argv();
     so.inherit_env = true;
-    if (!options_.harness_dir.empty()) so.env["PYTHONPATH"] = options_.harness_dir;
-    so.env["PYTHONUNBUFFERED"] = "1";
-    if (options_.device == "cpu") so.env["TRITON_INTERPRET"] = "1";
-    if (!options_.cuda_visible_devices.empty()) {
-      so.env["CUDA_VISIBLE_DEVICES"] = options_.cuda_visible_devices;
-    }
-    if (!options_.cupti_lib.empty()) so.env["KAGENT_CUPTI_LIB"] = options_.cupti_lib;
+    so.env = HarnessEnvironment(options_.harness_dir, options_.device,
+                                options_.cuda_visible_devices, options_.cupti_lib);
     so.cancel = &run_cancel;
     so.kill_grace = options_.stop_grace;
     so.max_output_bytes = 256 << 10;

@@ -6,9 +6,7 @@ GPU's busy time read from NVML: what a worker does, from Python.
         busy = srv.meter.busy_seconds(t0, t1)
 """
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -119,22 +117,10 @@ class Server:
             return ""
 
     def call(self, msg, timeout=900):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        s.connect(self.path)
-        try:
-            s.sendall((json.dumps(msg) + "\n").encode())
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            s.close()
-        if not data:
-            raise OSError("the harness server closed the connection without an answer")
-        return json.loads(data)
+        if PYDIR not in sys.path:
+            sys.path.insert(0, PYDIR)
+        from kagent_harness.server import call
+        return call(self.path, msg, timeout)
 
     def close(self):
         if self.meter:
