@@ -150,6 +150,12 @@ def compare(ref_outputs, cand_outputs, atol, rtol):
     return res
 
 
+def output_spec(outputs):
+    """[[shape, dtype name], ...] of a list of output tensors: what receive buffers and
+    the child's poisoning are made from."""
+    return [[list(o.shape), dtype_name(o.dtype)] for o in outputs]
+
+
 def all_finite(outputs):
     for o in outputs:
         if (o.is_floating_point() or o.is_complex()) and not bool(torch.isfinite(o).all()):

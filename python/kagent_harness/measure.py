@@ -11,7 +11,9 @@ A Supervisor serves one request. What outlives it lives in its Env: the job's tr
 between a job's candidates), the warm candidate processes (pool.ChildPool), the
 prepared ones (a `prepare` request started the candidate's process, imported and built
 it and compiled its kernels before the GPU was taken). The one-shot harness makes a
-private Env per run; the server (server.py) shares one across requests.
+private Env per run; the server (server.py) shares one across requests. Two mixins hold
+the rest of the Supervisor: transfer.TransferMixin (inputs and outputs across the
+process boundary) and timing_checks.TimingChecksMixin (the timing's cross-checks).
 """
 
 import json
@@ -28,44 +30,21 @@ from kagent_harness import NVTX_RANGE, __version__
 from kagent_harness import kernels as K
 from kagent_harness import loader
 from kagent_harness import protocol as P
-from kagent_harness.compare import compare, dtype_name, tolerances
+from kagent_harness.compare import compare, output_spec, tolerances
 from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
+from kagent_harness.timing_checks import TimingChecksMixin
 from kagent_harness.transfer import Rejection, TransferMixin
-from kagent_harness.trials import TrialCache, is_degenerate, rms, variant
+from kagent_harness.trials import TrialCache, rms
 
-# The child's median may not be below this fraction of the supervisor's own wall-clock
-# time per call in a back-to-back burst (an independent, coarse upper bound).
-BURST_FACTOR = 0.5
-# The child's median may not be below this fraction of the GPU span of each call's
-# kernels as traced by CUPTI, minus CUPTI_SLACK_MS.
-CUPTI_FACTOR = 0.95
-CUPTI_SLACK_MS = 0.002
-# Own-kernel GPU time per timed call vs per gate call (gate calls run without the L2
-# flush, so they are if anything faster).
-CUPTI_BUSY_FACTOR = 0.5
-# Host wall time per call beyond the event time (minus the empty-call calibration) above
-# which the work is deemed to finish outside the timed stream (side stream, not joined).
-SIDE_STREAM_MIN_MS = 0.02
-SIDE_STREAM_FRACTION = 0.2
-# Deadlines sized from what a phase should take. A gate call after the first may take
-# CALL_FACTOR x the candidate's slowest earlier call (the first one excluded: it may
-# compile) plus CALL_MIN_S; the timing phase TIMING_FACTOR x what its calls should take
-# at the gate's pace, plus TIMING_MIN_S; the burst likewise. The request's
-# call_timeout_s and timeout_s stay the outer bounds.
+# Deadlines of the gate's calls (the timing phase's are in timing_checks): a gate call
+# after the first may take CALL_FACTOR x the candidate's slowest earlier call (the first
+# one excluded: it may compile) plus CALL_MIN_S; the request's call_timeout_s and
+# timeout_s stay the outer bounds.
 CALL_FACTOR = 20.0
 CALL_MIN_S = 5.0
-TIMING_FACTOR = 3.0
-TIMING_MIN_S = 10.0
-PING_S = 5.0
 
-WIDE_VARIANTS = ("neg", "scale10", "randn", "const")
-
-# Kept importable under their old names (tests and tools use them).
-_is_degenerate = is_degenerate
-_variant = variant
-_rms = rms
 
 
 def _sysrand_seed(rng):
@@ -78,15 +57,6 @@ def resolve_device(req):
     if req.device:
         return req.device
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _median(xs):
-    return P.percentile(sorted(xs), 0.5)
-
-
-def _spec(outputs):
-    """[[shape, dtype name], ...] of a list of output tensors."""
-    return [[list(o.shape), dtype_name(o.dtype)] for o in outputs]
 
 
 def _gpu_index(req):
@@ -133,7 +103,7 @@ class Prepared:
         self.created = time.monotonic()
 
 
-class Supervisor(TransferMixin):
+class Supervisor(TransferMixin, TimingChecksMixin):
     def __init__(self, req, log, env=None, job_id=None, prepared=None):
         self.req = req
         self.log = log
@@ -318,10 +288,10 @@ class Supervisor(TransferMixin):
                                     req.warmup_ms, flush)
             self.result[label] = P.timing_stats(res["times_ms"])
             self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
-                _median(res["issue_ms"])
+                P.median(res["issue_ms"])
             self.log.add(f"{label}: median {self.result[label]['median_ms']:.4f} ms over "
                          f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls, "
-                         f"host issue {_median(res['issue_ms']):.4f} ms hidden behind a "
+                         f"host issue {P.median(res['issue_ms']):.4f} ms hidden behind a "
                          f"{res['spin_us']:.0f} us spin)")
 
         def do_bench(fn, label):
@@ -490,7 +460,7 @@ class Supervisor(TransferMixin):
                     self.release_inputs(in_field)
                     continue
             if poison is None and ref_out is not None:
-                poison = _spec(ref_out)
+                poison = output_spec(ref_out)
             bufs, out_field = self.out_field(poison)
             msg = {"cmd": "call", **in_field, **out_field, "out": out_path,
                    "poison": poison or [],
@@ -617,30 +587,7 @@ class Supervisor(TransferMixin):
         return names
 
 
-    # -- candidate timing --------------------------------------------------------------
-    def _gate_pace_s(self):
-        """Seconds per call at the gate's pace (the slowest call after the first, else
-        the first; 0 before any): what the timing phase's deadline is sized from."""
-        if not self.call_s:
-            return 0.0
-        return max(self.call_s[1:]) if len(self.call_s) > 1 else self.call_s[0]
-
-    def timing_limit(self):
-        """(seconds, words) the timing phase may take: TIMING_FACTOR x its calls (the
-        empty-call calibration, warm-up and timed calls) at the gate's pace plus a few
-        ms of protocol per call, + TIMING_MIN_S; never beyond the process's budget. A
-        candidate whose warm-up never ends (a patched clock), that sleeps or spins when
-        timed, is stopped here within seconds, not at the request's whole timeout."""
-        req = self.req
-        per_call = self._gate_pace_s() + 0.002
-        expected = 23 * 0.001 + max(req.warmup_ms / 1e3, req.warmup_iters * per_call) + \
-            req.timing_reps * per_call
-        limit = min(self.child.remaining(), TIMING_MIN_S + TIMING_FACTOR * expected)
-        return limit, (f"limit {limit:.1f} s: {TIMING_FACTOR:g}x the {expected:.2f} s its "
-                       f"{req.warmup_iters}+ warm-up and {req.timing_reps} timed calls take at "
-                       f"the gate's pace + {TIMING_MIN_S:g} s; a warm-up that does not end, a "
-                       "sleep or a patched clock")
-
+    # -- candidate timing (the cross-checks: timing_checks.TimingChecksMixin) -------
     def _time_in_child(self, out_path, phase, spec):
         """The timing protocol (timing.time_callable) run by the child on the inputs of
         its last call; the same request for the candidate and the starting kernel.
@@ -656,120 +603,6 @@ class Supervisor(TransferMixin):
                                     "out": out_path, **out_field}, timeout=limit,
                                    phase=f"{phase} ({why})")
         return reply, bufs
-
-    def time_candidate(self, timing_ref, atol, rtol):
-        req = self.req
-        h = self.result["harness"]
-        checks = h["checks"]
-        out_path = os.path.join(self.workdir, "out_timing.pt")
-        t0 = time.monotonic()
-        reply, bufs = self._time_in_child(out_path, "timing", _spec(timing_ref))
-        wall_phase_ms = (time.monotonic() - t0) * 1e3
-        self.phases.add("timing: the protocol (incl. handing the output back)", wall_phase_ms)
-        times = reply.get("times_ms")
-        walls = reply.get("wall_ms")
-        if not isinstance(times, list) or len(times) != req.timing_reps or not all(
-                isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
-            raise Rejection(P.REJECTED, f"timing: expected {req.timing_reps} positive finite "
-                            "times from the timing loop")
-        if not isinstance(walls, list) or len(walls) != len(times):
-            raise Rejection(P.REJECTED, "timing: malformed wall-clock times")
-        med = _median(times)
-        issues = reply.get("issue_ms")
-        if isinstance(issues, list) and issues:
-            h.setdefault("host_issue_median_ms", {})["candidate"] = _median(issues)
-        # 1. The output of the timed calls must be right.
-        got = self.take_outputs(bufs, reply, out_path, timing_ref)
-        del bufs
-        c = compare(timing_ref, got, atol, rtol)
-        if not c["ok"]:
-            raise Rejection(P.REJECTED, "the timed calls returned a wrong answer (behaves "
-                            "differently when timed): " + c["reason"])
-        checks.append("timing: output of the last timed call verified")
-        # 2. The candidate cannot claim more time than passed.
-        if sum(times) > wall_phase_ms * 1.05 + 5.0:
-            raise Rejection(P.REJECTED, f"timing: reported times sum to {sum(times):.3f} ms, "
-                            f"more than the {wall_phase_ms:.3f} ms of the whole phase")
-        # 3. Own kernels per call while timed, against the gate (Triton launch hook).
-        calls = int(reply.get("calls", 0) or 0)
-        if self.triton_hook and self.min_own and calls > 0:
-            per_call = float(reply.get("own_launches", 0) or 0) / calls
-            if per_call + 1e-9 < self.min_own:
-                raise Rejection(P.REJECTED, f"timing: {per_call:.2f} own Triton launches per "
-                                f"call while timed, {self.min_own} in every gate call "
-                                "(work skipped when timed: caching or a shortcut)")
-            checks.append(f"timing: {per_call:.2f} own Triton launches per call")
-        # 4. Work finishing outside the timed stream (child-reported wall vs events).
-        if self.device == "cuda":
-            noop_gap = float(reply.get("noop_wall_ms", 0.0)) - float(reply.get("noop_event_ms", 0.0))
-            wall_med = _median(walls)
-            excess = wall_med - med - max(0.0, noop_gap)
-            h["wall_median_ms"] = wall_med
-            if excess > SIDE_STREAM_MIN_MS and excess > SIDE_STREAM_FRACTION * wall_med:
-                raise Rejection(P.REJECTED, f"timing: host wall time per call {wall_med:.4f} ms "
-                                f"against event time {med:.4f} ms: work completes after the "
-                                "timed stream's end event (side stream not joined?)")
-        # 5. The supervisor's own clock: a back-to-back burst of calls.
-        rtt = min(self._ping_ms() for _ in range(3))
-        n = req.timing_reps
-        limit = min(self.child.remaining(),
-                    TIMING_MIN_S + TIMING_FACTOR * n * self._gate_pace_s())
-        t1 = time.monotonic()
-        self.child.request({"cmd": "burst", "n": n}, timeout=limit,
-                           phase=f"wall-clock burst (limit {limit:.1f} s: {TIMING_FACTOR:g}x "
-                                 f"{n} calls at the gate's pace + {TIMING_MIN_S:g} s)")
-        burst_ms = (time.monotonic() - t1) * 1e3
-        per_call = max(0.0, burst_ms - rtt) / n
-        h["supervisor_burst_ms_per_call"] = per_call
-        if med < BURST_FACTOR * per_call - 0.005 and self.device != "cuda":
-            h["warnings"].append(f"timing: median {med:.4f} ms below {BURST_FACTOR} x the "
-                                 f"supervisor's {per_call:.4f} ms/call (CPU: not enforced)")
-        elif med < BURST_FACTOR * per_call - 0.005:
-            raise Rejection(P.REJECTED, f"timing: reported median {med:.4f} ms is below "
-                            f"{BURST_FACTOR} x the {per_call:.4f} ms per call the supervisor's "
-                            "clock measured over a back-to-back burst")
-        checks.append(f"timing: median {med:.4f} ms consistent with the supervisor's clock "
-                      f"({per_call:.4f} ms/call back-to-back)")
-        # 6. CUPTI: the kernels' own GPU time per call, and kernels per call.
-        if self.trace_path:
-            self._check_cupti_timing(med)
-        self.result["candidate"] = P.timing_stats(times)
-
-    def _ping_ms(self):
-        t = time.monotonic()
-        self.child.request({"cmd": "ping"}, timeout=PING_S, phase="ping")
-        return (time.monotonic() - t) * 1e3
-
-    def _check_cupti_timing(self, med):
-        h = self.result["harness"]
-        trace = K.read_trace(self.trace_path)
-        if trace is None:
-            h["warnings"].append("CUPTI trace file missing after timing")
-            return
-        an = K.analyze_timing(trace, self.own_names, self.req.timing_reps)
-        if an is None or an["calls"] < self.req.timing_reps:
-            h["warnings"].append("CUPTI trace does not cover the timed calls; "
-                                 "cross-check skipped")
-            return
-        span_med = _median(an["span_ms"])
-        h["cupti_span"] = P.timing_stats(an["span_ms"])
-        h["cupti_busy"] = P.timing_stats(an["busy_ms"])
-        if med < CUPTI_FACTOR * span_med - CUPTI_SLACK_MS:
-            raise Rejection(P.REJECTED, f"timing: events report {med:.4f} ms per call but the "
-                            f"candidate's kernels span {span_med:.4f} ms on the GPU (CUPTI)")
-        gmin = getattr(self, "gate_own_min_cupti", None)
-        if gmin and min(an["own"]) < gmin:
-            raise Rejection(P.REJECTED, f"timing: a timed call launched {min(an['own'])} own "
-                            f"kernels, every gate call at least {gmin} (CUPTI)")
-        gbusy = getattr(self, "gate_own_busy_cupti", None)
-        tbusy = _median(an["own_busy_ms"])
-        if gbusy and tbusy < CUPTI_BUSY_FACTOR * gbusy:
-            raise Rejection(P.REJECTED, f"timing: the candidate's own kernels ran {tbusy:.4f} ms "
-                            f"per timed call against {gbusy:.4f} ms per gate call (CUPTI): "
-                            "less work when timed (caching or a shortcut)")
-        h["checks"].append(f"CUPTI: timed calls span {span_med:.4f} ms on the GPU, "
-                           f"events {med:.4f} ms")
-
 
     # -- the starting kernel -----------------------------------------------------------
     def time_reference_kernel(self):
@@ -796,7 +629,7 @@ class Supervisor(TransferMixin):
             ref_out = self.job.ref_of(self.job.timing_trial(), inputs)
             field = self.inputs_field(inputs, "reference_kernel")
             out_path = os.path.join(self.workdir, "out_reference_kernel.pt")
-            spec = _spec(ref_out)
+            spec = output_spec(ref_out)
             bufs, out_field = self.out_field(spec)
             t_call = time.monotonic()
             reply = self.child.request({"cmd": "call", **field, **out_field, "out": out_path,

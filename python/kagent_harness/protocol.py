@@ -185,6 +185,10 @@ def percentile(sorted_values, q):
     return sorted_values[lo] * (1.0 - frac) + sorted_values[hi] * frac
 
 
+def median(values):
+    return percentile(sorted(values), 0.5)
+
+
 def timing_stats(times_ms):
     """TimingStats (proto) from a list of per-repetition times in milliseconds."""
     values = sorted(float(t) for t in times_ms)

@@ -13,7 +13,7 @@ import os
 import time
 
 from kagent_harness import protocol as P
-from kagent_harness.compare import compare, tolerances
+from kagent_harness.compare import compare, output_spec, tolerances
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes
 from kagent_harness.trials import rms
@@ -85,7 +85,7 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
                               "screen import and construction")
     sup._probe_ipc()
     loaded = ready.get("variants") or []
-    spec = [[list(o.shape), str(o.dtype).replace("torch.", "")] for o in ref_out]
+    spec = output_spec(ref_out)
     for i in range(start, len(kernels)):
         info = loaded[i] if i < len(loaded) else {"ok": False, "message": "not loaded"}
         if results[i] is not None:
@@ -142,4 +142,4 @@ def _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush, reps):
         return {"index": i, "ok": False, "median_ms": 0.0,
                 "reason": "REJECTED: malformed times from the timing loop"}
     return {"index": i, "ok": True, "reason": "",
-            "median_ms": P.percentile(sorted(float(x) for x in times), 0.5)}
+            "median_ms": P.median(float(x) for x in times)}
