@@ -7,21 +7,10 @@ a result was written, 2 on a usage error (the JSON still says why).
 """
 
 import argparse
-import ctypes
 import json
 import os
 import sys
 import traceback
-
-
-def _harden():
-    """The candidate child runs as the same user: make this process non-dumpable so it
-    cannot attach to us or read /proc/<pid>/mem (no effect against root; see docs)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        pass
 
 
 def _write(result, out_path):
@@ -35,21 +24,6 @@ def _write(result, out_path):
     else:
         sys.stdout.write(data + "\n")
         sys.stdout.flush()
-
-
-def _sanitize(x):
-    """JSON has no NaN/Inf: they become strings ("inf", "nan")."""
-    if isinstance(x, float):
-        if x != x:
-            return "nan"
-        if x in (float("inf"), float("-inf")):
-            return "inf" if x > 0 else "-inf"
-        return x
-    if isinstance(x, dict):
-        return {k: _sanitize(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_sanitize(v) for v in x]
-    return x
 
 
 def main(argv=None):
@@ -67,7 +41,8 @@ def main(argv=None):
     parser.add_argument("--measure-ceilings", action="store_true",
                         help="gpuinfo: also measure copy bandwidth and bf16 matmul FLOP/s")
     args = parser.parse_args(argv)
-    _harden()
+    from kagent_harness.sandbox import harden_supervisor
+    harden_supervisor()
 
     from kagent_harness import protocol as P
     log = P.Log()
@@ -103,19 +78,12 @@ def main(argv=None):
     except (P.RequestError, ValueError, OSError) as e:
         rc = 2 if isinstance(e, P.RequestError) else 0
         log.add(f"bad request: {e}")
-        result = _error_result(P, f"bad request: {e}", log)
+        result = P.error_result(f"bad request: {e}", log)
     except Exception as e:  # noqa: BLE001 - the harness must answer
         log.add(traceback.format_exc())
-        result = _error_result(P, f"harness error: {type(e).__name__}: {e}", log)
-    _write(_sanitize(result), args.out)
+        result = P.error_result(f"harness error: {type(e).__name__}: {e}", log)
+    _write(P.sanitize(result), args.out)
     return rc
-
-
-def _error_result(P, reason, log):
-    c = P.empty_correctness()
-    c["reason"] = reason
-    return {"verdict": P.INFRA_ERROR, "correctness": c, "log": log.tail(), "ok": False,
-            "reason": reason}
 
 
 def run(req, log):

@@ -267,3 +267,25 @@ def process_age_ms():
 def empty_correctness(atol=0.0, rtol=0.0):
     return {"trials": 0, "trials_passed": 0, "max_abs_error": 0.0, "max_rel_error": 0.0,
             "worst_index": "", "atol": atol, "rtol": rtol, "reason": ""}
+
+
+def sanitize(x):
+    """JSON has no NaN/Inf: they become strings ("inf", "nan")."""
+    if isinstance(x, float):
+        if x != x:
+            return "nan"
+        if x in (float("inf"), float("-inf")):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, dict):
+        return {k: sanitize(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [sanitize(v) for v in x]
+    return x
+
+
+def error_result(reason, log):
+    c = empty_correctness()
+    c["reason"] = reason
+    return {"verdict": INFRA_ERROR, "correctness": c, "log": log.tail(), "ok": False,
+            "reason": reason}

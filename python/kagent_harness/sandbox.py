@@ -16,6 +16,7 @@ The supervisor never imports candidate code. It starts
 Every failure becomes ChildFailure(verdict, reason).
 """
 
+import ctypes
 import json
 import os
 import resource
@@ -417,3 +418,13 @@ class Child:
             return ChildFailure(P.OOM, f"the candidate process exited with code {rc} {when} "
                                 "(out of memory)")
         return ChildFailure(P.CRASH, f"the candidate process exited with code {rc} {when}")
+
+
+def harden_supervisor():
+    """The candidate child runs as the same user: make this process non-dumpable so it
+    cannot attach to us or read /proc/<pid>/mem (no effect against root; see docs)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass

@@ -146,9 +146,8 @@ class Server:
         return job_id
 
     def _bad(self, e, log):
-        from kagent_harness.cli import _error_result
         log.add(f"bad request: {e}")
-        return _error_result(P, f"bad request: {e}", log)
+        return P.error_result(f"bad request: {e}", log)
 
     def _watch(self, sup, cancelled):
         """Cancels `sup` when the client goes away; returns a stop function."""
@@ -369,8 +368,7 @@ class _Handler(socketserver.BaseRequestHandler):
                 threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     def _send(self, answer):
-        from kagent_harness.cli import _sanitize
-        data = json.dumps(_sanitize(answer), allow_nan=False, default=str) + "\n"
+        data = json.dumps(P.sanitize(answer), allow_nan=False, default=str) + "\n"
         try:
             self.request.sendall(data.encode("utf-8"))
         except OSError:
@@ -443,8 +441,8 @@ def main(argv=None):
         parser.error("--pool must be in [0, 16]")
     if args.cache_mb is not None and args.cache_mb < 0:
         parser.error("--cache-mb must be >= 0")
-    from kagent_harness.cli import _harden
-    _harden()
+    from kagent_harness.sandbox import harden_supervisor
+    harden_supervisor()
     try:
         core = Server(args.device, args.pool,
                       None if args.cache_mb is None else args.cache_mb << 20,
