@@ -382,15 +382,18 @@ class Cluster:
             j = json.load(f)
         return j, cands
 
-    def measured_tasks(self, job, workers=("w1", "w2")):
-        """task id -> [worker, ...] for every measurement a worker finished for `job`."""
+    def measured_tasks(self, job, workers=("w1", "w2"), screens=False):
+        """task id -> [worker, ...] for every measurement a worker finished for `job`
+        (with `screens`, every screen of its candidates' variants too)."""
         out = {}
         for w in workers:
             for p in self.procs:
                 if p.name != w:
                     continue
                 for e in p.log_lines():
-                    if str(e.get("msg", "")).startswith("measured:") and e.get("job_id") == job:
+                    msg = str(e.get("msg", ""))
+                    if e.get("job_id") == job and (msg.startswith("measured:") or (
+                            screens and msg.startswith("screened "))):
                         out.setdefault(e.get("task", "?"), []).append(w)
         return out
 
@@ -449,9 +452,14 @@ def scenario_a(c, results):
     if st != "DONE":
         raise Failure(f"job {job} ended {st} {why}")
     j, cands, tasks = check_job(c, job, results, "a")
-    used = {w for ws in tasks.values() for w in ws}
+    # Both workers take the job's GPU work: its measurements and the screens of its
+    # candidates' variants (the coordinator gives a worker two tasks at once, so the
+    # measurements alone may all land on one worker while the other screens).
+    gpu_work = c.measured_tasks(job, screens=True)
+    used = {w for ws in gpu_work.values() for w in ws}
     if used != {"w1", "w2"}:
-        raise Failure(f"expected both workers to measure, got {sorted(used)}")
+        raise Failure(f"expected both workers to do the job's GPU work (measure, screen), got "
+                      f"{sorted(used)}: {gpu_work}")
     return f"job {job} DONE in {time.monotonic() - t0:.1f} s, {len(cands)} candidates, " \
            f"{sum(len(v) for v in tasks.values())} measurements on {sorted(used)}, none twice"
 

@@ -178,12 +178,16 @@ void Scheduler::AccountBusy(Worker& w, absl::Time now) {
 void Scheduler::Grant() {
   absl::Time now = absl::Now();
   while (true) {
-    // The usable worker with a free task slot and the fewest tasks in flight (the first
-    // by id on a tie), so that work spreads over the GPUs before it queues on one.
+    // The usable worker with a free task slot and the fewest tasks in flight, so that work
+    // spreads over the GPUs before it queues on one; on a tie the first after the worker
+    // granted last (in id order, wrapping), so equally idle GPUs take turns.
     Worker* free = nullptr;
-    for (auto& [id, w] : workers_) {
-      if (w.info.in_flight >= options_.tasks_per_worker || !Usable(w, now)) continue;
-      if (free == nullptr || w.info.in_flight < free->info.in_flight) free = &w;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (auto& [id, w] : workers_) {
+        if ((pass == 0) != (id > last_worker_)) continue;
+        if (w.info.in_flight >= options_.tasks_per_worker || !Usable(w, now)) continue;
+        if (free == nullptr || w.info.in_flight < free->info.in_flight) free = &w;
+      }
     }
     if (free == nullptr) return;
     // Next job after last_job_ with a pending ungranted task.
@@ -203,6 +207,7 @@ void Scheduler::Grant() {
     }
     if (chosen == nullptr) return;
     chosen->granted = free->info.id;
+    last_worker_ = free->info.id;
     AccountBusy(*free, now);
     ++free->info.in_flight;
   }

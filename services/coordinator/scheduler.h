@@ -164,7 +164,8 @@ class Scheduler {
   mutable absl::Mutex mu_;
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::deque<Pending*>> queues_ ABSL_GUARDED_BY(mu_);  // by job
-  std::string last_job_ ABSL_GUARDED_BY(mu_);  // round-robin cursor
+  std::string last_job_ ABSL_GUARDED_BY(mu_);  // round-robin cursor over jobs
+  std::string last_worker_ ABSL_GUARDED_BY(mu_);  // over equally loaded workers
 
   absl::Mutex release_mu_;
   std::deque<std::string> release_queue_ ABSL_GUARDED_BY(release_mu_);  // job ids

@@ -192,6 +192,23 @@ TEST_CASE("scheduler: free task slots go to the least loaded worker first") {
   CHECK(f.b.calls == 1);
 }
 
+TEST_CASE("scheduler: equally idle workers take turns") {
+  // One task at a time, each finished before the next: both workers idle every time,
+  // and the tie goes to the worker after the last one granted, not always the first.
+  Fixture f;
+  SchedulerOptions o;
+  o.tasks_per_worker = 2;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  for (int i = 0; i < 4; ++i) {
+    GpuTask t = MeasureTask("j1", "turn" + std::to_string(i));
+    REQUIRE(s.Run(t, nullptr).ok());
+  }
+  CHECK(f.a.calls == 2);
+  CHECK(f.b.calls == 2);
+}
+
 TEST_CASE("scheduler: busy time counts the wall time a worker had tasks, not their sum") {
   Fixture f;
   f.a.delay = absl::Milliseconds(300);
