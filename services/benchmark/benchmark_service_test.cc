@@ -313,14 +313,18 @@ TEST_CASE("benchmark service: a prepared candidate that never gets the GPU is re
           "[benchmark_service]") {
   Fixture f;
   // Another task holds the GPU past this one's deadline.
+  // The slot stays held until the checks are done, so the measurement cannot run.
   REQUIRE(f.slot.Acquire("other-job", absl::InfiniteFuture(), nullptr).ok());
   v1::MeasureResponse r;
   grpc::Status st = f.Measure(Request("t-late"), &r, absl::Milliseconds(500));
-  f.slot.Release();
   CHECK(st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
-  absl::SleepFor(absl::Milliseconds(300));  // the server side has returned
+  // The server side gives up waiting at its own deadline (polled), then releases.
+  for (int i = 0; i < 250 && f.harness.count("release prepared") == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   CHECK(f.harness.count("measure") == 0);
   CHECK(f.harness.count("release prepared") == 1);
+  f.slot.Release();
 }
 
 TEST_CASE("benchmark service: a screen holds the GPU and reports it", "[benchmark_service]") {
