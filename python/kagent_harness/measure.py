@@ -250,6 +250,14 @@ class Supervisor(TransferMixin, TimingChecksMixin):
         if self.rk_child is not None:
             self.env.pool.retire(self.rk_child)
             self.rk_child = None
+        if self.prepared is not None:
+            # Prepared processes this request did not adopt (it failed before the gate,
+            # or timed no starting kernel) end with it too.
+            if self.prepared.child is not self.child:
+                self.env.pool.retire(self.prepared.child)
+            if self.prepared.rk is not None:
+                self.env.pool.retire(self.prepared.rk[0])
+                self.prepared.rk = None
         if self.job is not None:
             self.env.cache.done(self.job)
             self.job = None

@@ -57,6 +57,8 @@ def run_screen(sup, kernels, reps):
             sup.child = None
         if sup.job is not None:
             sup.env.cache.done(sup.job)
+            sup.job = None
+        sup.release_device_memory()
     for i, r in enumerate(results):
         if r is None:
             results[i] = {"index": i, "ok": False, "reason": "not screened", "median_ms": 0.0}

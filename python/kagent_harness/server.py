@@ -198,8 +198,6 @@ class Server:
                 result = sup.run_measure()
             finally:
                 stop()
-            if prepared is not None and prepared.rk is not None:
-                self._retire(prepared)  # a starting kernel the request did not time
             result["harness"].setdefault("prepared", prepared is not None)
             self._check_health(result)
         self.served += 1
