@@ -139,6 +139,7 @@ class JobTrials:
         self.trials = [Trial(k, label, sysrand_seed(self.rng), sysrand_seed(self.rng))
                        for k, label in plan]
         self.closed = False
+        self.released = False  # forgotten by its cache (release_job); closed once unused
 
     # -- the reference ----------------------------------------------------------------
     def load(self):
@@ -341,7 +342,7 @@ class JobTrials:
 
     # -- memory -----------------------------------------------------------------------
     def _keep(self, n):
-        if self.cache is None or n <= 0 or self.closed:
+        if self.cache is None or n <= 0 or self.closed or self.released:
             return False
         if not self._room_for(n):
             return False
@@ -440,7 +441,8 @@ class TrialCache:
     def done(self, jt):
         with self._lock:
             jt.users = max(0, jt.users - 1)
-        if jt.cache is None:
+            last = jt.users == 0 and (jt.cache is None or jt.released)
+        if last:
             jt.close()
 
     def reserve(self, jt, n):
@@ -468,12 +470,16 @@ class TrialCache:
             return True
 
     def release(self, job_id):
+        """Forgets the job's trial sets; one a request is still using is closed when that
+        request is done with it (done())."""
         with self._lock:
             keys = [k for k in self._jobs if k[0] == job_id]
             jts = [self._jobs.pop(k) for k in keys]
             for jt in jts:
                 self.used -= jt.kept_bytes
-        for jt in jts:
+                jt.released = True
+            idle = [jt for jt in jts if jt.users == 0]
+        for jt in idle:
             jt.close()
         if jts and torch.cuda.is_available():
             torch.cuda.empty_cache()

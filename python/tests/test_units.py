@@ -466,3 +466,27 @@ def test_compile_dry_run_turns_triton_launches_into_compilations():
     assert bool((x == 0).all()), "a Triton kernel ran during the dry run"
     fill_kernel[(1,)](x, 64, BLOCK=64)
     assert bool((x == 1).all())
+
+
+def test_a_released_trial_set_in_use_closes_when_its_request_is_done():
+    # release_job while a measurement still uses the job's trial set: the set is forgotten
+    # at once (nothing more is kept for it) and closed when that request is done.
+    from kagent_harness import protocol as P
+    from kagent_harness.trials import TrialCache
+    from conftest import read
+    cache = TrialCache(1 << 30, P.Log())
+    req = P.Request({"problem_source": read("problem_relu_add.py"), "device": "cpu"})
+    jt, state = cache.get(req, "job-r", "cpu", P.Log())
+    assert state == "built"
+    jt.load()
+    t = jt.trials[0]
+    jt.inputs_of(t)
+    assert jt.kept_bytes > 0 and cache.stats()["cache_bytes"] == jt.kept_bytes
+    assert cache.release("job-r") is True
+    assert not jt.closed and jt.model is not None  # its request goes on
+    jt.ref_of(t, jt.inputs_of(t))
+    assert cache.stats()["cache_bytes"] == 0 and cache.stats()["jobs"] == 0
+    cache.done(jt)
+    assert jt.closed and jt.model is None
+    again, state = cache.get(req, "job-r", "cpu", P.Log())
+    assert state == "built" and again is not jt
