@@ -21,6 +21,10 @@ import traceback
 
 _PROTO_OUT = None
 
+# The descriptor channel (a Unix socket) shared GPU memory arrives on: set by main() from
+# --fd-channel (sandbox.Child passes it on the GPU), else None.
+FD_CHANNEL = None
+
 
 def _send(msg):
     _PROTO_OUT.write(json.dumps(msg) + "\n")
@@ -341,8 +345,7 @@ def _build(module, cfg, st, torch, loader):
 
 def _decode_inputs(st, msg, torch, loader):
     """A call's inputs, as tensors this process owns on its device. With "inputs_ipc"
-    (the supervisor's CUDA IPC handles of its private copies, pickled by the trusted
-    supervisor) each tensor is copied GPU to GPU, so no bytes cross the host; otherwise
+    (the supervisor's private copies in shared GPU memory) each tensor is copied GPU to GPU, so no bytes cross the host; otherwise
     they come from the torch.save file at "inputs"."""
     if "inputs_ipc" in msg:
         out = [x.clone() if isinstance(x, torch.Tensor) else x
@@ -353,17 +356,32 @@ def _decode_inputs(st, msg, torch, loader):
     return [loader.to_device(x, st.device) for x in new]
 
 
+_INBOX = None
+
+
 def _open_ipc(field):
-    """The tensors behind a supervisor's CUDA IPC handles (pickled by the trusted
-    supervisor), mapped into this process; plain values pass through."""
+    """The tensors the supervisor shared for one call (transfer.TransferMixin._share):
+    its descriptor arrives on the descriptor channel, tagged with the token the field
+    names; the field (pickled by the trusted supervisor) lays the tensors out in it.
+    Plain values pass through."""
     import base64
     import pickle
+    import torch
+    from kagent_harness import vmm
+    global _INBOX
+    if FD_CHANNEL is None:
+        raise RuntimeError("this process has no descriptor channel")
+    if _INBOX is None:
+        _INBOX = vmm.FdInbox(FD_CHANNEL)
+    spec = pickle.loads(base64.b64decode(field))
+    buf = _INBOX.take(spec["token"], spec["size"])
     out = []
-    for item in pickle.loads(base64.b64decode(field)):
-        if isinstance(item, tuple) and len(item) == 3 and item[0] == "cuda_ipc":
-            out.append(item[1](*item[2]))
+    for item in spec["items"]:
+        if item[0] == "vmm":
+            _, offset, shape, stride, dtype = item
+            out.append(buf.view(offset, shape, stride, getattr(torch, dtype)))
         else:
-            out.append(item)
+            out.append(item[1])
     return out
 
 

@@ -272,11 +272,10 @@ class Supervisor(TransferMixin, TimingChecksMixin):
         return self.result
 
     def release_device_memory(self):
-        """Gives the device memory this request cached (its IPC pool, freed temporaries)
+        """Gives the device memory this request cached (its shared buffers, freed temporaries)
         back to the driver, so that the next candidate's process can have it; a server
         process would otherwise keep it reserved between requests."""
         self._ipc_keep = None
-        self.ipc_pool = None
         if self.device == "cuda" and \
                 torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > (1 << 30):
             torch.cuda.empty_cache()

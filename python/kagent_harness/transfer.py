@@ -1,8 +1,10 @@
 """How inputs and outputs cross between the supervisor and a candidate's process.
 
-On a GPU, by CUDA IPC after a probe shows it works: the supervisor shares private copies
-of a call's inputs and receive buffers for its outputs (allocated in a memory pool that
-holds nothing else), the child copies GPU to GPU. Otherwise, and on the CPU, through
+On a GPU, in shared GPU memory after a probe shows it works: the supervisor shares private
+copies of a call's inputs and receive buffers for its outputs, each call's in a CUDA VMM
+allocation of its own whose file descriptor reaches the child over its descriptor
+channel (vmm.py; legacy CUDA IPC does not work inside the candidate's sandbox), and the
+child copies GPU to GPU. Otherwise, and on the CPU, through
 torch.save files in the child's private directory, loaded back with weights_only=True.
 A mixin of measure.Supervisor (it uses the supervisor's child, log, result, request).
 """
@@ -29,98 +31,133 @@ def cpu(x):
     return x
 
 
-def new_ipc_pool(log):
-    """A private CUDA memory pool for what is shared with candidates' processes, or None
-    (then everything goes through files)."""
-    try:
-        return torch.cuda.MemPool()
-    except (AttributeError, RuntimeError) as e:
-        log.add(f"no private CUDA memory pool here ({e!r}): inputs and outputs go "
-                "through files")
-        return None
+def _dtype_name(dtype):
+    return str(dtype).split(".", 1)[1]
+
+
+class _Extent:
+    """What vmm.layout needs of a tensor that does not exist yet."""
+
+    def __init__(self, shape, stride, dtype):
+        self.shape, self._stride = shape, stride
+        self._itemsize = torch.empty((), dtype=dtype).element_size()
+
+    def stride(self):
+        return self._stride
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def element_size(self):
+        return self._itemsize
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return list(reversed(strides))
 
 
 class TransferMixin:
     def _probe_ipc(self):
-        """Inputs and outputs travel between this process and the child by CUDA IPC when
-        it works here (a 4 GiB input then costs a GPU copy, not ~10 s through a file);
-        the probe sends a small tensor.
+        """Inputs and outputs travel between this process and the child through shared GPU
+        memory when it works here (a 4 GiB input then costs a GPU copy, not ~10 s
+        through a file); the probe sends a small tensor.
 
-        Everything shared is allocated in a private memory pool (torch.cuda.MemPool)
-        that holds nothing else: the child can keep a shared allocation mapped (or map
-        it again from the handle) after it is freed here, so the memory behind it must
-        never be handed to the reference's tensors."""
+        What is shared is always a private copy in an allocation of its own (vmm.py: a
+        CUDA VMM allocation whose file descriptor goes to the child over its descriptor
+        channel), so the child never maps memory that holds anything else, and memory it
+        keeps mapped is never handed to the reference's tensors."""
         self.use_ipc = False
         self._ipc_keep = None
         if self.device != "cuda" or not self.req.ipc_inputs:
             return
-        if getattr(self, "ipc_pool", None) is None:
-            # One pool per request: finish() drops it, so its memory goes back to the
-            # device (the candidate's process may need it) once the request is over.
-            self.ipc_pool = new_ipc_pool(self.log)
-            if self.ipc_pool is None:
-                return
+        if getattr(self.child, "fd_channel", None) is None:
+            self.log.add("no descriptor channel to the candidate's process: inputs go "
+                         "through files")
+            return
         probe = torch.arange(1, 1025, dtype=torch.float32, device="cuda")
         try:
             field = self._ipc_field([probe])
         except Exception as e:  # noqa: BLE001
-            self.log.add(f"CUDA IPC unavailable here ({e!r}): inputs go through files")
+            self.log.add(f"shared GPU memory unavailable here ({e!r}): inputs go through "
+                         "files")
             return
         reply = self.child.request(dict(cmd="ipc_probe", **field), phase="CUDA IPC probe")
         self._ipc_keep = None
         if reply.get("ipc") and abs(float(reply.get("sum", 0.0)) - 524800.0) < 1e-3:
             self.use_ipc = True
-            self.log.add("inputs travel to the candidate's process by CUDA IPC")
+            self.log.add("inputs travel to the candidate's process in shared GPU memory "
+                         "(CUDA VMM, descriptor passing)")
         else:
-            self.log.add(f"CUDA IPC probe failed ({reply.get('error', 'wrong sum')}): "
+            self.log.add(f"shared GPU memory probe failed ({reply.get('error', 'wrong sum')}): "
                          "inputs go through files")
+
+    def _share(self, values):
+        """One new shared allocation holding a tensor for each of `values` that is a
+        tensor or a (shape, stride, dtype) template (copied from the tensor, left for the
+        caller to fill for a template), sent to the child; plain values pass as they are.
+        Returns (what each value became here, the message field)."""
+        from kagent_harness import vmm
+        metas = [(list(v.shape), list(v.stride()), v.dtype) if isinstance(v, torch.Tensor)
+                 else v if isinstance(v, tuple) else None for v in values]
+        sizes = [_Extent(*m) if m is not None else None for m in metas]
+        offsets, total = vmm.layout([s if s is not None else 0 for s in sizes])
+        buf = vmm.SharedBuffer(total)
+        token = vmm.send_buffer(self.child.fd_channel, buf)
+        here, items = [], []
+        for v, m, off in zip(values, metas, offsets):
+            if m is None:
+                here.append(v)
+                items.append(("value", v))
+                continue
+            view = buf.view(off, m[0], m[1], m[2])
+            if isinstance(v, torch.Tensor):
+                view.copy_(v.detach())
+            here.append(view)
+            items.append(("vmm", off, m[0], m[1], _dtype_name(m[2])))
+        field = base64.b64encode(pickle.dumps({"token": token, "size": buf.size,
+                                                "items": items})).decode("ascii")
+        return here, field
 
     def _ipc_field(self, inputs):
         # Private copies: the child maps them, so it must never see the supervisor's own
         # tensors (it could change them before the reference runs).
-        with torch.cuda.use_mem_pool(self.ipc_pool):
-            shared = [x.detach().clone() if isinstance(x, torch.Tensor) else x
-                      for x in inputs]
+        shared, field = self._share(inputs)
         torch.cuda.synchronize()
         self._ipc_keep = shared
-        return {"inputs_ipc": self._ipc_handles(shared)}
-
-    @staticmethod
-    def _ipc_handles(tensors):
-        from torch.multiprocessing.reductions import reduce_tensor
-        items = []
-        for x in tensors:
-            if isinstance(x, torch.Tensor):
-                fn, args = reduce_tensor(x)
-                items.append(("cuda_ipc", fn, args))
-            else:
-                items.append(x)
-        return base64.b64encode(pickle.dumps(items)).decode("ascii")
+        return {"inputs_ipc": field}
 
     def out_field(self, spec):
         """Receive buffers for the child's outputs, shaped and typed as `spec` ([[shape,
         dtype name], ...]: the reference's outputs) and filled with NaN (the maximum for
-        integers), in the private pool, with the message field that shares them: (None,
-        {}) when outputs must come through a file (no IPC, no spec, bool outputs, which
-        have no value that cannot be an answer). A child that writes nothing leaves
-        the poison there."""
+        integers), in one shared allocation, with the message field that shares them:
+        (None, {}) when outputs must come through a file (no shared memory, no spec, bool
+        outputs, which have no value that cannot be an answer). A child that writes
+        nothing leaves the poison there."""
         if not getattr(self, "use_ipc", False) or not spec:
             return None, {}
         try:
-            bufs = []
-            with torch.cuda.use_mem_pool(self.ipc_pool):
-                for shape, name in spec:
-                    dtype = getattr(torch, name, None)
-                    if not isinstance(dtype, torch.dtype) or dtype == torch.bool:
-                        return None, {}
-                    b = torch.empty([int(n) for n in shape], dtype=dtype, device="cuda")
-                    if b.is_floating_point() or b.is_complex():
-                        b.fill_(float("nan"))
-                    else:
-                        b.fill_(torch.iinfo(dtype).max)
-                    bufs.append(b)
+            templates = []
+            for shape, name in spec:
+                dtype = getattr(torch, name, None)
+                if not isinstance(dtype, torch.dtype) or dtype == torch.bool:
+                    return None, {}
+                shape = [int(n) for n in shape]
+                templates.append((shape, _contiguous_strides(shape), dtype))
+            bufs, field = self._share(templates)
+            for b in bufs:
+                if b.is_floating_point() or b.is_complex():
+                    b.fill_(float("nan"))
+                else:
+                    b.fill_(torch.iinfo(b.dtype).max)
             torch.cuda.synchronize()
-            return bufs, {"out_ipc": self._ipc_handles(bufs)}
+            return bufs, {"out_ipc": field}
         except Exception as e:  # noqa: BLE001 - the file path still works
             self.log.add(f"output receive buffers not shared ({e!r}): outputs through a file")
             return None, {}
