@@ -83,13 +83,15 @@ class BusyMeter:
 
 
 class Server:
-    def __init__(self, pool=2, device="cuda", cache_mb=None, extra_env=None, log_path=None):
+    def __init__(self, pool=2, device="cuda", cache_mb=None, extra_env=None, log_path=None,
+                 extra_args=()):
         self.dir = tempfile.mkdtemp(prefix="kagent-bench-srv-")
         self.path = os.path.join(self.dir, "harness.sock")
         argv = [sys.executable, "-m", "kagent_harness", "serve", "--socket", self.path,
                 "--device", device, "--pool", str(pool)]
         if cache_mb is not None:
             argv += ["--cache-mb", str(cache_mb)]
+        argv += list(extra_args)
         env = dict(os.environ, PYTHONPATH=PYDIR, **(extra_env or {}))
         self.log_path = log_path or os.path.join(self.dir, "server.log")
         self._log = open(self.log_path, "ab")
