@@ -494,6 +494,9 @@ class _OpRecording:
         except Exception as e:  # noqa: BLE001 - the candidate popped the mode itself
             sys.stderr.write(f"kagent child: op recorder did not exit cleanly: {e!r}\n")
             on_stack = False
+        if self._ownwork.mode_on_stack(self.rec) and self.rec.tampered is None:
+            # Its exit popped another mode: the candidate left one of its own above it.
+            self.rec.tampered = "a dispatch mode was left above the recorder"
         self.summary = self.rec.summary(on_stack)
         return False
 
