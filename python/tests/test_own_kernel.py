@@ -171,3 +171,28 @@ def test_doc_thresholds_match_the_code():
     s = _doc_section()
     assert f"1/{round(1 / W.COMPARABLE_FRACTION)}" in s
     assert f"{round(100 * W.MIN_OWN_GPU_SHARE)} %" in s
+
+
+def test_a_mode_left_above_the_recorder_is_tampering():
+    # The child's wrapper around a gate call's forward (child._OpRecording), in process.
+    import torch
+    import torch.utils._python_dispatch as pd
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from kagent_harness.child import _OpRecording
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    try:
+        with _OpRecording() as ops:
+            PassThrough().__enter__()   # never exited: the recorder's exit pops it instead
+            torch.ones(8).sum()
+        v = W.judge_ops(ops.summary, set(), 8, "t")
+        assert not v and "left above the recorder" in v.reason
+    finally:
+        while pd._len_torch_dispatch_stack() > 0:
+            pd._pop_mode()
+    with _OpRecording() as ops:         # a clean call afterwards
+        torch.ones(8).sum()
+    assert ops.summary["tampered"] is None and ops.summary["sentinels"] == 2
