@@ -3,7 +3,8 @@
 Everything in this process is within the candidate's reach, this module included. It
 never sees the reference's outputs or the input seeds: the supervisor sends inputs as
 files and compares the outputs it gets back. What this process reports besides outputs
-(launch counts, mutation and aliasing flags, times) is cross-checked by the supervisor
+(launch counts, the aten ops of each gate call, mutation and aliasing flags, times) is
+cross-checked by the supervisor
 where it can be and documented as best effort where it cannot (docs/harness.md).
 
 Protocol: one JSON object per line on stdin; one reply per line on the original stdout
@@ -204,6 +205,8 @@ def main():
         from kagent_harness import loader
         from kagent_harness.timing import time_callable
         st.hooked = st.launches.install()
+        from kagent_harness import ownwork
+        ownwork.install_guards()
         if st.device == "cpu":
             _autotune_on_the_interpreter()
         torch.set_grad_enabled(False)
@@ -454,13 +457,14 @@ def _cmd_call(st, msg, torch, loader):
     if st.device == "cuda":
         torch.cuda.synchronize()
     st.launches.reset()
-    prof_names = None
+    prof_names = prof_times = None
     st.cupti.mark("gate_begin")
     t0 = time.perf_counter()
-    if msg.get("profile_kernels") and st.device == "cuda":
-        prof_names, out = _profiled_call(st, torch)
-    else:
-        out = st.model(*st.inputs)
+    with _OpRecording() as ops:
+        if msg.get("profile_kernels") and st.device == "cuda":
+            prof_names, prof_times, out = _profiled_call(st, torch)
+        else:
+            out = st.model(*st.inputs)
     flat = loader.flatten_outputs(out)
     via = _hand_back(flat, msg, torch)
     elapsed = time.perf_counter() - t0
@@ -480,13 +484,47 @@ def _cmd_call(st, msg, torch, loader):
     return {"ok": True, "outputs_via": via, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
             "own_launches": st.launches.own, "launches": st.launches.total,
             "launch_names": sorted(st.launches.names), "profiler_kernels": prof_names,
-            "elapsed_s": elapsed}
+            "profiler_kernel_ms": prof_times, "op_record": ops.summary, "elapsed_s": elapsed}
+
+
+class _OpRecording:
+    """The harness's op recorder (ownwork.OpRecorder) around one gate call's forward, with
+    a sentinel op before and after it; `summary` is what the reply carries. The verdict
+    is the supervisor's (ownwork.judge_ops): a summary that shows the mode popped or
+    disabled is rejected there. An exception of forward passes through unchanged."""
+
+    def __enter__(self):
+        from kagent_harness import ownwork
+        self._ownwork = ownwork
+        self.rec = ownwork.make_recorder()
+        self.summary = None
+        self.rec.__enter__()
+        self.rec.sentinel()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        on_stack = False
+        if exc_type is None:
+            self.rec.sentinel()
+            on_stack = self._ownwork.mode_on_stack(self.rec)
+        try:
+            self.rec.__exit__(None, None, None)
+        except Exception as e:  # noqa: BLE001 - the candidate popped the mode itself
+            sys.stderr.write(f"kagent child: op recorder did not exit cleanly: {e!r}\n")
+            on_stack = False
+        if self._ownwork.mode_on_stack(self.rec) and self.rec.tampered is None:
+            # Its exit popped another mode: the candidate left one of its own above it.
+            self.rec.tampered = "a dispatch mode was left above the recorder"
+        self.summary = self.rec.summary(on_stack)
+        return False
 
 
 def _profiled_call(st, torch):
-    """GPU without the CUPTI tracer: torch.profiler lists the kernels of one call."""
+    """GPU without the CUPTI tracer: torch.profiler lists the kernels of one call, with
+    each kernel name's summed GPU time in ms (at most 200 names)."""
     from torch.profiler import ProfilerActivity, profile
     names = set()
+    times = {}
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         out = st.model(*st.inputs)
         torch.cuda.synchronize()
@@ -494,9 +532,15 @@ def _profiled_call(st, torch):
         dt = str(getattr(e, "device_type", ""))
         if dt.endswith("CUDA") and e.name:
             names.add(e.name)
+            try:
+                us = float(e.time_range.end - e.time_range.start)
+            except Exception:  # noqa: BLE001 - no time: the name still counts
+                us = 0.0
+            times[e.name] = times.get(e.name, 0.0) + us / 1e3
         for k in getattr(e, "kernels", []) or []:
             names.add(k.name)
-    return sorted(names), out
+    top = sorted(times.items(), key=lambda kv: -kv[1])[:200]
+    return sorted(names), [[n, ms] for n, ms in top], out
 
 
 def _cmd_time(st, msg, torch, fn, time_callable):

@@ -136,14 +136,22 @@ def kernels_in(trace, window):
 
 
 def analyze_gate(trace, own_names):
-    """Per gate call: kernels, own kernels. Returns a summary dict."""
+    """Per gate call: kernels, own kernels, GPU busy time (ms: all kernels, own ones,
+    library ones, i.e. every kernel not the candidate's, and per kernel name)."""
     calls = []
     for w in windows(trace, "gate"):
         ks = kernels_in(trace, w)
         own = [k for k in ks if is_own(k["name"], own_names)]
+        by_name = {}
+        for k in ks:
+            by_name[k["name"]] = by_name.get(k["name"], 0.0) + (k["end_ns"] - k["start_ns"]) / 1e6
+        busy = sum(by_name.values())
+        own_busy = sum(k["end_ns"] - k["start_ns"] for k in own) / 1e6
         calls.append({"kernels": len(ks), "own": len(own),
-                      "own_busy_ms": sum(k["end_ns"] - k["start_ns"] for k in own) / 1e6,
-                      "names": sorted({k["name"] for k in ks}),
+                      "own_busy_ms": own_busy, "busy_ms": busy,
+                      "library_busy_ms": max(0.0, busy - own_busy),
+                      "busy_by_name": by_name,
+                      "names": sorted(by_name),
                       "streams": sorted({k["stream"] for k in ks})})
     return calls
 

@@ -9,7 +9,7 @@ status 0 when every case got an expected verdict.
 
 --case-study-k K   K of the case study (default 1,048,576: A is 4 GiB)
 --adv-k K          K for the adversarial cases (default 65,536, to keep them quick)
---only NAME,...    run only these cases
+--only NAME,...    run only these cases (shell patterns: --only 'red_token_*')
 --cupti-lib PATH   trace candidates with libkagent_cupti.so (the CUPTI checks then run)
 --server           send every case to one harness server (`serve`, as a worker runs it)
                    as measurements of one job, so they share its kept trial set; every
@@ -17,6 +17,7 @@ status 0 when every case got an expected verdict.
 """
 
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -48,6 +49,14 @@ CASES = [
     ("oom_200gb", "adv_oom_200gb.py", ["OOM"], {}),
     ("patched_clock", "adv_patched_clock.py", ["TIMEOUT"], {}),
     ("sleeps_when_timed", "adv_sleeps_when_timed.py", ["TIMEOUT"], {}),
+    # A token kernel beside a library op (the own-kernel rule, docs/harness.md); "problem"
+    # picks the case's problem file in cases/ (default problem_matvec.py).
+    ("red_token_matmul", "red_token_matmul.py", ["REJECTED"], {}),
+    ("red_token_conv", "red_token_conv.py", ["REJECTED"],
+     {"problem": "problem_conv2d_small.py"}),
+    ("red_token_softmax", "red_token_softmax.py", ["REJECTED"],
+     {"problem": "problem_softmax_rows.py"}),
+    ("red_token_sum", "red_token_sum.py", ["REJECTED"], {"problem": "problem_sum_all.py"}),
     ("row_after_adversaries", "cand_matvec_row.py", ["CORRECT"], {}),
 ]
 
@@ -56,7 +65,9 @@ SERVER = None  # --server: a harness_server.Server
 
 
 def run_case(name, cand, extra, k, m):
-    req = {"problem_source": open(os.path.join(HERE, "problem_matvec.py")).read(),
+    extra = dict(extra)
+    problem = extra.pop("problem", "problem_matvec.py")
+    req = {"problem_source": open(os.path.join(HERE, problem)).read(),
            "device": "cuda", "timeout_s": 400, "call_timeout_s": 120}
     if cand:
         req["kernel_source"] = open(os.path.join(HERE, cand)).read()
@@ -64,7 +75,7 @@ def run_case(name, cand, extra, k, m):
     if SERVER is not None:
         t0 = time.time()
         try:
-            res = SERVER.call(dict(req, op="measure", job_id="run-suite"))
+            res = SERVER.call(dict(req, op="measure", job_id="run-suite-" + problem))
         except OSError as e:
             res = {"verdict": "NO_ANSWER", "correctness": {"reason": f"{e}: "
                                                                     f"{SERVER.log_tail(500)}"}}
@@ -113,7 +124,7 @@ def main():
     only = set(filter(None, args.only.split(",")))
     rows, ok_all, results = [], True, {}
     for name, cand, expect, extra in CASES:
-        if only and name not in only:
+        if only and not any(fnmatch.fnmatchcase(name, pat) for pat in only):
             continue
         k = args.case_study_k if name.startswith("case_study") else args.adv_k
         res, wall = run_case(name, cand, extra, k, args.m)
@@ -141,7 +152,8 @@ def main():
                 if label in db and s.get("median_ms"):
                     print(f"  {label}: do_bench median {db[label]:.4f} ms, harness/do_bench = "
                           f"{s['median_ms'] / db[label]:.4f}", flush=True)
-    if args.repeat > 1 and (not only or "case_study_row" in only):
+    if args.repeat > 1 and (not only or any(fnmatch.fnmatchcase("case_study_row", p)
+                                            for p in only)):
         meds = []
         for _ in range(args.repeat - 1):
             res, _ = run_case("case_study_row", "cand_matvec_row.py", {}, args.case_study_k,
