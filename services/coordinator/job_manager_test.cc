@@ -778,14 +778,16 @@ v1::Measurement InfraError(const std::string&) {
   return m;
 }
 
-TEST_CASE("loop: a starting kernel's INFRA_ERROR runs again on the other worker; the job goes on") {
+TEST_CASE("loop: a starting kernel's INFRA_ERROR runs again on the other worker and the job goes on") {
   Loop loop;
   loop.gpu_a.measure = InfraError;  // every measurement on wa fails on its harness
   v1::Job job = loop.WaitDone(loop.Submit(2).id());
   INFO(job.error());
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   CHECK(loop.gpu_a.calls > 0);
-  for (const auto& c : *loop.storage->ListCandidates(job.id(), std::nullopt)) {
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  CHECK_FALSE(cands.empty());
+  for (const auto& c : cands) {
     CHECK(c.measurement().verdict() != v1::VERDICT_INFRA_ERROR);
   }
 }
@@ -807,7 +809,7 @@ TEST_CASE("loop: a baseline INFRA_ERROR on every attempt fails the job, saying s
   CHECK(events.back().message() == job.error());
 }
 
-TEST_CASE("loop: a candidate's INFRA_ERROR after its retries is recorded on it; the job goes on") {
+TEST_CASE("loop: a candidate's INFRA_ERROR after its retries is recorded on it and the job goes on") {
   Loop loop;
   auto measure = [](const std::string& source) {
     return absl::StrContains(source, "# fix:good-2") ? InfraError(source) : Time(source);
@@ -817,7 +819,8 @@ TEST_CASE("loop: a candidate's INFRA_ERROR after its retries is recorded on it; 
   INFO(job.error());
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   int infra = 0;
-  for (const auto& c : *loop.storage->ListCandidates(job.id(), std::nullopt)) {
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  for (const auto& c : cands) {
     if (c.measurement().verdict() != v1::VERDICT_INFRA_ERROR) continue;
     ++infra;
     CHECK(absl::StrContains(c.kernel().source(), "# fix:good-2"));

@@ -414,7 +414,7 @@ TEST_CASE("scheduler: invalid registrations are rejected") {
 namespace kagent {
 namespace {
 
-TEST_CASE("scheduler: an INFRA_ERROR measurement runs again on another worker; the good result is stored") {
+TEST_CASE("scheduler: an INFRA_ERROR measurement runs again on another worker, the good result stored") {
   Fixture f;
   f.a.measure = [](const std::string&) { return Infra("harness failed (signal 9)"); };
   prometheus::Registry registry;
