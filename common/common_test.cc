@@ -56,6 +56,53 @@ TEST_CASE("options: flag beats env beats config beats default") {
   std::remove(cfg.c_str());
 }
 
+TEST_CASE("options: a string list: one value per flag, flags replace env and config") {
+  using V = std::vector<std::string>;
+  {
+    V hide = {"/default"};
+    OptionSet o("prog");
+    o.AddStringList("hide", &hide, "");
+    std::map<std::string, std::string> env = {{"KAGENT_HIDE", "/e1,/e2"}};
+    const char* argv[] = {"prog", "--hide=/f1", "--hide", "/f,2"};
+    REQUIRE(o.Parse(4, argv, &env).ok());
+    CHECK(hide == V{"/f1", "/f,2"});  // a flag's value is never split
+    CHECK(o.SourceOf("hide") == "flag");
+  }
+  {
+    V hide;
+    OptionSet o("prog");
+    o.AddStringList("hide", &hide, "");
+    std::map<std::string, std::string> env = {{"KAGENT_HIDE", "/e1,,/e2"}};
+    const char* argv[] = {"prog"};
+    REQUIRE(o.Parse(1, argv, &env).ok());
+    CHECK(hide == V{"/e1", "/e2"});
+  }
+  {
+    V hide;
+    OptionSet o("prog");
+    o.AddStringList("hide", &hide, "");
+    std::string cfg = TempFile(R"({"hide": ["/c1", "/c2"]})");
+    std::map<std::string, std::string> env;
+    const char* argv[] = {"prog", "--config", cfg.c_str()};
+    REQUIRE(o.Parse(3, argv, &env).ok());
+    CHECK(hide == V{"/c1", "/c2"});
+    CHECK(o.config_path() == cfg);
+    std::remove(cfg.c_str());
+  }
+  {
+    V hide;
+    OptionSet o("prog");
+    o.AddStringList("hide", &hide, "");
+    std::string cfg = TempFile(R"({"hide": ["/c1", 3]})");
+    std::map<std::string, std::string> env;
+    const char* argv[] = {"prog", "--config", cfg.c_str()};
+    auto s = o.Parse(3, argv, &env);
+    CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(s.message().find("array of strings") != std::string::npos);
+    std::remove(cfg.c_str());
+  }
+}
+
 TEST_CASE("options: errors name what to fix") {
   int n = 0;
   OptionSet o("prog");

@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -42,6 +44,11 @@ void OptionSet::AddBool(const std::string& name, bool* target, std::string help)
   Add(name, Kind::kBool, target, std::move(help), false);
 }
 
+void OptionSet::AddStringList(const std::string& name, std::vector<std::string>* target,
+                              std::string help) {
+  Add(name, Kind::kStringList, target, std::move(help), false);
+}
+
 std::string OptionSet::EnvName(const std::string& name) {
   std::string env = "KAGENT_" + absl::AsciiStrToUpper(name);
   for (char& c : env) {
@@ -61,6 +68,7 @@ std::string OptionSet::ValueText(const Option& o) const {
       return s.str();
     }
     case Kind::kBool: return *static_cast<bool*>(o.target) ? "true" : "false";
+    case Kind::kStringList: return absl::StrJoin(*static_cast<std::vector<std::string>*>(o.target), ",");
   }
   return "";
 }
@@ -97,6 +105,28 @@ absl::Status OptionSet::Set(const std::string& name, Option& o, const std::strin
       bool v;
       if (!absl::SimpleAtob(value, &v)) return bad("a boolean (true/false)");
       *static_cast<bool*>(o.target) = v;
+      break;
+    }
+    case Kind::kStringList: {
+      auto* list = static_cast<std::vector<std::string>*>(o.target);
+      if (source == "flag") {  // one value per flag; the first flag replaces other sources
+        if (o.source != "flag") list->clear();
+        list->push_back(value);
+        break;
+      }
+      list->clear();
+      if (source == "config" && absl::StartsWith(value, "[")) {
+        nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded() || !j.is_array()) return bad("a JSON array of strings");
+        for (const auto& v : j) {
+          if (!v.is_string()) return bad("a JSON array of strings");
+          list->push_back(v.get<std::string>());
+        }
+        break;
+      }
+      for (absl::string_view v : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        list->emplace_back(v);
+      }
       break;
     }
   }

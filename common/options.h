@@ -35,6 +35,10 @@ class OptionSet {
   void AddInt(const std::string& name, int* target, std::string help);
   void AddDouble(const std::string& name, double* target, std::string help);
   void AddBool(const std::string& name, bool* target, std::string help);
+  // A list of strings. Each --name=value on the command line adds one value (the flags
+  // replace what the environment or the config file gave); KAGENT_NAME is a comma-separated
+  // list; in the config file a JSON array of strings (or one comma-separated string).
+  void AddStringList(const std::string& name, std::vector<std::string>* target, std::string help);
   // A check run after every source is applied; its error message should say what to fix.
   void AddValidator(Validator validator) { validators_.push_back(std::move(validator)); }
 
@@ -49,13 +53,15 @@ class OptionSet {
   std::string Usage() const;
   // Where each option's value came from: "flag", "env", "config" or "default".
   std::string SourceOf(const std::string& name) const;
+  // The config file Parse read (--config or KAGENT_CONFIG); empty when none.
+  const std::string& config_path() const { return config_path_; }
   void LogEffective() const;
 
   // KAGENT_ + upper-cased name with '-' as '_': "metrics-port" -> "KAGENT_METRICS_PORT".
   static std::string EnvName(const std::string& name);
 
  private:
-  enum class Kind { kString, kInt64, kInt, kDouble, kBool };
+  enum class Kind { kString, kInt64, kInt, kDouble, kBool, kStringList };
   struct Option {
     Kind kind;
     void* target;

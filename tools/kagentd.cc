@@ -45,6 +45,7 @@ struct DaemonOptions {
   std::string ncu = "ncu";
   std::string optimization_db;
   HarnessServerFlags harness_server;  // the workers' harness servers
+  SandboxFlags sandbox;               // the workers' candidate sandbox
 
   void Register(OptionSet& o) {
     o.AddString("gpus", &gpus,
@@ -56,6 +57,7 @@ struct DaemonOptions {
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
     o.AddString("optimization-db", &optimization_db, "optimization database file");
     harness_server.Register(o);
+    sandbox.Register(o);
     o.AddValidator([this]() -> absl::Status {
       if (gpus == "auto" || gpus == "cpu" || gpus == "none") return absl::OkStatus();
       for (absl::string_view g : absl::StrSplit(gpus, ',')) {
@@ -210,6 +212,16 @@ int Main(int argc, char** argv) {
   } else if (dopts.gpus != "none") {
     for (absl::string_view g : absl::StrSplit(dopts.gpus, ',')) devices.push_back({"cuda", std::string(g)});
   }
+  // Every file this process holds secrets in is hidden from the workers' candidates: its
+  // TLS key, tokens and config files, the coordinator's database, the LLM configuration
+  // and the key file it names.
+  std::vector<std::string> secret_files = SecretFiles(so, options.config_path());
+  for (const std::string& f : DatabaseFiles(co.db)) secret_files.push_back(f);
+  if (!mo.llm_config.empty()) {
+    secret_files.push_back(mo.llm_config);
+    absl::StatusOr<llm::LlmConfig> config = LoadLlmConfigFile(mo.llm_config);
+    if (config.ok() && !config->api_key_file.empty()) secret_files.push_back(config->api_key_file);
+  }
   std::vector<std::unique_ptr<Side>> workers;
   std::string static_workers;
   for (const auto& [device, index] : devices) {
@@ -226,6 +238,8 @@ int Main(int argc, char** argv) {
     wo.cupti_lib = dopts.cupti_lib;
     wo.ncu = dopts.ncu;
     wo.harness_server = dopts.harness_server;
+    wo.sandbox = dopts.sandbox;
+    wo.secret_files = secret_files;
     ResolveWorkerPaths(wo);
     s = SetUpWorker(wo, (*side)->ctx);
     if (s.ok()) s = (*side)->host->Start();
@@ -236,6 +250,20 @@ int Main(int argc, char** argv) {
     absl::StrAppend(&static_workers, static_workers.empty() ? "" : ",", wo.worker_id, "=127.0.0.1:",
                     (*side)->host->port());
     workers.push_back(*std::move(side));
+  }
+  // Their harness servers start at once; each must come up (in required sandbox mode, a
+  // host that cannot sandbox makes it exit saying why: kagentd then stops with that).
+  for (auto& w : workers) {
+    for (auto& hook : w->ctx.start_hooks_) {
+      absl::Status hs = hook();
+      if (!hs.ok()) {
+        KLOG(ERROR) << "GPU worker failed to start: " << hs;
+        std::cerr << "kagentd: a GPU worker failed to start: " << hs.message() << "\n";
+        for (auto& x : workers) RunStopHooks(x->ctx);
+        RunStopHooks(in.ctx);
+        return 1;
+      }
+    }
   }
   if (workers.empty()) {
     KLOG(WARNING) << "no GPU workers (--gpus=none): jobs wait for workers to register";

@@ -73,6 +73,30 @@ var cases = []testCase{
 			e.want(str(get(w, "spec", "template", "spec", "nodeSelector", "nvidia.com/gpu.product")) == "NVIDIA-H200", "h200 pool nodeSelector")
 			e.want(num(get(w, "spec", "replicas")) == 1, "h200 pool replicas")
 			e.want(num(get(idx["Deployment/"+fullname+"-worker-h100"], "spec", "replicas")) == 0, "h100 pool replicas")
+			// The worker runs as uid 10001 with the sandbox required, and the pod gives bwrap
+			// what it needs to build the candidate's namespaces.
+			wc := firstContainer(w)
+			sc := mapOf(wc["securityContext"])
+			e.want(boolOf(sc["runAsNonRoot"]) && num(sc["runAsUser"]) == 10001 && num(sc["runAsGroup"]) == 10001,
+				"worker not non-root 10001: %v", sc)
+			e.want(sc["allowPrivilegeEscalation"] == false, "worker may escalate privileges")
+			e.want(fmt.Sprint(get(sc, "capabilities", "drop")) == "[ALL]" && get(sc, "capabilities", "add") == nil,
+				"worker capabilities %v", sc["capabilities"])
+			e.want(str(get(sc, "seccompProfile", "type")) == "Unconfined", "worker seccomp %v", sc["seccompProfile"])
+			e.want(str(get(sc, "appArmorProfile", "type")) == "Unconfined", "worker AppArmor %v", sc["appArmorProfile"])
+			e.want(str(sc["procMount"]) == "Unmasked", "worker procMount %v", sc["procMount"])
+			e.want(get(w, "spec", "template", "spec", "hostUsers") == false, "worker pod not in a user namespace")
+			for _, a := range []string{"--sandbox=required", "--harness-server=true", "--harness-pool=2",
+				"--trial-cache-mb=0", "--prepared-max=4", "--lease-renew-seconds=10"} {
+				e.want(hasArg(wc, a), "worker without %s: %v", a, wc["args"])
+			}
+			e.want(!hasArg(wc, "--sandbox-hide"), "worker hides paths by default: %v", wc["args"])
+			// The other pods keep the RuntimeDefault seccomp profile of the pod.
+			j := idx["Deployment/"+fullname+"-judge"]
+			e.want(get(firstContainer(j), "securityContext", "seccompProfile") == nil &&
+				str(get(j, "spec", "template", "spec", "securityContext", "seccompProfile", "type")) == "RuntimeDefault",
+				"judge seccomp changed")
+			e.want(get(j, "spec", "template", "spec", "hostUsers") == nil, "judge hostUsers set")
 			e.want(len(idx.ofKind("NetworkPolicy")) == 6, "want 6 NetworkPolicies, got %d", len(idx.ofKind("NetworkPolicy")))
 			e.want(len(idx.ofKind("PodDisruptionBudget")) == 7, "want 7 PDBs, got %d", len(idx.ofKind("PodDisruptionBudget")))
 			e.want(len(idx.ofKind("ServiceMonitor")) == 0 && len(idx.ofKind("PrometheusRule")) == 0, "monitoring CRDs rendered by default")
@@ -173,6 +197,36 @@ var cases = []testCase{
 			return e.problems
 		},
 	},
+	{
+		name:  "sandbox-best-effort",
+		files: []string{"sandbox-best-effort.yaml"},
+		expect: func(idx objIndex) []string {
+			e := &expectations{}
+			w := idx["Deployment/"+fullname+"-worker-h200"]
+			c := firstContainer(w)
+			sc := mapOf(c["securityContext"])
+			e.want(hasArg(c, "--sandbox=best-effort"), "mode: %v", c["args"])
+			e.want(hasArg(c, "--sandbox-hide=/etc/kagent") && hasArg(c, "--sandbox-hide=/opt/site/secrets"),
+				"hidden paths: %v", c["args"])
+			e.want(hasArg(c, "--harness-pool=4") && hasArg(c, "--prepared-max=8") && hasArg(c, "--trial-cache-mb=4096"),
+				"harness server values: %v", c["args"])
+			e.want(str(get(sc, "seccompProfile", "type")) == "Localhost" &&
+				str(get(sc, "seccompProfile", "localhostProfile")) == "profiles/kagent-bwrap.json",
+				"seccomp %v", sc["seccompProfile"])
+			e.want(sc["appArmorProfile"] == nil && sc["procMount"] == nil, "appArmor/procMount set: %v", sc)
+			e.want(get(w, "spec", "template", "spec", "hostUsers") == nil, "hostUsers set")
+			e.want(boolOf(sc["runAsNonRoot"]) && num(sc["runAsUser"]) == 10001, "not non-root: %v", sc)
+			return e.problems
+		},
+	},
+	{name: "bad-sandbox-mode", files: []string{"bad-sandbox-mode.yaml"},
+		wantError: "workers.sandbox.mode must be required or best-effort"},
+	{name: "sandbox-hide-relative", files: []string{"bad-sandbox-hide.yaml"},
+		wantError: "is not an absolute path"},
+	{name: "unmasked-proc-without-userns", files: []string{"bad-sandbox-proc.yaml"},
+		wantError: "procMount Unmasked needs workers.sandbox.hostUsers: false"},
+	{name: "profiling-caps-in-userns", files: []string{"bad-sandbox-profiling.yaml"},
+		wantError: "does not open the GPU's counters"},
 	{name: "auth-without-tokens", files: []string{"bad-auth.yaml"}, wantError: "auth.enabled needs auth.tokens"},
 	{name: "postgres-without-url", files: []string{"bad-postgres.yaml"}, wantError: "storage.postgres.url"},
 	{name: "unknown-storage", files: []string{"bad-storage.yaml"}, wantError: "storage.type must be sqlite or postgres"},

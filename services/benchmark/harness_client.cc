@@ -200,6 +200,8 @@ HarnessClient::HarnessClient(HarnessOptions options, prometheus::Registry* regis
     so.cache_mb = options_.trial_cache_mb;
     so.prepared_max = options_.prepared_max;
     so.worker_id = options_.worker_id;
+    so.sandbox = options_.sandbox;
+    so.sandbox_hide = options_.sandbox_hide;
     server_ = std::make_unique<HarnessServer>(so, registry);
   }
 }
@@ -208,6 +210,10 @@ HarnessClient::~HarnessClient() { Shutdown(); }
 
 absl::Status HarnessClient::StartServer() {
   return server_ == nullptr ? absl::OkStatus() : server_->Start();
+}
+
+absl::Status HarnessClient::AwaitServerStart() {
+  return server_ == nullptr ? absl::OkStatus() : server_->AwaitFirstStart();
 }
 
 void HarnessClient::Shutdown() {
@@ -221,6 +227,10 @@ absl::StatusOr<nlohmann::json> HarnessClient::Run(const std::string& mode, nlohm
   request["mode"] = mode;
   request["device"] = options_.device;
   request["timeout_s"] = timeout_seconds;
+  if (!options_.sandbox.empty()) {
+    request["sandbox"] = options_.sandbox;
+    request["sandbox_hide"] = options_.sandbox_hide;
+  }
   KAGENT_ASSIGN_OR_RETURN(auto dir, ScopedTempDir::Create("kagent-harness-"));
   std::string req_path = dir->path() + "/request.json";
   std::string out_path = dir->path() + "/result.json";

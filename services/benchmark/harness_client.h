@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <prometheus/registry.h>
 
@@ -46,6 +47,11 @@ struct HarnessOptions {
   int pool = 2;                 // warm candidate processes the server keeps (--pool)
   int64_t trial_cache_mb = 0;   // GPU memory for the job trial cache; 0: the server's default
   int prepared_max = 4;         // prepared candidates held at once; 0: no prepare step
+  // The candidate sandbox (SandboxFlags in worker_setup.h): the server's --sandbox and
+  // --sandbox-hide, and a one-shot request's "sandbox" and "sandbox_hide". Empty mode: not
+  // passed (the harness's own default).
+  std::string sandbox;
+  std::vector<std::string> sandbox_hide;
 };
 
 class HarnessClient final : public Harness {
@@ -60,13 +66,16 @@ class HarnessClient final : public Harness {
   // Starts the harness server now (it warms up while the worker registers); without
   // use_server nothing. Errors as HarnessServer::Start.
   absl::Status StartServer();
+  // Waits for the harness server's first start (HarnessServer::AwaitFirstStart); OK at
+  // once without use_server.
+  absl::Status AwaitServerStart();
   // Stops the harness server (SIGTERM, bounded wait, SIGKILL); calls in flight fail.
   void Shutdown();
   // The harness server; null without use_server.
   HarnessServer* server() { return server_.get(); }
 
-  // One-shot: runs `mode` with `request` (a JSON object; mode, device and timeout are
-  // filled in). Returns the harness's JSON answer; UNAVAILABLE/INTERNAL when the harness
+  // One-shot: runs `mode` with `request` (a JSON object; mode, device, timeout and the
+  // sandbox fields are filled in). Returns the harness's JSON answer; UNAVAILABLE/INTERNAL when the harness
   // itself could not run or answered garbage (the message says why, with its stderr tail).
   absl::StatusOr<nlohmann::json> Run(const std::string& mode, nlohmann::json request,
                                      double timeout_seconds, const CancelToken* cancel) const;

@@ -199,6 +199,32 @@ TEST_CASE("harness client: one-shot mode has no prepare, no screen, nothing to r
   CHECK_FALSE(*released);
 }
 
+TEST_CASE("harness client: one-shot requests carry the sandbox mode and hidden paths",
+          "[harness_client]") {
+  HarnessOptions o = FakeClientOptions();
+  o.use_server = false;
+  o.sandbox = "required";
+  o.sandbox_hide = {"/etc/kagent/tokens"};
+  HarnessClient harness(o);
+  CHECK(harness.AwaitServerStart().ok());  // no server: nothing to wait for
+  v1::Measurement m = harness.Measure(Request("class ModelNew: pass"), "", nullptr);
+  INFO(m.DebugString());
+  REQUIRE(m.verdict() == v1::VERDICT_CORRECT);
+  nlohmann::json sent = nlohmann::json::parse(m.log());
+  CHECK(sent["mode"] == "measure");
+  CHECK(sent["sandbox"] == "required");
+  CHECK(sent["sandbox_hide"] == nlohmann::json::array({"/etc/kagent/tokens"}));
+  // No mode: neither field (the harness's own default).
+  HarnessOptions plain_options = FakeClientOptions();
+  plain_options.use_server = false;
+  HarnessClient plain(plain_options);
+  m = plain.Measure(Request("class ModelNew: pass"), "", nullptr);
+  REQUIRE(m.verdict() == v1::VERDICT_CORRECT);
+  sent = nlohmann::json::parse(m.log());
+  CHECK_FALSE(sent.contains("sandbox"));
+  CHECK_FALSE(sent.contains("sandbox_hide"));
+}
+
 // The real server (python/kagent_harness, `serve`) on the CPU under Triton's interpreter.
 std::string Fixture(const std::string& name) {
   std::ifstream in(SourceDir() + "/python/tests/fixtures/" + name);

@@ -98,6 +98,11 @@ std::vector<std::string> HarnessServer::Argv() const {
     argv.push_back("--cache-mb");
     argv.push_back(std::to_string(options_.cache_mb));
   }
+  if (!options_.sandbox.empty()) argv.push_back("--sandbox=" + options_.sandbox);
+  for (const std::string& p : options_.sandbox_hide) {
+    argv.push_back("--sandbox-hide");
+    argv.push_back(p);
+  }
   return argv;
 }
 
@@ -166,6 +171,7 @@ void HarnessServer::Supervise() {
     {
       absl::MutexLock lock(&mu_);
       ended_generation_ = generation;
+      if (generation == 1) first_exit_ = why;
       if (!ready_) ++failed_starts_;
       ready_ = false;
       run_cancel_ = nullptr;
@@ -216,6 +222,7 @@ void HarnessServer::Probe(int64_t generation, CancelToken* run_cancel) {
       absl::MutexLock lock(&mu_);
       if (generation_ == generation && !done()) {
         ready_ = true;
+        ever_ready_ = true;
         failed_starts_ = 0;
         KLOG(INFO).With("worker", options_.worker_id)
             << "harness server ready in " << absl::FormatDuration(absl::Now() - start)
@@ -227,6 +234,19 @@ void HarnessServer::Probe(int64_t generation, CancelToken* run_cancel) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(&done), kRetryPause);
   }
+}
+
+absl::Status HarnessServer::AwaitFirstStart() {
+  KAGENT_RETURN_IF_ERROR(Start());
+  absl::MutexLock lock(&mu_);
+  auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ever_ready_ || stopping_ || ended_generation_ >= 1;
+  };
+  mu_.Await(absl::Condition(&settled));
+  if (ever_ready_) return absl::OkStatus();
+  if (stopping_ && ended_generation_ < 1) return absl::UnavailableError("the harness server is shut down");
+  return absl::FailedPreconditionError(
+      absl::StrCat("the harness server did not start (", Tail(first_exit_, 4000), ")"));
 }
 
 absl::StatusOr<nlohmann::json> HarnessServer::Call(const nlohmann::json& request,

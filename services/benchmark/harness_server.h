@@ -52,6 +52,10 @@ struct HarnessServerOptions {
   int64_t cache_mb = 0;              // --cache-mb; 0: not passed (the server's default)
   int prepared_max = 4;              // --prepared-max
   std::string worker_id = "worker-0";  // the `worker` label of the metric, and in logs
+  // --sandbox=MODE (required | best-effort; empty: not passed) and one --sandbox-hide PATH
+  // per path (SandboxFlags in worker_setup.h).
+  std::string sandbox;
+  std::vector<std::string> sandbox_hide;
 
   absl::Duration start_timeout = absl::Seconds(180);  // not answering a ping by then: killed
   int max_failed_starts = 3;
@@ -84,6 +88,13 @@ class HarnessServer {
   // it is started again).
   absl::StatusOr<nlohmann::json> Call(const nlohmann::json& request, absl::Duration timeout,
                                       const CancelToken* cancel);
+
+  // Waits until the first process answered its readiness ping (OK) or ended without
+  // answering one: FAILED_PRECONDITION with its exit status and the tail of its stderr
+  // (where the harness says why, e.g. that the host cannot give the required sandbox).
+  // A process killed for not answering within `start_timeout` counts as ended. Starts the
+  // server when needed. UNAVAILABLE after Shutdown().
+  absl::Status AwaitFirstStart();
 
   // SIGTERM to the process group, `stop_grace`, SIGKILL; joins the thread. Idempotent.
   void Shutdown();
@@ -121,6 +132,8 @@ class HarnessServer {
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;         // processes started so far
   int64_t ended_generation_ ABSL_GUARDED_BY(mu_) = 0;   // the last one that ended
   bool ready_ ABSL_GUARDED_BY(mu_) = false;              // of generation_
+  bool ever_ready_ ABSL_GUARDED_BY(mu_) = false;         // some process answered its ping
+  std::string first_exit_ ABSL_GUARDED_BY(mu_);          // of the first process, when it ended
   std::string last_exit_ ABSL_GUARDED_BY(mu_);           // of ended_generation_
   CancelToken* run_cancel_ ABSL_GUARDED_BY(mu_) = nullptr;  // kills generation_
   int64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;

@@ -90,6 +90,45 @@ TEST_CASE("harness server: starts lazily, waits for readiness, runs with its fla
   CHECK(server.restarts() == 0);
 }
 
+TEST_CASE("harness server: the sandbox mode and hidden paths are serve flags", "[harness_server]") {
+  HarnessServerOptions o = FakeOptions();
+  o.sandbox = "best-effort";
+  o.sandbox_hide = {"/etc/kagent/tokens", "/run/secrets/key"};
+  HarnessServer server(o, nullptr);
+  std::vector<std::string> argv = Ping(server)["argv"];
+  std::vector<std::string> tail(argv.end() - 5, argv.end());
+  CHECK(tail == std::vector<std::string>{"--sandbox=best-effort", "--sandbox-hide",
+                                         "/etc/kagent/tokens", "--sandbox-hide",
+                                         "/run/secrets/key"});
+  CHECK(server.AwaitFirstStart().ok());
+  // Without a mode nothing is passed (the harness's own default).
+  HarnessServer plain(FakeOptions(), nullptr);
+  std::vector<std::string> plain_argv = Ping(plain)["argv"];
+  for (const std::string& a : plain_argv) CHECK_FALSE(absl::StartsWith(a, "--sandbox"));
+}
+
+TEST_CASE("harness server: a first start that fails (no sandbox where one is required) is "
+          "reported with the server's message, at once", "[harness_server]") {
+  REQUIRE(setenv("FAKE_HARNESS_NO_SANDBOX", "1", 1) == 0);
+  HarnessServerOptions o = FakeOptions();
+  o.sandbox = "required";
+  HarnessServer server(o, nullptr);
+  absl::Time start = absl::Now();
+  absl::Status s = server.AwaitFirstStart();
+  INFO(s.ToString());
+  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(s.message(), "did not start"));
+  CHECK(absl::StrContains(s.message(), "exit 1"));
+  CHECK(absl::StrContains(s.message(), "the sandbox is required but this host cannot give it"));
+  CHECK(absl::Now() - start < absl::Seconds(10));
+  // Best effort on the same host starts.
+  o.sandbox = "best-effort";
+  HarnessServer lenient(o, nullptr);
+  CHECK(lenient.AwaitFirstStart().ok());
+  CHECK(lenient.ready());
+  unsetenv("FAKE_HARNESS_NO_SANDBOX");
+}
+
 TEST_CASE("harness server: the default cache size is the server's own", "[harness_server]") {
   HarnessServer server(FakeOptions(), nullptr);
   std::vector<std::string> argv = Ping(server)["argv"];

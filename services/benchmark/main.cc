@@ -5,10 +5,17 @@
 
 int main(int argc, char** argv) {
   kagent::WorkerOptions options;
+  const kagent::OptionSet* flags = nullptr;
   return kagent::ServiceMain(
-      argc, argv, "kagent-benchmark", [&](kagent::OptionSet& o) { options.Register(o); },
+      argc, argv, "kagent-benchmark",
+      [&](kagent::OptionSet& o) {
+        options.Register(o);
+        flags = &o;
+      },
       [&](kagent::ServiceContext& ctx) {
         kagent::ResolveWorkerPaths(options);
+        // The files this process holds secrets in are hidden from candidates too.
+        options.secret_files = kagent::SecretFiles(*ctx.server_options, flags->config_path());
         return kagent::SetUpWorker(options, ctx);
       });
 }

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/client.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
@@ -105,6 +107,7 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("advertise", &advertise, "address the coordinator dials (default: --listen)");
   o.AddDouble("lease-renew-seconds", &lease_renew_seconds, "how often to renew the registration");
   harness_server.Register(o);
+  sandbox.Register(o);
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -184,6 +187,8 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   ho.pool = o.harness_server.pool;
   ho.trial_cache_mb = o.harness_server.trial_cache_mb;
   ho.prepared_max = o.harness_server.prepared_max;
+  ho.sandbox = o.sandbox.mode;
+  ho.sandbox_hide = SandboxHidePaths(o.sandbox, o.secret_files);
   HarnessClient* harness =
       ctx.Keep(std::make_unique<HarnessClient>(ho, &ctx.metrics->registry()));
   std::string pci_bus_id;
@@ -192,9 +197,16 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
       << "worker drives " << gpu.name() << " (device " << o.device << " " << o.gpu
       << (pci_bus_id.empty() ? "" : ", PCI " + pci_bus_id) << "), harness "
       << (ho.use_server ? "server" : "one-shot");
+  KLOG(INFO).With("worker", o.worker_id)
+      << "candidate sandbox " << ho.sandbox << ", hiding "
+      << (ho.sandbox_hide.empty() ? "nothing more" : absl::StrJoin(ho.sandbox_hide, " "));
   // The server imports torch (and warms its pool) while the worker starts serving.
   KAGENT_RETURN_IF_ERROR(harness->StartServer());
   ctx.OnStop([harness] { harness->Shutdown(); });
+  // Before registering: a server whose first start fails (e.g. --sandbox=required on a host
+  // that cannot sandbox: it exits saying why) fails the worker, with its message, rather
+  // than being started again and again behind a worker that takes tasks.
+  ctx.OnStarted([harness] { return harness->AwaitServerStart(); });
   // NVML numbers devices in PCI order: the bus id names this worker's GPU for sure; the
   // CUDA index is a fallback (the same only under CUDA_DEVICE_ORDER=PCI_BUS_ID).
   GpuBusyMeter* meter = ctx.Keep(o.device == "cuda" ? MakeGpuBusyMeter(pci_bus_id, o.gpu)
@@ -213,6 +225,8 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   po.ncu_path = o.ncu;
   po.cupti_library = o.cupti_lib;
   po.gpu_index = o.gpu;
+  po.sandbox = ho.sandbox;
+  po.sandbox_hide = ho.sandbox_hide;
   auto* prof = ctx.Keep(std::make_unique<ProfilerServiceImpl>(po, ctx.auth));
   auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, ctx.auth));
   ctx.host->AddService(slotted, v1::ProfilerService::service_full_name());

@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/options.h"
+#include "common/server.h"
 #include "common/service_main.h"
 #include "kagent/v1/common.pb.h"
 #include "services/benchmark/harness_client.h"
+#include "services/profiler/sandbox_flags.h"
 
 namespace kagent {
 
@@ -40,6 +43,11 @@ struct WorkerOptions {
   std::string advertise;             // address the coordinator dials; default from --listen
   double lease_renew_seconds = 10;
   HarnessServerFlags harness_server;
+  SandboxFlags sandbox;
+  // Files holding secrets this process knows of (SecretFiles, DatabaseFiles), hidden from
+  // candidates beside --sandbox-hide. Not flags: the binary fills them in before
+  // SetUpWorker.
+  std::vector<std::string> secret_files;
 
   void Register(OptionSet& o);
   absl::Status Validate() const;

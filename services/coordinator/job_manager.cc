@@ -872,6 +872,10 @@ Stop JobRun::Baseline() {
         Measure(absl::StrCat(job_id_, "/reference"), v1::KernelSource(), /*baselines=*/true, "",
                 nullptr);
     if (!ref.ok()) return StopFromStatus(ref.status());
+    if (ref->verdict() == v1::VERDICT_INFRA_ERROR) {  // retried by the scheduler already
+      return {Stop::kFailed, absl::StrCat("the reference run could not be measured: ",
+                                          ref->correctness().reason())};
+    }
     if (ref->op_signature().ops_size() == 0) {
       return {Stop::kFailed,
               absl::StrCat("the reference run recorded no op signature (",
@@ -915,6 +919,11 @@ Stop JobRun::Baseline() {
                                 v1::Verdict_Name(m->verdict()), m->candidate().median_ms(),
                                 m->eager().median_ms(), m->compiled().median_ms()));
   (void)m_->Emit(job_id_, e);
+  if (m->verdict() == v1::VERDICT_INFRA_ERROR) {
+    // Not the kernel's fault, and the scheduler has spent its attempts on other workers.
+    return {Stop::kFailed, absl::StrCat("the starting kernel could not be measured: ",
+                                        m->correctness().reason())};
+  }
   if (m->verdict() != v1::VERDICT_CORRECT) {
     return {Stop::kFailed,
             absl::StrCat("the starting kernel failed the correctness gate: ",
@@ -1309,6 +1318,7 @@ Stop JobRun::Finish(const std::string& stop_reason) {
   v1::Candidate best;
   v1::Measurement final_m;
   bool found = false;
+  std::string infra;  // the last final run that failed on the infrastructure, and why
   for (const std::string& id : ckpt_.beam_ids()) {
     absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(id);
     if (!c.ok()) continue;
@@ -1323,6 +1333,12 @@ Stop JobRun::Finish(const std::string& stop_reason) {
                   &start->kernel());
     }
     if (!m.ok()) return StopFromStatus(m.status());
+    if (m->verdict() == v1::VERDICT_INFRA_ERROR) {
+      infra = absl::StrCat(id, ": ", m->correctness().reason());
+      EmitLog(absl::StrCat("final verification of ", id, " could not run: ",
+                           m->correctness().reason()));
+      continue;
+    }
     if (m->verdict() != v1::VERDICT_CORRECT) {
       EmitLog(absl::StrCat("final verification of ", id, " failed: ", v1::Verdict_Name(m->verdict()),
                            " ", m->correctness().reason()));
@@ -1333,6 +1349,9 @@ Stop JobRun::Finish(const std::string& stop_reason) {
       final_m = *m;
       found = true;
     }
+  }
+  if (!found && !infra.empty()) {
+    return {Stop::kFailed, absl::StrCat("the final verification could not be measured: ", infra)};
   }
   if (!found) return {Stop::kFailed, "no kernel passed the final verification"};
   StoreArtifact("final/measurement.json", "measurement", ToJson(final_m));

@@ -771,6 +771,65 @@ TEST_CASE("loop: no library seed when the brain has no kernel for the op or it i
   }
 }
 
+v1::Measurement InfraError(const std::string&) {
+  v1::Measurement m;
+  m.set_verdict(v1::VERDICT_INFRA_ERROR);
+  m.mutable_correctness()->set_reason("harness failed (signal 9) without an answer");
+  return m;
+}
+
+TEST_CASE("loop: a starting kernel's INFRA_ERROR runs again on the other worker and the job goes on") {
+  Loop loop;
+  loop.gpu_a.measure = InfraError;  // every measurement on wa fails on its harness
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(loop.gpu_a.calls > 0);
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  CHECK_FALSE(cands.empty());
+  for (const auto& c : cands) {
+    CHECK(c.measurement().verdict() != v1::VERDICT_INFRA_ERROR);
+  }
+}
+
+TEST_CASE("loop: a baseline INFRA_ERROR on every attempt fails the job, saying so") {
+  Loop loop;
+  loop.gpu_a.measure = loop.gpu_b.measure = InfraError;
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  INFO(job.error());
+  CHECK(absl::StartsWith(job.error(), "the starting kernel could not be measured: "
+                                      "infrastructure failure on all 3 attempts (workers "));
+  CHECK(absl::StrContains(job.error(), "harness failed (signal 9)"));
+  CHECK_FALSE(absl::StrContains(job.error(), "correctness gate"));
+  CHECK(loop.gpu_a.calls + loop.gpu_b.calls == 3);
+  const auto events = loop.Events(job.id());
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().type() == v1::JOB_EVENT_JOB_FINISHED);
+  CHECK(events.back().message() == job.error());
+}
+
+TEST_CASE("loop: a candidate's INFRA_ERROR after its retries is recorded on it and the job goes on") {
+  Loop loop;
+  auto measure = [](const std::string& source) {
+    return absl::StrContains(source, "# fix:good-2") ? InfraError(source) : Time(source);
+  };
+  loop.gpu_a.measure = loop.gpu_b.measure = measure;
+  v1::Job job = loop.WaitDone(loop.Submit(3).id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  int infra = 0;
+  const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+  for (const auto& c : cands) {
+    if (c.measurement().verdict() != v1::VERDICT_INFRA_ERROR) continue;
+    ++infra;
+    CHECK(absl::StrContains(c.kernel().source(), "# fix:good-2"));
+    CHECK(absl::StartsWith(c.measurement().correctness().reason(),
+                           "infrastructure failure on all 3 attempts"));
+  }
+  CHECK(infra >= 1);
+}
+
 TEST_CASE("loop: a job whose GPU work cannot run fails with a clear reason") {
   Loop loop;
   loop.scheduler->RemoveWorker("wa");

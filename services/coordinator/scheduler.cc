@@ -1,12 +1,15 @@
 #include "services/coordinator/scheduler.h"
 
+#include <algorithm>
 #include <future>
+#include <optional>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/status.h"
@@ -59,6 +62,22 @@ bool ParseResult(const GpuTask& task, const std::string& bytes, GpuTaskResult* r
 
 }  // namespace
 
+std::string InfraReason(const GpuTask& task, const GpuTaskResult& r) {
+  if (task.kind != GpuTask::Kind::kMeasure) return "";
+  const v1::Measurement& m = r.measure.measurement();
+  if (m.verdict() != v1::VERDICT_INFRA_ERROR) return "";
+  return m.correctness().reason().empty() ? "VERDICT_INFRA_ERROR" : m.correctness().reason();
+}
+
+void MarkInfraSpent(const GpuTask& task, const std::vector<std::string>& workers,
+                    GpuTaskResult* r) {
+  if (task.kind != GpuTask::Kind::kMeasure) return;
+  v1::CorrectnessDetails* c = r->measure.mutable_measurement()->mutable_correctness();
+  c->set_reason(absl::StrCat("infrastructure failure on all ", workers.size(),
+                             workers.size() == 1 ? " attempt (worker " : " attempts (workers ",
+                             absl::StrJoin(workers, ", "), "); last: ", InfraReason(task, *r)));
+}
+
 Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactory* factory,
                      prometheus::Registry* registry)
     : options_(options), storage_(storage), factory_(factory) {
@@ -89,6 +108,11 @@ Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactor
                   .Name("kagent_gpu_tasks_total")
                   .Help("GPU tasks finished, by kind and outcome.")
                   .Register(*registry);
+    infra_retries_ = &prometheus::BuildCounter()
+                         .Name("kagent_gpu_task_infra_retries_total")
+                         .Help("GPU tasks run again after an infrastructure verdict "
+                               "(VERDICT_INFRA_ERROR), by kind.")
+                         .Register(*registry);
     task_seconds_ = &prometheus::BuildHistogram()
                          .Name("kagent_gpu_task_seconds")
                          .Help("Wall time of GPU tasks on a worker, by kind.")
@@ -175,41 +199,62 @@ void Scheduler::AccountBusy(Worker& w, absl::Time now) {
   w.busy_since = now;
 }
 
+bool Scheduler::MayRunOn(const Pending& p, const std::string& id, absl::Time now) const {
+  if (p.avoid == nullptr || p.avoid->count(id) == 0) return true;
+  // A worker that failed the task, only when every usable worker did.
+  for (const auto& [other, w] : workers_) {
+    if (p.avoid->count(other) == 0 && Usable(w, now)) return false;
+  }
+  return true;
+}
+
 void Scheduler::Grant() {
   absl::Time now = absl::Now();
   while (true) {
-    // The usable worker with a free task slot and the fewest tasks in flight, so that work
+    // Usable workers with a free task slot, the fewest tasks in flight first, so that work
     // spreads over the GPUs before it queues on one; on a tie the first after the worker
     // granted last (in id order, wrapping), so equally idle GPUs take turns.
-    Worker* free = nullptr;
+    std::vector<Worker*> free;
     for (int pass = 0; pass < 2; ++pass) {
       for (auto& [id, w] : workers_) {
         if ((pass == 0) != (id > last_worker_)) continue;
         if (w.info.in_flight >= options_.tasks_per_worker || !Usable(w, now)) continue;
-        if (free == nullptr || w.info.in_flight < free->info.in_flight) free = &w;
+        free.push_back(&w);
       }
     }
-    if (free == nullptr) return;
-    // Next job after last_job_ with a pending ungranted task.
+    std::stable_sort(free.begin(), free.end(), [](const Worker* x, const Worker* y) {
+      return x->info.in_flight < y->info.in_flight;
+    });
+    // The first of them that can take a task: the first task it may run of the next job
+    // after last_job_ (round-robin over jobs).
+    Worker* to = nullptr;
     Pending* chosen = nullptr;
-    auto start = queues_.upper_bound(last_job_);
-    for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
-      auto begin = pass == 0 ? start : queues_.begin();
-      auto end = pass == 0 ? queues_.end() : start;
-      for (auto it = begin; it != end; ++it) {
-        if (!it->second.empty()) {
-          chosen = it->second.front();
-          it->second.pop_front();
-          last_job_ = it->first;
-          break;
+    for (Worker* w : free) {
+      auto start = queues_.upper_bound(last_job_);
+      for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
+        auto begin = pass == 0 ? start : queues_.begin();
+        auto end = pass == 0 ? queues_.end() : start;
+        for (auto it = begin; it != end && chosen == nullptr; ++it) {
+          auto& q = it->second;
+          for (auto p = q.begin(); p != q.end(); ++p) {
+            if (!MayRunOn(**p, w->info.id, now)) continue;
+            chosen = *p;
+            q.erase(p);
+            last_job_ = it->first;
+            break;
+          }
         }
+      }
+      if (chosen != nullptr) {
+        to = w;
+        break;
       }
     }
     if (chosen == nullptr) return;
-    chosen->granted = free->info.id;
-    last_worker_ = free->info.id;
-    AccountBusy(*free, now);
-    ++free->info.in_flight;
+    chosen->granted = to->info.id;
+    last_worker_ = to->info.id;
+    AccountBusy(*to, now);
+    ++to->info.in_flight;
   }
 }
 
@@ -229,6 +274,15 @@ void Scheduler::UpdateGauges() {
   workers_gauge_->Add({{"state", "down"}}).Set(down);
 }
 
+void Scheduler::StoreResult(const GpuTask& task, const GpuTaskResult& r) {
+  if (storage_ == nullptr) return;
+  absl::StatusOr<std::string> kept =
+      storage_->PutTaskResult(task.job_id, task.task_id, SerializeResult(task, r));
+  if (!kept.ok()) {
+    KLOG(WARNING) << "could not store result of task " << task.task_id << ": " << kept.status();
+  }
+}
+
 absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToken* cancel) {
   if (task.task_id.empty() || task.job_id.empty()) {
     return absl::InvalidArgumentError("GPU task needs task_id and job_id");
@@ -243,36 +297,57 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
       KLOG(WARNING) << "stored result of task " << task.task_id << " unreadable; re-running";
     }
   }
+  const char* kind = KindName(task.kind);
   absl::Status last = absl::UnavailableError("not run");
+  std::set<std::string> failed_on;   // workers that failed this task
+  std::vector<std::string> tried;    // the worker of each attempt, in order
+  std::optional<GpuTaskResult> infra;  // the last INFRA_ERROR result
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     std::string worker_id;
-    absl::StatusOr<GpuTaskResult> r = RunOnce(task, cancel, &worker_id);
-    if (r.ok()) {
-      if (storage_ != nullptr) {
-        absl::StatusOr<std::string> kept =
-            storage_->PutTaskResult(task.job_id, task.task_id, SerializeResult(task, *r));
-        if (!kept.ok()) {
-          KLOG(WARNING) << "could not store result of task " << task.task_id << ": "
-                        << kept.status();
-        }
-      }
-      if (tasks_ != nullptr) tasks_->Add({{"kind", KindName(task.kind)}, {"outcome", "ok"}}).Increment();
+    absl::StatusOr<GpuTaskResult> r = RunOnce(task, cancel, &failed_on, &worker_id);
+    if (!worker_id.empty()) tried.push_back(worker_id);
+    if (r.ok() && InfraReason(task, *r).empty()) {
+      StoreResult(task, *r);
+      if (tasks_ != nullptr) tasks_->Add({{"kind", kind}, {"outcome", "ok"}}).Increment();
       return r;
     }
-    last = r.status();
     if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("job cancelled");
+    if (r.ok()) {
+      // The worker's harness failed, not the candidate: the task runs again elsewhere.
+      infra = *std::move(r);
+      failed_on.insert(worker_id);
+      if (attempt < options_.max_attempts) {
+        KLOG(WARNING).With("worker", worker_id)
+            << "GPU task " << task.task_id << " hit an infrastructure failure on the worker "
+            << "(attempt " << attempt << " of " << options_.max_attempts
+            << "): " << InfraReason(task, *infra) << "; running it again";
+        if (infra_retries_ != nullptr) infra_retries_->Add({{"kind", kind}}).Increment();
+      }
+      continue;
+    }
+    last = r.status();
     if (worker_id.empty() || !IsTransportFailure(last)) break;  // not the worker's fault
+    failed_on.insert(worker_id);
     KLOG(WARNING).With("worker", worker_id)
         << "GPU task " << task.task_id << " failed on worker (attempt " << attempt
         << "): " << last << "; moving it to another worker";
   }
-  if (tasks_ != nullptr) tasks_->Add({{"kind", KindName(task.kind)}, {"outcome", "error"}}).Increment();
+  if (infra) {
+    // Every attempt failed on the infrastructure (the last ones maybe by transport).
+    MarkInfraSpent(task, tried, &*infra);
+    KLOG(ERROR) << "GPU task " << task.task_id << ": " << InfraReason(task, *infra);
+    StoreResult(task, *infra);
+    if (tasks_ != nullptr) tasks_->Add({{"kind", kind}, {"outcome", "infra_error"}}).Increment();
+    return *std::move(infra);
+  }
+  if (tasks_ != nullptr) tasks_->Add({{"kind", kind}, {"outcome", "error"}}).Increment();
   return last;
 }
 
 absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancelToken* cancel,
+                                                 const std::set<std::string>* avoid,
                                                  std::string* worker_id) {
-  Pending pending{&task, "", false};
+  Pending pending{&task, "", false, avoid};
   std::shared_ptr<GpuWorker> client;
   {
     absl::MutexLock lock(&mu_);
@@ -348,7 +423,9 @@ absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancel
     Worker& w = it->second;
     AccountBusy(w, end);
     --w.info.in_flight;
-    if (status.ok()) {
+    if (status.ok() && !InfraReason(task, result).empty()) {
+      ++w.info.failures;  // its harness failed; it stays in rotation (Run prefers others)
+    } else if (status.ok()) {
       ++w.info.tasks_done;
     } else if (IsTransportFailure(status) && !(cancel && cancel->cancelled())) {
       ++w.info.failures;

@@ -13,6 +13,16 @@
 //   failed with a transport error (UNAVAILABLE, DEADLINE_EXCEEDED), is taken out of
 //   rotation (a static worker for a cool-down) and the task is re-run on another, at most
 //   `max_attempts` times.
+// - Infrastructure verdicts: a measurement that comes back VERDICT_INFRA_ERROR (the
+//   worker's harness failed, not the candidate) is run again too, up to `max_attempts` in
+//   all, each retry logged and counted in kagent_gpu_task_infra_retries_total{kind}. A
+//   retry goes to a usable worker that has not failed the task (waiting for one to be
+//   free); to one that has only when no other is usable (a worker alone in the pool: its
+//   next call waits for its restarted harness). Such a result is not stored until the
+//   attempts are spent; then it keeps VERDICT_INFRA_ERROR, its reason saying how many
+//   attempts on which workers and the last reason, and is stored and returned (outcome
+//   infra_error in kagent_gpu_tasks_total). Screens and profiles carry no verdict: a
+//   harness failure there is an error status, retried as a transport failure.
 // - Fairness: pending tasks queue per job; a free worker takes the head task of the next
 //   job in round-robin order, so one job with many candidates cannot starve another.
 // - Idempotence: a task's result is stored under its task id before it is returned; a
@@ -35,6 +45,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +109,14 @@ struct WorkerInfo {
   bool busy() const { return in_flight > 0; }
 };
 
+// Why `r` is an infrastructure failure (a measurement with VERDICT_INFRA_ERROR: its
+// reason); empty when it is not one. Exposed for tests and the job manager.
+std::string InfraReason(const GpuTask& task, const GpuTaskResult& r);
+// Rewrites an infrastructure failure's reason once its attempts are spent: "infrastructure
+// failure on all N attempts (workers A, B, ...); last: REASON". Nothing for other kinds.
+void MarkInfraSpent(const GpuTask& task, const std::vector<std::string>& workers,
+                    GpuTaskResult* r);
+
 class Scheduler {
  public:
   // `storage` (for idempotent results) and `factory` must outlive the scheduler.
@@ -142,10 +161,15 @@ class Scheduler {
     const GpuTask* task;
     std::string granted;  // worker id once granted
     bool done = false;
+    // Workers that failed this task before: granted one only when no other is usable.
+    const std::set<std::string>* avoid = nullptr;
   };
 
   bool Usable(const Worker& w, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyUsable(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `p` may go to worker `id` (see Pending::avoid).
+  bool MayRunOn(const Pending& p, const std::string& id, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Grants free task slots of usable workers (the least loaded first) to queued tasks,
   // round-robin over jobs.
   void Grant() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -153,8 +177,11 @@ class Scheduler {
   void AccountBusy(Worker& w, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The release thread: sends the queued ReleaseJob calls until stopping and drained.
   void ReleaseLoop();
+  // One attempt; `avoid` (may be null) as Pending::avoid.
   absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CallCancelToken* cancel,
+                                        const std::set<std::string>* avoid,
                                         std::string* worker_id);
+  void StoreResult(const GpuTask& task, const GpuTaskResult& r);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SchedulerOptions options_;
@@ -178,6 +205,7 @@ class Scheduler {
   prometheus::Family<prometheus::Gauge>* worker_in_flight_ = nullptr;
   prometheus::Family<prometheus::Counter>* worker_busy_seconds_ = nullptr;
   prometheus::Family<prometheus::Counter>* tasks_ = nullptr;
+  prometheus::Family<prometheus::Counter>* infra_retries_ = nullptr;
   prometheus::Family<prometheus::Histogram>* task_seconds_ = nullptr;
 };
 

@@ -1,15 +1,19 @@
 // Scheduler tests with fake GPU workers: at most tasks_per_worker tasks per GPU at a time
 // (one with 1), fairness across jobs, tasks moving off a dead worker, idempotent results
-// (screens too), no-worker failure, ReleaseJob to every live worker.
+// (screens too), no-worker failure, ReleaseJob to every live worker, INFRA_ERROR verdicts
+// retried on another worker (or a lone worker again), counted, stored once spent.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <map>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "prometheus/registry.h"
 
 #include "common/storage/sqlite_storage.h"
 #include "services/coordinator/scheduler.h"
@@ -63,6 +67,27 @@ bool Eventually(F done) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   return done();
+}
+
+v1::Measurement Infra(const std::string& reason) {
+  v1::Measurement m;
+  m.set_verdict(v1::VERDICT_INFRA_ERROR);
+  m.mutable_correctness()->set_reason(reason);
+  return m;
+}
+
+// The value of counter `name` with labels `labels` (all of them), 0 when absent.
+double CounterValue(prometheus::Registry& registry, const std::string& name,
+                    const std::map<std::string, std::string>& labels) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> got;
+      for (const auto& l : metric.label) got[l.name] = l.value;
+      if (got == labels) return metric.counter.value;
+    }
+  }
+  return 0;
 }
 
 std::vector<std::string> Released(FakeGpu& g) {
@@ -381,6 +406,131 @@ TEST_CASE("scheduler: invalid registrations are rejected") {
   Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, nullptr);
   CHECK(s.RegisterWorker("", "a:1", {}, true).code() == absl::StatusCode::kInvalidArgument);
   CHECK(s.RegisterWorker("w", "nocolon", {}, true).code() == absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("scheduler: an INFRA_ERROR measurement runs again on another worker, the good result stored") {
+  Fixture f;
+  f.a.measure = [](const std::string&) { return Infra("harness failed (signal 9)"); };
+  prometheus::Registry registry;
+  Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, &registry);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  for (int i = 0; i < 4; ++i) {
+    GpuTask t = MeasureTask("j1", "infra" + std::to_string(i));
+    auto r = s.Run(t, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->measure.measurement().verdict() == v1::VERDICT_CORRECT);
+    CHECK(r->worker_id == "wb");
+    auto again = s.Run(t, nullptr);  // the stored answer is the good one
+    REQUIRE(again.ok());
+    CHECK(again->from_storage);
+    CHECK(again->measure.measurement().verdict() == v1::VERDICT_CORRECT);
+  }
+  CHECK(f.a.calls >= 1);  // equally idle workers take turns: some tasks went to wa first
+  CHECK(f.b.calls == 4);
+  CHECK(CounterValue(registry, "kagent_gpu_task_infra_retries_total", {{"kind", "measure"}}) ==
+        f.a.calls);
+  CHECK(CounterValue(registry, "kagent_gpu_tasks_total", {{"kind", "measure"}, {"outcome", "ok"}}) == 4);
+  // wa stays in rotation (its harness answered), with the failures counted.
+  for (const WorkerInfo& w : s.Workers()) {
+    CHECK(w.alive);
+    if (w.id == "wa") CHECK(w.failures == f.a.calls);
+  }
+}
+
+TEST_CASE("scheduler: an INFRA_ERROR retry waits for a busy worker that has not failed the task") {
+  Fixture f;
+  f.a.measure = [](const std::string&) { return Infra("harness server exited"); };
+  f.b.delay = absl::Milliseconds(300);
+  SchedulerOptions o;
+  o.tasks_per_worker = 1;
+  Scheduler s(o, f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  std::vector<GpuTask> tasks = {MeasureTask("j1", "p1"), MeasureTask("j2", "p2")};
+  std::vector<std::future<absl::StatusOr<GpuTaskResult>>> fs;
+  for (auto& t : tasks) fs.push_back(std::async(std::launch::async, [&s, &t] { return s.Run(t, nullptr); }));
+  for (auto& fut : fs) {
+    auto r = fut.get();
+    REQUIRE(r.ok());
+    CHECK(r->measure.measurement().verdict() == v1::VERDICT_CORRECT);
+    CHECK(r->worker_id == "wb");
+  }
+  // One task met wa; its retry waited for wb instead of going back to the free wa.
+  CHECK(f.a.calls == 1);
+  CHECK(f.b.calls == 2);
+}
+
+TEST_CASE("scheduler: a lone worker runs an INFRA_ERROR task again itself") {
+  Fixture f;
+  std::atomic<int> n{0};
+  f.a.measure = [&n](const std::string&) {
+    return n++ == 0 ? Infra("the harness server closed the connection without an answer")
+                    : Correct(2.0);
+  };
+  Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  auto r = s.Run(MeasureTask("j1", "lone"), nullptr);
+  REQUIRE(r.ok());
+  CHECK(r->measure.measurement().verdict() == v1::VERDICT_CORRECT);
+  CHECK(r->measure.measurement().candidate().median_ms() == 2.0);
+  CHECK(f.a.calls == 2);
+}
+
+TEST_CASE("scheduler: INFRA_ERROR on every attempt keeps the verdict, naming attempts and workers") {
+  Fixture f;
+  f.a.measure = [](const std::string&) { return Infra("harness failed (signal 9)"); };
+  f.b.measure = f.a.measure;
+  prometheus::Registry registry;
+  SchedulerOptions o;
+  o.max_attempts = 3;
+  Scheduler s(o, f.storage.get(), &f.factory, &registry);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  REQUIRE(s.RegisterWorker("wb", "b:1", {}, true).ok());
+  GpuTask t = MeasureTask("j1", "doomed");
+  auto r = s.Run(t, nullptr);
+  REQUIRE(r.ok());
+  const v1::Measurement& m = r->measure.measurement();
+  CHECK(m.verdict() == v1::VERDICT_INFRA_ERROR);
+  INFO(m.correctness().reason());
+  CHECK(absl::StartsWith(m.correctness().reason(), "infrastructure failure on all 3 attempts (workers w"));
+  CHECK(absl::StrContains(m.correctness().reason(), "wa"));
+  CHECK(absl::StrContains(m.correctness().reason(), "wb"));
+  CHECK(absl::EndsWith(m.correctness().reason(), "; last: harness failed (signal 9)"));
+  CHECK(f.a.calls + f.b.calls == 3);
+  CHECK(f.a.calls >= 1);  // the second attempt went to the worker that had not failed it
+  CHECK(f.b.calls >= 1);
+  CHECK(CounterValue(registry, "kagent_gpu_task_infra_retries_total", {{"kind", "measure"}}) == 2);
+  CHECK(CounterValue(registry, "kagent_gpu_tasks_total",
+                     {{"kind", "measure"}, {"outcome", "infra_error"}}) == 1);
+  // Stored once spent: the same task is answered from storage, not run a fourth time.
+  auto again = s.Run(t, nullptr);
+  REQUIRE(again.ok());
+  CHECK(again->from_storage);
+  CHECK(again->measure.measurement().correctness().reason() == m.correctness().reason());
+  CHECK(f.a.calls + f.b.calls == 3);
+}
+
+TEST_CASE("scheduler: a candidate's own verdicts are answers, not retried") {
+  Fixture f;
+  f.a.measure = [](const std::string&) {
+    v1::Measurement m;
+    m.set_verdict(v1::VERDICT_CRASH);
+    m.mutable_correctness()->set_reason("killed by signal 9");
+    return m;
+  };
+  Scheduler s(SchedulerOptions(), f.storage.get(), &f.factory, nullptr);
+  REQUIRE(s.RegisterWorker("wa", "a:1", {}, true).ok());
+  auto r = s.Run(MeasureTask("j1", "crash"), nullptr);
+  REQUIRE(r.ok());
+  CHECK(r->measure.measurement().verdict() == v1::VERDICT_CRASH);
+  CHECK(f.a.calls == 1);
 }
 
 }  // namespace

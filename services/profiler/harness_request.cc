@@ -83,6 +83,10 @@ std::string BuildHarnessProfileRequest(const kagent::v1::ProfileRequest& request
   json["profile_warmup_iters"] = params.profile_warmup_iters;
   json["timeout_s"] = absl::ToDoubleSeconds(params.timeout);
   json["network_isolation"] = params.network_isolation;
+  if (!params.sandbox.empty()) {
+    json["sandbox"] = params.sandbox;
+    json["sandbox_hide"] = params.sandbox_hide;
+  }
   if (!params.cuda_visible_devices.empty()) {
     json["cuda_visible_devices"] = params.cuda_visible_devices;
   }

@@ -24,6 +24,10 @@ struct HarnessProfileParams {
   // Off under ncu: ncu talks to the profiled process over loopback TCP, which a new
   // network namespace cuts.
   bool network_isolation = false;
+  // The candidate sandbox: "sandbox" (required | best-effort) and "sandbox_hide" (paths);
+  // empty mode: neither is sent.
+  std::string sandbox;
+  std::vector<std::string> sandbox_hide;
 };
 
 // {"mode":"profile","problem_source":...,"kernel_source":...,"language":...,...}

@@ -5,9 +5,12 @@
 #include "common/service_main.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/profiler_service.h"
+#include "services/profiler/sandbox_flags.h"
 
 int main(int argc, char** argv) {
   kagent::ProfilerServiceOptions po;
+  kagent::SandboxFlags sandbox;
+  const kagent::OptionSet* flags = nullptr;
   std::string python, harness_dir;
   return kagent::ServiceMain(
       argc, argv, "kagent-profiler",
@@ -17,6 +20,8 @@ int main(int argc, char** argv) {
         o.AddString("ncu", &po.ncu_path, "Nsight Compute CLI");
         o.AddString("cupti-lib", &po.cupti_library, "libkagent_cupti.so for the CUPTI fallback");
         o.AddInt("gpu", &po.gpu_index, "CUDA device index (CUDA_VISIBLE_DEVICES)");
+        sandbox.Register(o);
+        flags = &o;
       },
       [&](kagent::ServiceContext& ctx) -> absl::Status {
         po.python = python.empty() ? kagent::DefaultPython() : python;
@@ -25,6 +30,9 @@ int main(int argc, char** argv) {
           if (!pkg.empty()) harness_dir = pkg.substr(0, pkg.size() - std::string("/kagent_harness/__init__.py").size());
         }
         po.harness_pythonpath = harness_dir;
+        po.sandbox = sandbox.mode;
+        po.sandbox_hide = kagent::SandboxHidePaths(
+            sandbox, kagent::SecretFiles(*ctx.server_options, flags->config_path()));
         auto* svc = ctx.Keep(std::make_unique<kagent::ProfilerServiceImpl>(po, ctx.auth));
         ctx.host->AddService(svc, kagent::v1::ProfilerService::service_full_name());
         return absl::OkStatus();

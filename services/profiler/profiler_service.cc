@@ -160,6 +160,8 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   params.timeout = timeout;
   params.cuda_visible_devices = std::to_string(options_.gpu_index);
   params.network_isolation = !use_ncu;  // ncu reaches its target over loopback TCP
+  params.sandbox = options_.sandbox;
+  params.sandbox_hide = options_.sandbox_hide;
   const std::string request_path = dir->path() + "/request.json";
   KAGENT_RETURN_IF_ERROR(WriteFileAtomically(request_path, BuildHarnessProfileRequest(request, params)));
 

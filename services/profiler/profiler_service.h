@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -36,6 +37,10 @@ struct ProfilerServiceOptions {
   std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI fallback
   Backend backend = Backend::kAuto;    // kAuto: ncu when runnable, else CUPTI
   int gpu_index = 0;                   // CUDA_VISIBLE_DEVICES for every run
+  // The candidate sandbox, as the request's "sandbox" and "sandbox_hide" (SandboxFlags in
+  // services/benchmark/worker_setup.h); empty mode: not sent.
+  std::string sandbox;
+  std::vector<std::string> sandbox_hide;
   absl::Duration default_timeout = absl::Seconds(300);  // request timeout 0
   absl::Duration max_timeout = absl::Minutes(30);       // requests are clamped to this
   absl::Duration gpuinfo_timeout = absl::Seconds(120);

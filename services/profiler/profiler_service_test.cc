@@ -3,10 +3,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "services/profiler/sandbox_flags.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {
@@ -148,6 +150,71 @@ TEST_CASE("A signature in the request is not recorded again and gives the roofli
   sent = runner.harness_requests();
   REQUIRE(sent.size() == 2);
   CHECK_FALSE(nlohmann::json::parse(sent[1]).contains("signature"));
+}
+
+TEST_CASE("The profile request carries the sandbox mode and hidden paths", "[profiler_service]") {
+  FakeRunner runner;
+  runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
+  runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
+  runner.harness_result = R"({"ok":true,"kernels_launched":["_matvec_row_kernel"]})";
+  ProfilerServiceOptions options = TestOptions();
+  options.sandbox = "best-effort";
+  options.sandbox_hide = {"/etc/kagent/tokens", "/var/lib/kagent/kagent.db"};
+  ProfilerServiceImpl service(options, nullptr, &runner);
+  REQUIRE(service.RunProfile(ValidRequest(), nullptr).ok());
+  std::vector<std::string> sent = runner.harness_requests();
+  REQUIRE(sent.size() == 1);
+  nlohmann::json harness = nlohmann::json::parse(sent[0]);
+  CHECK(harness["sandbox"] == "best-effort");
+  CHECK(harness["sandbox_hide"] ==
+        nlohmann::json::array({"/etc/kagent/tokens", "/var/lib/kagent/kagent.db"}));
+  // No mode: neither field.
+  ProfilerServiceImpl plain(TestOptions(), nullptr, &runner);
+  REQUIRE(plain.RunProfile(ValidRequest(), nullptr).ok());
+  sent = runner.harness_requests();
+  REQUIRE(sent.size() == 2);
+  CHECK_FALSE(nlohmann::json::parse(sent[1]).contains("sandbox"));
+  CHECK_FALSE(nlohmann::json::parse(sent[1]).contains("sandbox_hide"));
+}
+
+TEST_CASE("Sandbox flags are checked, and secret files are found", "[profiler_service]") {
+  SandboxFlags f;
+  CHECK(f.Validate().ok());
+  CHECK(f.mode == "required");
+  f.mode = "off";
+  absl::Status s = f.Validate();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message() == "--sandbox must be required or best-effort, not 'off'");
+  f.mode = "best-effort";
+  f.hide = {"relative/path"};
+  CHECK(f.Validate().message() == "--sandbox-hide needs an absolute path, not 'relative/path'");
+  f.hide = {"/"};
+  CHECK(f.Validate().code() == absl::StatusCode::kInvalidArgument);
+  f.hide = {"/etc/kagent"};
+  CHECK(f.Validate().ok());
+
+  ServerOptions so;
+  so.tls_key = "/tls/key.pem";
+  so.tls_cert = "/tls/cert.pem";  // public: not hidden
+  so.tokens_file = "/etc/kagent/tokens";
+  CHECK(SecretFiles(so, "") == std::vector<std::string>{"/tls/key.pem", "/etc/kagent/tokens"});
+  CHECK(SecretFiles(ServerOptions(), "/etc/kagent/config.json") ==
+        std::vector<std::string>{"/etc/kagent/config.json"});
+  CHECK(DatabaseFiles("sqlite:/var/lib/kagent/kagent.db") ==
+        std::vector<std::string>{"/var/lib/kagent/kagent.db", "/var/lib/kagent/kagent.db-wal",
+                                 "/var/lib/kagent/kagent.db-shm",
+                                 "/var/lib/kagent/kagent.db-journal"});
+  CHECK(DatabaseFiles("/d/k.db").size() == 4);
+  CHECK(DatabaseFiles("postgres://u:p@h:5432/db").empty());
+  CHECK(DatabaseFiles("sqlite::memory:").empty());
+  CHECK(DatabaseFiles("").empty());
+  // The flag's paths first, then the secrets, each once, relative ones made absolute.
+  f.hide = {"/etc/kagent", "/tls/key.pem"};
+  std::vector<std::string> hide = SandboxHidePaths(f, {"/tls/key.pem", "tokens"});
+  REQUIRE(hide.size() == 3);
+  CHECK(hide[0] == "/etc/kagent");
+  CHECK(hide[1] == "/tls/key.pem");
+  CHECK(hide[2] == (std::filesystem::current_path() / "tokens").string());
 }
 
 TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_service]") {

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <map>
 #include <memory>
 
 #include "absl/strings/match.h"
@@ -94,6 +95,53 @@ TEST_CASE("seven services as separate processes", "[integration][slow]") {
     INFO(it->name);
     it->proc->Signal(SIGTERM);
     CHECK(it->proc->Wait(absl::Seconds(30)) == 0);
+  }
+}
+
+// A worker whose harness server cannot give the required sandbox (the fake harness told
+// so) does not start: it exits saying why, instead of serving with a server that restarts
+// forever. In best-effort mode it starts; a bad --sandbox value is a usage error.
+TEST_CASE("a worker that cannot sandbox candidates does not start, saying why", "[integration]") {
+  std::string dir = TempDir();
+  std::string python = SourceDir() + "/.venv/bin/python";
+  std::vector<std::string> base = {BinaryDir() + "/services/benchmark/kagent-benchmark",
+                                   "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
+                                   "--device=cpu", "--python=" + python,
+                                   "--harness-dir=" + SourceDir() +
+                                       "/services/benchmark/testdata/fake_harness"};
+  std::map<std::string, std::string> no_sandbox = {{"FAKE_HARNESS_NO_SANDBOX", "1"}};
+  {
+    Process p(base, no_sandbox, dir + "/required.log");
+    int rc = p.Wait(absl::Seconds(60));
+    INFO(p.Log());
+    CHECK(rc == 1);
+    CHECK(absl::StrContains(p.Log(), "the harness server did not start"));
+    CHECK(absl::StrContains(p.Log(), "the sandbox is required but this host cannot give it"));
+  }
+  {
+    std::vector<std::string> argv = base;
+    argv.push_back("--sandbox=best-effort");
+    argv.push_back("--sandbox-hide=/etc/kagent-test-secret");
+    Process p(argv, no_sandbox, dir + "/best-effort.log");
+    nlohmann::json ready = p.ReadyLine(absl::Seconds(60));
+    INFO(p.Log());
+    REQUIRE(ready.is_object());
+    // Serving, with the flag's path and no restarts of its harness server.
+    for (int i = 0; i < 50 && !absl::StrContains(p.Log(), "harness server ready"); ++i) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    CHECK(absl::StrContains(p.Log(), "harness server ready"));
+    CHECK(absl::StrContains(p.Log(), "/etc/kagent-test-secret"));
+    CHECK(p.running());
+    p.Signal(SIGTERM);
+    CHECK(p.Wait(absl::Seconds(30)) == 0);
+  }
+  {
+    std::vector<std::string> argv = base;
+    argv.push_back("--sandbox=sometimes");
+    std::string out, err;
+    CHECK(RunCommand(argv, &out, &err) == 2);
+    CHECK(absl::StrContains(err, "--sandbox must be required or best-effort, not 'sometimes'"));
   }
 }
 

@@ -3,7 +3,8 @@ server"), for the benchmark worker's C++ tests. Standard library only; it never 
 torch, so it starts in a fraction of a second (after a short delay, so that clients do
 meet a server that is still starting).
 
-It speaks the wire protocol (one JSON line in, one JSON line out, per connection) and
+One-shot `measure --request FILE --out FILE` answers CORRECT with the request it read as
+its `log`. As `serve`, it speaks the wire protocol (one JSON line in, one JSON line out, per connection) and
 answers the ops ping, prepare, measure, screen and release_job, plus two of its own:
 fake_stats (what it saw) and fake_sleep (answers after `seconds`). What it does is
 scripted by a directive: the request's `fake` field, else a FAKE_<WORD> found in the
@@ -16,6 +17,9 @@ kernel source:
   FAKE_COMPILE_ERROR  prepare: a final COMPILE_ERROR result
   FAKE_NO_HANDLE      prepare: no prepared process ("too many held")
   FAKE_BAD            screen: that kernel is not ok
+
+With `--sandbox=required` and FAKE_HARNESS_NO_SANDBOX set in its environment it exits 1 at
+start, saying the host cannot sandbox (as the real server does).
 
 A measure answer's `log` is a JSON object echoing the protocol fields the client sent
 (op, job_id, prepared, device, timeout_s, language), so tests can check them.
@@ -154,15 +158,22 @@ class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 def parse(argv):
+    """--key value and --key=value; a repeated key keeps its last value (and every value
+    under "<key>[]")."""
     args = {}
     i = 0
     while i < len(argv):
-        if argv[i].startswith("--") and i + 1 < len(argv):
-            args[argv[i]] = argv[i + 1]
+        if argv[i].startswith("--") and "=" in argv[i]:
+            key, value = argv[i].split("=", 1)
+            i += 1
+        elif argv[i].startswith("--") and i + 1 < len(argv):
+            key, value = argv[i], argv[i + 1]
             i += 2
         else:
-            args[argv[i]] = True
+            key, value = argv[i], True
             i += 1
+        args[key] = value
+        args.setdefault(key + "[]", []).append(value)
     return args
 
 
@@ -171,11 +182,26 @@ ARGS = {}
 
 def main():
     global ARGS
+    if len(sys.argv) >= 2 and sys.argv[1] == "measure":
+        # One-shot: a CORRECT answer whose log is the request it read (for the client's
+        # request fields).
+        args = parse(sys.argv[2:])
+        with open(args["--request"], encoding="utf-8") as f:
+            request = json.load(f)
+        with open(args["--out"], "w", encoding="utf-8") as f:
+            json.dump({"verdict": "CORRECT", "log": json.dumps(request, sort_keys=True)}, f)
+        return 0
     if len(sys.argv) < 2 or sys.argv[1] != "serve":
-        sys.stderr.write("fake harness: only `serve`\n")
+        sys.stderr.write("fake harness: only `serve` and one-shot `measure`\n")
         return 2
     ARGS = parse(sys.argv[2:])
     path = ARGS["--socket"]
+    if ARGS.get("--sandbox") == "required" and os.environ.get("FAKE_HARNESS_NO_SANDBOX"):
+        # As the real server does on a host that cannot give the required sandbox.
+        sys.stderr.write("kagent_harness serve: the sandbox is required but this host cannot "
+                         "give it (fake: FAKE_HARNESS_NO_SANDBOX); run with "
+                         "--sandbox=best-effort to go on without it\n")
+        return 1
     time.sleep(0.3)  # a server is not ready at once (the real one imports torch)
     if os.path.exists(path):
         os.unlink(path)
