@@ -103,6 +103,57 @@ def _is_private_dir(path):
     return False
 
 
+# seccomp: (AUDIT_ARCH, socket's number, io_uring_setup's number) per machine.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+
+
+def seccomp_program():
+    """A classic-BPF seccomp filter (bytes) for bwrap --seccomp, or None on an unknown
+    machine: socket(AF_UNIX, ...) fails with EACCES (no connection to any Unix socket of
+    the host, by path or abstract name, even where the network is shared; socketpair
+    stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), and
+    foreign-ABI system calls (i386, x32) fail with ENOSYS."""
+    import errno
+    import platform
+    import struct
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return None
+    audit, nr_socket, nr_uring = arch
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow = 0x7FFF0000
+
+    def deny(e):
+        return 0x00050000 | e  # SECCOMP_RET_ERRNO
+    prog = [
+        (ld, 0, 0, 4),                      # 0: arch
+        (jeq, 1, 0, audit),                 # 1: native -> 3
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 2
+        (ld, 0, 0, 0),                      # 3: nr
+        (jge, 0, 1, 0x40000000),            # 4: x32 -> 5, else 6
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 5
+        (jeq, 0, 1, nr_uring),              # 6: io_uring_setup -> 7, else 8
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 7
+        (jeq, 0, 3, nr_socket),             # 8: socket -> 9, else 12
+        (ld, 0, 0, 16),                     # 9: args[0] (low 32 bits)
+        (jeq, 0, 1, 1),                     # 10: AF_UNIX -> 11, else 12
+        (ret, 0, 0, deny(errno.EACCES)),    # 11
+        (ret, 0, 0, allow),                 # 12
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+def seccomp_fd():
+    """A pipe's read end holding seccomp_program(), or None."""
+    prog = seccomp_program()
+    if prog is None:
+        return None
+    r, w = os.pipe()
+    os.write(w, prog)
+    os.close(w)
+    return r
+
+
 def gpu_device_files():
     return sorted(p for p in glob.glob("/dev/nvidia*") if os.path.exists(p))
 
@@ -111,7 +162,7 @@ class Config:
     """What one candidate's sandbox is: built once per Child.start."""
 
     def __init__(self, workdir, device, network=True, user_ns=False, hide=(),
-                 status_fd=None, drop_inside=None):
+                 status_fd=None, drop_inside=None, seccomp=True):
         self.workdir = os.path.abspath(workdir)
         self.device = device
         self.network = network          # True: a fresh network namespace
@@ -122,6 +173,9 @@ class Config:
         # (a root supervisor whose Python the unprivileged user cannot reach, e.g.
         # under /root); else the drop, if any, happened before bwrap (setpriv prefix).
         self.drop_inside = drop_inside
+        # The seccomp filter's pipe (argv() opens it): pass it to bwrap, then close it.
+        self.seccomp = seccomp
+        self.seccomp_fd = None
         # The uid the candidate runs as: paths it could not reach need no mask.
         self.uid = drop_inside[0] if drop_inside else os.geteuid()
 
@@ -145,6 +199,17 @@ class Config:
                 return True
             d = os.path.dirname(d)
 
+    def pass_fds(self):
+        return [self.seccomp_fd] if self.seccomp_fd is not None else []
+
+    def close_fds(self):
+        if self.seccomp_fd is not None:
+            try:
+                os.close(self.seccomp_fd)
+            except OSError:
+                pass
+            self.seccomp_fd = None
+
     def namespaces(self):
         ns = ["pid", "ipc", "uts", "mount"]
         if self.network:
@@ -166,6 +231,10 @@ class Config:
                   "--cap-add", "CAP_SETPCAP"]
         if self.status_fd is not None:
             a += ["--json-status-fd", str(self.status_fd)]
+        if self.seccomp and self.seccomp_fd is None:
+            self.seccomp_fd = seccomp_fd()
+        if self.seccomp_fd is not None:
+            a += ["--seccomp", str(self.seccomp_fd)]
         a += ["--ro-bind", "/", "/", "--dev", "/dev"]
         for dev in gpu_device_files():
             a += ["--dev-bind", dev, dev]
@@ -174,7 +243,7 @@ class Config:
         hide_dirs = [p for p in hide if os.path.isdir(p)]
         hide_files = [p for p in hide if os.path.lexists(p) and not os.path.isdir(p)]
         for m in SCRATCH_MASKS:
-            a += ["--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
+            a += ["--perms", "1777", "--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
         ro_masks = [m for m in EMPTY_MASKS if os.path.isdir(m)] + hide_dirs
         for m in sorted(set(ro_masks), key=len):
             a += ["--tmpfs", m]
@@ -355,21 +424,25 @@ def _probe(device):
                 os.chmod(d, 0o711)  # bwrap's chdir runs as root without capabilities
         devs = gpu_device_files() if device == "cuda" else []
         res["device_files"] = devs
-        check = ("import os,sys; bad=[p for p in sys.argv[1:] if not os.path.exists(p)];"
-                 "sys.exit(3 if bad else 0 if len(os.listdir('/proc')) and os.getpid() < 10 "
-                 "else 4)")
+        check = ("import os,socket,sys; bad=[p for p in sys.argv[1:] if not os.path.exists(p)]\n"
+                 "try:\n socket.socket(socket.AF_UNIX); u=5\nexcept OSError: u=0\n"
+                 "sys.exit(3 if bad else u or (0 if os.getpid() < 10 else 4))")
         cfg = Config(d, device, network=True, user_ns=res["user_ns"], drop_inside=inside)
         argv = prefix + cfg.argv(res["bwrap"]) + [sys.executable, "-c", check] + devs
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                               cwd=d, env=child_env(os.environ))
+                               cwd=d, env=child_env(os.environ), pass_fds=cfg.pass_fds())
             rc, err = p.returncode, p.stderr.strip()[-300:]
         except (OSError, subprocess.TimeoutExpired) as e:
             rc, err = -1, str(e)
+        finally:
+            cfg.close_fds()
 
         res["bwrap_ok"] = rc == 0
         if rc == 3:
             missing.append("GPU device files inside the sandbox (" + ", ".join(devs) + ")")
+        elif rc == 5:
+            missing.append("the seccomp filter (a Unix socket could be made)")
         elif rc == 4:
             missing.append("a PID namespace (the sandbox saw foreign processes)")
         elif rc != 0:
@@ -398,7 +471,8 @@ def describe(res):
         who = f"as {res['drop'][0]} ({res['drop'][1]}:{res['drop'][2]}; " \
               f"{res['drop_mode']})" if res["drop"] else f"as uid {os.geteuid()}"
         return (f"{res['tool']} at {res['bwrap']}: pid, ipc, uts, mount, net"
-                f"{', user' if res['user_ns'] else ''} namespaces, {who}"
+                f"{', user' if res['user_ns'] else ''} namespaces, seccomp (no AF_UNIX "
+                f"sockets, no io_uring), {who}"
                 + (f", devices {' '.join(res['device_files'])}" if res["device_files"] else "")
                 + "; all available")
     return "missing: " + "; ".join(res["missing"]) + ". To fix: " + FIX

@@ -51,6 +51,12 @@ _NETNS_PREFIX = None
 # Processes and threads of one sandbox; more is a fork or thread bomb (torch's thread
 # pools on a 128-core host are a few hundred).
 MAX_TASKS = int(os.environ.get("KAGENT_MAX_TASKS", "1024"))
+# Processes of one sandbox (bwrap's two included): an honest candidate has one, and a
+# compiler it runs briefly.
+MAX_PROCS = int(os.environ.get("KAGENT_MAX_PROCS", "64"))
+# Over the memory limit with more processes than this, the sum of their resident sets
+# (which counts pages a fork shares in each) is a fork bomb's, not one process's hog.
+MEM_PROCS = 8
 # RLIMIT_NPROC, a backstop behind the watchdog: it counts the tasks of the child's user
 # (inside a user namespace, of that namespace; it does not bind root).
 NPROC_LIMIT = 4 * MAX_TASKS
@@ -89,9 +95,9 @@ def _preexec(parent_pid, limits):
         prctl = None
 
     def fn():
-        for res, value in limits:
+        for res, soft, hard in limits:
             try:
-                resource.setrlimit(res, (value, value))
+                resource.setrlimit(res, (soft, hard))
             except (OSError, ValueError):
                 pass
         if prctl is not None:
@@ -203,20 +209,23 @@ def make_workdir(base=None):
 
 
 def _usage(pid):
-    """(resident bytes, tasks) of pid and its descendants (Linux /proc); (0, 0) when
-    gone. Tasks counts threads: a thread bomb is a fork bomb too."""
-    total = tasks = 0
+    """(resident bytes, processes, tasks) of pid and its descendants (Linux /proc);
+    zeros when gone. Tasks counts threads too. Only /proc/PID/status is read: files
+    that take the address space's lock (smaps, cmdline) would block behind a fork
+    bomb's forks."""
+    total = procs = tasks = 0
     for p in _tree(pid):
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-                    elif line.startswith("Threads:"):
+                    if line.startswith("Threads:"):
                         tasks += int(line.split()[1])
+                    elif line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            procs += 1
         except (OSError, ValueError):
             pass
-    return total, tasks
+    return total, procs, tasks
 
 
 def _rss_bytes(pid):
@@ -292,13 +301,14 @@ class Child:
     # -- lifecycle --------------------------------------------------------------------
     def _limits(self, drop):
         cpu = int(self.timeout_s * max(2, os.cpu_count() or 2) + 60)
-        lim = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, FSIZE_LIMIT),
-               (resource.RLIMIT_CPU, cpu)]
+        lim = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_FSIZE, FSIZE_LIMIT, FSIZE_LIMIT),
+               (resource.RLIMIT_CPU, cpu, cpu + 5)]
         if self.device == "cpu":
             # Torch + Triton reserve a few GiB of address space before any work.
-            lim.append((resource.RLIMIT_AS, self.memory_limit + 8 * 1024**3))
+            as_limit = self.memory_limit + 8 * 1024**3
+            lim.append((resource.RLIMIT_AS, as_limit, as_limit))
         if drop or os.geteuid() != 0:
-            lim.append((resource.RLIMIT_NPROC, NPROC_LIMIT))
+            lim.append((resource.RLIMIT_NPROC, NPROC_LIMIT, NPROC_LIMIT))
         return lim
 
     def _plan(self):
@@ -311,6 +321,7 @@ class Child:
                 "network": "isolated" if self.network_isolation else "shared",
                 "hidden": list(self.sandbox_hide), "scratch": self.workdir,
                 "scratch_limit_bytes": self.scratch_limit, "max_tasks": MAX_TASKS,
+                "max_processes": MAX_PROCS,
                 "missing": list(pr["missing"])}
         if not pr["ok"] and self.sandbox == bwrap.REQUIRED:
             raise SandboxUnavailable("the candidate sandbox is required but not available "
@@ -351,7 +362,7 @@ class Child:
             if net:
                 info["tool"] = " ".join(net[:-1])
                 info["namespaces"] = ["net"] + (["user"] if "-r" in net else [])
-                prefix = prefix + net
+                prefix = net + prefix  # unshare as the supervisor, then the drop
             else:
                 info["network"] = "shared (unshare not permitted)"
         return prefix, None, info
@@ -394,6 +405,7 @@ class Child:
             cfg.status_fd = status_w
             pass_fds.append(status_w)
             argv = cfg.argv(shutil.which("bwrap") or "bwrap") + argv
+            pass_fds += cfg.pass_fds()
         argv = prefix + argv
         self._oom_base = _oom_kills()
         drop = info["uid"] != os.geteuid()
@@ -407,6 +419,8 @@ class Child:
                 theirs.close()
             if status_w is not None:
                 os.close(status_w)
+            if cfg is not None:
+                cfg.close_fds()
         if cfg is not None:
             self.status = bwrap.StatusReader(status_r)
         self.argv = argv
@@ -422,19 +436,24 @@ class Child:
         while not self._stop.wait(0.1):
             if self.proc.poll() is not None:
                 return
-            rss, tasks = _usage(self.proc.pid)
+            rss, procs, tasks = _usage(self.proc.pid)
             self.peak_rss = max(self.peak_rss, rss)
             self.peak_tasks = max(self.peak_tasks, tasks)
+            if procs > MAX_PROCS or tasks > MAX_TASKS:
+                self._kill_for(P.REJECTED, f"the candidate ran {procs} processes and "
+                               f"{tasks} threads, over the limit of {MAX_PROCS} processes "
+                               f"and {MAX_TASKS} threads (a fork or thread bomb)")
+                return
+            if rss > self.memory_limit and procs > MEM_PROCS:
+                self._kill_for(P.REJECTED, f"the candidate ran {procs} processes holding "
+                               f"{rss >> 20} MiB together, over the limit of "
+                               f"{self.memory_limit >> 20} MiB (a fork bomb)")
+                return
             if rss > self.memory_limit:
                 self._oom_killed = True
                 self.log.add(f"child resident memory {rss >> 20} MiB over the limit "
                              f"{self.memory_limit >> 20} MiB: killing it")
                 self.kill()
-                return
-            if tasks > MAX_TASKS:
-                self._kill_for(P.REJECTED, f"the candidate ran {tasks} processes and "
-                               f"threads, over the limit of {MAX_TASKS} (a fork or thread "
-                               "bomb)")
                 return
             n += 1
             if n % 5 == 0:

@@ -150,6 +150,7 @@ class Server:
         raw["device"] = raw.get("device") or self.device
         if raw["device"] != self.device:
             raise P.RequestError(f"this server runs on {self.device}, not {raw['device']}")
+        raw.setdefault("sandbox", self.sandbox)
         req = P.Request(raw, mode=mode)
         # The server's sandbox flags apply: a request may add hidden paths or ask for
         # "required" of a best-effort server, never weaken a required one.
@@ -476,7 +477,10 @@ def main(argv=None):
         core = Server(args.device, args.pool,
                       None if args.cache_mb is None else args.cache_mb << 20,
                       args.prepared_max, log, sandbox=args.sandbox,
-                      sandbox_hide=[os.path.abspath(p) for p in args.sandbox_hide])
+                      # The server's own socket too (the seccomp filter already stops
+                      # Unix sockets; processes started before it exists miss this).
+                      sandbox_hide=[os.path.abspath(p) for p in args.sandbox_hide] +
+                      [os.path.abspath(args.socket)])
     except Exception as e:  # noqa: BLE001
         log.add(f"cannot start: {type(e).__name__}: {e}")
         return 2
