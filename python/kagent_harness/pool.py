@@ -9,7 +9,8 @@ reach the next one through its process.
 
 Processes holding candidate code (being prepared, or prepared and waiting for the GPU)
 are registered as `active`; while the supervisor times anything on the GPU (`quiet()`),
-every active process except the one being timed is stopped with SIGSTOP and continued
+every process in the sandboxes of the active ones except the one being timed (their
+setsid'd and daemonized processes too) is stopped with SIGSTOP and continued
 afterwards, so a candidate compiling or misbehaving in the background cannot take GPU
 time from the one being measured. (GPU work it queued before the stop may still run:
 see docs/harness.md, known gaps.)

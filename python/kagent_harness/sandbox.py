@@ -17,9 +17,9 @@ The supervisor never imports candidate code. It starts
   - RLIMIT_CORE=0, RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_CPU as a backstop, RLIMIT_AS on the
     CPU only (CUDA reserves huge virtual ranges), all set before exec so every process
     of the sandbox has them; a watchdog thread that kills the sandbox when the resident
-    memory of its processes passes the limit (OOM), when they are more than MAX_TASKS
-    processes and threads (a fork or thread bomb: REJECTED), or when the working
-    directory holds more than the scratch limit (REJECTED);
+    memory of its processes passes the limit (OOM), when they are more than MAX_PROCS
+    processes or MAX_TASKS threads (a fork or thread bomb: REJECTED), or when the
+    working directory holds more than the scratch limit (REJECTED);
   - on cuda, one end of a SOCK_SEQPACKET socket pair (`fd_channel` keeps the other) for
     passing CUDA memory as file descriptors;
   - the protocol on its stdin/stdout (one JSON object per line); the child moves its
@@ -710,6 +710,26 @@ class Child:
     def _oom_rose(self):
         now = _oom_kills()
         return now is not None and self._oom_base is not None and now > self._oom_base
+
+
+def scratch_open(path, write):
+    """Opens a file in a candidate's working directory for the supervisor, which may be
+    root and sees the host: never through a symlink the candidate planted, never a FIFO
+    or device (reading one would block or escape). Writing replaces whatever is at path
+    with a new file. Returns a binary file object; raises OSError."""
+    import stat
+    if write:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        return os.fdopen(fd, "wb")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def harden_supervisor():

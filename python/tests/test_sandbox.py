@@ -364,3 +364,25 @@ def test_one_shot_required_without_bubblewrap_is_an_infra_error(tmp_path):
     assert res["verdict"] == "INFRA_ERROR", res["correctness"]
     assert "bubblewrap" in res["correctness"]["reason"] and \
         "best-effort" in res["correctness"]["reason"]
+
+
+def test_scratch_open_refuses_links_and_fifos(tmp_path):
+    from kagent_harness.sandbox import scratch_open
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    link = tmp_path / "in_0.pt"
+    link.symlink_to(outside)
+    with scratch_open(str(link), write=True) as f:  # replaces the link, not its target
+        f.write(b"data")
+    assert outside.read_text() == "keep" and not link.is_symlink()
+    assert link.read_bytes() == b"data"
+    link2 = tmp_path / "out_0.pt"
+    link2.symlink_to(outside)
+    with pytest.raises(OSError):
+        scratch_open(str(link2), write=False)
+    fifo = tmp_path / "out_1.pt"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):
+        scratch_open(str(fifo), write=False)  # at once, not blocked
+    with scratch_open(str(link), write=False) as f:
+        assert f.read() == b"data"
