@@ -386,3 +386,27 @@ def test_scratch_open_refuses_links_and_fifos(tmp_path):
         scratch_open(str(fifo), write=False)  # at once, not blocked
     with scratch_open(str(link), write=False) as f:
         assert f.read() == b"data"
+
+
+def test_cuda_children_get_the_fd_channel_through_the_sandbox():
+    # No GPU here: the child fails at CUDA's start, after parsing --fd-channel (a
+    # descriptor that did not survive setpriv and bwrap would end it earlier, with
+    # EBADF and no protocol message).
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine: tests/gpu covers the channel")
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import Child, make_workdir
+    d = make_workdir()
+    c = Child(d, "cuda", 60, 4096, P.Log(), sandbox="best-effort")
+    try:
+        c.start()
+        assert c.fd_channel.type == socket.SOCK_SEQPACKET
+        i = c.argv.index("--fd-channel")
+        assert c.argv[i - 1] == "cuda" and c.argv[i + 1].isdigit()
+        reply = c.recv(timeout=60, phase="start")
+        assert reply["ok"] is False and "during harness start" in reply["message"], reply
+    finally:
+        c.close()
+        shutil.rmtree(d, ignore_errors=True)
+    assert c.fd_channel.fileno() == -1  # closed with the child
