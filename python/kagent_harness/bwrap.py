@@ -239,14 +239,11 @@ class Config:
         for dev in gpu_device_files():
             a += ["--dev-bind", dev, dev]
         a += ["--proc", "/proc"]
-        hide = [os.path.abspath(p) for p in self.hide if self._reachable(p)]
-        hide_dirs = [p for p in hide if os.path.isdir(p)]
-        hide_files = [p for p in hide if os.path.lexists(p) and not os.path.isdir(p)]
         for m in SCRATCH_MASKS:
             a += ["--perms", "1777", "--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
-        ro_masks = [m for m in EMPTY_MASKS if os.path.isdir(m)] + hide_dirs
-        for m in sorted(set(ro_masks), key=len):
-            a += ["--tmpfs", m]
+        hide = [os.path.abspath(p) for p in self.hide if os.path.lexists(p)]
+        ro_masks = [m for m in EMPTY_MASKS if os.path.isdir(m)] + \
+            [p for p in hide if os.path.isdir(p) and self._reachable(p)]
         masks = list(SCRATCH_MASKS) + ro_masks
         back = [p for p in needed_paths()
                 if any(_under(p, m) and p != m for m in masks)
@@ -254,6 +251,13 @@ class Config:
         # Never a whole mask back (a script's directory /tmp on sys.path), nor a path
         # inside one bound back already.
         back = [p for p in back if not any(_under(p, q) and p != q for q in back)]
+        # A hidden path the candidate could reach: on the host, or inside a bound-back
+        # directory (reachable there through the searchable directories made for it).
+        hide = [p for p in hide if self._reachable(p) or any(_under(p, b) for b in back)]
+        hide_dirs = [p for p in hide if os.path.isdir(p)]
+        hide_files = [p for p in hide if not os.path.isdir(p)]
+        for m in sorted(set(ro_masks), key=len):
+            a += ["--tmpfs", m]
         # A needed path inside an operator-hidden one stays visible (Python must run):
         # the operator hides secrets, not the interpreter.
         made = set()
@@ -267,15 +271,15 @@ class Config:
                     made.add(d)
                     a += ["--perms", "0755", "--dir", d]
             a += ["--ro-bind", p, p]
-        for h in hide_dirs:  # hidden directories inside a bound-back one: hidden again
-            if any(_under(h, p) and h != p for p in back):
-                a += ["--tmpfs", h]
+        again = [h for h in hide_dirs if any(_under(h, p) and h != p for p in back)]
+        for h in again:  # hidden directories inside a bound-back one: hidden again
+            a += ["--tmpfs", h]
         for f in hide_files:
             a += ["--ro-bind", "/dev/null", f]
         a += ["--bind", self.workdir, self.workdir]
         # Empty masks are made read-only last (their mount points were created above),
         # and so is bwrap's /dev tmpfs (device nodes stay usable on a read-only mount).
-        for m in sorted(set(ro_masks), key=len):
+        for m in sorted(set(ro_masks), key=len) + again:
             a += ["--remount-ro", m]
         a += ["--remount-ro", "/dev"]
         a += ["--chdir", self.workdir, "--"]

@@ -410,3 +410,30 @@ def test_cuda_children_get_the_fd_channel_through_the_sandbox():
         c.close()
         shutil.rmtree(d, ignore_errors=True)
     assert c.fd_channel.fileno() == -1  # closed with the child
+
+
+def test_a_hidden_path_inside_a_bound_back_one_stays_hidden(tmp_path, monkeypatch):
+    # A directory Python needs under a mask (/tmp here) is bound back; a secret the
+    # operator hid inside it must be masked again, read-only, after that bind.
+    from kagent_harness import bwrap
+    py = tmp_path / "py"
+    (py / "secret").mkdir(parents=True)
+    (py / "secret" / "key").write_text("s3cret")
+    (py / "mod.txt").write_text("visible\n")
+    (tmp_path / "other.txt").write_text("masked")
+    monkeypatch.setattr(bwrap, "needed_paths", lambda: [str(py)])
+    work = tmp_path / "work"
+    work.mkdir()
+    cfg = bwrap.Config(str(work), "cpu", user_ns=os.geteuid() != 0,
+                       hide=[str(py / "secret")])
+    argv = cfg.argv(shutil.which("bwrap"))
+    try:
+        script = (f"cat {py}/mod.txt; ls -A {py}/secret | wc -l; "
+                  f"test -e {tmp_path}/other.txt && echo leak; "
+                  f"touch {py}/secret/x 2>/dev/null && echo writable; echo done")
+        p = subprocess.run(argv + ["/bin/sh", "-c", script], capture_output=True, text=True,
+                           pass_fds=cfg.pass_fds(), timeout=60)
+    finally:
+        cfg.close_fds()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["visible", "0", "done"], p.stdout + p.stderr
