@@ -10,7 +10,7 @@ cd "$here"
 pkgs=(build-essential cmake ninja-build pkg-config git curl ca-certificates
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
       libcurl4-openssl-dev nlohmann-json3-dev prometheus-cpp-dev catch2 libsqlite3-dev
-      libpq-dev libssl-dev python3 python3-venv python3-dev
+      libpq-dev libssl-dev python3 python3-venv python3-dev bubblewrap
       postgresql golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)
 missing=()
 for p in "${pkgs[@]}"; do

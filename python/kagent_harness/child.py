@@ -21,6 +21,8 @@ import time
 import traceback
 
 _PROTO_OUT = None
+# On cuda: the supervisor's fd-passing socket (SOCK_SEQPACKET), from --fd-channel N.
+FD_CHANNEL = None
 
 # The descriptor channel (a Unix socket) shared GPU memory arrives on: set by main() from
 # --fd-channel (sandbox.Child passes it on the GPU), else None.
@@ -186,7 +188,12 @@ def _wait_for_load():
 
 
 def main():
-    global _PROTO_OUT
+    global _PROTO_OUT, FD_CHANNEL
+    if "--fd-channel" in sys.argv:
+        import socket
+        i = sys.argv.index("--fd-channel")
+        FD_CHANNEL = socket.socket(fileno=int(sys.argv[i + 1]))
+        del sys.argv[i:i + 2]
     workdir = sys.argv[1]
     _PROTO_OUT = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)

@@ -350,6 +350,12 @@ class Supervisor(TransferMixin, TimingChecksMixin):
     def use_child(self, child):
         self.child = child
         self.workdir = child.workdir
+        info = getattr(child, "sandbox_info", None)
+        if info is not None and "sandbox" not in self.result["harness"]:
+            # What isolation the candidate had; best-effort gaps are warnings too.
+            self.result["harness"]["sandbox"] = info
+            for m in info["missing"]:
+                self.result["harness"]["warnings"].append(f"sandbox: missing {m}")
         self.trace_path = child.trace_path
         if self.trace_path:
             self.log.add(f"CUPTI tracer: {os.environ.get('KAGENT_CUPTI_LIB')}")

@@ -9,7 +9,8 @@ reach the next one through its process.
 
 Processes holding candidate code (being prepared, or prepared and waiting for the GPU)
 are registered as `active`; while the supervisor times anything on the GPU (`quiet()`),
-every active process except the one being timed is stopped with SIGSTOP and continued
+every process in the sandboxes of the active ones except the one being timed (their
+setsid'd and daemonized processes too) is stopped with SIGSTOP and continued
 afterwards, so a candidate compiling or misbehaving in the background cannot take GPU
 time from the one being measured. (GPU work it queued before the stop may still run:
 see docs/harness.md, known gaps.)
@@ -30,22 +31,26 @@ class ChildSpec:
     """How a candidate's process is started; two processes with equal specs are
     interchangeable."""
 
-    def __init__(self, device, network_isolation=True, drop_privileges=False,
-                 cuda_visible_devices=None, trace=True):
+    def __init__(self, device, network_isolation=True, drop_privileges=None,
+                 cuda_visible_devices=None, trace=True, sandbox="required", sandbox_hide=()):
         self.device = device
         self.network_isolation = bool(network_isolation)
-        self.drop_privileges = bool(drop_privileges)
+        # None: the default (the drop when the supervisor is root).
+        self.drop_privileges = None if drop_privileges is None else bool(drop_privileges)
+        self.sandbox = sandbox
+        self.sandbox_hide = tuple(sorted(set(sandbox_hide or ())))
         self.cuda_visible_devices = cuda_visible_devices
         self.trace = bool(trace) and device == "cuda" and bool(os.environ.get("KAGENT_CUPTI_LIB"))
 
     def key(self):
         return (self.device, self.network_isolation, self.drop_privileges,
-                self.cuda_visible_devices, self.trace)
+                self.cuda_visible_devices, self.trace, self.sandbox, self.sandbox_hide)
 
     @staticmethod
     def for_request(req, device, trace=True):
         return ChildSpec(device, req.network_isolation, req.drop_privileges,
-                         req.cuda_visible_devices, trace and req.mode != "profile")
+                         req.cuda_visible_devices, trace and req.mode != "profile",
+                         req.sandbox, req.sandbox_hide)
 
 
 def spawn(spec, log, timeout_s=600.0, memory_limit_mb=None, keep_injection=False,
@@ -64,7 +69,8 @@ def spawn(spec, log, timeout_s=600.0, memory_limit_mb=None, keep_injection=False
     child = Child(workdir, spec.device, timeout_s, mem, log,
                   network_isolation=spec.network_isolation,
                   cuda_visible_devices=spec.cuda_visible_devices, extra_env=env,
-                  drop_privileges=spec.drop_privileges, keep_injection=keep_injection)
+                  drop_privileges=spec.drop_privileges, keep_injection=keep_injection,
+                  sandbox=spec.sandbox, sandbox_hide=spec.sandbox_hide)
     child.trace_path = trace_path
     child.start()
     return child
@@ -166,26 +172,21 @@ class ChildPool:
 
     @contextlib.contextmanager
     def quiet(self, keep=None):
-        """Stops every active process but `keep` (and their process groups) for the
-        duration; continues them afterwards."""
+        """Stops every process in the sandboxes of the active processes but `keep` for
+        the duration (a candidate's setsid'd or daemonized processes too); continues
+        them afterwards."""
         stopped = []
         with self._lock:
             others = [c for c in self._active if c is not keep]
         for c in others:
             if c.proc is not None and c.proc.poll() is None:
-                try:
-                    os.killpg(c.proc.pid, signal.SIGSTOP)
+                if c.signal_all(signal.SIGSTOP):
                     stopped.append(c)
-                except (ProcessLookupError, PermissionError):
-                    pass
         try:
             yield len(stopped)
         finally:
             for c in stopped:
-                try:
-                    os.killpg(c.proc.pid, signal.SIGCONT)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                c.signal_all(signal.SIGCONT)
 
     def close(self):
         with self._lock:

@@ -21,6 +21,8 @@ INFRA_ERROR = "INFRA_ERROR"
 VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, CRASH, TIMEOUT, OOM, REJECTED, INFRA_ERROR)
 
 MODES = ("measure", "signature", "profile", "gpuinfo")
+SANDBOX_REQUIRED = "required"
+SANDBOX_MODES = ("required", "best-effort")
 
 # Floors that apply on device "cuda" (a request asking for less gets the floor and a log
 # line). On device "cpu" timing is plumbing only (Triton's interpreter runs the kernels;
@@ -115,7 +117,23 @@ class Request:
         self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)
         self.measure_ceilings = _get(raw, "measure_ceilings", bool, False)
         self.do_bench_check = _get(raw, "do_bench_check", bool, False)
-        self.drop_privileges = _get(raw, "drop_privileges", bool, False)
+        # None: the default, on when the harness runs as root (the candidate runs as
+        # nobody, or $KAGENT_CHILD_USER).
+        self.drop_privileges = _get(raw, "drop_privileges", bool, None)
+        # The candidate's sandbox (bwrap.py): "required" refuses to run a candidate
+        # without all of it, "best-effort" runs with what the host has and says what is
+        # missing. sandbox_hide: more paths the candidate must not see.
+        self.sandbox = _get(raw, "sandbox", str, SANDBOX_REQUIRED)
+        if self.sandbox not in SANDBOX_MODES:
+            raise RequestError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}")
+        hide = raw.get("sandbox_hide", [])
+        if hide is None:
+            hide = []
+        if not isinstance(hide, list) or not all(
+                isinstance(h, str) and h.startswith("/") and os.path.normpath(h) != "/"
+                for h in hide):
+            raise RequestError("sandbox_hide must be a list of absolute paths (not /)")
+        self.sandbox_hide = [os.path.normpath(h) for h in hide]
         baselines = raw.get("baselines", False)
         if baselines is True:
             baselines = ["eager", "compiled"]

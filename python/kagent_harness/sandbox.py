@@ -1,19 +1,33 @@
-"""The candidate's child process: spawn, limits, the line protocol, kills and verdicts.
+"""The candidate's child process: spawn, sandbox, limits, the line protocol, kills and
+verdicts.
 
 The supervisor never imports candidate code. It starts
-`python -m kagent_harness.child WORKDIR` in a new session (its own process group), with
-  - a private working directory (0700), TMPDIR, HOME, TRITON_CACHE_DIR,
-    TORCHINDUCTOR_CACHE_DIR and TORCH_EXTENSIONS_DIR inside it;
-  - CUDA_VISIBLE_DEVICES as requested (inherited otherwise);
-  - `unshare -n` (no network) when the OS allows it, `unshare -r -n` as a second try, and
-    otherwise no isolation with a log line saying so;
-  - RLIMIT_CORE=0, RLIMIT_CPU as a backstop, RLIMIT_AS on the CPU only (CUDA reserves
-    huge virtual ranges) and, everywhere, a watchdog thread that kills the process group
-    when the resident memory of the child and its descendants passes the limit;
+`python -m kagent_harness.child WORKDIR DEVICE [--fd-channel N]` in a new session, with
+  - the sandbox (bwrap.py; docs/harness.md, "Sandbox and threat model"): bubblewrap with
+    new PID, IPC, UTS, mount and (but in profile mode) network namespaces, a user
+    namespace unless the supervisor is root and keeps root, all capabilities dropped,
+    the host read-only, the private working directory (0700) its one writable place,
+    as `nobody` ($KAGENT_CHILD_USER) through setpriv when the supervisor is root. Its
+    availability is probed once (bwrap.probe); mode "required" refuses to start a
+    candidate without it (SandboxUnavailable), "best-effort" falls back to `unshare -n`
+    and setpriv where those work and says what is missing (`sandbox_info`);
+  - an allowlisted environment (bwrap.child_env) plus TMPDIR, HOME, TRITON_CACHE_DIR,
+    TORCHINDUCTOR_CACHE_DIR, TORCH_EXTENSIONS_DIR inside the working directory;
+    CUDA_VISIBLE_DEVICES as requested;
+  - RLIMIT_CORE=0, RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_CPU as a backstop, RLIMIT_AS on the
+    CPU only (CUDA reserves huge virtual ranges), all set before exec so every process
+    of the sandbox has them; a watchdog thread that kills the sandbox when the resident
+    memory of its processes passes the limit (OOM), when they are more than MAX_PROCS
+    processes or MAX_TASKS threads (a fork or thread bomb: REJECTED), or when the
+    working directory holds more than the scratch limit (REJECTED);
+  - on cuda, one end of a SOCK_SEQPACKET socket pair (`fd_channel` keeps the other) for
+    passing CUDA memory as file descriptors;
   - the protocol on its stdin/stdout (one JSON object per line); the child moves its
     own fd 1 to its stderr so the candidate's prints cannot corrupt it. Everything the
     child says is untrusted data: parsed as JSON, bounded, type-checked by the caller.
-Every failure becomes ChildFailure(verdict, reason).
+Killing a candidate kills the sandbox's init (bwrap's --json-status-fd names it), which
+ends every process in its PID namespace, setsid'd or daemonized ones too; bwrap's status
+gives the candidate's own exit status. Every failure becomes ChildFailure(verdict, reason).
 """
 
 import ctypes
@@ -23,18 +37,44 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
+from kagent_harness import bwrap
 from kagent_harness import protocol as P
 
 MAX_LINE = 4 * 1024 * 1024
 _NETNS_PREFIX = None
+# Processes and threads of one sandbox; more is a fork or thread bomb (torch's thread
+# pools on a 128-core host are a few hundred).
+MAX_TASKS = int(os.environ.get("KAGENT_MAX_TASKS", "1024"))
+# Processes of one sandbox (bwrap's two included): an honest candidate has one, and a
+# compiler it runs briefly.
+MAX_PROCS = int(os.environ.get("KAGENT_MAX_PROCS", "64"))
+# Over the memory limit with more processes than this, the sum of their resident sets
+# (which counts pages a fork shares in each) is a fork bomb's, not one process's hog.
+MEM_PROCS = 8
+# RLIMIT_NPROC, a backstop behind the watchdog: it counts the tasks of the child's user
+# (inside a user namespace, of that namespace; it does not bind root).
+NPROC_LIMIT = 4 * MAX_TASKS
+FSIZE_LIMIT = 16 * 1024**3
+
+
+def scratch_limit_bytes():
+    """The working directory's size limit ($KAGENT_SCRATCH_MB, default 8 GiB): it lives
+    in RAM on /dev/shm."""
+    return int(os.environ.get("KAGENT_SCRATCH_MB", "8192")) << 20
 
 CRASH_SIGNALS = {signal.SIGSEGV: "SIGSEGV", signal.SIGBUS: "SIGBUS", signal.SIGILL: "SIGILL",
                  signal.SIGFPE: "SIGFPE", signal.SIGABRT: "SIGABRT", signal.SIGTRAP: "SIGTRAP"}
+
+
+class SandboxUnavailable(RuntimeError):
+    """Mode "required" and the host lacks part of the sandbox (the message says what and
+    how to fix it): an INFRA_ERROR, the worker's fault, not the candidate's."""
 
 
 class ChildFailure(Exception):
@@ -44,22 +84,87 @@ class ChildFailure(Exception):
         self.reason = reason
 
 
-def _die_with_parent(parent_pid):
-    """A preexec_fn: the candidate's process gets SIGKILL when the supervisor dies (a
-    worker killed mid-measurement must not leave the candidate running on its GPU).
-    Linux only; elsewhere None. The supervisor's own timeouts still kill the group.
-    prctl is looked up here, before the fork: the child only calls it."""
+def _preexec(parent_pid, limits):
+    """A preexec_fn: the rlimits (set before exec, so bwrap's processes inherit them) and
+    SIGKILL when the supervisor dies (a worker killed mid-measurement must not leave the
+    candidate running on its GPU; bwrap's --die-with-parent carries it on past setpriv,
+    which clears it). prctl is looked up here, before the fork: the child only calls it."""
     try:
-        import ctypes
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return None
+        prctl = None
 
     def fn():
-        prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-        if os.getppid() != parent_pid:
-            os._exit(127)
+        for res, soft, hard in limits:
+            try:
+                resource.setrlimit(res, (soft, hard))
+            except (OSError, ValueError):
+                pass
+        if prctl is not None:
+            prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+            if os.getppid() != parent_pid:
+                os._exit(127)
     return fn
+
+
+def _oom_kills():
+    """The kernel's OOM-kill count (/proc/vmstat oom_kill), None where unknown."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _children(pid):
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    out.extend(int(c) for c in f.read().split())
+            except (OSError, ValueError):
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def _tree(pid):
+    """pid and its descendants (Linux /proc)."""
+    stack, seen = [pid], []
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        stack.extend(_children(p))
+    return seen
+
+
+def _scratch_usage(path, max_entries=200000):
+    """(bytes allocated, entries) under path, without following links; stops counting
+    entries at max_entries."""
+    total, n, stack = 0, 0, [path]
+    while stack and n < max_entries:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    n += 1
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        except OSError:
+            pass
+    return total, n
 
 
 def harness_root():
@@ -103,37 +208,39 @@ def make_workdir(base=None):
     return d
 
 
-def _rss_bytes(pid):
-    """Resident memory of pid and its descendants (Linux /proc), 0 when gone."""
-    total, stack, seen = 0, [pid], set()
-    while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+def _usage(pid):
+    """(resident bytes, processes, tasks) of pid and its descendants (Linux /proc);
+    zeros when gone. Tasks counts threads too. Only /proc/PID/status is read: files
+    that take the address space's lock (smaps, cmdline) would block behind a fork
+    bomb's forks."""
+    total = procs = tasks = 0
+    for p in _tree(pid):
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith("Threads:"):
+                        tasks += int(line.split()[1])
+                    elif line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
-                        break
-            for tid in os.listdir(f"/proc/{p}/task"):
-                try:
-                    with open(f"/proc/{p}/task/{tid}/children") as f:
-                        stack.extend(int(c) for c in f.read().split())
-                except OSError:
-                    pass
+            procs += 1
         except (OSError, ValueError):
             pass
-    return total
+    return total, procs, tasks
+
+
+def _rss_bytes(pid):
+    """Resident memory of pid and its descendants (Linux /proc), 0 when gone."""
+    return _usage(pid)[0]
 
 
 class Child:
-    """One candidate child process. Not thread-safe: one caller drives it."""
+    """One candidate child process. Not thread-safe: one caller drives it (kill() may be
+    called from any thread)."""
 
     def __init__(self, workdir, device, timeout_s, memory_limit_mb, log,
                  network_isolation=True, cuda_visible_devices=None, extra_env=None,
-                 drop_privileges=False, keep_injection=False):
+                 drop_privileges=None, keep_injection=False, sandbox=bwrap.REQUIRED,
+                 sandbox_hide=()):
         self.workdir = workdir
         self.device = device
         self.deadline = time.monotonic() + timeout_s
@@ -143,45 +250,126 @@ class Child:
         self.network_isolation = network_isolation
         self.cuda_visible_devices = cuda_visible_devices
         self.extra_env = extra_env or {}
+        # None: the default, the drop when the supervisor is root.
         self.drop_privileges = drop_privileges
         # Profile mode: an inherited CUDA_INJECTION64_PATH is Nsight Compute's own
         # injection and must reach the candidate's process.
         self.keep_injection = keep_injection
+        if sandbox not in bwrap.MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(bwrap.MODES)}")
+        self.sandbox = sandbox
+        self.sandbox_hide = tuple(sandbox_hide or ())
+        self.sandbox_info = None
+        self.status = None        # bwrap.StatusReader
+        self.fd_channel = None    # cuda: the parent's end of the fd-passing socket pair
         self.proc = None
         self.stderr_path = os.path.join(workdir, "child_stderr.log")
         self._buf = b""
         self._oom_killed = False
         self._killed_timeout = False
+        self._killed_reason = None   # (verdict, reason): the watchdog's other kills
+        self._oom_base = None
         self._stop = threading.Event()
         self.peak_rss = 0
+        self.peak_tasks = 0
+        self.scratch_limit = scratch_limit_bytes()
         self.trace_path = None  # the CUPTI tracer's file, when the process has one
 
     def configure(self, timeout_s, memory_limit_mb):
         """Sets the limits of the request a started process now serves (a warm process
         was started before its request was known): the wall-clock budget counted from
-        load(), the resident-memory limit, and the CPU-time backstop."""
+        load(), the resident-memory limit, and the CPU-time backstop (on every process
+        of the sandbox)."""
         self.timeout_s = timeout_s
         self.deadline = time.monotonic() + timeout_s
         self.memory_limit = int(memory_limit_mb) * 1024 * 1024
         if self.proc is not None and self.proc.poll() is None:
-            try:
-                cpu = int(timeout_s * max(2, os.cpu_count() or 2) + 60)
-                resource.prlimit(self.proc.pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
-                if self.device == "cpu":
-                    as_limit = self.memory_limit + 8 * 1024**3
-                    resource.prlimit(self.proc.pid, resource.RLIMIT_AS, (as_limit, as_limit))
-            except (OSError, ValueError, AttributeError) as e:
-                self.log.add(f"could not set the CPU-time or address-space limit on the "
-                             f"child: {e}")
+            cpu = int(timeout_s * max(2, os.cpu_count() or 2) + 60)
+            for pid in _tree(self.proc.pid):
+                try:
+                    resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
+                    if self.device == "cpu":
+                        as_limit = self.memory_limit + 8 * 1024**3
+                        resource.prlimit(pid, resource.RLIMIT_AS, (as_limit, as_limit))
+                except ProcessLookupError:
+                    pass
+                except (OSError, ValueError, AttributeError) as e:
+                    self.log.add(f"could not set the CPU-time or address-space limit on "
+                                 f"the child: {e}")
+                    break
 
     # -- lifecycle --------------------------------------------------------------------
+    def _limits(self, drop):
+        cpu = int(self.timeout_s * max(2, os.cpu_count() or 2) + 60)
+        lim = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_FSIZE, FSIZE_LIMIT, FSIZE_LIMIT),
+               (resource.RLIMIT_CPU, cpu, cpu + 5)]
+        if self.device == "cpu":
+            # Torch + Triton reserve a few GiB of address space before any work.
+            as_limit = self.memory_limit + 8 * 1024**3
+            lim.append((resource.RLIMIT_AS, as_limit, as_limit))
+        if drop or os.geteuid() != 0:
+            lim.append((resource.RLIMIT_NPROC, NPROC_LIMIT, NPROC_LIMIT))
+        return lim
+
+    def _plan(self):
+        """(argv prefix, uid the candidate runs as, sandbox_info) for this start. Raises
+        SandboxUnavailable in mode required when the probe found something missing."""
+        pr = bwrap.probe(self.log, self.device)
+        drop = self.drop_privileges if self.drop_privileges is not None \
+            else os.geteuid() == 0
+        info = {"mode": self.sandbox, "tool": None, "namespaces": [], "uid": os.geteuid(),
+                "network": "isolated" if self.network_isolation else "shared",
+                "hidden": list(self.sandbox_hide), "scratch": self.workdir,
+                "scratch_limit_bytes": self.scratch_limit, "max_tasks": MAX_TASKS,
+                "max_processes": MAX_PROCS,
+                "missing": list(pr["missing"])}
+        if not pr["ok"] and self.sandbox == bwrap.REQUIRED:
+            raise SandboxUnavailable("the candidate sandbox is required but not available "
+                                     "here: " + bwrap.describe(pr))
+        prefix, uid, gid, inside = [], os.geteuid(), os.getegid(), None
+        if drop and os.geteuid() == 0:
+            if pr["drop"]:
+                _, uid, gid = pr["drop"]
+                if pr["user_ns"] or not pr["bwrap_ok"]:
+                    prefix = bwrap.drop_prefix(uid, gid)
+                else:
+                    inside = (uid, gid)
+            else:
+                info["missing"].append("the privilege drop: the candidate runs as root")
+        if not drop and os.geteuid() == 0:
+            info["missing"].append("the privilege drop (drop_privileges false): the "
+                                   "candidate runs as root")
+        if uid != os.geteuid():
+            for root, dirs, _files in os.walk(self.workdir):
+                for name in [root] + [os.path.join(root, d) for d in dirs]:
+                    os.chown(name, uid, gid)
+            os.chown(self.stderr_path, uid, gid)
+            if inside:
+                # bwrap's chdir into it runs as root without capabilities: it needs the
+                # search bit (other candidates cannot see this directory at all).
+                os.chmod(self.workdir, 0o711)
+        info["uid"], info["gid"] = uid, gid
+        if pr["bwrap_ok"]:
+            cfg = bwrap.Config(self.workdir, self.device, network=self.network_isolation,
+                               user_ns=os.geteuid() != 0 or (uid != 0 and not inside),
+                               hide=self.sandbox_hide, drop_inside=inside)
+            info["tool"] = pr["tool"]
+            info["namespaces"] = cfg.namespaces()
+            return prefix, cfg, info
+        # Best effort without bwrap: a network namespace where unshare works.
+        if self.network_isolation:
+            net = netns_prefix(self.log)
+            if net:
+                info["tool"] = " ".join(net[:-1])
+                info["namespaces"] = ["net"] + (["user"] if "-r" in net else [])
+                prefix = net + prefix  # unshare as the supervisor, then the drop
+            else:
+                info["network"] = "shared (unshare not permitted)"
+        return prefix, None, info
+
     def start(self):
-        env = dict(os.environ)
-        for k in list(env):
-            if k.startswith("KAGENT_") or k == "TRITON_INTERPRET" or (
-                    k == "CUDA_INJECTION64_PATH" and not self.keep_injection):
-                del env[k]
-        for sub in ("tmp", "triton_cache", "inductor_cache", "torch_extensions"):
+        env = bwrap.child_env(os.environ, self.keep_injection)
+        for sub in ("tmp", "triton_cache", "inductor_cache", "torch_extensions", "cache"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
         env.update({
             "PYTHONPATH": harness_root() + (os.pathsep + os.environ["PYTHONPATH"]
@@ -190,90 +378,149 @@ class Child:
             "PYTHONUNBUFFERED": "1",
             "HOME": self.workdir,
             "TMPDIR": os.path.join(self.workdir, "tmp"),
+            "XDG_CACHE_HOME": os.path.join(self.workdir, "cache"),
             "TRITON_CACHE_DIR": os.path.join(self.workdir, "triton_cache"),
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(self.workdir, "inductor_cache"),
             "TORCH_EXTENSIONS_DIR": os.path.join(self.workdir, "torch_extensions"),
         })
+        env.pop("TRITON_INTERPRET", None)
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif self.cuda_visible_devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible_devices
         env.update(self.extra_env)
-        argv = [sys.executable, "-m", "kagent_harness.child", self.workdir, self.device]
-        if self.drop_privileges:
-            argv = self._privilege_drop_prefix() + argv
-        if self.network_isolation:
-            argv = netns_prefix(self.log) + argv
         self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, cwd=self.workdir, env=env,
-                                     start_new_session=True, close_fds=True,
-                                     preexec_fn=_die_with_parent(os.getpid()))
-        self._apply_limits()
+        prefix, cfg, info = self._plan()
+        self.sandbox_info = info
+        argv = [sys.executable, "-m", "kagent_harness.child", self.workdir, self.device]
+        pass_fds = []
+        theirs = status_w = None
+        if self.device == "cuda":
+            self.fd_channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pass_fds.append(theirs.fileno())
+            argv += ["--fd-channel", str(theirs.fileno())]
+        if cfg is not None:
+            status_r, status_w = os.pipe()
+            cfg.status_fd = status_w
+            pass_fds.append(status_w)
+            argv = cfg.argv(shutil.which("bwrap") or "bwrap") + argv
+            pass_fds += cfg.pass_fds()
+        argv = prefix + argv
+        self._oom_base = _oom_kills()
+        drop = info["uid"] != os.geteuid()
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                cwd=self.workdir, env=env, start_new_session=True, close_fds=True,
+                pass_fds=pass_fds, preexec_fn=_preexec(os.getpid(), self._limits(drop)))
+        finally:
+            if theirs is not None:
+                theirs.close()
+            if status_w is not None:
+                os.close(status_w)
+            if cfg is not None:
+                cfg.close_fds()
+        if cfg is not None:
+            self.status = bwrap.StatusReader(status_r)
+        self.argv = argv
         self._watchdog = threading.Thread(target=self._watch, daemon=True)
         self._watchdog.start()
-        self.log.add(f"candidate child started, pid {self.proc.pid}")
-
-    def _privilege_drop_prefix(self):
-        """Runs the child as nobody when the supervisor is root: it can then neither
-        read the supervisor's memory nor signal it. Needs setpriv (util-linux)."""
-        if os.geteuid() != 0:
-            self.log.add("privilege drop: not root, the child runs as this user")
-            return []
-        if not shutil.which("setpriv"):
-            self.log.add("privilege drop: setpriv not found; the child runs as root")
-            return []
-        try:
-            import pwd
-            pw = pwd.getpwnam(os.environ.get("KAGENT_CHILD_USER", "nobody"))
-        except KeyError:
-            self.log.add("privilege drop: no such user; the child runs as root")
-            return []
-        uid, gid = pw.pw_uid, pw.pw_gid
-        for root, dirs, files in os.walk(self.workdir):
-            for name in [root] + [os.path.join(root, d) for d in dirs]:
-                os.chown(name, uid, gid)
-        self.log.add(f"privilege drop: the child runs as {pw.pw_name} ({uid}:{gid})")
-        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
-
-    def _apply_limits(self):
-        pid = self.proc.pid
-        try:
-            resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
-            # Files the child writes (outputs, logs, caches) live in RAM on /dev/shm.
-            resource.prlimit(pid, resource.RLIMIT_FSIZE, (16 * 1024**3, 16 * 1024**3))
-            cpu = int(self.timeout_s * max(2, os.cpu_count() or 2) + 60)
-            resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
-            if self.device == "cpu":
-                # Torch + Triton reserve a few GiB of address space before any work.
-                as_limit = self.memory_limit + 8 * 1024**3
-                resource.prlimit(pid, resource.RLIMIT_AS, (as_limit, as_limit))
-        except (OSError, ValueError, AttributeError) as e:
-            self.log.add(f"could not set rlimits on the child: {e}")
+        self.log.add(f"candidate child started, pid {self.proc.pid}, sandbox "
+                     f"{info['tool'] or 'none'} ({', '.join(info['namespaces']) or 'no'} "
+                     f"namespaces, uid {info['uid']})"
+                     + (f"; missing: {'; '.join(info['missing'])}" if info["missing"] else ""))
 
     def _watch(self):
+        n = 0
         while not self._stop.wait(0.1):
             if self.proc.poll() is not None:
                 return
-            rss = _rss_bytes(self.proc.pid)
+            rss, procs, tasks = _usage(self.proc.pid)
             self.peak_rss = max(self.peak_rss, rss)
+            self.peak_tasks = max(self.peak_tasks, tasks)
+            if procs > MAX_PROCS or tasks > MAX_TASKS:
+                self._kill_for(P.REJECTED, f"the candidate ran {procs} processes and "
+                               f"{tasks} threads, over the limit of {MAX_PROCS} processes "
+                               f"and {MAX_TASKS} threads (a fork or thread bomb)")
+                return
+            if rss > self.memory_limit and procs > MEM_PROCS:
+                self._kill_for(P.REJECTED, f"the candidate ran {procs} processes holding "
+                               f"{rss >> 20} MiB together, over the limit of "
+                               f"{self.memory_limit >> 20} MiB (a fork bomb)")
+                return
             if rss > self.memory_limit:
                 self._oom_killed = True
                 self.log.add(f"child resident memory {rss >> 20} MiB over the limit "
                              f"{self.memory_limit >> 20} MiB: killing it")
                 self.kill()
                 return
+            n += 1
+            if n % 5 == 0:
+                used, entries = _scratch_usage(self.workdir)
+                if used > self.scratch_limit or entries >= 200000:
+                    self._kill_for(P.REJECTED, f"the candidate's scratch directory holds "
+                                   f"{used >> 20} MiB in {entries} entries, over the limit "
+                                   f"of {self.scratch_limit >> 20} MiB / 200000 entries "
+                                   "(filling the disk)")
+                    return
+
+    def _kill_for(self, verdict, reason):
+        self._killed_reason = (verdict, reason)
+        self.log.add(reason + ": killing it")
+        self.kill()
+
+    def _sandbox_pids(self):
+        """The sandbox's processes: bwrap's (self.proc) and all below it."""
+        if self.proc is None:
+            return []
+        return _tree(self.proc.pid)
+
+    def _ns_init(self):
+        """The host pid of the sandbox's init (a child of bwrap), or None. The status pipe
+        is the candidate's only from bwrap (it closes it in the sandbox), yet the pid is
+        checked to be bwrap's child before it is signalled."""
+        kids = _children(self.proc.pid) if self.proc is not None else []
+        if self.status is not None and self.status.child_pid in kids:
+            return self.status.child_pid
+        return kids[0] if len(kids) == 1 and self.status is not None else None
 
     def kill(self):
-        if self.proc and self.proc.poll() is None:
+        """SIGKILLs every process of the sandbox: its init (the PID namespace ends with
+        it), bwrap, and (without bwrap) every descendant and the process group."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        init = self._ns_init()
+        targets = [init] if init else []
+        if self.status is None:
+            targets += self._sandbox_pids()[1:]
+        for pid in targets:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+
+    def signal_all(self, sig):
+        """Sends sig (SIGSTOP, SIGCONT) to every process of the sandbox, twice over for
+        processes forked while the first pass ran. Returns how many were signalled."""
+        done = set()
+        for _ in range(2):
+            for pid in self._sandbox_pids():
+                if pid in done:
+                    continue
                 try:
-                    self.proc.kill()
-                except ProcessLookupError:
+                    os.kill(pid, sig)
+                    done.add(pid)
+                except (ProcessLookupError, PermissionError):
                     pass
+        return len(done)
 
     def close(self):
         if self.proc is None:
@@ -295,6 +542,11 @@ class Child:
         except (ProcessLookupError, PermissionError):
             pass
         self._stop.set()
+        if self.fd_channel is not None:
+            try:
+                self.fd_channel.close()
+            except OSError:
+                pass
         try:
             self._stderr.close()
         except OSError:
@@ -386,6 +638,19 @@ class Child:
         self.kill()
         raise ChildFailure(kind, f"{phase}: {message}")
 
+    def _exit_status(self, rc):
+        """(kind, value) of how the candidate's command ended: ("signal", N),
+        ("exit", N), or ("sandbox", rc) when bwrap ended without reporting it."""
+        if self.status is None:
+            return ("signal", -rc) if rc < 0 else ("exit", rc)
+        self.status.join(2.0)
+        code = self.status.exit_code
+        if code is None:
+            return "sandbox", rc
+        if code > 128:
+            return "signal", code - 128
+        return "exit", code
+
     def _death(self, when):
         try:
             rc = self.proc.wait(timeout=5)
@@ -396,10 +661,24 @@ class Child:
         if self._oom_killed:
             return ChildFailure(P.OOM, f"killed {when}: resident memory over the limit "
                                 f"({self.memory_limit >> 20} MiB)")
+        if self._killed_reason is not None:
+            verdict, reason = self._killed_reason
+            return ChildFailure(verdict, f"killed {when}: {reason}")
         if self._killed_timeout:
             return ChildFailure(P.TIMEOUT, f"killed {when} after the time limit")
-        if rc < 0:
-            sig = -rc
+        kind, value = self._exit_status(rc)
+        if kind == "sandbox":
+            if self.status.child_pid is None:
+                return ChildFailure(P.INFRA_ERROR, f"the sandbox did not start {when} "
+                                    f"(bwrap exit status {rc}): {tail[-500:]}")
+            if self._oom_rose():
+                return ChildFailure(P.OOM, f"the candidate's sandbox was killed {when} by "
+                                    "the kernel OOM killer")
+            return ChildFailure(P.CRASH, f"the candidate's sandbox ended {when} without "
+                                f"its status (bwrap exit status {rc}; killed from outside "
+                                "it, not by the harness)")
+        if kind == "signal":
+            sig = value
             if sig in CRASH_SIGNALS:
                 return ChildFailure(P.CRASH, f"the candidate process died of "
                                     f"{CRASH_SIGNALS[sig]} {when}")
@@ -409,15 +688,48 @@ class Child:
             if sig == signal.SIGXCPU:
                 return ChildFailure(P.TIMEOUT, f"CPU time limit exceeded {when}")
             if sig == signal.SIGKILL:
-                return ChildFailure(P.OOM, f"the candidate process was SIGKILLed {when} by "
-                                    "someone other than the harness (most likely the kernel "
-                                    "OOM killer)")
+                if self._oom_rose():
+                    return ChildFailure(P.OOM, f"the candidate process was SIGKILLed {when} "
+                                        "by the kernel OOM killer (its OOM-kill count rose)")
+                if self.status is not None:
+                    return ChildFailure(P.CRASH, f"the candidate process was SIGKILLed "
+                                        f"{when} from inside its sandbox (it killed itself "
+                                        "or its process group, e.g. kill(-1) or kill(0); "
+                                        "the OOM killer did not run)")
+                return ChildFailure(P.CRASH, f"the candidate process was SIGKILLed {when} "
+                                    "by someone other than the harness (the kernel OOM "
+                                    "killer did not run)")
             return ChildFailure(P.CRASH, f"the candidate process died of signal {sig} {when}")
+        rc = value
         low = tail.lower()
         if "out of memory" in low or "memoryerror" in low:
             return ChildFailure(P.OOM, f"the candidate process exited with code {rc} {when} "
                                 "(out of memory)")
         return ChildFailure(P.CRASH, f"the candidate process exited with code {rc} {when}")
+
+    def _oom_rose(self):
+        now = _oom_kills()
+        return now is not None and self._oom_base is not None and now > self._oom_base
+
+
+def scratch_open(path, write):
+    """Opens a file in a candidate's working directory for the supervisor, which may be
+    root and sees the host: never through a symlink the candidate planted, never a FIFO
+    or device (reading one would block or escape). Writing replaces whatever is at path
+    with a new file. Returns a binary file object; raises OSError."""
+    import stat
+    if write:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        return os.fdopen(fd, "wb")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def harden_supervisor():

@@ -49,8 +49,11 @@ class ServerLog:
 class Server:
     """The request handling, apart from the socket (tests drive it directly)."""
 
-    def __init__(self, device, pool_size, cache_bytes, prepared_max, log):
+    def __init__(self, device, pool_size, cache_bytes, prepared_max, log,
+                 sandbox="required", sandbox_hide=()):
         import torch
+        from kagent_harness import bwrap
+        from kagent_harness.sandbox import SandboxUnavailable
         from kagent_harness.measure import Env
         from kagent_harness.pool import ChildPool, ChildSpec
         from kagent_harness.trials import TrialCache, default_limit_bytes
@@ -61,8 +64,18 @@ class Server:
             raise P.RequestError("--device cuda but no CUDA device is visible")
         self.device = device
         self.log = log
+        # The sandbox of every candidate this server runs: a request cannot weaken it.
+        self.sandbox = sandbox
+        self.sandbox_hide = list(sandbox_hide)
+        self.sandbox_probe = bwrap.probe(log, device)
+        if not self.sandbox_probe["ok"]:
+            if sandbox == bwrap.REQUIRED:
+                raise SandboxUnavailable("the candidate sandbox is required (--sandbox "
+                                         "required) but not available: "
+                                         + bwrap.describe(self.sandbox_probe))
+            log.add("sandbox best-effort: candidates run without what is missing")
         limit = cache_bytes if cache_bytes is not None else default_limit_bytes(device)
-        spec = ChildSpec(device)
+        spec = ChildSpec(device, sandbox=sandbox, sandbox_hide=self.sandbox_hide)
         self.env = Env(device, TrialCache(limit, log), ChildPool(spec, pool_size, log), log)
         self.gpu_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -126,7 +139,8 @@ class Server:
             prepared = len(self.prepared)
         return {"ok": True, "pid": os.getpid(), "version": __version__,
                 "device": self.device, "pool_ready": self.env.pool.ready_count(),
-                "prepared": prepared, "served": self.served, **st}
+                "prepared": prepared, "served": self.served, "sandbox": self.sandbox,
+                "sandbox_ok": self.sandbox_probe["ok"], **st}
 
     def _request(self, msg, mode):
         """The measure-style request inside `msg` (op, job_id, prepared removed), parsed.
@@ -136,7 +150,17 @@ class Server:
         raw["device"] = raw.get("device") or self.device
         if raw["device"] != self.device:
             raise P.RequestError(f"this server runs on {self.device}, not {raw['device']}")
-        return P.Request(raw, mode=mode)
+        raw.setdefault("sandbox", self.sandbox)
+        req = P.Request(raw, mode=mode)
+        # The server's sandbox flags apply: a request may add hidden paths or ask for
+        # "required" of a best-effort server, never weaken a required one.
+        req.sandbox_hide = sorted(set(self.sandbox_hide) | set(req.sandbox_hide))
+        if self.sandbox == P.SANDBOX_REQUIRED:
+            req.sandbox = P.SANDBOX_REQUIRED
+            req.network_isolation = True
+            if req.drop_privileges is False:
+                req.drop_privileges = None
+        return req
 
     @staticmethod
     def _job_id(msg):
@@ -433,6 +457,14 @@ def main(argv=None):
     parser.add_argument("--cache-mb", type=int, default=None,
                         help="GPU memory the trial cache may keep (default: a quarter)")
     parser.add_argument("--prepared-max", type=int, default=4)
+    parser.add_argument("--sandbox", choices=("required", "best-effort"), default="required",
+                        help="required (default): refuse to start unless the candidate "
+                             "sandbox (bubblewrap, namespaces, the privilege drop) works "
+                             "here; best-effort: run with what there is and say what is "
+                             "missing in each result's harness.warnings")
+    parser.add_argument("--sandbox-hide", action="append", default=[], metavar="PATH",
+                        help="a path candidates must not see (repeatable): a directory "
+                             "becomes an empty tmpfs, a file /dev/null")
     args = parser.parse_args(argv)
     log = ServerLog()
     if not 0 <= args.pool <= 16:
@@ -444,7 +476,11 @@ def main(argv=None):
     try:
         core = Server(args.device, args.pool,
                       None if args.cache_mb is None else args.cache_mb << 20,
-                      args.prepared_max, log)
+                      args.prepared_max, log, sandbox=args.sandbox,
+                      # The server's own socket too (the seccomp filter already stops
+                      # Unix sockets; processes started before it exists miss this).
+                      sandbox_hide=[os.path.abspath(p) for p in args.sandbox_hide] +
+                      [os.path.abspath(args.socket)])
     except Exception as e:  # noqa: BLE001
         log.add(f"cannot start: {type(e).__name__}: {e}")
         return 2
@@ -466,7 +502,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.add(f"serving on {args.socket} (pid {os.getpid()}, device {core.device}, "
-            f"pool {args.pool}, trial cache {core.env.cache.limit >> 20} MiB)")
+            f"pool {args.pool}, trial cache {core.env.cache.limit >> 20} MiB, sandbox "
+            f"{args.sandbox})")
     try:
         srv.serve_forever(poll_interval=0.5)
     finally:

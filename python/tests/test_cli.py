@@ -75,7 +75,12 @@ def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):
            "    json.dump({{k: os.environ.get(k) for k in ('CUDA_INJECTION64_PATH', "
            "'KAGENT_CUPTI_OUT', 'KAGENT_CUPTI_LIB')}}, _f)\n")
     problem = spy.format(d=str(tmp_path), name="supervisor.json") + read("problem_relu_add.py")
-    cand = spy.format(d=str(tmp_path), name="child.json") + read("cand_relu_add_good.py")
+    # The candidate's sandbox cannot write to tmp_path: it reports on its stderr, which
+    # the result's log carries.
+    child_spy = ("import os, json, sys\n"
+                 "sys.stderr.write('KAGENT-SPY ' + json.dumps({k: os.environ.get(k) for k in "
+                 "('CUDA_INJECTION64_PATH', 'KAGENT_CUPTI_OUT', 'KAGENT_CUPTI_LIB')}) + '\\n')\n")
+    cand = child_spy + read("cand_relu_add_good.py")
     req = dict(FAST, problem_source=problem, kernel_source=cand, network_isolation=False)
     env = dict(os.environ, PYTHONPATH=PYDIR, CUDA_INJECTION64_PATH="/nonexistent/tracer.so",
                KAGENT_CUPTI_OUT=str(tmp_path / "trace.jsonl"),
@@ -85,7 +90,8 @@ def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):
     res = json.loads(p.stdout)
     assert res["ok"], res
     sup = json.loads((tmp_path / "supervisor.json").read_text())
-    child = json.loads((tmp_path / "child.json").read_text())
+    line = next(ln for ln in res["log"].splitlines() if ln.startswith("KAGENT-SPY "))
+    child = json.loads(line[len("KAGENT-SPY "):])
     assert sup == {"CUDA_INJECTION64_PATH": None, "KAGENT_CUPTI_OUT": None,
                    "KAGENT_CUPTI_LIB": "/nonexistent/libkagent_cupti.so"}
     # The candidate's process gets all three (its environment drops other KAGENT_*).

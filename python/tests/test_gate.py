@@ -3,7 +3,7 @@ candidate runs in its own child process, as in production."""
 
 import pytest
 
-from conftest import GPU_ADV, measure
+from conftest import GPU_ADV, measure, read
 
 PROBLEM = "problem_relu_add.py"
 
@@ -176,9 +176,44 @@ def test_case_study_returns_reference_is_rejected(monkeypatch):
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
                     reason="the privilege drop applies when the harness runs as root")
-def test_privilege_drop_keeps_the_candidate_away_from_the_supervisor():
-    r = measure(PROBLEM, "cand_relu_add_probe_parent.py", drop_privileges=True,
-                time_candidate=False)
+def test_privilege_drop_keeps_the_candidate_away_from_the_supervisor(monkeypatch, tmp_path):
+    import os
+    import shutil
+    from conftest import FAST
+    from kagent_harness import bwrap
+    from kagent_harness import protocol as P
+    from kagent_harness.measure import Supervisor
+    src = read("cand_relu_add_probe_parent.py").replace("SUPERVISOR_PID = 0",
+                                                        f"SUPERVISOR_PID = {os.getpid()}")
+
+    def run(**extra):
+        raw = dict(FAST, problem_source=read(PROBLEM), kernel_source=src,
+                   time_candidate=False, **extra)
+        return Supervisor(P.Request(raw, mode="measure"), P.Log()).run_measure()
+    # The default: the sandbox's PID namespace and the drop to nobody.
+    r = run()
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
-    r = measure(PROBLEM, "cand_relu_add_probe_parent.py", time_candidate=False)
-    assert r["verdict"] == "COMPILE_ERROR" and "supervisor" in r["correctness"]["reason"]
+    assert r["harness"]["sandbox"]["uid"] != 0
+    # Root inside the sandbox still cannot see the supervisor (PID namespace).
+    r = run(drop_privileges=False)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    assert r["harness"]["sandbox"]["uid"] == 0
+    if shutil.which("bwrap") is None:
+        return
+    # Without bubblewrap (best-effort) the drop alone keeps it away ...
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in os.listdir("/usr/bin"):
+        if name != "bwrap":
+            os.symlink(os.path.join("/usr/bin", name), bin_dir / name)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    bwrap.reset_probe()
+    try:
+        r = run(sandbox="best-effort")
+        assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+        # ... and with neither, a root candidate can signal (so kill) the supervisor.
+        r = run(sandbox="best-effort", drop_privileges=False)
+        assert r["verdict"] == "COMPILE_ERROR" and "supervisor" in r["correctness"]["reason"]
+    finally:
+        monkeypatch.undo()
+        bwrap.reset_probe()

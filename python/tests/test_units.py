@@ -354,16 +354,22 @@ def test_candidate_process_dies_with_the_supervisor():
     import sys
     import time
     from conftest import PYDIR
-    code = ("import os, subprocess, sys, time\n"
+    # The real thing: a sandboxed candidate process (setpriv clears the parent-death
+    # signal; bwrap's --die-with-parent must carry it), every process of its sandbox.
+    code = ("import os, sys, time\n"
             "sys.path.insert(0, %r)\n"
-            "from kagent_harness.sandbox import _die_with_parent\n"
-            "p = subprocess.Popen(['sleep', '60'], start_new_session=True,\n"
-            "                     preexec_fn=_die_with_parent(os.getpid()))\n"
-            "print(p.pid, flush=True)\n"
+            "from kagent_harness import protocol as P\n"
+            "from kagent_harness.pool import ChildSpec, spawn\n"
+            "c = spawn(ChildSpec('cpu', sandbox='best-effort'), P.Log(), 60, 4096)\n"
+            "deadline = time.time() + 30\n"
+            "while len(c._sandbox_pids()) < 3 and c.status is not None and "
+            "time.time() < deadline:\n"
+            "    time.sleep(0.05)\n"
+            "print(' '.join(str(p) for p in c._sandbox_pids()), flush=True)\n"
             "time.sleep(60)\n" % PYDIR)
     sup = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    child = int(sup.stdout.readline())
-    assert os.path.exists(f"/proc/{child}")
+    pids = [int(p) for p in sup.stdout.readline().split()]
+    assert pids and all(os.path.exists(f"/proc/{p}") for p in pids)
     sup.send_signal(signal.SIGKILL)
     sup.wait()
 
@@ -374,9 +380,9 @@ def test_candidate_process_dies_with_the_supervisor():
         except OSError:
             return False
     deadline = time.time() + 5
-    while alive(child) and time.time() < deadline:
+    while any(alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.02)
-    assert not alive(child)
+    assert not any(alive(p) for p in pids), pids
 
 
 def test_compile_dry_run_launches_nothing_and_knows_when_it_needed_values():

@@ -1,0 +1,482 @@
+"""The candidate's sandbox under bubblewrap: the argv, the environment allowlist, the
+start-time probe. docs/harness.md, "Sandbox and threat model", says what each layer
+stops and what it does not.
+
+A candidate's process is started as
+    [setpriv --reuid U --regid G --clear-groups --]  (root supervisor: the drop)
+    bwrap --die-with-parent --unshare-{pid,ipc,uts[,net][,user]} [--disable-userns]
+          --cap-drop ALL --json-status-fd N
+          --ro-bind / /  --dev /dev  --dev-bind /dev/nvidia* ...  --proc /proc
+          --tmpfs MASK (size-limited and writable for /tmp, /var/tmp, /dev/shm; empty and
+          then read-only for /run, /home, /root, /mnt, /media, /srv, and the operator's
+          hidden directories)  --ro-bind back what a mask hid that Python needs
+          --ro-bind /dev/null FILE (hidden files)  --bind WORKDIR WORKDIR
+          --remount-ro (each empty mask, /dev)  --chdir WORKDIR
+          -- python -m kagent_harness.child ...
+so the whole host is read-only, the one writable directory is the candidate's own
+scratch (with its HOME, TMPDIR and caches), and it sees only its own processes.
+
+Pure Python, no torch: the probe runs before anything heavy.
+"""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+# Masked with an empty tmpfs: writable but small (some tools write to /tmp or /dev/shm
+# whatever TMPDIR says) ...
+SCRATCH_MASKS = ("/tmp", "/var/tmp", "/dev/shm")
+SCRATCH_MASK_BYTES = 64 << 20
+# ... or empty and read-only (home directories, runtime sockets, mounts of the host).
+EMPTY_MASKS = ("/run", "/home", "/root", "/mnt", "/media", "/srv")
+
+REQUIRED = "required"
+BEST_EFFORT = "best-effort"
+MODES = (REQUIRED, BEST_EFFORT)
+
+# Environment variables that reach the candidate (besides what Child sets itself).
+_ENV_NAMES = {"PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
+              "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}
+_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "PYTHON", "TRITON_", "TORCH_", "TORCHINDUCTOR_")
+# Profile mode only: Nsight Compute's injected library finds its front end through these.
+_PROFILE_PREFIXES = ("NV_", "NVTX_", "NSYS_", "NCU_")
+
+
+def child_env(env, keep_injection=False):
+    """The allowlisted part of `env` (the supervisor's environment): everything else
+    (API tokens, LLM keys, database credentials, KAGENT_* settings) is dropped."""
+    out = {}
+    for k, v in env.items():
+        if k.startswith("KAGENT_"):
+            continue
+        if k == "CUDA_INJECTION64_PATH" and not keep_injection:
+            continue
+        if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES) or (
+                keep_injection and k.startswith(_PROFILE_PREFIXES)):
+            out[k] = v
+    return out
+
+
+def _under(path, top):
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def needed_paths():
+    """What the child's Python needs to see, from the running interpreter: the harness
+    package's root, the prefixes and site-packages, the executable's directories, the
+    sys.path and PYTHONPATH entries, LD_LIBRARY_PATH and the CUPTI library's directory."""
+    import site
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [here, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    try:
+        paths += site.getsitepackages()
+    except AttributeError:
+        pass
+    paths += [p for p in sys.path if p]
+    for var in ("PYTHONPATH", "LD_LIBRARY_PATH"):
+        paths += [p for p in os.environ.get(var, "").split(os.pathsep) if p]
+    lib = os.environ.get("KAGENT_CUPTI_LIB")
+    if lib:
+        paths.append(os.path.dirname(os.path.abspath(lib)))
+    out = []
+    for p in paths:
+        for q in (os.path.abspath(p), os.path.realpath(p)):
+            # Never a candidate's or a job's private directory (make_workdir's kagent-*).
+            if _is_private_dir(q):
+                continue
+            if os.path.isdir(q) and q not in out:
+                out.append(q)
+    return out
+
+
+def _is_private_dir(path):
+    import tempfile
+    for base in ("/dev/shm", tempfile.gettempdir()):
+        if _under(path, base) and any(c.startswith("kagent-") for c in
+                                      path[len(base):].split("/")):
+            return True
+    return False
+
+
+# seccomp: (AUDIT_ARCH, socket's number, io_uring_setup's number) per machine.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+
+
+def seccomp_program():
+    """A classic-BPF seccomp filter (bytes) for bwrap --seccomp, or None on an unknown
+    machine: socket(AF_UNIX, ...) fails with EACCES (no connection to any Unix socket of
+    the host, by path or abstract name, even where the network is shared; socketpair
+    stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), and
+    foreign-ABI system calls (i386, x32) fail with ENOSYS."""
+    import errno
+    import platform
+    import struct
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return None
+    audit, nr_socket, nr_uring = arch
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow = 0x7FFF0000
+
+    def deny(e):
+        return 0x00050000 | e  # SECCOMP_RET_ERRNO
+    prog = [
+        (ld, 0, 0, 4),                      # 0: arch
+        (jeq, 1, 0, audit),                 # 1: native -> 3
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 2
+        (ld, 0, 0, 0),                      # 3: nr
+        (jge, 0, 1, 0x40000000),            # 4: x32 -> 5, else 6
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 5
+        (jeq, 0, 1, nr_uring),              # 6: io_uring_setup -> 7, else 8
+        (ret, 0, 0, deny(errno.ENOSYS)),    # 7
+        (jeq, 0, 3, nr_socket),             # 8: socket -> 9, else 12
+        (ld, 0, 0, 16),                     # 9: args[0] (low 32 bits)
+        (jeq, 0, 1, 1),                     # 10: AF_UNIX -> 11, else 12
+        (ret, 0, 0, deny(errno.EACCES)),    # 11
+        (ret, 0, 0, allow),                 # 12
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+def seccomp_fd():
+    """A pipe's read end holding seccomp_program(), or None."""
+    prog = seccomp_program()
+    if prog is None:
+        return None
+    r, w = os.pipe()
+    os.write(w, prog)
+    os.close(w)
+    return r
+
+
+def gpu_device_files():
+    return sorted(p for p in glob.glob("/dev/nvidia*") if os.path.exists(p))
+
+
+class Config:
+    """What one candidate's sandbox is: built once per Child.start."""
+
+    def __init__(self, workdir, device, network=True, user_ns=False, hide=(),
+                 status_fd=None, drop_inside=None, seccomp=True):
+        self.workdir = os.path.abspath(workdir)
+        self.device = device
+        self.network = network          # True: a fresh network namespace
+        self.user_ns = user_ns          # True: --unshare-user (not root, or after a drop)
+        self.hide = tuple(hide)
+        self.status_fd = status_fd
+        # (uid, gid): bwrap runs as root and setpriv drops to them inside the sandbox
+        # (a root supervisor whose Python the unprivileged user cannot reach, e.g.
+        # under /root); else the drop, if any, happened before bwrap (setpriv prefix).
+        self.drop_inside = drop_inside
+        # The seccomp filter's pipe (argv() opens it): pass it to bwrap, then close it.
+        self.seccomp = seccomp
+        self.seccomp_fd = None
+        # The uid the candidate runs as: paths it could not reach need no mask.
+        self.uid = drop_inside[0] if drop_inside else os.geteuid()
+
+    def _reachable(self, path):
+        """Whether bwrap (as self.uid) can reach path: every directory above it
+        searchable. One it cannot reach, the candidate cannot either."""
+        if not os.path.lexists(path):
+            return False
+        d = os.path.dirname(os.path.abspath(path))
+        while True:
+            try:
+                st = os.stat(d)
+            except OSError:
+                return False
+            if self.uid == os.geteuid():
+                if not os.access(d, os.X_OK):
+                    return False
+            elif not (st.st_mode & 0o001 or (st.st_uid == self.uid and st.st_mode & 0o100)):
+                return False
+            if d == "/":
+                return True
+            d = os.path.dirname(d)
+
+    def pass_fds(self):
+        return [self.seccomp_fd] if self.seccomp_fd is not None else []
+
+    def close_fds(self):
+        if self.seccomp_fd is not None:
+            try:
+                os.close(self.seccomp_fd)
+            except OSError:
+                pass
+            self.seccomp_fd = None
+
+    def namespaces(self):
+        ns = ["pid", "ipc", "uts", "mount"]
+        if self.network:
+            ns.append("net")
+        if self.user_ns:
+            ns.append("user")
+        return ns
+
+    def argv(self, bwrap="bwrap"):
+        a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        if self.network:
+            a.append("--unshare-net")
+        if self.user_ns:
+            a += ["--unshare-user", "--disable-userns"]
+        a += ["--cap-drop", "ALL"]
+        if self.drop_inside:
+            # Only for setpriv's drop; gone with the uid change and the bounding set.
+            a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                  "--cap-add", "CAP_SETPCAP"]
+        if self.status_fd is not None:
+            a += ["--json-status-fd", str(self.status_fd)]
+        if self.seccomp and self.seccomp_fd is None:
+            self.seccomp_fd = seccomp_fd()
+        if self.seccomp_fd is not None:
+            a += ["--seccomp", str(self.seccomp_fd)]
+        a += ["--ro-bind", "/", "/", "--dev", "/dev"]
+        for dev in gpu_device_files():
+            a += ["--dev-bind", dev, dev]
+        a += ["--proc", "/proc"]
+        for m in SCRATCH_MASKS:
+            a += ["--perms", "1777", "--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
+        hide = [os.path.abspath(p) for p in self.hide if os.path.lexists(p)]
+        ro_masks = [m for m in EMPTY_MASKS if os.path.isdir(m)] + \
+            [p for p in hide if os.path.isdir(p) and self._reachable(p)]
+        masks = list(SCRATCH_MASKS) + ro_masks
+        back = [p for p in needed_paths()
+                if any(_under(p, m) and p != m for m in masks)
+                and not _under(self.workdir, p)]
+        # Never a whole mask back (a script's directory /tmp on sys.path), nor a path
+        # inside one bound back already.
+        back = [p for p in back if not any(_under(p, q) and p != q for q in back)]
+        # A hidden path the candidate could reach: on the host, or inside a bound-back
+        # directory (reachable there through the searchable directories made for it).
+        hide = [p for p in hide if self._reachable(p) or any(_under(p, b) for b in back)]
+        hide_dirs = [p for p in hide if os.path.isdir(p)]
+        hide_files = [p for p in hide if not os.path.isdir(p)]
+        for m in sorted(set(ro_masks), key=len):
+            a += ["--tmpfs", m]
+        # A needed path inside an operator-hidden one stays visible (Python must run):
+        # the operator hides secrets, not the interpreter.
+        made = set()
+        for p in sorted(back, key=len):
+            # The directories between the mask and p, searchable (bwrap makes them 0700).
+            m = max((m for m in masks if _under(p, m)), key=len)
+            parts = p[len(m):].strip("/").split("/")[:-1]
+            for i in range(len(parts)):
+                d = m.rstrip("/") + "/" + "/".join(parts[:i + 1])
+                if d not in made and not any(_under(d, b) for b in back if b != p):
+                    made.add(d)
+                    a += ["--perms", "0755", "--dir", d]
+            a += ["--ro-bind", p, p]
+        again = [h for h in hide_dirs if any(_under(h, p) and h != p for p in back)]
+        for h in again:  # hidden directories inside a bound-back one: hidden again
+            a += ["--tmpfs", h]
+        for f in hide_files:
+            a += ["--ro-bind", "/dev/null", f]
+        a += ["--bind", self.workdir, self.workdir]
+        # Empty masks are made read-only last (their mount points were created above),
+        # and so is bwrap's /dev tmpfs (device nodes stay usable on a read-only mount).
+        for m in sorted(set(ro_masks), key=len) + again:
+            a += ["--remount-ro", m]
+        a += ["--remount-ro", "/dev"]
+        a += ["--chdir", self.workdir, "--"]
+        if self.drop_inside:
+            uid, gid = self.drop_inside
+            a += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                  "--bounding-set=-all", "--inh-caps=-all", "--"]
+        return a
+
+
+class StatusReader:
+    """Reads bwrap's --json-status-fd pipe on a thread: `child_pid` (the host pid of the
+    sandbox's init: killing it ends every process in the PID namespace) and `exit_code`
+    (the command's status: 128 + N for signal N)."""
+
+    def __init__(self, fd):
+        self.child_pid = None
+        self.exit_code = None
+        self.have_pid = threading.Event()
+        self._f = os.fdopen(fd, "rb", buffering=0)
+        self._t = threading.Thread(target=self._run, daemon=True, name="kagent-bwrap-status")
+        self._t.start()
+
+    def _run(self):
+        buf = b""
+        dec = json.JSONDecoder()
+        try:
+            while True:
+                chunk = self._f.read(4096)
+                if not chunk:
+                    break
+                buf += chunk
+                text = buf.decode("utf-8", "replace")
+                while True:
+                    text = text.lstrip()
+                    if not text:
+                        break
+                    try:
+                        obj, end = dec.raw_decode(text)
+                    except ValueError:
+                        break
+                    text = text[end:]
+                    if isinstance(obj, dict):
+                        if isinstance(obj.get("child-pid"), int):
+                            self.child_pid = obj["child-pid"]
+                            self.have_pid.set()
+                        if isinstance(obj.get("exit-code"), int):
+                            self.exit_code = obj["exit-code"]
+                buf = text.encode()
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.have_pid.set()
+            try:
+                self._f.close()
+            except OSError:
+                pass
+
+    def join(self, timeout):
+        self._t.join(timeout)
+
+
+# -- the start-time probe --------------------------------------------------------------
+_PROBE = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def child_user():
+    """(name, uid, gid) the candidate runs as when the supervisor is root."""
+    import pwd
+    try:
+        pw = pwd.getpwnam(os.environ.get("KAGENT_CHILD_USER", "nobody"))
+    except KeyError:
+        return None
+    return pw.pw_name, pw.pw_uid, pw.pw_gid
+
+
+def drop_prefix(uid, gid):
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+
+
+def bwrap_version(path):
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.replace("bubblewrap", "bwrap") or None
+
+
+def probe(log, device="cpu"):
+    """Runs the full sandbox once (`true`, and on cuda a check that /dev/nvidia* are
+    visible inside) and returns what is available, cached per process and device:
+    {"ok", "tool", "bwrap", "drop" (user, uid, gid) or None, "user_ns", "missing": [...],
+    "fix": "..."}. Logged once."""
+    with _PROBE_LOCK:
+        if device in _PROBE:
+            return _PROBE[device]
+        res = _probe(device)
+        _PROBE[device] = res
+    log.add("sandbox probe: " + describe(res))
+    return res
+
+
+def reset_probe():
+    with _PROBE_LOCK:
+        _PROBE.clear()
+
+
+def _probe(device):
+    import tempfile
+    res = {"ok": False, "tool": None, "bwrap": shutil.which("bwrap"), "drop": None,
+           "user_ns": os.geteuid() != 0, "missing": [], "device_files": [],
+           "root": os.geteuid() == 0, "bwrap_ok": False, "drop_mode": None}
+    missing = res["missing"]
+    if os.geteuid() == 0:
+        user = child_user()
+        if user is None:
+            missing.append(f"user {os.environ.get('KAGENT_CHILD_USER', 'nobody')!r} "
+                           "(KAGENT_CHILD_USER) to run candidates as")
+        elif not shutil.which("setpriv"):
+            missing.append("setpriv (util-linux) for the privilege drop")
+        else:
+            res["drop"] = user
+            probe_cfg = Config("/", device, user_ns=True)
+            probe_cfg.uid = user[1]
+            if all(probe_cfg._reachable(p) and os.access(p, os.R_OK) for p in needed_paths()):
+                res["drop_mode"] = "setpriv before bwrap, user namespace"
+                res["user_ns"] = True
+            else:
+                res["drop_mode"] = "setpriv inside bwrap (Python not reachable by the user)"
+                res["user_ns"] = False
+    if not res["bwrap"]:
+        missing.append("bubblewrap (bwrap not on PATH)")
+        return res
+    res["tool"] = bwrap_version(res["bwrap"]) or "bwrap"
+    d = tempfile.mkdtemp(prefix="kagent-probe-")
+    try:
+        prefix, inside = [], None
+        if res["drop"]:
+            os.chown(d, res["drop"][1], res["drop"][2])
+            if res["user_ns"]:
+                prefix = drop_prefix(res["drop"][1], res["drop"][2])
+            else:
+                inside = res["drop"][1:]
+                os.chmod(d, 0o711)  # bwrap's chdir runs as root without capabilities
+        devs = gpu_device_files() if device == "cuda" else []
+        res["device_files"] = devs
+        check = ("import os,socket,sys; bad=[p for p in sys.argv[1:] if not os.path.exists(p)]\n"
+                 "try:\n socket.socket(socket.AF_UNIX); u=5\nexcept OSError: u=0\n"
+                 "sys.exit(3 if bad else u or (0 if os.getpid() < 10 else 4))")
+        cfg = Config(d, device, network=True, user_ns=res["user_ns"], drop_inside=inside)
+        argv = prefix + cfg.argv(res["bwrap"]) + [sys.executable, "-c", check] + devs
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                               cwd=d, env=child_env(os.environ), pass_fds=cfg.pass_fds())
+            rc, err = p.returncode, p.stderr.strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            rc, err = -1, str(e)
+        finally:
+            cfg.close_fds()
+
+        res["bwrap_ok"] = rc == 0
+        if rc == 3:
+            missing.append("GPU device files inside the sandbox (" + ", ".join(devs) + ")")
+        elif rc == 5:
+            missing.append("the seccomp filter (a Unix socket could be made)")
+        elif rc == 4:
+            missing.append("a PID namespace (the sandbox saw foreign processes)")
+        elif rc != 0:
+            why = err or f"exit status {rc}"
+            if res["user_ns"]:
+                missing.append(f"bwrap with a user namespace failed ({why}): unprivileged "
+                               "user namespaces may be disabled")
+            else:
+                missing.append(f"bwrap failed ({why})")
+        if device == "cuda" and not devs:
+            missing.append("GPU device files (/dev/nvidia*) on this host")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    res["ok"] = not missing
+    return res
+
+
+FIX = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), allow "
+       "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or "
+       "kernel.apparmor_restrict_unprivileged_userns=0), or pass --sandbox=best-effort "
+       "(request field \"sandbox\": \"best-effort\") to run with what is there")
+
+
+def describe(res):
+    if res["ok"]:
+        who = f"as {res['drop'][0]} ({res['drop'][1]}:{res['drop'][2]}; " \
+              f"{res['drop_mode']})" if res["drop"] else f"as uid {os.geteuid()}"
+        return (f"{res['tool']} at {res['bwrap']}: pid, ipc, uts, mount, net"
+                f"{', user' if res['user_ns'] else ''} namespaces, seccomp (no AF_UNIX "
+                f"sockets, no io_uring), {who}"
+                + (f", devices {' '.join(res['device_files'])}" if res["device_files"] else "")
+                + "; all available")
+    return "missing: " + "; ".join(res["missing"]) + ". To fix: " + FIX
