@@ -21,11 +21,8 @@ import time
 import traceback
 
 _PROTO_OUT = None
-# On cuda: the supervisor's fd-passing socket (SOCK_SEQPACKET), from --fd-channel N.
-FD_CHANNEL = None
-
-# The descriptor channel (a Unix socket) shared GPU memory arrives on: set by main() from
-# --fd-channel (sandbox.Child passes it on the GPU), else None.
+# On cuda: the supervisor's descriptor channel (SOCK_SEQPACKET), from --fd-channel N;
+# shared GPU memory arrives on it (vmm.py). None elsewhere.
 FD_CHANNEL = None
 
 

@@ -16,8 +16,11 @@ profiled forwards).
 """
 
 import ast
+import io
 import json
 import re
+
+from kagent_harness.sandbox import scratch_open
 
 # Kernel-name fragments of library code (cuBLAS, CUTLASS, cuDNN, ATen, inductor, ...).
 LIBRARY_PATTERNS = (
@@ -84,7 +87,9 @@ def read_trace(path):
     """Parses a tracer file; malformed lines are skipped and counted."""
     kernels, markers, bad = [], [], 0
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
+        # In the candidate's directory: never through a link or FIFO it planted there.
+        with io.TextIOWrapper(scratch_open(path, write=False), encoding="utf-8",
+                              errors="replace") as f:
             for line in f:
                 line = line.strip()
                 if not line:

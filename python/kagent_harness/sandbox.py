@@ -391,6 +391,9 @@ class Child:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible_devices
         env.update(self.extra_env)
         self._stderr = open(self.stderr_path, "wb")
+        # Read back through a handle of our own: the candidate may replace the file in
+        # its directory with a link to a host file this process can read.
+        self._stderr_read = open(self.stderr_path, "rb")
         prefix, cfg, info = self._plan()
         self.sandbox_info = info
         argv = [sys.executable, "-m", "kagent_harness.child", self.workdir, self.device]
@@ -554,12 +557,12 @@ class Child:
 
     def stderr_tail(self, limit=8192):
         try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - limit))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
+            f = self._stderr_read
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read(limit).decode("utf-8", "replace")
+        except (OSError, AttributeError, ValueError):
             return ""
 
     # -- protocol ---------------------------------------------------------------------

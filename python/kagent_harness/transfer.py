@@ -16,6 +16,7 @@ import pickle
 import torch
 
 from kagent_harness import protocol as P
+from kagent_harness.sandbox import scratch_open
 
 
 class Rejection(Exception):
@@ -182,7 +183,10 @@ class TransferMixin:
                 not isinstance(x, (torch.Tensor, list, tuple, dict)) for x in inputs):
             return self._ipc_field(inputs)
         path = os.path.join(self.workdir, f"in_{tag}.pt")
-        torch.save([cpu(x) for x in inputs], path)
+        # The candidate's code may have run in this directory: never through a link it
+        # planted (this process may be root and sees the host).
+        with scratch_open(path, write=True) as f:
+            torch.save([cpu(x) for x in inputs], f)
         return {"inputs": path}
 
     def release_inputs(self, field):
@@ -197,18 +201,27 @@ class TransferMixin:
     def _load_outputs(self, path, ref_out):
         limit = 4 * sum(o.numel() * o.element_size() for o in ref_out) + (16 << 20)
         try:
-            size = os.path.getsize(path)
-        except OSError:
+            f = scratch_open(path, write=False)
+        except FileNotFoundError:
             raise Rejection(P.REJECTED, "the candidate process wrote no output file")
-        if size > limit:
-            raise Rejection(P.REJECTED, f"output file of {size} bytes, far larger than the "
-                            "reference's outputs")
+        except OSError as e:
+            raise Rejection(P.REJECTED, f"the output file is not a regular file of its own "
+                            f"({e})")
         try:
-            got = torch.load(path, weights_only=True, map_location="cpu")
-        except Exception as e:  # noqa: BLE001
-            raise Rejection(P.REJECTED, f"unreadable output file: {e}")
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise Rejection(P.REJECTED, f"output file of {size} bytes, far larger than "
+                                "the reference's outputs")
+            try:
+                got = torch.load(f, weights_only=True, map_location="cpu")
+            except Exception as e:  # noqa: BLE001
+                raise Rejection(P.REJECTED, f"unreadable output file: {e}")
         finally:
-            os.unlink(path)
+            f.close()
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         if not isinstance(got, list) or not all(isinstance(t, torch.Tensor) for t in got):
             raise Rejection(P.REJECTED, "the output file does not hold a list of tensors")
         return [t.to(self.device) for t in got]

@@ -437,3 +437,25 @@ def test_a_hidden_path_inside_a_bound_back_one_stays_hidden(tmp_path, monkeypatc
         cfg.close_fds()
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["visible", "0", "done"], p.stdout + p.stderr
+
+
+def test_links_planted_in_scratch_do_not_redirect_the_supervisor(srv):
+    """The supervisor writes each trial's inputs, and reads the candidate's log, in the
+    candidate's directory after its code ran: through no link the candidate planted."""
+    victim = os.path.join(srv["visible"], "victim.txt")
+    secret_file = os.path.join(srv["visible"], "root-only.txt")
+    for p, mode in ((victim, 0o644), (secret_file, 0o600)):
+        with open(p, "w") as f:
+            f.write(srv["secret"] + "-" + os.path.basename(p) + "\n")
+        os.chmod(p, mode)
+    r = run(srv, candidate("links", VICTIM=repr(victim), SECRET_FILE=repr(secret_file),
+                           MODE=repr("run")))
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    with open(victim) as f:
+        assert f.read() == srv["secret"] + "-victim.txt\n", "an input file went to the host"
+    r = run(srv, candidate("links", VICTIM=repr(victim), SECRET_FILE=repr(secret_file),
+                           MODE=repr("crash")))
+    assert r["verdict"] == "COMPILE_ERROR", r["correctness"]["reason"]   # raised at import
+    assert "redteam-stderr-marker" in json.dumps(r)  # the log read back is the child's own
+    assert srv["secret"] not in json.dumps(r), "a host file reached the result"
+    assert_honest_correct(srv)
