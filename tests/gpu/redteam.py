@@ -113,21 +113,24 @@ def marker_paths():
 
 
 def red_processes():
-    """pids whose command line is an attack's leftover (the sleeper, or a candidate
-    process of the suite still alive)."""
+    """pids of what an attack left behind: processes or threads named "kagent-red" (the
+    bombs name what they start) and the sleeper's command line."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{name}/status") as f:
-                uid = next((line.split()[1] for line in f if line.startswith("Uid:")), "")
+                if b"kagent-red-sleeper" in f.read():
+                    out.append(int(name))
+                    continue
+            for tid in os.listdir(f"/proc/{name}/task"):
+                with open(f"/proc/{name}/task/{tid}/comm", "rb") as f:
+                    if f.read().strip() == b"kagent-red":
+                        out.append(int(name))
+                        break
         except OSError:
             continue
-        if b"kagent-red-sleeper" in cmd or (b"kagent_harness.child" in cmd and uid == "65534"):
-            out.append(int(name))
     return out
 
 

@@ -7,6 +7,8 @@ import torch
 
 
 def attack():
+    if not torch.cuda.is_available():
+        return
     torch.cuda.init()
     rt = None
     for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
