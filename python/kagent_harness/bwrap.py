@@ -108,7 +108,7 @@ _SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 4
 
 
 def seccomp_program():
-    """A classic-BPF seccomp filter (bytes) for bwrap --seccomp, or None on an unknown
+    """A classic-BPF seccomp filter (bytes) for install_seccomp(), or None on an unknown
     machine: socket(AF_UNIX, ...) fails with EACCES (no connection to any Unix socket of
     the host, by path or abstract name, even where the network is shared; socketpair
     stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), and
@@ -143,15 +143,30 @@ def seccomp_program():
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
-def seccomp_fd():
-    """A pipe's read end holding seccomp_program(), or None."""
+def install_seccomp():
+    """Installs seccomp_program() on the calling process for good (inherited by every
+    process it starts; it cannot be removed). The candidate's process calls it itself,
+    after CUDA is initialised and before the candidate's code is imported: the CUDA
+    driver makes a Unix socket while it initialises (measured on the H200: cuInit fails
+    with error 304 under the filter), which the filter would refuse. Sets no_new_privs
+    first (the kernel's condition for an unprivileged filter; bwrap sets it already).
+    Raises OSError when the kernel refuses."""
+    import ctypes
+    import errno
     prog = seccomp_program()
     if prog is None:
-        return None
-    r, w = os.pipe()
-    os.write(w, prog)
-    os.close(w)
-    return r
+        raise OSError(errno.ENOSYS, "no seccomp program for this machine")
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        e = ctypes.get_errno()
+        raise OSError(e, "prctl(PR_SET_NO_NEW_PRIVS): " + os.strerror(e))
+    fprog = SockFprog(len(prog) // 8, prog)
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        e = ctypes.get_errno()
+        raise OSError(e, "prctl(PR_SET_SECCOMP): " + os.strerror(e))
 
 
 def gpu_device_files():
@@ -173,9 +188,9 @@ class Config:
         # (a root supervisor whose Python the unprivileged user cannot reach, e.g.
         # under /root); else the drop, if any, happened before bwrap (setpriv prefix).
         self.drop_inside = drop_inside
-        # The seccomp filter's pipe (argv() opens it): pass it to bwrap, then close it.
+        # The seccomp filter: installed by the candidate's process itself (child.py,
+        # bwrap.install_seccomp), after CUDA starts; nothing in bwrap's argv.
         self.seccomp = seccomp
-        self.seccomp_fd = None
         # The uid the candidate runs as: paths it could not reach need no mask.
         self.uid = drop_inside[0] if drop_inside else os.geteuid()
 
@@ -200,15 +215,10 @@ class Config:
             d = os.path.dirname(d)
 
     def pass_fds(self):
-        return [self.seccomp_fd] if self.seccomp_fd is not None else []
+        return []
 
     def close_fds(self):
-        if self.seccomp_fd is not None:
-            try:
-                os.close(self.seccomp_fd)
-            except OSError:
-                pass
-            self.seccomp_fd = None
+        pass
 
     def namespaces(self):
         ns = ["pid", "ipc", "uts", "mount"]
@@ -231,10 +241,6 @@ class Config:
                   "--cap-add", "CAP_SETPCAP"]
         if self.status_fd is not None:
             a += ["--json-status-fd", str(self.status_fd)]
-        if self.seccomp and self.seccomp_fd is None:
-            self.seccomp_fd = seccomp_fd()
-        if self.seccomp_fd is not None:
-            a += ["--seccomp", str(self.seccomp_fd)]
         a += ["--ro-bind", "/", "/", "--dev", "/dev"]
         for dev in gpu_device_files():
             a += ["--dev-bind", dev, dev]
@@ -429,6 +435,9 @@ def _probe(device):
         devs = gpu_device_files() if device == "cuda" else []
         res["device_files"] = devs
         check = ("import os,socket,sys; bad=[p for p in sys.argv[1:] if not os.path.exists(p)]\n"
+                 f"sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})\n"
+                 "from kagent_harness.bwrap import install_seccomp\n"
+                 "try:\n install_seccomp()\nexcept OSError: sys.exit(5)\n"
                  "try:\n socket.socket(socket.AF_UNIX); u=5\nexcept OSError: u=0\n"
                  "sys.exit(3 if bad else u or (0 if os.getpid() < 10 else 4))")
         cfg = Config(d, device, network=True, user_ns=res["user_ns"], drop_inside=inside)
@@ -446,7 +455,8 @@ def _probe(device):
         if rc == 3:
             missing.append("GPU device files inside the sandbox (" + ", ".join(devs) + ")")
         elif rc == 5:
-            missing.append("the seccomp filter (a Unix socket could be made)")
+            missing.append("the seccomp filter (not installed, or a Unix socket could "
+                           "still be made)")
         elif rc == 4:
             missing.append("a PID namespace (the sandbox saw foreign processes)")
         elif rc != 0:

@@ -216,9 +216,18 @@ def main():
         torch.set_grad_enabled(False)
         if st.device == "cuda":
             torch.cuda.init()
+            torch.zeros(1, device="cuda")  # the driver's start-up is done before the filter
     except Exception as e:  # noqa: BLE001
         _fail(e, "harness start")
         return 1
+    # No Unix sockets and no io_uring from here on, before any of the candidate's code
+    # (bwrap.install_seccomp says why not earlier). The start-time probe checks that the
+    # host allows it; a failure here is reported and the process goes on.
+    try:
+        from kagent_harness import bwrap
+        bwrap.install_seccomp()
+    except OSError as e:
+        sys.stderr.write(f"kagent child: seccomp filter not installed: {e}\n")
     if not _wait_for_load():
         return 0
     with open(os.path.join(workdir, "child_config.json")) as f:
