@@ -103,15 +103,21 @@ def _is_private_dir(path):
     return False
 
 
-# seccomp: (AUDIT_ARCH, socket's number, io_uring_setup's number) per machine.
-_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+# seccomp, per machine: AUDIT_ARCH, socket's number, and the calls refused outright with
+# their errno names (io_uring_setup; ptrace, process_vm_readv, process_vm_writev).
+_SECCOMP_ARCH = {
+    "x86_64": (0xC000003E, 41, {425: "ENOSYS", 101: "EPERM", 310: "EPERM", 311: "EPERM"}),
+    "aarch64": (0xC00000B7, 198, {425: "ENOSYS", 117: "EPERM", 270: "EPERM", 271: "EPERM"}),
+}
 
 
 def seccomp_program():
     """A classic-BPF seccomp filter (bytes) for install_seccomp(), or None on an unknown
     machine: socket(AF_UNIX, ...) fails with EACCES (no connection to any Unix socket of
     the host, by path or abstract name, even where the network is shared; socketpair
-    stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), and
+    stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), ptrace and
+    process_vm_readv/writev fail with EPERM (in a user namespace the sandbox's own init
+    runs as the candidate's user: seen attachable on the H200 without this), and
     foreign-ABI system calls (i386, x32) fail with ENOSYS."""
     import errno
     import platform
@@ -119,26 +125,28 @@ def seccomp_program():
     arch = _SECCOMP_ARCH.get(platform.machine())
     if arch is None:
         return None
-    audit, nr_socket, nr_uring = arch
+    audit, nr_socket, refused = arch
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow = 0x7FFF0000
 
     def deny(e):
         return 0x00050000 | e  # SECCOMP_RET_ERRNO
     prog = [
-        (ld, 0, 0, 4),                      # 0: arch
-        (jeq, 1, 0, audit),                 # 1: native -> 3
-        (ret, 0, 0, deny(errno.ENOSYS)),    # 2
-        (ld, 0, 0, 0),                      # 3: nr
-        (jge, 0, 1, 0x40000000),            # 4: x32 -> 5, else 6
-        (ret, 0, 0, deny(errno.ENOSYS)),    # 5
-        (jeq, 0, 1, nr_uring),              # 6: io_uring_setup -> 7, else 8
-        (ret, 0, 0, deny(errno.ENOSYS)),    # 7
-        (jeq, 0, 3, nr_socket),             # 8: socket -> 9, else 12
-        (ld, 0, 0, 16),                     # 9: args[0] (low 32 bits)
-        (jeq, 0, 1, 1),                     # 10: AF_UNIX -> 11, else 12
-        (ret, 0, 0, deny(errno.EACCES)),    # 11
-        (ret, 0, 0, allow),                 # 12
+        (ld, 0, 0, 4),                      # arch
+        (jeq, 1, 0, audit),                 # native: skip the next
+        (ret, 0, 0, deny(errno.ENOSYS)),
+        (ld, 0, 0, 0),                      # nr
+        (jge, 0, 1, 0x40000000),            # x32
+        (ret, 0, 0, deny(errno.ENOSYS)),
+    ]
+    for nr, name in sorted(refused.items()):
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny(getattr(errno, name)))]
+    prog += [
+        (jeq, 0, 3, nr_socket),             # socket: check its family, else allow
+        (ld, 0, 0, 16),                     # args[0] (low 32 bits)
+        (jeq, 0, 1, 1),                     # AF_UNIX
+        (ret, 0, 0, deny(errno.EACCES)),
+        (ret, 0, 0, allow),
     ]
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 

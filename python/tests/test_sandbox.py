@@ -459,3 +459,51 @@ def test_links_planted_in_scratch_do_not_redirect_the_supervisor(srv):
     assert "redteam-stderr-marker" in json.dumps(r)  # the log read back is the child's own
     assert srv["secret"] not in json.dumps(r), "a host file reached the result"
     assert_honest_correct(srv)
+
+
+def test_the_seccomp_filter_refuses_ptrace_and_unix_sockets():
+    """What the candidate's process installs on itself (bwrap.install_seccomp): ptrace of
+    a process it could otherwise trace (its own child; in a user namespace the sandbox's
+    init is such a process) and process_vm_readv fail with EPERM, AF_UNIX sockets with
+    EACCES; socketpair and TCP sockets still work."""
+    code = r"""
+import ctypes, os, socket, sys, time
+sys.path.insert(0, sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+libc = ctypes.CDLL(None, use_errno=True)
+def attach():
+    r = libc.ptrace(16, pid, None, None)
+    e = ctypes.get_errno()
+    if r == 0:
+        libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    return r, e
+before = attach()
+from kagent_harness.bwrap import install_seccomp
+install_seccomp()
+after = attach()
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(8)
+iov = Iov(ctypes.addressof(buf), 8)
+vm = libc.process_vm_readv(pid, ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0)
+vm_errno = ctypes.get_errno()
+try:
+    socket.socket(socket.AF_UNIX); unix = "made"
+except OSError as e:
+    unix = e.errno
+socket.socketpair(); socket.socket(socket.AF_INET)
+os.kill(pid, 9)
+print(before[0], after[0], after[1], vm, vm_errno, unix)
+"""
+    p = subprocess.run([sys.executable, "-c", code, PYDIR], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    before, after, after_errno, vm, vm_errno, unix = p.stdout.split()
+    import errno
+    assert before == "0", "the control attach failed: the check could not fail"
+    assert (after, int(after_errno)) == ("-1", errno.EPERM)
+    assert (vm, int(vm_errno)) == ("-1", errno.EPERM)
+    assert int(unix) == errno.EACCES
