@@ -41,3 +41,31 @@ def measure(problem, candidate=None, folder=FIXTURES, **overrides):
 @pytest.fixture
 def run_measure():
     return measure
+
+
+def start_server(d, extra_args=(), env=None, wait=True, cache_mb=64):
+    """Starts `python -m kagent_harness serve` on the CPU (one warm process) with its
+    socket and log in directory d; waits for its first ping unless wait is False.
+    Returns (socket path, process, log file)."""
+    import subprocess
+    import time
+    from kagent_harness.server import call
+    path = os.path.join(d, "harness.sock")
+    env = dict(env or os.environ, PYTHONPATH=PYDIR, TRITON_INTERPRET="1")
+    log = open(os.path.join(d, "server.log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "kagent_harness", "serve", "--socket", path,
+                             "--device", "cpu", "--pool", "1", "--cache-mb", str(cache_mb),
+                             *extra_args], env=env, stdout=log, stderr=subprocess.STDOUT)
+    if not wait:
+        return path, proc, log
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if call(path, {"op": "ping"}, timeout=10)["ok"]:
+                break
+        except OSError:
+            pass
+        assert proc.poll() is None, open(os.path.join(d, "server.log")).read()
+        assert time.monotonic() < deadline, "the server did not answer within 120 s"
+        time.sleep(0.5)
+    return path, proc, log

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import FIXTURES, HERE, PYDIR, read
+from conftest import FIXTURES, HERE, PYDIR, read, start_server
 
 PROBLEM = "problem_relu_add.py"
 REDTEAM = os.path.join(FIXTURES, "redteam")
@@ -53,28 +53,6 @@ def measure_msg(source, **extra):
            "time_candidate": False}
     msg.update(extra)
     return msg
-
-
-def start_server(d, extra_args=(), env=None, wait=True):
-    path = os.path.join(d, "harness.sock")
-    env = dict(env or os.environ, PYTHONPATH=PYDIR, TRITON_INTERPRET="1")
-    log = open(os.path.join(d, "server.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kagent_harness", "serve", "--socket", path,
-                             "--device", "cpu", "--pool", "1", "--cache-mb", "64",
-                             *extra_args], env=env, stdout=log, stderr=subprocess.STDOUT)
-    if not wait:
-        return path, proc, log
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if call(path, {"op": "ping"}, timeout=10)["ok"]:
-                break
-        except OSError:
-            pass
-        assert proc.poll() is None, open(os.path.join(d, "server.log")).read()
-        assert time.monotonic() < deadline, "the server did not answer within 120 s"
-        time.sleep(0.5)
-    return path, proc, log
 
 
 @pytest.fixture(scope="module")

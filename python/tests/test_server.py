@@ -3,16 +3,13 @@ process on a Unix socket, on the CPU (Triton's interpreter), with its warm pool,
 job trial cache, prepare before measure, a screen, cancellation and release."""
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 
 import pytest
 
-from conftest import PYDIR, read
+from conftest import read, start_server
 
 PROBLEM = "problem_relu_add.py"
 
@@ -35,22 +32,7 @@ def request(op, candidate=None, **extra):
 @pytest.fixture(scope="module")
 def server():
     d = tempfile.mkdtemp(prefix="kagent-srv-test-")
-    path = os.path.join(d, "harness.sock")
-    env = dict(os.environ, PYTHONPATH=PYDIR, TRITON_INTERPRET="1")
-    log = open(os.path.join(d, "server.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kagent_harness", "serve", "--socket", path,
-                             "--device", "cpu", "--pool", "1", "--cache-mb", "256"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if call(path, {"op": "ping"}, timeout=10)["ok"]:
-                break
-        except OSError:
-            pass
-        assert proc.poll() is None, open(os.path.join(d, "server.log")).read()
-        assert time.monotonic() < deadline, "the server did not answer within 120 s"
-        time.sleep(0.5)
+    path, proc, log = start_server(d, cache_mb=256)
     yield path, proc, d
     proc.terminate()
     proc.wait(timeout=30)
