@@ -286,6 +286,11 @@ absl::StatusOr<nlohmann::json> HarnessServer::Call(const nlohmann::json& request
       }
       generation = generation_;
     }
+    // A call whose token has fired does not even connect (a quick answer would
+    // otherwise beat Exchange's own check of the token).
+    if (cancel != nullptr && cancel->cancelled()) {
+      return absl::CancelledError("cancelled before the request was sent to the harness server");
+    }
     bool connected = false;
     absl::StatusOr<nlohmann::json> answer = Exchange(line, deadline, cancel, &connected);
     if (answer.ok()) return answer;
