@@ -185,7 +185,7 @@ class Config:
     """What one candidate's sandbox is: built once per Child.start."""
 
     def __init__(self, workdir, device, network=True, user_ns=False, hide=(),
-                 status_fd=None, drop_inside=None, seccomp=True):
+                 status_fd=None, drop_inside=None):
         self.workdir = os.path.abspath(workdir)
         self.device = device
         self.network = network          # True: a fresh network namespace
@@ -196,9 +196,6 @@ class Config:
         # (a root supervisor whose Python the unprivileged user cannot reach, e.g.
         # under /root); else the drop, if any, happened before bwrap (setpriv prefix).
         self.drop_inside = drop_inside
-        # The seccomp filter: installed by the candidate's process itself (child.py,
-        # bwrap.install_seccomp), after CUDA starts; nothing in bwrap's argv.
-        self.seccomp = seccomp
         # The uid the candidate runs as: paths it could not reach need no mask.
         self.uid = drop_inside[0] if drop_inside else os.geteuid()
 
@@ -221,12 +218,6 @@ class Config:
             if d == "/":
                 return True
             d = os.path.dirname(d)
-
-    def pass_fds(self):
-        return []
-
-    def close_fds(self):
-        pass
 
     def namespaces(self):
         ns = ["pid", "ipc", "uts", "mount"]
@@ -452,12 +443,10 @@ def _probe(device):
         argv = prefix + cfg.argv(res["bwrap"]) + [sys.executable, "-c", check] + devs
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                               cwd=d, env=child_env(os.environ), pass_fds=cfg.pass_fds())
+                               cwd=d, env=child_env(os.environ))
             rc, err = p.returncode, p.stderr.strip()[-300:]
         except (OSError, subprocess.TimeoutExpired) as e:
             rc, err = -1, str(e)
-        finally:
-            cfg.close_fds()
 
         res["bwrap_ok"] = rc == 0
         if rc == 3:

@@ -408,7 +408,6 @@ class Child:
             cfg.status_fd = status_w
             pass_fds.append(status_w)
             argv = cfg.argv(shutil.which("bwrap") or "bwrap") + argv
-            pass_fds += cfg.pass_fds()
         argv = prefix + argv
         self._oom_base = _oom_kills()
         drop = info["uid"] != os.geteuid()
@@ -422,8 +421,6 @@ class Child:
                 theirs.close()
             if status_w is not None:
                 os.close(status_w)
-            if cfg is not None:
-                cfg.close_fds()
         if cfg is not None:
             self.status = bwrap.StatusReader(status_r)
         self.argv = argv

@@ -405,14 +405,11 @@ def test_a_hidden_path_inside_a_bound_back_one_stays_hidden(tmp_path, monkeypatc
     cfg = bwrap.Config(str(work), "cpu", user_ns=os.geteuid() != 0,
                        hide=[str(py / "secret")])
     argv = cfg.argv(shutil.which("bwrap"))
-    try:
-        script = (f"cat {py}/mod.txt; ls -A {py}/secret | wc -l; "
-                  f"test -e {tmp_path}/other.txt && echo leak; "
-                  f"touch {py}/secret/x 2>/dev/null && echo writable; echo done")
-        p = subprocess.run(argv + ["/bin/sh", "-c", script], capture_output=True, text=True,
-                           pass_fds=cfg.pass_fds(), timeout=60)
-    finally:
-        cfg.close_fds()
+    script = (f"cat {py}/mod.txt; ls -A {py}/secret | wc -l; "
+              f"test -e {tmp_path}/other.txt && echo leak; "
+              f"touch {py}/secret/x 2>/dev/null && echo writable; echo done")
+    p = subprocess.run(argv + ["/bin/sh", "-c", script], capture_output=True, text=True,
+                       timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["visible", "0", "done"], p.stdout + p.stderr
 
