@@ -306,20 +306,22 @@ TEST_CASE("Subprocess isolates the network when permitted", "[subprocess]") {
 TEST_CASE("Subprocess runs many children concurrently", "[subprocess]") {
   constexpr int kThreads = 8;
   std::vector<std::string> outputs(kThreads);
-  std::vector<bool> ok(kThreads, false);
+  // Not std::vector<bool>: its elements share words, so threads writing
+  // neighbouring elements race (CI once lost one thread's `true`).
+  std::vector<char> ok(kThreads, 0);
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([i, &outputs, &ok] {
       SubprocessOptions options = HelperOptions({"cat"});
       options.stdin_data = std::string(100000 + i, static_cast<char>('A' + i));
       absl::StatusOr<SubprocessResult> result = RunSubprocess(options);
-      ok[i] = result.ok() && result->ok();
+      ok[i] = result.ok() && result->ok() ? 1 : 0;
       if (result.ok()) outputs[i] = result->stdout_data;
     });
   }
   for (std::thread& thread : threads) thread.join();
   for (int i = 0; i < kThreads; ++i) {
-    CHECK(ok[i]);
+    CHECK(ok[i] == 1);
     CHECK(outputs[i] == std::string(100000 + i, static_cast<char>('A' + i)));
   }
 }
