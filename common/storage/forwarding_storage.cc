@@ -114,6 +114,24 @@ absl::StatusOr<std::string> ForwardingStorage::GetCheckpoint(absl::string_view j
 }
 absl::StatusOr<int64_t> ForwardingStorage::SchemaVersion() { KAGENT_FORWARD(SchemaVersion()); }
 
+absl::StatusOr<LeaderLease> ForwardingStorage::AcquireLease(absl::string_view name,
+                                                           absl::string_view holder,
+                                                           absl::string_view address,
+                                                           absl::Duration ttl) {
+  KAGENT_FORWARD(AcquireLease(name, holder, address, ttl));
+}
+absl::StatusOr<LeaderLease> ForwardingStorage::GetLease(absl::string_view name) {
+  KAGENT_FORWARD(GetLease(name));
+}
+absl::Status ForwardingStorage::CheckLease(absl::string_view name, absl::string_view holder,
+                                           int64_t term) {
+  KAGENT_FORWARD(CheckLease(name, holder, term));
+}
+absl::Status ForwardingStorage::ReleaseLease(absl::string_view name, absl::string_view holder,
+                                             int64_t term) {
+  KAGENT_FORWARD(ReleaseLease(name, holder, term));
+}
+
 #undef KAGENT_FORWARD
 
 absl::Status ForwardingStorage::RunInTransaction(

@@ -119,6 +119,23 @@ CREATE TABLE checkpoints (
 );
 )sql";
 
+// Leader leases (storage.h): one row per lease name. expires_at is set and compared with
+// the server's clock_timestamp(), so replicas' clocks never matter.
+constexpr const char* kMigration2 = R"sql(
+CREATE TABLE leases (
+  name       TEXT COLLATE "C" PRIMARY KEY,
+  holder     TEXT COLLATE "C" NOT NULL,
+  address    TEXT COLLATE "C" NOT NULL,
+  term       BIGINT NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL
+);
+)sql";
+
+// The columns every lease query returns, in ReadLease's order.
+#define KAGENT_LEASE_COLUMNS \
+  "name, holder, address, term, " \
+  "(EXTRACT(EPOCH FROM (expires_at - clock_timestamp())) * 1000)::bigint"
+
 // libpq's messages end in a newline; some span lines.
 std::string CleanMessage(absl::string_view message) {
   std::string out(absl::StripAsciiWhitespace(message));
@@ -240,6 +257,7 @@ const std::vector<PostgresMigration>& PostgresSchemaMigrations() {
   static const auto* const kMigrations = new std::vector<PostgresMigration>{
       {1, "jobs, counters, events, candidates, task results, reflexions, artifacts, checkpoints",
        kMigration1},
+      {2, "leader leases", kMigration2},
   };
   return *kMigrations;
 }
@@ -313,6 +331,8 @@ class PostgresStorage::Session final : public Storage {
   absl::Status Atomically(absl::FunctionRef<absl::Status()> fn, bool snapshot = false);
 
   absl::Status RequireJob(absl::string_view job_id);
+  // Row `row` of a result of KAGENT_LEASE_COLUMNS.
+  static LeaderLease ReadLease(const Result& result, int row);
   absl::StatusOr<StoredJob> ReadJob(const Result& result, int row, int revision_column,
                                     int data_column);
   // Fills `out` with the parsed `column` of every row.
@@ -1018,6 +1038,80 @@ absl::StatusOr<std::string> PostgresStorage::Session::GetCheckpoint(absl::string
                                Params().Text(job_id).Text(key)));
   if (result.rows() == 0) return storage::CheckpointNotFound(job_id, key);
   return result.Bytes(0, 0);
+}
+
+// --- Leader leases ----------------------------------------------------------------
+
+LeaderLease PostgresStorage::Session::ReadLease(const Result& result, int row) {
+  LeaderLease lease;
+  lease.name = result.Bytes(row, 0);
+  lease.holder = result.Bytes(row, 1);
+  lease.address = result.Bytes(row, 2);
+  lease.term = result.Int(row, 3);
+  lease.remaining = absl::Milliseconds(result.Int(row, 4));
+  return lease;
+}
+
+absl::StatusOr<LeaderLease> PostgresStorage::Session::AcquireLease(absl::string_view name,
+                                                                   absl::string_view holder,
+                                                                   absl::string_view address,
+                                                                   absl::Duration ttl) {
+  KAGENT_RETURN_IF_ERROR(storage::ValidateAcquireLease(name, holder, address, ttl));
+  // One statement: take it when free, renew it when ours, else leave it. The row lock
+  // this takes waits for a holder's open fenced transaction (CheckLease's FOR SHARE).
+  KAGENT_ASSIGN_OR_RETURN(
+      Result taken,
+      Exec("INSERT INTO leases AS l (name, holder, address, term, expires_at) "
+           "VALUES ($1, $2, $3, 1, clock_timestamp() + $4::float8 * interval '1 millisecond') "
+           "ON CONFLICT (name) DO UPDATE SET "
+           "term = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() "
+           "THEN l.term ELSE l.term + 1 END, "
+           "holder = excluded.holder, address = excluded.address, "
+           "expires_at = excluded.expires_at "
+           "WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp() "
+           "RETURNING " KAGENT_LEASE_COLUMNS,
+           Params().Text(name).Text(holder).Text(address).Int(absl::ToInt64Milliseconds(ttl)),
+           "taking a lease"));
+  if (taken.rows() == 1) return ReadLease(taken, 0);
+  return GetLease(name);
+}
+
+absl::StatusOr<LeaderLease> PostgresStorage::Session::GetLease(absl::string_view name) {
+  KAGENT_RETURN_IF_ERROR(storage::ValidateLeaseName(name));
+  KAGENT_ASSIGN_OR_RETURN(Result result,
+                          Exec("SELECT " KAGENT_LEASE_COLUMNS " FROM leases WHERE name = $1",
+                               Params().Text(name), "reading a lease"));
+  if (result.rows() == 0) return storage::LeaseNotFound(name);
+  return ReadLease(result, 0);
+}
+
+absl::Status PostgresStorage::Session::CheckLease(absl::string_view name,
+                                                  absl::string_view holder, int64_t term) {
+  KAGENT_RETURN_IF_ERROR(storage::ValidateLeaseHolder(name, holder, term));
+  KAGENT_ASSIGN_OR_RETURN(
+      Result result,
+      Exec("SELECT " KAGENT_LEASE_COLUMNS " FROM leases WHERE name = $1 FOR SHARE",
+           Params().Text(name), "checking a lease"));
+  if (result.rows() == 0) return storage::LeaseNotHeld(name, holder, term, nullptr);
+  LeaderLease stored = ReadLease(result, 0);
+  if (stored.holder != holder || stored.term != term || stored.remaining <= absl::ZeroDuration()) {
+    return storage::LeaseNotHeld(name, holder, term, &stored);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PostgresStorage::Session::ReleaseLease(absl::string_view name,
+                                                    absl::string_view holder, int64_t term) {
+  KAGENT_RETURN_IF_ERROR(storage::ValidateLeaseHolder(name, holder, term));
+  KAGENT_ASSIGN_OR_RETURN(
+      Result result,
+      Exec("UPDATE leases SET expires_at = clock_timestamp() - interval '1 millisecond' "
+           "WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > clock_timestamp()",
+           Params().Text(name).Text(holder).Int(term), "releasing a lease"));
+  if (result.affected() == 0) {
+    KAGENT_RETURN_IF_ERROR(GetLease(name).status());
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------

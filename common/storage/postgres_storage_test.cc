@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/storage/fenced_storage.h"
 #include "common/storage/storage_factory.h"
 #include "common/storage/storage_test_suite.h"
 #include "common/storage/testing/postgres_test_server.h"
@@ -384,6 +386,132 @@ TEST_CASE("postgres: OpenStorage opens PostgreSQL from a URL", "[postgres]") {
     std::unique_ptr<Storage> storage = Unwrap(OpenStorage(form));
     REQUIRE(Unwrap(storage->SchemaVersion()) >= 1);
   }
+}
+
+}  // namespace
+}  // namespace kagent
+
+// --- Leader leases and the fence (coordinator high availability) ---------------------
+
+namespace kagent {
+namespace {
+
+TEST_CASE("postgres: a lease is taken when free, renewed by its holder, refused to others",
+          "[postgres][lease]") {
+  std::unique_ptr<PostgresStorage> a = OpenPg(NewDatabase());
+  RequireCode(a->GetLease("coordinator").status(), absl::StatusCode::kNotFound, "never taken");
+  LeaderLease first = Unwrap(a->AcquireLease("coordinator", "r1", "10.0.0.1:50051", absl::Seconds(30)));
+  REQUIRE(first.holder == "r1");
+  REQUIRE(first.address == "10.0.0.1:50051");
+  REQUIRE(first.term == 1);
+  REQUIRE(first.remaining > absl::Seconds(25));
+  // Another replica sees r1's lease, unchanged.
+  LeaderLease other = Unwrap(a->AcquireLease("coordinator", "r2", "10.0.0.2:50051", absl::Seconds(30)));
+  REQUIRE(other.holder == "r1");
+  REQUIRE(other.term == 1);
+  REQUIRE(other.address == "10.0.0.1:50051");
+  // Renewing keeps the term.
+  REQUIRE(Unwrap(a->AcquireLease("coordinator", "r1", "10.0.0.1:50051", absl::Seconds(30))).term == 1);
+  RequireOk(a->CheckLease("coordinator", "r1", 1));
+  RequireCode(a->CheckLease("coordinator", "r2", 1), absl::StatusCode::kFailedPrecondition,
+              "held by r1 at term 1");
+  RequireCode(a->CheckLease("coordinator", "r1", 2), absl::StatusCode::kFailedPrecondition,
+              "fenced");
+  // Bad arguments name the field.
+  RequireCode(a->AcquireLease("coordinator", "", "x:1", absl::Seconds(30)).status(),
+              absl::StatusCode::kInvalidArgument, "lease holder");
+  RequireCode(a->AcquireLease("coordinator", "r1", "x:1", absl::Milliseconds(10)).status(),
+              absl::StatusCode::kInvalidArgument, "lease ttl");
+  RequireCode(a->CheckLease("coordinator", "r1", 0), absl::StatusCode::kInvalidArgument, "term");
+}
+
+TEST_CASE("postgres: an expired or released lease goes to the next replica at a new term",
+          "[postgres][lease]") {
+  std::unique_ptr<PostgresStorage> a = OpenPg(NewDatabase());
+  REQUIRE(Unwrap(a->AcquireLease("coordinator", "r1", "h1:1", absl::Seconds(1))).term == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  RequireCode(a->CheckLease("coordinator", "r1", 1), absl::StatusCode::kFailedPrecondition,
+              "expired");
+  LeaderLease taken = Unwrap(a->AcquireLease("coordinator", "r2", "h2:1", absl::Seconds(30)));
+  REQUIRE(taken.holder == "r2");
+  REQUIRE(taken.term == 2);
+  // r1 coming back finds r2's lease; its old term stays fenced.
+  REQUIRE(Unwrap(a->AcquireLease("coordinator", "r1", "h1:1", absl::Seconds(30))).holder == "r2");
+  RequireCode(a->CheckLease("coordinator", "r1", 1), absl::StatusCode::kFailedPrecondition,
+              "held by r2 at term 2");
+  // A release by a stale term changes nothing; the holder's frees it at once.
+  RequireOk(a->ReleaseLease("coordinator", "r1", 1));
+  REQUIRE(Unwrap(a->GetLease("coordinator")).remaining > absl::Seconds(20));
+  RequireOk(a->ReleaseLease("coordinator", "r2", 2));
+  REQUIRE(Unwrap(a->GetLease("coordinator")).remaining <= absl::ZeroDuration());
+  LeaderLease third = Unwrap(a->AcquireLease("coordinator", "r3", "h3:1", absl::Seconds(30)));
+  REQUIRE(third.holder == "r3");
+  REQUIRE(third.term == 3);
+}
+
+TEST_CASE("postgres: fenced writes commit only under the lease they checked",
+          "[postgres][lease]") {
+  const std::string url = NewDatabase();
+  std::unique_ptr<PostgresStorage> a = OpenPg(url);
+  std::unique_ptr<PostgresStorage> b = OpenPg(url);
+  REQUIRE(Unwrap(a->AcquireLease("coordinator", "r1", "h1:1", absl::Seconds(1))).term == 1);
+  FencedStorage leader(a.get(), [](Storage& tx) { return tx.CheckLease("coordinator", "r1", 1); });
+  RequireOk(leader.CreateJob(MakeJob("job-1"), "").status());
+  RequireOk(leader.AppendEvent("job-1", MakeEvent("first")).status());
+
+  // r1 is inside a fenced transaction when its lease runs out and r2 tries to take it:
+  // r2 waits for the transaction, whose write commits under term 1; only then does
+  // term 2 begin.
+  std::atomic<bool> in_body{false};
+  std::atomic<int64_t> commit_done_ms{0};
+  std::atomic<int64_t> taken_ms{0};
+  const absl::Time start = absl::Now();
+  std::thread taker([&] {
+    while (!in_body.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past the ttl
+    LeaderLease l = Unwrap(b->AcquireLease("coordinator", "r2", "h2:1", absl::Seconds(30)));
+    taken_ms = absl::ToInt64Milliseconds(absl::Now() - start);
+    REQUIRE(l.holder == "r2");
+    REQUIRE(l.term == 2);
+  });
+  RequireOk(leader.RunInTransaction([&](Storage& tx) -> absl::Status {
+    in_body = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    return tx.AppendEvent("job-1", MakeEvent("in the fenced transaction")).status();
+  }));
+  commit_done_ms = absl::ToInt64Milliseconds(absl::Now() - start);
+  taker.join();
+  INFO("commit at " << commit_done_ms << " ms, taken at " << taken_ms << " ms");
+  REQUIRE(taken_ms.load() >= commit_done_ms.load() - 50);
+
+  // After the takeover every fenced write of r1 fails and writes nothing.
+  RequireCode(leader.AppendEvent("job-1", MakeEvent("too late")).status(),
+              absl::StatusCode::kFailedPrecondition, "held by r2 at term 2");
+  RequireCode(leader.PutCheckpoint("job-1", "round", "x"), absl::StatusCode::kFailedPrecondition,
+              "fenced");
+  StoredJob job = Unwrap(leader.GetJob("job-1"));  // reads still work
+  job.job.set_current_round(5);
+  RequireCode(leader.UpdateJob(job.job, job.revision).status(),
+              absl::StatusCode::kFailedPrecondition, "fenced");
+  RequireCode(leader.RunInTransaction([](Storage&) { return absl::OkStatus(); }),
+              absl::StatusCode::kFailedPrecondition, "fenced");
+  std::vector<v1::JobEvent> events = Unwrap(b->ListEvents("job-1", 0, 0));
+  REQUIRE(events.size() == 2);
+  REQUIRE(events[1].message() == "in the fenced transaction");
+  REQUIRE(Unwrap(b->GetJob("job-1")).revision == 1);
+  // A write whose own status fails returns that status (not the fence's).
+  FencedStorage r2(b.get(), [](Storage& tx) { return tx.CheckLease("coordinator", "r2", 2); });
+  RequireCode(r2.AppendEvent("no-such-job", MakeEvent("x")).status(),
+              absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("sqlite-backed storages refuse leases: one coordinator per SQLite database",
+          "[postgres][lease]") {
+  std::unique_ptr<Storage> sqlite = Unwrap(OpenStorage("sqlite::memory:"));
+  RequireCode(sqlite->AcquireLease("coordinator", "r1", "h:1", absl::Seconds(10)).status(),
+              absl::StatusCode::kFailedPrecondition, "need PostgreSQL");
+  RequireCode(sqlite->CheckLease("coordinator", "r1", 1), absl::StatusCode::kFailedPrecondition,
+              "one coordinator");
 }
 
 }  // namespace

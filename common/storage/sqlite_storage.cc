@@ -910,6 +910,26 @@ absl::StatusOr<std::string> SqliteStorage::Connection::GetCheckpoint(absl::strin
   return statement.ColumnBytes(0);
 }
 
+// --- Leader leases: PostgreSQL only (storage.h) --------------------------------------
+
+absl::StatusOr<LeaderLease> SqliteStorage::Connection::AcquireLease(absl::string_view,
+                                                                    absl::string_view,
+                                                                    absl::string_view,
+                                                                    absl::Duration) {
+  return storage::LeasesUnsupported("SQLite");
+}
+absl::StatusOr<LeaderLease> SqliteStorage::Connection::GetLease(absl::string_view) {
+  return storage::LeasesUnsupported("SQLite");
+}
+absl::Status SqliteStorage::Connection::CheckLease(absl::string_view, absl::string_view,
+                                                   int64_t) {
+  return storage::LeasesUnsupported("SQLite");
+}
+absl::Status SqliteStorage::Connection::ReleaseLease(absl::string_view, absl::string_view,
+                                                     int64_t) {
+  return storage::LeasesUnsupported("SQLite");
+}
+
 absl::StatusOr<int64_t> SqliteStorage::Connection::SchemaVersion() {
   return PragmaInt("SELECT COALESCE(MAX(version), 0) FROM schema_version");
 }

@@ -8,6 +8,10 @@
 // keyed by tenant, op class and GPU architecture), artifacts, and per-job checkpoints
 // that let a job resume from its last completed step after a restart.
 //
+// Leader leases (coordinator high availability, services/coordinator/leader_election.h)
+// exist only in PostgreSQL: a SQLite database serves one coordinator, and its lease
+// methods answer FAILED_PRECONDITION.
+//
 // Backends: SqliteStorage (common/storage/sqlite_storage.h, the embedded default) and
 // PostgresStorage (common/storage/postgres_storage.h); OpenStorage(url) picks one.
 // Every backend must pass the conformance suite in
@@ -46,6 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "kagent/v1/common.pb.h"
 #include "kagent/v1/job_service.pb.h"
 
@@ -114,6 +119,23 @@ struct SharedMemoryKey {
   std::string op_class{};                   // e.g. "matvec"
   std::string gpu_arch{};                   // e.g. "sm_90"
 };
+
+// A named lease (e.g. "coordinator") as the database holds it.
+struct LeaderLease {
+  std::string name{};
+  std::string holder{};     // who holds (or last held) it: unique per process start
+  std::string address{};    // where the holder serves (host:port), for forwarding
+  // 1 for the first holder; +1 each time the lease is taken by another holder or taken
+  // again after it expired. Renewals by the holder keep it. A write fenced at term T
+  // (CheckLease) cannot commit once a term above T has begun.
+  int64_t term = 0;
+  // Until expiry, by the database's clock when it was read; <= 0: expired (free).
+  absl::Duration remaining = absl::ZeroDuration();
+};
+
+inline constexpr size_t kMaxLeaseAddressBytes = 256;
+inline constexpr absl::Duration kMinLeaseTtl = absl::Seconds(1);
+inline constexpr absl::Duration kMaxLeaseTtl = absl::Hours(1);
 
 // ---------------------------------------------------------------------------
 // The interface.
@@ -258,6 +280,37 @@ class Storage {
   // SQLite backend answers FAILED_PRECONDITION to such a call instead of deadlocking),
   // and does not keep it after returning. Keep bodies short: other writers wait.
   virtual absl::Status RunInTransaction(absl::FunctionRef<absl::Status(Storage&)> body) = 0;
+
+  // --- Leader leases ---------------------------------------------------------------
+  //
+  // `name` and `holder` follow the id rules; `address` is 1..kMaxLeaseAddressBytes
+  // printable ASCII; `ttl` is in [kMinLeaseTtl, kMaxLeaseTtl]. Expiry is judged by the
+  // database's clock, so replicas' clocks need not agree. SQLite: FAILED_PRECONDITION.
+
+  // Takes the lease when it is free (never taken, expired or released) and renews it
+  // when `holder` holds it: it then expires `ttl` from now and names `address`. Returns
+  // the lease as stored after the call; `holder` won when the result's holder equals it
+  // (otherwise the current holder's lease, unchanged).
+  virtual absl::StatusOr<LeaderLease> AcquireLease(absl::string_view name,
+                                                   absl::string_view holder,
+                                                   absl::string_view address,
+                                                   absl::Duration ttl) = 0;
+
+  // The lease as stored. NOT_FOUND when it was never taken.
+  virtual absl::StatusOr<LeaderLease> GetLease(absl::string_view name) = 0;
+
+  // The fence: OK when `holder` holds lease `name` at `term` and it has not expired;
+  // FAILED_PRECONDITION otherwise (the message says who holds it now). Inside
+  // RunInTransaction it also locks the lease until the transaction ends, so no other
+  // holder can take it before this transaction's writes commit: a write made after a
+  // passing CheckLease in the same transaction commits only under that term.
+  virtual absl::Status CheckLease(absl::string_view name, absl::string_view holder,
+                                  int64_t term) = 0;
+
+  // Gives the lease up (it becomes free at once) when `holder` holds it at `term`;
+  // otherwise changes nothing. OK either way, NOT_FOUND when it was never taken.
+  virtual absl::Status ReleaseLease(absl::string_view name, absl::string_view holder,
+                                    int64_t term) = 0;
 
   // --- Introspection --------------------------------------------------------------
 

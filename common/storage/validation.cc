@@ -434,5 +434,58 @@ absl::Status CheckTaskJob(absl::string_view task_id, absl::string_view stored_jo
       Quote(job_id), "; task ids must be unique across jobs"));
 }
 
+// --- Leader leases ------------------------------------------------------------------
+
+absl::Status ValidateLeaseName(absl::string_view name) {
+  return ValidateIdentifier("lease name", name);
+}
+
+absl::Status ValidateLeaseHolder(absl::string_view name, absl::string_view holder,
+                                 int64_t term) {
+  KAGENT_RETURN_IF_ERROR(ValidateLeaseName(name));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("lease holder", holder));
+  if (term < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("lease term is ", term, "; it must be >= 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAcquireLease(absl::string_view name, absl::string_view holder,
+                                  absl::string_view address, absl::Duration ttl) {
+  KAGENT_RETURN_IF_ERROR(ValidateLeaseName(name));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("lease holder", holder));
+  KAGENT_RETURN_IF_ERROR(ValidateIdentifier("lease address", address, kMaxLeaseAddressBytes));
+  if (ttl < kMinLeaseTtl || ttl > kMaxLeaseTtl) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease ttl is ", absl::FormatDuration(ttl), "; it must be in [",
+                     absl::FormatDuration(kMinLeaseTtl), ", ",
+                     absl::FormatDuration(kMaxLeaseTtl), "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LeaseNotFound(absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat("lease '", name, "' was never taken"));
+}
+
+absl::Status LeaseNotHeld(absl::string_view name, absl::string_view holder, int64_t term,
+                          const LeaderLease* stored) {
+  std::string now = "it was never taken";
+  if (stored != nullptr) {
+    now = stored->remaining > absl::ZeroDuration()
+              ? absl::StrCat("it is held by ", stored->holder, " at term ", stored->term)
+              : absl::StrCat("it expired (last held by ", stored->holder, " at term ",
+                             stored->term, ")");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "fenced: ", holder, " does not hold lease '", name, "' at term ", term, "; ", now));
+}
+
+absl::Status LeasesUnsupported(absl::string_view backend) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "leader leases need PostgreSQL; a ", backend,
+      " database serves one coordinator (run one replica, or move the state to PostgreSQL)"));
+}
+
 }  // namespace storage
 }  // namespace kagent

@@ -113,6 +113,20 @@ absl::Status CandidateMoved(const v1::Candidate& candidate, absl::string_view st
 absl::Status CheckTaskJob(absl::string_view task_id, absl::string_view stored_job_id,
                           absl::string_view job_id);
 
+// Leader leases (storage.h): the argument checks, and the shared messages.
+absl::Status ValidateAcquireLease(absl::string_view name, absl::string_view holder,
+                                  absl::string_view address, absl::Duration ttl);
+absl::Status ValidateLeaseName(absl::string_view name);
+absl::Status ValidateLeaseHolder(absl::string_view name, absl::string_view holder,
+                                 int64_t term);
+absl::Status LeaseNotFound(absl::string_view name);
+// FAILED_PRECONDITION for CheckLease(name, holder, term) when the database holds
+// `stored` (null: never taken).
+absl::Status LeaseNotHeld(absl::string_view name, absl::string_view holder, int64_t term,
+                          const LeaderLease* stored);
+// FAILED_PRECONDITION from every lease method of a backend without leases (SQLite).
+absl::Status LeasesUnsupported(absl::string_view backend);
+
 }  // namespace kagent::storage
 
 #endif  // KAGENT_COMMON_STORAGE_VALIDATION_H_

@@ -6,10 +6,13 @@
 #include <atomic>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
 #include "common/client.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
@@ -103,7 +106,9 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
   o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so for kernel tracing; empty: none");
   o.AddString("ncu", &ncu, "Nsight Compute CLI");
-  o.AddString("coordinator", &coordinator, "coordinator to register with (host:port)");
+  o.AddString("coordinator", &coordinator,
+              "coordinator to register with (host:port); comma-separated for several "
+              "replicas (--leader-election): the worker registers with each");
   o.AddString("advertise", &advertise, "address the coordinator dials (default: --listen)");
   o.AddDouble("lease-renew-seconds", &lease_renew_seconds, "how often to renew the registration");
   harness_server.Register(o);
@@ -232,9 +237,11 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   ctx.host->AddService(slotted, v1::ProfilerService::service_full_name());
 
   if (!o.coordinator.empty()) {
-    // Register after the server is up, then renew the lease until stop.
+    // Register after the server is up, then renew the lease until stop: with each
+    // coordinator replica listed, each on its own thread (a replica that is down does
+    // not delay the others).
     auto stop = std::make_shared<std::atomic<bool>>(false);
-    auto thread = std::make_shared<std::thread>();
+    auto threads = std::make_shared<std::vector<std::thread>>();
     ServiceHost* host = ctx.host;
     std::string token = ctx.server_options->internal_token;
     std::string listen = ctx.server_options->listen;
@@ -249,41 +256,50 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
         }
         advertise = absl::StrCat(h, ":", host->port());
       }
-      KAGENT_ASSIGN_OR_RETURN(auto channel, MakeChannel(o.coordinator, ChannelOptions()));
-      auto stub = std::shared_ptr<v1::JobService::Stub>(v1::JobService::NewStub(channel));
       v1::RegisterWorkerRequest req;
       req.set_worker_id(o.worker_id);
       req.set_address(advertise);
       *req.add_gpus() = gpu;
-      *thread = std::thread([=] {
-        double interval = o.lease_renew_seconds;
-        while (!stop->load()) {
-          CallOptions co;
-          co.timeout = absl::Seconds(5);
-          co.token = token;
-          auto c = MakeClientContext(co);
-          v1::RegisterWorkerResponse resp;
-          grpc::Status s = stub->RegisterWorker(c.get(), req, &resp);
-          if (!s.ok()) {
-            KLOG(WARNING) << "registration with " << o.coordinator << " failed: " << s.error_message();
-          } else {
-            double next = RenewIntervalSeconds(o.lease_renew_seconds, resp.lease_seconds());
-            if (next != interval) {
-              KLOG(INFO) << "registered with " << o.coordinator << " for " << resp.lease_seconds()
-                         << " s; renewing every " << next << " s";
+      for (absl::string_view entry : absl::StrSplit(o.coordinator, ',', absl::SkipEmpty())) {
+        const std::string coordinator(absl::StripAsciiWhitespace(entry));
+        KAGENT_ASSIGN_OR_RETURN(auto channel, MakeChannel(coordinator, ChannelOptions()));
+        auto stub = std::shared_ptr<v1::JobService::Stub>(v1::JobService::NewStub(channel));
+        threads->emplace_back([=] {
+          double interval = o.lease_renew_seconds;
+          bool failing = false;
+          while (!stop->load()) {
+            CallOptions co;
+            co.timeout = absl::Seconds(5);
+            co.token = token;
+            auto c = MakeClientContext(co);
+            v1::RegisterWorkerResponse resp;
+            grpc::Status s = stub->RegisterWorker(c.get(), req, &resp);
+            if (!s.ok()) {
+              KLOG(WARNING) << "registration with " << coordinator
+                            << " failed: " << s.error_message();
+              failing = true;
+            } else {
+              double next = RenewIntervalSeconds(o.lease_renew_seconds, resp.lease_seconds());
+              if (next != interval || failing) {
+                KLOG(INFO) << "registered with " << coordinator << " for "
+                           << resp.lease_seconds() << " s; renewing every " << next << " s";
+              }
+              interval = next;
+              failing = false;
             }
-            interval = next;
+            for (int i = 0; i < interval * 10 && !stop->load(); ++i) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
           }
-          for (int i = 0; i < interval * 10 && !stop->load(); ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          }
-        }
-      });
+        });
+      }
       return absl::OkStatus();
     });
-    ctx.OnStop([stop, thread] {
+    ctx.OnStop([stop, threads] {
       stop->store(true);
-      if (thread->joinable()) thread->join();
+      for (std::thread& thread : *threads) {
+        if (thread.joinable()) thread.join();
+      }
     });
   }
   return absl::OkStatus();

@@ -1,12 +1,19 @@
 #include "services/coordinator/coordinator_setup.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/storage/fenced_storage.h"
 #include "common/storage/storage_factory.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/coordinator/job_service.h"
+#include "services/coordinator/leader_election.h"
+#include "services/coordinator/leader_forwarder.h"
 
 namespace kagent {
 
@@ -41,6 +48,16 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddInt("correctness-trials", &correctness_trials, "seeded correctness trials per measurement");
   o.AddInt("timing-reps", &timing_reps, "timed repetitions per measurement");
   o.AddString("brains", &brains, "accepted JobConfig.brain values, comma-separated");
+  o.AddBool("leader-election", &leader_election,
+            "run as one of several coordinator replicas on one PostgreSQL --db: the replica "
+            "holding the leader lease runs the jobs, the others serve reads and forward "
+            "writes to it (SQLite serves one coordinator)");
+  o.AddString("advertise", &advertise,
+              "with --leader-election: host:port the other replicas reach this one at "
+              "(default: this host's name and the --listen port)");
+  o.AddDouble("leader-lease-seconds", &leader_lease_seconds,
+              "with --leader-election: the leader lease's ttl; a follower takes over within "
+              "about this long after the leader stops renewing");
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -69,6 +86,17 @@ absl::Status CoordinatorOptions::Validate() const {
     return absl::InvalidArgumentError(
         "--correctness-trials must be in [5,100] and --timing-reps in [100,100000]");
   }
+  if (leader_election) {
+    absl::StatusOr<StorageUrl> url = ParseStorageUrl(db);
+    if (url.ok() && url->backend != StorageBackend::kPostgres) {
+      return absl::InvalidArgumentError(
+          "--leader-election needs a PostgreSQL --db (postgres://...): a SQLite database "
+          "serves one coordinator replica");
+    }
+    if (leader_lease_seconds < 3 || leader_lease_seconds > 3600) {
+      return absl::InvalidArgumentError("--leader-lease-seconds must be in [3, 3600]");
+    }
+  }
   if (!workers.empty()) {
     for (absl::string_view w : absl::StrSplit(workers, ',', absl::SkipEmpty())) {
       std::vector<std::string> kv = absl::StrSplit(w, absl::MaxSplits('=', 1));
@@ -86,6 +114,33 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Storage> storage, OpenStorage(o.db));
   Storage* store = ctx.Keep(std::move(storage));
   KLOG(INFO) << "storage: " << RedactStorageUrl(o.db);
+  LeaderElector* elector = nullptr;
+  if (o.leader_election) {
+    LeaderElectionOptions eo;
+    eo.holder = UniqueHolderId();
+    eo.address = o.advertise;
+    if (eo.address.empty()) {
+      const std::string& listen = ctx.server_options->listen;
+      std::string host = listen.substr(0, listen.rfind(':'));
+      const std::string port = listen.substr(listen.rfind(':') + 1);
+      if (port.empty() || port == "0") {
+        return absl::InvalidArgumentError(
+            "--leader-election with an ephemeral --listen port needs --advertise host:port");
+      }
+      if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+        char name[256] = {0};
+        gethostname(name, sizeof(name) - 1);
+        host = name;
+      }
+      eo.address = absl::StrCat(host, ":", port);
+    }
+    eo.ttl = absl::Seconds(o.leader_lease_seconds);
+    KAGENT_RETURN_IF_ERROR(eo.Validate());
+    elector = ctx.Keep(std::make_unique<LeaderElector>(eo, store, &ctx.metrics->registry()));
+    // Every write of this replica commits only while it holds the lease at its term.
+    store = ctx.Keep(std::make_unique<FencedStorage>(
+        store, [elector](Storage& tx) { return elector->CheckFence(tx); }));
+  }
 
   ChannelOptions channel;
   channel.tls_ca = o.tls_ca;
@@ -132,8 +187,38 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   }
   auto* svc = ctx.Keep(std::make_unique<JobServiceImpl>(limits, store, jobs, scheduler, ctx.auth));
   ctx.host->AddService(svc, v1::JobService::service_full_name());
-  ctx.OnStarted([jobs] { return jobs->ResumeUnfinished(); });
+  if (elector == nullptr) {
+    ctx.OnStarted([jobs] { return jobs->ResumeUnfinished(); });
+    ctx.OnStop([jobs] { jobs->Shutdown(); });
+    return absl::OkStatus();
+  }
+  svc->SetLeaderForwarder(ctx.Keep(std::make_unique<LeaderForwarder>(
+      elector, channel, absl::Seconds(o.call_timeout_seconds))));
+  // Stop hooks run in reverse: the jobs stop first, then the lease is released, so a
+  // follower takes over at once and finds every job at a completed step.
+  ctx.OnStop([elector] { elector->Stop(); });
   ctx.OnStop([jobs] { jobs->Shutdown(); });
+  ctx.OnStarted([elector, jobs]() -> absl::Status {
+    elector->Start(
+        [jobs](int64_t term) {
+          absl::Status resumed = jobs->ResumeUnfinished();
+          if (!resumed.ok()) {
+            KLOG(ERROR) << "leader election: resuming the unfinished jobs at term " << term
+                        << " failed: " << resumed << "; exiting so that another replica leads";
+            std::_Exit(kExitLostLeadership);
+          }
+        },
+        [](const std::string& reason) {
+          // The job threads of this replica may be in the middle of a step: its writes
+          // are fenced already, and the successor resumes every job from its last
+          // completed step. Exiting at once is the one clean way to stop them all.
+          KLOG(ERROR) << "leader election: lost the leader lease (" << reason
+                      << "); exiting with status " << kExitLostLeadership
+                      << " so that this replica restarts as a follower";
+          std::_Exit(kExitLostLeadership);
+        });
+    return absl::OkStatus();
+  });
   return absl::OkStatus();
 }
 

@@ -38,10 +38,20 @@ struct CoordinatorOptions {
   int correctness_trials = 5;
   int timing_reps = 100;
   std::string brains = "heuristic";            // comma-separated accepted JobConfig.brain
+  // High availability (services/coordinator/leader_election.h): replicas on one
+  // PostgreSQL database elect a leader by lease; followers serve reads and forward
+  // writes to it at its --advertise address.
+  bool leader_election = false;
+  std::string advertise;                       // host:port the other replicas reach us at
+  double leader_lease_seconds = 15;
 
   void Register(OptionSet& o);
   absl::Status Validate() const;
 };
+
+// The exit status of a coordinator replica that lost the leader lease (it restarts as a
+// follower).
+inline constexpr int kExitLostLeadership = 75;
 
 // `self_address_for_loop` overrides the four loop-service addresses (kagentd dials
 // itself); empty keeps the configured ones.

@@ -151,6 +151,9 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::SubmitJobResponse* response) {
   KAGENT_AUTHENTICATE(caller, auth_, context);
+  if (forwarder_ != nullptr && forwarder_->ShouldForward()) {
+    return forwarder_->SubmitJob(context, *request, response);
+  }
   LogScope scope({.request_id = caller.request_id, .tenant = caller.tenant});
   absl::Status v = ValidateSubmit(*request, limits_);
   if (!v.ok()) return ToGrpcStatus(v);
@@ -222,6 +225,9 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
                                        const v1::CancelJobRequest* request,
                                        v1::CancelJobResponse* response) {
   KAGENT_AUTHENTICATE(caller, auth_, context);
+  if (forwarder_ != nullptr && forwarder_->ShouldForward()) {
+    return forwarder_->CancelJob(context, *request, response);
+  }
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (request->reason().size() > 1024) {
@@ -328,6 +334,17 @@ grpc::Status JobServiceImpl::RegisterWorker(grpc::ServerContext* context,
   if (!s.ok()) return ToGrpcStatus(s);
   // Whole seconds, rounded down: a worker renewing within them is never late.
   response->set_lease_seconds(absl::ToInt64Seconds(scheduler_->lease()));
+  if (forwarder_ != nullptr && forwarder_->ShouldForward()) {
+    // A follower keeps the worker too (it has it when it takes over), and passes the
+    // registration on so that the leader can use the worker now.
+    v1::RegisterWorkerResponse leader;
+    grpc::Status forwarded = forwarder_->RegisterWorker(context, *request, &leader);
+    if (!forwarded.ok()) {
+      KLOG(WARNING) << "worker " << request->worker_id()
+                    << " registered with this follower; passing it to the leader failed: "
+                    << forwarded.error_message();
+    }
+  }
   return grpc::Status::OK;
 }
 

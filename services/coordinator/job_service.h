@@ -13,6 +13,7 @@
 #include "common/storage/storage.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/coordinator/job_manager.h"
+#include "services/coordinator/leader_forwarder.h"
 #include "services/coordinator/scheduler.h"
 
 namespace kagent {
@@ -34,6 +35,12 @@ class JobServiceImpl final : public v1::JobService::Service {
                  Scheduler* scheduler, const Authenticator* auth)
       : limits_(std::move(limits)), storage_(storage), jobs_(jobs), scheduler_(scheduler),
         auth_(auth) {}
+
+  // With leader election: while `forwarder` says this replica does not lead, SubmitJob
+  // and CancelJob are forwarded to the leader (after the caller is authenticated here),
+  // and RegisterWorker registers the worker here and with the leader; reads are served
+  // from storage by every replica. Borrowed; call before serving.
+  void SetLeaderForwarder(LeaderForwarder* forwarder) { forwarder_ = forwarder; }
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -63,6 +70,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   JobManager* jobs_;
   Scheduler* scheduler_;
   const Authenticator* auth_;
+  LeaderForwarder* forwarder_ = nullptr;
 };
 
 }  // namespace kagent
