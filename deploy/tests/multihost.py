@@ -172,13 +172,19 @@ class Proc:
 
 
 class Cluster:
-    def __init__(self, build, src, workdir):
+    """The hosts (name -> last octet in `subnet`) joined by a bridge; the processes on them.
+    deploy/tests/ha_failover.py builds its own hosts on this class."""
+
+    def __init__(self, build, src, workdir, hosts=None, subnet=SUBNET, prefix="kmh"):
         self.build, self.src, self.dir = build, src, workdir
+        self.hosts = dict(hosts or HOSTS)
+        self.subnet = subnet
         tag = f"{os.getpid() % 100000}"
         self.tag = tag
-        self.bridge = f"kmh{tag}br"
-        self.ns = {h: f"kmh{tag}-{h}" for h in HOSTS}
-        self.veth = {h: f"kmh{tag}{h[0]}{h[-1]}" for h in HOSTS}  # root-side end, <= 15 chars
+        self.bridge = f"{prefix}{tag}br"
+        self.ns = {h: f"{prefix}{tag}-{h}" for h in self.hosts}
+        # The root-side end of each veth, <= 15 characters.
+        self.veth = {h: f"{prefix}{tag}{h[0]}{h[-1]}" for h in self.hosts}
         self.procs = []           # every Proc ever started here
         self.by_name = {}
         self.made_ns, self.made_links = [], []
@@ -187,8 +193,11 @@ class Cluster:
         with open(self.tokens_file, "w") as f:
             f.write(f"{USER_TOKEN} multihost\n")
 
+    def ip(self, host):
+        return f"{self.subnet}.{self.hosts[host]}"
+
     def addr(self, host, port):
-        return f"{SUBNET}.{HOSTS[host]}:{port}"
+        return f"{self.ip(host)}:{port}"
 
     # --- network -------------------------------------------------------------------------
 
@@ -196,7 +205,7 @@ class Cluster:
         run(["ip", "link", "add", self.bridge, "type", "bridge"])
         self.made_links.append(self.bridge)
         run(["ip", "link", "set", self.bridge, "up"])
-        for h, octet in HOSTS.items():
+        for h, octet in self.hosts.items():
             ns, veth = self.ns[h], self.veth[h]
             run(["ip", "netns", "add", ns])
             self.made_ns.append(ns)
@@ -204,15 +213,15 @@ class Cluster:
             self.made_links.append(veth)
             run(["ip", "link", "set", veth + "p", "netns", ns])
             run(["ip", "-n", ns, "link", "set", veth + "p", "name", "eth0"])
-            run(["ip", "-n", ns, "addr", "add", f"{SUBNET}.{octet}/24", "dev", "eth0"])
+            run(["ip", "-n", ns, "addr", "add", f"{self.subnet}.{octet}/24", "dev", "eth0"])
             run(["ip", "-n", ns, "link", "set", "eth0", "up"])
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
             run(["ip", "link", "set", veth, "master", self.bridge])
             run(["ip", "link", "set", veth, "up"])
         # Every host reaches every other (ping is not always installed: a TCP probe through
         # python, which answers "connection refused" when the path works).
-        for h in HOSTS:
-            for other in HOSTS:
+        for h in self.hosts:
+            for other in self.hosts:
                 if h != other:
                     wait_for(f"{h} to reach {other}", lambda h=h, o=other: self.reachable(h, o), 20)
 
@@ -222,7 +231,7 @@ class Cluster:
                 "try:\n s.connect((sys.argv[1], 9))\nexcept ConnectionRefusedError: sys.exit(0)\n"
                 "except OSError: sys.exit(1)\nsys.exit(0)\n")
         r = subprocess.run(["ip", "netns", "exec", self.ns[src_host], sys.executable, "-c", code,
-                            f"{SUBNET}.{HOSTS[dst_host]}"], capture_output=True, timeout=10)
+                            self.ip(dst_host)], capture_output=True, timeout=10)
         return r.returncode == 0
 
     def link(self, host, up):
