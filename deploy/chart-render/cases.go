@@ -134,6 +134,34 @@ var cases = []testCase{
 		},
 	},
 	{
+		name:  "postgres-ha",
+		files: []string{"postgres-ha.yaml"},
+		expect: func(idx objIndex) []string {
+			e := &expectations{}
+			sts := idx["StatefulSet/"+fullname+"-coordinator"]
+			e.want(num(get(sts, "spec", "replicas")) == 3, "coordinator replicas %v", get(sts, "spec", "replicas"))
+			c := firstContainer(sts)
+			e.want(hasArg(c, "--leader-election"), "no --leader-election: %v", c["args"])
+			e.want(hasArg(c, "--leader-lease-seconds=10"), "lease seconds not passed: %v", c["args"])
+			e.want(hasArg(c, "--advertise=$(POD_IP):"), "no --advertise from the pod IP: %v", c["args"])
+			e.want(str(get(envVar(c, "POD_IP"), "valueFrom", "fieldRef", "fieldPath")) == "status.podIP",
+				"POD_IP not from the downward API")
+			w := firstContainer(idx["Deployment/"+fullname+"-worker-h200"])
+			want := "--coordinator="
+			for i := 0; i < 3; i++ {
+				if i > 0 {
+					want += ","
+				}
+				want += fmt.Sprintf("%s-coordinator-%d.%s-coordinator-headless:50051", fullname, i, fullname)
+			}
+			e.want(hasArg(w, want), "workers do not register with every replica: %v (want %s)", w["args"], want)
+			cp := idx["NetworkPolicy/"+fullname+"-coordinator"]
+			e.want(strings.Contains(fmt.Sprint(get(cp, "spec", "ingress")), "component:coordinator"),
+				"replicas cannot reach each other through the coordinator's NetworkPolicy: %v", get(cp, "spec", "ingress"))
+			return e.problems
+		},
+	},
+	{
 		name:  "postgres-existing-secrets",
 		files: []string{"postgres-existing.yaml"},
 		expect: func(idx objIndex) []string {
@@ -229,6 +257,7 @@ var cases = []testCase{
 		wantError: "does not open the GPU's counters"},
 	{name: "auth-without-tokens", files: []string{"bad-auth.yaml"}, wantError: "auth.enabled needs auth.tokens"},
 	{name: "postgres-without-url", files: []string{"bad-postgres.yaml"}, wantError: "storage.postgres.url"},
+	{name: "replicas-on-sqlite", files: []string{"bad-ha-sqlite.yaml"}, wantError: "coordinator.replicas above 1 needs storage.type postgres"},
 	{name: "unknown-storage", files: []string{"bad-storage.yaml"}, wantError: "storage.type must be sqlite or postgres"},
 	{name: "bad-pool-name", files: []string{"bad-pool.yaml"}, wantError: "workers.pools[].name"},
 }

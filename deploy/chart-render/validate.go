@@ -356,6 +356,8 @@ func (v *validator) checkWorkload(w *workload) {
 				kv := strings.SplitN(a[2:], "=", 2)
 				if len(kv) == 2 {
 					flags[kv[0]] = kv[1]
+				} else {
+					flags[kv[0]] = "true" // a boolean flag given bare
 				}
 			}
 		}
@@ -486,12 +488,55 @@ func (v *validator) serviceAddress(m Manifest, flag, addr, wantComponent string)
 	}
 }
 
+// statefulPodAddress checks an address of the form POD.SERVICE:PORT that names pod
+// NAME-i of a rendered StatefulSet NAME governed by headless Service SERVICE (i below its
+// replicas, the port one of that Service's). False when addr is not of that form (the
+// caller checks it as a Service address).
+func (v *validator) statefulPodAddress(m Manifest, flag, addr, wantComponent string) bool {
+	i := strings.LastIndex(addr, ":")
+	if i <= 0 {
+		return false
+	}
+	labels := strings.Split(addr[:i], ".")
+	if len(labels) < 2 {
+		return false
+	}
+	pod, svcName := labels[0], labels[1]
+	dash := strings.LastIndex(pod, "-")
+	if dash <= 0 {
+		return false
+	}
+	ordinal, err := strconv.Atoi(pod[dash+1:])
+	if err != nil {
+		return false
+	}
+	for _, w := range v.workloads {
+		if w.kind != "StatefulSet" || w.name != pod[:dash] || str(w.spec["serviceName"]) != svcName {
+			continue
+		}
+		if ordinal >= int(num(w.spec["replicas"])) {
+			v.fail(m, "--%s=%s: StatefulSet %s has %v replicas, no pod %d", flag, addr, w.name,
+				w.spec["replicas"], ordinal)
+		}
+		if w.labels["app.kubernetes.io/component"] != wantComponent {
+			v.fail(m, "--%s=%s: pod of %s, want a %s", flag, addr, w.labels["app.kubernetes.io/component"], wantComponent)
+		}
+		v.serviceAddress(m, flag, svcName+":"+addr[i+1:], wantComponent)
+		return true
+	}
+	return false
+}
+
 func (v *validator) checkWorker(w *workload, c map[string]interface{}, flags map[string]string, env map[string]bool) {
 	m := w.m
 	if flags["coordinator"] == "" {
 		v.fail(m, "worker without --coordinator")
 	} else {
-		v.serviceAddress(m, "coordinator", flags["coordinator"], "coordinator")
+		for _, addr := range strings.Split(flags["coordinator"], ",") {
+			if !v.statefulPodAddress(m, "coordinator", addr, "coordinator") {
+				v.serviceAddress(m, "coordinator", addr, "coordinator")
+			}
+		}
 	}
 	if !strings.HasPrefix(flags["advertise"], "$(POD_IP):") {
 		v.fail(m, "worker --advertise=%q should be $(POD_IP):PORT", flags["advertise"])
@@ -527,8 +572,20 @@ func (v *validator) checkCoordinator(w *workload, c map[string]interface{}, flag
 	if w.kind != "StatefulSet" {
 		v.fail(m, "the coordinator must be a StatefulSet")
 	}
-	if num(w.spec["replicas"]) != 1 {
-		v.fail(m, "the coordinator must have exactly 1 replica")
+	// One replica, or several electing a leader on PostgreSQL (the replicas forward writes
+	// to the leader at its pod IP).
+	if flags["leader-election"] == "true" {
+		if strings.HasPrefix(flags["db"], "sqlite:") || !env["KAGENT_DB"] {
+			v.fail(m, "--leader-election needs PostgreSQL (KAGENT_DB), not %q", flags["db"])
+		}
+		if !strings.HasPrefix(flags["advertise"], "$(POD_IP):") {
+			v.fail(m, "coordinator --advertise=%q should be $(POD_IP):PORT", flags["advertise"])
+		}
+		if num(w.spec["replicas"]) < 1 {
+			v.fail(m, "the coordinator has %v replicas", w.spec["replicas"])
+		}
+	} else if num(w.spec["replicas"]) != 1 {
+		v.fail(m, "the coordinator must have exactly 1 replica unless it runs --leader-election")
 	}
 	sn := str(w.spec["serviceName"])
 	if svc, ok := v.services[sn]; !ok {
