@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -190,6 +191,8 @@ class Child {
     pid_ = fork();
     if (pid_ < 0) return absl::InternalError(strerror(errno));
     if (pid_ == 0) {
+      // kagentd ends with this process, even when it is killed (a test's timeout).
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
       dup2(out[1], 1);
       dup2(err, 2);
       std::vector<char*> args;
