@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on a Debian 12 machine:
-# Debian packages (C++ toolchain and libraries, PostgreSQL server for storage tests)
+# Debian packages (C++ toolchain and libraries, PostgreSQL server for storage tests, Go for
+# the chart test, prometheus for promtool: the alert rules' tests)
 # and a project-local Python virtual environment (.venv) with torch, triton, numpy.
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--no-python]
 set -euo pipefail
@@ -11,7 +12,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git curl ca-certificates
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
       libcurl4-openssl-dev nlohmann-json3-dev prometheus-cpp-dev catch2 libsqlite3-dev
       libpq-dev libssl-dev python3 python3-venv python3-dev bubblewrap
-      postgresql golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)
+      postgresql golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+      prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
