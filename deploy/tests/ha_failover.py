@@ -244,12 +244,27 @@ def check_once(c, job, before, results, label):
     return len(tasks)
 
 
-def scenario_e(c, results):
-    t0 = time.monotonic()
+def job_in_round(c, name):
+    """Submits a job through the follower and waits until it measures in round 1: the moment
+    to disrupt the leader. Returns (job, follower, leader, the workers' counters before)."""
     before = counters(c)
-    job, follower = submit_via_follower(c, "ha-e")
+    job, follower = submit_via_follower(c, name)
     c.wait_round_busy(job, 240)
-    old = c.leader()
+    return job, follower, c.leader(), before
+
+
+def done_once(c, job, before, results, label):
+    """Waits for the job to end DONE and checks it finished once with every task measured once.
+    Returns (tasks, events, when it ended)."""
+    st, why = c.wait_done(job, 360)
+    done = time.monotonic()
+    if st != "DONE":
+        raise Failure(f"job {job} ended {st} {why}")
+    return check_once(c, job, before, results, label), finished_once(c, job, label), done
+
+
+def scenario_e(c, results):
+    job, follower, old, before = job_in_round(c, "ha-e")
     proc = c.by_name[old]
     os.killpg(proc.popen.pid, signal.SIGKILL)
     proc.popen.wait(timeout=10)
@@ -259,12 +274,7 @@ def scenario_e(c, results):
     t_take = time.monotonic() - t_kill
     if new == old or t_take > TAKEOVER_MAX_S:
         raise Failure(f"takeover by {new} after {t_take:.1f} s")
-    st, why = c.wait_done(job, 360)
-    done = time.monotonic()
-    if st != "DONE":
-        raise Failure(f"job {job} ended {st} {why}")
-    n = check_once(c, job, before, results, "e")
-    events = finished_once(c, job, "e")
+    n, events, done = done_once(c, job, before, results, "e")
     results["takeover_after_kill_s"] = round(t_take, 1)
     # The killed replica comes back as a follower.
     c.start_replica(old)
@@ -275,11 +285,7 @@ def scenario_e(c, results):
 
 
 def scenario_f(c, results):
-    t0 = time.monotonic()
-    before = counters(c)
-    job, follower = submit_via_follower(c, "ha-f")
-    c.wait_round_busy(job, 240)
-    old = c.leader()
+    job, follower, old, before = job_in_round(c, "ha-f")
     proc = c.by_name[old]
     run(["ip", "-n", c.ns[old], "route", "add", "blackhole", f"{c.ip('db')}/32"])
     t_cut = time.monotonic()
@@ -297,12 +303,7 @@ def scenario_f(c, results):
                        capture_output=True)
     if new == old or t_take > TAKEOVER_MAX_S:
         raise Failure(f"takeover by {new} after {t_take:.1f} s")
-    st, why = c.wait_done(job, 360)
-    done = time.monotonic()
-    if st != "DONE":
-        raise Failure(f"job {job} ended {st} {why}")
-    n = check_once(c, job, before, results, "f")
-    events = finished_once(c, job, "f")
+    n, events, done = done_once(c, job, before, results, "f")
     fenced = [e for e in proc.log_lines() if "fenced" in str(e.get("msg", ""))]
     stepped = [e for e in proc.log_lines() if "stepping down" in str(e.get("msg", ""))]
     if not stepped:
@@ -364,20 +365,9 @@ def main():
         wait_for("c2 to follow", lambda: c.follower() == "c2", 30)
         log(f"cluster up in {time.monotonic() - t_all:.1f} s (c1 leads, c2 follows)")
         for key in args.only:
-            if key not in SCENARIOS:
-                raise Failure(f"unknown scenario {key!r}")
-            t = time.monotonic()
-            log(f"scenario {key}: start")
-            try:
-                msg = SCENARIOS[key](c, results)
-                log(f"PASS {key} ({time.monotonic() - t:.1f} s): {msg}")
-            except (Failure, subprocess.TimeoutExpired) as e:
+            if not mh.run_scenario(c, key, SCENARIOS, results, ("c1", "c2", "w1", "w2")):
                 failed.append(key)
-                log(f"FAIL {key} ({time.monotonic() - t:.1f} s): {e}")
-                for p in c.procs:
-                    if p.name in ("c1", "c2", "w1", "w2"):
-                        print(f"--- {os.path.basename(p.err_path)} (tail)\n{p.tail(10)}", flush=True)
-                break
+                break  # the next scenario needs the two replicas this one left
     except (Failure, subprocess.TimeoutExpired) as e:
         failed.append("setup")
         log(f"FAIL setup: {e}")

@@ -600,6 +600,25 @@ def scenario_d(c, results):
             f"{len(tasks)} distinct tasks, {total:.0f} on the workers' counters")
 
 
+def run_scenario(c, key, scenarios, results, show):
+    """Runs scenarios[key](c, results) and logs PASS or FAIL with its time (on failure the
+    log tails of the processes named in `show`). True when it passed."""
+    if key not in scenarios:
+        raise Failure(f"unknown scenario {key!r}")
+    t = time.monotonic()
+    log(f"scenario {key}: start")
+    try:
+        msg = scenarios[key](c, results)
+        log(f"PASS {key} ({time.monotonic() - t:.1f} s): {msg}")
+        return True
+    except (Failure, subprocess.TimeoutExpired) as e:
+        log(f"FAIL {key} ({time.monotonic() - t:.1f} s): {e}")
+        for p in c.procs:
+            if p.name in show:
+                print(f"--- {os.path.basename(p.err_path)} (tail)\n{p.tail(8)}", flush=True)
+        return False
+
+
 SCENARIOS = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
 
 
@@ -650,27 +669,17 @@ def main():
         c.wait_workers(2)
         log(f"cluster up in {time.monotonic() - t_all:.1f} s")
         for key in args.only:
-            if key not in SCENARIOS:
-                raise Failure(f"unknown scenario {key!r}")
-            t = time.monotonic()
-            log(f"scenario {key}: start")
-            try:
-                msg = SCENARIOS[key](c, results)
-                log(f"PASS {key} ({time.monotonic() - t:.1f} s): {msg}")
-            except (Failure, subprocess.TimeoutExpired) as e:
-                failed.append(key)
-                log(f"FAIL {key} ({time.monotonic() - t:.1f} s): {e}")
-                for p in c.procs:
-                    if p.name in ("coordinator", "w1", "w2"):
-                        print(f"--- {os.path.basename(p.err_path)} (tail)\n{p.tail(8)}", flush=True)
-                # Leave a sane cluster for the next scenario.
-                for h in HOSTS:
-                    subprocess.run(["ip", "link", "set", c.veth[h], "up"], capture_output=True)
-                for name, start in (("coordinator", c.start_coordinator),
-                                    ("w1", lambda: c.start_worker("w1")),
-                                    ("w2", lambda: c.start_worker("w2"))):
-                    if not c.by_name[name].alive():
-                        start()
+            if run_scenario(c, key, SCENARIOS, results, ("coordinator", "w1", "w2")):
+                continue
+            failed.append(key)
+            # Leave a sane cluster for the next scenario.
+            for h in HOSTS:
+                subprocess.run(["ip", "link", "set", c.veth[h], "up"], capture_output=True)
+            for name, start in (("coordinator", c.start_coordinator),
+                                ("w1", lambda: c.start_worker("w1")),
+                                ("w2", lambda: c.start_worker("w2"))):
+                if not c.by_name[name].alive():
+                    start()
     except (Failure, subprocess.TimeoutExpired) as e:
         failed.append("setup")
         log(f"FAIL setup: {e}")

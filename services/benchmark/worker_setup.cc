@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/ascii.h"
+#include "common/advertise.h"
 #include "common/client.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
@@ -246,16 +247,8 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
     std::string token = ctx.server_options->internal_token;
     std::string listen = ctx.server_options->listen;
     ctx.OnStarted([=]() -> absl::Status {
-      std::string advertise = o.advertise;
-      if (advertise.empty()) {
-        std::string h = listen.substr(0, listen.rfind(':'));
-        if (h == "0.0.0.0" || h == "[::]" || h.empty()) {
-          char name[256] = {0};
-          gethostname(name, sizeof(name) - 1);
-          h = name;
-        }
-        advertise = absl::StrCat(h, ":", host->port());
-      }
+      const std::string advertise =
+          o.advertise.empty() ? DefaultAdvertiseAddress(listen, host->port()) : o.advertise;
       v1::RegisterWorkerRequest req;
       req.set_worker_id(o.worker_id);
       req.set_address(advertise);

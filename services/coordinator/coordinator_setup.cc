@@ -1,11 +1,11 @@
 #include "services/coordinator/coordinator_setup.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
+#include "common/advertise.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/storage/fenced_storage.h"
@@ -121,18 +121,12 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
     eo.address = o.advertise;
     if (eo.address.empty()) {
       const std::string& listen = ctx.server_options->listen;
-      std::string host = listen.substr(0, listen.rfind(':'));
-      const std::string port = listen.substr(listen.rfind(':') + 1);
-      if (port.empty() || port == "0") {
+      int port = 0;
+      if (!absl::SimpleAtoi(listen.substr(listen.rfind(':') + 1), &port) || port == 0) {
         return absl::InvalidArgumentError(
             "--leader-election with an ephemeral --listen port needs --advertise host:port");
       }
-      if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
-        char name[256] = {0};
-        gethostname(name, sizeof(name) - 1);
-        host = name;
-      }
-      eo.address = absl::StrCat(host, ":", port);
+      eo.address = DefaultAdvertiseAddress(listen, port);
     }
     eo.ttl = absl::Seconds(o.leader_lease_seconds);
     KAGENT_RETURN_IF_ERROR(eo.Validate());
