@@ -2,10 +2,18 @@
 
 #include <string>
 
+#include "common/client_message.h"
+#include "common/logging.h"
+
 namespace kagent {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  if (HasClientMessage(status)) {
+    KLOG(WARNING).With("code", GrpcCodeName(static_cast<int>(status.code())))
+        << "answering with a client message for: " << status.message();
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), ClientMessage(status));
+  }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
 }

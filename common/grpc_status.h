@@ -8,7 +8,11 @@
 
 namespace kagent {
 
-// Maps the code one to one (the two enums share their numbering) and keeps the message.
+// Maps the code one to one (the two enums share their numbering) and keeps the message,
+// except for a status with a client message (common/client_message.h: e.g. a storage
+// failure, whose message names the database file or server): the client gets that
+// message, and the full one is logged here (WARNING), so that no server path, URI or
+// credential leaves in a reply.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The inverse, for statuses returned by outbound calls.

@@ -378,8 +378,9 @@ absl::StatusOr<std::unique_ptr<PostgresStorage::Session>> PostgresStorage::Sessi
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string reason = Scrub(CleanMessage(PQerrorMessage(conn)), password);
     PQfinish(conn);
-    return absl::UnavailableError(
-        absl::StrCat("postgres ", description, ": cannot connect: ", reason));
+    return StorageFailure(absl::StatusCode::kUnavailable,
+                          absl::StrCat("postgres ", description, ": cannot connect: ", reason),
+                          "postgres: cannot connect to the database server");
   }
   PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
   std::unique_ptr<Session> session(new Session(conn, description));
@@ -413,39 +414,59 @@ absl::Status PostgresStorage::Session::Error(const PGresult* result,
   const char* primary =
       result != nullptr ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
   std::string detail = CleanMessage(primary != nullptr ? primary : PQerrorMessage(conn_));
+  const std::string code_note = sqlstate.empty() ? "" : absl::StrCat(" (SQLSTATE ", sqlstate, ")");
   std::string message = absl::StrCat("postgres ", description_, ": ", what,
-                                     what.empty() ? "" : ": ", detail,
-                                     sqlstate.empty() ? "" : absl::StrCat(" (SQLSTATE ", sqlstate, ")"));
+                                     what.empty() ? "" : ": ", detail, code_note);
+  // The log gets `message` (server, statement, the server's text). A client gets the
+  // server's text only where it names no file or host (disk, I/O, corruption and
+  // connection errors do): there a plain description.
+  auto failure = [&](absl::StatusCode code, absl::string_view suffix,
+                     absl::string_view client_text = "") {
+    return StorageFailure(
+        code, absl::StrCat(message, suffix),
+        absl::StrCat("postgres: ", client_text.empty() ? detail : std::string(client_text),
+                     code_note, client_text.empty() ? suffix : ""));
+  };
   if (PQstatus(conn_) != CONNECTION_OK || sqlstate.empty() || absl::StartsWith(sqlstate, "08") ||
       sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03" ||
       sqlstate == "53300") {
-    return absl::UnavailableError(absl::StrCat(message, "; the connection to the server failed"));
+    return failure(absl::StatusCode::kUnavailable, "; the connection to the server failed",
+                   "the connection to the database server failed");
   }
   if (sqlstate == "40001" || sqlstate == "40P01") {
-    return absl::AbortedError(absl::StrCat(
-        message, "; a concurrent transaction changed the same rows: re-read and retry"));
+    return failure(absl::StatusCode::kAborted,
+                   "; a concurrent transaction changed the same rows: re-read and retry");
   }
   if (sqlstate == "55P03" || sqlstate == "57014") {
-    return absl::UnavailableError(
-        absl::StrCat(message, " (another transaction holds the lock past lock_timeout)"));
+    return failure(absl::StatusCode::kUnavailable,
+                   " (another transaction holds the lock past lock_timeout)");
   }
-  if (sqlstate == "53100") return absl::ResourceExhaustedError(absl::StrCat(message, " (disk full?)"));
+  if (sqlstate == "53100") {
+    return failure(absl::StatusCode::kResourceExhausted, " (disk full?)",
+                   "the database server's disk is full");
+  }
   if (absl::StartsWith(sqlstate, "53") || absl::StartsWith(sqlstate, "54")) {
-    return absl::ResourceExhaustedError(message);
+    return failure(absl::StatusCode::kResourceExhausted, "",
+                   "the database server is out of resources");
   }
-  if (absl::StartsWith(sqlstate, "58")) return absl::UnavailableError(message);  // I/O error
+  if (absl::StartsWith(sqlstate, "58")) {  // I/O error
+    return failure(absl::StatusCode::kUnavailable, "", "I/O error on the database server");
+  }
   if (sqlstate == "XX001" || sqlstate == "XX002") {
-    return absl::DataLossError(absl::StrCat(
-        message, ". The database is corrupt; restore it from a backup (see docs/storage.md)"));
+    return failure(absl::StatusCode::kDataLoss,
+                   ". The database is corrupt; restore it from a backup (see docs/storage.md)",
+                   "the database is corrupt");
   }
   if (absl::StartsWith(sqlstate, "23")) {
-    return absl::FailedPreconditionError(absl::StrCat(message, " (constraint violated)"));
+    return failure(absl::StatusCode::kFailedPrecondition, " (constraint violated)");
   }
   if (absl::StartsWith(sqlstate, "42501") || absl::StartsWith(sqlstate, "25006") ||
       absl::StartsWith(sqlstate, "28")) {
-    return absl::FailedPreconditionError(message);
+    return failure(absl::StatusCode::kFailedPrecondition, "");
   }
-  return absl::InternalError(message);
+  return failure(absl::StatusCode::kInternal, "", absl::StartsWith(sqlstate, "XX")
+                                                      ? "internal error of the database server"
+                                                      : "");
 }
 
 absl::StatusOr<Result> PostgresStorage::Session::Exec(const char* sql, const Params& params,
@@ -482,9 +503,12 @@ absl::Status PostgresStorage::Session::Atomically(absl::FunctionRef<absl::Status
   --depth_;
   if (status.ok() && PQtransactionStatus(conn_) == PQTRANS_INERROR) {
     // A statement failed and its error was dropped: COMMIT would silently roll back.
-    status = absl::AbortedError(absl::StrCat(
-        "postgres ", description_,
-        ": a statement in the transaction failed and the transaction was rolled back"));
+    status = StorageFailure(
+        absl::StatusCode::kAborted,
+        absl::StrCat("postgres ", description_,
+                     ": a statement in the transaction failed and the transaction was "
+                     "rolled back"),
+        "postgres: a statement in the transaction failed and the transaction was rolled back");
   }
   if (status.ok()) {
     status = level == 0 ? ExecScript("COMMIT", "committing")

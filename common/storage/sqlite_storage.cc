@@ -103,41 +103,57 @@ CREATE TABLE checkpoints (
 );
 )sql";
 
-// Primary result code to a status code; `what` says what was being done.
+// Primary result code to a status code; `what` says what was being done. A storage
+// failure (StorageFailure): the message names the file and the statement, for the log;
+// the client message only SQLite's own text (which names no file) and the hint.
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   const char* file = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
   std::string where = (file != nullptr && file[0] != '\0') ? file : ":memory:";
   std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  std::string message = absl::StrCat("sqlite ", where, ": ", what, ": ", detail);
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  std::string hint;
   switch (rc & 0xff) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      return absl::DataLossError(absl::StrCat(
-          message, ". The database file is corrupt or not a SQLite database; restore it "
-                   "from a backup (see docs/storage.md)"));
+      code = absl::StatusCode::kDataLoss;
+      hint = ". The database file is corrupt or not a SQLite database; restore it from a "
+             "backup (see docs/storage.md)";
+      break;
     case SQLITE_FULL:
-      return absl::ResourceExhaustedError(absl::StrCat(message, " (disk full?)"));
+      code = absl::StatusCode::kResourceExhausted;
+      hint = " (disk full?)";
+      break;
     case SQLITE_TOOBIG:
     case SQLITE_NOMEM:
-      return absl::ResourceExhaustedError(message);
+      code = absl::StatusCode::kResourceExhausted;
+      break;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return absl::UnavailableError(absl::StrCat(
-          message, " (another connection holds the lock past the busy timeout)"));
+      code = absl::StatusCode::kUnavailable;
+      hint = " (another connection holds the lock past the busy timeout)";
+      break;
     case SQLITE_IOERR:
     case SQLITE_PROTOCOL:
     case SQLITE_INTERRUPT:
-      return absl::UnavailableError(message);
+      code = absl::StatusCode::kUnavailable;
+      break;
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
     case SQLITE_READONLY:
     case SQLITE_AUTH:
-      return absl::FailedPreconditionError(message);
+      code = absl::StatusCode::kFailedPrecondition;
+      break;
     case SQLITE_CONSTRAINT:
-      return absl::FailedPreconditionError(absl::StrCat(message, " (constraint violated)"));
+      code = absl::StatusCode::kFailedPrecondition;
+      hint = " (constraint violated)";
+      break;
     default:
-      return absl::InternalError(message);
+      break;
   }
+  return StorageFailure(code, absl::StrCat("sqlite ", where, ": ", what, ": ", detail, hint),
+                        absl::StrCat("sqlite: ", detail, code == absl::StatusCode::kDataLoss
+                                                             ? " (the database is corrupt)"
+                                                             : hint));
 }
 
 // One prepared statement. Bind errors are remembered and reported by Step().
@@ -452,7 +468,9 @@ absl::Status SqliteStorage::Connection::Atomically(absl::FunctionRef<absl::Statu
     // SQLite itself rolled the whole transaction back (e.g. disk full, I/O error).
     depth_ = 0;
     if (!status.ok()) return status;
-    return absl::AbortedError("the database rolled the transaction back after an error");
+    return StorageFailure(absl::StatusCode::kAborted,
+                          "the database rolled the transaction back after an error",
+                          "sqlite: the database rolled the transaction back after an error");
   }
   if (status.ok()) {
     status = level == 0 ? Exec("COMMIT", "committing")

@@ -35,6 +35,12 @@
 // A failed call changes nothing: each method is atomic, and bad input is rejected
 // before anything is written.
 //
+// Storage failures (the last five codes, and RESOURCE_EXHAUSTED for a full disk: the
+// database itself failed, not the call's input) are built with StorageFailure(), so
+// IsStorageFailure() tells them apart. Their message names the database (the SQLite
+// file's path, the PostgreSQL server) for the log; their client message
+// (common/client_message.h), which ToGrpcStatus sends instead, names neither.
+//
 // Thread-safety: every implementation is safe for concurrent use by many threads.
 // Ownership: callers own the Storage (usually one per process, created at start-up and
 // destroyed after the server has drained).
@@ -320,6 +326,16 @@ class Storage {
 
 // Whether a job in this state still has work to do (QUEUED, BASELINE, ROUNDS).
 bool IsUnfinishedJobState(v1::JobState state);
+
+// True for a status built by StorageFailure(): the storage failed (disk full, corrupt,
+// locked, unreachable), as opposed to bad input, an unknown id or a stale revision.
+bool IsStorageFailure(const absl::Status& status);
+
+// For backends: a storage failure with `code`. `message` is for the log and may name the
+// database file or server; `client_message` is what a client sees (no path, URI or
+// credential) and is prefixed with "storage error: ".
+absl::Status StorageFailure(absl::StatusCode code, absl::string_view message,
+                            absl::string_view client_message);
 
 }  // namespace kagent
 

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/cord.h"
+#include "common/client_message.h"
 #include "common/status.h"
 
 namespace kagent {
@@ -15,6 +17,21 @@ namespace kagent {
 bool IsUnfinishedJobState(v1::JobState state) {
   return state == v1::JOB_STATE_QUEUED || state == v1::JOB_STATE_BASELINE ||
          state == v1::JOB_STATE_ROUNDS;
+}
+
+namespace {
+constexpr absl::string_view kStorageFailureUrl = "type.kagent.dev/storage-failure";
+}  // namespace
+
+bool IsStorageFailure(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kStorageFailureUrl).has_value();
+}
+
+absl::Status StorageFailure(absl::StatusCode code, absl::string_view message,
+                            absl::string_view client_message) {
+  absl::Status status(code, message);
+  status.SetPayload(kStorageFailureUrl, absl::Cord());
+  return WithClientMessage(std::move(status), absl::StrCat("storage error: ", client_message));
 }
 
 namespace storage {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/client_message.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/source_text.h"
@@ -69,10 +70,20 @@ std::string CandidateLabel(const v1::Candidate& c) {
 // the job; kStopQuietly marks a shutdown, where the job is left for the next start.
 struct Stop {
   // kBudget: a service refused more work because a budget (LLM tokens or cost) is
-  // spent; the job finishes with the best kernel so far.
-  enum Kind { kNone, kFailed, kCancelled, kShutdown, kBudget } kind = kNone;
-  std::string reason;
+  // spent; the job finishes with the best kernel so far. kStorage: the storage failed
+  // (IsStorageFailure); the run is made again while JobDefaults::storage_retry_seconds
+  // allow, then the job fails. kFinished: the job was already final in storage.
+  enum Kind { kNone, kFailed, kCancelled, kShutdown, kBudget, kStorage, kFinished } kind = kNone;
+  std::string reason;  // what a client may read (the job's error, events)
+  absl::Status detail = absl::OkStatus();  // kStorage: the full status, for the log
 };
+
+// Sleeps `d`, waking early when `stopping` turns true.
+void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
+  for (absl::Time wake = absl::Now() + d; absl::Now() < wake && !stopping();) {
+    absl::SleepFor(std::min(absl::Milliseconds(100), wake - absl::Now()));
+  }
+}
 
 }  // namespace
 
@@ -86,6 +97,13 @@ class JobRun {
   void Run();
 
  private:
+  // One pass over the job from what storage holds (as after a restart): load it and its
+  // checkpoint, the baseline unless done, rounds, the final runs. Run() calls it again
+  // after a storage failure.
+  Stop RunSteps();
+  // Stores FAILED with `stop.reason` as the error and announces it; a storage failure is
+  // retried (backoff up to 15 s) until it is stored or the coordinator shuts down.
+  void FailJob(const Stop& stop);
   bool Stopping() const;
   Stop StopFromStatus(const absl::Status& s) const;
   absl::Status Persist(const std::function<void(v1::Job&)>& f);
@@ -244,15 +262,26 @@ absl::StatusOr<v1::Job> JobManager::Submit(v1::Job job, const std::string& idemp
   auto now = TimeUtil::GetCurrentTime();
   *job.mutable_created_at() = now;
   *job.mutable_updated_at() = now;
-  KAGENT_ASSIGN_OR_RETURN(CreateJobResult created, storage_->CreateJob(job, idempotency_key));
-  if (!created.created) return created.stored.job;
-  if (jobs_submitted_ != nullptr) jobs_submitted_->Add({}).Increment();
   v1::JobEvent e;
   e.set_type(v1::JOB_EVENT_STATE_CHANGED);
   e.set_state(v1::JOB_STATE_QUEUED);
   e.set_message("job queued");
   e.set_total_rounds(job.config().budget().max_rounds());
-  KAGENT_RETURN_IF_ERROR(Emit(job.id(), e).status());
+  e.set_job_id(job.id());
+  *e.mutable_time() = now;
+  // The job and its first event in one transaction: a failed Submit leaves nothing (no
+  // job without events, which WatchJob would wait on and a restart would run).
+  CreateJobResult created;
+  int64_t sequence = 0;
+  KAGENT_RETURN_IF_ERROR(storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
+    KAGENT_ASSIGN_OR_RETURN(created, tx.CreateJob(job, idempotency_key));
+    if (!created.created) return absl::OkStatus();
+    KAGENT_ASSIGN_OR_RETURN(sequence, tx.AppendEvent(job.id(), e));
+    return absl::OkStatus();
+  }));
+  if (!created.created) return created.stored.job;
+  NoteEvent(job.id(), sequence);
+  if (jobs_submitted_ != nullptr) jobs_submitted_->Add({}).Increment();
   absl::MutexLock lock(&mu_);
   if (!shutting_down_) {
     waiting_.push_back(job.id());
@@ -366,10 +395,14 @@ absl::StatusOr<int64_t> JobManager::Emit(const std::string& job_id, v1::JobEvent
   event.set_sequence(0);
   *event.mutable_time() = TimeUtil::GetCurrentTime();
   KAGENT_ASSIGN_OR_RETURN(int64_t seq, storage_->AppendEvent(job_id, event));
+  NoteEvent(job_id, seq);
+  return seq;
+}
+
+void JobManager::NoteEvent(const std::string& job_id, int64_t sequence) {
   absl::MutexLock lock(&events_mu_);
   int64_t& last = last_sequence_[job_id];
-  last = std::max(last, seq);
-  return seq;
+  last = std::max(last, sequence);
 }
 
 void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout) {
@@ -468,6 +501,8 @@ Stop JobRun::StopFromStatus(const absl::Status& s) const {
     if (m_->shutting_down_) return {Stop::kShutdown, "coordinator shutting down"};
   }
   if (cancel_->cancelled()) return {Stop::kCancelled, "cancelled"};
+  // Before the budget rule: a full disk is RESOURCE_EXHAUSTED too, and no budget.
+  if (IsStorageFailure(s)) return {Stop::kStorage, ClientMessage(s), s};
   if (s.code() == absl::StatusCode::kResourceExhausted) {
     return {Stop::kBudget, absl::StrCat("budget spent: ", s.message())};
   }
@@ -770,25 +805,127 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
 }
 
 void JobRun::Run() {
+  Stop stop = RunSteps();
+  // A storage failure (a full disk can be freed, a database server comes back): the run
+  // is made again from what storage holds, with backoff, for storage_retry_seconds.
+  // A failure after the job got further (another state, a round more) is a new incident
+  // with a window of its own.
+  auto progress = [this] { return std::make_pair(job_.state(), ckpt_.completed_round()); };
+  auto incident = progress();
+  absl::Time give_up = absl::Now() + absl::Seconds(m_->defaults_.storage_retry_seconds);
+  absl::Duration backoff = absl::Seconds(m_->defaults_.storage_retry_backoff_seconds);
+  for (int attempt = 1; stop.kind == Stop::kStorage; ++attempt) {
+    if (progress() != incident) {
+      incident = progress();
+      give_up = absl::Now() + absl::Seconds(m_->defaults_.storage_retry_seconds);
+      backoff = absl::Seconds(m_->defaults_.storage_retry_backoff_seconds);
+      attempt = 1;
+    }
+    if (Stopping()) {
+      stop = StopFromStatus(stop.detail);  // shutdown or cancel
+      break;
+    }
+    if (absl::Now() + backoff > give_up) {
+      KLOG(WARNING) << "storage still failing after " << attempt << " attempts: "
+                    << stop.detail.message();
+      stop.kind = Stop::kFailed;
+      break;
+    }
+    KLOG(WARNING) << "storage failed (attempt " << attempt << "): " << stop.detail.message()
+                  << "; the job's step runs again in " << absl::FormatDuration(backoff);
+    SleepUnless(backoff, [this] { return Stopping(); });
+    backoff = std::min(backoff * 2, absl::Seconds(15));
+    v1::JobEvent e;  // best effort: stored only when storage works again
+    e.set_type(v1::JOB_EVENT_LOG);
+    e.set_state(job_.state());
+    e.set_round(job_.current_round());
+    e.set_message(absl::StrCat(stop.reason, " (attempt ", attempt, "); running the step again"));
+    (void)m_->Emit(job_id_, e);
+    stop = RunSteps();
+  }
+  switch (stop.kind) {
+    case Stop::kNone:
+    case Stop::kStorage:  // not after the loop above
+    case Stop::kFinished:
+      break;
+    case Stop::kShutdown:
+      KLOG(INFO) << "job left for the next start: " << stop.reason;
+      break;
+    case Stop::kCancelled:
+      // Cancel() already stored CANCELLED and announced it.
+      KLOG(INFO) << "job cancelled";
+      break;
+    case Stop::kBudget:  // only before the baseline, where there is nothing to return
+    case Stop::kFailed:
+      FailJob(stop);
+      break;
+  }
+  // The job ended (DONE, FAILED or CANCELLED): the workers may drop what they keep for it.
+  // Not on a shutdown, where the job resumes on the next start. Best effort, off this
+  // thread (Scheduler::ReleaseJob).
+  if (stop.kind != Stop::kShutdown) m_->scheduler_->ReleaseJob(job_id_);
+}
+
+void JobRun::FailJob(const Stop& stop) {
+  if (stop.detail.ok()) {
+    KLOG(WARNING) << "job failed: " << stop.reason;
+  } else {
+    KLOG(WARNING) << "job failed: " << stop.reason << " [" << stop.detail.message() << "]";
+  }
+  absl::Duration backoff = absl::Seconds(m_->defaults_.storage_retry_backoff_seconds);
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = Persist([&](v1::Job& j) {
+      j.set_state(v1::JOB_STATE_FAILED);
+      j.set_error(stop.reason);
+    });
+    if (s.ok()) break;
+    if (!IsStorageFailure(s)) {  // e.g. cancelled meanwhile: the stored state stands
+      KLOG(WARNING) << "job's failure not stored: " << s.message();
+      return;
+    }
+    if (Stopping()) {
+      KLOG(WARNING) << "job left for the next start: its failure could not be stored: "
+                    << s.message();
+      return;
+    }
+    KLOG(WARNING) << "job's failure not stored (attempt " << attempt << "): " << s.message()
+                  << "; again in " << absl::FormatDuration(backoff);
+    SleepUnless(backoff, [this] { return Stopping(); });
+    backoff = std::min(backoff * 2, absl::Seconds(15));
+  }
+  KLOG(INFO) << "job's failure stored";
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_JOB_FINISHED);
+  e.set_state(v1::JOB_STATE_FAILED);
+  e.set_message(stop.reason);
+  (void)m_->Emit(job_id_, e);  // WatchJob also ends on the stored FAILED without it
+  if (m_->jobs_finished_ != nullptr) m_->jobs_finished_->Add({{"state", "FAILED"}}).Increment();
+}
+
+Stop JobRun::RunSteps() {
   absl::StatusOr<StoredJob> stored = m_->storage_->GetJob(job_id_);
+  if (IsStorageFailure(stored.status())) return StopFromStatus(stored.status());
   if (!stored.ok()) {
     KLOG(ERROR) << "cannot load job: " << stored.status();
-    return;
+    return {Stop::kShutdown, "cannot load job"};
   }
   job_ = stored->job;
   cfg_ = job_.config();
   if (IsTerminal(job_.state())) {
-    m_->scheduler_->ReleaseJob(job_id_);  // e.g. cancelled before this thread got to it
-    return;
+    // e.g. cancelled before this thread got to it, or while storage was failing
+    return {Stop::kFinished, v1::JobState_Name(job_.state())};
   }
   LogScope scope({.tenant = job_.tenant()});
 
   Stop stop;
   std::string stop_reason;
+  ckpt_.Clear();
   absl::StatusOr<std::string> saved = m_->storage_->GetCheckpoint(job_id_, kStateKey);
+  if (IsStorageFailure(saved.status())) return StopFromStatus(saved.status());
   if (saved.ok() && ckpt_.ParseFromString(*saved)) {
     EmitLog(absl::StrCat("resumed after round ", ckpt_.completed_round()));
   } else {
+    ckpt_.Clear();
     absl::Status s = SetState(v1::JOB_STATE_BASELINE, "measuring the starting kernel and baselines");
     stop = s.ok() ? Baseline() : StopFromStatus(s);
   }
@@ -827,38 +964,7 @@ void JobRun::Run() {
     stop.kind = Stop::kFailed;   // nothing measured yet: nothing to return
   }
   if (stop.kind == Stop::kNone) stop = Finish(stop_reason);
-  switch (stop.kind) {
-    case Stop::kNone:
-      break;
-    case Stop::kShutdown:
-      KLOG(INFO) << "job left for the next start: " << stop.reason;
-      break;
-    case Stop::kCancelled:
-      // Cancel() already stored CANCELLED and announced it.
-      KLOG(INFO) << "job cancelled";
-      break;
-    case Stop::kBudget:  // only before the baseline, where there is nothing to return
-    case Stop::kFailed: {
-      KLOG(WARNING) << "job failed: " << stop.reason;
-      absl::Status s = Persist([&](v1::Job& j) {
-        j.set_state(v1::JOB_STATE_FAILED);
-        j.set_error(stop.reason);
-      });
-      if (s.ok()) {
-        v1::JobEvent e;
-        e.set_type(v1::JOB_EVENT_JOB_FINISHED);
-        e.set_state(v1::JOB_STATE_FAILED);
-        e.set_message(stop.reason);
-        (void)m_->Emit(job_id_, e);
-        if (m_->jobs_finished_ != nullptr) m_->jobs_finished_->Add({{"state", "FAILED"}}).Increment();
-      }
-      break;
-    }
-  }
-  // The job ended (DONE, FAILED or CANCELLED): the workers may drop what they keep for it.
-  // Not on a shutdown, where the job resumes on the next start. Best effort, off this
-  // thread (Scheduler::ReleaseJob).
-  if (stop.kind != Stop::kShutdown) m_->scheduler_->ReleaseJob(job_id_);
+  return stop;
 }
 
 Stop JobRun::Baseline() {
@@ -1040,6 +1146,7 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
   std::vector<v1::Candidate> beam;
   for (const std::string& id : ckpt_.beam_ids()) {
     absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(id);
+    if (IsStorageFailure(c.status())) return StopFromStatus(c.status());
     if (!c.ok()) return {Stop::kFailed, absl::StrCat("beam kernel ", id, " lost: ", c.status().message())};
     beam.push_back(*std::move(c));
   }
@@ -1311,6 +1418,7 @@ Stop JobRun::Round(int round, std::string* stop_reason) {
 
 Stop JobRun::Finish(const std::string& stop_reason) {
   absl::StatusOr<v1::Candidate> start = m_->storage_->GetCandidate(ckpt_.start_candidate_id());
+  if (IsStorageFailure(start.status())) return StopFromStatus(start.status());
   if (!start.ok()) return {Stop::kFailed, "starting kernel lost: " + std::string(start.status().message())};
   // Verify every beam kernel again, each timed with the start kernel, eager and compile
   // in one run; the fastest that passes is the result (its speedups are ratios from its
@@ -1321,6 +1429,7 @@ Stop JobRun::Finish(const std::string& stop_reason) {
   std::string infra;  // the last final run that failed on the infrastructure, and why
   for (const std::string& id : ckpt_.beam_ids()) {
     absl::StatusOr<v1::Candidate> c = m_->storage_->GetCandidate(id);
+    if (IsStorageFailure(c.status())) return StopFromStatus(c.status());
     if (!c.ok()) continue;
     absl::StatusOr<v1::Measurement> m;
     if (id == start->id() && StartRunIsFinal(start->measurement())) {

@@ -40,6 +40,19 @@
 // When a job ends (DONE, FAILED or CANCELLED, not a shutdown) the scheduler is asked to
 // release it on the workers (Scheduler::ReleaseJob, best effort).
 //
+// Storage failures (IsStorageFailure: a full disk, a locked or unreachable database) are
+// infrastructure faults, never a budget or the kernel's fault. A job step that hits one
+// is made again from what storage holds (as after a restart: checkpoints and stored GPU
+// task results are reused; work whose result could not be stored is done again), with
+// backoff from `storage_retry_backoff_seconds` doubling up to 15 s, for up to
+// `storage_retry_seconds` (counted afresh when the job got further: another state or a
+// round more); storage that recovers by then (space freed) lets the job go on. After that the job fails with error "storage error: ..." (the client message:
+// no file path or server URI; the log has the full detail), and storing FAILED is itself
+// retried, with the same backoff, until it succeeds: GetJob and the database show the
+// failure, never a state held only in memory. Until then they show the last stored
+// state; a shutdown meanwhile leaves the job to resume on the next start. Submit writes
+// the job and its first event in one transaction: when it fails nothing is stored.
+//
 // Every transition and every result is persisted before it is announced. After a
 // restart, ResumeUnfinished() picks each unfinished job up from its last completed step:
 // the round checkpoint stores generated kernels (and, beside it, their variants) before
@@ -89,6 +102,11 @@ struct JobDefaults {
   // this long after the first attempt; only then does it fail the job.
   double service_retry_seconds = 300;
   double service_retry_backoff_seconds = 1;
+  // A job step that fails on storage (IsStorageFailure) runs again, with backoff from
+  // `storage_retry_backoff_seconds` doubling up to 15 s, for up to this long; then the job
+  // fails (see the class comment).
+  double storage_retry_seconds = 300;
+  double storage_retry_backoff_seconds = 1;
 };
 
 class JobManager {
@@ -101,8 +119,9 @@ class JobManager {
   // Applies defaults to unset config fields (used by SubmitJob before storing).
   v1::JobConfig EffectiveConfig(const v1::JobConfig& config) const;
 
-  // Stores a new job (state QUEUED) and starts it. Returns the stored job; with an
-  // idempotency key already used by this tenant, the earlier job.
+  // Stores a new job (state QUEUED) with its first event, in one transaction, and starts
+  // it. Returns the stored job; with an idempotency key already used by this tenant, the
+  // earlier job. On error nothing was stored.
   absl::StatusOr<v1::Job> Submit(v1::Job job, const std::string& idempotency_key);
 
   // Cancels an unfinished job; a finished job is returned unchanged (FAILED_PRECONDITION
@@ -133,6 +152,8 @@ class JobManager {
   void StartLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeStartQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunJob(const std::string& job_id, CallCancelToken* cancel);
+  // Wakes watchers for an event already stored with `sequence`.
+  void NoteEvent(const std::string& job_id, int64_t sequence);
 
   // Re-reads, applies `mutate`, writes with the revision, retrying on ABORTED.
   absl::StatusOr<v1::Job> MutateJob(const std::string& job_id,

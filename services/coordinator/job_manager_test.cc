@@ -5,6 +5,7 @@
 // fake GPU times it from them: "good" fixes take 20% off, "bad" ones add 30%, "crash"
 // makes it crash. The scripted analyzer prescribes the fixes listed in `fixes`.
 #include <catch2/catch.hpp>
+#include <grpcpp/server_context.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/storage/sqlite_storage.h"
+#include "common/storage/testing/full_disk.h"
 #include "services/coordinator/job_manager.h"
+#include "services/coordinator/job_service.h"
 #include "services/coordinator/testing_fakes.h"
 #include "services/orchestrator/planner.h"
 
@@ -27,6 +30,7 @@ namespace kagent {
 namespace {
 
 using testing::FakeGpu;
+using testing::FullDisk;
 using testing::FakeWorkerFactory;
 
 constexpr char kProblem[] = "class Model: pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n";
@@ -236,7 +240,8 @@ v1::OpSignature ReluSignature() {
 }
 
 struct Loop {
-  explicit Loop(std::string db_path = ":memory:", absl::Duration gpu_delay = absl::Milliseconds(2)) {
+  explicit Loop(std::string db_path = ":memory:", absl::Duration gpu_delay = absl::Milliseconds(2),
+                JobDefaults defaults = JobDefaults()) {
     storage = *SqliteStorage::Open({.path = db_path});
     gpu_a.measure = gpu_b.measure = Time;
     gpu_a.delay = gpu_b.delay = gpu_delay;
@@ -246,7 +251,13 @@ struct Loop {
     scheduler = std::make_unique<Scheduler>(so, storage.get(), &factory, nullptr);
     REQUIRE(scheduler->RegisterWorker("wa", "a:1", {}, true).ok());
     REQUIRE(scheduler->RegisterWorker("wb", "b:1", {}, true).ok());
-    manager = std::make_unique<JobManager>(JobDefaults(), storage.get(), scheduler.get(), &services, nullptr);
+    this->defaults = defaults;
+    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services, nullptr);
+  }
+  // A new JobManager on the same storage, as after a restart (the old one shut down).
+  void RestartManager() {
+    manager.reset();
+    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services, nullptr);
   }
   v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2,
                  const v1::Budget& budget = v1::Budget()) {
@@ -293,6 +304,7 @@ struct Loop {
   std::vector<v1::JobEvent> Events(const std::string& id) { return *storage->ListEvents(id, 0, 10000); }
 
   int n = 0;
+  JobDefaults defaults;
   std::unique_ptr<SqliteStorage> storage;
   FakeGpu gpu_a, gpu_b;
   FakeWorkerFactory factory;
@@ -1228,6 +1240,198 @@ TEST_CASE("loop: a coordinator stopped in mid-round resumes, nothing measured tw
   }
   CHECK(job.result().trajectory_size() == 3);
   std::filesystem::remove(path);
+}
+
+// --- A full disk (common/storage/testing/full_disk.h) ---------------------------------
+
+void SayHowTheDiskIsFull(const FullDisk& disk) {
+  if (!disk.mounted()) {
+    WARN("cannot mount a tmpfs here (" << disk.mount_error()
+                                       << "): the database is made full with SQLite's "
+                                          "PRAGMA max_page_count instead");
+  }
+}
+
+std::vector<std::string> UnfinishedIds(Loop& loop, const std::string& tenant) {
+  std::vector<std::string> out;
+  absl::StatusOr<std::vector<StoredJob>> jobs = loop.storage->ListUnfinishedJobs();
+  REQUIRE(jobs.ok());
+  for (const StoredJob& s : *jobs) {
+    if (s.job.tenant() == tenant) out.push_back(s.job.id());
+  }
+  return out;
+}
+
+v1::Job FullDiskJob() {
+  v1::Job j;
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  j.mutable_start_kernel()->set_source(kStart);
+  j.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  j.mutable_config()->mutable_budget()->set_max_rounds(1);
+  return j;
+}
+
+// Fills the disk (once) when the first kernel is measured: in the job's baseline.
+struct FillOnFirstMeasure {
+  FillOnFirstMeasure(Loop& loop, FullDisk& disk) {
+    loop.gpu_a.measure = loop.gpu_b.measure = [this, &disk](const std::string& source) {
+      if (!started.exchange(true)) {
+        absl::Status s = disk.Fill();
+        absl::MutexLock lock(&mu);
+        fill_status = s;
+        filled = true;
+      }
+      return Time(source);
+    };
+  }
+  // Waits until the disk was filled (the fill itself done).
+  void WaitFilled() {
+    absl::MutexLock lock(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&filled), absl::Seconds(30));
+    REQUIRE(filled);
+    REQUIRE(fill_status.ok());
+  }
+  std::atomic<bool> started{false};
+  absl::Mutex mu;
+  bool filled ABSL_GUARDED_BY(mu) = false;
+  absl::Status fill_status ABSL_GUARDED_BY(mu);
+};
+
+TEST_CASE("loop: a SubmitJob that fails on a full disk stores nothing, at every free space") {
+  FullDisk disk;
+  SayHowTheDiskIsFull(disk);
+  Loop loop(disk.path());
+  disk.Attach(loop.storage.get());
+  // From no space at all upwards, a page more each time: somewhere the job fits and its
+  // first event does not. Each failed Submit must leave nothing behind.
+  absl::StatusOr<v1::Job> submitted = absl::UnknownError("never tried");
+  int failures = 0;
+  for (int pages = 0; pages < 256; ++pages) {
+    REQUIRE(disk.FillLeaving(int64_t{pages} * 4096).ok());
+    v1::Job j = FullDiskJob();
+    j.set_id(absl::StrCat("job-full-", pages));
+    submitted = loop.manager->Submit(j, "");
+    if (submitted.ok()) break;
+    ++failures;
+    INFO("free pages: " << pages << ": " << submitted.status());
+    REQUIRE(submitted.status().code() == absl::StatusCode::kResourceExhausted);
+    ListJobsQuery q;
+    q.tenant = "t";
+    REQUIRE(loop.storage->ListJobs(q)->jobs.empty());
+    REQUIRE(UnfinishedIds(loop, "t").empty());
+  }
+  REQUIRE(failures > 0);
+  REQUIRE(submitted.ok());
+  REQUIRE(disk.Free().ok());
+  // The retries made one job, not one per attempt, and it has its first event.
+  ListJobsQuery q;
+  q.tenant = "t";
+  auto listed = loop.storage->ListJobs(q)->jobs;
+  REQUIRE(listed.size() == 1);
+  REQUIRE(listed[0].job.id() == submitted->id());
+  auto events = loop.Events(submitted->id());
+  REQUIRE(!events.empty());
+  CHECK(events[0].state() == v1::JOB_STATE_QUEUED);
+  // A restarted coordinator runs that job and nothing else.
+  loop.RestartManager();
+  REQUIRE(loop.manager->ResumeUnfinished().ok());
+  CHECK(UnfinishedIds(loop, "t") == std::vector<std::string>{submitted->id()});
+  CHECK(loop.WaitDone(submitted->id(), absl::Seconds(30)).state() == v1::JOB_STATE_DONE);
+}
+
+TEST_CASE("loop: a disk that fills mid-run and is freed within the retry window: the job goes on") {
+  FullDisk disk;
+  SayHowTheDiskIsFull(disk);
+  JobDefaults d;
+  d.storage_retry_seconds = 60;
+  d.storage_retry_backoff_seconds = 0.05;
+  Loop loop(disk.path(), absl::Milliseconds(2), d);
+  disk.Attach(loop.storage.get());
+  FillOnFirstMeasure fill(loop, disk);
+  v1::Job job = loop.Submit(1);
+  fill.WaitFilled();
+  absl::SleepFor(absl::Milliseconds(500));  // the baseline's writes fail meanwhile
+  CHECK(IsUnfinishedJobState(loop.storage->GetJob(job.id())->job.state()));
+  REQUIRE(disk.Free().ok());
+  v1::Job done = loop.WaitDone(job.id(), absl::Seconds(20));
+  REQUIRE(done.state() == v1::JOB_STATE_DONE);
+  CHECK(done.error().empty());
+  CHECK(done.result().best_candidate_id() != "");
+  // The job's log says what happened, without the database's path.
+  bool said = false;
+  for (const auto& e : loop.Events(job.id())) {
+    if (e.type() != v1::JOB_EVENT_LOG || !absl::StrContains(e.message(), "storage error")) continue;
+    said = true;
+    CHECK(absl::StrContains(e.message(), "database or disk is full"));
+    CHECK_FALSE(absl::StrContains(e.message(), disk.path()));
+  }
+  CHECK(said);
+}
+
+TEST_CASE("loop: a disk that stays full past the retry window: the job fails, and its "
+          "failure is stored once space returns") {
+  FullDisk disk;
+  SayHowTheDiskIsFull(disk);
+  JobDefaults d;
+  d.storage_retry_seconds = 0.3;
+  d.storage_retry_backoff_seconds = 0.05;
+  Loop loop(disk.path(), absl::Milliseconds(2), d);
+  disk.Attach(loop.storage.get());
+  FillOnFirstMeasure fill(loop, disk);
+  v1::Job job = loop.Submit(1);
+  fill.WaitFilled();
+  absl::SleepFor(absl::Milliseconds(1500));  // past the window: storing FAILED is retried
+  if (disk.mounted()) {
+    // Nothing changes while the disk is full: what GetJob shows is what is stored.
+    CHECK(loop.storage->GetJob(job.id())->job.state() == v1::JOB_STATE_BASELINE);
+  }
+  REQUIRE(disk.Free().ok());
+  v1::Job failed = loop.WaitDone(job.id(), absl::Seconds(20));
+  REQUIRE(failed.state() == v1::JOB_STATE_FAILED);
+  INFO(failed.error());
+  CHECK(absl::StartsWith(failed.error(), "storage error: sqlite: database or disk is full"));
+  CHECK_FALSE(absl::StrContains(failed.error(), "budget"));
+  CHECK_FALSE(absl::StrContains(failed.error(), disk.path()));
+  auto events = loop.Events(job.id());
+  REQUIRE(!events.empty());
+  CHECK(events.back().type() == v1::JOB_EVENT_JOB_FINISHED);
+  CHECK(events.back().state() == v1::JOB_STATE_FAILED);
+  CHECK(events.back().message() == failed.error());
+  // A restarted coordinator does not run it again.
+  loop.RestartManager();
+  REQUIRE(loop.manager->ResumeUnfinished().ok());
+  CHECK(UnfinishedIds(loop, "t").empty());
+  CHECK(loop.manager->running_jobs() == 0);
+}
+
+TEST_CASE("job service: a storage error reaches the client without the database's path") {
+  FullDisk disk;
+  SayHowTheDiskIsFull(disk);
+  Loop loop(disk.path());
+  disk.Attach(loop.storage.get());
+  REQUIRE(disk.Fill().ok());
+  JobServiceImpl service(JobServiceLimits(), loop.storage.get(), loop.manager.get(),
+                         loop.scheduler.get(), nullptr);
+  grpc::ServerContext context;
+  v1::SubmitJobRequest request;
+  request.mutable_problem()->set_name("p");
+  request.mutable_problem()->set_source(kProblem);
+  v1::SubmitJobResponse response;
+  grpc::Status status = service.SubmitJob(&context, &request, &response);
+  INFO(status.error_message());
+  REQUIRE(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(status.error_message(), "database or disk is full"));
+  CHECK_FALSE(absl::StrContains(status.error_message(), disk.path()));
+  CHECK_FALSE(absl::StrContains(status.error_message(), ".db"));
+  // The server keeps the full detail for its log.
+  v1::Job j = FullDiskJob();
+  j.set_id("job-direct");
+  j.set_state(v1::JOB_STATE_QUEUED);
+  absl::StatusOr<CreateJobResult> direct = loop.storage->CreateJob(j, "");
+  REQUIRE(direct.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(direct.status().message(), disk.path()));
 }
 
 }  // namespace
