@@ -7,7 +7,8 @@
 // ProfilerService) per local GPU, each on its own server (--worker-listen: the first
 // worker's address, port+i for worker i; loopback, free ports by default), pinned to its
 // GPU. The start line on stdout names every port: port, metrics_port, internal_port and
-// worker_ports (one per worker, in order). With no GPU (or --gpus=cpu), one worker runs candidates on the
+// worker_ports (one per worker, in order). The internal servers accept only the internal
+// token when auth is on (kagentd makes one when a tokens file is given without it). With no GPU (or --gpus=cpu), one worker runs candidates on the
 // CPU under Triton's interpreter: correctness is real, timings are plumbing only.
 // --llm-config adds the LLM brain to the optimization manager and makes the judge narrate
 // through the same LLM (docs/llm.md).

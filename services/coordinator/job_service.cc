@@ -317,11 +317,7 @@ grpc::Status JobServiceImpl::GetArtifacts(grpc::ServerContext* context,
 grpc::Status JobServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                             const v1::RegisterWorkerRequest* request,
                                             v1::RegisterWorkerResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
-  if (!caller.internal) {
-    return ToGrpcStatus(absl::PermissionDeniedError(
-        "RegisterWorker needs the cluster's internal token, not a tenant token"));
-  }
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   std::vector<v1::GpuSpec> gpus(request->gpus().begin(), request->gpus().end());
   absl::Status s = scheduler_->RegisterWorker(request->worker_id(), request->address(), gpus,
                                               /*is_static=*/false);

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
@@ -18,6 +20,9 @@
 
 namespace kagent::testing {
 namespace {
+
+constexpr char kInternalToken[] = "cluster-internal-token-0123456789";
+constexpr char kTenantToken[] = "alice-token-0123456789";
 
 std::shared_ptr<grpc::Channel> Channel(int port) {
   return *MakeChannel(absl::StrCat("127.0.0.1:", port), ChannelOptions());
@@ -45,6 +50,72 @@ bool Serving(int port) {
   auto ctx = Ctx();
   return health->Check(ctx.get(), req, &resp).ok() &&
          resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+}
+
+TEST_CASE("kagentd: internal services accept only the internal token", "[integration]") {
+  std::string dir = TempDir();
+  std::ofstream(dir + "/tokens") << kTenantToken << " alice\n";
+  Daemon d(dir, {"--tokens-file=" + dir + "/tokens", absl::StrCat("--internal-token=", kInternalToken)});
+  REQUIRE(d.ready["worker_ports"].size() == 1);
+  const int internal = d.ready["internal_port"];
+  const int worker = d.ready["worker_ports"][0];
+  // One RPC of every internal service, with an empty request (valid protobuf).
+  struct Rpc {
+    int port;
+    std::string method;
+  };
+  const std::vector<Rpc> rpcs = {
+      {internal, "/kagent.v1.JudgeService/Diagnose"},
+      {internal, "/kagent.v1.AnalyzerService/Prescribe"},
+      {internal, "/kagent.v1.OrchestratorService/PlanRound"},
+      {internal, "/kagent.v1.OrchestratorService/Reflect"},
+      {internal, "/kagent.v1.OptimizationManagerService/Generate"},
+      {worker, "/kagent.v1.BenchmarkService/DescribeWorker"},
+      {worker, "/kagent.v1.BenchmarkService/Measure"},
+      {worker, "/kagent.v1.BenchmarkService/Screen"},
+      {worker, "/kagent.v1.BenchmarkService/ReleaseJob"},
+      {worker, "/kagent.v1.ProfilerService/Profile"},
+      {d.port, "/kagent.v1.JobService/RegisterWorker"},
+  };
+  for (const Rpc& rpc : rpcs) {
+    INFO(rpc.method);
+    auto ch = Channel(rpc.port);
+    grpc::Status none = RawUnaryCall(ch, rpc.method, "");
+    INFO("no token: " << none.error_code() << " " << none.error_message());
+    CHECK(none.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    grpc::Status bad = RawUnaryCall(ch, rpc.method, "", "not-a-token-0123456789");
+    CHECK(bad.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    grpc::Status tenant = RawUnaryCall(ch, rpc.method, "", kTenantToken);
+    INFO("tenant token: " << tenant.error_code() << " " << tenant.error_message());
+    CHECK(tenant.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(tenant.error_message(), "internal token"));
+    grpc::Status ok = RawUnaryCall(ch, rpc.method, "", kInternalToken);
+    INFO("internal token: " << ok.error_code() << " " << ok.error_message());
+    CHECK(ok.error_code() != grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(ok.error_code() != grpc::StatusCode::PERMISSION_DENIED);
+  }
+  // The public API still takes the tenant's token; kagentd's own services still reach
+  // each other with auth on: a job runs to the end.
+  v1::SubmitJobResponse resp;
+  auto c = Ctx(kTenantToken);
+  REQUIRE(d.jobs->SubmitJob(c.get(), ReluAddJob(1), &resp).ok());
+  std::string out, err;
+  std::vector<std::string> argv = {BinaryDir() + "/tools/kagent", "--server", d.addr(), "watch",
+                                   resp.job().id()};
+  int rc = RunCommand(argv, &out, &err, {{"KAGENT_TOKEN", kTenantToken}});
+  INFO(out << err << d.proc->Log().substr(0, 20000));
+  CHECK(rc == 0);
+  CHECK(absl::StrContains(out, "DONE"));
+}
+
+TEST_CASE("kagentd: with only an internal token, internal services still want it", "[integration]") {
+  Daemon d(TempDir(), {absl::StrCat("--internal-token=", kInternalToken)});
+  auto ch = Channel(d.ready["worker_ports"][0]);
+  const std::string method = "/kagent.v1.BenchmarkService/DescribeWorker";
+  CHECK(RawUnaryCall(ch, method, "").error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(RawUnaryCall(ch, method, "", kInternalToken).ok());
+  // The public API needs no token in this mode.
+  CHECK(RawUnaryCall(d.channel, "/kagent.v1.JobService/ListJobs", "").ok());
 }
 
 TEST_CASE("kagentd: every listener can be pinned and is in the start line", "[integration]") {
