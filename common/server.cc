@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "common/parse_errors.h"
 #include "common/status.h"
 
 namespace kagent {
@@ -95,6 +96,7 @@ void ServiceHost::AddService(grpc::Service* service, const std::string& full_nam
 }
 
 absl::Status ServiceHost::Start() {
+  InstallProtobufLogHandler();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -121,11 +123,14 @@ absl::Status ServiceHost::Start() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   for (grpc::Service* s : services_) builder.RegisterService(s);
+  // The parse-error interceptor first: interceptors see PRE_SEND_STATUS in order, so the
+  // metrics count the status it rewrites.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
+  f.push_back(NewParseErrorInterceptorFactory());
   if (metrics_ != nullptr) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
     f.push_back(metrics_->NewServerInterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(f));
   }
+  builder.experimental().SetInterceptorCreators(std::move(f));
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();

@@ -10,7 +10,9 @@
 // The host enables grpc.health.v1 (service "" and each added service report readiness;
 // service "kagent.liveness" reports liveness and stays SERVING until shutdown), server
 // reflection, keepalive, a bounded max message size, optional TLS (and mutual TLS when a
-// CA is given) and the metrics interceptor.
+// CA is given), the parse-error interceptor (common/parse_errors.h: unparseable requests
+// are INVALID_ARGUMENT; libprotobuf logs through the JSON logger) and the metrics
+// interceptor.
 //
 // Thread-safe after Start(); Drain() may be called from any thread, once.
 #ifndef KAGENT_COMMON_SERVER_H_

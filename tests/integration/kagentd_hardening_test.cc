@@ -3,15 +3,18 @@
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/client.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tests/integration/daemon.h"
@@ -116,6 +119,68 @@ TEST_CASE("kagentd: with only an internal token, internal services still want it
   CHECK(RawUnaryCall(ch, method, "", kInternalToken).ok());
   // The public API needs no token in this mode.
   CHECK(RawUnaryCall(d.channel, "/kagent.v1.JobService/ListJobs", "").ok());
+}
+
+TEST_CASE("kagentd: unparseable requests are INVALID_ARGUMENT and the log stays JSON", "[integration]") {
+  Daemon d(TempDir());
+  const std::string method = "/kagent.v1.JobService/SubmitJob";
+  std::string valid;
+  REQUIRE(ReluAddJob(1).SerializeToString(&valid));
+  // problem { name: "\xff\xfe" }: a string field that is not UTF-8.
+  const std::string bad_utf8 = std::string("\x0a\x04\x0a\x02\xff\xfe", 6);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"random bytes", std::string("\xff\xff\xff\xff\xff\x01\x02\x03", 8)},
+      {"truncated", valid.substr(0, valid.size() / 2)},
+      {"invalid UTF-8", bad_utf8},
+  };
+  for (const auto& [what, bytes] : cases) {
+    INFO(what);
+    grpc::Status s = RawUnaryCall(d.channel, method, bytes);
+    INFO(s.error_code() << " " << s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), "could not be parsed as kagent.v1.SubmitJobRequest"));
+  }
+  // A server-streaming method too.
+  grpc::GenericStub stub(d.channel);
+  {
+    auto ctx = Ctx();
+    grpc::CompletionQueue cq;
+    grpc::Slice slice(std::string("\xff\xff\xff", 3));
+    grpc::ByteBuffer req(&slice, 1);
+    auto call = stub.PrepareCall(ctx.get(), "/kagent.v1.JobService/WatchJob", &cq);
+    void* tag;
+    bool ok;
+    call->StartCall(reinterpret_cast<void*>(1));
+    REQUIRE(cq.Next(&tag, &ok));
+    call->Write(req, reinterpret_cast<void*>(2));
+    REQUIRE(cq.Next(&tag, &ok));
+    call->WritesDone(reinterpret_cast<void*>(3));
+    REQUIRE(cq.Next(&tag, &ok));
+    grpc::Status s;
+    call->Finish(&s, reinterpret_cast<void*>(4));
+    REQUIRE(cq.Next(&tag, &ok));
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), "kagent.v1.WatchJobRequest"));
+  }
+  // Nothing was stored.
+  v1::ListJobsResponse lr;
+  auto ctx = Ctx();
+  REQUIRE(d.jobs->ListJobs(ctx.get(), v1::ListJobsRequest(), &lr).ok());
+  CHECK(lr.jobs_size() == 0);
+  // The metrics count them as INVALID_ARGUMENT.
+  std::string scrape = HttpGet(d.metrics_port, "/metrics");
+  CHECK(absl::StrContains(scrape, "code=\"INVALID_ARGUMENT\",method=\"SubmitJob\""));
+  // Every log line is JSON; libprotobuf's complaint about the UTF-8 is one of them.
+  d.proc->Signal(SIGTERM);
+  REQUIRE(d.proc->Wait(absl::Seconds(30)) == 0);
+  bool saw_utf8 = false;
+  for (absl::string_view line : absl::StrSplit(d.proc->Log(), '\n', absl::SkipEmpty())) {
+    INFO(line);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    CHECK(j.is_object());
+    if (j.is_object() && absl::StrContains(std::string(j.value("msg", "")), "UTF-8")) saw_utf8 = true;
+  }
+  CHECK(saw_utf8);
 }
 
 TEST_CASE("kagentd: every listener can be pinned and is in the start line", "[integration]") {
