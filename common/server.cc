@@ -128,6 +128,7 @@ absl::Status ServiceHost::Start() {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
   f.push_back(NewParseErrorInterceptorFactory());
   if (metrics_ != nullptr) {
+    for (const std::string& name : service_names_) metrics_->InitializeService(name);
     f.push_back(metrics_->NewServerInterceptorFactory());
   }
   builder.experimental().SetInterceptorCreators(std::move(f));

@@ -12,7 +12,8 @@
 // reflection, keepalive, a bounded max message size, optional TLS (and mutual TLS when a
 // CA is given), the parse-error interceptor (common/parse_errors.h: unparseable requests
 // are INVALID_ARGUMENT; libprotobuf logs through the JSON logger) and the metrics
-// interceptor.
+// interceptor (whose gRPC series for every method of the added services exist from
+// Start).
 //
 // Thread-safe after Start(); Drain() may be called from any thread, once.
 #ifndef KAGENT_COMMON_SERVER_H_

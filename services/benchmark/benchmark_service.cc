@@ -29,6 +29,12 @@ BenchmarkServiceImpl::BenchmarkServiceImpl(BenchmarkServiceOptions options, Harn
                        .Name("kagent_benchmark_measurements_total")
                        .Help("Measurements finished on this worker, by verdict.")
                        .Register(*registry);
+  // Every verdict's series exists from the start, so a scrape shows 0, not "No data".
+  for (int v = v1::Verdict_MIN + 1; v <= v1::Verdict_MAX; ++v) {
+    if (v1::Verdict_IsValid(v)) {
+      measurements_->Add({{"verdict", v1::Verdict_Name(static_cast<v1::Verdict>(v))}});
+    }
+  }
   auto* seconds = &prometheus::BuildHistogram()
                        .Name("kagent_benchmark_measure_seconds")
                        .Help("Wall time of one measurement holding the GPU.")

@@ -218,6 +218,18 @@ JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* schedu
                      .Register(*registry);
     jobs_running_->Add({{"state", "running"}}).Set(0);
     jobs_running_->Add({{"state", "queued"}}).Set(0);
+    // Every known series exists from the start, so a scrape shows 0, not "No data".
+    jobs_submitted_->Add({});
+    for (const char* state : {"DONE", "FAILED", "CANCELLED"}) jobs_finished_->Add({{"state", state}});
+    rounds_->Add({});
+    for (int v = v1::Verdict_MIN + 1; v <= v1::Verdict_MAX; ++v) {
+      if (v1::Verdict_IsValid(v)) {
+        candidates_->Add({{"verdict", v1::Verdict_Name(static_cast<v1::Verdict>(v))}});
+      }
+    }
+    gpu_seconds_->Add({});
+    llm_tokens_->Add({});
+    llm_cost_->Add({});
   }
 }
 

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/client.h"
 #include "kagent/v1/job_service.grpc.pb.h"
@@ -199,6 +201,57 @@ TEST_CASE("kagentd: every listener can be pinned and is in the start line", "[in
   std::string out, err;
   CHECK(RunCommand({BinaryDir() + "/tools/kagentd", "--worker-listen=nope"}, &out, &err) == 2);
   CHECK(absl::StrContains(err, "--worker-listen"));
+}
+
+// The line of `family` whose labels include every one of `labels` (each `name="value"`).
+std::string SeriesLine(const std::string& scrape, const std::string& family,
+                       const std::vector<std::string>& labels) {
+  std::istringstream in(scrape);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
+    bool all = true;
+    for (const std::string& l : labels) all = all && absl::StrContains(line, l);
+    if (all) return line;
+  }
+  return "";
+}
+
+TEST_CASE("kagentd: labelled series exist at 0 before their first event", "[integration]") {
+  Daemon d(TempDir());
+  const std::string scrape = HttpGet(d.metrics_port, "/metrics");
+  struct Want {
+    std::string family;
+    std::vector<std::string> labels;
+  };
+  const std::vector<Want> wants = {
+      {"kagent_jobs_submitted_total", {}},
+      {"kagent_jobs_finished_total", {"state=\"DONE\""}},
+      {"kagent_jobs_finished_total", {"state=\"FAILED\""}},
+      {"kagent_jobs_finished_total", {"state=\"CANCELLED\""}},
+      {"kagent_rounds_total", {}},
+      {"kagent_candidates_total", {"verdict=\"VERDICT_CORRECT\""}},
+      {"kagent_job_gpu_seconds_total", {}},
+      {"kagent_job_llm_tokens_total", {}},
+      {"kagent_job_llm_cost_usd_total", {}},
+      {"kagent_gpu_tasks_total", {"kind=\"measure\"", "outcome=\"ok\""}},
+      {"kagent_gpu_tasks_total", {"kind=\"profile\"", "outcome=\"infra_error\""}},
+      {"kagent_gpu_task_infra_retries_total", {"kind=\"screen\""}},
+      {"kagent_gpu_task_seconds_count", {"kind=\"measure\""}},
+      {"kagent_gpu_worker_busy_seconds_total", {"worker=\""}},
+      {"kagent_benchmark_measurements_total", {"verdict=\"VERDICT_INCORRECT\""}},
+      {"kagent_grpc_server_started_total", {"service=\"kagent.v1.JobService\"", "method=\"SubmitJob\""}},
+      {"kagent_grpc_server_handled_total",
+       {"service=\"kagent.v1.JobService\"", "method=\"WatchJob\"", "code=\"OK\""}},
+      {"kagent_grpc_server_handling_seconds_count",
+       {"service=\"kagent.v1.BenchmarkService\"", "method=\"Measure\""}},
+      {"kagent_grpc_server_started_total", {"service=\"kagent.v1.JudgeService\"", "method=\"Diagnose\""}},
+  };
+  for (const Want& w : wants) {
+    INFO(w.family << " " << absl::StrJoin(w.labels, ","));
+    std::string line = SeriesLine(scrape, w.family, w.labels);
+    CHECK(!line.empty());
+    if (!line.empty()) CHECK(std::stod(line.substr(line.rfind(' ') + 1)) == 0);
+  }
 }
 
 }  // namespace
