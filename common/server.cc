@@ -11,6 +11,7 @@
 #include "common/file_io.h"
 #include "common/logging.h"
 #include "common/parse_errors.h"
+#include "common/reflection_v1.h"
 #include "common/status.h"
 
 namespace kagent {
@@ -123,6 +124,14 @@ absl::Status ServiceHost::Start() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   for (grpc::Service* s : services_) builder.RegisterService(s);
+  // Reflection v1 next to the plugin's v1alpha; both list the same services.
+  std::vector<std::string> listed = service_names_;
+  for (const char* name : {"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
+                           "grpc.reflection.v1.ServerReflection"}) {
+    listed.push_back(name);
+  }
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(std::move(listed));
+  builder.RegisterService(reflection_v1_.get());
   // The parse-error interceptor first: interceptors see PRE_SEND_STATUS in order, so the
   // metrics count the status it rewrites.
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;

@@ -9,11 +9,11 @@
 //
 // The host enables grpc.health.v1 (service "" and each added service report readiness;
 // service "kagent.liveness" reports liveness and stays SERVING until shutdown), server
-// reflection, keepalive, a bounded max message size, optional TLS (and mutual TLS when a
-// CA is given), the parse-error interceptor (common/parse_errors.h: unparseable requests
-// are INVALID_ARGUMENT; libprotobuf logs through the JSON logger) and the metrics
-// interceptor (whose gRPC series for every method of the added services exist from
-// Start).
+// reflection (grpc.reflection.v1alpha and v1), keepalive, a bounded max message size,
+// optional TLS (and mutual TLS when a CA is given), the parse-error interceptor
+// (common/parse_errors.h: unparseable requests are INVALID_ARGUMENT; libprotobuf logs
+// through the JSON logger) and the metrics interceptor (whose gRPC series for every
+// method of the added services exist from Start).
 //
 // Thread-safe after Start(); Drain() may be called from any thread, once.
 #ifndef KAGENT_COMMON_SERVER_H_
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/service_type.h>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -85,6 +86,7 @@ class ServiceHost {
   Metrics* metrics_;
   std::vector<grpc::Service*> services_;
   std::vector<std::string> service_names_;
+  std::unique_ptr<grpc::Service> reflection_v1_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Mutex mu_;

@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/descriptor.pb.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -18,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/client.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/health.grpc.pb.h"
@@ -252,6 +255,76 @@ TEST_CASE("kagentd: labelled series exist at 0 before their first event", "[inte
     CHECK(!line.empty());
     if (!line.empty()) CHECK(std::stod(line.substr(line.rfind(' ') + 1)) == 0);
   }
+}
+
+TEST_CASE("kagentd: server reflection v1 and v1alpha", "[integration]") {
+  Daemon d(TempDir());
+  auto stub = grpc::reflection::v1::ServerReflection::NewStub(d.channel);
+  auto ctx = Ctx();
+  auto stream = stub->ServerReflectionInfo(ctx.get());
+  grpc::reflection::v1::ServerReflectionRequest req;
+  req.set_list_services("");
+  REQUIRE(stream->Write(req));
+  grpc::reflection::v1::ServerReflectionResponse resp;
+  REQUIRE(stream->Read(&resp));
+  std::vector<std::string> names;
+  for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+  INFO(absl::StrJoin(names, ","));
+  CHECK(std::find(names.begin(), names.end(), "kagent.v1.JobService") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "grpc.reflection.v1.ServerReflection") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "grpc.reflection.v1alpha.ServerReflection") != names.end());
+  req.set_file_containing_symbol("kagent.v1.JobService");
+  REQUIRE(stream->Write(req));
+  REQUIRE(stream->Read(&resp));
+  REQUIRE(resp.has_file_descriptor_response());
+  std::vector<std::string> files;
+  for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto f;
+    REQUIRE(f.ParseFromString(bytes));
+    files.push_back(f.name());
+  }
+  INFO(absl::StrJoin(files, ","));
+  CHECK(std::find(files.begin(), files.end(), "kagent/v1/job_service.proto") != files.end());
+  CHECK(std::find(files.begin(), files.end(), "kagent/v1/common.proto") != files.end());
+  req.set_file_containing_symbol("kagent.v1.NoSuchThing");
+  REQUIRE(stream->Write(req));
+  REQUIRE(stream->Read(&resp));
+  CHECK(resp.error_response().error_code() == grpc::StatusCode::NOT_FOUND);
+  stream->WritesDone();
+  CHECK(stream->Finish().ok());
+  // v1alpha still answers (raw bytes: v1 and v1alpha messages are the same on the wire).
+  grpc::GenericStub generic(d.channel);
+  auto actx = Ctx();
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareCall(actx.get(), "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag;
+  bool ok;
+  call->StartCall(reinterpret_cast<void*>(1));
+  REQUIRE(cq.Next(&tag, &ok));
+  std::string bytes;
+  grpc::reflection::v1::ServerReflectionRequest list;
+  list.set_list_services("");
+  list.SerializeToString(&bytes);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer buf(&slice, 1);
+  call->Write(buf, reinterpret_cast<void*>(2));
+  REQUIRE(cq.Next(&tag, &ok));
+  grpc::ByteBuffer got;
+  call->Read(&got, reinterpret_cast<void*>(3));
+  REQUIRE(cq.Next(&tag, &ok));
+  REQUIRE(ok);
+  std::vector<grpc::Slice> slices;
+  (void)got.Dump(&slices);
+  std::string raw;
+  for (const auto& s : slices) raw.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  grpc::reflection::v1::ServerReflectionResponse alpha;
+  REQUIRE(alpha.ParseFromString(raw));
+  CHECK(alpha.list_services_response().service_size() > 0);
+  call->WritesDone(reinterpret_cast<void*>(4));
+  REQUIRE(cq.Next(&tag, &ok));
+  grpc::Status fs;
+  call->Finish(&fs, reinterpret_cast<void*>(5));
+  REQUIRE(cq.Next(&tag, &ok));
 }
 
 }  // namespace
