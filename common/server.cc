@@ -167,18 +167,27 @@ void ServiceHost::Drain() {
   {
     absl::MutexLock lock(&mu_);
     if (drained_ || !server_) return;
-    drained_ = true;
   }
   KLOG(INFO) << "draining: readiness NOT_SERVING";
   SetReady(false);
-  absl::Time deadline = absl::Now() + absl::Seconds(options_.drain_seconds);
-  while (absl::Now() < deadline && metrics_ != nullptr && metrics_->in_flight() > 0) {
+  WaitForInFlight(absl::Now() + absl::Seconds(options_.drain_seconds));
+  ShutdownBy(absl::Now() + absl::Seconds(options_.shutdown_grace_seconds));
+}
+
+void ServiceHost::WaitForInFlight(absl::Time until) {
+  while (absl::Now() < until && metrics_ != nullptr && metrics_->in_flight() > 0) {
     absl::SleepFor(absl::Milliseconds(50));
   }
+}
+
+void ServiceHost::ShutdownBy(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (drained_ || !server_) return;
+    drained_ = true;
+  }
   server_->GetHealthCheckService()->SetServingStatus(kLivenessService, false);
-  auto grace = std::chrono::system_clock::now() +
-               std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_grace_seconds * 1000));
-  server_->Shutdown(grace);
+  server_->Shutdown(absl::ToChronoTime(deadline));
   server_->Wait();
   KLOG(INFO) << "server stopped";
 }

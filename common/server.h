@@ -75,8 +75,19 @@ class ServiceHost {
   // Readiness for "" and every added service.
   void SetReady(bool ready);
   // NOT_SERVING, wait until in-flight calls finish or drain_seconds pass, then
-  // Shutdown with shutdown_grace_seconds as the deadline. Idempotent.
+  // Shutdown with shutdown_grace_seconds as the deadline. Idempotent. Returns when the
+  // server has stopped: within drain + grace seconds plus the time handlers take to
+  // notice their cancellation (long streams such as WatchJob check it every 100 ms).
   void Drain();
+
+  // Drain's steps, for a process whose several hosts share one bound (kagentd): turn
+  // every host NOT_SERVING, WaitForInFlight once, then ShutdownBy the same deadline on
+  // each. WaitForInFlight waits until no call is in flight on any server that shares
+  // this host's Metrics, or until `until`. ShutdownBy turns liveness off, shuts down
+  // (calls still running at `deadline` are cancelled) and waits; idempotent, and Drain
+  // after it does nothing.
+  void WaitForInFlight(absl::Time until);
+  void ShutdownBy(absl::Time deadline);
 
  private:
   ServiceHost(ServerOptions options, Metrics* metrics)

@@ -344,13 +344,23 @@ int Main(int argc, char** argv) {
   KLOG(INFO) << "kagentd ready on " << so.listen << " with " << workers.size() << " worker(s)";
 
   WaitForTerminationSignal();
-  (*host)->Drain();
+  // One bound for the whole process, as for one server: every server turns NOT_SERVING
+  // at once, calls in flight anywhere get --drain-seconds, then what still runs gets
+  // --shutdown-grace-seconds, one deadline for all the servers. The coordinator stops
+  // first (its stop hook cancels the jobs' calls), the services it calls after it.
+  KLOG(INFO) << "draining: readiness NOT_SERVING";
+  (*host)->SetReady(false);
+  for (auto& w : workers) w->host->SetReady(false);
+  in.host->SetReady(false);
+  (*host)->WaitForInFlight(absl::Now() + absl::Seconds(so.drain_seconds));
+  const absl::Time stop_by = absl::Now() + absl::Seconds(so.shutdown_grace_seconds);
+  (*host)->ShutdownBy(stop_by);
   RunStopHooks(ctx);
   for (auto& w : workers) {
-    w->host->Drain();
+    w->host->ShutdownBy(stop_by);
     RunStopHooks(w->ctx);
   }
-  in.host->Drain();
+  in.host->ShutdownBy(stop_by);
   RunStopHooks(in.ctx);
   KLOG(INFO) << "kagentd stopped";
   return 0;

@@ -384,15 +384,17 @@ absl::StatusOr<int64_t> JobManager::Emit(const std::string& job_id, v1::JobEvent
   return seq;
 }
 
-void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout) {
+void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout,
+                              const std::function<bool()>& cancelled) {
   absl::MutexLock lock(&events_mu_);
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
     auto it = last_sequence_.find(job_id);
     return it != last_sequence_.end() && it->second > after;
   };
   absl::Time deadline = absl::Now() + timeout;
-  while (!ready() && absl::Now() < deadline) {
-    events_mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  while (!ready() && absl::Now() < deadline && !(cancelled && cancelled())) {
+    events_mu_.AwaitWithDeadline(absl::Condition(&ready),
+                                 std::min(deadline, absl::Now() + absl::Milliseconds(100)));
   }
 }
 

@@ -261,7 +261,9 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
       if (tail.ok() && tail->empty()) return grpc::Status::OK;
       continue;
     }
-    jobs_->WaitForEvent(request->job_id(), next - 1, absl::Seconds(1));
+    // Wakes within 100 ms of a cancellation (the client's, or the server's at shutdown).
+    jobs_->WaitForEvent(request->job_id(), next - 1, absl::Seconds(1),
+                        [context] { return context->IsCancelled(); });
   }
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
 }

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <google/protobuf/descriptor.pb.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -325,6 +328,47 @@ TEST_CASE("kagentd: server reflection v1 and v1alpha", "[integration]") {
   grpc::Status fs;
   call->Finish(&fs, reinterpret_cast<void*>(5));
   REQUIRE(cq.Next(&tag, &ok));
+}
+
+TEST_CASE("kagentd: shutdown with an open WatchJob stream keeps drain + grace", "[integration]") {
+  constexpr double kDrain = 3, kGrace = 3;
+  Daemon d(TempDir(), {absl::StrCat("--drain-seconds=", kDrain),
+                       absl::StrCat("--shutdown-grace-seconds=", kGrace)});
+  v1::SubmitJobResponse resp;
+  auto c = Ctx();
+  REQUIRE(d.jobs->SubmitJob(c.get(), ReluAddJob(5), &resp).ok());
+  // A watcher that stays open (no deadline) until the server ends the stream.
+  std::atomic<int> events{0};
+  std::atomic<bool> ended{false};
+  grpc::ClientContext wctx;
+  v1::WatchJobRequest wr;
+  wr.set_job_id(resp.job().id());
+  auto reader = d.jobs->WatchJob(&wctx, wr);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point stream_end;
+  std::thread watcher([&] {
+    v1::JobEvent e;
+    while (reader->Read(&e)) ++events;
+    stream_end = Clock::now();
+    ended = true;
+  });
+  while (events.load() == 0 && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE_FALSE(ended.load());  // the job is still running: the stream stays open
+  const Clock::time_point start = Clock::now();
+  d.proc->Signal(SIGTERM);
+  int rc = d.proc->Wait(absl::Seconds(60));
+  const double exited = std::chrono::duration<double>(Clock::now() - start).count();
+  wctx.TryCancel();
+  watcher.join();
+  const double stream = std::chrono::duration<double>(stream_end - start).count();
+  WARN("stream ended " << stream << " s and kagentd exited " << exited << " s after SIGTERM (drain "
+                       << kDrain << " s + grace " << kGrace << " s)");
+  INFO(d.proc->Log().substr(0, 20000));
+  CHECK(rc == 0);
+  // The servers keep the bound: the stream ends once the grace deadline cancels it.
+  CHECK(stream < kDrain + kGrace + 0.5);
+  // The process then stops the worker's harness server (SIGTERM, a few seconds to exit).
+  CHECK(exited < kDrain + kGrace + 10);
 }
 
 }  // namespace
