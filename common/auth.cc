@@ -126,4 +126,30 @@ absl::StatusOr<Caller> AuthenticateCall(const Authenticator* auth,
   return (auth != nullptr ? *auth : kOff).Authenticate(context);
 }
 
+absl::Status RequireInternal(const Authenticator* auth, const Caller& caller, bool had_token,
+                             absl::string_view rpc) {
+  if (caller.internal) return absl::OkStatus();
+  if (auth == nullptr || !auth->enabled()) return absl::OkStatus();  // cannot happen: off is internal
+  if (!had_token) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "missing credentials: ", rpc,
+        " is internal to the cluster and needs the cluster's internal token "
+        "(`authorization: Bearer <--internal-token>`)"));
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      rpc, " is internal to the cluster: it needs the cluster's internal token, not a "
+           "tenant token"));
+}
+
+absl::StatusOr<Caller> AuthenticateInternalCall(const Authenticator* auth,
+                                                const grpc::ServerContext& context,
+                                                absl::string_view rpc) {
+  absl::StatusOr<Caller> caller = AuthenticateCall(auth, context);
+  if (!caller.ok()) return caller;
+  absl::Status s =
+      RequireInternal(auth, *caller, !MetadataValue(context, "authorization").empty(), rpc);
+  if (!s.ok()) return s;
+  return caller;
+}
+
 }  // namespace kagent

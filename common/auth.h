@@ -8,9 +8,17 @@
 // Tokens marked internal identify a service of the cluster calling another; an internal
 // caller may act for any tenant by sending `x-kagent-tenant`.
 //
-// Every RPC handler begins with
+// Every RPC handler of the public API (JobService) begins with
 //   KAGENT_AUTHENTICATE(caller, auth_, context);   // auth_ may be null: auth off
 // which declares `const kagent::Caller caller` or returns UNAUTHENTICATED.
+// Every RPC of a cluster-internal service (BenchmarkService, ProfilerService, JudgeService,
+// AnalyzerService, OrchestratorService, OptimizationManagerService, and any RPC only the
+// cluster calls, such as RegisterWorker) begins instead with
+//   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
+// which also requires the caller to be internal: with auth off every caller is (as above);
+// with auth on, a call without a token or with an unknown one is UNAUTHENTICATED (also
+// in the "only an internal token" mode, where users need no token for the public API) and
+// a tenant's token is PERMISSION_DENIED.
 //
 // Thread-safe after construction (read-only).
 #ifndef KAGENT_COMMON_AUTH_H_
@@ -64,11 +72,28 @@ class Authenticator {
 absl::StatusOr<Caller> AuthenticateCall(const Authenticator* auth,
                                         const grpc::ServerContext& context);
 
+// As AuthenticateCall, and the caller must be internal (see the top of this file):
+// UNAUTHENTICATED without a valid token, PERMISSION_DENIED for a tenant's token; the
+// messages name `rpc` (the macro passes the handler's name, e.g. "DescribeWorker").
+absl::StatusOr<Caller> AuthenticateInternalCall(const Authenticator* auth,
+                                                const grpc::ServerContext& context,
+                                                absl::string_view rpc);
+// The check on an authenticated caller: `had_token` says whether the call sent an
+// authorization header.
+absl::Status RequireInternal(const Authenticator* auth, const Caller& caller, bool had_token,
+                             absl::string_view rpc);
+
 }  // namespace kagent
 
 #define KAGENT_AUTHENTICATE(caller, auth, context)                                   \
   ::absl::StatusOr<::kagent::Caller> caller##_or_ =                                  \
       ::kagent::AuthenticateCall((auth), *(context));                                \
+  if (!caller##_or_.ok()) return ::kagent::ToGrpcStatus(caller##_or_.status());      \
+  const ::kagent::Caller caller = *std::move(caller##_or_)
+
+#define KAGENT_AUTHENTICATE_INTERNAL(caller, auth, context)                          \
+  ::absl::StatusOr<::kagent::Caller> caller##_or_ =                                  \
+      ::kagent::AuthenticateInternalCall((auth), *(context), __func__);              \
   if (!caller##_or_.ok()) return ::kagent::ToGrpcStatus(caller##_or_.status());      \
   const ::kagent::Caller caller = *std::move(caller##_or_)
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/auth.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
@@ -176,6 +177,38 @@ TEST_CASE("auth: with only an internal token, users are the default tenant, not 
   CHECK(svc->internal);
   CHECK(internal_only.AuthenticateHeader("Bearer guess", "").status().code() ==
         absl::StatusCode::kUnauthenticated);
+}
+
+TEST_CASE("auth: internal services accept only internal callers, in every mode") {
+  auto check = [](const Authenticator* auth, absl::string_view header) {
+    absl::StatusOr<Caller> c =
+        auth == nullptr ? Authenticator().AuthenticateHeader(header, "")
+                        : auth->AuthenticateHeader(header, "");
+    if (!c.ok()) return c.status();
+    return RequireInternal(auth, *c, !header.empty(), "Diagnose");
+  };
+  // Auth off (no authenticator, or one with nothing configured): everyone is internal.
+  Authenticator off;
+  CHECK(check(nullptr, "").ok());
+  CHECK(check(&off, "").ok());
+  CHECK(check(&off, "Bearer anything").ok());
+  // Tokens and an internal token.
+  Authenticator on({{"tok-alice-0123456789", "alice"}}, "internal-secret-0123");
+  CHECK(check(&on, "").code() == absl::StatusCode::kUnauthenticated);
+  CHECK(check(&on, "Bearer wrong").code() == absl::StatusCode::kUnauthenticated);
+  absl::Status tenant = check(&on, "Bearer tok-alice-0123456789");
+  CHECK(tenant.code() == absl::StatusCode::kPermissionDenied);
+  CHECK(absl::StrContains(tenant.message(), "Diagnose"));
+  CHECK(absl::StrContains(tenant.message(), "internal token"));
+  CHECK(check(&on, "Bearer internal-secret-0123").ok());
+  // Only an internal token: users need no token for the public API, but an internal
+  // service still wants the internal token.
+  Authenticator internal_only({}, "internal-secret-0123");
+  absl::Status none = check(&internal_only, "");
+  CHECK(none.code() == absl::StatusCode::kUnauthenticated);
+  CHECK(absl::StrContains(none.message(), "internal token"));
+  CHECK(check(&internal_only, "Bearer guess").code() == absl::StatusCode::kUnauthenticated);
+  CHECK(check(&internal_only, "Bearer internal-secret-0123").ok());
 }
 
 TEST_CASE("auth: tokens file is validated") {

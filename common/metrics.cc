@@ -3,6 +3,8 @@
 #include <chrono>
 #include <exception>
 
+#include <google/protobuf/descriptor.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
@@ -108,6 +110,18 @@ Metrics::~Metrics() = default;
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 Metrics::NewServerInterceptorFactory() {
   return std::make_unique<MetricsInterceptorFactory>(this);
+}
+
+void Metrics::InitializeService(const std::string& full_name) {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(full_name);
+  if (service == nullptr) return;
+  for (int i = 0; i < service->method_count(); ++i) {
+    const std::string& method = service->method(i)->name();
+    started_->Add({{"service", full_name}, {"method", method}});
+    handled_->Add({{"service", full_name}, {"method", method}, {"code", GrpcCodeName(0)}});
+    handling_seconds_->Add({{"service", full_name}, {"method", method}}, LatencyBuckets());
+  }
 }
 
 void Metrics::RecordStarted(const std::string& full_method) {

@@ -43,6 +43,11 @@ class Metrics {
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   NewServerInterceptorFactory();
 
+  // Creates the gRPC series of every method of the service named `full_name` (a
+  // generated service's proto name), `code="OK"` for the handled counter, so a scrape
+  // shows 0 before the first call. Unknown names are ignored. ServiceHost calls it.
+  void InitializeService(const std::string& full_name);
+
   // Records one finished server RPC (used by the interceptor; exposed for tests).
   void RecordStarted(const std::string& full_method);
   void RecordHandled(const std::string& full_method, int code, double seconds);

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "common/parse_errors.h"
+#include "common/reflection_v1.h"
 #include "common/status.h"
 
 namespace kagent {
@@ -95,6 +97,7 @@ void ServiceHost::AddService(grpc::Service* service, const std::string& full_nam
 }
 
 absl::Status ServiceHost::Start() {
+  InstallProtobufLogHandler();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -121,11 +124,23 @@ absl::Status ServiceHost::Start() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   for (grpc::Service* s : services_) builder.RegisterService(s);
-  if (metrics_ != nullptr) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
-    f.push_back(metrics_->NewServerInterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(f));
+  // Reflection v1 next to the plugin's v1alpha; both list the same services.
+  std::vector<std::string> listed = service_names_;
+  for (const char* name : {"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
+                           "grpc.reflection.v1.ServerReflection"}) {
+    listed.push_back(name);
   }
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(std::move(listed));
+  builder.RegisterService(reflection_v1_.get());
+  // The parse-error interceptor first: interceptors see PRE_SEND_STATUS in order, so the
+  // metrics count the status it rewrites.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
+  f.push_back(NewParseErrorInterceptorFactory());
+  if (metrics_ != nullptr) {
+    for (const std::string& name : service_names_) metrics_->InitializeService(name);
+    f.push_back(metrics_->NewServerInterceptorFactory());
+  }
+  builder.experimental().SetInterceptorCreators(std::move(f));
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
@@ -152,18 +167,27 @@ void ServiceHost::Drain() {
   {
     absl::MutexLock lock(&mu_);
     if (drained_ || !server_) return;
-    drained_ = true;
   }
   KLOG(INFO) << "draining: readiness NOT_SERVING";
   SetReady(false);
-  absl::Time deadline = absl::Now() + absl::Seconds(options_.drain_seconds);
-  while (absl::Now() < deadline && metrics_ != nullptr && metrics_->in_flight() > 0) {
+  WaitForInFlight(absl::Now() + absl::Seconds(options_.drain_seconds));
+  ShutdownBy(absl::Now() + absl::Seconds(options_.shutdown_grace_seconds));
+}
+
+void ServiceHost::WaitForInFlight(absl::Time until) {
+  while (absl::Now() < until && metrics_ != nullptr && metrics_->in_flight() > 0) {
     absl::SleepFor(absl::Milliseconds(50));
   }
+}
+
+void ServiceHost::ShutdownBy(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (drained_ || !server_) return;
+    drained_ = true;
+  }
   server_->GetHealthCheckService()->SetServingStatus(kLivenessService, false);
-  auto grace = std::chrono::system_clock::now() +
-               std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_grace_seconds * 1000));
-  server_->Shutdown(grace);
+  server_->Shutdown(absl::ToChronoTime(deadline));
   server_->Wait();
   KLOG(INFO) << "server stopped";
 }

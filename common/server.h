@@ -9,8 +9,11 @@
 //
 // The host enables grpc.health.v1 (service "" and each added service report readiness;
 // service "kagent.liveness" reports liveness and stays SERVING until shutdown), server
-// reflection, keepalive, a bounded max message size, optional TLS (and mutual TLS when a
-// CA is given) and the metrics interceptor.
+// reflection (grpc.reflection.v1alpha and v1), keepalive, a bounded max message size,
+// optional TLS (and mutual TLS when a CA is given), the parse-error interceptor
+// (common/parse_errors.h: unparseable requests are INVALID_ARGUMENT; libprotobuf logs
+// through the JSON logger) and the metrics interceptor (whose gRPC series for every
+// method of the added services exist from Start).
 //
 // Thread-safe after Start(); Drain() may be called from any thread, once.
 #ifndef KAGENT_COMMON_SERVER_H_
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/service_type.h>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -71,8 +75,19 @@ class ServiceHost {
   // Readiness for "" and every added service.
   void SetReady(bool ready);
   // NOT_SERVING, wait until in-flight calls finish or drain_seconds pass, then
-  // Shutdown with shutdown_grace_seconds as the deadline. Idempotent.
+  // Shutdown with shutdown_grace_seconds as the deadline. Idempotent. Returns when the
+  // server has stopped: within drain + grace seconds plus the time handlers take to
+  // notice their cancellation (long streams such as WatchJob check it every 100 ms).
   void Drain();
+
+  // Drain's steps, for a process whose several hosts share one bound (kagentd): turn
+  // every host NOT_SERVING, WaitForInFlight once, then ShutdownBy the same deadline on
+  // each. WaitForInFlight waits until no call is in flight on any server that shares
+  // this host's Metrics, or until `until`. ShutdownBy turns liveness off, shuts down
+  // (calls still running at `deadline` are cancelled) and waits; idempotent, and Drain
+  // after it does nothing.
+  void WaitForInFlight(absl::Time until);
+  void ShutdownBy(absl::Time deadline);
 
  private:
   ServiceHost(ServerOptions options, Metrics* metrics)
@@ -82,6 +97,7 @@ class ServiceHost {
   Metrics* metrics_;
   std::vector<grpc::Service*> services_;
   std::vector<std::string> service_names_;
+  std::unique_ptr<grpc::Service> reflection_v1_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Mutex mu_;

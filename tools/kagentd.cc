@@ -1,10 +1,14 @@
 // kagentd: every kagent service in one process — the embedded default.
 //
 // One public gRPC server (the coordinator's JobService) on --listen; the judge, analyzer,
-// orchestrator and optimization manager on an internal loopback server that the
-// coordinator calls over real gRPC, exactly as it would call them on other hosts; and one
-// GPU worker (BenchmarkService + ProfilerService) per local GPU, each on its own loopback
-// server, pinned to its GPU. With no GPU (or --gpus=cpu), one worker runs candidates on the
+// orchestrator and optimization manager on an internal server (--internal-listen,
+// loopback with a free port by default) that the coordinator calls over real gRPC,
+// exactly as it would call them on other hosts; and one GPU worker (BenchmarkService +
+// ProfilerService) per local GPU, each on its own server (--worker-listen: the first
+// worker's address, port+i for worker i; loopback, free ports by default), pinned to its
+// GPU. The start line on stdout names every port: port, metrics_port, internal_port and
+// worker_ports (one per worker, in order). The internal servers accept only the internal
+// token when auth is on (kagentd makes one when a tokens file is given without it). With no GPU (or --gpus=cpu), one worker runs candidates on the
 // CPU under Triton's interpreter: correctness is real, timings are plumbing only.
 // --llm-config adds the LLM brain to the optimization manager and makes the judge narrate
 // through the same LLM (docs/llm.md).
@@ -37,6 +41,23 @@
 namespace kagent {
 namespace {
 
+// Splits "host:port" (the port last, so "[::1]:0" works); the port is in [0, 65535].
+absl::StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("not host:port: ", listen));
+  }
+  return std::make_pair(listen.substr(0, colon), port);
+}
+
+// The address this process dials to reach its own server on `host`:`port`.
+std::string DialAddress(const std::string& host, int port) {
+  bool any = host == "0.0.0.0" || host == "[::]" || host == "::";
+  return absl::StrCat(any ? "127.0.0.1" : host, ":", port);
+}
+
 struct DaemonOptions {
   std::string gpus = "auto";  // auto | cpu | none | 0,1,...
   std::string python;
@@ -44,6 +65,8 @@ struct DaemonOptions {
   std::string cupti_lib;
   std::string ncu = "ncu";
   std::string optimization_db;
+  std::string internal_listen = "127.0.0.1:0";  // the internal services' server
+  std::string worker_listen = "127.0.0.1:0";    // the first worker's server; port+i for worker i
   HarnessServerFlags harness_server;  // the workers' harness servers
   SandboxFlags sandbox;               // the workers' candidate sandbox
 
@@ -56,9 +79,21 @@ struct DaemonOptions {
     o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
     o.AddString("optimization-db", &optimization_db, "optimization database file");
+    o.AddString("internal-listen", &internal_listen,
+                "host:port of the internal services' server (judge, analyzer, orchestrator, "
+                "optimization manager); port 0 picks one");
+    o.AddString("worker-listen", &worker_listen,
+                "host:port of the first GPU worker's server; worker i listens on port+i "
+                "(port 0: each picks one)");
     harness_server.Register(o);
     sandbox.Register(o);
     o.AddValidator([this]() -> absl::Status {
+      for (const std::string* listen : {&internal_listen, &worker_listen}) {
+        if (!ParseListen(*listen).ok()) {
+          return absl::InvalidArgumentError(
+              "--internal-listen and --worker-listen must be host:port with port in [0, 65535]");
+        }
+      }
       if (gpus == "auto" || gpus == "cpu" || gpus == "none") return absl::OkStatus();
       for (absl::string_view g : absl::StrSplit(gpus, ',')) {
         int i;
@@ -93,10 +128,10 @@ struct Side {
 };
 
 absl::StatusOr<std::unique_ptr<Side>> MakeSide(const ServerOptions& main, Metrics* metrics,
-                                               const Authenticator* auth) {
+                                               const Authenticator* auth, std::string listen) {
   auto side = std::make_unique<Side>();
   side->options = main;
-  side->options.listen = "127.0.0.1:0";
+  side->options.listen = std::move(listen);
   auto host = ServiceHost::Create(side->options, metrics);
   if (!host.ok()) return host.status();
   side->host = *std::move(host);
@@ -156,7 +191,7 @@ int Main(int argc, char** argv) {
   const Authenticator* a = auth->get();
 
   // 1. The internal services.
-  auto internal = MakeSide(so, m, a);
+  auto internal = MakeSide(so, m, a, dopts.internal_listen);
   if (!internal.ok()) {
     KLOG(ERROR) << internal.status();
     return 1;
@@ -194,7 +229,7 @@ int Main(int argc, char** argv) {
     KLOG(ERROR) << "internal services failed to start: " << s;
     return 1;
   }
-  std::string internal_addr = absl::StrCat("127.0.0.1:", in.host->port());
+  std::string internal_addr = DialAddress(ParseListen(dopts.internal_listen)->first, in.host->port());
 
   // 2. GPU workers.
   std::vector<std::pair<std::string, std::string>> devices;  // (device, index)
@@ -224,8 +259,14 @@ int Main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<Side>> workers;
   std::string static_workers;
+  auto [worker_host, worker_port] = *ParseListen(dopts.worker_listen);
   for (const auto& [device, index] : devices) {
-    auto side = MakeSide(so, m, a);
+    int port = worker_port == 0 ? 0 : worker_port + static_cast<int>(workers.size());
+    if (port > 65535) {
+      KLOG(ERROR) << "--worker-listen: worker " << workers.size() << " would need port " << port;
+      return 1;
+    }
+    auto side = MakeSide(so, m, a, absl::StrCat(worker_host, ":", port));
     if (!side.ok()) {
       KLOG(ERROR) << side.status();
       return 1;
@@ -247,8 +288,8 @@ int Main(int argc, char** argv) {
       KLOG(ERROR) << "GPU worker " << wo.worker_id << " failed to start: " << s;
       return 1;
     }
-    absl::StrAppend(&static_workers, static_workers.empty() ? "" : ",", wo.worker_id, "=127.0.0.1:",
-                    (*side)->host->port());
+    absl::StrAppend(&static_workers, static_workers.empty() ? "" : ",", wo.worker_id, "=",
+                    DialAddress(worker_host, (*side)->host->port()));
     workers.push_back(*std::move(side));
   }
   // Their harness servers start at once; each must come up (in required sandbox mode, a
@@ -293,19 +334,33 @@ int Main(int argc, char** argv) {
     absl::Status hs = hook();
     if (!hs.ok()) KLOG(ERROR) << "start hook failed: " << hs;
   }
+  std::string worker_ports;
+  for (const auto& w : workers) {
+    absl::StrAppend(&worker_ports, worker_ports.empty() ? "" : ",", w->host->port());
+  }
   std::cout << "{\"service\":\"kagentd\",\"port\":" << (*host)->port() << ",\"metrics_port\":" << m->port()
-            << ",\"internal_port\":" << in.host->port() << ",\"workers\":" << workers.size() << "}"
-            << std::endl;
+            << ",\"internal_port\":" << in.host->port() << ",\"worker_ports\":[" << worker_ports
+            << "],\"workers\":" << workers.size() << "}" << std::endl;
   KLOG(INFO) << "kagentd ready on " << so.listen << " with " << workers.size() << " worker(s)";
 
   WaitForTerminationSignal();
-  (*host)->Drain();
+  // One bound for the whole process, as for one server: every server turns NOT_SERVING
+  // at once, calls in flight anywhere get --drain-seconds, then what still runs gets
+  // --shutdown-grace-seconds, one deadline for all the servers. The coordinator stops
+  // first (its stop hook cancels the jobs' calls), the services it calls after it.
+  KLOG(INFO) << "draining: readiness NOT_SERVING";
+  (*host)->SetReady(false);
+  for (auto& w : workers) w->host->SetReady(false);
+  in.host->SetReady(false);
+  (*host)->WaitForInFlight(absl::Now() + absl::Seconds(so.drain_seconds));
+  const absl::Time stop_by = absl::Now() + absl::Seconds(so.shutdown_grace_seconds);
+  (*host)->ShutdownBy(stop_by);
   RunStopHooks(ctx);
   for (auto& w : workers) {
-    w->host->Drain();
+    w->host->ShutdownBy(stop_by);
     RunStopHooks(w->ctx);
   }
-  in.host->Drain();
+  in.host->ShutdownBy(stop_by);
   RunStopHooks(in.ctx);
   KLOG(INFO) << "kagentd stopped";
   return 0;

@@ -29,7 +29,7 @@ AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyze
 grpc::Status AnalyzerServiceImpl::Prescribe(grpc::ServerContext* context,
                                             const kagent::v1::PrescribeRequest* request,
                                             kagent::v1::PrescribeResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   absl::StatusOr<kagent::v1::PrescribeResponse> result = analyzer_->Prescribe(*request);
   if (!result.ok()) {

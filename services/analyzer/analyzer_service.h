@@ -1,6 +1,6 @@
 // AnalyzerServiceImpl: the gRPC face of the Analyzer (kagent.v1.AnalyzerService).
 //
-// Authenticates every call (KAGENT_AUTHENTICATE) and converts absl::Status to
+// Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts requests in
 // kagent_analyzer_requests_total{outcome="ok"|"invalid"} and prescriptions returned in
 // kagent_analyzer_prescriptions_total. Thread-safe (the analyzer is immutable).

@@ -29,6 +29,12 @@ BenchmarkServiceImpl::BenchmarkServiceImpl(BenchmarkServiceOptions options, Harn
                        .Name("kagent_benchmark_measurements_total")
                        .Help("Measurements finished on this worker, by verdict.")
                        .Register(*registry);
+  // Every verdict's series exists from the start, so a scrape shows 0, not "No data".
+  for (int v = v1::Verdict_MIN + 1; v <= v1::Verdict_MAX; ++v) {
+    if (v1::Verdict_IsValid(v)) {
+      measurements_->Add({{"verdict", v1::Verdict_Name(static_cast<v1::Verdict>(v))}});
+    }
+  }
   auto* seconds = &prometheus::BuildHistogram()
                        .Name("kagent_benchmark_measure_seconds")
                        .Help("Wall time of one measurement holding the GPU.")
@@ -93,7 +99,7 @@ absl::StatusOr<BenchmarkServiceImpl::GpuTime> BenchmarkServiceImpl::RunOnGpu(
 grpc::Status BenchmarkServiceImpl::Measure(grpc::ServerContext* context,
                                            const v1::MeasureRequest* request,
                                            v1::MeasureResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
   absl::Status valid = ValidateMeasureRequest(*request, options_.max_source_bytes);
   if (!valid.ok()) return ToGrpcStatus(valid);
@@ -156,7 +162,7 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
 grpc::Status BenchmarkServiceImpl::Screen(grpc::ServerContext* context,
                                           const v1::ScreenRequest* request,
                                           v1::ScreenResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
   absl::Status valid = ValidateScreenRequest(*request, options_.max_source_bytes);
   if (!valid.ok()) return ToGrpcStatus(valid);
@@ -191,11 +197,7 @@ grpc::Status BenchmarkServiceImpl::RunScreen(grpc::ServerContext* context,
 grpc::Status BenchmarkServiceImpl::ReleaseJob(grpc::ServerContext* context,
                                               const v1::ReleaseJobRequest* request,
                                               v1::ReleaseJobResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
-  if (!caller.internal) {
-    return ToGrpcStatus(absl::PermissionDeniedError(
-        "ReleaseJob needs the cluster's internal token, not a tenant token"));
-  }
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   if (request->job_id().empty()) return ToGrpcStatus(absl::InvalidArgumentError("job_id is required"));
   absl::StatusOr<bool> released = harness_->ReleaseJob(request->job_id());
   if (!released.ok()) return ToGrpcStatus(released.status());
@@ -206,7 +208,7 @@ grpc::Status BenchmarkServiceImpl::ReleaseJob(grpc::ServerContext* context,
 grpc::Status BenchmarkServiceImpl::DescribeWorker(grpc::ServerContext* context,
                                                   const v1::DescribeWorkerRequest* request,
                                                   v1::DescribeWorkerResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   response->set_worker_id(options_.worker_id);
   *response->add_gpus() = gpu_;
   response->set_queue_depth(slot_->queue_depth());

@@ -41,7 +41,7 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
 
   grpc::Status Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
                        v1::ProfileResponse* response) override {
-    KAGENT_AUTHENTICATE(caller, auth_, context);
+    KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
     LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
     absl::Status valid = inner_->ValidateRequest(*request);
     if (!valid.ok()) return ToGrpcStatus(valid);

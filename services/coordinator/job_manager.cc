@@ -236,6 +236,18 @@ JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* schedu
                      .Register(*registry);
     jobs_running_->Add({{"state", "running"}}).Set(0);
     jobs_running_->Add({{"state", "queued"}}).Set(0);
+    // Every known series exists from the start, so a scrape shows 0, not "No data".
+    jobs_submitted_->Add({});
+    for (const char* state : {"DONE", "FAILED", "CANCELLED"}) jobs_finished_->Add({{"state", state}});
+    rounds_->Add({});
+    for (int v = v1::Verdict_MIN + 1; v <= v1::Verdict_MAX; ++v) {
+      if (v1::Verdict_IsValid(v)) {
+        candidates_->Add({{"verdict", v1::Verdict_Name(static_cast<v1::Verdict>(v))}});
+      }
+    }
+    gpu_seconds_->Add({});
+    llm_tokens_->Add({});
+    llm_cost_->Add({});
   }
 }
 
@@ -405,15 +417,17 @@ void JobManager::NoteEvent(const std::string& job_id, int64_t sequence) {
   last = std::max(last, sequence);
 }
 
-void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout) {
+void JobManager::WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout,
+                              const std::function<bool()>& cancelled) {
   absl::MutexLock lock(&events_mu_);
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
     auto it = last_sequence_.find(job_id);
     return it != last_sequence_.end() && it->second > after;
   };
   absl::Time deadline = absl::Now() + timeout;
-  while (!ready() && absl::Now() < deadline) {
-    events_mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  while (!ready() && absl::Now() < deadline && !(cancelled && cancelled())) {
+    events_mu_.AwaitWithDeadline(absl::Condition(&ready),
+                                 std::min(deadline, absl::Now() + absl::Milliseconds(100)));
   }
 }
 

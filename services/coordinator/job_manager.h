@@ -64,6 +64,7 @@
 #ifndef KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_
 #define KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -133,8 +134,10 @@ class JobManager {
 
   // Appends an event (assigning its sequence) and wakes watchers.
   absl::StatusOr<int64_t> Emit(const std::string& job_id, v1::JobEvent event);
-  // Blocks until the job has an event with sequence > `after` or `timeout` passes.
-  void WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout);
+  // Blocks until the job has an event with sequence > `after`, `timeout` passes, or
+  // `cancelled` (may be null; polled every 100 ms) returns true.
+  void WaitForEvent(const std::string& job_id, int64_t after, absl::Duration timeout,
+                    const std::function<bool()>& cancelled = nullptr);
 
   // Stops starting new work: running jobs stop at their next step, stay in storage in
   // their state, and resume on the next start. Idempotent.

@@ -267,7 +267,9 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
       if (tail.ok() && tail->empty()) return grpc::Status::OK;
       continue;
     }
-    jobs_->WaitForEvent(request->job_id(), next - 1, absl::Seconds(1));
+    // Wakes within 100 ms of a cancellation (the client's, or the server's at shutdown).
+    jobs_->WaitForEvent(request->job_id(), next - 1, absl::Seconds(1),
+                        [context] { return context->IsCancelled(); });
   }
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
 }
@@ -323,11 +325,7 @@ grpc::Status JobServiceImpl::GetArtifacts(grpc::ServerContext* context,
 grpc::Status JobServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                             const v1::RegisterWorkerRequest* request,
                                             v1::RegisterWorkerResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
-  if (!caller.internal) {
-    return ToGrpcStatus(absl::PermissionDeniedError(
-        "RegisterWorker needs the cluster's internal token, not a tenant token"));
-  }
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   std::vector<v1::GpuSpec> gpus(request->gpus().begin(), request->gpus().end());
   absl::Status s = scheduler_->RegisterWorker(request->worker_id(), request->address(), gpus,
                                               /*is_static=*/false);

@@ -117,6 +117,20 @@ Scheduler::Scheduler(SchedulerOptions options, Storage* storage, GpuWorkerFactor
                          .Name("kagent_gpu_task_seconds")
                          .Help("Wall time of GPU tasks on a worker, by kind.")
                          .Register(*registry);
+    // Every known series exists from the start, so a scrape shows 0, not "No data"
+    // (the per-worker ones from the worker's registration).
+    for (GpuTask::Kind k : {GpuTask::Kind::kMeasure, GpuTask::Kind::kProfile,
+                            GpuTask::Kind::kScreen}) {
+      const char* kind = KindName(k);
+      for (const char* outcome : {"ok", "infra_error", "error"}) {
+        tasks_->Add({{"kind", kind}, {"outcome", outcome}});
+      }
+      infra_retries_->Add({{"kind", kind}});
+      task_seconds_->Add({{"kind", kind}}, Metrics::LatencyBuckets());
+    }
+    queue_depth_->Add({}).Set(0);
+    workers_gauge_->Add({{"state", "alive"}}).Set(0);
+    workers_gauge_->Add({{"state", "down"}}).Set(0);
   }
   release_thread_ = std::thread([this] { ReleaseLoop(); });
 }
@@ -157,6 +171,7 @@ absl::Status Scheduler::RegisterWorker(const std::string& worker_id, const std::
     }
     w.client = std::move(client);
     workers_[worker_id] = std::move(w);
+    if (worker_busy_seconds_ != nullptr) worker_busy_seconds_->Add({{"worker", worker_id}});
     KLOG(INFO).With("worker", worker_id) << "GPU worker registered at " << address;
   }
   Worker& w = workers_[worker_id];

@@ -34,7 +34,7 @@ void JudgeServiceImpl::Count(const std::string& label) {
 grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
                                         const kagent::v1::DiagnoseRequest* request,
                                         kagent::v1::DiagnoseResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   // What is left of the job's LLM budget bounds the narrator's calls (a spent budget
   // makes the narrative the heuristic one); the meter also counts them for the reply.

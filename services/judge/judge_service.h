@@ -1,6 +1,6 @@
 // JudgeServiceImpl: the gRPC face of the Judge (kagent.v1.JudgeService).
 //
-// Authenticates every call (KAGENT_AUTHENTICATE) and converts absl::Status to
+// Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts diagnoses in
 // kagent_judge_diagnoses_total{primary} (the category name, or "error").
 // DiagnoseRequest.llm_tokens_left / llm_cost_usd_left, when set, bound the narrator's LLM

@@ -99,7 +99,7 @@ OptimizationManagerServiceImpl::OptimizationManagerServiceImpl(
 grpc::Status OptimizationManagerServiceImpl::Generate(grpc::ServerContext* context,
                                                       const GenerateRequest* request,
                                                       GenerateResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
                   .tenant = caller.tenant});
   absl::Status status = DoGenerate(*request, response);

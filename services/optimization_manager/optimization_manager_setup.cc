@@ -121,7 +121,7 @@ std::vector<std::string> BrainRouter::Names() const {
 grpc::Status BrainRouter::Generate(grpc::ServerContext* context,
                                    const kagent::v1::GenerateRequest* request,
                                    kagent::v1::GenerateResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
                   .tenant = caller.tenant});
   absl::Status status = DoGenerate(*request, response);

@@ -9,7 +9,7 @@ namespace kagent {
 grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
                                                 const v1::PlanRoundRequest* request,
                                                 v1::PlanRoundResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
   absl::StatusOr<v1::RoundPlan> plan = kagent::PlanRound(*request);
   if (!plan.ok()) return ToGrpcStatus(plan.status());
@@ -22,7 +22,7 @@ grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
 grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
                                               const v1::ReflectRequest* request,
                                               v1::ReflectResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   if (!request->has_attempt() || request->attempt().id().empty()) {
     return ToGrpcStatus(absl::InvalidArgumentError("attempt with an id is required"));
   }

@@ -205,7 +205,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
 grpc::Status ProfilerServiceImpl::Profile(grpc::ServerContext* context,
                                           const kagent::v1::ProfileRequest* request,
                                           kagent::v1::ProfileResponse* response) {
-  KAGENT_AUTHENTICATE(caller, auth_, context);
+  KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id,
                   .tenant = caller.tenant});
   absl::Duration deadline_left = absl::InfiniteDuration();

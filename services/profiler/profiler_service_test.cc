@@ -252,7 +252,8 @@ TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service
   FakeRunner runner;
   runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
   runner.ncu_csv = ReadFixture("h200_multi.csv");
-  Authenticator auth({{"secret", "tenant-a"}}, "");
+  // The profiler is internal to the cluster: only the internal token may call it.
+  Authenticator auth({{"tenant-secret", "tenant-a"}}, "secret");
   ProfilerServiceImpl service(TestOptions(), &auth, &runner);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -270,6 +271,13 @@ TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service
     kagent::v1::ProfileResponse response;
     grpc::Status status = stub->Profile(&context, ValidRequest(), &response);
     CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer tenant-secret");
+    kagent::v1::ProfileResponse response;
+    grpc::Status status = stub->Profile(&context, ValidRequest(), &response);
+    CHECK(status.error_code() == grpc::StatusCode::PERMISSION_DENIED);
   }
   {
     grpc::ClientContext context;

@@ -14,80 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/client.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "tests/integration/daemon.h"
 #include "tests/integration/health.grpc.pb.h"
 #include "tests/integration/process.h"
 
 namespace kagent::testing {
 namespace {
-
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Daemon {
-  explicit Daemon(std::string dir, std::vector<std::string> extra = {}) : dir(std::move(dir)) {
-    std::vector<std::string> argv = {BinaryDir() + "/tools/kagentd", "--listen=127.0.0.1:0",
-                                     "--metrics-listen=127.0.0.1:0", "--gpus=cpu",
-                                     "--db=" + this->dir + "/kagent.db", "--drain-seconds=1",
-                                     "--no-worker-timeout-seconds=20"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    proc = std::make_unique<Process>(argv, std::map<std::string, std::string>{},
-                                     this->dir + "/kagentd.log");
-    ready = proc->ReadyLine(absl::Seconds(120));
-    INFO(proc->Log());
-    REQUIRE(ready.is_object());
-    port = ready["port"];
-    metrics_port = ready["metrics_port"];
-    channel = *MakeChannel(absl::StrCat("127.0.0.1:", port), ChannelOptions());
-    jobs = v1::JobService::NewStub(channel);
-  }
-  std::string addr() const { return absl::StrCat("127.0.0.1:", port); }
-  int Cli(std::vector<std::string> args, std::string* out, std::string* err = nullptr) {
-    std::vector<std::string> argv = {BinaryDir() + "/tools/kagent", "--server", addr()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::string e;
-    int rc = RunCommand(argv, out, err ? err : &e);
-    return rc;
-  }
-  std::string dir;
-  std::unique_ptr<Process> proc;
-  nlohmann::json ready;
-  int port = 0, metrics_port = 0;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::JobService::Stub> jobs;
-};
-
-std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "") {
-  CallOptions o;
-  o.timeout = absl::Seconds(20);
-  o.token = token;
-  return MakeClientContext(o);
-}
-
-std::string Fixture(const std::string& name) { return SourceDir() + "/python/tests/fixtures/" + name; }
-
-// The value of the first sample of `family` in a Prometheus text scrape; -1 when absent.
-double Sample(const std::string& scrape, const std::string& family) {
-  std::istringstream in(scrape);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
-    return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
-}
-
-v1::SubmitJobRequest ReluAddJob(int rounds) {
-  v1::SubmitJobRequest r;
-  r.mutable_problem()->set_name("relu_add");
-  r.mutable_problem()->set_source(ReadFile(Fixture("problem_relu_add.py")));
-  r.mutable_start_kernel()->set_source(ReadFile(Fixture("cand_relu_add_good.py")));
-  r.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
-  r.mutable_config()->mutable_budget()->set_max_rounds(rounds);
-  return r;
-}
 
 TEST_CASE("kagentd: health, reflection-ready server, and /metrics", "[integration]") {
   Daemon d(TempDir());
