@@ -202,6 +202,11 @@ JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* schedu
                            .Name("kagent_jobs_submitted_total")
                            .Help("Jobs accepted by SubmitJob.")
                            .Register(*registry);
+    storage_failures_ = &prometheus::BuildCounter()
+                            .Name("kagent_storage_failures_total")
+                            .Help("Storage failures (disk full, database unreachable, I/O) the "
+                                  "coordinator met, by operation: submit, step, fail.")
+                            .Register(*registry);
     jobs_finished_ = &prometheus::BuildCounter()
                           .Name("kagent_jobs_finished_total")
                           .Help("Jobs that reached a final state, by state.")
@@ -238,6 +243,7 @@ JobManager::JobManager(JobDefaults defaults, Storage* storage, Scheduler* schedu
     jobs_running_->Add({{"state", "queued"}}).Set(0);
     // Every known series exists from the start, so a scrape shows 0, not "No data".
     jobs_submitted_->Add({});
+    for (const char* op : {"submit", "step", "fail"}) storage_failures_->Add({{"operation", op}});
     for (const char* state : {"DONE", "FAILED", "CANCELLED"}) jobs_finished_->Add({{"state", state}});
     rounds_->Add({});
     for (int v = v1::Verdict_MIN + 1; v <= v1::Verdict_MAX; ++v) {
@@ -285,12 +291,16 @@ absl::StatusOr<v1::Job> JobManager::Submit(v1::Job job, const std::string& idemp
   // job without events, which WatchJob would wait on and a restart would run).
   CreateJobResult created;
   int64_t sequence = 0;
-  KAGENT_RETURN_IF_ERROR(storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
+  absl::Status stored = storage_->RunInTransaction([&](Storage& tx) -> absl::Status {
     KAGENT_ASSIGN_OR_RETURN(created, tx.CreateJob(job, idempotency_key));
     if (!created.created) return absl::OkStatus();
     KAGENT_ASSIGN_OR_RETURN(sequence, tx.AppendEvent(job.id(), e));
     return absl::OkStatus();
-  }));
+  });
+  if (!stored.ok()) {
+    CountStorageFailure(stored, "submit");
+    return stored;
+  }
   if (!created.created) return created.stored.job;
   NoteEvent(job.id(), sequence);
   if (jobs_submitted_ != nullptr) jobs_submitted_->Add({}).Increment();
@@ -300,6 +310,12 @@ absl::StatusOr<v1::Job> JobManager::Submit(v1::Job job, const std::string& idemp
     MaybeStartQueued();
   }
   return created.stored.job;
+}
+
+void JobManager::CountStorageFailure(const absl::Status& status, const char* operation) {
+  if (storage_failures_ != nullptr && IsStorageFailure(status)) {
+    storage_failures_->Add({{"operation", operation}}).Increment();
+  }
 }
 
 absl::StatusOr<v1::Job> JobManager::MutateJob(
@@ -845,6 +861,7 @@ void JobRun::Run() {
       stop.kind = Stop::kFailed;
       break;
     }
+    m_->CountStorageFailure(stop.detail, "step");
     KLOG(WARNING) << "storage failed (attempt " << attempt << "): " << stop.detail.message()
                   << "; the job's step runs again in " << absl::FormatDuration(backoff);
     SleepUnless(backoff, [this] { return Stopping(); });
@@ -902,6 +919,7 @@ void JobRun::FailJob(const Stop& stop) {
                     << s.message();
       return;
     }
+    m_->CountStorageFailure(s, "fail");
     KLOG(WARNING) << "job's failure not stored (attempt " << attempt << "): " << s.message()
                   << "; again in " << absl::FormatDuration(backoff);
     SleepUnless(backoff, [this] { return Stopping(); });

@@ -158,6 +158,9 @@ class JobManager {
   // Wakes watchers for an event already stored with `sequence`.
   void NoteEvent(const std::string& job_id, int64_t sequence);
 
+  // Adds 1 to kagent_storage_failures_total{operation} when `status` is a storage failure.
+  void CountStorageFailure(const absl::Status& status, const char* operation);
+
   // Re-reads, applies `mutate`, writes with the revision, retrying on ABORTED.
   absl::StatusOr<v1::Job> MutateJob(const std::string& job_id,
                                     const std::function<absl::Status(v1::Job&)>& mutate);
@@ -178,6 +181,9 @@ class JobManager {
 
   prometheus::Family<prometheus::Counter>* jobs_finished_ = nullptr;
   prometheus::Family<prometheus::Counter>* jobs_submitted_ = nullptr;
+  // Storage failures met, by operation: "submit" (a SubmitJob that stored nothing), "step"
+  // (a job's step, run again), "fail" (storing a job's FAILED state, retried).
+  prometheus::Family<prometheus::Counter>* storage_failures_ = nullptr;
   prometheus::Family<prometheus::Gauge>* jobs_running_ = nullptr;
   prometheus::Family<prometheus::Counter>* rounds_ = nullptr;
   prometheus::Family<prometheus::Counter>* candidates_ = nullptr;

@@ -252,12 +252,26 @@ struct Loop {
     REQUIRE(scheduler->RegisterWorker("wa", "a:1", {}, true).ok());
     REQUIRE(scheduler->RegisterWorker("wb", "b:1", {}, true).ok());
     this->defaults = defaults;
-    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services, nullptr);
+    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services,
+                                           &registry);
   }
   // A new JobManager on the same storage, as after a restart (the old one shut down).
   void RestartManager() {
     manager.reset();
-    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services, nullptr);
+    manager = std::make_unique<JobManager>(defaults, storage.get(), scheduler.get(), &services,
+                                           &registry);
+  }
+  // The value of counter `name` with label `key`=`value` in the managers' registry.
+  double Counter(const std::string& name, const std::string& key, const std::string& value) {
+    for (const prometheus::MetricFamily& f : registry.Collect()) {
+      if (f.name != name) continue;
+      for (const prometheus::ClientMetric& m : f.metric) {
+        for (const prometheus::ClientMetric::Label& l : m.label) {
+          if (l.name == key && l.value == value) return m.counter.value;
+        }
+      }
+    }
+    return -1;
   }
   v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2,
                  const v1::Budget& budget = v1::Budget()) {
@@ -309,6 +323,7 @@ struct Loop {
   FakeGpu gpu_a, gpu_b;
   FakeWorkerFactory factory;
   ScriptedServices services;
+  prometheus::Registry registry;  // the managers' metrics
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<JobManager> manager;
 };
@@ -1324,6 +1339,8 @@ TEST_CASE("loop: a SubmitJob that fails on a full disk stores nothing, at every 
   }
   REQUIRE(failures > 0);
   REQUIRE(submitted.ok());
+  // Each failed Submit is counted, so a full disk can page someone (KagentStorageFailing).
+  CHECK(loop.Counter("kagent_storage_failures_total", "operation", "submit") == failures);
   REQUIRE(disk.Free().ok());
   // The retries made one job, not one per attempt, and it has its first event.
   ListJobsQuery q;
@@ -1359,6 +1376,7 @@ TEST_CASE("loop: a disk that fills mid-run and is freed within the retry window:
   REQUIRE(done.state() == v1::JOB_STATE_DONE);
   CHECK(done.error().empty());
   CHECK(done.result().best_candidate_id() != "");
+  CHECK(loop.Counter("kagent_storage_failures_total", "operation", "step") >= 1);
   // The job's log says what happened, without the database's path.
   bool said = false;
   for (const auto& e : loop.Events(job.id())) {
