@@ -31,7 +31,13 @@ def main(argv=None):
     if argv[:1] == ["serve"]:
         # The long-lived supervisor of a GPU worker (server.py): its own flags.
         from kagent_harness.server import main as serve
-        return serve(argv[1:])
+        code = serve(argv[1:])
+        # Everything the server owns is closed by now (its socket removed, its candidate
+        # processes ended): skip the interpreter's teardown (torch's and the thread pools'
+        # exit handlers), which took 3 s of the worker's shutdown and frees nothing.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     parser = argparse.ArgumentParser(prog="python -m kagent_harness")
     parser.add_argument("mode", nargs="?", default=None,
                         help="measure | signature | profile | gpuinfo | serve (its own "

@@ -367,8 +367,10 @@ TEST_CASE("kagentd: shutdown with an open WatchJob stream keeps drain + grace", 
   CHECK(rc == 0);
   // The servers keep the bound: the stream ends once the grace deadline cancels it.
   CHECK(stream < kDrain + kGrace + 0.5);
-  // The process then stops the worker's harness server (SIGTERM, a few seconds to exit).
-  CHECK(exited < kDrain + kGrace + 10);
+  // The process then stops the worker's harness server (SIGTERM; it exits in under a
+  // second since it skips the interpreter's teardown: 2-3 s before). The margin is for a
+  // loaded machine.
+  CHECK(exited < kDrain + kGrace + 4);
 }
 
 }  // namespace
