@@ -379,13 +379,7 @@ def main():
     finally:
         c.teardown()
     log("figures: " + json.dumps({k: v for k, v in results.items() if k != "detail"}))
-    log(f"total {time.monotonic() - t_all:.1f} s; " +
-        ("all scenarios passed" if not failed else f"FAILED: {', '.join(failed)}"))
-    if failed or args.keep_logs:
-        log(f"logs kept in {workdir}")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return 1 if failed else 0
+    return mh.finish(c, failed, t_all, args.keep_logs)
 
 
 if __name__ == "__main__":

@@ -688,17 +688,23 @@ def main():
         log(f"interrupted: {e}")
     finally:
         c.teardown()
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        if any(ns in left for ns in c.ns.values()):
-            log("WARNING: namespaces left behind: " + left)
     if "detail" in results:
         log("measurements: " + json.dumps(results["detail"]))
+    return finish(c, failed, t_all, args.keep_logs)
+
+
+def finish(c, failed, t_all, keep_logs):
+    """After teardown: warns of namespaces left behind, logs the total, removes the work
+    folder unless something failed or `keep_logs`. Returns the exit status."""
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    if any(ns in left for ns in c.ns.values()):
+        log("WARNING: namespaces left behind: " + left)
     log(f"total {time.monotonic() - t_all:.1f} s; " +
         ("all scenarios passed" if not failed else f"FAILED: {', '.join(failed)}"))
-    if failed or args.keep_logs:
-        log(f"logs kept in {workdir}")
+    if failed or keep_logs:
+        log(f"logs kept in {c.dir}")
     else:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(c.dir, ignore_errors=True)
     return 1 if failed else 0
 
 
