@@ -1,6 +1,8 @@
 #include "common/storage/fenced_storage.h"
 
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "common/status.h"
 
