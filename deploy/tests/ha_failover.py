@@ -32,7 +32,6 @@ binaries (scripts/setup.sh; without them the test fails, it does not skip).
 Usage: ha_failover.py [--build DIR] [--source-root DIR] [--only ef] [--keep-logs]
 Exit status: 0 all scenarios passed, 1 a scenario failed, 77 skipped.
 """
-import argparse
 import glob
 import json
 import os
@@ -320,34 +319,17 @@ SCENARIOS = {"e": scenario_e, "f": scenario_f}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source-root", default=os.path.normpath(os.path.join(here, "..", "..")))
-    ap.add_argument("--build", default=None, help="build folder (default SOURCE_ROOT/build)")
-    ap.add_argument("--only", default="ef", help="scenarios to run, e.g. 'e'")
-    ap.add_argument("--keep-logs", action="store_true", help="keep the work folder on success")
-    args = ap.parse_args()
-    src = os.path.abspath(args.source_root)
-    build = os.path.abspath(args.build or os.path.join(src, "build"))
-
-    why = mh.skip_reason()
-    if why:
-        print(f"SKIP ha_failover: {why}")
-        return mh.SKIP
+    args, src, build = mh.parse_args(__doc__, "ef", "e")
+    status = mh.preflight("ha_failover", build, src)
+    if status is not None:
+        return status
     if shutil.which("setpriv") is None:
         print("SKIP ha_failover: setpriv (util-linux) not found")
-        return mh.SKIP
-    if not os.access(os.path.join(src, ".venv", "bin", "python"), os.X_OK):
-        print(f"SKIP ha_failover: {src}/.venv/bin/python missing (scripts/setup.sh makes it)")
         return mh.SKIP
 
     workdir = tempfile.mkdtemp(prefix="kagent-ha-")
     c = HaCluster(build, src, workdir)
-
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
+    mh.interrupt_on_signals()
 
     results, failed = {}, []
     t_all = time.monotonic()

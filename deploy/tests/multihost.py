@@ -33,7 +33,6 @@ Usage: multihost.py [--build DIR] [--source-root DIR] [--only abcd] [--keep-logs
 Exit status: 0 all scenarios passed, 1 a scenario failed, 77 skipped.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -622,39 +621,60 @@ def run_scenario(c, key, scenarios, results, show):
 SCENARIOS = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
 
 
-def main():
+SERVICE_BINARIES = ("coordinator/kagent-coordinator", "benchmark/kagent-benchmark",
+                    "judge/kagent-judge", "analyzer/kagent-analyzer",
+                    "orchestrator/kagent-orchestrator",
+                    "optimization_manager/kagent-optimization-manager")
+
+
+def parse_args(doc, default_only, example):
+    """The flags both namespace tests take. Returns (args, source root, build folder)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--source-root", default=os.path.normpath(os.path.join(here, "..", "..")))
     ap.add_argument("--build", default=None, help="build folder (default SOURCE_ROOT/build)")
-    ap.add_argument("--only", default="abcd", help="scenarios to run, e.g. 'ad'")
+    ap.add_argument("--only", default=default_only, help=f"scenarios to run, e.g. '{example}'")
     ap.add_argument("--keep-logs", action="store_true", help="keep the work folder on success")
     args = ap.parse_args()
     src = os.path.abspath(args.source_root)
-    build = os.path.abspath(args.build or os.path.join(src, "build"))
+    return args, src, os.path.abspath(args.build or os.path.join(src, "build"))
 
+
+def preflight(name, build, src):
+    """None when the test can run here; else its exit status, after saying why: SKIP without
+    root, `ip netns` or the venv's Python, 1 for a service binary not built."""
     why = skip_reason()
     if why:
-        print(f"SKIP multihost: {why}")
+        print(f"SKIP {name}: {why}")
         return SKIP
-    for b in ("coordinator/kagent-coordinator", "benchmark/kagent-benchmark", "judge/kagent-judge",
-              "analyzer/kagent-analyzer", "orchestrator/kagent-orchestrator",
-              "optimization_manager/kagent-optimization-manager"):
+    for b in SERVICE_BINARIES:
         if not os.access(os.path.join(build, "services", b), os.X_OK):
-            print(f"FAIL multihost: {build}/services/{b} not built")
+            print(f"FAIL {name}: {build}/services/{b} not built")
             return 1
     if not os.access(os.path.join(src, ".venv", "bin", "python"), os.X_OK):
-        print(f"SKIP multihost: {src}/.venv/bin/python missing (the CPU worker's torch+triton; "
+        print(f"SKIP {name}: {src}/.venv/bin/python missing (the CPU worker's torch+triton; "
               "scripts/setup.sh makes it)")
         return SKIP
+    return None
 
-    workdir = tempfile.mkdtemp(prefix="kagent-multihost-")
-    c = Cluster(build, src, workdir)
 
+def interrupt_on_signals():
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt, so teardown runs on each."""
     def on_signal(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
+
+
+def main():
+    args, src, build = parse_args(__doc__, "abcd", "ad")
+    status = preflight("multihost", build, src)
+    if status is not None:
+        return status
+
+    workdir = tempfile.mkdtemp(prefix="kagent-multihost-")
+    c = Cluster(build, src, workdir)
+    interrupt_on_signals()
 
     results = {}
     failed = []
