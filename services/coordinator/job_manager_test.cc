@@ -1314,6 +1314,27 @@ struct FillOnFirstMeasure {
   absl::Status fill_status ABSL_GUARDED_BY(mu);
 };
 
+// A one-round job on a disk that fills at its first measurement, with storage retries for
+// `retry_seconds` (backoff from 50 ms): the job is submitted and the disk full when the
+// constructor returns.
+struct DiskFillsMidRun {
+  explicit DiskFillsMidRun(double retry_seconds) {
+    SayHowTheDiskIsFull(disk);
+    JobDefaults d;
+    d.storage_retry_seconds = retry_seconds;
+    d.storage_retry_backoff_seconds = 0.05;
+    loop = std::make_unique<Loop>(disk.path(), absl::Milliseconds(2), d);
+    disk.Attach(loop->storage.get());
+    fill = std::make_unique<FillOnFirstMeasure>(*loop, disk);
+    job = loop->Submit(1);
+    fill->WaitFilled();
+  }
+  FullDisk disk;
+  std::unique_ptr<Loop> loop;
+  std::unique_ptr<FillOnFirstMeasure> fill;
+  v1::Job job;
+};
+
 TEST_CASE("loop: a SubmitJob that fails on a full disk stores nothing, at every free space") {
   FullDisk disk;
   SayHowTheDiskIsFull(disk);
@@ -1359,16 +1380,10 @@ TEST_CASE("loop: a SubmitJob that fails on a full disk stores nothing, at every 
 }
 
 TEST_CASE("loop: a disk that fills mid-run and is freed within the retry window: the job goes on") {
-  FullDisk disk;
-  SayHowTheDiskIsFull(disk);
-  JobDefaults d;
-  d.storage_retry_seconds = 60;
-  d.storage_retry_backoff_seconds = 0.05;
-  Loop loop(disk.path(), absl::Milliseconds(2), d);
-  disk.Attach(loop.storage.get());
-  FillOnFirstMeasure fill(loop, disk);
-  v1::Job job = loop.Submit(1);
-  fill.WaitFilled();
+  DiskFillsMidRun run(/*retry_seconds=*/60);
+  FullDisk& disk = run.disk;
+  Loop& loop = *run.loop;
+  const v1::Job& job = run.job;
   absl::SleepFor(absl::Milliseconds(500));  // the baseline's writes fail meanwhile
   CHECK(IsUnfinishedJobState(loop.storage->GetJob(job.id())->job.state()));
   REQUIRE(disk.Free().ok());
@@ -1390,16 +1405,10 @@ TEST_CASE("loop: a disk that fills mid-run and is freed within the retry window:
 
 TEST_CASE("loop: a disk that stays full past the retry window: the job fails, and its "
           "failure is stored once space returns") {
-  FullDisk disk;
-  SayHowTheDiskIsFull(disk);
-  JobDefaults d;
-  d.storage_retry_seconds = 0.3;
-  d.storage_retry_backoff_seconds = 0.05;
-  Loop loop(disk.path(), absl::Milliseconds(2), d);
-  disk.Attach(loop.storage.get());
-  FillOnFirstMeasure fill(loop, disk);
-  v1::Job job = loop.Submit(1);
-  fill.WaitFilled();
+  DiskFillsMidRun run(/*retry_seconds=*/0.3);
+  FullDisk& disk = run.disk;
+  Loop& loop = *run.loop;
+  const v1::Job& job = run.job;
   absl::SleepFor(absl::Milliseconds(1500));  // past the window: storing FAILED is retried
   if (disk.mounted()) {
     // Nothing changes while the disk is full: what GetJob shows is what is stored.
