@@ -15,15 +15,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tools/report.h"
+#include "tools/enum_names.h"
 
 namespace kagent::cli {
 namespace {
 
 
-std::string StateName(v1::JobState s) {
-  std::string n = v1::JobState_Name(s);
-  return n.rfind("JOB_STATE_", 0) == 0 ? n.substr(10) : n;
-}
 
 std::string Ms(double v) { return v > 0 ? absl::StrFormat("%.3f", v) : "-"; }
 std::string X(double v) { return v > 0 ? absl::StrFormat("%.2fx", v) : "-"; }

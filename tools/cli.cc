@@ -22,6 +22,7 @@
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tools/bench.h"
 #include "tools/report.h"
+#include "tools/enum_names.h"
 
 namespace kagent::cli {
 namespace {
@@ -67,14 +68,6 @@ constexpr char kUsage[] =
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
     "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
 
-std::string StateName(v1::JobState s) {
-  std::string n = v1::JobState_Name(s);
-  return n.rfind("JOB_STATE_", 0) == 0 ? n.substr(10) : n;
-}
-std::string VerdictName(v1::Verdict v) {
-  std::string n = v1::Verdict_Name(v);
-  return n.rfind("VERDICT_", 0) == 0 ? n.substr(8) : n;
-}
 
 std::string Json(const google::protobuf::Message& m) {
   std::string out;

@@ -60,9 +60,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/client.h"
+#include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/options.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "tools/enum_names.h"
 
 namespace kagent {
 namespace {
@@ -471,18 +473,7 @@ double Percentile(std::vector<double>& v, double q) {
   return v[k];
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
-std::string JobStateName(v1::JobState s) {
-  std::string n = v1::JobState_Name(s);
-  return n.rfind("JOB_STATE_", 0) == 0 ? n.substr(10) : n;
-}
 
 int Main(int argc, char** argv) {
   Flags flags;
@@ -501,8 +492,8 @@ int Main(int argc, char** argv) {
 
   Run run;
   run.flags = &flags;
-  auto problem = ReadText(flags.problem_dir + "/problem.py");
-  auto kernel = ReadText(flags.problem_dir + "/start_kernel.py");
+  auto problem = ReadFile(flags.problem_dir + "/problem.py");
+  auto kernel = ReadFile(flags.problem_dir + "/start_kernel.py");
   if (!problem.ok() || !kernel.ok()) {
     std::cerr << "kagent-loadtest: " << (problem.ok() ? kernel.status() : problem.status()).message() << "\n";
     return 2;
@@ -547,7 +538,7 @@ int Main(int argc, char** argv) {
     auto ready = child.Start(argv, log, absl::Seconds(flags.start_timeout_seconds));
     if (!ready.ok()) {
       std::cerr << "kagent-loadtest: " << ready.status().message() << "\n";
-      auto text = ReadText(log);
+      auto text = ReadFile(log);
       if (text.ok()) std::cerr << text->substr(text->size() > 4000 ? text->size() - 4000 : 0);
       return 2;
     }
@@ -555,7 +546,7 @@ int Main(int argc, char** argv) {
     pid = child.pid();
   } else {
     run.target = flags.server;
-    auto text = ReadText(flags.tokens_file);
+    auto text = ReadFile(flags.tokens_file);
     if (!text.ok()) {
       std::cerr << "kagent-loadtest: " << text.status().message() << "\n";
       return 2;
@@ -663,7 +654,7 @@ int Main(int argc, char** argv) {
       v1::GetJobResponse resp;
       auto ctx = MakeClientContext(co);
       grpc::Status s = stub->GetJob(ctx.get(), req, &resp);
-      ++states[s.ok() ? JobStateName(resp.job().state()) : std::string(GrpcCodeName(static_cast<int>(s.error_code())))];
+      ++states[s.ok() ? StateName(resp.job().state()) : std::string(GrpcCodeName(static_cast<int>(s.error_code())))];
       ++jobs_total;
     }
   }
@@ -769,7 +760,7 @@ int Main(int argc, char** argv) {
   std::cout << nlohmann::json{{"loadtest", j}}.dump() << std::endl;
 
   if (!failures.empty() && !log.empty()) {
-    auto text = ReadText(log);
+    auto text = ReadFile(log);
     if (text.ok()) std::cerr << "--- kagentd log (tail) ---\n" << text->substr(text->size() > 6000 ? text->size() - 6000 : 0);
   }
   if (made_work && !flags.keep_work_dir && failures.empty()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/bench.h"
+#include "tools/enum_names.h"
 
 namespace kagent {
 namespace {
@@ -14,10 +15,6 @@ namespace {
 std::string Ratio(double r) { return r > 0 ? absl::StrFormat("%.2fx", r) : "n/a"; }
 std::string Ms(double ms) { return ms > 0 ? absl::StrFormat("%.4f ms", ms) : "n/a"; }
 
-std::string VerdictName(v1::Verdict v) {
-  std::string n = v1::Verdict_Name(v);
-  return n.rfind("VERDICT_", 0) == 0 ? n.substr(8) : n;
-}
 
 // Best-so-far speedup per round: a line chart.
 std::string TrajectoryChart(const v1::JobResult& r) {
