@@ -26,8 +26,9 @@ Before e the killed replica of a previous run is not there; between e and f the 
 started again and follows. Every wait is bounded; on every exit path the processes, the
 namespaces, the veths and the bridge are removed.
 
-Needs root and iproute2 (else exit 77, CTest's SKIP_RETURN_CODE) and the PostgreSQL server
-binaries (scripts/setup.sh; without them the test fails, it does not skip).
+Needs root, iproute2, setpriv and .venv/bin/python (else exit 77, CTest's SKIP_RETURN_CODE),
+the built services and the PostgreSQL server binaries (scripts/setup.sh; without either the
+test fails, it does not skip).
 
 Usage: ha_failover.py [--build DIR] [--source-root DIR] [--only ef] [--keep-logs]
 Exit status: 0 all scenarios passed, 1 a scenario failed, 77 skipped.
