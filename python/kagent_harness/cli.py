@@ -46,6 +46,9 @@ def main(argv=None):
     parser.add_argument("--out", help="result JSON file (default: stdout)")
     parser.add_argument("--measure-ceilings", action="store_true",
                         help="gpuinfo: also measure copy bandwidth and bf16 matmul FLOP/s")
+    parser.add_argument("--gate-dir", metavar="DIR",
+                        help="profile: prepare without the GPU, then wait for the worker's "
+                             "go in DIR (gate.py)")
     args = parser.parse_args(argv)
     from kagent_harness.sandbox import harden_supervisor
     harden_supervisor()
@@ -80,7 +83,13 @@ def main(argv=None):
             # the profiled forwards through must be handed over explicitly too.
             if os.environ.get("KAGENT_CUPTI_LIB"):
                 req.child_env["KAGENT_CUPTI_LIB"] = os.environ["KAGENT_CUPTI_LIB"]
-        result = run(req, log)
+        if args.gate_dir and req.mode != "profile":
+            raise P.RequestError("--gate-dir is for mode profile only")
+        gate = None
+        if args.gate_dir:
+            from kagent_harness.gate import Gate
+            gate = Gate(args.gate_dir, log)
+        result = run(req, log, gate)
     except (P.RequestError, ValueError, OSError) as e:
         rc = 2 if isinstance(e, P.RequestError) else 0
         log.add(f"bad request: {e}")
@@ -92,7 +101,7 @@ def main(argv=None):
     return rc
 
 
-def run(req, log):
+def run(req, log, gate=None):
     if req.mode == "gpuinfo":
         from kagent_harness.gpuinfo import gpu_info
         res = gpu_info(req.measure_ceilings, log)
@@ -103,7 +112,7 @@ def run(req, log):
     if req.mode == "measure":
         return sup.run_measure()
     if req.mode == "profile":
-        return sup.run_profile()
+        return sup.run_profile(gate)
     # signature
     res = {"ok": False, "op_signature": None, "reason": ""}
     try:

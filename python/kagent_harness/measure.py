@@ -32,6 +32,7 @@ from kagent_harness import loader
 from kagent_harness import ownwork as W
 from kagent_harness import protocol as P
 from kagent_harness.compare import compare, output_spec, tolerances
+from kagent_harness.gate import NotGranted
 from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
@@ -742,7 +743,13 @@ class Supervisor(TransferMixin, TimingChecksMixin):
              self.use_ipc, self.call_s, self.prepared) = saved
 
     # -- profile mode --------------------------------------------------------------------
-    def run_profile(self):
+    def run_profile(self, gate=None):
+        """The candidate's profiled forwards (its process under the profiler's injection).
+        With `gate` (gate.Gate, the one-shot `--gate-dir`), everything that needs no GPU
+        slot comes first (the processes, the reference's and the candidate's
+        construction, the candidate's compile dry run); then the run waits for the
+        worker's go before it makes inputs or runs anything, and says when it is done
+        with the GPU."""
         req = self.req
         t_start = time.monotonic()
         torch.set_grad_enabled(False)
@@ -754,14 +761,23 @@ class Supervisor(TransferMixin, TimingChecksMixin):
             from kagent_harness.pool import spawn
             self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
                                  keep_injection=True, extra_env=req.child_env))
-            self.load_reference()
+            with self.phases("reference load"):
+                self.load_reference()
             res["gpu_name"] = self.result["gpu_name"]
+            self.start_child()
+            if gate is not None:
+                self.compile_dry_run(self.child, req.language)
+                with self.phases("waiting for the GPU"):
+                    gate.wait_for_gpu()
+                res["gate_wait_s"] = gate.waited_s
+                # The candidate's time limit counts from the grant, not from its start.
+                self.child.deadline = time.monotonic() + req.timeout_s
             if req.signature:
                 try:
-                    res["op_signature"] = self.signature()
+                    with self.phases("op signature"):
+                        res["op_signature"] = self.signature()
                 except Exception as e:  # noqa: BLE001
                     self.log.add(f"op signature not recorded: {e!r}")
-            self.start_child()
             inputs = self.timing_inputs()
             in_field = self.inputs_field(inputs, "profile")
             reply = self.child.request({"cmd": "profile", **in_field,
@@ -773,12 +789,39 @@ class Supervisor(TransferMixin, TimingChecksMixin):
             res["ok"] = True
         except ChildFailure as f:
             res["verdict"], res["reason"] = f.verdict, f.reason
+        except NotGranted as e:
+            res["verdict"], res["reason"] = P.INFRA_ERROR, str(e)
         except Exception as e:  # noqa: BLE001
             self.log.add("profile error:\n" + traceback.format_exc())
             res["verdict"], res["reason"] = P.INFRA_ERROR, f"{type(e).__name__}: {e}"
+        if self.child is not None:
+            self.child.kill()  # its GPU work, if any, ends here
+        if gate is not None:
+            gate.done()
         r = self.finish(t_start)
+        res["phases_ms"] = r["harness"]["phases_ms"]
         res["log"] = r["log"]
         return res
+
+    def compile_dry_run(self, child, language):
+        """For a Triton candidate whose timing inputs' shapes are known: compiles its
+        kernels in `child` on stand-ins (dryrun.py), nothing launched. Returns the dry
+        run's reply, or None when there was none. Raises ChildFailure (COMPILE_ERROR)
+        when a kernel does not compile."""
+        spec = self.job.input_spec or self.job.spec_without_values()
+        if language != "triton" or spec is None:
+            return None
+        with self.phases("compile dry run"):
+            compiled = child.request({"cmd": "compile", "inputs": spec},
+                                     timeout=min(child.remaining(), self.req.call_timeout_s),
+                                     phase="the compile dry run")
+        self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
+                     f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
+                     + (f"; {compiled['error']}" if compiled.get("error") else ""))
+        if compiled.get("compile_error"):
+            raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
+                               + compiled["compile_error"])
+        return compiled
 
     # -- prepare (server) ----------------------------------------------------------------
     def run_prepare(self):
@@ -805,20 +848,7 @@ class Supervisor(TransferMixin, TimingChecksMixin):
             with self.phases("candidate import and construction"):
                 ready = child.checked(child.recv(phase="candidate import and construction"),
                                       "candidate import and construction")
-            compiled = None
-            spec = self.job.input_spec or self.job.spec_without_values()
-            if req.language == "triton" and spec is not None:
-                with self.phases("compile dry run"):
-                    compiled = child.request(
-                        {"cmd": "compile", "inputs": spec},
-                        timeout=min(child.remaining(), req.call_timeout_s),
-                        phase="the compile dry run")
-                self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
-                             f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
-                             + (f"; {compiled['error']}" if compiled.get("error") else ""))
-                if compiled.get("compile_error"):
-                    raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
-                                       + compiled["compile_error"])
+            compiled = self.compile_dry_run(child, req.language)
         except ChildFailure as f:
             self.result["verdict"] = f.verdict
             self.result["correctness"]["reason"] = f.reason

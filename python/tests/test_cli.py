@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from conftest import FAST, PYDIR, read
 
@@ -64,6 +65,75 @@ def test_profile_mode_runs_candidate_in_child():
     res = json.loads(p.stdout)
     assert res["ok"] and res["nvtx_range"] == "kagent_candidate", res
     assert res["kernels_launched"] == ["relu_add_kernel"]
+
+
+def _start_gated_profile(tmp_path, kernel_source):
+    req = dict(FAST, problem_source=read("problem_relu_add.py"), kernel_source=kernel_source,
+               profile_iters=2)
+    (tmp_path / "req.json").write_text(json.dumps(req))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = dict(os.environ, PYTHONPATH=PYDIR)
+    proc = subprocess.Popen([sys.executable, "-m", "kagent_harness", "profile", "--request",
+                             str(tmp_path / "req.json"), "--out", str(tmp_path / "res.json"),
+                             "--gate-dir", str(gate)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, gate
+
+
+def _wait_for(path, proc, timeout=240):
+    t0 = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < timeout, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_gated_profile_prepares_then_waits_for_the_worker_go(tmp_path):
+    proc, gate = _start_gated_profile(tmp_path, read("cand_relu_add_good.py"))
+    try:
+        _wait_for(gate / "ready", proc)
+        # Ready, and it waits: nothing profiled and no result until the worker says go.
+        time.sleep(1.0)
+        assert proc.poll() is None
+        assert not (tmp_path / "res.json").exists() and not (gate / "done").exists()
+        (gate / "go").write_text("go\n")
+        proc.wait(timeout=240)
+    finally:
+        proc.kill()
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert res["ok"] and res["kernels_launched"] == ["relu_add_kernel"], res
+    assert (gate / "done").exists()
+    phases = res["phases_ms"]
+    assert "waiting for the GPU" in phases and "compile dry run" in phases, phases
+    assert res["gate_wait_s"] >= 1.0
+
+
+def test_gated_profile_ends_without_the_gpu_on_stop(tmp_path):
+    proc, gate = _start_gated_profile(tmp_path, read("cand_relu_add_good.py"))
+    try:
+        _wait_for(gate / "ready", proc)
+        (gate / "stop").write_text("stop\n")
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert not res["ok"] and res["verdict"] == "INFRA_ERROR"
+    assert "did not grant the GPU" in res["reason"]
+    assert res["kernels_launched"] == []
+
+
+def test_gated_profile_of_a_candidate_that_fails_to_build_never_asks_for_the_gpu(tmp_path):
+    broken = read("cand_relu_add_good.py") + "\nraise RuntimeError('broken at import')\n"
+    proc, gate = _start_gated_profile(tmp_path, broken)
+    try:
+        proc.wait(timeout=240)
+    finally:
+        proc.kill()
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert not res["ok"] and res["verdict"] in ("COMPILE_ERROR", "CRASH"), res
+    assert "broken at import" in res["reason"] + res["log"]
+    assert not (gate / "ready").exists()
 
 
 def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):

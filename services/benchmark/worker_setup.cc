@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -25,6 +27,7 @@
 #include "services/benchmark/gpu_busy_meter.h"
 #include "services/benchmark/gpu_slot.h"
 #include "services/profiler/gpu_spec.h"
+#include "services/profiler/profile_gate.h"
 #include "services/profiler/profiler_service.h"
 
 namespace kagent {
@@ -32,8 +35,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A profile's GPU gate on a worker: its GPU slot, taken when the harness has prepared
+// (its processes started, the candidate built and compiled) and given back when the
+// profiled forwards are done.
+class SlotProfileGate final : public ProfileGpuGate {
+ public:
+  SlotProfileGate(GpuSlot* slot, std::string job_id, absl::Time deadline,
+                  grpc::ServerContext* context)
+      : slot_(slot), job_id_(std::move(job_id)), deadline_(deadline), context_(context) {}
+
+  absl::Status Acquire(const CancelToken* cancel) override {
+    return slot_->Acquire(job_id_, deadline_, [this, cancel] {
+      return context_->IsCancelled() || (cancel != nullptr && cancel->cancelled());
+    });
+  }
+  void Release() override { slot_->Release(); }
+
+ private:
+  GpuSlot* slot_;
+  const std::string job_id_;
+  const absl::Time deadline_;
+  grpc::ServerContext* context_;
+};
+
 // ProfilerService on a worker: the same GPU slot as measurements, so the GPU runs one
-// task at a time whichever service it came through.
+// task at a time whichever service it came through; the slot is held only for the
+// profile's GPU part (SlotProfileGate), and the response's gpu_seconds is that time.
 class SlottedProfilerService final : public v1::ProfilerService::Service {
  public:
   SlottedProfilerService(ProfilerServiceImpl* inner, GpuSlot* slot, const Authenticator* auth)
@@ -45,20 +72,20 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
     LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
     absl::Status valid = inner_->ValidateRequest(*request);
     if (!valid.ok()) return ToGrpcStatus(valid);
-    absl::Time deadline = absl::FromChrono(context->deadline());
-    absl::Status got = slot_->Acquire(request->job_id(), deadline,
-                                      [context] { return context->IsCancelled(); });
-    if (!got.ok()) return ToGrpcStatus(got);
-    GpuSlotLease lease(slot_);
+    const absl::Time deadline = absl::FromChrono(context->deadline());
+    SlotProfileGate gate(slot_, request->job_id(), deadline, context);
+    GatedRunInfo info;
     absl::StatusOr<v1::ProfileResponse> r = absl::UnknownError("not run");
-    const absl::Time held_from = absl::Now();
     {
       ServerCallCancel cancel(context);
-      r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now());
+      r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now(), &gate, &info);
     }
+    KLOG(INFO).With("gpu_seconds", info.held_seconds).With("prepare_seconds", info.prepare_seconds)
+        << "profiled: " << (r.ok() ? "ok" : r.status().ToString())
+        << (info.granted ? "" : " (the GPU was not taken)");
     if (!r.ok()) return ToGrpcStatus(r.status());
     *response = *std::move(r);
-    response->set_gpu_seconds(absl::ToDoubleSeconds(absl::Now() - held_from));
+    response->set_gpu_seconds(info.held_seconds);
     return grpc::Status::OK;
   }
 

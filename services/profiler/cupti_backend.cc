@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -151,7 +152,8 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
       traced, run,
       {harness.python, "-m", "kagent_harness", "profile", "--request", run.request_path, "--out",
        result_path});
-  KAGENT_ASSIGN_OR_RETURN(SubprocessResult result, runner->Run(subprocess));
+  KAGENT_ASSIGN_OR_RETURN(SubprocessResult result,
+                          RunHarnessProfileProcess(runner, std::move(subprocess), run));
   if (result.timed_out) {
     return absl::DeadlineExceededError(absl::StrFormat(
         "CUPTI profiling timed out after %.1f s", absl::ToDoubleSeconds(run.timeout)));

@@ -1,5 +1,9 @@
 #include "services/profiler/ncu_backend.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -89,6 +93,18 @@ SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const 
   return options;
 }
 
+absl::StatusOr<SubprocessResult> RunHarnessProfileProcess(CommandRunner* runner,
+                                                          SubprocessOptions options,
+                                                          const ProfileRun& run) {
+  if (run.gate == nullptr) return runner->Run(options);
+  const std::string gate_dir = absl::StrCat(run.work_dir, "/gate");
+  if (::mkdir(gate_dir.c_str(), 0700) != 0) {
+    return absl::InternalError(absl::StrCat("cannot create ", gate_dir, ": ", std::strerror(errno)));
+  }
+  return RunGatedHarness(runner, std::move(options), gate_dir, run.gate, run.timeout, run.cancel,
+                         run.gate_info);
+}
+
 absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
                               absl::Duration timeout) {
   const std::string all = absl::StrCat(ncu_log, "\n", result.stdout_data, "\n",
@@ -131,7 +147,8 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
   SubprocessOptions subprocess = HarnessSubprocessOptions(
       harness, run, BuildNcuArgv(options, harness, run.request_path, result_path, log_path));
   KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics";
-  absl::StatusOr<SubprocessResult> result = runner->Run(subprocess);
+  absl::StatusOr<SubprocessResult> result =
+      RunHarnessProfileProcess(runner, std::move(subprocess), run);
   if (!result.ok()) {
     if (result.status().code() == absl::StatusCode::kNotFound) {
       return absl::FailedPreconditionError(kNcuMissingMessage);

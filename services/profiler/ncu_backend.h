@@ -25,6 +25,7 @@
 #include "services/profiler/command_runner.h"
 #include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_csv.h"
+#include "services/profiler/profile_gate.h"
 
 namespace kagent {
 
@@ -47,6 +48,11 @@ struct ProfileRun {
   std::string request_path;   // the harness request, already written
   absl::Duration timeout = absl::Seconds(300);
   const CancelToken* cancel = nullptr;
+  // When set, the harness prepares first and uses the GPU only once `gate` grants it
+  // (profile_gate.h); `timeout` then bounds the preparation and the GPU part each.
+  // Not owned. `gate_info` (may be null) gets what the gated run did.
+  ProfileGpuGate* gate = nullptr;
+  GatedRunInfo* gate_info = nullptr;
 };
 
 struct NcuBackendOptions {
@@ -72,6 +78,13 @@ std::vector<std::string> BuildNcuArgv(const NcuBackendOptions& options,
 // CUDA_VISIBLE_DEVICES and extra_env.
 SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const ProfileRun& run,
                                            std::vector<std::string> argv);
+
+// Runs a harness profile command (ncu's or the CUPTI backend's) for `run`: through
+// RunGatedHarness with a gate directory in run.work_dir when run.gate is set, else to
+// completion under run.timeout.
+absl::StatusOr<SubprocessResult> RunHarnessProfileProcess(CommandRunner* runner,
+                                                          SubprocessOptions options,
+                                                          const ProfileRun& run);
 
 // Maps a finished ncu run to an error, or OK when it may be parsed. `ncu_log` is the
 // --log-file text.

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -132,7 +133,7 @@ int ProfilerServiceImpl::ComputeCapability() {
 
 absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     const kagent::v1::ProfileRequest& request, const CancelToken* cancel,
-    absl::Duration deadline_left) {
+    absl::Duration deadline_left, ProfileGpuGate* gate, GatedRunInfo* gate_info) {
   KAGENT_RETURN_IF_ERROR(ValidateRequest(request));
   absl::Duration timeout = request.timeout_seconds() > 0
                                ? absl::Seconds(request.timeout_seconds())
@@ -149,7 +150,9 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     use_ncu = false;
   }
 
-  absl::MutexLock gpu_lock(&gpu_mu_);  // one GPU task at a time on this GPU
+  // One GPU task at a time on this GPU: the gate's job when there is one.
+  std::optional<absl::MutexLock> gpu_lock;
+  if (gate == nullptr) gpu_lock.emplace(&gpu_mu_);
   const std::optional<kagent::v1::GpuSpec> spec = GpuSpec();
   const int cc = ComputeCapability();
 
@@ -167,7 +170,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
 
   HarnessCommand harness{options_.python, options_.harness_pythonpath,
                          std::to_string(options_.gpu_index), {}, 0};
-  ProfileRun run{dir->path(), request_path, timeout, cancel};
+  ProfileRun run{dir->path(), request_path, timeout, cancel, gate, gate_info};
   kagent::v1::ProfileResponse response;
   const kagent::v1::OpSignature* signature = nullptr;
 

@@ -25,6 +25,7 @@
 #include "common/subprocess/subprocess.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/command_runner.h"
+#include "services/profiler/profile_gate.h"
 
 namespace kagent {
 
@@ -62,11 +63,16 @@ class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
                        kagent::v1::ProfileResponse* response) override;
 
   // The logic behind Profile, without gRPC: validation, GPU detection, the run.
-  // `cancel` may be null.
+  // `cancel` may be null. Without `gate` the whole run holds this service's GPU lock;
+  // with one (a worker's GPU slot), the harness prepares without the GPU and the gate
+  // decides when the profiled part runs (profile_gate.h); runs then overlap in their
+  // preparation. `gate_info` (may be null) gets what the gated run did.
   absl::StatusOr<kagent::v1::ProfileResponse> RunProfile(const kagent::v1::ProfileRequest& request,
                                                          const CancelToken* cancel,
                                                          absl::Duration deadline_left =
-                                                             absl::InfiniteDuration());
+                                                             absl::InfiniteDuration(),
+                                                         ProfileGpuGate* gate = nullptr,
+                                                         GatedRunInfo* gate_info = nullptr);
 
   // INVALID_ARGUMENT naming the field to fix, or OK.
   absl::Status ValidateRequest(const kagent::v1::ProfileRequest& request) const;
@@ -82,7 +88,7 @@ class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
   const Authenticator* const auth_;
   CommandRunner* const runner_;
 
-  absl::Mutex gpu_mu_;  // held for the whole of each GPU run
+  absl::Mutex gpu_mu_;  // held for the whole of each ungated GPU run
   absl::Mutex spec_mu_ ABSL_ACQUIRED_AFTER(gpu_mu_);
   bool spec_detected_ ABSL_GUARDED_BY(spec_mu_) = false;
   std::optional<kagent::v1::GpuSpec> spec_ ABSL_GUARDED_BY(spec_mu_);
