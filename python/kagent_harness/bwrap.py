@@ -31,6 +31,8 @@ import threading
 # whatever TMPDIR says) ...
 SCRATCH_MASKS = ("/tmp", "/var/tmp", "/dev/shm")
 SCRATCH_MASK_BYTES = 64 << 20
+# ... except, in profile mode, these (Config.profiler).
+PROFILER_SHARED = ("/tmp", "/dev/shm")
 # ... or empty and read-only (home directories, runtime sockets, mounts of the host).
 EMPTY_MASKS = ("/run", "/home", "/root", "/mnt", "/media", "/srv")
 
@@ -94,9 +96,44 @@ def needed_paths():
     return out
 
 
+def _traversable(path):
+    """Whether every directory from / down to `path` lets other users through (the
+    search bit for others), as the dropped user must to reach its scratch."""
+    p = os.path.abspath(path)
+    while True:
+        try:
+            if not os.stat(p).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+        if p == "/":
+            return True
+        p = os.path.dirname(p)
+
+
+def scratch_base(need_bytes=0):
+    """Where the sandboxes' private directories go: /dev/shm when it has `need_bytes`
+    free (input files are big), else the temp dir; either only when the dropped user can
+    reach it. A worker gives its harness a private 0700 TMPDIR, which bwrap running as
+    that user (user-namespace mode) could not enter: then /tmp, or /var/tmp."""
+    import tempfile
+    if need_bytes and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) and \
+            _traversable("/dev/shm"):
+        try:
+            st = os.statvfs("/dev/shm")
+            if st.f_bavail * st.f_frsize >= need_bytes:
+                return "/dev/shm"
+        except OSError:
+            pass
+    for base in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        if os.path.isdir(base) and os.access(base, os.W_OK) and _traversable(base):
+            return base
+    return tempfile.gettempdir()
+
+
 def _is_private_dir(path):
     import tempfile
-    for base in ("/dev/shm", tempfile.gettempdir()):
+    for base in ("/dev/shm", tempfile.gettempdir(), "/tmp", "/var/tmp"):
         if _under(path, base) and any(c.startswith("kagent-") for c in
                                       path[len(base):].split("/")):
             return True
@@ -185,8 +222,13 @@ class Config:
     """What one candidate's sandbox is: built once per Child.start."""
 
     def __init__(self, workdir, device, network=True, user_ns=False, hide=(),
-                 status_fd=None, drop_inside=None):
+                 status_fd=None, drop_inside=None, profiler=False):
         self.workdir = os.path.abspath(workdir)
+        # Profile mode under Nsight Compute: its injected library in the candidate's
+        # process talks to the ncu frontend outside through files in /tmp and /dev/shm
+        # (with them masked, the first profiled kernel waits for ever: seen on the
+        # H200), so those two are the host's here (PROFILER_SHARED).
+        self.profiler = profiler
         self.device = device
         self.network = network          # True: a fresh network namespace
         self.user_ns = user_ns          # True: --unshare-user (not root, or after a drop)
@@ -245,7 +287,10 @@ class Config:
             a += ["--dev-bind", dev, dev]
         a += ["--proc", "/proc"]
         for m in SCRATCH_MASKS:
-            a += ["--perms", "1777", "--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
+            if self.profiler and m in PROFILER_SHARED:
+                a += ["--bind", m, m]
+            else:
+                a += ["--perms", "1777", "--size", str(SCRATCH_MASK_BYTES), "--tmpfs", m]
         hide = [os.path.abspath(p) for p in self.hide if os.path.lexists(p)]
         ro_masks = [m for m in EMPTY_MASKS if os.path.isdir(m)] + \
             [p for p in hide if os.path.isdir(p) and self._reachable(p)]
@@ -421,7 +466,7 @@ def _probe(device):
         missing.append("bubblewrap (bwrap not on PATH)")
         return res
     res["tool"] = bwrap_version(res["bwrap"]) or "bwrap"
-    d = tempfile.mkdtemp(prefix="kagent-probe-")
+    d = tempfile.mkdtemp(prefix="kagent-probe-", dir=scratch_base())
     try:
         prefix, inside = [], None
         if res["drop"]:

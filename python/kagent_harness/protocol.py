@@ -8,6 +8,7 @@ proto's without the VERDICT_ prefix. docs/harness.md documents every field.
 import contextlib
 import math
 import os
+import sys
 import time
 
 CORRECT = "CORRECT"
@@ -225,6 +226,9 @@ def timing_stats(times_ms):
     }
 
 
+_LOG_TO_STDERR = os.environ.get("KAGENT_HARNESS_LOG_STDERR") == "1"
+
+
 class Log:
     """Timestamped log lines; the result carries a bounded tail of them."""
 
@@ -233,7 +237,11 @@ class Log:
         self.t0 = time.monotonic()
 
     def add(self, msg):
-        self.lines.append(f"[{time.monotonic() - self.t0:8.3f}s] {msg}")
+        line = f"[{time.monotonic() - self.t0:8.3f}s] {msg}"
+        self.lines.append(line)
+        if _LOG_TO_STDERR:  # KAGENT_HARNESS_LOG_STDERR=1: also live, for diagnosis
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
     def tail(self, extra="", limit=LOG_LIMIT_BYTES):
         text = "\n".join(self.lines)

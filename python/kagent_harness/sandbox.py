@@ -194,15 +194,11 @@ def netns_prefix(log):
 
 
 def make_workdir(base=None):
-    """A private 0700 directory, on /dev/shm when it has room (input files are big)."""
+    """A private 0700 directory, on /dev/shm when it has room (input files are big), in
+    a place the dropped user can reach (bwrap.scratch_base)."""
     import tempfile
-    if base is None and os.path.isdir("/dev/shm"):
-        try:
-            st = os.statvfs("/dev/shm")
-            if st.f_bavail * st.f_frsize >= 16 * 1024**3 and os.access("/dev/shm", os.W_OK):
-                base = "/dev/shm"
-        except OSError:
-            pass
+    if base is None:
+        base = bwrap.scratch_base(need_bytes=16 * 1024**3)
     d = tempfile.mkdtemp(prefix="kagent-", dir=base)
     os.chmod(d, 0o700)
     return d
@@ -352,7 +348,12 @@ class Child:
         if pr["bwrap_ok"]:
             cfg = bwrap.Config(self.workdir, self.device, network=self.network_isolation,
                                user_ns=os.geteuid() != 0 or (uid != 0 and not inside),
-                               hide=self.sandbox_hide, drop_inside=inside)
+                               hide=self.sandbox_hide, drop_inside=inside,
+                               profiler=self.keep_injection)
+            if self.keep_injection:
+                info["missing"].append(
+                    "private /tmp and /dev/shm (profile mode: the host's are shared, "
+                    "Nsight Compute's injection needs them)")
             info["tool"] = pr["tool"]
             info["namespaces"] = cfg.namespaces()
             return prefix, cfg, info

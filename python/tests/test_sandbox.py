@@ -414,6 +414,32 @@ def test_a_hidden_path_inside_a_bound_back_one_stays_hidden(tmp_path, monkeypatc
     assert p.stdout.split() == ["visible", "0", "done"], p.stdout + p.stderr
 
 
+def test_only_profile_mode_shares_the_hosts_tmp_and_dev_shm(tmp_path):
+    # Nsight Compute's injected library reaches its frontend through /tmp and /dev/shm:
+    # a profiled candidate sees the host's (Config.profiler); a measured one its own.
+    from kagent_harness import bwrap
+    marker = f"kagent-profiler-share-{uuid.uuid4().hex}"
+    for base in ("/tmp", "/dev/shm"):
+        with open(os.path.join(base, marker), "w") as f:
+            f.write("host\n")
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        script = f"ls /tmp/{marker} /dev/shm/{marker} 2>/dev/null | wc -l"
+        seen = {}
+        for profiler in (False, True):
+            cfg = bwrap.Config(str(work), "cpu", user_ns=os.geteuid() != 0,
+                               profiler=profiler)
+            p = subprocess.run(cfg.argv(shutil.which("bwrap")) + ["/bin/sh", "-c", script],
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            seen[profiler] = p.stdout.strip()
+        assert seen == {False: "0", True: "2"}
+    finally:
+        for base in ("/tmp", "/dev/shm"):
+            os.unlink(os.path.join(base, marker))
+
+
 def test_links_planted_in_scratch_do_not_redirect_the_supervisor(srv):
     """The supervisor writes each trial's inputs, and reads the candidate's log, in the
     candidate's directory after its code ran: through no link the candidate planted."""

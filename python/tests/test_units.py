@@ -496,3 +496,37 @@ def test_a_released_trial_set_in_use_closes_when_its_request_is_done():
     assert jt.closed and jt.model is None
     again, state = cache.get(req, "job-r", "cpu", P.Log())
     assert state == "built" and again is not jt
+
+
+def test_sandbox_scratch_goes_where_the_dropped_user_can_reach(monkeypatch):
+    # A worker hands its harness a private 0700 TMPDIR; bwrap running as the dropped
+    # user (user-namespace mode) cannot enter it, so the sandboxes' directories (and the
+    # start-time probe's) must go elsewhere. Seen on the H200 under kagentd.
+    import os
+    import shutil
+    import tempfile
+    from kagent_harness import bwrap
+    private = tempfile.mkdtemp(prefix="kagent-test-private-", dir="/tmp")
+    shared = tempfile.mkdtemp(prefix="kagent-test-shared-", dir="/tmp")
+    try:
+        os.chmod(private, 0o700)
+        os.chmod(shared, 0o755)
+        nested = os.path.join(private, "tmp")
+        os.mkdir(nested, 0o777)
+        os.chmod(nested, 0o777)
+        monkeypatch.setattr(tempfile, "tempdir", nested)
+        assert not bwrap._traversable(nested)
+        base = bwrap.scratch_base()
+        assert base in ("/tmp", "/var/tmp") and bwrap._traversable(base)
+        monkeypatch.setattr(tempfile, "tempdir", shared)
+        assert bwrap.scratch_base() == shared
+        from kagent_harness.sandbox import make_workdir
+        d = make_workdir()
+        try:
+            assert bwrap._traversable(os.path.dirname(d))
+            assert os.stat(d).st_mode & 0o777 == 0o700
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(shared, ignore_errors=True)
