@@ -146,6 +146,12 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
   SubprocessOptions subprocess = HarnessSubprocessOptions(
       harness, run, BuildNcuArgv(options, harness, run.request_path, result_path, log_path));
+  // ncu's frontend and its library injected into the candidate's process meet in the
+  // frontend's temp dir. The candidate runs sandboxed as another user, and sees the
+  // host's /tmp in profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), but
+  // cannot enter this run's private work dir: with TMPDIR there, the first profiled
+  // kernel waited until the timeout on the H200.
+  subprocess.env["TMPDIR"] = kNcuTempDir;
   KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics";
   absl::StatusOr<SubprocessResult> result =
       RunHarnessProfileProcess(runner, std::move(subprocess), run);

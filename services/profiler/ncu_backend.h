@@ -30,6 +30,8 @@
 namespace kagent {
 
 inline constexpr char kNvtxRange[] = "kagent_candidate";
+// TMPDIR of ncu's run: a directory the sandboxed candidate can reach (RunNcuProfile).
+inline constexpr char kNcuTempDir[] = "/tmp";
 inline constexpr char kNcuMissingMessage[] =
     "ncu not found on PATH; install Nsight Compute or use the cupti backend";
 

@@ -56,7 +56,8 @@ TEST_CASE("Runs ncu through the runner and parses its CSV", "[ncu_backend]") {
   const SubprocessOptions call = runner.calls()[0];
   CHECK(call.env.at("CUDA_VISIBLE_DEVICES") == "3");
   CHECK(call.env.at("PYTHONPATH").rfind("/opt/kagent/python", 0) == 0);
-  CHECK(call.env.at("TMPDIR") == f.dir->path());
+  // Not the private work dir: ncu's injection in the sandboxed candidate must reach it.
+  CHECK(call.env.at("TMPDIR") == kNcuTempDir);
   CHECK(call.working_dir == f.dir->path());
   CHECK(call.timeout == absl::Seconds(60));
   CHECK_FALSE(call.isolate_network);
