@@ -45,17 +45,26 @@ class SlotProfileGate final : public ProfileGpuGate {
       : slot_(slot), job_id_(std::move(job_id)), deadline_(deadline), context_(context) {}
 
   absl::Status Acquire(const CancelToken* cancel) override {
-    return slot_->Acquire(job_id_, deadline_, [this, cancel] {
+    absl::Status got = slot_->Acquire(job_id_, deadline_, [this, cancel] {
       return context_->IsCancelled() || (cancel != nullptr && cancel->cancelled());
     });
+    if (got.ok()) held_from_ = absl::Now();
+    return got;
   }
-  void Release() override { slot_->Release(); }
+  void Release() override {
+    slot_->Release();
+    held_seconds_ += absl::ToDoubleSeconds(absl::Now() - held_from_);
+  }
+  // The time the slot was held, over every Acquire/Release pair.
+  double held_seconds() const { return held_seconds_; }
 
  private:
   GpuSlot* slot_;
   const std::string job_id_;
   const absl::Time deadline_;
   grpc::ServerContext* context_;
+  absl::Time held_from_;
+  double held_seconds_ = 0;
 };
 
 // ProfilerService on a worker: the same GPU slot as measurements, so the GPU runs one
@@ -80,12 +89,12 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
       ServerCallCancel cancel(context);
       r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now(), &gate, &info);
     }
-    KLOG(INFO).With("gpu_seconds", info.held_seconds).With("prepare_seconds", info.prepare_seconds)
+    KLOG(INFO).With("gpu_seconds", gate.held_seconds()).With("prepare_seconds", info.prepare_seconds)
         << "profiled: " << (r.ok() ? "ok" : r.status().ToString())
         << (info.granted ? "" : " (the GPU was not taken)");
     if (!r.ok()) return ToGrpcStatus(r.status());
     *response = *std::move(r);
-    response->set_gpu_seconds(info.held_seconds);
+    response->set_gpu_seconds(gate.held_seconds());
     return grpc::Status::OK;
   }
 

@@ -55,7 +55,6 @@ absl::StatusOr<SubprocessResult> RunGatedHarness(CommandRunner* runner,
   const std::string ready = absl::StrCat(gate_dir, "/ready");
   const std::string done = absl::StrCat(gate_dir, "/done");
   auto release = [&] {
-    info->held_seconds = absl::ToDoubleSeconds(absl::Now() - held_from);
     gate->Release();
     stage = Stage::kReleased;
   };

@@ -26,7 +26,8 @@ namespace kagent {
 inline constexpr char kGateDirFlag[] = "--gate-dir";
 
 // Who decides when a profile may use the GPU. Implementations need not be thread-safe:
-// one gate serves one profile, called from one thread.
+// one gate serves one profile, called from one thread, which may acquire it more than
+// once in turn (ProfilerServiceImpl::RunProfile).
 class ProfileGpuGate {
  public:
   virtual ~ProfileGpuGate() = default;
@@ -41,7 +42,6 @@ class ProfileGpuGate {
 // What a gated run did besides the process's own result.
 struct GatedRunInfo {
   bool granted = false;            // Acquire returned OK (go was written)
-  double held_seconds = 0;         // from go to done (or the process's end)
   double prepare_seconds = 0;      // from the start to ready
 };
 

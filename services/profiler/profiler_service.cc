@@ -119,6 +119,11 @@ std::optional<kagent::v1::GpuSpec> ProfilerServiceImpl::GpuSpec() {
   return spec_;
 }
 
+bool ProfilerServiceImpl::SpecDetected() {
+  absl::MutexLock lock(&spec_mu_);
+  return spec_detected_;
+}
+
 int ProfilerServiceImpl::ComputeCapability() {
   if (options_.compute_capability > 0) return options_.compute_capability;
   GpuSpec();
@@ -153,6 +158,13 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   // One GPU task at a time on this GPU: the gate's job when there is one.
   std::optional<absl::MutexLock> gpu_lock;
   if (gate == nullptr) gpu_lock.emplace(&gpu_mu_);
+  if (gate != nullptr && !SpecDetected()) {
+    // gpuinfo measures the GPU's copy bandwidth and FLOP/s: it needs the GPU to itself,
+    // like the profiled forwards, so it runs under the gate too (once per service).
+    KAGENT_RETURN_IF_ERROR(gate->Acquire(cancel));
+    GpuSpec();
+    gate->Release();
+  }
   const std::optional<kagent::v1::GpuSpec> spec = GpuSpec();
   const int cc = ComputeCapability();
 

@@ -66,7 +66,9 @@ class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
   // `cancel` may be null. Without `gate` the whole run holds this service's GPU lock;
   // with one (a worker's GPU slot), the harness prepares without the GPU and the gate
   // decides when the profiled part runs (profile_gate.h); runs then overlap in their
-  // preparation. `gate_info` (may be null) gets what the gated run did.
+  // preparation. The first gated run also takes the gate for the GPU's detection
+  // (GpuSpec measures the GPU), so a gate may be acquired twice. `gate_info` (may be
+  // null) gets what the gated harness run did.
   absl::StatusOr<kagent::v1::ProfileResponse> RunProfile(const kagent::v1::ProfileRequest& request,
                                                          const CancelToken* cancel,
                                                          absl::Duration deadline_left =
@@ -82,6 +84,8 @@ class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
   std::optional<kagent::v1::GpuSpec> GpuSpec();
 
  private:
+  // Whether GpuSpec() ran its detection already.
+  bool SpecDetected();
   int ComputeCapability();
 
   const ProfilerServiceOptions options_;

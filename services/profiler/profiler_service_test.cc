@@ -36,6 +36,51 @@ ProfilerServiceOptions TestOptions() {
   return options;
 }
 
+// A gate that says whether it is held; a runner that notes whether it was while gpuinfo
+// (which measures the GPU) ran.
+class FlagGate final : public ProfileGpuGate {
+ public:
+  absl::Status Acquire(const CancelToken*) override {
+    held = true;
+    ++acquired;
+    return absl::OkStatus();
+  }
+  void Release() override { held = false; }
+  bool held = false;
+  int acquired = 0;
+};
+
+class GpuinfoWatchingRunner final : public FakeRunner {
+ public:
+  explicit GpuinfoWatchingRunner(const FlagGate* gate) : gate_(gate) {}
+  absl::StatusOr<SubprocessResult> Run(const SubprocessOptions& options) override {
+    if (std::find(options.argv.begin(), options.argv.end(), "gpuinfo") != options.argv.end()) {
+      gpuinfo_runs_held.push_back(gate_->held);
+    }
+    return FakeRunner::Run(options);
+  }
+  std::vector<bool> gpuinfo_runs_held;
+
+ private:
+  const FlagGate* gate_;
+};
+
+TEST_CASE("A gated profile detects the GPU under the gate, once", "[profiler_service]") {
+  FlagGate gate;
+  GpuinfoWatchingRunner runner(&gate);
+  runner.gpuinfo_json = ::kagent::testing::kH200GpuInfo;
+  runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
+  ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
+  REQUIRE(service.RunProfile(ValidRequest(), nullptr, absl::InfiniteDuration(), &gate).ok());
+  CHECK(runner.gpuinfo_runs_held == std::vector<bool>{true});
+  CHECK_FALSE(gate.held);
+  // The fake harness never says ready: the profile itself did not take the gate.
+  CHECK(gate.acquired == 1);
+  REQUIRE(service.RunProfile(ValidRequest(), nullptr, absl::InfiniteDuration(), &gate).ok());
+  CHECK(runner.gpuinfo_runs_held.size() == 1);
+  CHECK(gate.acquired == 1);
+}
+
 TEST_CASE("Requests are validated with what to fix", "[profiler_service]") {
   FakeRunner runner;
   ProfilerServiceImpl service(TestOptions(), nullptr, &runner);
