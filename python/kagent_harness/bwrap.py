@@ -96,19 +96,29 @@ def needed_paths():
     return out
 
 
-def _traversable(path):
-    """Whether every directory from / down to `path` lets other users through (the
-    search bit for others), as the dropped user must to reach its scratch."""
-    p = os.path.abspath(path)
+def _passable(directory, uid=None):
+    """Whether `directory` and every directory above it let `uid` through (the search
+    bit): this process's own access when uid is its effective uid; None: any user other
+    than the owners (the bit for others), as the dropped user needs for its scratch."""
+    d = os.path.abspath(directory)
     while True:
         try:
-            if not os.stat(p).st_mode & 0o001:
-                return False
+            st = os.stat(d)
         except OSError:
             return False
-        if p == "/":
+        if uid is not None and uid == os.geteuid():
+            if not os.access(d, os.X_OK):
+                return False
+        elif not (st.st_mode & 0o001 or
+                  (uid is not None and st.st_uid == uid and st.st_mode & 0o100)):
+            return False
+        if d == "/":
             return True
-        p = os.path.dirname(p)
+        d = os.path.dirname(d)
+
+
+# Where scratch goes when the temp dir is not reachable by the dropped user.
+_FALLBACK_TEMP_DIRS = ("/tmp", "/var/tmp")
 
 
 def scratch_base(need_bytes=0):
@@ -118,22 +128,22 @@ def scratch_base(need_bytes=0):
     that user (user-namespace mode) could not enter: then /tmp, or /var/tmp."""
     import tempfile
     if need_bytes and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) and \
-            _traversable("/dev/shm"):
+            _passable("/dev/shm"):
         try:
             st = os.statvfs("/dev/shm")
             if st.f_bavail * st.f_frsize >= need_bytes:
                 return "/dev/shm"
         except OSError:
             pass
-    for base in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
-        if os.path.isdir(base) and os.access(base, os.W_OK) and _traversable(base):
+    for base in (tempfile.gettempdir(),) + _FALLBACK_TEMP_DIRS:
+        if os.path.isdir(base) and os.access(base, os.W_OK) and _passable(base):
             return base
     return tempfile.gettempdir()
 
 
 def _is_private_dir(path):
     import tempfile
-    for base in ("/dev/shm", tempfile.gettempdir(), "/tmp", "/var/tmp"):
+    for base in ("/dev/shm", tempfile.gettempdir()) + _FALLBACK_TEMP_DIRS:
         if _under(path, base) and any(c.startswith("kagent-") for c in
                                       path[len(base):].split("/")):
             return True
@@ -244,22 +254,8 @@ class Config:
     def _reachable(self, path):
         """Whether bwrap (as self.uid) can reach path: every directory above it
         searchable. One it cannot reach, the candidate cannot either."""
-        if not os.path.lexists(path):
-            return False
-        d = os.path.dirname(os.path.abspath(path))
-        while True:
-            try:
-                st = os.stat(d)
-            except OSError:
-                return False
-            if self.uid == os.geteuid():
-                if not os.access(d, os.X_OK):
-                    return False
-            elif not (st.st_mode & 0o001 or (st.st_uid == self.uid and st.st_mode & 0o100)):
-                return False
-            if d == "/":
-                return True
-            d = os.path.dirname(d)
+        return os.path.lexists(path) and \
+            _passable(os.path.dirname(os.path.abspath(path)), self.uid)
 
     def namespaces(self):
         ns = ["pid", "ipc", "uts", "mount"]

@@ -515,15 +515,15 @@ def test_sandbox_scratch_goes_where_the_dropped_user_can_reach(monkeypatch):
         os.mkdir(nested, 0o777)
         os.chmod(nested, 0o777)
         monkeypatch.setattr(tempfile, "tempdir", nested)
-        assert not bwrap._traversable(nested)
+        assert not bwrap._passable(nested)
         base = bwrap.scratch_base()
-        assert base in ("/tmp", "/var/tmp") and bwrap._traversable(base)
+        assert base in ("/tmp", "/var/tmp") and bwrap._passable(base)
         monkeypatch.setattr(tempfile, "tempdir", shared)
         assert bwrap.scratch_base() == shared
         from kagent_harness.sandbox import make_workdir
         d = make_workdir()
         try:
-            assert bwrap._traversable(os.path.dirname(d))
+            assert bwrap._passable(os.path.dirname(d))
             assert os.stat(d).st_mode & 0o777 == 0o700
         finally:
             shutil.rmtree(d, ignore_errors=True)
