@@ -6,6 +6,12 @@ best few on to the full gate and timing; a screen result is never a measurement.
 
 Variants are trusted code (written by the brain, not by a user or an LLM), so they share
 one process; should that process die on a variant, the rest are screened in a new one.
+
+A screen can be prepared before the worker takes the GPU slot (prepare_screen): the
+variants' process is started, every variant imported and built, and each Triton
+variant's kernels compiled in a dry run (dryrun.py) on stand-ins of the timing inputs,
+so the screen under the slot only calls and times them. A variant whose clean dry run
+fails to compile is a COMPILE_ERROR without the GPU.
 """
 
 import math
@@ -23,13 +29,69 @@ SCREEN_WARMUP_MS = 10.0
 MAX_VARIANTS = 32
 
 
-def run_screen(sup, kernels, reps):
+def prepare_screen(sup, kernels):
+    """Everything of a screen of `kernels` that needs no GPU slot, with supervisor `sup`:
+    the variants' process, their import and construction, and a compile dry run of each
+    Triton variant that loaded. Returns (Prepared or None, reason); the Prepared's source
+    is the tuple of the variants' sources and its language "screen", so only a screen of
+    the same variants uses it. With None, the screen does all of it under the slot."""
+    from kagent_harness.measure import Prepared
+    t0 = time.monotonic()
+    try:
+        sup.load_reference()
+    except Exception as e:  # noqa: BLE001 - the screen reports the reference's failure
+        sup.env.cache.done(sup.job)
+        sup.job = None
+        return None, f"the reference did not load ({type(e).__name__}: {e})"
+    child = None
+    try:
+        child = sup.take_child(trace=False)
+        sup.use_child(child)
+        sources = [k["source"] for k in kernels]
+        sup.write_candidate(child, sources[0], "triton", variants=sources)
+        with sup.phases("screen: import and construction"):
+            ready = child.checked(child.recv(phase="screen import and construction"),
+                                  "screen import and construction")
+        compiled = []
+        spec = sup.job.input_spec or sup.job.spec_without_values()
+        with sup.phases("screen: compile dry runs"):
+            for i, info in enumerate(ready.get("variants") or []):
+                if not info.get("ok") or spec is None:
+                    compiled.append(None)
+                    continue
+                child.request({"cmd": "use", "index": i}, timeout=30,
+                              phase=f"variant {i}")
+                compiled.append(child.request(
+                    {"cmd": "compile", "inputs": spec},
+                    timeout=min(child.remaining(), sup.req.call_timeout_s),
+                    phase=f"variant {i}'s compile dry run"))
+        errors = sum(1 for c in compiled if c and c.get("compile_error"))
+        sup.log.add(f"screen prepared: {len(kernels)} variants in "
+                    f"{time.monotonic() - t0:.2f} s, {errors} failed to compile")
+        prepared = Prepared(child, sup.job.key, tuple(sources), "screen", ready, compiled)
+        sup.child = None
+        return prepared, ""
+    except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's: screen retries
+        sup.log.add(f"screen prepare failed: {type(e).__name__}: {e}")
+        if child is not None:
+            sup.env.pool.retire(child)
+        sup.child = None
+        return None, f"screen prepare failed: {type(e).__name__}: {e}"
+    finally:
+        if sup.job is not None:
+            sup.env.cache.done(sup.job)
+            sup.job = None
+
+
+def run_screen(sup, kernels, reps, prepared=None):
     """Screens `kernels` ([{source, language}]) with supervisor `sup` (its request holds
-    the problem). Returns {ok, results: [{index, ok, reason, median_ms}], phases_ms, log}."""
+    the problem), in `prepared`'s process when given (prepare_screen for these kernels).
+    Returns {ok, results: [{index, ok, reason, median_ms}], phases_ms, log, prepared}."""
     t0 = time.monotonic()
     req = sup.req
     results = [None] * len(kernels)
     out = {"ok": True, "results": results, "phases_ms": {}, "log": ""}
+    used = prepared is not None
     try:
         with sup.phases("reference load"):
             sup.load_reference()
@@ -44,14 +106,17 @@ def run_screen(sup, kernels, reps):
         flush = l2_flush_bytes(sup.device) if req.flush_l2 else 0
         start = 0
         while start < len(kernels):
+            mine, prepared = prepared, None   # sup.child owns its process from here
             start = _screen_from(sup, kernels, start, results, inputs, ref_out, atol_eff,
-                                 rtol, flush, reps)
+                                 rtol, flush, reps, mine)
     except Exception as e:  # noqa: BLE001 - the reference or the harness failed
         import traceback
         sup.log.add("screen failed:\n" + traceback.format_exc())
         out = {"ok": False, "error": f"{type(e).__name__}: {e}", "results": [],
                "phases_ms": {}, "log": ""}
     finally:
+        if prepared is not None:  # not reached: the reference or the inputs failed
+            sup.env.pool.retire(prepared.child)
         if sup.child is not None:
             sup.env.pool.retire(sup.child)
             sup.child = None
@@ -64,6 +129,7 @@ def run_screen(sup, kernels, reps):
             results[i] = {"index": i, "ok": False, "reason": "not screened", "median_ms": 0.0}
     out["phases_ms"] = sup.phases.as_dict()
     out["seconds"] = time.monotonic() - t0
+    out["prepared"] = used
     good = [r for r in out.get("results", []) if r["ok"]]
     sup.log.add(f"screen: {len(good)} of {len(kernels)} variants correct"
                 + (f", fastest #{min(good, key=lambda r: r['median_ms'])['index']}"
@@ -72,19 +138,31 @@ def run_screen(sup, kernels, reps):
     return out
 
 
-def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flush, reps):
-    """Screens kernels[start:] in one new process; returns the index to go on from (past
-    a variant whose failure killed the process), or len(kernels)."""
+def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flush, reps,
+                 prepared=None):
+    """Screens kernels[start:] in one process (`prepared`'s when given, else a new one);
+    returns the index to go on from (past a variant whose failure killed the process),
+    or len(kernels)."""
     if sup.child is not None:
         sup.env.pool.retire(sup.child)
         sup.child = None
-    sup.use_child(sup.take_child(trace=False))
-    child = sup.child
-    sources = [k["source"] for k in kernels]
-    sup.write_candidate(child, sources[0], "triton", variants=sources)
-    with sup.phases("screen: import and construction"):
-        ready = child.checked(child.recv(phase="screen import and construction"),
-                              "screen import and construction")
+    compiled = []
+    if prepared is not None:
+        sup.use_child(prepared.child)
+        child = sup.child
+        child.log = sup.log
+        child.deadline = time.monotonic() + sup.req.timeout_s
+        ready, compiled = prepared.ready, prepared.compiled
+        sup.log.add(f"prepared screen process {child.proc.pid} used (made "
+                    f"{time.monotonic() - prepared.created:.1f} s ago)")
+    else:
+        sup.use_child(sup.take_child(trace=False))
+        child = sup.child
+        sources = [k["source"] for k in kernels]
+        sup.write_candidate(child, sources[0], "triton", variants=sources)
+        with sup.phases("screen: import and construction"):
+            ready = child.checked(child.recv(phase="screen import and construction"),
+                                  "screen import and construction")
     sup._probe_ipc()
     loaded = ready.get("variants") or []
     spec = output_spec(ref_out)
@@ -96,6 +174,12 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
             results[i] = {"index": i, "ok": False, "median_ms": 0.0,
                           "reason": f"{info.get('kind', 'COMPILE_ERROR')}: "
                                     f"{info.get('message', '')}"}
+            continue
+        dry = compiled[i] if i < len(compiled) else None
+        if dry and dry.get("compile_error"):
+            results[i] = {"index": i, "ok": False, "median_ms": 0.0,
+                          "reason": "COMPILE_ERROR: the compile dry run (no GPU held): "
+                                    + str(dry["compile_error"])}
             continue
         try:
             results[i] = _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush,

@@ -7,9 +7,9 @@ trial set on the GPU (trials.TrialCache), warm candidate processes (pool.ChildPo
 prepared candidates (measure.Prepared). It never imports candidate code.
 
 Concurrency: every connection is served on a thread of its own; `measure` and `screen`,
-which use the GPU, run one at a time (gpu_lock); `prepare` runs beside them (its work is
-the candidate's own process on the CPU; those processes are stopped while anything is
-timed). A client that closes its connection before the answer cancels its request.
+which use the GPU, run one at a time (gpu_lock); `prepare` and `prepare_screen` run
+beside them (their work is the candidate's own process on the CPU; those processes are
+stopped while anything is timed). A client that closes its connection before the answer cancels its request.
 """
 
 import argparse
@@ -127,10 +127,11 @@ class Server:
             if p is not None:
                 self._retire(p)
             return {"ok": True, "released": p is not None}
-        if op in ("measure", "prepare", "screen"):
+        if op in ("measure", "prepare", "screen", "prepare_screen"):
             return getattr(self, op)(msg, cancelled)
         return {"ok": False, "error": f"unknown op {op!r}; one of ping, measure, prepare, "
-                                      "screen, release_job, release_prepared"}
+                                      "screen, prepare_screen, release_job, "
+                                      "release_prepared"}
 
     def ping(self):
         self.expire_prepared()
@@ -286,33 +287,95 @@ class Server:
             self.env.pool.retire(prepared.rk[0])
 
     # -- screen ------------------------------------------------------------------------------
+    def _screen_args(self, msg):
+        """(request, job_id, kernels, timing_reps) of a screen or prepare_screen message.
+        Raises P.RequestError."""
+        from kagent_harness.screen import MAX_VARIANTS
+        req = self._request(msg, "measure")
+        job_id = self._job_id(msg)
+        kernels = msg.get("kernels")
+        if not isinstance(kernels, list) or not 1 <= len(kernels) <= MAX_VARIANTS or \
+                not all(isinstance(k, dict) and isinstance(k.get("source"), str) and
+                        k["source"] for k in kernels):
+            raise P.RequestError(f"kernels must be a list of 1..{MAX_VARIANTS} objects "
+                                 "with a non-empty source")
+        if any(k.get("language", "triton") != "triton" for k in kernels):
+            raise P.RequestError("a screen takes Triton kernels only")
+        reps = msg.get("timing_reps", 20)
+        if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= 1000:
+            raise P.RequestError("timing_reps must be an integer in [1, 1000]")
+        return req, job_id, kernels, reps
+
+    def prepare_screen(self, msg, cancelled=None):
+        """A screen's CPU part ahead of its GPU slot (screen.prepare_screen); answers
+        {ok, prepared: handle or None, prepare_ms, reason}. The handle goes with the
+        screen of the same kernels, or to release_prepared."""
+        from kagent_harness.measure import Supervisor
+        from kagent_harness.screen import prepare_screen
+        log = P.Log()
+        t0 = time.monotonic()
+        try:
+            req, job_id, kernels, _ = self._screen_args(msg)
+        except P.RequestError as e:
+            return {"ok": False, "error": f"bad request: {e}"}
+        if not job_id:
+            return {"ok": True, "prepared": None, "prepare_ms": 0.0,
+                    "reason": "prepare_screen needs job_id"}
+        self.expire_prepared()
+        with self._lock:
+            if len(self.prepared) >= self.prepared_max:
+                return {"ok": True, "prepared": None, "prepare_ms": 0.0,
+                        "reason": f"{len(self.prepared)} prepared candidates held already "
+                                  f"(--prepared-max {self.prepared_max})"}
+        sup = Supervisor(req, log, env=self.env, job_id=job_id)
+        stop = self._watch(sup, cancelled)
+        try:
+            prepared, reason = prepare_screen(sup, kernels)
+        finally:
+            stop()
+        ms = (time.monotonic() - t0) * 1e3
+        if prepared is not None and cancelled is not None and cancelled.is_set():
+            self._retire(prepared)
+            prepared, reason = None, "cancelled"
+        if prepared is None:
+            return {"ok": True, "prepared": None, "prepare_ms": ms, "reason": reason,
+                    "log": log.tail()}
+        handle = "s-" + uuid.uuid4().hex[:16]
+        with self._lock:
+            self.prepared[handle] = prepared
+        return {"ok": True, "prepared": handle, "prepare_ms": ms, "reason": "",
+                "phases_ms": sup.phases.as_dict(), "log": log.tail()}
+
     def screen(self, msg, cancelled=None):
         from kagent_harness.measure import Supervisor
-        from kagent_harness.screen import MAX_VARIANTS, run_screen
+        from kagent_harness.screen import run_screen
         log = P.Log()
         try:
-            req = self._request(msg, "measure")
-            job_id = self._job_id(msg)
-            kernels = msg.get("kernels")
-            if not isinstance(kernels, list) or not 1 <= len(kernels) <= MAX_VARIANTS or \
-                    not all(isinstance(k, dict) and isinstance(k.get("source"), str) and
-                            k["source"] for k in kernels):
-                raise P.RequestError(f"kernels must be a list of 1..{MAX_VARIANTS} objects "
-                                     "with a non-empty source")
-            if any(k.get("language", "triton") != "triton" for k in kernels):
-                raise P.RequestError("a screen takes Triton kernels only")
-            reps = msg.get("timing_reps", 20)
-            if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= 1000:
-                raise P.RequestError("timing_reps must be an integer in [1, 1000]")
+            req, job_id, kernels, reps = self._screen_args(msg)
         except P.RequestError as e:
             return {"ok": False, "error": f"bad request: {e}"}
         if self.device != "cuda":
             reps = min(reps, 3)
+        prepared = None
+        handle = msg.get("prepared")
+        if handle:
+            with self._lock:
+                prepared = self.prepared.pop(handle, None)
+            if prepared is None:
+                log.add(f"prepared screen {handle!r} unknown or expired: screening from "
+                        "the start")
         with self.gpu_lock:
             sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
+            if prepared is not None:
+                from kagent_harness.trials import job_key
+                if prepared.key != job_key(req, job_id) or prepared.language != "screen" \
+                        or prepared.source != tuple(k["source"] for k in kernels):
+                    log.add("the prepared process is for another screen: not used")
+                    self._retire(prepared)
+                    prepared = None
             stop = self._watch(sup, cancelled)
             try:
-                out = run_screen(sup, kernels, reps)
+                out = run_screen(sup, kernels, reps, prepared)
             finally:
                 stop()
             self._check_health(out)

@@ -133,6 +133,49 @@ def test_screen_ranks_variants(server):
     assert call(path, {"op": "screen", "kernels": []})["ok"] is False
 
 
+def test_a_prepared_screen_runs_in_its_prepared_process(server):
+    path, _, _ = server
+    kernels = [{"source": read("cand_relu_add_good.py")},
+               {"source": read("cand_relu_add_wrong.py")},
+               {"source": read("cand_relu_add_import_error.py")}]
+    base = {"device": "cpu", "problem_source": read(PROBLEM), "job_id": "job-ps",
+            "kernels": kernels, "timing_reps": 2}
+    held = call(path, {"op": "ping"})["prepared"]
+    p = call(path, {"op": "prepare_screen", **base})
+    assert p["ok"] and p["prepared"].startswith("s-"), p
+    assert "screen: import and construction" in p["phases_ms"], p
+    assert "screen: compile dry runs" in p["phases_ms"], p
+    assert call(path, {"op": "ping"})["prepared"] == held + 1
+    r = call(path, {"op": "screen", **base, "prepared": p["prepared"]})
+    assert r["ok"] and r["prepared"] is True, r
+    assert [x["ok"] for x in r["results"]] == [True, False, False], r["results"]
+    assert "INCORRECT" in r["results"][1]["reason"]
+    assert "COMPILE_ERROR" in r["results"][2]["reason"]
+    assert "screen: import and construction" not in r["phases_ms"], r["phases_ms"]
+    assert call(path, {"op": "ping"})["prepared"] == held
+    # A handle is used once; a used or unknown one screens from the start.
+    again = call(path, {"op": "screen", **base, "prepared": p["prepared"]})
+    assert again["ok"] and again["prepared"] is False
+    assert [x["ok"] for x in again["results"]] == [True, False, False]
+    # Prepared for other kernels: not used, and the screen is still right.
+    p = call(path, {"op": "prepare_screen", **base})
+    other = call(path, {"op": "screen", **base, "kernels": kernels[:1],
+                        "prepared": p["prepared"]})
+    assert other["ok"] and other["prepared"] is False and other["results"][0]["ok"], other
+    assert "not used" in other["log"], other["log"]
+    # A measurement never takes a screen's process, and an unused one is given back.
+    p = call(path, {"op": "prepare_screen", **base})
+    m = call(path, request("measure", "cand_relu_add_good.py", job_id="job-ps",
+                           prepared=p["prepared"]))
+    assert m["verdict"] == "CORRECT" and m["harness"]["prepared"] is False, m["log"]
+    p = call(path, {"op": "prepare_screen", **base})
+    assert call(path, {"op": "release_prepared", "prepared": p["prepared"]})["released"]
+    assert call(path, {"op": "ping"})["prepared"] == held
+    bad = call(path, {"op": "prepare_screen", **base, "kernels": []})
+    assert bad["ok"] is False and "kernels" in bad["error"], bad
+    assert call(path, {"op": "prepare_screen", **base, "job_id": ""})["prepared"] is None
+
+
 def test_a_closed_connection_cancels_the_request(server):
     path, proc, _ = server
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

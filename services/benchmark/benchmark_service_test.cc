@@ -55,9 +55,16 @@ class ScriptedHarness final : public Harness {
     m.mutable_candidate()->set_median_ms(2.5);
     return m;
   }
-  absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& r,
+  PrepareResult PrepareScreen(const v1::ScreenRequest& r, const CancelToken* cancel) override {
+    Record({"prepare screen", r.task_id(), slot_->busy(), ""});
+    PrepareResult p;
+    p.seconds = 0.01;
+    p.handle = "screen-" + r.task_id();
+    return p;
+  }
+  absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& r, const std::string& handle,
                                             const CancelToken* cancel) override {
-    Record({"screen", r.task_id(), slot_->busy(), ""});
+    Record({"screen", r.task_id(), slot_->busy(), handle});
     absl::SleepFor(measure_time);
     v1::ScreenResponse resp;
     for (int i = 0; i < r.kernels_size(); ++i) {
@@ -145,9 +152,10 @@ struct Fixture {
     c.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     return stub->Measure(&c, r, out);
   }
-  grpc::Status Screen(const v1::ScreenRequest& r, v1::ScreenResponse* out) {
+  grpc::Status Screen(const v1::ScreenRequest& r, v1::ScreenResponse* out,
+                      absl::Duration deadline = absl::Seconds(30)) {
     grpc::ClientContext c;
-    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    c.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     return stub->Screen(&c, r, out);
   }
   // The value of a counter or histogram sum/count of this service's registry.
@@ -339,9 +347,14 @@ TEST_CASE("benchmark service: a screen holds the GPU and reports it", "[benchmar
   CHECK(resp.gpu_seconds() >= 0.1);
   CHECK(resp.gpu_busy_seconds() == Approx(resp.gpu_seconds() / 2));
   CHECK(resp.worker_id() == "worker-7");
+  // Prepared on the CPU without the slot, then screened in the prepared process under it.
   auto ev = f.harness.events();
-  REQUIRE(ev.size() == 1);
-  CHECK(ev[0].slot_busy);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].what == "prepare screen");
+  CHECK_FALSE(ev[0].slot_busy);
+  CHECK(ev[1].what == "screen");
+  CHECK(ev[1].slot_busy);
+  CHECK(ev[1].handle == "screen-s1");
   CHECK(f.Metric("kagent_benchmark_variants_screened_total") == 3);
   // Idempotent per task id, like Measure.
   v1::ScreenResponse again;
@@ -349,6 +362,24 @@ TEST_CASE("benchmark service: a screen holds the GPU and reports it", "[benchmar
   CHECK(f.harness.count("screen") == 1);
   CHECK(again.gpu_seconds() == resp.gpu_seconds());
   CHECK(f.Metric("kagent_benchmark_variants_screened_total") == 3);
+}
+
+TEST_CASE("benchmark service: a prepared screen that never gets the GPU is released",
+          "[benchmark_service]") {
+  Fixture f;
+  REQUIRE(f.slot.Acquire("other-job", absl::InfiniteFuture(), nullptr).ok());
+  v1::ScreenResponse r;
+  grpc::Status st = f.Screen(ScreenRequest("s-late", 2), &r, absl::Milliseconds(500));
+  CHECK(st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  for (int i = 0; i < 250 && f.harness.count("release prepared") == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  CHECK(f.harness.count("screen") == 0);
+  REQUIRE(f.harness.count("release prepared") == 1);
+  for (const Event& e : f.harness.events()) {
+    if (e.what == "release prepared") CHECK(e.handle == "screen-s-late");
+  }
+  f.slot.Release();
 }
 
 TEST_CASE("benchmark service: screen requests are validated, naming the field",

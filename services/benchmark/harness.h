@@ -55,17 +55,24 @@ class Harness {
                                   const std::string& prepared_handle,
                                   const CancelToken* cancel) = 0;
 
-  // The short screen of a kernel's variants. Errors: the harness could not run it
-  // (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, FAILED_PRECONDITION without a server,
-  // INTERNAL when it refused the request); worker_id and the GPU times are left to the
-  // caller.
+  // Prepares `request`'s screen on the worker's CPU cores: the variants' process, their
+  // import and a compile dry run of each. Never fails, like Prepare; the result never has
+  // a final verdict (a variant's compile error is its screen result).
+  virtual PrepareResult PrepareScreen(const v1::ScreenRequest& request,
+                                      const CancelToken* cancel) = 0;
+
+  // The short screen of a kernel's variants, in `prepared_handle`'s process when not
+  // empty. Errors: the harness could not run it (UNAVAILABLE, DEADLINE_EXCEEDED,
+  // CANCELLED, FAILED_PRECONDITION without a server, INTERNAL when it refused the
+  // request); worker_id and the GPU times are left to the caller.
   virtual absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
+                                                    const std::string& prepared_handle,
                                                     const CancelToken* cancel) = 0;
 
   // Drops what the harness keeps for `job_id`; true when it held something.
   virtual absl::StatusOr<bool> ReleaseJob(const std::string& job_id) = 0;
 
-  // Drops a prepared candidate whose measurement will not run (the GPU slot was not
+  // Drops a prepared candidate (or screen) whose measurement will not run (the GPU slot was not
   // granted in time, or the caller went away), so it does not hold one of the harness's
   // places for prepared candidates until it expires. Best effort: failures are logged.
   virtual void ReleasePrepared(const std::string& handle) = 0;

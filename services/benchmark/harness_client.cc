@@ -275,18 +275,38 @@ absl::StatusOr<nlohmann::json> HarnessClient::CallServer(const std::string& op,
   return server_->Call(request, absl::Seconds(timeout_seconds + options_.margin_seconds), cancel);
 }
 
+std::string HarnessClient::WhyNotPrepare(const std::string& job_id) const {
+  if (server_ == nullptr) return "no harness server (one-shot measurements)";
+  if (options_.prepared_max <= 0) return "preparing is off (--prepared-max 0)";
+  if (job_id.empty()) return "nothing to prepare (no job id)";
+  return "";
+}
+
+namespace {
+
+// Whether a prepare-style call answered; if not, `reason` says why.
+bool PrepareAnswered(const absl::StatusOr<nlohmann::json>& answer, const char* op,
+                     std::string* reason) {
+  if (!answer.ok()) {
+    *reason = absl::StrCat(op, " failed: ", answer.status().message());
+    return false;
+  }
+  if (!BoolField(*answer, "ok")) {
+    *reason = absl::StrCat(op, " refused: ", StringField(*answer, "error", answer->dump()));
+    return false;
+  }
+  *reason = StringField(*answer, "reason");
+  return true;
+}
+
+}  // namespace
+
 PrepareResult HarnessClient::Prepare(const v1::MeasureRequest& request, const CancelToken* cancel) {
   PrepareResult p;
-  if (server_ == nullptr) {
-    p.reason = "no harness server (one-shot measurements)";
-    return p;
-  }
-  if (options_.prepared_max <= 0) {
-    p.reason = "preparing is off (--prepared-max 0)";
-    return p;
-  }
-  if (request.kernel().source().empty() || request.job_id().empty()) {
-    p.reason = "nothing to prepare (no kernel or no job id)";
+  p.reason = WhyNotPrepare(request.job_id());
+  if (!p.reason.empty()) return p;
+  if (request.kernel().source().empty()) {
+    p.reason = "nothing to prepare (no kernel)";
     return p;
   }
   absl::StatusOr<nlohmann::json> req = HarnessRequestFor(request);
@@ -299,15 +319,7 @@ PrepareResult HarnessClient::Prepare(const v1::MeasureRequest& request, const Ca
   absl::StatusOr<nlohmann::json> answer =
       CallServer("prepare", *std::move(req), request.timeout_seconds(), cancel);
   p.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (!answer.ok()) {
-    p.reason = absl::StrCat("prepare failed: ", answer.status().message());
-    return p;
-  }
-  if (!BoolField(*answer, "ok")) {
-    p.reason = absl::StrCat("prepare refused: ", StringField(*answer, "error", answer->dump()));
-    return p;
-  }
-  p.reason = StringField(*answer, "reason");
+  if (!PrepareAnswered(answer, "prepare", &p.reason)) return p;
   if (answer->contains("result") && (*answer)["result"].is_object()) {
     absl::StatusOr<v1::Measurement> m = MeasurementFromAnswer((*answer)["result"]);
     if (m.ok()) {
@@ -340,15 +352,32 @@ v1::Measurement HarnessClient::Measure(const v1::MeasureRequest& request,
   return *parsed;
 }
 
+PrepareResult HarnessClient::PrepareScreen(const v1::ScreenRequest& request,
+                                           const CancelToken* cancel) {
+  PrepareResult p;
+  p.reason = WhyNotPrepare(request.job_id());
+  if (!p.reason.empty()) return p;
+  absl::Time start = absl::Now();
+  absl::StatusOr<nlohmann::json> answer =
+      CallServer("prepare_screen", ScreenRequestFor(request), request.timeout_seconds(), cancel);
+  p.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (PrepareAnswered(answer, "prepare_screen", &p.reason)) {
+    p.handle = StringField(*answer, "prepared");
+  }
+  return p;
+}
+
 absl::StatusOr<v1::ScreenResponse> HarnessClient::Screen(const v1::ScreenRequest& request,
+                                                         const std::string& prepared_handle,
                                                          const CancelToken* cancel) {
   if (server_ == nullptr) {
     return absl::FailedPreconditionError(
         "screens need the harness server; this worker runs one-shot (--harness-server=false)");
   }
+  nlohmann::json req = ScreenRequestFor(request);
+  if (!prepared_handle.empty()) req["prepared"] = prepared_handle;
   KAGENT_ASSIGN_OR_RETURN(nlohmann::json answer,
-                          CallServer("screen", ScreenRequestFor(request),
-                                     request.timeout_seconds(), cancel));
+                          CallServer("screen", std::move(req), request.timeout_seconds(), cancel));
   return ScreenResponseFromJson(answer, request.kernels_size());
 }
 

@@ -80,13 +80,16 @@ class HarnessClient final : public Harness {
   absl::StatusOr<nlohmann::json> Run(const std::string& mode, nlohmann::json request,
                                      double timeout_seconds, const CancelToken* cancel) const;
 
-  // Harness: server ops prepare, measure (with job_id and the handle), screen and
-  // release_job; without use_server, Measure runs one-shot, Prepare does nothing, Screen
-  // is FAILED_PRECONDITION and ReleaseJob releases nothing.
+  // Harness: server ops prepare, measure (with job_id and the handle), prepare_screen,
+  // screen (with the handle) and release_job; without use_server, Measure runs one-shot,
+  // Prepare and PrepareScreen do nothing, Screen is FAILED_PRECONDITION and ReleaseJob
+  // releases nothing.
   PrepareResult Prepare(const v1::MeasureRequest& request, const CancelToken* cancel) override;
   v1::Measurement Measure(const v1::MeasureRequest& request, const std::string& prepared_handle,
                           const CancelToken* cancel) override;
+  PrepareResult PrepareScreen(const v1::ScreenRequest& request, const CancelToken* cancel) override;
   absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
+                                            const std::string& prepared_handle,
                                             const CancelToken* cancel) override;
   absl::StatusOr<bool> ReleaseJob(const std::string& job_id) override;
   void ReleasePrepared(const std::string& handle) override;
@@ -95,6 +98,9 @@ class HarnessClient final : public Harness {
   absl::StatusOr<nlohmann::json> GpuInfo(bool measure_ceilings) const;
 
  private:
+  // Why nothing can be prepared for job `job_id` (no server, preparing off, no job id);
+  // empty when it can.
+  std::string WhyNotPrepare(const std::string& job_id) const;
   // `request` with op, device and timeout_s, to the server, within timeout + margin.
   absl::StatusOr<nlohmann::json> CallServer(const std::string& op, nlohmann::json request,
                                             double timeout_seconds, const CancelToken* cancel);

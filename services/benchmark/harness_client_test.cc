@@ -146,7 +146,13 @@ TEST_CASE("harness client: screen and release_job over the server", "[harness_cl
     k->set_source(src);
   }
   s.set_timing_reps(7);
-  absl::StatusOr<v1::ScreenResponse> r = harness.Screen(s, nullptr);
+  // Prepared first: the handle goes with the screen.
+  PrepareResult p = harness.PrepareScreen(s, nullptr);
+  INFO(p.reason);
+  CHECK(p.handle == "s1");
+  CHECK(p.seconds > 0);
+  CHECK_FALSE(p.final.has_value());
+  absl::StatusOr<v1::ScreenResponse> r = harness.Screen(s, p.handle, nullptr);
   INFO(r.status().ToString());
   REQUIRE(r.ok());
   REQUIRE(r->results_size() == 3);
@@ -160,6 +166,18 @@ TEST_CASE("harness client: screen and release_job over the server", "[harness_cl
   CHECK(absl::StrContains(r->log(), "screened 3"));
   CHECK(absl::StrContains(r->log(), "\"op\": \"screen\""));
   CHECK(absl::StrContains(r->log(), "\"job_id\": \"job-9\""));
+  CHECK(absl::StrContains(r->log(), "\"prepared\": \"s1\""));
+  // Nothing prepared when the server holds too many, or without a job id: no handle, a reason.
+  v1::ScreenRequest full = s;
+  full.mutable_kernels(1)->set_source("variant FAKE_NO_HANDLE");
+  p = harness.PrepareScreen(full, nullptr);
+  CHECK(p.handle.empty());
+  CHECK(p.reason == "too many prepared candidates held");
+  v1::ScreenRequest no_job = s;
+  no_job.clear_job_id();
+  p = harness.PrepareScreen(no_job, nullptr);
+  CHECK(p.handle.empty());
+  CHECK(absl::StrContains(p.reason, "no job id"));
 
   // The fake holds the jobs it saw.
   absl::StatusOr<bool> released = harness.ReleaseJob("job-9");
@@ -193,7 +211,8 @@ TEST_CASE("harness client: one-shot mode has no prepare, no screen, nothing to r
   CHECK_FALSE(p.final.has_value());
   v1::ScreenRequest s;
   s.add_kernels()->set_source("x");
-  CHECK(harness.Screen(s, nullptr).status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(harness.PrepareScreen(s, nullptr).handle.empty());
+  CHECK(harness.Screen(s, "", nullptr).status().code() == absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<bool> released = harness.ReleaseJob("job-1");
   REQUIRE(released.ok());
   CHECK_FALSE(*released);
@@ -298,7 +317,10 @@ TEST_CASE("harness client: the real harness server on the CPU measures, prepares
   }
   s.set_timing_reps(2);
   s.set_timeout_seconds(240);
-  absl::StatusOr<v1::ScreenResponse> screened = harness.Screen(s, nullptr);
+  PrepareResult ps = harness.PrepareScreen(s, nullptr);
+  INFO("prepare_screen: " << ps.reason);
+  REQUIRE_FALSE(ps.handle.empty());
+  absl::StatusOr<v1::ScreenResponse> screened = harness.Screen(s, ps.handle, nullptr);
   INFO(screened.status().ToString());
   REQUIRE(screened.ok());
   REQUIRE(screened->results_size() == 2);

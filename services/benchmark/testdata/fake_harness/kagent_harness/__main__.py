@@ -5,7 +5,8 @@ meet a server that is still starting).
 
 One-shot `measure --request FILE --out FILE` answers CORRECT with the request it read as
 its `log`. As `serve`, it speaks the wire protocol (one JSON line in, one JSON line out, per connection) and
-answers the ops ping, prepare, measure, screen and release_job, plus two of its own:
+answers the ops ping, prepare, measure, prepare_screen, screen and release_job, plus two
+of its own:
 fake_stats (what it saw) and fake_sleep (answers after `seconds`). What it does is
 scripted by a directive: the request's `fake` field, else a FAKE_<WORD> found in the
 kernel source:
@@ -17,6 +18,7 @@ kernel source:
   FAKE_COMPILE_ERROR  prepare: a final COMPILE_ERROR result
   FAKE_NO_HANDLE      prepare: no prepared process ("too many held")
   FAKE_BAD            screen: that kernel is not ok
+  FAKE_NO_HANDLE      prepare_screen (in any kernel): no prepared process
 
 With `--sandbox=required` and FAKE_HARNESS_NO_SANDBOX set in its environment it exits 1 at
 start, saying the host cannot sandbox (as the real server does).
@@ -133,6 +135,15 @@ class Handler(socketserver.StreamRequestHandler):
                                 "gpu_name": "fake gpu", "log": echo(req),
                                 "harness": {"prepared": bool(req.get("prepared")),
                                             "trial_set": "built"}})
+        if op == "prepare_screen":
+            if any("FAKE_NO_HANDLE" in str(k.get("source", "")) for k in req.get("kernels", [])):
+                return self.answer({"ok": True, "prepared": None, "prepare_ms": 1.0,
+                                    "reason": "too many prepared candidates held"})
+            with LOCK:
+                STATE["handles"] += 1
+                handle = "s%d" % STATE["handles"]
+            return self.answer({"ok": True, "prepared": handle, "prepare_ms": 15.0,
+                                "reason": ""})
         if op == "screen":
             results = []
             for i, k in enumerate(req.get("kernels", [])):
