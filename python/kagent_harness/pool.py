@@ -18,6 +18,7 @@ see docs/harness.md, known gaps.)
 Thread-safe.
 """
 
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -92,6 +93,14 @@ class ChildPool:
         self.taken = 0
         self.cold = 0
         self._thread = None
+        # Processes started for a request are started from here, not from the request's
+        # thread: the kernel sends a process its parent-death signal (SIGKILL, set in
+        # sandbox._preexec) when the *thread* that forked it ends, and a server's
+        # request thread ends with its answer, while a prepared process must live on
+        # until the measurement that uses it (seen on the H200: a prepared screen's
+        # process killed between prepare_screen and screen).
+        self._spawner = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="kagent-spawn")
         if self.size:
             self._thread = threading.Thread(target=self._refill, daemon=True,
                                             name="kagent-pool")
@@ -133,7 +142,7 @@ class ChildPool:
                         c.close()
             self._wake.set()
         if child is None:
-            child = spawn(spec, log, timeout_s, memory_limit_mb)
+            child = self._spawner.submit(spawn, spec, log, timeout_s, memory_limit_mb).result()
             with self._lock:
                 self.cold += 1
             log.add("candidate process started now (no warm one ready)")
@@ -195,6 +204,7 @@ class ChildPool:
             self._ready.clear()
             self._active.clear()
         self._wake.set()
+        self._spawner.shutdown(wait=False)
         for c in ready + active:
             c.close()
             import shutil

@@ -110,6 +110,27 @@ def test_the_first_prepare_of_a_job_compiles_too(server):
     assert r["verdict"] == "CORRECT" and r["harness"]["prepared"] is True
 
 
+def test_a_process_started_for_a_prepare_outlives_the_request_thread():
+    """With no warm process ready, prepare starts one now; it must live until the
+    measurement that uses it, though the request's thread ends with its answer (the
+    parent-death signal follows the forking thread: pool.ChildPool starts such processes
+    from threads of its own)."""
+    d = tempfile.mkdtemp(prefix="kagent-srv-cold-")
+    path, proc, log = start_server(d, extra_args=("--pool", "0"))
+    try:
+        p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-cold"))
+        assert p["prepared"], p
+        time.sleep(2)   # the prepare's connection thread has ended
+        r = call(path, request("measure", "cand_relu_add_good.py", job_id="job-cold",
+                               prepared=p["prepared"]))
+        assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+        assert r["harness"]["prepared"] is True
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
 def test_a_broken_candidate_gets_its_verdict_in_prepare(server):
     path, _, _ = server
     p = call(path, request("prepare", "cand_relu_add_import_error.py", job_id="job-b"))
