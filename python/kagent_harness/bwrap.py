@@ -158,11 +158,12 @@ _SECCOMP_ARCH = {
 }
 
 
-def seccomp_program():
+def seccomp_program(unix_sockets=False):
     """A classic-BPF seccomp filter (bytes) for install_seccomp(), or None on an unknown
     machine: socket(AF_UNIX, ...) fails with EACCES (no connection to any Unix socket of
     the host, by path or abstract name, even where the network is shared; socketpair
-    stays), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), ptrace and
+    stays) unless `unix_sockets` (profile mode: Nsight Compute's injected library makes
+    Unix sockets to reach its front end), io_uring_setup fails (its IORING_OP_SOCKET would bypass the rule), ptrace and
     process_vm_readv/writev fail with EPERM (in a user namespace the sandbox's own init
     runs as the candidate's user: seen attachable on the H200 without this), and
     foreign-ABI system calls (i386, x32) fail with ENOSYS."""
@@ -188,18 +189,19 @@ def seccomp_program():
     ]
     for nr, name in sorted(refused.items()):
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny(getattr(errno, name)))]
-    prog += [
-        (jeq, 0, 3, nr_socket),             # socket: check its family, else allow
-        (ld, 0, 0, 16),                     # args[0] (low 32 bits)
-        (jeq, 0, 1, 1),                     # AF_UNIX
-        (ret, 0, 0, deny(errno.EACCES)),
-        (ret, 0, 0, allow),
-    ]
+    if not unix_sockets:
+        prog += [
+            (jeq, 0, 3, nr_socket),         # socket: check its family, else allow
+            (ld, 0, 0, 16),                 # args[0] (low 32 bits)
+            (jeq, 0, 1, 1),                 # AF_UNIX
+            (ret, 0, 0, deny(errno.EACCES)),
+        ]
+    prog += [(ret, 0, 0, allow)]
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
-def install_seccomp():
-    """Installs seccomp_program() on the calling process for good (inherited by every
+def install_seccomp(unix_sockets=False):
+    """Installs seccomp_program(unix_sockets) on the calling process for good (inherited by every
     process it starts; it cannot be removed). The candidate's process calls it itself,
     after CUDA is initialised and before the candidate's code is imported: the CUDA
     driver makes a Unix socket while it initialises (measured on the H200: cuInit fails
@@ -208,7 +210,7 @@ def install_seccomp():
     Raises OSError when the kernel refuses."""
     import ctypes
     import errno
-    prog = seccomp_program()
+    prog = seccomp_program(unix_sockets)
     if prog is None:
         raise OSError(errno.ENOSYS, "no seccomp program for this machine")
 

@@ -186,6 +186,16 @@ def _wait_for_load():
 
 def main():
     global _PROTO_OUT, FD_CHANNEL
+    # `kill -USR1 PID` prints every thread's stack to this process's stderr (the
+    # supervisor keeps its tail): where a stuck candidate process waits.
+    import faulthandler
+    import signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # Profile mode (the process runs under Nsight Compute's injection): the seccomp
+    # filter lets it make Unix sockets (bwrap.seccomp_program).
+    profiler = "--profiler" in sys.argv
+    if profiler:
+        sys.argv.remove("--profiler")
     if "--fd-channel" in sys.argv:
         import socket
         i = sys.argv.index("--fd-channel")
@@ -225,7 +235,7 @@ def main():
     # host allows it; a failure here is reported and the process goes on.
     try:
         from kagent_harness import bwrap
-        bwrap.install_seccomp()
+        bwrap.install_seccomp(unix_sockets=profiler)
     except OSError as e:
         sys.stderr.write(f"kagent child: seccomp filter not installed: {e}\n")
     if not _wait_for_load():

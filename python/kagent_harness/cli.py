@@ -85,6 +85,17 @@ def main(argv=None):
                 req.child_env["KAGENT_CUPTI_LIB"] = os.environ["KAGENT_CUPTI_LIB"]
         if args.gate_dir and req.mode != "profile":
             raise P.RequestError("--gate-dir is for mode profile only")
+        if req.mode == "profile":
+            # Profile mode shares the host's /tmp and /dev/shm with the candidate (bwrap,
+            # PROFILER_SHARED), where the worker keeps this run's files (the request, the
+            # result, ncu's log, the gate): their directories are hidden from it.
+            # Never a whole shared directory (a request in /tmp itself): the profile
+            # needs those.
+            from kagent_harness.bwrap import SCRATCH_MASKS
+            own = [os.path.dirname(os.path.abspath(x)) for x in (args.request, args.out)
+                   if x] + ([os.path.abspath(args.gate_dir)] if args.gate_dir else [])
+            own = [d for d in own if d not in ("/",) + SCRATCH_MASKS]
+            req.sandbox_hide = sorted(set(req.sandbox_hide) | set(own))
         gate = None
         if args.gate_dir:
             from kagent_harness.gate import Gate

@@ -2,7 +2,8 @@
 verdicts.
 
 The supervisor never imports candidate code. It starts
-`python -m kagent_harness.child WORKDIR DEVICE [--fd-channel N]` in a new session, with
+`python -m kagent_harness.child WORKDIR DEVICE [--fd-channel N] [--profiler]` in a new
+session, with
   - the sandbox (bwrap.py; docs/harness.md, "Sandbox and threat model"): bubblewrap with
     new PID, IPC, UTS, mount and (but in profile mode) network namespaces, a user
     namespace unless the supervisor is root and keeps root, all capabilities dropped,
@@ -354,6 +355,9 @@ class Child:
                 info["missing"].append(
                     "private /tmp and /dev/shm (profile mode: the host's are shared, "
                     "Nsight Compute's injection needs them)")
+                info["missing"].append(
+                    "the seccomp filter's Unix-socket rule (profile mode: Nsight "
+                    "Compute's injection makes Unix sockets)")
             info["tool"] = pr["tool"]
             info["namespaces"] = cfg.namespaces()
             return prefix, cfg, info
@@ -404,6 +408,8 @@ class Child:
             self.fd_channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pass_fds.append(theirs.fileno())
             argv += ["--fd-channel", str(theirs.fileno())]
+        if self.keep_injection:
+            argv.append("--profiler")
         if cfg is not None:
             status_r, status_w = os.pipe()
             cfg.status_fd = status_w

@@ -269,6 +269,7 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   po.gpu_index = o.gpu;
   po.sandbox = ho.sandbox;
   po.sandbox_hide = ho.sandbox_hide;
+  KAGENT_ASSIGN_OR_RETURN(po.ncu_user, NcuUserForSandbox());
   auto* prof = ctx.Keep(std::make_unique<ProfilerServiceImpl>(po, ctx.auth));
   auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, ctx.auth));
   ctx.host->AddService(slotted, v1::ProfilerService::service_full_name());

@@ -5,6 +5,7 @@
 #include "common/service_main.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/profiler_service.h"
+#include "common/status.h"
 #include "services/profiler/sandbox_flags.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
         po.sandbox = sandbox.mode;
         po.sandbox_hide = kagent::SandboxHidePaths(
             sandbox, kagent::SecretFiles(*ctx.server_options, flags->config_path()));
+        KAGENT_ASSIGN_OR_RETURN(po.ncu_user, kagent::NcuUserForSandbox());
         auto* svc = ctx.Keep(std::make_unique<kagent::ProfilerServiceImpl>(po, ctx.auth));
         ctx.host->AddService(svc, kagent::v1::ProfilerService::service_full_name());
         return absl::OkStatus();

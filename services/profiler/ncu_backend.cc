@@ -1,13 +1,16 @@
 #include "services/profiler/ncu_backend.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -101,6 +104,10 @@ absl::StatusOr<SubprocessResult> RunHarnessProfileProcess(CommandRunner* runner,
   if (::mkdir(gate_dir.c_str(), 0700) != 0) {
     return absl::InternalError(absl::StrCat("cannot create ", gate_dir, ": ", std::strerror(errno)));
   }
+  if (run.run_as && ::chown(gate_dir.c_str(), run.run_as->uid, run.run_as->gid) != 0) {
+    return absl::InternalError(absl::StrCat("cannot give ", gate_dir, " to ", run.run_as->name,
+                                            ": ", std::strerror(errno)));
+  }
   return RunGatedHarness(runner, std::move(options), gate_dir, run.gate, run.timeout, run.cancel,
                          run.gate_info);
 }
@@ -111,8 +118,9 @@ absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view 
                                        result.stderr_data);
   if (absl::StrContains(all, "ERR_NVGPUCTRPERM")) {
     return absl::PermissionDeniedError(
-        "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): run the profiler "
-        "as root, or allow all users by setting the nvidia module option "
+        "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM; a root worker runs "
+        "ncu as the candidate sandbox's user): allow all users by setting the nvidia module "
+        "option "
         "NVreg_RestrictProfilingToAdminUsers=0 (e.g. 'options nvidia "
         "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d/, then reload the driver)");
   }
@@ -138,21 +146,50 @@ absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view 
 }
 
 absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
-                                         const HarnessCommand& harness, const ProfileRun& run) {
+                                         const HarnessCommand& harness, const ProfileRun& caller_run) {
   if (!runner->CanRun(options.ncu_path)) {
     return absl::FailedPreconditionError(kNcuMissingMessage);
   }
+  ProfileRun run = caller_run;
+  std::string own_dir;  // the run as options.run_as: its directory, removed at the end
+  absl::Cleanup remove_own_dir = [&own_dir] {
+    std::error_code ignored;
+    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
+  };
+  if (options.run_as) {
+    if (!runner->CanRun("setpriv")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ncu must run as the candidate sandbox's user (", options.run_as->name,
+          ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
+    }
+    KAGENT_ASSIGN_OR_RETURN(own_dir, MakeUserRunDir(kNcuTempDir, *options.run_as));
+    const std::string request = absl::StrCat(own_dir, "/request.json");
+    std::error_code ec;
+    std::filesystem::copy_file(caller_run.request_path, request, ec);
+    if (ec || ::chown(request.c_str(), options.run_as->uid, options.run_as->gid) != 0) {
+      return absl::InternalError(absl::StrCat("cannot hand the request to ", options.run_as->name,
+                                              " in ", own_dir));
+    }
+    run.work_dir = own_dir;
+    run.request_path = request;
+    run.run_as = options.run_as;
+  }
   const std::string log_path = absl::StrCat(run.work_dir, "/ncu.csv");
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
-  SubprocessOptions subprocess = HarnessSubprocessOptions(
-      harness, run, BuildNcuArgv(options, harness, run.request_path, result_path, log_path));
+  std::vector<std::string> argv =
+      BuildNcuArgv(options, harness, run.request_path, result_path, log_path);
+  if (options.run_as) argv = RunAsUser(*options.run_as, std::move(argv));
+  SubprocessOptions subprocess = HarnessSubprocessOptions(harness, run, std::move(argv));
   // ncu's frontend and its library injected into the candidate's process meet in the
-  // frontend's temp dir. The candidate runs sandboxed as another user, and sees the
-  // host's /tmp in profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), but
-  // cannot enter this run's private work dir: with TMPDIR there, the first profiled
-  // kernel waited until the timeout on the H200.
+  // frontend's temp dir. The candidate runs sandboxed, and sees the host's /tmp in
+  // profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), but cannot enter the
+  // caller's private work dir: with TMPDIR there, the first profiled kernel waited until
+  // the timeout on the H200. The harness hides its own files' directories from the
+  // candidate (cli.py).
   subprocess.env["TMPDIR"] = kNcuTempDir;
-  KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics";
+  if (options.run_as) subprocess.env["HOME"] = run.work_dir;
+  KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics"
+             << (options.run_as ? absl::StrCat(", as ", options.run_as->name) : std::string());
   absl::StatusOr<SubprocessResult> result =
       RunHarnessProfileProcess(runner, std::move(subprocess), run);
   if (!result.ok()) {

@@ -16,6 +16,7 @@
 #define KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "services/profiler/command_runner.h"
 #include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_csv.h"
+#include "services/profiler/ncu_user.h"
 #include "services/profiler/profile_gate.h"
 
 namespace kagent {
@@ -55,11 +57,17 @@ struct ProfileRun {
   // Not owned. `gate_info` (may be null) gets what the gated run did.
   ProfileGpuGate* gate = nullptr;
   GatedRunInfo* gate_info = nullptr;
+  // When set, the harness runs as this user (ncu_user.h): the gate directory is its.
+  std::optional<NcuUser> run_as;
 };
 
 struct NcuBackendOptions {
   std::string ncu_path = "ncu";
   std::vector<std::string> metrics;   // NcuMetricsForArch(cc)
+  // When set (a root worker: NcuUserForSandbox), ncu and the harness run as this user,
+  // with the run's files in a directory of its own under kNcuTempDir instead of the
+  // caller's work dir; setpriv (util-linux) must be on PATH.
+  std::optional<NcuUser> run_as;
 };
 
 struct NcuProfile {

@@ -1,7 +1,16 @@
 #include "services/profiler/ncu_backend.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 #include "services/profiler/ncu_metrics.h"
 #include "services/profiler/testing/fake_runner.h"
@@ -143,6 +152,83 @@ TEST_CASE("Timeouts, cancellation, crashes and candidate failures", "[ncu_backen
   absl::Status status = RunNcuProfile(&failing, f.options, f.harness, f.Run()).status();
   CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(status.message().find("CRASH: signal 11") != absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("As the sandbox's user: ncu under setpriv, the run's files in a directory of that user's",
+          "[ncu_backend]") {
+  Fixture f;
+  absl::StatusOr<NcuUser> nobody = LookUpUser("nobody");
+  REQUIRE(nobody.ok());
+  f.options.run_as = *nobody;
+  ProfileRun run = f.Run();
+  {
+    std::ofstream(run.request_path) << "{\"mode\": \"profile\"}";
+  }
+  FakeRunner runner;
+  runner.ncu_csv = ReadFixture("h200_multi.csv");
+  std::string seen_dir;
+  bool owned = false;
+  bool request_there = false;
+  runner.on_run = [&](const SubprocessOptions& o) {
+    seen_dir = o.working_dir;
+    struct stat st;
+    owned = ::stat(o.working_dir.c_str(), &st) == 0 && st.st_uid == nobody->uid &&
+            (st.st_mode & 0777) == 0700;
+    request_there = std::filesystem::exists(o.working_dir + "/request.json");
+  };
+  absl::StatusOr<NcuProfile> profile = RunNcuProfile(&runner, f.options, f.harness, run);
+  INFO(profile.status().ToString());
+  REQUIRE(profile.ok());
+  CHECK(profile->report.kernels.size() == 3);
+  REQUIRE(runner.calls().size() == 1);
+  const std::vector<std::string> argv = runner.calls()[0].argv;
+  REQUIRE(argv.size() > 6);
+  CHECK(std::vector<std::string>(argv.begin(), argv.begin() + 6) ==
+        std::vector<std::string>{"setpriv", absl::StrCat("--reuid=", nobody->uid),
+                                 absl::StrCat("--regid=", nobody->gid), "--clear-groups", "--",
+                                 "ncu"});
+  // Not the caller's private dir (the user could not enter it), and gone afterwards.
+  CHECK(absl::StartsWith(seen_dir, std::string(kNcuTempDir) + "/kagent-ncu-"));
+  CHECK(owned);
+  CHECK(request_there);
+  CHECK(std::find(argv.begin(), argv.end(), seen_dir + "/request.json") != argv.end());
+  CHECK(runner.calls()[0].env.at("HOME") == seen_dir);
+  CHECK_FALSE(std::filesystem::exists(seen_dir));
+
+  // Without setpriv, a clear error before anything runs.
+  runner.missing_programs.insert("setpriv");
+  profile = RunNcuProfile(&runner, f.options, f.harness, run);
+  REQUIRE_FALSE(profile.ok());
+  CHECK(profile.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(profile.status().message(), "setpriv"));
+  CHECK(runner.calls().size() == 1);
+}
+
+TEST_CASE("ncu's user: looked up by name or uid, refused when unknown", "[ncu_backend]") {
+  absl::StatusOr<NcuUser> nobody = LookUpUser("nobody");
+  REQUIRE(nobody.ok());
+  CHECK(nobody->name == "nobody");
+  absl::StatusOr<NcuUser> by_uid = LookUpUser(std::to_string(nobody->uid));
+  REQUIRE(by_uid.ok());
+  CHECK(by_uid->name == "nobody");
+  CHECK(LookUpUser("kagent-no-such-user").status().code() == absl::StatusCode::kNotFound);
+  CHECK(RunAsUser(*nobody, {"ncu", "-x"}).back() == "-x");
+  // As root: the sandbox's user (nobody unless KAGENT_CHILD_USER names another); as
+  // anyone else: none (ncu runs as this process, as its candidates do).
+  absl::StatusOr<std::optional<NcuUser>> user = NcuUserForSandbox();
+  REQUIRE(user.ok());
+  if (geteuid() == 0 && std::getenv("KAGENT_CHILD_USER") == nullptr) {
+    REQUIRE(user->has_value());
+    CHECK((*user)->name == "nobody");
+  } else if (geteuid() != 0) {
+    CHECK_FALSE(user->has_value());
+  }
 }
 
 }  // namespace

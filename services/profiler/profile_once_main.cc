@@ -55,6 +55,12 @@ int main(int argc, char** argv) {
   request.mutable_problem()->set_source(*problem);
   request.mutable_kernel()->set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
   request.mutable_kernel()->set_source(*kernel);
+  absl::StatusOr<std::optional<kagent::NcuUser>> user = kagent::NcuUserForSandbox();
+  if (!user.ok()) {
+    std::cerr << "kagent_profile_once: " << user.status().message() << "\n";
+    return 2;
+  }
+  options.ncu_user = *user;
   kagent::ProfilerServiceImpl service(options, nullptr);
   absl::StatusOr<kagent::v1::ProfileResponse> response = service.RunProfile(request, nullptr);
   if (!response.ok()) {

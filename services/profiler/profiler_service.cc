@@ -187,7 +187,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   const kagent::v1::OpSignature* signature = nullptr;
 
   if (use_ncu) {
-    NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc)};
+    NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc), options_.ncu_user};
     KAGENT_ASSIGN_OR_RETURN(NcuProfile profile, RunNcuProfile(runner_, ncu, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
     KAGENT_ASSIGN_OR_RETURN(

@@ -25,6 +25,7 @@
 #include "common/subprocess/subprocess.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/command_runner.h"
+#include "services/profiler/ncu_user.h"
 #include "services/profiler/profile_gate.h"
 
 namespace kagent {
@@ -35,6 +36,9 @@ struct ProfilerServiceOptions {
   std::string python = "python3";      // the harness's interpreter
   std::string harness_pythonpath;      // folder holding the kagent_harness package
   std::string ncu_path = "ncu";        // name on PATH or a path
+  // The user ncu runs as (ncu_user.h; the mains set it from NcuUserForSandbox()); unset:
+  // as this process.
+  std::optional<NcuUser> ncu_user;
   std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI fallback
   Backend backend = Backend::kAuto;    // kAuto: ncu when runnable, else CUPTI
   int gpu_index = 0;                   // CUDA_VISIBLE_DEVICES for every run

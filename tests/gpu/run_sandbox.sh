@@ -5,12 +5,23 @@
 # tracer (run_suite.py --server), each through a harness server as a worker runs it.
 # Usage, from the repository root (bwrap on PATH, e.g. .gpu/sbx/bin from gpu-bundle.sh):
 #   bash tests/gpu/run_sandbox.sh OUT [REDTEAM_ONLY] [SUITE_ONLY]
+# With KAGENT_RUN_UID=N (run as root) the probe and both suites run as that unprivileged
+# user (setpriv, no supplementary groups), as the image and the chart run the worker
+# (uid 10001): the sandbox then has no root to drop and works through user namespaces.
 set -uo pipefail
 out=${1:?usage: run_sandbox.sh OUT [REDTEAM_ONLY] [SUITE_ONLY]}
 rt_only=${2:-}
 suite_only=${3:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+as=()
+if [ -n "${KAGENT_RUN_UID:-}" ]; then
+  home=$(mktemp -d /tmp/kagent-home-XXXXXX)
+  chown "$KAGENT_RUN_UID:$KAGENT_RUN_UID" "$home" && chmod 777 "$out"
+  export HOME=$home
+  as=(setpriv --reuid="$KAGENT_RUN_UID" --regid="$KAGENT_RUN_UID" --clear-groups --)
+  echo "running as uid $KAGENT_RUN_UID (HOME=$home)" | tee "$out/user.txt"
+fi
 [ -f .gpu/env.sh ] && source .gpu/env.sh
 [ -d .gpu/sbx/bin ] && export PATH=$PWD/.gpu/sbx/bin:$PATH
 cupti=""
@@ -19,10 +30,10 @@ for p in .gpu/bin/libkagent_cupti.so .gpu/lib/libkagent_cupti.so build/services/
 done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 bwrap --version | tee -a "$out/gpu.txt"
-PYTHONPATH=python python3 -c 'from kagent_harness import bwrap, protocol as P
+PYTHONPATH=python "${as[@]}" python3 -c 'from kagent_harness import bwrap, protocol as P
 log = P.Log(); print(bwrap.probe(log, "cuda")); print(log.tail(""))' 2>&1 | tee "$out/probe.txt"
-PYTHONPATH=python timeout 90 python3 tests/gpu/vmm_roundtrip.py 2>&1 | tee "$out/vmm.log"
-KAGENT_CUPTI_LIB=$cupti timeout 290 python3 tests/gpu/redteam.py ${rt_only:+--only "$rt_only"} \
+PYTHONPATH=python timeout 90 "${as[@]}" python3 tests/gpu/vmm_roundtrip.py 2>&1 | tee "$out/vmm.log"
+KAGENT_CUPTI_LIB=$cupti timeout 290 "${as[@]}" python3 tests/gpu/redteam.py ${rt_only:+--only "$rt_only"} \
   --json "$out/redteam.json" 2>&1 | tee "$out/redteam.log"
-timeout 240 python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} \
+timeout 240 "${as[@]}" python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} \
   ${suite_only:+--only "$suite_only"} --json "$out/adversarial.json" 2>&1 | tee "$out/adversarial.log"

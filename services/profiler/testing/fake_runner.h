@@ -5,7 +5,9 @@
 #define KAGENT_SERVICES_PROFILER_TESTING_FAKE_RUNNER_H_
 
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,11 +51,17 @@ class FakeRunner : public CommandRunner {
     return r;
   }();
 
+  std::set<std::string> missing_programs;  // CanRun says no for these
+  // Called at the start of every Run (e.g. to look at the run's files while they exist).
+  std::function<void(const SubprocessOptions&)> on_run;
+
   bool CanRun(const std::string& program) override {
+    if (missing_programs.count(program) != 0) return false;
     return program.find("ncu") == std::string::npos || ncu_available;
   }
 
   absl::StatusOr<SubprocessResult> Run(const SubprocessOptions& options) override {
+    if (on_run) on_run(options);
     {
       std::lock_guard<std::mutex> lock(mu_);
       calls_.push_back(options);
