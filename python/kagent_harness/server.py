@@ -200,13 +200,7 @@ class Server:
             job_id = self._job_id(msg)
         except P.RequestError as e:
             return self._bad(e, log)
-        prepared = None
-        handle = msg.get("prepared")
-        if handle:
-            with self._lock:
-                prepared = self.prepared.pop(handle, None)
-            if prepared is None:
-                log.add(f"prepared handle {handle!r} unknown or expired: preparing now")
+        prepared = self._take_prepared(msg, log, "preparing now")
         with self.gpu_lock:
             sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
             if prepared is not None:
@@ -271,6 +265,18 @@ class Server:
                 "compiled": {k: prepared.compiled.get(k) for k in
                              ("clean", "seconds", "ops", "error")} if prepared.compiled
                 else None, "log": log.tail()}
+
+    def _take_prepared(self, msg, log, otherwise):
+        """The prepared process `msg["prepared"]` names, taken out of the held ones (a
+        handle is used once); None without a handle or for an unknown or expired one."""
+        handle = msg.get("prepared")
+        if not handle:
+            return None
+        with self._lock:
+            prepared = self.prepared.pop(handle, None)
+        if prepared is None:
+            log.add(f"prepared handle {handle!r} unknown or expired: {otherwise}")
+        return prepared
 
     def expire_prepared(self, now=None):
         now = time.monotonic() if now is None else now
@@ -356,14 +362,7 @@ class Server:
             return {"ok": False, "error": f"bad request: {e}"}
         if self.device != "cuda":
             reps = min(reps, 3)
-        prepared = None
-        handle = msg.get("prepared")
-        if handle:
-            with self._lock:
-                prepared = self.prepared.pop(handle, None)
-            if prepared is None:
-                log.add(f"prepared screen {handle!r} unknown or expired: screening from "
-                        "the start")
+        prepared = self._take_prepared(msg, log, "screening from the start")
         with self.gpu_lock:
             sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
             if prepared is not None:
