@@ -230,6 +230,25 @@ def gpu_device_files():
     return sorted(p for p in glob.glob("/dev/nvidia*") if os.path.exists(p))
 
 
+def profiler_hidden(workdir):
+    """What profile mode hides inside the shared /tmp and /dev/shm: every kagent-* entry
+    there (other candidates' scratch, workers' private dirs, other profiles' run dirs)
+    but the one holding `workdir`. Made after this sandbox starts, such an entry stays
+    visible to it (docs/harness.md, "What the sandbox does not cover")."""
+    own = os.path.abspath(workdir)
+    out = []
+    for top in PROFILER_SHARED:
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        for n in sorted(names):
+            p = os.path.join(top, n)
+            if n.startswith("kagent-") and not _under(own, p):
+                out.append(p)
+    return tuple(out)
+
+
 class Config:
     """What one candidate's sandbox is: built once per Child.start."""
 
@@ -244,7 +263,7 @@ class Config:
         self.device = device
         self.network = network          # True: a fresh network namespace
         self.user_ns = user_ns          # True: --unshare-user (not root, or after a drop)
-        self.hide = tuple(hide)
+        self.hide = tuple(hide) + (profiler_hidden(self.workdir) if profiler else ())
         self.status_fd = status_fd
         # (uid, gid): bwrap runs as root and setpriv drops to them inside the sandbox
         # (a root supervisor whose Python the unprivileged user cannot reach, e.g.

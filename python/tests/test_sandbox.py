@@ -510,3 +510,25 @@ print(before[0], after[0], after[1], vm, vm_errno, unix)
     assert (after, int(after_errno)) == ("-1", errno.EPERM)
     assert (vm, int(vm_errno)) == ("-1", errno.EPERM)
     assert unix == "made" if profiler else int(unix) == errno.EACCES
+
+
+def test_profile_mode_masks_other_kagent_entries_of_the_shared_tmp():
+    """Profile mode shares the host's /tmp and /dev/shm (ncu needs them): every kagent-*
+    entry there but the candidate's own is masked (bwrap.profiler_hidden)."""
+    import tempfile
+    from kagent_harness import bwrap
+    own = tempfile.mkdtemp(prefix="kagent-", dir="/tmp")
+    other = tempfile.mkdtemp(prefix="kagent-", dir="/tmp")
+    unrelated = tempfile.mkdtemp(prefix="not-kagent-", dir="/tmp")
+    try:
+        work = os.path.join(own, "w")
+        os.mkdir(work)
+        hidden = bwrap.profiler_hidden(work)
+        assert other in hidden and own not in hidden and unrelated not in hidden
+        assert bwrap.Config(work, "cpu").hide == ()   # measurements mask /tmp whole
+        argv = bwrap.Config(work, "cpu", profiler=True).argv()
+        assert ["--bind", "/tmp", "/tmp"] == argv[argv.index("/tmp") - 1:argv.index("/tmp") + 2]
+        assert ["--tmpfs", other] == argv[argv.index(other) - 1:argv.index(other) + 1]
+    finally:
+        for d in (own, other, unrelated):
+            shutil.rmtree(d, ignore_errors=True)
