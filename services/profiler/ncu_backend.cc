@@ -181,11 +181,11 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
   if (options.run_as) argv = RunAsUser(*options.run_as, std::move(argv));
   SubprocessOptions subprocess = HarnessSubprocessOptions(harness, run, std::move(argv));
   // ncu's frontend and its library injected into the candidate's process meet in the
-  // frontend's temp dir. The candidate runs sandboxed, and sees the host's /tmp in
-  // profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), but cannot enter the
-  // caller's private work dir: with TMPDIR there, the first profiled kernel waited until
-  // the timeout on the H200. The harness hides its own files' directories from the
-  // candidate (cli.py).
+  // frontend's temp dir (its NVIDIA-treetracker-* directory, usable by the frontend's
+  // user only: hence run_as). The candidate runs sandboxed and sees the host's /tmp in
+  // profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), not the caller's
+  // private work dir, so TMPDIR is /tmp. The harness hides its own files' directories
+  // from the candidate (cli.py).
   subprocess.env["TMPDIR"] = kNcuTempDir;
   if (options.run_as) subprocess.env["HOME"] = run.work_dir;
   KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics"
