@@ -101,7 +101,8 @@ class Prepared:
         self.source = source
         self.language = language
         self.ready = ready          # the child's "ready" reply
-        self.compiled = compiled    # the dry run's reply, or None
+        self.compiled = compiled    # the dry run's reply, or None (a screen's: per variant, its
+                                    # COMPILE_ERROR "VERDICT: reason" or None)
         self.created = time.monotonic()
 
 

@@ -43,38 +43,34 @@ def prepare_screen(sup, kernels):
         sup.env.cache.done(sup.job)
         sup.job = None
         return None, f"the reference did not load ({type(e).__name__}: {e})"
-    child = None
     try:
-        child = sup.take_child(trace=False)
-        sup.use_child(child)
-        sources = [k["source"] for k in kernels]
-        sup.write_candidate(child, sources[0], "triton", variants=sources)
-        with sup.phases("screen: import and construction"):
-            ready = child.checked(child.recv(phase="screen import and construction"),
-                                  "screen import and construction")
-        compiled = []
-        spec = sup.job.input_spec or sup.job.spec_without_values()
+        ready = _start_variants(sup, kernels)
+        # Per variant, its compile dry run's COMPILE_ERROR ("VERDICT: reason"), or None.
+        compile_errors = []
         with sup.phases("screen: compile dry runs"):
             for i, info in enumerate(ready.get("variants") or []):
-                if not info.get("ok") or spec is None:
-                    compiled.append(None)
-                    continue
-                child.request({"cmd": "use", "index": i}, timeout=30,
-                              phase=f"variant {i}")
-                compiled.append(child.request(
-                    {"cmd": "compile", "inputs": spec},
-                    timeout=min(child.remaining(), sup.req.call_timeout_s),
-                    phase=f"variant {i}'s compile dry run"))
-        errors = sum(1 for c in compiled if c and c.get("compile_error"))
+                error = None
+                if info.get("ok"):
+                    sup.child.request({"cmd": "use", "index": i}, timeout=30,
+                                      phase=f"variant {i}")
+                    try:
+                        sup.compile_dry_run(sup.child, "triton")
+                    except ChildFailure as f:
+                        if f.verdict != P.COMPILE_ERROR:
+                            raise
+                        error = f"{f.verdict}: {f.reason}"
+                compile_errors.append(error)
         sup.log.add(f"screen prepared: {len(kernels)} variants in "
-                    f"{time.monotonic() - t0:.2f} s, {errors} failed to compile")
-        prepared = Prepared(child, sup.job.key, tuple(sources), "screen", ready, compiled)
+                    f"{time.monotonic() - t0:.2f} s, "
+                    f"{sum(1 for e in compile_errors if e)} failed to compile")
+        prepared = Prepared(sup.child, sup.job.key, tuple(k["source"] for k in kernels),
+                            "screen", ready, compile_errors)
         sup.child = None
         return prepared, ""
     except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's: screen retries
         sup.log.add(f"screen prepare failed: {type(e).__name__}: {e}")
-        if child is not None:
-            sup.env.pool.retire(child)
+        if sup.child is not None:
+            sup.env.pool.retire(sup.child)
         sup.child = None
         return None, f"screen prepare failed: {type(e).__name__}: {e}"
     finally:
@@ -146,23 +142,17 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
     if sup.child is not None:
         sup.env.pool.retire(sup.child)
         sup.child = None
-    compiled = []
+    compile_errors = []
     if prepared is not None:
         sup.use_child(prepared.child)
-        child = sup.child
-        child.log = sup.log
-        child.deadline = time.monotonic() + sup.req.timeout_s
-        ready, compiled = prepared.ready, prepared.compiled
-        sup.log.add(f"prepared screen process {child.proc.pid} used (made "
+        sup.child.log = sup.log
+        sup.child.deadline = time.monotonic() + sup.req.timeout_s
+        ready, compile_errors = prepared.ready, prepared.compiled
+        sup.log.add(f"prepared screen process {sup.child.proc.pid} used (made "
                     f"{time.monotonic() - prepared.created:.1f} s ago)")
     else:
-        sup.use_child(sup.take_child(trace=False))
-        child = sup.child
-        sources = [k["source"] for k in kernels]
-        sup.write_candidate(child, sources[0], "triton", variants=sources)
-        with sup.phases("screen: import and construction"):
-            ready = child.checked(child.recv(phase="screen import and construction"),
-                                  "screen import and construction")
+        ready = _start_variants(sup, kernels)
+    child = sup.child
     sup._probe_ipc()
     loaded = ready.get("variants") or []
     spec = output_spec(ref_out)
@@ -175,11 +165,9 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
                           "reason": f"{info.get('kind', 'COMPILE_ERROR')}: "
                                     f"{info.get('message', '')}"}
             continue
-        dry = compiled[i] if i < len(compiled) else None
-        if dry and dry.get("compile_error"):
+        if i < len(compile_errors) and compile_errors[i]:
             results[i] = {"index": i, "ok": False, "median_ms": 0.0,
-                          "reason": "COMPILE_ERROR: the compile dry run (no GPU held): "
-                                    + str(dry["compile_error"])}
+                          "reason": compile_errors[i]}
             continue
         try:
             results[i] = _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush,
@@ -189,6 +177,17 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
                           "reason": f"{f.verdict}: {f.reason}"}
             return i + 1
     return len(kernels)
+
+
+def _start_variants(sup, kernels):
+    """A new process for `kernels` as sup.child, every variant imported and built in it;
+    returns its ready reply (with `variants`: each one's load outcome)."""
+    sup.use_child(sup.take_child(trace=False))
+    sources = [k["source"] for k in kernels]
+    sup.write_candidate(sup.child, sources[0], "triton", variants=sources)
+    with sup.phases("screen: import and construction"):
+        return sup.child.checked(sup.child.recv(phase="screen import and construction"),
+                                 "screen import and construction")
 
 
 def _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush, reps):

@@ -9,7 +9,8 @@ prepared candidates (measure.Prepared). It never imports candidate code.
 Concurrency: every connection is served on a thread of its own; `measure` and `screen`,
 which use the GPU, run one at a time (gpu_lock); `prepare` and `prepare_screen` run
 beside them (their work is the candidate's own process on the CPU; those processes are
-stopped while anything is timed). A client that closes its connection before the answer cancels its request.
+stopped while anything is timed). A client that closes its connection before the
+answer cancels its request.
 """
 
 import argparse
@@ -200,18 +201,11 @@ class Server:
             job_id = self._job_id(msg)
         except P.RequestError as e:
             return self._bad(e, log)
-        prepared = self._take_prepared(msg, log, "preparing now")
+        prepared = self._take_prepared(msg, log, req, job_id, req.kernel_source,
+                                       req.language, "candidate", "preparing now")
         with self.gpu_lock:
             sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
-            if prepared is not None:
-                from kagent_harness.trials import job_key
-                if prepared.key != job_key(req, job_id) or \
-                        prepared.source != req.kernel_source or \
-                        prepared.language != req.language:
-                    log.add("the prepared process is for another candidate: not used")
-                    self._retire(prepared)
-                    prepared = None
-                sup.prepared = prepared
+            sup.prepared = prepared
             stop = self._watch(sup, cancelled)
             try:
                 result = sup.run_measure()
@@ -236,12 +230,10 @@ class Server:
         if not job_id or not req.kernel_source:
             return {"ok": True, "prepared": None, "prepare_ms": 0.0, "result": None,
                     "reason": "prepare needs job_id and kernel_source"}
-        self.expire_prepared()
-        with self._lock:
-            if len(self.prepared) >= self.prepared_max:
-                return {"ok": True, "prepared": None, "prepare_ms": 0.0, "result": None,
-                        "reason": f"{len(self.prepared)} prepared candidates held already "
-                                  f"(--prepared-max {self.prepared_max})"}
+        full = self._no_room()
+        if full:
+            return {"ok": True, "prepared": None, "prepare_ms": 0.0, "result": None,
+                    "reason": full}
         sup = Supervisor(req, log, env=self.env, job_id=job_id)
         stop = self._watch(sup, cancelled)
         try:
@@ -256,9 +248,7 @@ class Server:
             self._retire(prepared)
             return {"ok": True, "prepared": None, "prepare_ms": ms, "result": None,
                     "reason": "cancelled"}
-        handle = "p-" + uuid.uuid4().hex[:16]
-        with self._lock:
-            self.prepared[handle] = prepared
+        handle = self._hold(prepared, "p-")
         return {"ok": True, "prepared": handle, "prepare_ms": ms, "reason": "",
                 "result": None, "phases_ms": sup.phases.as_dict(),
                 "starting_kernel_prepared": prepared.rk is not None,
@@ -266,9 +256,12 @@ class Server:
                              ("clean", "seconds", "ops", "error")} if prepared.compiled
                 else None, "log": log.tail()}
 
-    def _take_prepared(self, msg, log, otherwise):
+    def _take_prepared(self, msg, log, req, job_id, source, language, what, otherwise):
         """The prepared process `msg["prepared"]` names, taken out of the held ones (a
-        handle is used once); None without a handle or for an unknown or expired one."""
+        handle is used once), when it was prepared for this job's `req` with `source` in
+        `language` (a screen's: the tuple of its sources, language "screen"); one
+        prepared for anything else is killed. None without a handle, for an unknown or
+        expired one, or for another `what`; `otherwise` says what happens then."""
         handle = msg.get("prepared")
         if not handle:
             return None
@@ -276,7 +269,30 @@ class Server:
             prepared = self.prepared.pop(handle, None)
         if prepared is None:
             log.add(f"prepared handle {handle!r} unknown or expired: {otherwise}")
+            return None
+        from kagent_harness.trials import job_key
+        if prepared.key != job_key(req, job_id) or prepared.source != source or \
+                prepared.language != language:
+            log.add(f"the prepared process is for another {what}: not used")
+            self._retire(prepared)
+            return None
         return prepared
+
+    def _no_room(self):
+        """Why no more prepared processes may be held now (--prepared-max), or None."""
+        self.expire_prepared()
+        with self._lock:
+            if len(self.prepared) >= self.prepared_max:
+                return (f"{len(self.prepared)} prepared candidates held already "
+                        f"(--prepared-max {self.prepared_max})")
+        return None
+
+    def _hold(self, prepared, prefix):
+        """Keeps `prepared` for its measure or screen; returns its new handle."""
+        handle = prefix + uuid.uuid4().hex[:16]
+        with self._lock:
+            self.prepared[handle] = prepared
+        return handle
 
     def expire_prepared(self, now=None):
         now = time.monotonic() if now is None else now
@@ -327,12 +343,9 @@ class Server:
         if not job_id:
             return {"ok": True, "prepared": None, "prepare_ms": 0.0,
                     "reason": "prepare_screen needs job_id"}
-        self.expire_prepared()
-        with self._lock:
-            if len(self.prepared) >= self.prepared_max:
-                return {"ok": True, "prepared": None, "prepare_ms": 0.0,
-                        "reason": f"{len(self.prepared)} prepared candidates held already "
-                                  f"(--prepared-max {self.prepared_max})"}
+        full = self._no_room()
+        if full:
+            return {"ok": True, "prepared": None, "prepare_ms": 0.0, "reason": full}
         sup = Supervisor(req, log, env=self.env, job_id=job_id)
         stop = self._watch(sup, cancelled)
         try:
@@ -346,9 +359,7 @@ class Server:
         if prepared is None:
             return {"ok": True, "prepared": None, "prepare_ms": ms, "reason": reason,
                     "log": log.tail()}
-        handle = "s-" + uuid.uuid4().hex[:16]
-        with self._lock:
-            self.prepared[handle] = prepared
+        handle = self._hold(prepared, "s-")
         return {"ok": True, "prepared": handle, "prepare_ms": ms, "reason": "",
                 "phases_ms": sup.phases.as_dict(), "log": log.tail()}
 
@@ -362,16 +373,11 @@ class Server:
             return {"ok": False, "error": f"bad request: {e}"}
         if self.device != "cuda":
             reps = min(reps, 3)
-        prepared = self._take_prepared(msg, log, "screening from the start")
+        prepared = self._take_prepared(msg, log, req, job_id,
+                                       tuple(k["source"] for k in kernels), "screen", "screen",
+                                       "screening from the start")
         with self.gpu_lock:
             sup = Supervisor(req, log, env=self.env, job_id=job_id or None)
-            if prepared is not None:
-                from kagent_harness.trials import job_key
-                if prepared.key != job_key(req, job_id) or prepared.language != "screen" \
-                        or prepared.source != tuple(k["source"] for k in kernels):
-                    log.add("the prepared process is for another screen: not used")
-                    self._retire(prepared)
-                    prepared = None
             stop = self._watch(sup, cancelled)
             try:
                 out = run_screen(sup, kernels, reps, prepared)
