@@ -1,6 +1,8 @@
 // LlmKernelBrain against the real loopback FakeLlmServer (both wire formats), through
-// the whole stack of common/llm (accounting, budgets, cassettes), and through the
-// optimization manager's DoGenerate and BrainRouter.
+// the whole stack of common/llm (accounting, budgets, cassettes). The optimization
+// manager running this brain is tested in services/optimization_manager
+// (llm_generate_test.cc), the coordinator's client of it in services/coordinator
+// (loop_services_test.cc); the helpers they share are in testing/llm_test_rig.h.
 #include "engines/llm/llm_brain.h"
 
 #include <catch2/catch.hpp>
@@ -14,18 +16,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include <grpcpp/grpcpp.h>
-
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
-#include "engines/heuristic/heuristic_brain.h"
-#include "engines/heuristic/template_library.h"
+#include "engines/llm/testing/llm_test_rig.h"
 #include "nlohmann/json.hpp"
-#include "services/optimization_manager/optimization_manager_service.h"
-#include "services/coordinator/loop_services.h"
-#include "services/optimization_manager/optimization_manager_setup.h"
 
 namespace kagent {
 namespace {
@@ -37,82 +33,15 @@ using llm::testing::OpenAiReply;
 using llm::testing::ReceivedRequest;
 using llm::testing::ScriptedResponse;
 using llm::testing::WireFormat;
-
-constexpr char kProblem[] = R"py(import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x, y):
-        return x + y
-
-def get_inputs():
-    return [torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")]
-
-def get_init_inputs():
-    return []
-)py";
-
-// A candidate in the shape the brain accepts; `tag` makes distinct sources.
-std::string Kernel(const std::string& tag, bool with_model_new = true) {
-  std::string s = absl::StrCat(R"py(import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-KERNEL_TAG = )py", "\"", tag, "\"\n");
-  if (with_model_new) {
-    absl::StrAppend(&s, R"py(class ModelNew(nn.Module):
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        n = x.numel()
-        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-        return out
-)py");
-  }
-  return s;
-}
-
-std::string Answer(const std::string& code, const std::string& explanation = "one program per 1024 elements") {
-  return nlohmann::json{{"explanation", explanation}, {"code", code}}.dump();
-}
-
-ScriptedResponse Reply(WireFormat f, const std::string& content, int64_t in = 12, int64_t out = 7,
-                       const std::string& stop = "") {
-  if (f == WireFormat::kOpenAi) return OpenAiReply(content, in, out, "test-model", stop.empty() ? "stop" : stop);
-  return AnthropicReply(content, in, out, "test-model", stop.empty() ? "end_turn" : stop);
-}
-
-llm::LlmConfig Config(WireFormat f, const std::string& base_url) {
-  llm::LlmConfig c;
-  c.provider = f == WireFormat::kOpenAi ? "openai" : "anthropic";
-  c.model = "test-model";
-  c.base_url = base_url;
-  c.retry.max_attempts = 1;
-  return c;
-}
-
-struct Rig {
-  std::unique_ptr<FakeLlmServer> server;
-  llm::LlmStack stack;
-  std::unique_ptr<LlmKernelBrain> brain;
-};
-
-Rig MakeRig(WireFormat f, const std::function<void(llm::LlmConfig&)>& tweak = nullptr) {
-  Rig rig;
-  rig.server = FakeLlmServer::Start(f).value();
-  llm::LlmConfig c = Config(f, rig.server->base_url());
-  if (tweak) tweak(c);
-  rig.stack = llm::MakeLlmStack(c).value();
-  rig.brain = std::make_unique<LlmKernelBrain>(rig.stack.client, rig.stack.prompts, LlmBrainOptions{});
-  return rig;
-}
+using llm_testing::Answer;
+using llm_testing::Config;
+using llm_testing::FormatName;
+using llm_testing::Kernel;
+using llm_testing::kProblem;
+using llm_testing::MakeRig;
+using llm_testing::ProblemInputs;
+using llm_testing::Reply;
+using llm_testing::Rig;
 
 // The messages of a received request, without the system message (OpenAI's first).
 nlohmann::json Conversation(WireFormat f, const ReceivedRequest& r) {
@@ -130,26 +59,7 @@ std::string SystemPrompt(WireFormat f, const ReceivedRequest& r) {
   return body["system"].get<std::string>();
 }
 
-struct ProblemInputs {
-  v1::Problem problem;
-  v1::OpSignature signature;
-  v1::GpuSpec gpu;
-  ProblemInputs() {
-    problem.set_name("add");
-    problem.set_source(kProblem);
-    signature.set_op_class("elementwise");
-    auto* op = signature.add_ops();
-    op->set_op("aten::add");
-    op->add_inputs()->add_shape(4096);
-    op->mutable_inputs(0)->set_dtype("float32");
-    gpu.set_name("NVIDIA H200");
-    gpu.set_arch("sm_90");
-    gpu.set_sm_count(132);
-  }
-};
-
 #define ANY_FORMAT() GENERATE(WireFormat::kOpenAi, WireFormat::kAnthropic)
-const char* FormatName(WireFormat f) { return f == WireFormat::kOpenAi ? "openai" : "anthropic"; }
 
 TEST_CASE("LLM brain: a first kernel over loopback", "[llm_brain]") {
   const WireFormat f = ANY_FORMAT();
@@ -304,188 +214,6 @@ TEST_CASE("LLM brain: code without ModelNew is asked again once", "[llm_brain]")
   CHECK(rig.server->request_count() == 4);
 }
 
-v1::GenerateRequest RoundRequest(const std::string& job, const std::string& brain, int workers) {
-  ProblemInputs in;
-  v1::GenerateRequest g;
-  g.set_job_id(job);
-  g.set_brain(brain);
-  *g.mutable_problem() = in.problem;
-  *g.mutable_op_signature() = in.signature;
-  *g.mutable_gpu() = in.gpu;
-  (*g.mutable_parents())["c0"].set_source(Kernel("parent"));
-  g.mutable_plan()->set_round(1);
-  for (int w = 0; w < workers; ++w) {
-    auto* a = g.mutable_plan()->add_assignments();
-    a->set_parent_kernel_id("c0");
-    a->set_worker_index(w);
-    a->mutable_prescription()->set_pattern_id(absl::StrCat("p", w));
-    a->mutable_prescription()->set_title(absl::StrCat("fix ", w));
-  }
-  return g;
-}
-
-TEST_CASE("LLM brain: a spent budget is the optimization manager's RPC status", "[llm_brain][budget]") {
-  const WireFormat f = ANY_FORMAT();
-  INFO(FormatName(f));
-  // 19 tokens a call: the first call crosses 15 (a call is admitted while the job is
-  // under budget), the next is refused before it is sent.
-  Rig rig = MakeRig(f, [](llm::LlmConfig& c) { c.job_budget = {.max_tokens = 15}; });
-  rig.server->SetDefault(Reply(f, Answer(Kernel("budget"))));
-  OptimizationManagerOptions mo;
-  mo.max_parallel_workers = 1;
-  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
-
-  v1::GenerateResponse first;
-  REQUIRE(svc.DoGenerate(RoundRequest("job-b", "llm", 1), &first).ok());
-  REQUIRE(first.kernels_size() == 1);
-  CHECK(first.kernels(0).kernel().source() == Kernel("budget"));
-  CHECK_THAT(first.kernels(0).prompt(), Catch::Contains("The fix to apply: fix 0"));
-  CHECK(first.kernels(0).reply() == Answer(Kernel("budget")));
-  CHECK(rig.stack.accountant->JobUsage("job-b").tokens() == 19);
-
-  v1::GenerateResponse second;
-  absl::Status s = svc.DoGenerate(RoundRequest("job-b", "llm", 3), &second);
-  CHECK(absl::IsResourceExhausted(s));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("job-b"));
-  CHECK(second.kernels_size() == 0);
-  CHECK(rig.server->request_count() == 1);  // the refused call stops the round: nothing sent
-  CHECK(rig.stack.accountant->JobUsage("job-b").refused == 1);
-  // Another job still has its budget.
-  v1::GenerateResponse other;
-  CHECK(svc.DoGenerate(RoundRequest("job-c", "llm", 1), &other).ok());
-  CHECK(other.kernels(0).has_kernel());
-}
-
-llm::LlmConfig& WithPrices(llm::LlmConfig& c) {
-  c.prices = {.input_usd_per_mtok = 1000, .output_usd_per_mtok = 2000};
-  return c;
-}
-// One default reply: 12 input and 7 output tokens, $0.026 at WithPrices.
-constexpr int64_t kCallTokens = 19;
-constexpr double kCallCost = (12 * 1000.0 + 7 * 2000.0) / 1e6;
-
-TEST_CASE("LLM brain: the request's LLM budget bounds its calls, the reply counts them",
-          "[llm_brain][budget]") {
-  const WireFormat f = ANY_FORMAT();
-  INFO(FormatName(f));
-  Rig rig = MakeRig(f, [](llm::LlmConfig& c) { WithPrices(c); });  // no configured budget
-  rig.server->SetDefault(Reply(f, Answer(Kernel("metered"))));
-  OptimizationManagerOptions mo;
-  mo.max_parallel_workers = 1;
-  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
-
-  // No limit in the request: three calls, all reported.
-  v1::GenerateResponse open;
-  REQUIRE(svc.DoGenerate(RoundRequest("job-m", "llm", 3), &open).ok());
-  CHECK(open.llm_usage().calls() == 3);
-  CHECK(open.llm_usage().input_tokens() == 3 * 12);
-  CHECK(open.llm_usage().output_tokens() == 3 * 7);
-  CHECK(open.llm_usage().cost_usd() == Approx(3 * kCallCost));
-  CHECK(rig.server->request_count() == 3);
-
-  // 30 tokens left: the 2nd call crosses the line, the 3rd is refused and never sent.
-  v1::GenerateRequest tokens = RoundRequest("job-m", "llm", 3);
-  tokens.set_llm_tokens_left(30);
-  v1::GenerateResponse partial;
-  absl::Status s = svc.DoGenerate(tokens, &partial);
-  REQUIRE(absl::IsResourceExhausted(s));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("job job-m"));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("38 of 30 tokens"));
-  CHECK(rig.server->request_count() == 5);
-  std::optional<v1::LlmUsage> spent = llm::LlmUsageOf(s);
-  REQUIRE(spent.has_value());
-  CHECK(spent->calls() == 2);
-  CHECK(spent->input_tokens() + spent->output_tokens() == 2 * kCallTokens);
-  CHECK(spent->cost_usd() == Approx(2 * kCallCost));
-  CHECK(partial.llm_usage().calls() == 2);
-  // The Accountant saw every call; the per-request limit is not a job budget.
-  CHECK(rig.stack.accountant->JobUsage("job-m").calls == 5);
-
-  // Nothing left: refused before anything is sent; no usage to report.
-  v1::GenerateRequest none = RoundRequest("job-m", "llm", 2);
-  none.set_llm_tokens_left(0);
-  v1::GenerateResponse nothing;
-  s = svc.DoGenerate(none, &nothing);
-  CHECK(absl::IsResourceExhausted(s));
-  CHECK_FALSE(llm::LlmUsageOf(s).has_value());
-  CHECK(rig.server->request_count() == 5);
-
-  // A cost limit: $0.03 admits two calls of $0.026.
-  v1::GenerateRequest cost = RoundRequest("job-m", "llm", 3);
-  cost.set_llm_cost_usd_left(0.03);
-  v1::GenerateResponse costly;
-  s = svc.DoGenerate(cost, &costly);
-  CHECK(absl::IsResourceExhausted(s));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("LLM cost budget"));
-  REQUIRE(llm::LlmUsageOf(s).has_value());
-  CHECK(llm::LlmUsageOf(s)->calls() == 2);
-  CHECK(rig.server->request_count() == 7);
-
-  // Enough left: OK, and the usage is in the reply.
-  v1::GenerateRequest plenty = RoundRequest("job-m", "llm", 2);
-  plenty.set_llm_tokens_left(1000);
-  plenty.set_llm_cost_usd_left(1.0);
-  v1::GenerateResponse fine;
-  REQUIRE(svc.DoGenerate(plenty, &fine).ok());
-  CHECK(fine.llm_usage().calls() == 2);
-  CHECK(fine.kernels(0).has_kernel());
-}
-
-TEST_CASE("LLM brain over gRPC: a refused Generate's usage reaches the coordinator's client",
-          "[llm_brain][budget]") {
-  Rig rig = MakeRig(WireFormat::kOpenAi, [](llm::LlmConfig& c) { WithPrices(c); });
-  rig.server->SetDefault(OpenAiReply(Answer(Kernel("over-grpc"))));
-  HeuristicBrain heuristic(TemplateLibrary::Embedded().value());
-  OptimizationManagerOptions mo;
-  mo.check_sources = false;
-  mo.max_parallel_workers = 1;
-  BrainRouter router("heuristic", nullptr);
-  router.Add("heuristic",
-             std::make_unique<OptimizationManagerServiceImpl>(mo, &heuristic, nullptr, nullptr));
-  router.Add("llm",
-             std::make_unique<OptimizationManagerServiceImpl>(mo, rig.brain.get(), nullptr, nullptr));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&router);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server != nullptr);
-  const std::string address = absl::StrCat("127.0.0.1:", port);
-  // The coordinator's client for the loop services (all four pointed at the manager).
-  auto loop = GrpcLoopServices::Create({address, address, address, address}, ChannelOptions{},
-                                       "", absl::Seconds(30), absl::Seconds(30));
-  REQUIRE(loop.ok());
-
-  v1::GenerateRequest ok_request = RoundRequest("job-g", "llm", 2);
-  ok_request.set_llm_tokens_left(1000);
-  absl::StatusOr<v1::GenerateResponse> ok = (*loop)->Generate(ok_request, nullptr);
-  REQUIRE(ok.ok());
-  CHECK(ok->llm_usage().calls() == 2);
-  CHECK(ok->llm_usage().cost_usd() == Approx(2 * kCallCost));
-
-  v1::GenerateRequest spent_request = RoundRequest("job-g", "llm", 3);
-  spent_request.set_llm_tokens_left(kCallTokens);  // one call, then refused
-  absl::StatusOr<v1::GenerateResponse> spent = (*loop)->Generate(spent_request, nullptr);
-  REQUIRE(absl::IsResourceExhausted(spent.status()));
-  CHECK_THAT(std::string(spent.status().message()), Catch::Contains("optimization manager"));
-  std::optional<v1::LlmUsage> usage = llm::LlmUsageOf(spent.status());
-  REQUIRE(usage.has_value());
-  CHECK(usage->calls() == 1);
-  CHECK(usage->input_tokens() == 12);
-  CHECK(usage->output_tokens() == 7);
-  CHECK(usage->cost_usd() == Approx(kCallCost));
-  CHECK(rig.server->request_count() == 3);
-
-  // The heuristic brain makes no LLM call: a spent LLM budget does not stop it.
-  v1::GenerateRequest heuristic_request = RoundRequest("job-g", "heuristic", 1);
-  heuristic_request.set_llm_tokens_left(0);
-  absl::StatusOr<v1::GenerateResponse> h = (*loop)->Generate(heuristic_request, nullptr);
-  REQUIRE(h.ok());
-  CHECK(h->llm_usage().calls() == 0);
-  CHECK(rig.server->request_count() == 3);
-  server->Shutdown();
-}
-
 TEST_CASE("LLM brain: a recorded cassette replays with the server stopped", "[llm_brain][cassette]") {
   const WireFormat f = ANY_FORMAT();
   INFO(FormatName(f));
@@ -523,35 +251,6 @@ TEST_CASE("LLM brain: a recorded cassette replays with the server stopped", "[ll
   other.set_source(absl::StrCat(kProblem, "# changed\n"));
   CHECK(absl::IsNotFound(brain.FirstKernel({&other, &in.signature, &in.gpu}).status()));
   fs::remove(path);
-}
-
-TEST_CASE("BrainRouter: brains by name, aliases, unknown names", "[llm_brain][router]") {
-  Rig rig = MakeRig(WireFormat::kOpenAi);
-  rig.server->SetDefault(OpenAiReply(Answer(Kernel("routed"))));
-  HeuristicBrain heuristic(TemplateLibrary::Embedded().value());
-  OptimizationManagerOptions mo;
-  mo.check_sources = false;
-  BrainRouter router("heuristic", nullptr);
-  router.Add("heuristic", std::make_unique<OptimizationManagerServiceImpl>(mo, &heuristic, nullptr, nullptr));
-  router.Add("llm", std::make_unique<OptimizationManagerServiceImpl>(mo, rig.brain.get(), nullptr, nullptr),
-             {"openai"});
-  CHECK(router.Names() == std::vector<std::string>{"heuristic", "llm", "openai"});
-
-  for (const char* name : {"llm", "openai"}) {
-    v1::GenerateResponse out;
-    REQUIRE(router.DoGenerate(RoundRequest("job-r", name, 1), &out).ok());
-    REQUIRE(out.kernels_size() == 1);
-    INFO(out.kernels(0).error());
-    CHECK(out.kernels(0).kernel().origin() == "brain:llm");
-  }
-  CHECK(rig.server->request_count() == 2);
-
-  v1::GenerateResponse out;
-  absl::Status s = router.DoGenerate(RoundRequest("job-r", "gpt-9", 1), &out);
-  CHECK(absl::IsInvalidArgument(s));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("unknown brain 'gpt-9'"));
-  CHECK_THAT(std::string(s.message()), Catch::Contains("heuristic, llm, openai"));
-  CHECK(rig.server->request_count() == 2);
 }
 
 TEST_CASE("LoadLlmConfigFile reads the JSON of docs/llm.md", "[llm_brain]") {
