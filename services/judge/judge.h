@@ -18,7 +18,8 @@
 //                        the smallest launch__occupancy_limit_* value
 //   6. latency-bound     both SOL < 60%
 // When SOL metrics are missing (CUPTI backend), the achieved DRAM bandwidth and FLOP/s
-// of the op signature over the kernel time stand in for them.
+// of the op signature over the kernel time stand in for them. classification.h fires the
+// rules; root_causes.h writes the causes they cite.
 //
 // A narrator (see narrator.h) writes BottleneckReport.narrative and may add root causes;
 // its citations are validated and it can change nothing else.
