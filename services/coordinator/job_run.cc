@@ -586,6 +586,7 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
   // pass an fp32 tolerance of 1e-4).
   if (job_.problem().has_atol()) p.set_atol(job_.problem().atol());
   if (job_.problem().has_rtol()) p.set_rtol(job_.problem().rtol());
+  // The job's avoid-list is applied here, by the analyzer, and nowhere else (job_run.h).
   for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
   p.set_job_id(job_id_);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,

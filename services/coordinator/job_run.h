@@ -12,6 +12,12 @@
 //   job_run_round.cc  one round: plan, generate, screen/measure, reflect, beam update
 //                     (beam.h), checkpoint;
 //   job_run_finish.cc the final runs and the job's result.
+//
+// The avoid-list: the job's own (JobConfig.avoid_patterns) goes to the analyzer only
+// (PrescribeRequest.avoid_patterns), which drops those patterns (exact ids and "prefix*")
+// before it ranks, limits and removes contradictions; the reflexion memory's avoid patterns
+// go to the orchestrator's planner only, with the memory (services/orchestrator/planner.h).
+// Nothing here filters prescriptions itself.
 #ifndef KAGENT_SERVICES_COORDINATOR_JOB_RUN_H_
 #define KAGENT_SERVICES_COORDINATOR_JOB_RUN_H_
 

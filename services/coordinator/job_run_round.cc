@@ -125,7 +125,8 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
   if (memory.ok()) {
     for (auto& r : *memory) *plan_req.add_memory() = r;
   }
-  for (const auto& a : cfg_.avoid_patterns()) plan_req.add_avoid_patterns(a);
+  // No avoid_patterns: the analyzer already dropped the job's avoid-list from the
+  // prescriptions; the planner applies the memory's (job_run.h).
   absl::StatusOr<v1::PlanRoundResponse> plan = CallService<v1::PlanRoundResponse>(
       "orchestrator", [&] { return deps_.services->PlanRound(plan_req, cancel_); });
   if (!plan.ok()) return StopFromStatus(plan.status());
