@@ -259,9 +259,7 @@ absl::StatusOr<T> JobRun::CallService(const char* what,
     if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(r.status())) ChargeLlm(*u);
     EmitLog(absl::StrCat(what, " call failed (attempt ", attempt, "): ", r.status().message(),
                          "; again in ", absl::FormatDuration(backoff)));
-    for (absl::Time wake = absl::Now() + backoff; absl::Now() < wake && !Stopping();) {
-      absl::SleepFor(std::min(absl::Milliseconds(100), wake - absl::Now()));
-    }
+    SleepUnless(backoff, [this] { return Stopping(); });
     if (Stopping()) return r;
     backoff = std::min(backoff * 2, absl::Seconds(15));
   }
