@@ -59,6 +59,9 @@
 // they are measured, and GPU tasks (screens included) have deterministic ids whose
 // results are stored, so nothing is screened or measured twice.
 //
+// JobManager keeps the job table (submit, cancel, resume, shutdown, events); each job's
+// run through the states above is a JobRun (job_run.h) on the job's own thread.
+//
 // Thread-safe. Each running job has one thread; at most `max_concurrent_jobs` run at once
 // and the rest wait in QUEUED.
 #ifndef KAGENT_SERVICES_COORDINATOR_JOB_MANAGER_H_
@@ -77,38 +80,13 @@
 #include "common/storage/storage.h"
 #include "kagent/v1/common.pb.h"
 #include "prometheus/registry.h"
+#include "services/coordinator/job_defaults.h"
+#include "services/coordinator/job_metrics.h"
+#include "services/coordinator/job_run.h"
 #include "services/coordinator/loop_services.h"
 #include "services/coordinator/scheduler.h"
 
 namespace kagent {
-
-// The pattern id of round 1's library seed: the brain's own kernel for the op, measured
-// beside the fixes to a user's starting kernel (not an optimization-database pattern).
-inline constexpr char kLibrarySeedPattern[] = "library-seed";
-
-struct JobDefaults {
-  int beam_width = 2;
-  int fixes_per_kernel = 2;
-  int max_rounds = 5;
-  int plateau_rounds = 2;
-  double target_efficiency_pct = 90;
-  double max_wall_seconds = 4 * 3600;
-  double improvement_threshold = 0.01;  // "no gain above 1%"
-  int max_concurrent_jobs = 4;
-  int correctness_trials = 5;
-  int timing_reps = 100;
-  // A judge/analyzer/orchestrator/optimization-manager call that fails in transit
-  // (UNAVAILABLE or DEADLINE_EXCEEDED: its host restarting, unreachable or cut off) is made
-  // again, with backoff from `service_retry_backoff_seconds` doubling up to 15 s, for up to
-  // this long after the first attempt; only then does it fail the job.
-  double service_retry_seconds = 300;
-  double service_retry_backoff_seconds = 1;
-  // A job step that fails on storage (IsStorageFailure) runs again, with backoff from
-  // `storage_retry_backoff_seconds` doubling up to 15 s, for up to this long; then the job
-  // fails (see the class comment).
-  double storage_retry_seconds = 300;
-  double storage_retry_backoff_seconds = 1;
-};
 
 class JobManager {
  public:
@@ -155,21 +133,16 @@ class JobManager {
   void StartLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeStartQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunJob(const std::string& job_id, CallCancelToken* cancel);
+  bool ShuttingDown() const;
   // Wakes watchers for an event already stored with `sequence`.
   void NoteEvent(const std::string& job_id, int64_t sequence);
 
-  // Adds 1 to kagent_storage_failures_total{operation} when `status` is a storage failure.
-  void CountStorageFailure(const absl::Status& status, const char* operation);
-
-  // Re-reads, applies `mutate`, writes with the revision, retrying on ABORTED.
-  absl::StatusOr<v1::Job> MutateJob(const std::string& job_id,
-                                    const std::function<absl::Status(v1::Job&)>& mutate);
-
-  friend class JobRun;
   const JobDefaults defaults_;
   Storage* const storage_;
   Scheduler* const scheduler_;
-  LoopServices* const services_;
+  const JobMetrics metrics_;
+  // What each job's JobRun uses (job_run.h); its callbacks reach this manager.
+  const JobRunDeps run_deps_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, Running> running_ ABSL_GUARDED_BY(mu_);
@@ -178,19 +151,6 @@ class JobManager {
 
   mutable absl::Mutex events_mu_;
   std::map<std::string, int64_t> last_sequence_ ABSL_GUARDED_BY(events_mu_);
-
-  prometheus::Family<prometheus::Counter>* jobs_finished_ = nullptr;
-  prometheus::Family<prometheus::Counter>* jobs_submitted_ = nullptr;
-  // Storage failures met, by operation: "submit" (a SubmitJob that stored nothing), "step"
-  // (a job's step, run again), "fail" (storing a job's FAILED state, retried).
-  prometheus::Family<prometheus::Counter>* storage_failures_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* jobs_running_ = nullptr;
-  prometheus::Family<prometheus::Counter>* rounds_ = nullptr;
-  prometheus::Family<prometheus::Counter>* candidates_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* best_speedup_ = nullptr;
-  prometheus::Family<prometheus::Counter>* gpu_seconds_ = nullptr;
-  prometheus::Family<prometheus::Counter>* llm_tokens_ = nullptr;
-  prometheus::Family<prometheus::Counter>* llm_cost_ = nullptr;
 };
 
 }  // namespace kagent

@@ -11,7 +11,7 @@
 // as the candidate's Measurement.
 //
 // This file holds the policy (the task id, the request, which variant wins, what is
-// logged and stored); JobRun (job_manager.cc) runs the task through the Scheduler and
+// logged and stored); JobRun (job_run.cc) runs the task through the Scheduler and
 // charges it to the job. Everything here is a pure function: thread-safe, no I/O.
 #ifndef KAGENT_SERVICES_COORDINATOR_SCREENING_H_
 #define KAGENT_SERVICES_COORDINATOR_SCREENING_H_

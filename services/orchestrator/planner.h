@@ -8,6 +8,13 @@
 //   - a pattern already given to another worker for the same parent this round,
 // and ranks patterns the memory says to try ahead of the rest. Workers of one round
 // therefore get different fixes, never copies of one.
+//
+// Where avoided patterns are filtered: the job's avoid-list (JobConfig.avoid_patterns) by
+// the analyzer alone, to which the coordinator gives it (PrescribeRequest.avoid_patterns:
+// exact ids and "prefix*", dropped before its limit and contradiction filter, so a
+// pattern that conflicts with an avoided one can still be prescribed); the reflexion
+// memory's avoid patterns here alone. The coordinator leaves PlanRoundRequest.avoid_patterns
+// empty (services/coordinator/job_run.h); ids a caller puts there are skipped here too.
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
 #define KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
 

@@ -1,0 +1,156 @@
+// JobRun's finish (job_run.h): the beam verified again, the result stored.
+#include "services/coordinator/job_run.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "services/coordinator/job_run_internal.h"
+#include "services/profiler/hardware_metrics.h"
+
+namespace kagent {
+
+namespace {
+
+using job_run_internal::ToJson;
+
+// Whether the starting kernel's baseline run can stand as its final run: it passed the
+// gate and was timed beside eager and torch.compile in that run.
+bool StartRunIsFinal(const v1::Measurement& m) {
+  return m.verdict() == v1::VERDICT_CORRECT && m.candidate().median_ms() > 0 &&
+         m.eager().median_ms() > 0 && m.compiled().median_ms() > 0;
+}
+
+// Candidate `id` and its parents back to the start, the start first.
+std::vector<std::string> Lineage(Storage& storage, const std::string& id) {
+  std::vector<std::string> lineage;
+  std::string cur = id;
+  for (int guard = 0; !cur.empty() && guard < 10000; ++guard) {
+    lineage.insert(lineage.begin(), cur);
+    absl::StatusOr<v1::Candidate> c = storage.GetCandidate(cur);
+    if (!c.ok()) break;
+    cur = c->parent_id();
+  }
+  return lineage;
+}
+
+// The arithmetic-intensity roofline of the best kernel at the final run's median `med`
+// (the best kernel of the last round was measured, not profiled): the op's own FLOPs and
+// bytes over that time against the GPU's ceilings; 0 when unknown.
+double RooflineAt(const v1::OpSignature& signature, const v1::GpuSpec& gpu, double med) {
+  if (med <= 0) return 0;
+  v1::HardwareMetrics at_final;
+  at_final.mutable_aggregate()->set_duration_ns(med * 1e6);
+  return ApplyRoofline(signature, gpu, &at_final) ? at_final.roofline_bound_pct() : 0;
+}
+
+}  // namespace
+
+JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
+  absl::StatusOr<v1::Candidate> start = deps_.storage->GetCandidate(ckpt_.start_candidate_id());
+  if (IsStorageFailure(start.status())) return StopFromStatus(start.status());
+  if (!start.ok()) return {Stop::kFailed, "starting kernel lost: " + std::string(start.status().message())};
+  // Verify every beam kernel again, each timed with the start kernel, eager and compile
+  // in one run; the fastest that passes is the result (its speedups are ratios from its
+  // own final run).
+  v1::Candidate best;
+  v1::Measurement final_m;
+  if (Stop stop = VerifyBeam(*start, &best, &final_m); stop.kind != Stop::kNone) return stop;
+  StoreArtifact("final/measurement.json", "measurement", ToJson(final_m));
+  StoreArtifact("final/kernel.py", "kernel", best.kernel().source());
+
+  std::vector<v1::Measurement> extra;
+  for (const auto& shape : job_.problem().extra_shapes()) {
+    absl::StatusOr<v1::Measurement> m =
+        Measure(absl::StrCat(job_id_, "/shape/", shape.name()), best.kernel(), true, shape.name(),
+                &start->kernel());
+    if (!m.ok()) return StopFromStatus(m.status());
+    m->set_shape_set(shape.name());
+    extra.push_back(*m);
+  }
+  const std::vector<std::string> lineage = Lineage(*deps_.storage, best.id());
+  auto ratio = [](double a, double b) { return (a > 0 && b > 0) ? a / b : 0.0; };
+  double med = final_m.candidate().median_ms();
+  double ref = final_m.reference_kernel().median_ms() > 0 ? final_m.reference_kernel().median_ms()
+                                                          : start->measurement().candidate().median_ms();
+  const double final_roofline = RooflineAt(signature_, gpu_, med);
+  absl::Status s = Persist([&](v1::Job& j) {
+    v1::JobResult* r = j.mutable_result();
+    r->set_best_candidate_id(best.id());
+    *r->mutable_best_kernel() = best.kernel();
+    *r->mutable_best_measurement() = final_m;
+    r->set_speedup_vs_start(ratio(ref, med));
+    r->set_speedup_vs_eager(ratio(final_m.eager().median_ms(), med));
+    r->set_speedup_vs_compile(ratio(final_m.compiled().median_ms(), med));
+    r->set_roofline_efficiency_pct(best.metrics().roofline_efficiency_pct());
+    r->set_roofline_bound_pct(final_roofline > 0 ? final_roofline
+                                                 : best.metrics().roofline_bound_pct());
+    r->clear_lineage();
+    for (auto& id : lineage) r->add_lineage(id);
+    r->clear_extra_shapes();
+    for (auto& m : extra) *r->add_extra_shapes() = m;
+    r->set_stop_reason(stop_reason);
+    j.set_state(v1::JOB_STATE_DONE);
+  });
+  if (!s.ok()) return StopFromStatus(s);
+  v1::JobEvent e;
+  e.set_type(v1::JOB_EVENT_JOB_FINISHED);
+  e.set_state(v1::JOB_STATE_DONE);
+  e.set_round(job_.current_round());
+  e.set_best_speedup(job_.result().speedup_vs_start());
+  e.set_message(absl::StrFormat(
+      "done (%s): best %.4f ms, %.2fx the start, %.2fx eager, %.2fx torch.compile", stop_reason,
+      med, job_.result().speedup_vs_start(), job_.result().speedup_vs_eager(),
+      job_.result().speedup_vs_compile()));
+  Emit(e);
+  if (deps_.metrics.jobs_finished != nullptr) {
+    deps_.metrics.jobs_finished->Add({{"state", "DONE"}}).Increment();
+  }
+  return {};
+}
+
+JobRun::Stop JobRun::VerifyBeam(const v1::Candidate& start, v1::Candidate* best,
+                                v1::Measurement* final_m) {
+  bool found = false;
+  std::string infra;  // the last final run that failed on the infrastructure, and why
+  for (const std::string& id : ckpt_.beam_ids()) {
+    absl::StatusOr<v1::Candidate> c = deps_.storage->GetCandidate(id);
+    if (IsStorageFailure(c.status())) return StopFromStatus(c.status());
+    if (!c.ok()) continue;
+    absl::StatusOr<v1::Measurement> m;
+    if (id == start.id() && StartRunIsFinal(start.measurement())) {
+      // The starting kernel's baseline run already timed it beside eager and
+      // torch.compile after its gate: a final run would repeat exactly that.
+      m = start.measurement();
+      EmitLog(absl::StrCat("final figures of ", id, " (the starting kernel): its baseline run"));
+    } else {
+      m = Measure(absl::StrCat(job_id_, "/final/", id), c->kernel(), /*baselines=*/true, "",
+                  &start.kernel());
+    }
+    if (!m.ok()) return StopFromStatus(m.status());
+    if (m->verdict() == v1::VERDICT_INFRA_ERROR) {
+      infra = absl::StrCat(id, ": ", m->correctness().reason());
+      EmitLog(absl::StrCat("final verification of ", id, " could not run: ",
+                           m->correctness().reason()));
+      continue;
+    }
+    if (m->verdict() != v1::VERDICT_CORRECT) {
+      EmitLog(absl::StrCat("final verification of ", id, " failed: ", v1::Verdict_Name(m->verdict()),
+                           " ", m->correctness().reason()));
+      continue;
+    }
+    if (!found || m->candidate().median_ms() < final_m->candidate().median_ms()) {
+      *best = *c;
+      *final_m = *m;
+      found = true;
+    }
+  }
+  if (!found && !infra.empty()) {
+    return {Stop::kFailed, absl::StrCat("the final verification could not be measured: ", infra)};
+  }
+  if (!found) return {Stop::kFailed, "no kernel passed the final verification"};
+  return {};
+}
+
+}  // namespace kagent

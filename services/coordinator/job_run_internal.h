@@ -1,0 +1,29 @@
+// Helpers shared by the files of JobRun (job_run.h); not for use elsewhere.
+#ifndef KAGENT_SERVICES_COORDINATOR_JOB_RUN_INTERNAL_H_
+#define KAGENT_SERVICES_COORDINATOR_JOB_RUN_INTERNAL_H_
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "kagent/v1/common.pb.h"
+
+namespace kagent::job_run_internal {
+
+// The checkpoint key of the job's JobCheckpoint.
+inline constexpr char kStateKey[] = "state";
+
+// `m` as indented JSON with the proto field names (artifacts).
+std::string ToJson(const google::protobuf::Message& m);
+
+// True when the measurement came from a CPU worker (the harness's device "cpu" reports
+// gpu_name "cpu": Triton's interpreter, no hardware counters, timings that rank nothing).
+inline bool RanOnCpuWorker(const v1::Measurement& m) { return m.gpu_name() == "cpu"; }
+
+// The CANDIDATE_MEASURED event that announces `c` (its kernel source left out) in
+// `state`, at c's round; the caller adds the message.
+v1::JobEvent CandidateEvent(const v1::Candidate& c, v1::JobState state);
+
+}  // namespace kagent::job_run_internal
+
+#endif  // KAGENT_SERVICES_COORDINATOR_JOB_RUN_INTERNAL_H_
