@@ -51,8 +51,16 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
     AddOp(s, "aten::mm", {{{4096, 8192}, "float32", {1, 4096}}, {{8192, 1}}}, {{{4096, 1}}});
   }
   // gemm
-  AddOp(add("mm_fp32_trans_a_256x512x128"), "aten::mm",
-        {{{256, 512}, "float32", {1, 256}}, {{512, 128}}}, {{{256, 128}}});
+  {
+    OpSignature* s = add("mm_fp32_trans_a_256x512x128");
+    AddOp(s, "aten::t", {{{512, 256}}}, {{{256, 512}, "float32", {1, 256}}});
+    AddOp(s, "aten::mm", {{{256, 512}, "float32", {1, 256}}, {{512, 128}}}, {{{256, 128}}});
+  }
+  {
+    OpSignature* s = add("mm_fp32_trans_b_256x512x128");
+    AddOp(s, "aten::t", {{{128, 512}}}, {{{512, 128}, "float32", {1, 512}}});
+    AddOp(s, "aten::mm", {{{256, 512}}, {{512, 128}, "float32", {1, 512}}}, {{{256, 128}}});
+  }
   AddOp(add("bmm_fp32_8x100x30x70"), "aten::bmm", {{{8, 100, 30}}, {{8, 30, 70}}},
         {{{8, 100, 70}}});
   AddOp(add("bmm_fp32_128x512x1024x512"), "aten::bmm", {{{128, 512, 1024}}, {{128, 1024, 512}}},
@@ -65,8 +73,12 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
         {{{256, 256}, bf}});
   AddOp(add("mm_bf16_8192"), "aten::mm", {{{8192, 8192}, bf}, {{8192, 8192}, bf}},
         {{{8192, 8192}, bf}});
-  AddOp(add("mm_bf16_trans_a_8192"), "aten::mm",
-        {{{8192, 8192}, bf, {1, 8192}}, {{8192, 8192}, bf}}, {{{8192, 8192}, bf}});
+  {
+    OpSignature* s = add("mm_bf16_trans_a_8192");
+    AddOp(s, "aten::t", {{{8192, 8192}, bf}}, {{{8192, 8192}, bf, {1, 8192}}});
+    AddOp(s, "aten::mm", {{{8192, 8192}, bf, {1, 8192}}, {{8192, 8192}, bf}},
+          {{{8192, 8192}, bf}});
+  }
   AddOp(add("mm_bf16_32768x64x32768"), "aten::mm", {{{32768, 64}, bf}, {{64, 32768}, bf}},
         {{{32768, 32768}, bf}});
   AddOp(add("mm_fp32_tall_32768x64x32"), "aten::mm", {{{32768, 64}}, {{64, 32}}},
