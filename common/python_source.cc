@@ -94,6 +94,18 @@ std::vector<std::pair<size_t, size_t>> SplitTopLevel(const std::string& mask, si
   return out;
 }
 
+bool KeywordArgument(const std::string& mask, size_t b, size_t e, size_t* name_end,
+                     size_t* value_begin) {
+  size_t q = b;
+  while (q < e && IsIdentChar(mask[q])) ++q;
+  size_t r = q;
+  while (r < e && mask[r] == ' ') ++r;
+  if (!(q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '='))) return false;
+  *name_end = q;
+  *value_begin = r + 1;
+  return true;
+}
+
 void Trim(const std::string& mask, size_t* b, size_t* e) {
   while (*b < *e && std::isspace(static_cast<unsigned char>(mask[*b]))) ++*b;
   while (*e > *b && std::isspace(static_cast<unsigned char>(mask[*e - 1]))) --*e;

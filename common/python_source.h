@@ -57,6 +57,12 @@ size_t MatchBracket(const std::string& mask, size_t open);
 std::vector<std::pair<size_t, size_t>> SplitTopLevel(const std::string& mask, size_t begin,
                                                      size_t end);
 
+// Whether the call argument mask[b, e) (trimmed) is a keyword argument `name = value`
+// (spaces around '=' allowed, `==` is no keyword): then *name_end is the end of the name
+// and *value_begin the offset just past the '='.
+bool KeywordArgument(const std::string& mask, size_t b, size_t e, size_t* name_end,
+                     size_t* value_begin);
+
 // Narrows [*b, *e) past the whitespace of `mask` at both ends.
 void Trim(const std::string& mask, size_t* b, size_t* e);
 

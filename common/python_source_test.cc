@@ -58,6 +58,14 @@ TEST_CASE("Python source: brackets, top-level pieces, words") {
   CHECK(SplitTopLevel(m, 10, 10) == std::vector<std::pair<size_t, size_t>>{{10, 10}});
   CHECK(FindWord("BLOCK BLOCK_M xBLOCK BLOCK", "BLOCK") == std::vector<size_t>{0, 21});
   CHECK(FindWord("BLOCK BLOCK_M xBLOCK BLOCK", "BLOCK", 1) == std::vector<size_t>{21});
+  size_t name_end = 0, value_begin = 0;
+  const std::string args = "BLOCK_M =32, x == 1, 2, =3";
+  REQUIRE(KeywordArgument(args, 0, 11, &name_end, &value_begin));
+  CHECK(name_end == 7);
+  CHECK(value_begin == 9);
+  CHECK_FALSE(KeywordArgument(args, 13, 19, &name_end, &value_begin));
+  CHECK_FALSE(KeywordArgument(args, 21, 22, &name_end, &value_begin));
+  CHECK_FALSE(KeywordArgument(args, 24, 26, &name_end, &value_begin));
   CHECK(IsIdentChar('_'));
   CHECK(IsIdentChar('9'));
   CHECK_FALSE(IsIdentChar('.'));

@@ -32,13 +32,10 @@ void ParseAutotuneConfigs(absl::string_view source, const std::string& mask,
   for (auto [b, e] : SplitTopLevel(mask, open + 1, close)) {
     Trim(mask, &b, &e);
     if (b >= e) continue;
-    size_t q = b;
-    while (q < e && IsIdentChar(mask[q])) ++q;
-    size_t r = q;
-    while (r < e && mask[r] == ' ') ++r;
-    bool keyword = q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=');
+    size_t q = 0, v = 0;
+    const bool keyword = KeywordArgument(mask, b, e, &q, &v);
     if (keyword && source.substr(b, q - b) == "configs") {
-      vb = r + 1, ve = e;
+      vb = v, ve = e;
     } else if (!keyword && positional++ == 0) {
       vb = b, ve = e;
     }
@@ -77,13 +74,10 @@ void ParseAutotuneConfigs(absl::string_view source, const std::string& mask,
     for (auto [ab, ae] : SplitTopLevel(mask, paren + 1, e - 1)) {
       Trim(mask, &ab, &ae);
       if (ab >= ae) continue;
-      size_t q = ab;
-      while (q < ae && IsIdentChar(mask[q])) ++q;
-      size_t r = q;
-      while (r < ae && mask[r] == ' ') ++r;
-      bool keyword = q > ab && r < ae && mask[r] == '=' && (r + 1 >= ae || mask[r + 1] != '=');
+      size_t q = 0, v = 0;
+      const bool keyword = KeywordArgument(mask, ab, ae, &q, &v);
       std::string key = keyword ? std::string(source.substr(ab, q - ab)) : "";
-      size_t xb = keyword ? r + 1 : ab, xe = ae;
+      size_t xb = keyword ? v : ab, xe = ae;
       Trim(mask, &xb, &xe);
       bool meta = keyword ? key == "kwargs" : arg_index++ == 0;
       if (meta) {
@@ -236,13 +230,10 @@ absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
         Trim(comments_masked, &b, &e);
         if (b >= e) continue;
         LaunchArg arg;
-        size_t q = b;
-        while (q < e && IsIdentChar(mask[q])) ++q;
-        size_t r = q;
-        while (r < e && mask[r] == ' ') ++r;
-        if (q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=')) {
+        size_t q = 0, v = 0;
+        if (KeywordArgument(mask, b, e, &q, &v)) {
           arg.name = std::string(source.substr(b, q - b));
-          b = r + 1;
+          b = v;
           Trim(comments_masked, &b, &e);
         }
         arg.value = std::string(source.substr(b, e - b));
