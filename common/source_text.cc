@@ -1,6 +1,7 @@
 #include "common/source_text.h"
 
 #include "absl/strings/string_view.h"
+#include "common/python_source.h"
 
 namespace kagent {
 
@@ -22,59 +23,29 @@ std::string NormalizeSource(const std::string& source) {
     line.clear();
     pending_space = false;
   };
-  const size_t n = source.size();
+  // Code up to `end`: newlines end lines, whitespace runs become one space.
   size_t i = 0;
-  char quote = 0;
-  bool triple = false;
-  while (i < n) {
-    char c = source[i];
-    if (quote == 0) {
-      if (c == '#') {
-        while (i < n && source[i] != '\n') ++i;
-        continue;
-      }
+  auto code = [&](size_t end) {
+    for (; i < end; ++i) {
+      const char c = source[i];
       if (c == '\n') {
         flush();
-        ++i;
-        continue;
-      }
-      if (c == ' ' || c == '\t' || c == '\r') {
+      } else if (c == ' ' || c == '\t' || c == '\r') {
         pending_space = true;
-        ++i;
-        continue;
+      } else {
+        put(absl::string_view(&source[i], 1));
       }
-      if (c == '"' || c == '\'') {
-        quote = c;
-        triple = i + 2 < n && source[i + 1] == c && source[i + 2] == c;
-        put(absl::string_view(source).substr(i, triple ? 3 : 1));
-        i += triple ? 3 : 1;
-        continue;
-      }
-      put(absl::string_view(&source[i], 1));
-      ++i;
-      continue;
     }
-    // Inside a string: copied verbatim.
-    if (c == '\\' && i + 1 < n) {
-      line.append(source, i, 2);
-      i += 2;
-      continue;
+  };
+  for (const SourceSpan& span : CommentsAndStrings(source)) {
+    code(span.begin);
+    // A comment is dropped; a string literal is copied verbatim.
+    if (span.kind == SourceSpan::kString) {
+      put(absl::string_view(source).substr(span.begin, span.end - span.begin));
     }
-    if (c == quote && (!triple || (i + 2 < n && source[i + 1] == c && source[i + 2] == c))) {
-      line.append(source, i, triple ? 3 : 1);
-      i += triple ? 3 : 1;
-      quote = 0;
-      continue;
-    }
-    if (c == '\n' && !triple) {  // unterminated: end at the line
-      quote = 0;
-      flush();
-      ++i;
-      continue;
-    }
-    line.push_back(c);
-    ++i;
+    i = span.end;
   }
+  code(source.size());
   flush();
   return out;
 }

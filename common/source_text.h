@@ -8,7 +8,8 @@
 namespace kagent {
 
 // Removes comments, blank lines, trailing whitespace and collapses whitespace runs
-// outside string literals: two sources equal after this are the same kernel.
+// outside string literals (both as python_source.h lexes them; a string literal is kept
+// verbatim): two sources equal after this are the same kernel.
 std::string NormalizeSource(const std::string& source);
 
 }  // namespace kagent

@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/source_text.h"
 #include "engines/heuristic/knob_tuner.h"
+#include "engines/heuristic/triton_source.h"
 #include "engines/heuristic/test_kernels.h"
 #include "engines/heuristic/test_signatures.h"
 

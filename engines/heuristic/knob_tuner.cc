@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -15,167 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/python_source.h"
 #include "common/status.h"
 
 namespace kagent {
 namespace {
-
-bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// The source with comments and string literals blanked out (same length, newlines
-// kept), so brackets and commas can be matched on it. With blank_strings false only the
-// comments are blanked: string literals stay, e.g. to trim around a literal value.
-std::string MaskSource(absl::string_view src, bool blank_strings = true) {
-  std::string m(src);
-  size_t i = 0, n = src.size();
-  while (i < n) {
-    char c = src[i];
-    if (c == '#') {
-      while (i < n && src[i] != '\n') m[i++] = ' ';
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      bool triple = i + 2 < n && src[i + 1] == c && src[i + 2] == c;
-      size_t start = i;
-      i += triple ? 3 : 1;
-      while (i < n) {
-        if (src[i] == '\\') {
-          i += 2;
-          continue;
-        }
-        if (triple) {
-          if (i + 2 < n && src[i] == c && src[i + 1] == c && src[i + 2] == c) {
-            i += 3;
-            break;
-          }
-        } else if (src[i] == c || src[i] == '\n') {
-          ++i;
-          break;
-        }
-        ++i;
-      }
-      i = std::min(i, n);
-      for (size_t k = start; k < i && blank_strings; ++k) {
-        if (m[k] != '\n') m[k] = ' ';
-      }
-      continue;
-    }
-    ++i;
-  }
-  return m;
-}
-
-// Index of the bracket closing the one at `open`, or npos.
-size_t MatchBracket(const std::string& mask, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < mask.size(); ++i) {
-    char c = mask[i];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') {
-      if (--depth == 0) return i;
-    }
-  }
-  return std::string::npos;
-}
-
-// Top-level comma-separated pieces of mask[begin, end) as [b, e) ranges.
-std::vector<std::pair<size_t, size_t>> SplitTopLevel(const std::string& mask, size_t begin,
-                                                     size_t end) {
-  std::vector<std::pair<size_t, size_t>> out;
-  int depth = 0;
-  size_t start = begin;
-  for (size_t i = begin; i < end; ++i) {
-    char c = mask[i];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') --depth;
-    if (c == ',' && depth == 0) {
-      out.push_back({start, i});
-      start = i + 1;
-    }
-  }
-  out.push_back({start, end});
-  return out;
-}
-
-void Trim(const std::string& mask, size_t* b, size_t* e) {
-  while (*b < *e && std::isspace(static_cast<unsigned char>(mask[*b]))) ++*b;
-  while (*e > *b && std::isspace(static_cast<unsigned char>(mask[*e - 1]))) --*e;
-}
-
-std::optional<int64_t> ParseIntLiteral(absl::string_view text) {
-  std::string t(absl::StripAsciiWhitespace(text));
-  t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
-  int64_t v = 0;
-  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    return std::nullopt;
-  if (!absl::SimpleAtoi(t, &v)) return std::nullopt;
-  return v;
-}
-
-// The content of a one-line quoted string literal ('...' or "..." without escapes or
-// prefixes), or nullopt.
-std::optional<absl::string_view> StringLiteralContent(absl::string_view value) {
-  if (value.size() < 2) return std::nullopt;
-  const char q = value.front();
-  if ((q != '"' && q != '\'') || value.back() != q) return std::nullopt;
-  absl::string_view content = value.substr(1, value.size() - 2);
-  if (content.find_first_of(std::string{q, '\\', '\n'}) != absl::string_view::npos) {
-    return std::nullopt;
-  }
-  return content;
-}
-
-// Finds every identifier `word` in mask at a word boundary.
-std::vector<size_t> FindWord(const std::string& mask, absl::string_view word, size_t from = 0) {
-  std::vector<size_t> out;
-  size_t pos = from;
-  while ((pos = mask.find(word.data(), pos, word.size())) != std::string::npos) {
-    bool left = pos == 0 || !IsIdentChar(mask[pos - 1]);
-    bool right = pos + word.size() >= mask.size() || !IsIdentChar(mask[pos + word.size()]);
-    if (left && right) out.push_back(pos);
-    pos += word.size();
-  }
-  return out;
-}
-
-// The end of the function body starting at def_offset: the next non-blank line that
-// starts at column 0 (decorators or statements), or the end of the source.
-size_t FunctionEnd(const std::string& mask, size_t def_offset) {
-  size_t pos = mask.find('\n', def_offset);
-  while (pos != std::string::npos && pos + 1 < mask.size()) {
-    char c = mask[pos + 1];
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return pos + 1;
-    pos = mask.find('\n', pos + 1);
-  }
-  return mask.size();
-}
-
-// The value range of the last `name = <rhs>` assignment that starts before `limit`.
-struct Assignment {
-  size_t rhs_begin = 0, rhs_end = 0;
-  bool found = false;
-};
-
-Assignment LastAssignment(const std::string& mask, absl::string_view name, size_t limit) {
-  Assignment best;
-  for (size_t pos : FindWord(mask, name)) {
-    if (pos >= limit) break;
-    size_t line = mask.rfind('\n', pos);
-    line = line == std::string::npos ? 0 : line + 1;
-    bool only_space = true;
-    for (size_t k = line; k < pos; ++k) only_space &= mask[k] == ' ' || mask[k] == '\t';
-    if (!only_space) continue;
-    size_t k = pos + name.size();
-    while (k < mask.size() && (mask[k] == ' ' || mask[k] == '\t')) ++k;
-    if (k + 1 >= mask.size() || mask[k] != '=' || mask[k + 1] == '=') continue;
-    size_t b = k + 1;
-    size_t e = mask.find('\n', b);
-    if (e == std::string::npos) e = mask.size();
-    Trim(mask, &b, &e);
-    best = {b, e, true};
-  }
-  return best;
-}
 
 // Where an integer knob's value lives in the source.
 struct ValueSite {
@@ -239,254 +82,6 @@ int64_t Pow2Ceil(int64_t v) {
 
 constexpr int64_t kTritonDefaultWarps = 4;
 constexpr int64_t kTritonDefaultStages = 3;
-
-// Reads the configs of the @triton.autotune decorator at `mark` into k->configs, or says
-// in k->configs_problem why they cannot be edited. `comments_masked`: the source with
-// only its comments blanked (string keys are trimmed on it).
-void ParseAutotuneConfigs(absl::string_view source, const std::string& mask,
-                          const std::string& comments_masked, size_t mark, JitKernel* k) {
-  auto fail = [&](std::string why) { k->configs_problem = std::move(why); };
-  size_t open = mark + std::string("autotune").size();
-  while (open < mask.size() && mask[open] == ' ') ++open;
-  size_t close = open < mask.size() && mask[open] == '(' ? MatchBracket(mask, open)
-                                                           : std::string::npos;
-  if (close == std::string::npos) return fail("the autotune decorator has no argument list");
-  // configs=..., else the first positional argument.
-  size_t vb = std::string::npos, ve = 0;
-  int positional = 0;
-  for (auto [b, e] : SplitTopLevel(mask, open + 1, close)) {
-    Trim(mask, &b, &e);
-    if (b >= e) continue;
-    size_t q = b;
-    while (q < e && IsIdentChar(mask[q])) ++q;
-    size_t r = q;
-    while (r < e && mask[r] == ' ') ++r;
-    bool keyword = q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=');
-    if (keyword && source.substr(b, q - b) == "configs") {
-      vb = r + 1, ve = e;
-    } else if (!keyword && positional++ == 0) {
-      vb = b, ve = e;
-    }
-  }
-  if (vb == std::string::npos) return fail("the autotune decorator names no configs");
-  Trim(mask, &vb, &ve);
-  std::string name(source.substr(vb, ve - vb));
-  if (!name.empty() && std::all_of(name.begin(), name.end(), IsIdentChar)) {
-    Assignment a = LastAssignment(mask, name, mark);
-    if (!a.found) return fail(absl::StrCat("configs `", name, "` is not assigned in the source"));
-    vb = a.rhs_begin, ve = a.rhs_end;
-    // A list literal may span lines: its end is its closing bracket.
-    size_t bracket = vb < mask.size() && mask[vb] == '[' ? MatchBracket(mask, vb)
-                                                         : std::string::npos;
-    if (bracket != std::string::npos) ve = bracket + 1;
-  }
-  if (vb >= mask.size() || mask[vb] != '[' || MatchBracket(mask, vb) == std::string::npos ||
-      MatchBracket(mask, vb) + 1 != ve) {
-    return fail(absl::StrCat("configs `", source.substr(vb, std::min<size_t>(ve - vb, 40)),
-                             "` is not a list literal of triton.Config"));
-  }
-  for (auto [b, e] : SplitTopLevel(mask, vb + 1, ve - 1)) {
-    Trim(mask, &b, &e);
-    if (b >= e) continue;
-    size_t paren = mask.find('(', b);
-    absl::string_view callee =
-        paren < e ? absl::StripAsciiWhitespace(source.substr(b, paren - b)) : "";
-    if ((callee != "triton.Config" && callee != "Config") || MatchBracket(mask, paren) + 1 != e) {
-      return fail(absl::StrCat("config `", source.substr(b, std::min<size_t>(e - b, 40)),
-                               "` is not a triton.Config(...) call"));
-    }
-    AutotuneConfig config;
-    config.begin = b;
-    config.end = e;
-    int arg_index = 0;
-    for (auto [ab, ae] : SplitTopLevel(mask, paren + 1, e - 1)) {
-      Trim(mask, &ab, &ae);
-      if (ab >= ae) continue;
-      size_t q = ab;
-      while (q < ae && IsIdentChar(mask[q])) ++q;
-      size_t r = q;
-      while (r < ae && mask[r] == ' ') ++r;
-      bool keyword = q > ab && r < ae && mask[r] == '=' && (r + 1 >= ae || mask[r + 1] != '=');
-      std::string key = keyword ? std::string(source.substr(ab, q - ab)) : "";
-      size_t xb = keyword ? r + 1 : ab, xe = ae;
-      Trim(mask, &xb, &xe);
-      bool meta = keyword ? key == "kwargs" : arg_index++ == 0;
-      if (meta) {
-        if (mask[xb] != '{' || MatchBracket(mask, xb) + 1 != xe) {
-          return fail("a triton.Config's meta-parameters are not a dict literal");
-        }
-        for (auto [db, de] : SplitTopLevel(mask, xb + 1, xe - 1)) {
-          Trim(comments_masked, &db, &de);
-          if (db >= de) continue;
-          size_t colon = mask.find(':', db);
-          if (colon >= de) return fail("a triton.Config's dict entry has no ':'");
-          size_t kb = db, ke = colon, lb = colon + 1, le = de;
-          Trim(comments_masked, &kb, &ke);
-          Trim(mask, &lb, &le);
-          std::optional<absl::string_view> meta_name =
-              StringLiteralContent(source.substr(kb, ke - kb));
-          std::optional<int64_t> v = ParseIntLiteral(source.substr(lb, le - lb));
-          if (meta_name && v) config.values[std::string(*meta_name)] = {*v, lb, le};
-        }
-      } else if (key == "num_warps" || key == "num_stages") {
-        if (std::optional<int64_t> v = ParseIntLiteral(source.substr(xb, xe - xb))) {
-          config.values[key] = {*v, xb, xe};
-        }
-      }
-    }
-    k->configs.push_back(std::move(config));
-  }
-  if (k->configs.empty()) return fail("the autotune configs list is empty");
-}
-
-}  // namespace
-
-const LaunchArg* LaunchSite::Keyword(absl::string_view name) const {
-  for (const LaunchArg& a : args) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
-}
-
-const JitKernel* TritonSourceInfo::Kernel(absl::string_view name) const {
-  for (const JitKernel& k : kernels) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
-}
-
-absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source) {
-  TritonSourceInfo info;
-  std::string mask = MaskSource(source);
-  // Launch arguments are trimmed on this one, so a string literal value (blank in `mask`)
-  // is kept: INPUT_PRECISION="ieee".
-  const std::string comments_masked = MaskSource(source, /*blank_strings=*/false);
-  {
-    absl::string_view first = source.substr(0, source.find('\n'));
-    if (absl::ConsumePrefix(&first, "# kagent-template:")) {
-      info.template_id = std::string(absl::StripAsciiWhitespace(first));
-    }
-  }
-  // Decorated kernels: the next `def` after each triton.jit / @jit.
-  std::vector<size_t> jit_marks = FindWord(mask, "jit");
-  std::vector<size_t> autotune_marks = FindWord(mask, "autotune");
-  std::set<size_t> defs_seen;
-  for (size_t mark : jit_marks) {
-    size_t line = mask.rfind('\n', mark);
-    line = line == std::string::npos ? 0 : line + 1;
-    absl::string_view prefix(mask.data() + line, mark - line);
-    prefix = absl::StripLeadingAsciiWhitespace(prefix);
-    if (prefix != "@" && prefix != "@triton." && prefix != "@tl.") continue;
-    size_t def = mask.find("def ", mark);
-    if (def == std::string::npos || defs_seen.count(def)) continue;
-    defs_seen.insert(def);
-    JitKernel k;
-    k.def_offset = def;
-    size_t nb = def + 4;
-    while (nb < mask.size() && mask[nb] == ' ') ++nb;
-    size_t ne = nb;
-    while (ne < mask.size() && IsIdentChar(mask[ne])) ++ne;
-    k.name = std::string(source.substr(nb, ne - nb));
-    size_t open = mask.find('(', ne);
-    size_t close = open == std::string::npos ? open : MatchBracket(mask, open);
-    if (close == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel ", k.name, ": unbalanced parameters"));
-    }
-    for (auto [b, e] : SplitTopLevel(mask, open + 1, close)) {
-      Trim(mask, &b, &e);
-      if (b >= e) continue;
-      KernelParam p;
-      size_t i = b;
-      while (i < e && IsIdentChar(mask[i])) ++i;
-      p.name = std::string(source.substr(b, i - b));
-      absl::string_view rest(mask.data() + i, e - i);
-      size_t eq = std::string::npos;
-      int depth = 0;
-      for (size_t j = i; j < e; ++j) {
-        char c = mask[j];
-        if (c == '(' || c == '[') ++depth;
-        if (c == ')' || c == ']') --depth;
-        if (c == '=' && depth == 0) {
-          eq = j;
-          break;
-        }
-      }
-      absl::string_view annotation = rest.substr(0, eq == std::string::npos ? rest.size() : eq - i);
-      p.constexpr_ = absl::StrContains(annotation, "constexpr");
-      if (eq != std::string::npos) {
-        size_t db = eq + 1, de = e;
-        Trim(mask, &db, &de);
-        p.default_text = std::string(source.substr(db, de - db));
-        p.default_begin = db;
-        p.default_end = de;
-      }
-      k.params.push_back(std::move(p));
-    }
-    size_t body_end = FunctionEnd(mask, def);
-    absl::string_view body(mask.data() + def, body_end - def);
-    k.uses_dot = absl::StrContains(body, "tl.dot(") || absl::StrContains(body, ".dot(");
-    // Autotuned when an autotune decorator sits between the previous def and this one.
-    size_t prev_def = def == 0 ? std::string::npos : mask.rfind("def ", def - 1);
-    for (size_t a : autotune_marks) {
-      if (a < def && (prev_def == std::string::npos || a > prev_def)) {
-        k.autotuned = true;
-        ParseAutotuneConfigs(source, mask, comments_masked, a, &k);
-      }
-    }
-    info.kernels.push_back(std::move(k));
-  }
-  if (info.kernels.empty()) {
-    return absl::InvalidArgumentError("no @triton.jit kernel in the source");
-  }
-  for (const JitKernel& k : info.kernels) {
-    for (size_t pos : FindWord(mask, k.name)) {
-      size_t i = pos + k.name.size();
-      while (i < mask.size() && (mask[i] == ' ' || mask[i] == '\t')) ++i;
-      if (i >= mask.size() || mask[i] != '[') continue;
-      size_t gclose = MatchBracket(mask, i);
-      if (gclose == std::string::npos) continue;
-      size_t j = gclose + 1;
-      while (j < mask.size() && std::isspace(static_cast<unsigned char>(mask[j]))) ++j;
-      if (j >= mask.size() || mask[j] != '(') continue;
-      size_t close = MatchBracket(mask, j);
-      if (close == std::string::npos) continue;
-      LaunchSite site;
-      site.kernel = k.name;
-      site.offset = pos;
-      site.close_paren = close;
-      size_t gb = i + 1, ge = gclose;
-      Trim(mask, &gb, &ge);
-      site.grid = std::string(source.substr(gb, ge - gb));
-      for (auto [b, e] : SplitTopLevel(mask, j + 1, close)) {
-        Trim(comments_masked, &b, &e);
-        if (b >= e) continue;
-        LaunchArg arg;
-        size_t q = b;
-        while (q < e && IsIdentChar(mask[q])) ++q;
-        size_t r = q;
-        while (r < e && mask[r] == ' ') ++r;
-        if (q > b && r < e && mask[r] == '=' && (r + 1 >= e || mask[r + 1] != '=')) {
-          arg.name = std::string(source.substr(b, q - b));
-          b = r + 1;
-          Trim(comments_masked, &b, &e);
-        }
-        arg.value = std::string(source.substr(b, e - b));
-        arg.value_begin = b;
-        arg.value_end = e;
-        site.args.push_back(std::move(arg));
-      }
-      info.launches.push_back(std::move(site));
-    }
-  }
-  std::sort(info.launches.begin(), info.launches.end(),
-            [](const LaunchSite& a, const LaunchSite& b) { return a.offset < b.offset; });
-  if (info.launches.empty()) {
-    return absl::InvalidArgumentError("no launch site `kernel[grid](...)` of a @triton.jit kernel");
-  }
-  return info;
-}
-
-namespace {
 
 // Where `knob` lives for the primary launch, per the rules in the header.
 struct KnobLocation {
@@ -594,7 +189,7 @@ absl::Status CheckGrid(absl::string_view source, const std::string& mask,
   }
   if (absl::StrContains(grid, knob)) return absl::OkStatus();  // meta['BLOCK_M'] etc.
   std::string lit = std::to_string(old_value);
-  std::string gm = MaskSource(grid);
+  std::string gm = MaskPythonSource(grid);
   if (!FindWord(gm, lit).empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the grid `", grid, "` uses the literal ", lit, " that ", knob,
@@ -776,7 +371,7 @@ absl::Status ApplyAutotune(const JitKernel& kernel,
   // After the last config: on lines of their own when it has its line to itself (up to
   // a comma and a comment, which stay with it), else inline after it.
   const AutotuneConfig& last = kernel.configs.back();
-  const std::string mask = MaskSource(*source);
+  const std::string mask = MaskPythonSource(*source);
   size_t line = source->rfind('\n', last.begin);
   line = line == std::string::npos ? 0 : line + 1;
   const std::string lead = source->substr(line, last.begin - line);
@@ -811,7 +406,7 @@ absl::Status ApplyAutotune(const JitKernel& kernel,
 std::map<std::string, int64_t> CurrentKnobs(absl::string_view source,
                                             const TritonSourceInfo& info) {
   std::map<std::string, int64_t> out;
-  std::string mask = MaskSource(source);
+  std::string mask = MaskPythonSource(source);
   const LaunchSite& primary = info.launches.front();
   for (const LaunchArg& a : primary.args) {
     if (a.name.empty()) continue;
@@ -982,7 +577,7 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
       result.edits.push_back(std::move(edit));
       continue;
     }
-    std::string mask = MaskSource(result.source);
+    std::string mask = MaskPythonSource(result.source);
     KAGENT_ASSIGN_OR_RETURN(KnobLocation loc, Locate(result.source, mask, info, knob));
     KnobBounds bounds = BoundsFor(knob, info, library);
     int64_t old_value = loc.site ? loc.site->value : loc.implicit_value;

@@ -1,8 +1,8 @@
-// Knob tuning of any Triton kernel source: finds the @triton.jit kernels, their
-// tl.constexpr parameters and the launch sites `kernel[grid](..., BLOCK_M=32,
-// num_warps=4)`, and rewrites knob values (absolute or relative changes) while keeping
-// the grid consistent, powers of two and bounds. Works on a user's own kernel with no
-// template and on rendered templates alike.
+// Knob tuning of any Triton kernel source: reads it (ParseTritonSource, triton_source.h:
+// the @triton.jit kernels, their tl.constexpr parameters and the launch sites
+// `kernel[grid](..., BLOCK_M=32, num_warps=4)`) and rewrites knob values (absolute or
+// relative changes) while keeping the grid consistent, powers of two and bounds. Works on
+// a user's own kernel with no template and on rendered templates alike.
 //
 // Where a knob K lives, in order of preference (the first launch site that has it; for
 // num_warps / num_stages, the primary launch = the first launch site in the source):
@@ -23,8 +23,9 @@
 // defaults, 4 and 3; a config without the knob gets no variant), all changes of one
 // call together; the variants not already in the list are appended to it, so the
 // autotuner picks among the old and the new. The configs must be a list literal in the
-// decorator or a name assigned one, of triton.Config({...}, num_warps=.., ...) calls;
-// otherwise, or when no new config results (bounds, duplicates), FAILED_PRECONDITION.
+// decorator or a name assigned one, of triton.Config({...}, num_warps=.., ...) calls (as
+// ParseTritonSource reads them); otherwise, or when no new config results (bounds,
+// duplicates), FAILED_PRECONDITION.
 //
 // Changes: "16" (absolute), "x2" or "*2", "/2", "+1", "-1" (also "+N", "-N", "xN").
 // Bounds: a rendered template (first line `# kagent-template: <id>`) uses its params'
@@ -61,67 +62,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engines/heuristic/template_library.h"
+#include "engines/heuristic/triton_source.h"
 
 namespace kagent {
-
-struct KernelParam {
-  std::string name;
-  bool constexpr_ = false;
-  std::string default_text;       // empty when none
-  size_t default_begin = 0;       // offsets of default_text in the source
-  size_t default_end = 0;
-};
-
-// One triton.Config(...) of an autotuned kernel's configs list: its integer
-// meta-parameters and num_warps / num_stages (those written), each with its literal.
-struct AutotuneConfig {
-  struct Value {
-    int64_t value = 0;
-    size_t begin = 0, end = 0;    // of the integer literal in the source
-  };
-  size_t begin = 0, end = 0;      // the whole call, `triton.Config(...)`
-  std::map<std::string, Value> values;
-};
-
-struct JitKernel {
-  std::string name;
-  std::vector<KernelParam> params;
-  bool autotuned = false;
-  bool uses_dot = false;
-  size_t def_offset = 0;
-  // Autotuned kernels: the configs in list order, or why they could not be read.
-  std::vector<AutotuneConfig> configs;
-  std::string configs_problem;
-};
-
-struct LaunchArg {
-  std::string name;               // keyword, empty for positional
-  std::string value;              // trimmed text (a string literal with its quotes)
-  size_t value_begin = 0;
-  size_t value_end = 0;
-};
-
-struct LaunchSite {
-  std::string kernel;
-  std::string grid;               // the text between [ and ]
-  size_t offset = 0;              // of the kernel name
-  size_t close_paren = 0;         // offset of the launch's closing ')'
-  std::vector<LaunchArg> args;
-
-  const LaunchArg* Keyword(absl::string_view name) const;
-};
-
-struct TritonSourceInfo {
-  std::vector<JitKernel> kernels;
-  std::vector<LaunchSite> launches;   // in source order
-  std::string template_id;            // from "# kagent-template: <id>", else empty
-
-  const JitKernel* Kernel(absl::string_view name) const;
-};
-
-// Parses the Python source. INVALID_ARGUMENT when there is no @triton.jit kernel or no
-// launch site of one.
-absl::StatusOr<TritonSourceInfo> ParseTritonSource(absl::string_view source);
 
 // The current value of every integer knob at the primary launch (keywords with integer
 // values, resolved through variables; constexpr defaults; num_warps/num_stages).

@@ -6,6 +6,7 @@
 #include "absl/strings/str_replace.h"
 #include "engines/heuristic/template_library.h"
 #include "engines/heuristic/test_kernels.h"
+#include "engines/heuristic/triton_source.h"
 
 namespace kagent {
 namespace {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engines/heuristic/knob_tuner.h"
+#include "engines/heuristic/triton_source.h"
 
 namespace kagent {
 namespace {

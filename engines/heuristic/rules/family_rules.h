@@ -1,0 +1,91 @@
+// The per-family sizing rules behind TemplateParamsFor (template_rules.h): one function per
+// template family, in a file named for the family beside the others of this folder. Each
+// gives the params (knobs and shape params) of template `t` for the op, or
+// FAILED_PRECONDITION naming the condition that does not hold. TemplateParamsFor has
+// already checked that the template serves the op's class and dtype and that the op has
+// no extra ops, and it picks the rule (a template's own rule, else its op class's).
+// `gpu` may be null (132 SMs, unknown arch).
+//
+// Pure functions of their arguments; thread-safe.
+#ifndef KAGENT_ENGINES_HEURISTIC_RULES_FAMILY_RULES_H_
+#define KAGENT_ENGINES_HEURISTIC_RULES_FAMILY_RULES_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engines/heuristic/template_library.h"
+#include "engines/heuristic/template_rules.h"  // RecognizedOp
+#include "kagent/v1/common.pb.h"
+
+namespace kagent::rules {
+
+using TemplateParams = std::map<std::string, std::string>;
+
+// A family's rule (the signature of every function below).
+using ParamsRule = absl::StatusOr<TemplateParams> (*)(const TemplateInfo& t,
+                                                      const RecognizedOp& op,
+                                                      const kagent::v1::GpuSpec* gpu);
+
+// matvec_rules.cc: the matvec class (matvec_row_per_program, matvec_multi_row,
+// matvec_split_k).
+absl::StatusOr<TemplateParams> MatvecParams(const TemplateInfo& t, const RecognizedOp& op,
+                                            const kagent::v1::GpuSpec* gpu);
+
+// gemm_rules.cc: gemm_diag; the rest of the gemm class (gemm_tiled, gemm_split_k,
+// gemm_persistent_tma).
+absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const RecognizedOp& op,
+                                              const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,
+                                          const kagent::v1::GpuSpec* gpu);
+
+// reduction_rules.cc: row-wise kernels over (OUTER, R, INNER): the softmax class
+// (softmax_online), the reduction class (reduce_dim), the scan class (scan_rows).
+absl::StatusOr<TemplateParams> SoftmaxParams(const TemplateInfo& t, const RecognizedOp& op,
+                                             const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> ReduceDimParams(const TemplateInfo& t, const RecognizedOp& op,
+                                               const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> ScanRowsParams(const TemplateInfo& t, const RecognizedOp& op,
+                                              const kagent::v1::GpuSpec* gpu);
+
+// norm_rules.cc: channel_norm, frobenius_norm; the rest of the norm class (row_norm).
+absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const RecognizedOp& op,
+                                                 const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> FrobeniusNormParams(const TemplateInfo& t,
+                                                   const RecognizedOp& op,
+                                                   const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const RecognizedOp& op,
+                                             const kagent::v1::GpuSpec* gpu);
+
+// elementwise_rules.cc: the elementwise class (elementwise).
+absl::StatusOr<TemplateParams> ElementwiseParams(const TemplateInfo& t, const RecognizedOp& op,
+                                                 const kagent::v1::GpuSpec* gpu);
+
+// pool_rules.cc: the pooling class (pool_nd).
+absl::StatusOr<TemplateParams> PoolParams(const TemplateInfo& t, const RecognizedOp& op,
+                                          const kagent::v1::GpuSpec* gpu);
+
+// loss_rules.cc: loss_rows; the rest of the loss class (loss_reduce).
+absl::StatusOr<TemplateParams> LossRowsParams(const TemplateInfo& t, const RecognizedOp& op,
+                                              const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> LossReduceParams(const TemplateInfo& t, const RecognizedOp& op,
+                                                const kagent::v1::GpuSpec* gpu);
+
+// conv_rules.cc: conv2d_depthwise, conv_transpose2d, conv3d_implicit_gemm; the rest of
+// the conv class (conv2d_implicit_gemm).
+absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t,
+                                                     const RecognizedOp& op,
+                                                     const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t,
+                                                     const RecognizedOp& op,
+                                                     const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> Conv3dImplicitGemmParams(const TemplateInfo& t,
+                                                        const RecognizedOp& op,
+                                                        const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
+                                                        const RecognizedOp& op,
+                                                        const kagent::v1::GpuSpec* gpu);
+
+}  // namespace kagent::rules
+
+#endif  // KAGENT_ENGINES_HEURISTIC_RULES_FAMILY_RULES_H_

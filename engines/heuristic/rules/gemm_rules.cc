@@ -1,0 +1,130 @@
+// The sizing rules of matrix products: gemm_diag, and gemm_tiled, gemm_split_k and
+// gemm_persistent_tma (declared in family_rules.h).
+#include "engines/heuristic/rules/family_rules.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engines/heuristic/rules/sizing.h"
+
+namespace kagent::rules {
+
+using kagent::v1::GpuSpec;
+
+absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const RecognizedOp& op,
+                                              const GpuSpec* /*gpu*/) {
+  TemplateParams p;
+  if (op.variant != "diag" || op.diag_side.empty()) {
+    return Precondition(t, "needs torch.diag of a 1-D tensor multiplied with a matrix, on a "
+                           "side the signature tells");
+  }
+  p["SIDE"] = op.diag_side;
+  // Memory bound: 32 x 256 tiles of 8 warps, 32 elements a thread.
+  p["BLOCK_R"] = "32";
+  p["BLOCK_C"] = std::to_string(Clamp(NextPow2(op.n), 16, 256));
+  p["num_warps"] = "8";
+  return p;
+}
+
+absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,
+                                          const GpuSpec* gpu) {
+  TemplateParams p;
+  const int sms = SmCount(gpu);
+  const bool half = Is16Bit(op.dtype);
+  if (op.variant == "addmm" || op.variant == "linear") {
+    return Precondition(t, "a bias-adding linear layer (addmm) is not a plain A @ B");
+  }
+  if (op.variant == "diag") {
+    return Precondition(t, "the reference has diag structure the plain GEMM would not preserve");
+  }
+  if (op.variant == "triangular") {
+    if (op.triangle.empty()) {
+      return Precondition(t, "the reference's tril/triu does not take the product (an "
+                             "operand's triangle, or more than one): only a triangular "
+                             "product is supported");
+    }
+    if (t.FindParam("TRIANGLE") == nullptr) {
+      return Precondition(t, "a triangular product (torch.triu / tril of A @ B) needs "
+                             "gemm_tiled's TRIANGLE");
+    }
+    p["TRIANGLE"] = op.triangle;
+    p["DIAGONAL"] = std::to_string(op.diagonal);
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
+  if (t.id == "gemm_split_k" && op.batch > 1) {
+    return Precondition(t, "split-K template is 2-D only (the problem is batched)");
+  }
+  if (t.id == "gemm_persistent_tma") {
+    if (op.batch > 1) {
+      return Precondition(t, "persistent TMA template is 2-D only (the problem is batched)");
+    }
+    // Tensor descriptors are TMA from sm_90 on; an unknown arch is allowed (the kernel
+    // itself falls back to pointer loads before sm_90).
+    const int cc = SmVersion(gpu);
+    if (cc > 0 && cc < 90) {
+      return Precondition(t, absl::StrCat("needs Hopper (sm_90) or newer for TMA, the GPU is ",
+                                          gpu->arch()));
+    }
+  }
+  auto tile = [&](int64_t dim) { return Clamp(NextPow2(dim), 16, half ? 128 : 64); };
+  int64_t bm = tile(op.m), bn = tile(op.n);
+  // Large 16-bit GEMMs: 128 x 256 tiles. Measured on an H200 (problems/02, 8192^3 bf16,
+  // 8 warps, 4 stages): BLOCK_N 128 -> 256 took 2.136 ms to 1.534 (cuBLAS 1.537);
+  // BLOCK_M 256 instead gave 1.974.
+  if (half && op.m >= 2048 && op.n >= 2048 && op.k >= 1024) bn = 256;
+  int64_t bk = half ? 64 : 32;
+  // fp32 GEMMs that are batched or have a short K, on sm_80+: 128 x 64 x 32 tiles, 4
+  // warps, 4 stages with 3xTF32 dots (tf32x3: split operands on the tensor cores, about
+  // fp32 accuracy, gated at the same tolerance). Measured on an H200 against the exact
+  // (ieee) 128 x 128 x 32 / 8 warps: problems/06 (128 x 512 x 1024 x 512) 1.355 ms vs
+  // 1.640 (cuBLAS 1.365); problems/03 (K = 128) 1.614 vs 1.882 (cuBLAS 1.794). Larger
+  // tf32x3 tiles spill (problems/01: 128 x 128 x 32 3.98 ms against ieee's 3.21).
+  const bool tf32x3 = !half && t.id == "gemm_tiled" && SmVersion(gpu) >= 80 &&
+                      (op.batch > 1 || op.k <= 256) && op.m >= 128 && op.n >= 64;
+  if (tf32x3) bm = 128, bn = 64;
+  // fp32 split-K: BLOCK_K 64 and about 4 programs per SM. Measured on an H200
+  // (problems/05, 256 x 524288 x 256): 64 x 64 x 64 with SPLIT_K 32 1.92 ms; the old
+  // 64 x 64 x 32 with SPLIT_K 17 4.26 ms (cuBLAS 1.30).
+  if (!half && t.id == "gemm_split_k") bk = 64;
+  // 16-bit GEMMs whose K is one BLOCK_K step (K <= 64): 64 x 128 tiles, 4 warps, 2
+  // stages, more programs to hide the output stores that dominate. Measured on an H200
+  // (template_sweep.py, problems/04, 32768 x 64 x 32768 bf16): 64 x 128 / 4 warps / 2
+  // stages 0.964 ms, 128 x 128 / 4 / 2 1.072, 128 x 256 / 8 / 3 1.105, 128 x 128 / 8 / 4
+  // 1.438 (the general rule); cuBLAS 0.684.
+  const bool one_k_step = half && t.id == "gemm_tiled" && op.k <= 64;
+  if (one_k_step) bm = 64, bn = 128;
+  p["BLOCK_M"] = std::to_string(bm);
+  p["BLOCK_N"] = std::to_string(bn);
+  p["BLOCK_K"] = std::to_string(bk);
+  p["GROUP_M"] = "8";
+  p["num_warps"] = bm * bn >= 128 * 128 ? "8" : "4";
+  p["num_stages"] = half ? "4" : "3";
+  if (one_k_step) p["num_warps"] = "4", p["num_stages"] = "2";
+  std::string tr = t.id == "gemm_split_k" ? ".t()" : ".mT";
+  p["A_EXPR"] = op.trans_a ? "A" + tr : "A";
+  p["B_EXPR"] = op.trans_b ? "B" + tr : "B";
+  p["INPUT_PRECISION"] = "ieee";
+  if (tf32x3) {
+    p["INPUT_PRECISION"] = "tf32x3";
+    p["num_warps"] = "4";
+    p["num_stages"] = "4";
+  }
+  if (t.id == "gemm_persistent_tma") {
+    // 16-bit: gemm_tiled's tiles (128 x 256 x 64 for large GEMMs) with 3 stages, which
+    // fill 213 KB of shared memory on sm_90 (4 would not fit). fp32 (ieee, FMA dot): at
+    // most 64 x 64 x 32 with 8 warps; 128 x 128 x 32 spills 5.5 KB per thread and 4 warps
+    // spill too (compile_sm90.py).
+    p["num_warps"] = half && bm * bn < 128 * 128 ? "4" : "8";
+    p["num_stages"] = "3";
+  }
+  if (t.id == "gemm_split_k") {
+    int64_t tiles = CeilDiv(op.m, bm) * CeilDiv(op.n, bn);
+    int64_t want = CeilDiv((half ? 2LL : 4LL) * sms, tiles);
+    int64_t most = std::max<int64_t>(1, op.k / (4 * bk));
+    p["SPLIT_K"] = std::to_string(Clamp(want, 1, std::min<int64_t>(most, 256)));
+  }
+  return p;
+}
+
+}  // namespace kagent::rules

@@ -1,0 +1,159 @@
+// The sizing rules of normalizations: channel_norm, frobenius_norm, row_norm
+// (declared in family_rules.h).
+#include "engines/heuristic/rules/family_rules.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engines/heuristic/rules/sizing.h"
+
+namespace kagent::rules {
+
+using kagent::v1::GpuSpec;
+
+absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const RecognizedOp& op,
+                                                 const GpuSpec* gpu) {
+  TemplateParams p;
+  const int sms = SmCount(gpu);
+  if (op.variant != "batch" && op.variant != "group" && op.variant != "instance") {
+    return Precondition(t, absl::StrCat("serves batch (inference), group and instance "
+                                        "norms, the problem is ", DescribeOp(op)));
+  }
+  const std::vector<int64_t>& s = op.input_shape;
+  if (s.size() < 2 || s[0] <= 0 || s[1] <= 0) {
+    return Precondition(t, "input shape (N, C, *) unknown");
+  }
+  const bool batch = op.variant == "batch";
+  const bool instance = op.variant == "instance";
+  const int64_t n = s[0], c = s[1], hw = Prod(s, 2, s.size());
+  int64_t groups = 1;
+  if (instance) {
+    // InstanceNorm: GroupNorm's statistics with one channel per group; the running
+    // statistics (a tracking InstanceNorm in eval mode) like BatchNorm inference.
+    if (s.size() < 3 || s.size() > 5) {
+      return Precondition(t, "InstanceNorm input is not (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
+    }
+    groups = c;
+  } else if (batch) {
+    // Inference reads the running statistics; training normalizes with the batch's own
+    // and updates the running ones. _native_batch_norm_legit_no_training and
+    // _batch_norm_no_update are inference by name; the others record `training`.
+    const double training = ScalarArg(op, "training", -1);
+    const bool inference = op.main_op == "_native_batch_norm_legit_no_training" ||
+                           op.main_op == "_batch_norm_no_update" || training == 0;
+    if (!inference) {
+      return Precondition(
+          t, training == 1 ? "BatchNorm in training mode normalizes with batch statistics "
+                             "(and updates the running ones); the template serves inference"
+                           : absl::StrCat("aten::", op.main_op, " without a recorded training "
+                                          "flag: inference cannot be confirmed"));
+    }
+  } else {
+    groups = static_cast<int64_t>(ScalarArg(op, "group", 0));
+    if (groups <= 0 || c % groups != 0) {
+      return Precondition(t, absl::StrCat("GroupNorm's group count (", groups,
+                                          ") not recorded or does not divide ", c,
+                                          " channels"));
+    }
+  }
+  if (op.tags.count("partial_affine")) {
+    return Precondition(t, "weight without bias (or bias without weight): the template "
+                           "takes both or neither");
+  }
+  p["NORM"] = op.variant;
+  // The suite's inference BatchNorm (problems/29) holds weight, bias and running stats
+  // on the model (F.batch_norm); GroupNorm references (problems/30, KernelBench) hold
+  // an nn.GroupNorm named gn, InstanceNorm ones (KernelBench level 1) an
+  // nn.InstanceNorm2d named inorm (without affine or tracking its state_dict is empty,
+  // so the name only matters for those).
+  p["MODULE"] = batch ? "none" : instance ? "inorm" : "gn";
+  if (instance) {
+    p["DIMS"] = std::to_string(s.size() - 2);
+    p["STATS"] = op.tags.count("running_stats") ? "running" : "input";
+  }
+  p["CHANNELS"] = std::to_string(c);
+  p["GROUPS"] = std::to_string(groups);
+  p["EPS"] = FloatText(ScalarArg(op, "eps", ScalarArg(op, "epsilon", 1e-5)));
+  p["AFFINE"] = op.has_affine ? "True" : "False";
+  // Normalize: 4096 contiguous elements of a plane per program, 8 warps (58 registers in
+  // fp32 compiled for sm_90: 4 programs per SM, 64 KiB of loads in flight); for HW below
+  // 4096, whole planes stacked to 2048 elements at 8 per thread (2-D tiles cost about 8
+  // registers per element held). GPU timing unmeasured.
+  const int64_t block = Clamp(NextPow2(hw), 1, 4096);
+  const int64_t bp = block >= 4096 ? 1 : Clamp(2048 / block, 1, std::min<int64_t>(4096, NextPow2(n * c)));
+  const int64_t per_thread = bp > 1 ? 256 : 512;
+  p["BLOCK"] = std::to_string(block);
+  p["BLOCK_P"] = std::to_string(bp);
+  p["num_warps"] = std::to_string(NextPow2(Clamp(block * bp / per_thread, 1, 8)));
+  p["num_stages"] = "1";
+  // GroupNorm statistics: each (n, group) is one contiguous run of L elements, streamed
+  // in chunks of 2048 (46 registers with 8 warps: 5 programs per SM); split a group
+  // when the N * G programs would not fill 2 x SMs, for about 4 programs per SM, each
+  // slice at least 4 chunks.
+  const int64_t len = (c / groups) * hw;
+  const int64_t br = Clamp(NextPow2(len), 16, 2048);
+  int64_t split = 1;
+  if (!batch && !op.tags.count("running_stats") && n * groups < 2LL * sms) {
+    split = Clamp(CeilDiv(4LL * sms, n * groups), 1, std::max<int64_t>(1, CeilDiv(len, 4 * br)));
+  }
+  p["BLOCK_R"] = std::to_string(br);
+  p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+  return p;
+}
+
+absl::StatusOr<TemplateParams> FrobeniusNormParams(const TemplateInfo& t, const RecognizedOp& op,
+                                                   const GpuSpec* gpu) {
+  TemplateParams p;
+  const int sms = SmCount(gpu);
+  if (op.variant != "frobenius") {
+    return Precondition(t, absl::StrCat("serves x / ||x||_F over every element, the problem "
+                                        "is ", DescribeOp(op)));
+  }
+  if (op.input_shape.empty() && op.output_shape.empty()) {
+    return Precondition(t, "input shape unknown");
+  }
+  // loss_reduce's sizing (a whole-tensor reduction too): BLOCK 4096 from 4 M elements,
+  // SPLIT about four pass-1 programs per SM. GPU timing unmeasured.
+  const int64_t n = Prod(op.output_shape.empty() ? op.input_shape : op.output_shape, 0, 8);
+  const int64_t block = n >= (4LL << 20) ? 4096 : Clamp(NextPow2(n), 64, 1024);
+  p["BLOCK"] = std::to_string(block);
+  p["SPLIT"] = std::to_string(Clamp(CeilDiv(n, 4 * block), 1, std::min<int64_t>(4LL * sms, 1024)));
+  p["BLOCK_SCALE"] = std::to_string(block);
+  p["num_warps"] = block >= 4096 ? "8" : "4";
+  p["num_stages"] = "2";
+  return p;
+}
+
+absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const RecognizedOp& op,
+                                             const GpuSpec* /*gpu*/) {
+  TemplateParams p;
+  if (op.variant != "layer" && op.variant != "rms" && op.variant != "l1" &&
+      op.variant != "l2") {
+    return Precondition(t, absl::StrCat("normalization '", op.variant,
+                                        "' is not LayerNorm / RMSNorm / x / ||x||_1,2 "
+                                        "along dims (batch and group norms: channel_norm)"));
+  }
+  if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
+  RowView v = ViewOf(op);
+  // Contiguous rows (INNER == 1, the 1-D path) up to 16384 elements are normalized in
+  // one pass from registers, 8 warps from 8192 elements, else 4; wider rows take two
+  // passes of 16384. Measured on an H200 (template_sweep.py, problems/27, LayerNorm rows
+  // of 16384 bf16, 1-D path): one pass of 16384 / 8 warps 1.201 ms, / 16 warps 1.939;
+  // two passes of 8192 / 8 1.198, of 4096 / 8 1.338, of 4096 / 4 1.484 (the old rule);
+  // torch.compile 1.017. Tiled rows (INNER > 1) keep chunks of 4096 elements.
+  RowTiles(v, v.inner == 1 ? 16384 : 4096, &p);
+  if (v.inner == 1) p["num_warps"] = std::stoll(p["BLOCK_R"]) >= 8192 ? "8" : "4";
+  // l1 / l2 (x / ||x|| along dims, no eps, no weights) take AFFINE none.
+  p["NORM"] = op.variant;
+  p["AFFINE"] = !op.has_affine || op.variant == "l1" || op.variant == "l2" ? "none"
+                : op.variant == "layer" ? "layernorm_module"
+                                        : "rmsnorm_module";
+  p["DIM"] = std::to_string(op.dim);
+  p["NUM_DIMS"] = std::to_string(std::max(1, op.num_dims));
+  p["num_stages"] = "1";
+  return p;
+}
+
+}  // namespace kagent::rules
