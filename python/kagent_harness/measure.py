@@ -11,9 +11,12 @@ A Supervisor serves one request. What outlives it lives in its Env: the job's tr
 between a job's candidates), the warm candidate processes (pool.ChildPool), the
 prepared ones (a `prepare` request started the candidate's process, imported and built
 it and compiled its kernels before the GPU was taken). The one-shot harness makes a
-private Env per run; the server (server.py) shares one across requests. Two mixins hold
-the rest of the Supervisor: transfer.TransferMixin (inputs and outputs across the
-process boundary) and timing_checks.TimingChecksMixin (the timing's cross-checks).
+private Env per run; the server (server.py) shares one across requests. Mode `profile`
+is profile_mode.ProfileMixin. Four more mixins hold the rest of the Supervisor: transfer.TransferMixin (inputs and outputs across the
+process boundary), timing_checks.TimingChecksMixin (the timing's cross-checks),
+own_work_checks.OwnWorkChecksMixin (the own-kernel rule's checks of each gate call) and
+prepare.PrepareMixin (what a measurement does before it takes the GPU, and the compile
+dry run).
 """
 
 import json
@@ -26,16 +29,17 @@ import traceback
 
 import torch
 
-from kagent_harness import NVTX_RANGE, __version__
+from kagent_harness import __version__
 from kagent_harness import kernels as K
 from kagent_harness import loader
-from kagent_harness import ownwork as W
 from kagent_harness import protocol as P
 from kagent_harness.compare import compare, output_spec, tolerances
-from kagent_harness.gate import NotGranted
 from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
+from kagent_harness.own_work_checks import OwnWorkChecksMixin
+from kagent_harness.prepare import PrepareMixin
+from kagent_harness.profile_mode import ProfileMixin
 from kagent_harness.timing_checks import TimingChecksMixin
 from kagent_harness.transfer import Rejection, TransferMixin
 from kagent_harness.trials import TrialCache, rms
@@ -88,25 +92,8 @@ class Env:
         return self.pool.quiet(keep)
 
 
-class Prepared:
-    """A candidate's process that imported and built the candidate (and compiled its
-    kernels in a dry run) before the GPU was taken; used by one measure."""
-
-    def __init__(self, child, key, source, language, ready, compiled, rk=None,
-                 rk_source=None):
-        self.child = child
-        self.rk = rk                # (process, ready reply) of the starting kernel, or None
-        self.rk_source = rk_source
-        self.key = key
-        self.source = source
-        self.language = language
-        self.ready = ready          # the child's "ready" reply
-        self.compiled = compiled    # the dry run's reply, or None (a screen's: per variant, its
-                                    # COMPILE_ERROR "VERDICT: reason" or None)
-        self.created = time.monotonic()
-
-
-class Supervisor(TransferMixin, TimingChecksMixin):
+class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMixin,
+                 ProfileMixin):
     def __init__(self, req, log, env=None, job_id=None, prepared=None):
         self.req = req
         self.log = log
@@ -578,94 +565,6 @@ class Supervisor(TransferMixin, TimingChecksMixin):
             raise Rejection(P.REJECTED, f"{what}: an output reuses the memory of the previous "
                             "call's output (a persistent output buffer or a cached result)")
 
-    # -- the own-kernel rule (ownwork.py; docs/harness.md "Own-kernel rule") ------------
-    def _own_work_setup(self):
-        """What the rule compares a gate call's ops with: the reference's non-glue ops
-        (its op signature) and the numel of the largest tensor the reference reads
-        besides the call's inputs (its parameters and buffers)."""
-        self.gate_ops = []
-        try:
-            self.ref_ops = W.reference_compute_ops(self.signature())
-        except Exception as e:  # noqa: BLE001 - heavy/reduction rules still hold
-            self.ref_ops = set()
-            self.result["harness"]["warnings"].append(
-                f"own-kernel rule without the reference's ops (signature failed: {e})")
-        m = self.model
-        self.ref_param_numel = max((t.numel() for t in list(m.parameters()) +
-                                    list(m.buffers())), default=0) \
-            if isinstance(m, torch.nn.Module) else 0
-
-    def _own_work_checks(self, reply, what, inputs):
-        summary = reply.get("op_record")
-        largest = max([self.ref_param_numel] + [x.numel() for x in inputs
-                                                if isinstance(x, torch.Tensor)])
-        v = W.judge_ops(summary, self.ref_ops, largest, what)
-        if not v:
-            raise Rejection(P.REJECTED, v.reason)
-        self.gate_ops.append(summary)
-
-    @staticmethod
-    def _profiler_times(reply):
-        out = []
-        for item in (reply.get("profiler_kernel_ms") or [])[:200]:
-            if isinstance(item, list) and len(item) == 2 and \
-                    isinstance(item[1], (int, float)) and math.isfinite(item[1]):
-                out.append((str(item[0]), max(0.0, float(item[1]))))
-        return out
-
-    def _own_gpu_time(self, kernels, what, ops, share_rule=True):
-        """The GPU half of the rule on one gate call's [(kernel name, GPU ms)]: no
-        library matrix-product/convolution/attention kernel, the own kernels' share of
-        the GPU work, and no library kernel in a call whose recording is empty (the
-        recorder was bypassed). Returns the call's split of GPU time."""
-        busy, heavy = W.split_busy(kernels, lambda n: K.is_own(n, self.own_names))
-        v = W.judge_kernels(busy, heavy, what, share_rule=share_rule)
-        if not v:
-            raise Rejection(P.REJECTED, v.reason)
-        lib = busy["library"] + busy["glue"]
-        if ops is not None and lib > 0 and not ops.get("ops"):
-            raise Rejection(P.REJECTED, f"{what}: {W.TAMPERED} (library kernels ran for "
-                            f"{lib:.3f} ms but the recorder saw no op at all)")
-        return {k: round(v_, 6) for k, v_ in busy.items()}
-
-    def _check_own_names(self, names, what):
-        if not names:
-            raise Rejection(P.REJECTED, f"{what}: forward launched no GPU kernel")
-        if not any(K.is_own(n, self.own_names) for n in names):
-            raise Rejection(P.REJECTED, f"{what}: only library kernels ran "
-                            f"({', '.join(names[:6])}): the hot path is not the candidate's "
-                            "own kernels")
-
-    def _check_cupti_gate(self):
-        trace = K.read_trace(self.trace_path)
-        if trace is None:
-            self.result["harness"]["warnings"].append("CUPTI trace file missing")
-            return set()
-        calls = K.analyze_gate(trace, self.own_names)
-        self.result["harness"]["cupti_gate_calls"] = len(calls)
-        names = set()
-        for i, call in enumerate(calls):
-            names.update(call["names"])
-            self._check_own_names(call["names"], f"gate call {i} (CUPTI)")
-        shares = []
-        for i, call in enumerate(calls):
-            # The first call may autotune and compile: it is held to the heavy-kernel
-            # rule, the share rule starts at the second (unless it is the only one).
-            ops = self.gate_ops[i] if i < len(self.gate_ops) else None
-            shares.append(self._own_gpu_time(sorted(call["busy_by_name"].items()),
-                                             f"gate call {i} (CUPTI)", ops,
-                                             share_rule=i > 0 or len(calls) == 1))
-        self.result["harness"]["own_gpu_share"] = shares
-        self.gate_own_min_cupti = min((c["own"] for c in calls), default=None)
-        # GPU time of the candidate's own kernels per gate call (the first call excluded:
-        # autotuning); the timed calls must do comparable work.
-        busy = sorted(c["own_busy_ms"] for c in calls[1:]) or [c["own_busy_ms"] for c in calls]
-        self.gate_own_busy_cupti = busy[len(busy) // 2] if busy else None
-        self.result["harness"]["checks"].append(
-            f"CUPTI: {len(calls)} gate calls traced, own kernels in each")
-        return names
-
-
     # -- candidate timing (the cross-checks: timing_checks.TimingChecksMixin) -------
     def _time_in_child(self, out_path, phase, spec):
         """The timing protocol (timing.time_callable) run by the child on the inputs of
@@ -742,161 +641,6 @@ class Supervisor(TransferMixin, TimingChecksMixin):
                 self.env.pool.retire(child)
             (self.child, self.workdir, self.trace_path, self.triton_hook,
              self.use_ipc, self.call_s, self.prepared) = saved
-
-    # -- profile mode --------------------------------------------------------------------
-    def run_profile(self, gate=None):
-        """The candidate's profiled forwards (its process under the profiler's injection).
-        With `gate` (gate.Gate, the one-shot `--gate-dir`), everything that needs no GPU
-        slot comes first (the processes, the reference's and the candidate's
-        construction, the candidate's compile dry run); then the run waits for the
-        worker's go before it makes inputs or runs anything, and says when it is done
-        with the GPU."""
-        req = self.req
-        t_start = time.monotonic()
-        torch.set_grad_enabled(False)
-        res = {"ok": False, "verdict": "", "reason": "", "nvtx_range": NVTX_RANGE,
-               "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
-               "log": ""}
-        try:
-            spec = ChildSpec.for_request(req, self.device, trace=False)
-            from kagent_harness.pool import spawn
-            self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
-                                 keep_injection=True, extra_env=req.child_env))
-            with self.phases("reference load"):
-                self.load_reference()
-            res["gpu_name"] = self.result["gpu_name"]
-            self.start_child()
-            if gate is not None:
-                self.compile_dry_run(self.child, req.language)
-                with self.phases("waiting for the GPU"):
-                    gate.wait_for_gpu()
-                res["gate_wait_s"] = gate.waited_s
-                # The candidate's time limit counts from the grant, not from its start.
-                self.child.deadline = time.monotonic() + req.timeout_s
-            if req.signature:
-                try:
-                    with self.phases("op signature"):
-                        res["op_signature"] = self.signature()
-                except Exception as e:  # noqa: BLE001
-                    self.log.add(f"op signature not recorded: {e!r}")
-            inputs = self.timing_inputs()
-            in_field = self.inputs_field(inputs, "profile")
-            reply = self.child.request({"cmd": "profile", **in_field,
-                                        "iters": req.profile_iters, "range": NVTX_RANGE,
-                                        "warmup_iters": req.profile_warmup_iters},
-                                       phase="profile")
-            self.release_inputs(in_field)
-            res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
-            res["ok"] = True
-        except ChildFailure as f:
-            res["verdict"], res["reason"] = f.verdict, f.reason
-        except NotGranted as e:
-            res["verdict"], res["reason"] = P.INFRA_ERROR, str(e)
-        except Exception as e:  # noqa: BLE001
-            self.log.add("profile error:\n" + traceback.format_exc())
-            res["verdict"], res["reason"] = P.INFRA_ERROR, f"{type(e).__name__}: {e}"
-        if self.child is not None:
-            self.child.kill()  # its GPU work, if any, ends here
-        if gate is not None:
-            gate.done()
-        r = self.finish(t_start)
-        res["phases_ms"] = r["harness"]["phases_ms"]
-        res["log"] = r["log"]
-        return res
-
-    def compile_dry_run(self, child, language):
-        """For a Triton candidate whose timing inputs' shapes are known: compiles its
-        kernels in `child` on stand-ins (dryrun.py), nothing launched. Returns the dry
-        run's reply, or None when there was none. Raises ChildFailure (COMPILE_ERROR)
-        when a kernel does not compile."""
-        spec = self.job.input_spec or self.job.spec_without_values()
-        if language != "triton" or spec is None:
-            return None
-        with self.phases("compile dry run"):
-            compiled = child.request({"cmd": "compile", "inputs": spec},
-                                     timeout=min(child.remaining(), self.req.call_timeout_s),
-                                     phase="the compile dry run")
-        self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
-                     f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
-                     + (f"; {compiled['error']}" if compiled.get("error") else ""))
-        if compiled.get("compile_error"):
-            raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
-                               + compiled["compile_error"])
-        return compiled
-
-    # -- prepare (server) ----------------------------------------------------------------
-    def run_prepare(self):
-        """Everything of a measurement that needs no GPU slot, done before the worker
-        takes it: the candidate's process (warm), its import and construction, and for
-        a Triton candidate a compile dry run on stand-ins of the job's timing inputs
-        (dryrun.py). Returns (Prepared or None, final result or None, reason): a final
-        result is a verdict reached without the GPU (a compilation error, a crash of the
-        process); (None, None, reason) means measure does the work itself."""
-        req = self.req
-        t0 = time.monotonic()
-        if not req.kernel_source:
-            return None, None, "no kernel_source"
-        try:
-            self.load_reference()
-        except Exception as e:  # noqa: BLE001 - measure reports the reference's failure
-            self.env.cache.done(self.job)
-            return None, None, f"the reference did not load ({type(e).__name__}: {e})"
-        child = None
-        try:
-            child = self.take_child()
-            self.use_child(child)
-            self.write_candidate(child, req.kernel_source, req.language)
-            with self.phases("candidate import and construction"):
-                ready = child.checked(child.recv(phase="candidate import and construction"),
-                                      "candidate import and construction")
-            compiled = self.compile_dry_run(child, req.language)
-        except ChildFailure as f:
-            self.result["verdict"] = f.verdict
-            self.result["correctness"]["reason"] = f.reason
-            res = self.finish(t0)
-            res["gpu_seconds"] = 0.0
-            res["harness"]["prepared"] = False
-            return None, res, f.reason
-        except Exception as e:  # noqa: BLE001 - the harness's fault: measure tries again
-            self.log.add("prepare failed:\n" + traceback.format_exc())
-            if child is not None:
-                self.env.pool.retire(child)
-            self.child = None
-            self.env.cache.done(self.job)
-            return None, None, f"prepare failed: {type(e).__name__}: {e}"
-        rk = None
-        if req.reference_kernel_source and req.time_candidate:
-            rk = self._prepare_starting_kernel()
-        self.env.cache.done(self.job)
-        self.child = None
-        return Prepared(child, self.job.key, req.kernel_source, req.language, ready,
-                        compiled, rk=rk, rk_source=req.reference_kernel_source), None, ""
-
-    def _prepare_starting_kernel(self):
-        """The starting kernel's process prepared like the candidate's: (process, ready
-        reply), or None when that failed (measure then starts it itself; its failures
-        are warnings there, never the candidate's verdict)."""
-        req = self.req
-        child = None
-        try:
-            child = self.take_child(trace=False)
-            self.write_candidate(child, req.reference_kernel_source,
-                                 req.reference_kernel_language)
-            with self.phases("starting kernel: import and construction"):
-                ready = child.checked(child.recv(phase="starting kernel import"),
-                                      "starting kernel import")
-            spec = self.job.input_spec or self.job.spec_without_values()
-            if req.reference_kernel_language == "triton" and spec is not None:
-                with self.phases("starting kernel: compile dry run"):
-                    child.request({"cmd": "compile", "inputs": spec},
-                                  timeout=min(child.remaining(), req.call_timeout_s),
-                                  phase="the starting kernel's compile dry run")
-            return child, ready
-        except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
-            self.log.add(f"the starting kernel was not prepared: {e}")
-            if child is not None:
-                self.env.pool.retire(child)
-            return None
 
     def cancel(self):
         """Stops the request's candidate processes (its caller went away)."""

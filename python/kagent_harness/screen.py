@@ -35,7 +35,7 @@ def prepare_screen(sup, kernels):
     Triton variant that loaded. Returns (Prepared or None, reason); the Prepared's source
     is the tuple of the variants' sources and its language "screen", so only a screen of
     the same variants uses it. With None, the screen does all of it under the slot."""
-    from kagent_harness.measure import Prepared
+    from kagent_harness.prepare import Prepared
     t0 = time.monotonic()
     try:
         sup.load_reference()

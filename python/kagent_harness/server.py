@@ -4,7 +4,7 @@ A worker starts one per GPU and keeps it (docs/harness.md, "The harness server")
 answers requests on a Unix stream socket, one JSON object per connection each way, and
 keeps between them what a measurement would otherwise rebuild every time: each job's
 trial set on the GPU (trials.TrialCache), warm candidate processes (pool.ChildPool) and
-prepared candidates (measure.Prepared). It never imports candidate code.
+prepared candidates (prepare.Prepared). It never imports candidate code.
 
 Concurrency: every connection is served on a thread of its own; `measure` and `screen`,
 which use the GPU, run one at a time (gpu_lock); `prepare` and `prepare_screen` run

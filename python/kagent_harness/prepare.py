@@ -1,0 +1,128 @@
+"""What a measurement does before it takes the GPU: the prepare step and the compile dry run.
+
+The server's `prepare` op (server.py) runs run_prepare before the worker grants the GPU
+slot: the candidate's process (warm), its import and construction and, for a Triton
+candidate, a compile dry run on stand-ins of the job's timing inputs (dryrun.py); the
+measure that follows adopts the Prepared process. A mixin of measure.Supervisor: it uses
+the supervisor's request, job, env, phases, log, take_child, use_child, write_candidate
+and finish. Screens (screen.py) and profiles use compile_dry_run too.
+"""
+
+import time
+import traceback
+
+from kagent_harness import protocol as P
+from kagent_harness.sandbox import ChildFailure
+
+
+class Prepared:
+    """A candidate's process that imported and built the candidate (and compiled its
+    kernels in a dry run) before the GPU was taken; used by one measure."""
+
+    def __init__(self, child, key, source, language, ready, compiled, rk=None,
+                 rk_source=None):
+        self.child = child
+        self.rk = rk                # (process, ready reply) of the starting kernel, or None
+        self.rk_source = rk_source
+        self.key = key
+        self.source = source
+        self.language = language
+        self.ready = ready          # the child's "ready" reply
+        self.compiled = compiled    # the dry run's reply, or None (a screen's: per variant, its
+                                    # COMPILE_ERROR "VERDICT: reason" or None)
+        self.created = time.monotonic()
+
+
+class PrepareMixin:
+    def compile_dry_run(self, child, language):
+        """For a Triton candidate whose timing inputs' shapes are known: compiles its
+        kernels in `child` on stand-ins (dryrun.py), nothing launched. Returns the dry
+        run's reply, or None when there was none. Raises ChildFailure (COMPILE_ERROR)
+        when a kernel does not compile."""
+        spec = self.job.input_spec or self.job.spec_without_values()
+        if language != "triton" or spec is None:
+            return None
+        with self.phases("compile dry run"):
+            compiled = child.request({"cmd": "compile", "inputs": spec},
+                                     timeout=min(child.remaining(), self.req.call_timeout_s),
+                                     phase="the compile dry run")
+        self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
+                     f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
+                     + (f"; {compiled['error']}" if compiled.get("error") else ""))
+        if compiled.get("compile_error"):
+            raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
+                               + compiled["compile_error"])
+        return compiled
+
+    def run_prepare(self):
+        """Everything of a measurement that needs no GPU slot, done before the worker
+        takes it: the candidate's process (warm), its import and construction, and for
+        a Triton candidate a compile dry run on stand-ins of the job's timing inputs
+        (dryrun.py). Returns (Prepared or None, final result or None, reason): a final
+        result is a verdict reached without the GPU (a compilation error, a crash of the
+        process); (None, None, reason) means measure does the work itself."""
+        req = self.req
+        t0 = time.monotonic()
+        if not req.kernel_source:
+            return None, None, "no kernel_source"
+        try:
+            self.load_reference()
+        except Exception as e:  # noqa: BLE001 - measure reports the reference's failure
+            self.env.cache.done(self.job)
+            return None, None, f"the reference did not load ({type(e).__name__}: {e})"
+        child = None
+        try:
+            child = self.take_child()
+            self.use_child(child)
+            self.write_candidate(child, req.kernel_source, req.language)
+            with self.phases("candidate import and construction"):
+                ready = child.checked(child.recv(phase="candidate import and construction"),
+                                      "candidate import and construction")
+            compiled = self.compile_dry_run(child, req.language)
+        except ChildFailure as f:
+            self.result["verdict"] = f.verdict
+            self.result["correctness"]["reason"] = f.reason
+            res = self.finish(t0)
+            res["gpu_seconds"] = 0.0
+            res["harness"]["prepared"] = False
+            return None, res, f.reason
+        except Exception as e:  # noqa: BLE001 - the harness's fault: measure tries again
+            self.log.add("prepare failed:\n" + traceback.format_exc())
+            if child is not None:
+                self.env.pool.retire(child)
+            self.child = None
+            self.env.cache.done(self.job)
+            return None, None, f"prepare failed: {type(e).__name__}: {e}"
+        rk = None
+        if req.reference_kernel_source and req.time_candidate:
+            rk = self._prepare_starting_kernel()
+        self.env.cache.done(self.job)
+        self.child = None
+        return Prepared(child, self.job.key, req.kernel_source, req.language, ready,
+                        compiled, rk=rk, rk_source=req.reference_kernel_source), None, ""
+
+    def _prepare_starting_kernel(self):
+        """The starting kernel's process prepared like the candidate's: (process, ready
+        reply), or None when that failed (measure then starts it itself; its failures
+        are warnings there, never the candidate's verdict)."""
+        req = self.req
+        child = None
+        try:
+            child = self.take_child(trace=False)
+            self.write_candidate(child, req.reference_kernel_source,
+                                 req.reference_kernel_language)
+            with self.phases("starting kernel: import and construction"):
+                ready = child.checked(child.recv(phase="starting kernel import"),
+                                      "starting kernel import")
+            spec = self.job.input_spec or self.job.spec_without_values()
+            if req.reference_kernel_language == "triton" and spec is not None:
+                with self.phases("starting kernel: compile dry run"):
+                    child.request({"cmd": "compile", "inputs": spec},
+                                  timeout=min(child.remaining(), req.call_timeout_s),
+                                  phase="the starting kernel's compile dry run")
+            return child, ready
+        except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
+            self.log.add(f"the starting kernel was not prepared: {e}")
+            if child is not None:
+                self.env.pool.retire(child)
+            return None

@@ -1,0 +1,82 @@
+"""Mode `profile`: the candidate's forwards under the profiler's injection (ncu or CUPTI).
+
+The profiler service runs `python -m kagent_harness profile` one-shot under ncu (or with
+the CUPTI tracer injected); this mixin of measure.Supervisor loads the reference, starts
+the candidate's process with the injection kept, and runs its profiled forwards inside
+the NVTX range the profiler filters on. With a gate (gate.py, `--gate-dir`) it prepares
+first and waits for the worker's GPU slot before it makes inputs or runs anything.
+docs/harness.md, "The GPU gate", has the protocol.
+"""
+
+import time
+import traceback
+
+import torch
+
+from kagent_harness import NVTX_RANGE
+from kagent_harness import protocol as P
+from kagent_harness.gate import NotGranted
+from kagent_harness.pool import ChildSpec
+from kagent_harness.sandbox import ChildFailure
+
+
+class ProfileMixin:
+    def run_profile(self, gate=None):
+        """The candidate's profiled forwards (its process under the profiler's injection).
+        With `gate` (gate.Gate, the one-shot `--gate-dir`), everything that needs no GPU
+        slot comes first (the processes, the reference's and the candidate's
+        construction, the candidate's compile dry run); then the run waits for the
+        worker's go before it makes inputs or runs anything, and says when it is done
+        with the GPU."""
+        req = self.req
+        t_start = time.monotonic()
+        torch.set_grad_enabled(False)
+        res = {"ok": False, "verdict": "", "reason": "", "nvtx_range": NVTX_RANGE,
+               "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
+               "log": ""}
+        try:
+            spec = ChildSpec.for_request(req, self.device, trace=False)
+            from kagent_harness.pool import spawn
+            self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
+                                 keep_injection=True, extra_env=req.child_env))
+            with self.phases("reference load"):
+                self.load_reference()
+            res["gpu_name"] = self.result["gpu_name"]
+            self.start_child()
+            if gate is not None:
+                self.compile_dry_run(self.child, req.language)
+                with self.phases("waiting for the GPU"):
+                    gate.wait_for_gpu()
+                res["gate_wait_s"] = gate.waited_s
+                # The candidate's time limit counts from the grant, not from its start.
+                self.child.deadline = time.monotonic() + req.timeout_s
+            if req.signature:
+                try:
+                    with self.phases("op signature"):
+                        res["op_signature"] = self.signature()
+                except Exception as e:  # noqa: BLE001
+                    self.log.add(f"op signature not recorded: {e!r}")
+            inputs = self.timing_inputs()
+            in_field = self.inputs_field(inputs, "profile")
+            reply = self.child.request({"cmd": "profile", **in_field,
+                                        "iters": req.profile_iters, "range": NVTX_RANGE,
+                                        "warmup_iters": req.profile_warmup_iters},
+                                       phase="profile")
+            self.release_inputs(in_field)
+            res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
+            res["ok"] = True
+        except ChildFailure as f:
+            res["verdict"], res["reason"] = f.verdict, f.reason
+        except NotGranted as e:
+            res["verdict"], res["reason"] = P.INFRA_ERROR, str(e)
+        except Exception as e:  # noqa: BLE001
+            self.log.add("profile error:\n" + traceback.format_exc())
+            res["verdict"], res["reason"] = P.INFRA_ERROR, f"{type(e).__name__}: {e}"
+        if self.child is not None:
+            self.child.kill()  # its GPU work, if any, ends here
+        if gate is not None:
+            gate.done()
+        r = self.finish(t_start)
+        res["phases_ms"] = r["harness"]["phases_ms"]
+        res["log"] = r["log"]
+        return res
