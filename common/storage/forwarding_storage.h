@@ -3,7 +3,8 @@
 //
 // A backend has two parts. Its connection class is a single-threaded Storage over one
 // database connection: it validates input, runs the SQL, and is the Storage& that
-// RunInTransaction hands to bodies. Its public class (SqliteStorage, PostgresStorage)
+// RunInTransaction hands to bodies (for both backends, storage::SqlStorage in
+// sql_storage.h over that backend's driver and dialect). Its public class (SqliteStorage, PostgresStorage)
 // derives from ForwardingStorage, owns the connections and implements one hook,
 // WithConnection(), which lends a connection to one call at a time (SQLite: its single
 // connection under a mutex; PostgreSQL: one from its pool).

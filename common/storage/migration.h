@@ -4,8 +4,12 @@
 // PostgresSchemaMigrations()); at open it applies, in one transaction, those whose
 // version is above the one recorded in the database, and refuses a database whose
 // version is above the newest it knows. docs/storage.md describes the rules.
+// ApplyMigrations() is that step, written once over the SQL driver; each backend wraps
+// it in its own transaction and checks (SQLite: the file's identity; PostgreSQL: an
+// advisory lock and the schema's tables).
 //
-// Pure functions: thread-safe, no state.
+// Thread-safety: the pure functions are thread-safe; ApplyMigrations uses the caller's
+// connection, which is single-threaded.
 #ifndef KAGENT_COMMON_STORAGE_MIGRATION_H_
 #define KAGENT_COMMON_STORAGE_MIGRATION_H_
 
@@ -13,7 +17,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/storage/sql_driver.h"
 
 namespace kagent::storage {
 
@@ -33,6 +39,29 @@ int64_t LatestMigrationVersion(const std::vector<Migration>& migrations);
 // newest this binary knows. `database` names it in the message ("database PATH",
 // "postgres HOST:PORT/DB").
 absl::Status NewerSchemaError(absl::string_view database, int64_t version, int64_t latest);
+
+// How a backend records an applied migration in its schema_version table.
+struct MigrationRecord {
+  // $1 version, $2 description and, when `with_time`, $3 the time in Unix microseconds.
+  const char* insert_sql;
+  bool with_time;
+  // Appended to "schema migration N (description)" in the message of a failed one.
+  const char* failure_suffix;
+};
+
+// What ApplyMigrations found and did.
+struct MigrationOutcome {
+  int64_t from = 0;  // the version recorded before
+  int applied = 0;   // migrations applied
+};
+
+// Inside the caller's open transaction on `db`, whose schema_version table exists:
+// reads the recorded version, refuses one newer than `migrations` know
+// (NewerSchemaError naming `database`), then runs each later migration's SQL and records
+// it. On an error the caller rolls the transaction back, so nothing changes.
+absl::StatusOr<MigrationOutcome> ApplyMigrations(SqlConnection& db, absl::string_view database,
+                                                 const std::vector<Migration>& migrations,
+                                                 const MigrationRecord& record);
 
 }  // namespace kagent::storage
 

@@ -14,6 +14,11 @@
 // Rows: the same tables as SQLite, protobuf blobs in BYTEA next to the indexed columns;
 // names are TEXT COLLATE "C" (bytewise order, like SQLite's BINARY).
 //
+// The Storage methods themselves are storage::SqlStorage's (common/storage/sql_storage.h),
+// written once for both backends over the libpq driver (common/storage/postgres_driver.h)
+// with PostgreSQL's dialect text; this file opens and migrates the database and keeps
+// the pool.
+//
 // Concurrency: a pool of up to `pool_size` connections, opened lazily. Each plain call
 // takes one connection for its duration and runs as one READ COMMITTED transaction;
 // per-job event and reflexion counters are incremented with UPDATE ... RETURNING in the
@@ -96,7 +101,7 @@ class PostgresStorage final : public storage::ForwardingStorage {
   // The Storage methods are ForwardingStorage's: each runs on a session from the pool.
 
  private:
-  class Session;  // the single-threaded implementation over one PGconn
+  class Session;  // one pooled connection and the SqlStorage over it (single-threaded)
 
   PostgresStorage(PostgresStorageOptions options, std::string description,
                   std::unique_ptr<Session> first);

@@ -11,6 +11,10 @@
 // FAILED_PRECONDITION, a file that is not a kagent database likewise, and a corrupt
 // file with DATA_LOSS. docs/storage.md describes the schema.
 //
+// The Storage methods themselves are storage::SqlStorage's (common/storage/sql_storage.h),
+// written once for both backends over the SQLite driver (common/storage/sqlite_driver.h)
+// with SQLite's dialect text; this file opens, checks and migrates the database.
+//
 // Thread-safety: safe for concurrent use. One connection serves every call, one call at
 // a time, behind a mutex (the coordinator's write rate is low; each call is short).
 // RunInTransaction holds that mutex for the whole body. The locking and forwarding are
@@ -31,6 +35,10 @@
 #include "common/storage/storage.h"
 
 namespace kagent {
+
+namespace storage {
+class SqlStorage;
+}  // namespace storage
 
 // One step of the schema, in SQLite's dialect (common/storage/migration.h).
 using SqliteMigration = storage::Migration;
@@ -73,16 +81,15 @@ class SqliteStorage final : public storage::ForwardingStorage {
   // under mu_.
 
  private:
-  class Connection;  // the single-threaded implementation over one sqlite3 handle
-
-  SqliteStorage(std::string path, std::unique_ptr<Connection> connection);
+  SqliteStorage(std::string path, std::unique_ptr<storage::SqlStorage> connection);
 
   // Runs `call` on the connection, holding mu_.
   absl::Status WithConnection(absl::FunctionRef<absl::Status(Storage&)> call) override;
 
   const std::string path_;
   absl::Mutex mu_;
-  std::unique_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+  // The Storage methods over the one sqlite3 connection (common/storage/sql_storage.h).
+  std::unique_ptr<storage::SqlStorage> connection_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kagent
