@@ -45,6 +45,7 @@ import threading
 import time
 
 from kagent_harness import bwrap
+from kagent_harness import procfs
 from kagent_harness import protocol as P
 
 MAX_LINE = 4 * 1024 * 1024
@@ -108,66 +109,6 @@ def _preexec(parent_pid, limits):
     return fn
 
 
-def _oom_kills():
-    """The kernel's OOM-kill count (/proc/vmstat oom_kill), None where unknown."""
-    try:
-        with open("/proc/vmstat") as f:
-            for line in f:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _children(pid):
-    out = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    out.extend(int(c) for c in f.read().split())
-            except (OSError, ValueError):
-                pass
-    except OSError:
-        pass
-    return out
-
-
-def _tree(pid):
-    """pid and its descendants (Linux /proc)."""
-    stack, seen = [pid], []
-    while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.append(p)
-        stack.extend(_children(p))
-    return seen
-
-
-def _scratch_usage(path, max_entries=200000):
-    """(bytes allocated, entries) under path, without following links; stops counting
-    entries at max_entries."""
-    total, n, stack = 0, 0, [path]
-    while stack and n < max_entries:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    n += 1
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    total += st.st_blocks * 512
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
-        except OSError:
-            pass
-    return total, n
-
-
 def harness_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -203,31 +144,6 @@ def make_workdir(base=None):
     d = tempfile.mkdtemp(prefix="kagent-", dir=base)
     os.chmod(d, 0o700)
     return d
-
-
-def _usage(pid):
-    """(resident bytes, processes, tasks) of pid and its descendants (Linux /proc);
-    zeros when gone. Tasks counts threads too. Only /proc/PID/status is read: files
-    that take the address space's lock (smaps, cmdline) would block behind a fork
-    bomb's forks."""
-    total = procs = tasks = 0
-    for p in _tree(pid):
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("Threads:"):
-                        tasks += int(line.split()[1])
-                    elif line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-            procs += 1
-        except (OSError, ValueError):
-            pass
-    return total, procs, tasks
-
-
-def _rss_bytes(pid):
-    """Resident memory of pid and its descendants (Linux /proc), 0 when gone."""
-    return _usage(pid)[0]
 
 
 class Child:
@@ -282,7 +198,7 @@ class Child:
         self.memory_limit = int(memory_limit_mb) * 1024 * 1024
         if self.proc is not None and self.proc.poll() is None:
             cpu = int(timeout_s * max(2, os.cpu_count() or 2) + 60)
-            for pid in _tree(self.proc.pid):
+            for pid in procfs.tree(self.proc.pid):
                 try:
                     resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu + 5))
                     if self.device == "cpu":
@@ -416,7 +332,7 @@ class Child:
             pass_fds.append(status_w)
             argv = cfg.argv(shutil.which("bwrap") or "bwrap") + argv
         argv = prefix + argv
-        self._oom_base = _oom_kills()
+        self._oom_base = procfs.oom_kills()
         drop = info["uid"] != os.geteuid()
         try:
             self.proc = subprocess.Popen(
@@ -443,7 +359,7 @@ class Child:
         while not self._stop.wait(0.1):
             if self.proc.poll() is not None:
                 return
-            rss, procs, tasks = _usage(self.proc.pid)
+            rss, procs, tasks = procfs.usage(self.proc.pid)
             self.peak_rss = max(self.peak_rss, rss)
             self.peak_tasks = max(self.peak_tasks, tasks)
             if procs > MAX_PROCS or tasks > MAX_TASKS:
@@ -464,7 +380,7 @@ class Child:
                 return
             n += 1
             if n % 5 == 0:
-                used, entries = _scratch_usage(self.workdir)
+                used, entries = procfs.scratch_usage(self.workdir)
                 if used > self.scratch_limit or entries >= 200000:
                     self._kill_for(P.REJECTED, f"the candidate's scratch directory holds "
                                    f"{used >> 20} MiB in {entries} entries, over the limit "
@@ -481,13 +397,13 @@ class Child:
         """The sandbox's processes: bwrap's (self.proc) and all below it."""
         if self.proc is None:
             return []
-        return _tree(self.proc.pid)
+        return procfs.tree(self.proc.pid)
 
     def _ns_init(self):
         """The host pid of the sandbox's init (a child of bwrap), or None. The status pipe
         is the candidate's only from bwrap (it closes it in the sandbox), yet the pid is
         checked to be bwrap's child before it is signalled."""
-        kids = _children(self.proc.pid) if self.proc is not None else []
+        kids = procfs.children(self.proc.pid) if self.proc is not None else []
         if self.status is not None and self.status.child_pid in kids:
             return self.status.child_pid
         return kids[0] if len(kids) == 1 and self.status is not None else None
@@ -715,7 +631,7 @@ class Child:
         return ChildFailure(P.CRASH, f"the candidate process exited with code {rc} {when}")
 
     def _oom_rose(self):
-        now = _oom_kills()
+        now = procfs.oom_kills()
         return now is not None and self._oom_base is not None and now > self._oom_base
 
 

@@ -324,9 +324,10 @@ def test_time_callable_warmup_ms_is_a_floor():
 def test_rss_of_a_process_tree_and_workdir_privacy():
     import os
     import stat
-    from kagent_harness.sandbox import _rss_bytes, make_workdir
-    assert _rss_bytes(os.getpid()) > 10 * 1024 * 1024
-    assert _rss_bytes(2**22 + 12345) == 0  # no such process
+    from kagent_harness.procfs import rss_bytes
+    from kagent_harness.sandbox import make_workdir
+    assert rss_bytes(os.getpid()) > 10 * 1024 * 1024
+    assert rss_bytes(2**22 + 12345) == 0  # no such process
     d = make_workdir()
     try:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
