@@ -18,9 +18,9 @@
 #include "common/logging.h"
 #include "common/source_text.h"
 #include "common/status.h"
-#include "engines/heuristic/op_recognition.h"
+#include "kernel_model/op_recognition.h"
+#include "kernel_model/roofline.h"
 #include "services/coordinator/screening.h"
-#include "services/profiler/hardware_metrics.h"
 
 namespace kagent {
 

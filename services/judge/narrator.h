@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "kagent/v1/common.pb.h"
-#include "services/judge/profile_view.h"
+#include "kernel_model/profile_view.h"
 
 namespace kagent {
 

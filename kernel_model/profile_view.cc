@@ -1,4 +1,4 @@
-#include "services/judge/profile_view.h"
+#include "kernel_model/profile_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/metric_names.h"
 
 namespace kagent {
 namespace {
