@@ -2,6 +2,9 @@
 // signature, the roofline figures of a profile, and the one roofline figure the job loop
 // and the reports judge a kernel by.
 //
+// One dtype rule for the whole project: DominantPeakKey picks the peak, both for the
+// roofline below and for the judge's achieved-FLOPs figure (ProfileView).
+//
 // Thread-safe (pure functions).
 #ifndef KAGENT_KERNEL_MODEL_ROOFLINE_H_
 #define KAGENT_KERNEL_MODEL_ROOFLINE_H_
