@@ -45,11 +45,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engines/heuristic/op_recognition.h"
 #include "engines/heuristic/template_library.h"
 #include "engines/heuristic/template_rules.h"
 #include "engines/heuristic/template_variants.h"
 #include "engines/kernel_brain.h"
+#include "kernel_model/op_recognition.h"
 
 namespace kagent {
 

@@ -1,4 +1,4 @@
-#include "engines/heuristic/op_recognition.h"
+#include "kernel_model/op_recognition.h"
 
 #include <catch2/catch.hpp>
 

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engines/heuristic/op_recognition.h"
 #include "engines/heuristic/template_library.h"
 #include "kagent/v1/common.pb.h"
+#include "kernel_model/op_recognition.h"
 
 namespace kagent {
 

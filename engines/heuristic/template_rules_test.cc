@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
-#include "engines/heuristic/op_recognition.h"
 #include "engines/heuristic/template_library.h"
 #include "engines/heuristic/test_signatures.h"
+#include "kernel_model/op_recognition.h"
 
 namespace kagent {
 namespace {

@@ -11,8 +11,8 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/llm/prompt_values.h"
-#include "services/judge/categories.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/categories.h"
+#include "kernel_model/metric_names.h"
 
 namespace kagent {
 namespace {

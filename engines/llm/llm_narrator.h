@@ -1,4 +1,4 @@
-// LlmNarrator: the judge's narrative seam (services/judge/narrator.h) over a language
+// LlmNarrator: the judge's narrative seam (engines/judge_narrator.h) over a language
 // model.
 //
 // Renders the "judge_narrative" prompt template (docs/llm.md) with the judge's report and
@@ -24,7 +24,7 @@
 
 #include "common/llm/llm_client.h"
 #include "common/llm/prompt_templates.h"
-#include "services/judge/narrator.h"
+#include "engines/judge_narrator.h"
 
 namespace kagent {
 

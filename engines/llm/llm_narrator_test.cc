@@ -11,9 +11,9 @@
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/logging.h"
+#include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/testing/fixtures.h"
 
 namespace kagent {

@@ -13,8 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-
-#include "services/judge/categories.h"
+#include "kernel_model/categories.h"
 
 namespace kagent::llm_engine {
 namespace {

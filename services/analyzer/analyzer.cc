@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
-#include "services/judge/categories.h"
-#include "services/judge/judge.h"
-#include "services/judge/profile_view.h"
+#include "kernel_model/categories.h"
+#include "kernel_model/occupancy.h"
+#include "kernel_model/profile_view.h"
 
 namespace kagent {
 namespace {

@@ -8,12 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_join.h"
+#include "kernel_model/categories.h"
 #include "services/analyzer/analyzer.h"
 #include "services/analyzer/analyzer_service.h"
-#include "services/judge/categories.h"
 #include "services/judge/judge.h"
 #include "services/judge/judge_service.h"
-#include "absl/strings/str_join.h"
 #include "services/judge/testing/fixtures.h"
 
 namespace kagent {

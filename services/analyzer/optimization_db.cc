@@ -16,7 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/judge/categories.h"
+#include "kernel_model/categories.h"
 
 namespace kagent {
 namespace {

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_replace.h"
+#include "kernel_model/metric_names.h"
 #include "services/analyzer/optimization_db.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/testing/fixtures.h"
 
 namespace kagent {

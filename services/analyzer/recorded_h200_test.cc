@@ -8,12 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernel_model/gpu_spec.h"
+#include "kernel_model/hardware_metrics.h"
+#include "kernel_model/metric_names.h"
 #include "services/analyzer/analyzer.h"
 #include "services/judge/judge.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/testing/fixtures.h"
-#include "services/profiler/gpu_spec.h"
-#include "services/profiler/hardware_metrics.h"
 #include "services/profiler/ncu_csv.h"
 
 namespace kagent {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "services/judge/categories.h"
-#include "services/judge/profile_view.h"
+#include "kernel_model/categories.h"
+#include "kernel_model/profile_view.h"
 
 namespace kagent {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernel_model/metric_names.h"
 #include "services/analyzer/analyzer.h"
 #include "services/analyzer/reflexion.h"
 #include "services/judge/judge.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/testing/fixtures.h"
 
 namespace kagent {

@@ -26,7 +26,7 @@
 #include "services/benchmark/call_cancel.h"
 #include "services/benchmark/gpu_busy_meter.h"
 #include "services/benchmark/gpu_slot.h"
-#include "services/profiler/gpu_spec.h"
+#include "kernel_model/gpu_spec.h"
 #include "services/profiler/profile_gate.h"
 #include "services/profiler/profiler_service.h"
 

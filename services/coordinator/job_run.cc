@@ -12,7 +12,7 @@
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "engines/heuristic/op_recognition.h"
+#include "kernel_model/op_recognition.h"
 #include "services/coordinator/job_run_internal.h"
 #include "services/coordinator/job_store.h"
 #include "services/coordinator/screening.h"

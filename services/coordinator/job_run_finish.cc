@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernel_model/roofline.h"
 #include "services/coordinator/job_run_internal.h"
-#include "services/profiler/hardware_metrics.h"
 
 namespace kagent {
 

@@ -13,9 +13,9 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "kernel_model/roofline.h"
 #include "services/coordinator/beam.h"
 #include "services/coordinator/job_run_internal.h"
-#include "services/profiler/hardware_metrics.h"
 
 namespace kagent {
 
@@ -159,7 +159,7 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
     std::vector<v1::Prescription> rx;
     absl::Status ds = EnsureDiagnosed(c, &rx);
     if (!ds.ok()) return StopFromStatus(ds);
-    // The useful figure, not SOL: SOL counts redundant cache traffic (hardware_metrics.h).
+    // The useful figure, not SOL: SOL counts redundant cache traffic (kernel_model/roofline.h).
     if (&c == &beam.front() && c.has_metrics() &&
         UsefulRooflinePct(c.metrics()) >= cfg_.target_efficiency_pct()) {
       *stop_reason = absl::StrFormat(

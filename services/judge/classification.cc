@@ -5,7 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/metric_names.h"
+#include "kernel_model/occupancy.h"
 
 namespace kagent {
 

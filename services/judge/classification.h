@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "kagent/v1/common.pb.h"
 #include "kagent/v1/judge_service.pb.h"
+#include "kernel_model/profile_view.h"
 #include "services/judge/judge.h"
-#include "services/judge/profile_view.h"
 
 namespace kagent {
 

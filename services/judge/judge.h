@@ -29,14 +29,11 @@
 #ifndef KAGENT_SERVICES_JUDGE_JUDGE_H_
 #define KAGENT_SERVICES_JUDGE_JUDGE_H_
 
-#include <optional>
-#include <string>
-
 #include "absl/status/statusor.h"
 #include "kagent/v1/common.pb.h"
 #include "kagent/v1/judge_service.pb.h"
+#include "kernel_model/profile_view.h"
 #include "services/judge/narrator.h"
-#include "services/judge/profile_view.h"
 
 namespace kagent {
 
@@ -77,15 +74,6 @@ struct JudgeOptions {
 // Returns INVALID_ARGUMENT for a request the judge cannot diagnose: no kernels, missing
 // GPU spec (gpu absent or sm_count <= 0), non-finite values.
 absl::Status ValidateDiagnoseRequest(const kagent::v1::DiagnoseRequest& request);
-
-// The occupancy limiter of the diagnosed kernel: the smallest of the
-// launch__occupancy_limit_* values ("registers", "shared_memory", "blocks_per_sm",
-// "warps"; ties in that order), or nullopt when none was collected.
-std::optional<std::string> OccupancyLimiter(const ProfileView& view);
-
-// The theoretical occupancy in percent: ncu's value, else the one derived from the
-// limiters; nullopt when neither is known. `metric_name` receives the name to cite.
-std::optional<double> TheoreticalOccupancy(const ProfileView& view, std::string* metric_name);
 
 class Judge {
  public:

@@ -7,7 +7,7 @@
 #include "common/llm/accounting.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
-#include "services/judge/categories.h"
+#include "kernel_model/categories.h"
 
 namespace kagent {
 

@@ -20,9 +20,9 @@
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/server.h"
 #include "kagent/v1/judge_service.grpc.pb.h"
+#include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/testing/fixtures.h"
 
 namespace kagent {

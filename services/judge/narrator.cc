@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "services/judge/categories.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/categories.h"
+#include "kernel_model/metric_names.h"
 
 namespace kagent {
 namespace {

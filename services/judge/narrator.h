@@ -1,7 +1,8 @@
-// The judge's narrative seam.
+// The judge's narrative seam: HeuristicNarrator, the embedded implementation of
+// JudgeNarrator (engines/judge_narrator.h), and the validation of what any narrator says.
 //
 // After the rules have produced a BottleneckReport, a JudgeNarrator may add prose and
-// further root causes. An LLM brain implements it (the LLM clients live in common/llm);
+// further root causes. An LLM brain implements it too (engines/llm/llm_narrator.h);
 // HeuristicNarrator is the embedded, deterministic implementation. Whatever a narrator
 // returns passes through ValidateNarrative() before it reaches the report: every metric it
 // cites must exist in the profile and match a measured value within 1%, or the citation
@@ -14,31 +15,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engines/judge_narrator.h"
 #include "kagent/v1/common.pb.h"
-#include "services/judge/profile_view.h"
+#include "kernel_model/profile_view.h"
 
 namespace kagent {
-
-struct NarrativeResult {
-  // Prose for BottleneckReport.narrative. Metric names cited in it (tokens containing
-  // "__", e.g. dram__throughput.avg.pct_of_peak_sustained_elapsed) are validated.
-  std::string narrative;
-  // Root causes beyond the rules' own; each must cite at least one metric.
-  std::vector<kagent::v1::RootCause> extra_root_causes;
-};
-
-// Interface. Implementations must be thread-safe: one instance serves concurrent calls.
-class JudgeNarrator {
- public:
-  virtual ~JudgeNarrator() = default;
-  // Returns narrative for `report` (already complete from the rules) over `metrics`.
-  // An error makes the judge fall back to the heuristic narrative; it never fails the
-  // diagnosis.
-  virtual absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
-                                                  const kagent::v1::HardwareMetrics& metrics) = 0;
-  // Short name for logs and for RootCause.source ("heuristic", "llm:<provider>").
-  virtual std::string Name() const = 0;
-};
 
 // Deterministic narrative composed from the report's rule root causes and category.
 // Adds no root causes. Stateless and thread-safe.

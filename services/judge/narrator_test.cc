@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/status/status.h"
+#include "kernel_model/metric_names.h"
 #include "services/judge/judge.h"
-#include "services/judge/metric_names.h"
 #include "services/judge/narrator.h"
 #include "services/judge/testing/fixtures.h"
 

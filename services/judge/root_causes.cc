@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/metric_names.h"
 #include "services/judge/report_text.h"
 
 namespace kagent {

@@ -15,9 +15,9 @@
 
 #include "kagent/v1/common.pb.h"
 #include "kagent/v1/judge_service.pb.h"
+#include "kernel_model/profile_view.h"
 #include "services/judge/classification.h"
 #include "services/judge/judge.h"
-#include "services/judge/profile_view.h"
 
 namespace kagent {
 

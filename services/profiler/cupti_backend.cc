@@ -10,8 +10,9 @@
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "kernel_model/metric_names.h"
+#include "kernel_model/ncu_metrics.h"
 #include "nlohmann/json.hpp"
-#include "services/profiler/ncu_metrics.h"
 
 namespace kagent {
 namespace {
@@ -112,10 +113,12 @@ absl::StatusOr<std::vector<kagent::v1::KernelMetrics>> CuptiKernelsInWindows(
     for (int64_t d : kernel->grid) metrics.add_grid(d);
     for (int64_t d : kernel->block) metrics.add_block(d);
     auto& values = *metrics.mutable_values();
-    values[kNcuDuration] = duration;
-    if (!kernel->grid.empty()) values["launch__grid_size"] = static_cast<double>(Product(kernel->grid));
+    values[metric::kDuration] = duration;
+    if (!kernel->grid.empty()) {
+      values[metric::kGridSize] = static_cast<double>(Product(kernel->grid));
+    }
     if (!kernel->block.empty()) {
-      values["launch__block_size"] = static_cast<double>(Product(kernel->block));
+      values[metric::kBlockSize] = static_cast<double>(Product(kernel->block));
     }
     kernels.push_back(std::move(metrics));
   }
@@ -125,7 +128,7 @@ absl::StatusOr<std::vector<kagent::v1::KernelMetrics>> CuptiKernelsInWindows(
 std::vector<std::string> CuptiMissingMetrics(int cc) {
   std::vector<std::string> missing;
   for (const std::string& name : NcuMetricsForArch(cc)) {
-    if (name != kNcuDuration && name != "launch__grid_size" && name != "launch__block_size") {
+    if (name != metric::kDuration && name != metric::kGridSize && name != metric::kBlockSize) {
       missing.push_back(name);
     }
   }

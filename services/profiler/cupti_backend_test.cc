@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "services/profiler/ncu_metrics.h"
+#include "kernel_model/ncu_metrics.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-#include "services/profiler/ncu_metrics.h"
+#include "kernel_model/ncu_metrics.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {

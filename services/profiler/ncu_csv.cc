@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "kernel_model/metric_names.h"
 
 namespace kagent {
 namespace {
@@ -290,7 +291,7 @@ absl::StatusOr<NcuCsvReport> ParseNcuCsv(absl::string_view text) {
       if (!ParseNcuNumber(row[c], &value)) continue;  // "n/a", "", attribute strings
       values[columns[c]] = value * units[c].factor;
     }
-    auto duration = values.find("gpu__time_duration.sum");
+    auto duration = values.find(metric::kDuration);
     if (duration != values.end()) kernel.set_duration_ns(duration->second);
     report.kernels.push_back(std::move(kernel));
   }

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "kernel_model/gpu_spec.h"
+#include "kernel_model/hardware_metrics.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {
@@ -200,6 +202,57 @@ TEST_CASE("Numbers, dims and CSV quoting", "[ncu_csv]") {
   REQUIRE(records.size() == 2);
   CHECK(records[0] == std::vector<std::string>{"a,b", "say \"hi\"", "c"});
   CHECK(records[1] == std::vector<std::string>{"multi\nline", "2"});
+}
+
+// From the recorded CSVs to HardwareMetrics (kernel_model/hardware_metrics.h).
+TEST_CASE("Builds SOL and roofline figures from the recorded multi-kernel profile",
+          "[hardware_metrics]") {
+  absl::StatusOr<NcuCsvReport> report =
+      ParseNcuCsv(::kagent::testing::ReadFixture("h200_multi.csv"));
+  REQUIRE(report.ok());
+  absl::StatusOr<kagent::v1::HardwareMetrics> metrics =
+      BuildHardwareMetrics(report->kernels, "ncu", nullptr, nullptr);
+  REQUIRE(metrics.ok());
+  CHECK(metrics->backend() == "ncu");
+  CHECK(metrics->kernels_size() == 3);
+  const double total = 12768 + 9760 + 10048;
+  CHECK(metrics->aggregate().duration_ns() == Approx(total));
+  CHECK(metrics->compute_sol_pct() ==
+        Approx((12768 * 5.27 + 9760 * 17.48 + 10048 * 24.07) / total));
+  CHECK(metrics->memory_sol_pct() ==
+        Approx((12768 * 58.76 + 9760 * 40.63 + 10048 * 35.00) / total));
+  CHECK(metrics->roofline_efficiency_pct() == metrics->memory_sol_pct());
+  CHECK(metrics->aggregate().values().at("dram__bytes_read.sum") ==
+        Approx(33560832.0 + 16786432 + 16839936));
+  CHECK(metrics->arithmetic_intensity() == 0);  // no signature
+}
+
+TEST_CASE("Applies the arithmetic-intensity roofline against the GPU spec",
+          "[hardware_metrics]") {
+  absl::StatusOr<NcuCsvReport> report =
+      ParseNcuCsv(::kagent::testing::ReadFixture("h200_triton_matvec.csv"));
+  REQUIRE(report.ok());
+  absl::StatusOr<kagent::v1::GpuSpec> spec = LookupGpuSpec("NVIDIA H200", 0);
+  REQUIRE(spec.ok());
+  kagent::v1::OpSignature signature;
+  const double n = 8192;
+  signature.set_flops(2 * n * n);
+  signature.set_min_bytes(2 * n * n + 2 * n + 2 * n);
+  auto* op = signature.add_ops();
+  op->set_op("aten::mv");
+  op->add_inputs()->set_dtype("bfloat16");
+  absl::StatusOr<kagent::v1::HardwareMetrics> metrics =
+      BuildHardwareMetrics(report->kernels, "ncu", &signature, &*spec);
+  REQUIRE(metrics.ok());
+  const double seconds = 34336e-9;
+  CHECK(metrics->arithmetic_intensity() == Approx(signature.flops() / signature.min_bytes()));
+  CHECK(metrics->achieved_flops() == Approx(signature.flops() / seconds));
+  CHECK(metrics->achieved_bytes_per_second() == Approx(signature.min_bytes() / seconds));
+  // Bandwidth-bound: attainable = intensity x 4.8 TB/s, so the bound is achieved / peak BW.
+  CHECK(metrics->roofline_bound_pct() ==
+        Approx(100.0 * signature.min_bytes() / seconds / 4.8e12));
+  CHECK(metrics->roofline_bound_pct() > 50);
+  CHECK(metrics->roofline_bound_pct() < 100);
 }
 
 }  // namespace

@@ -12,12 +12,12 @@
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "kernel_model/gpu_spec.h"
+#include "kernel_model/hardware_metrics.h"
+#include "kernel_model/ncu_metrics.h"
 #include "services/profiler/cupti_backend.h"
-#include "services/profiler/gpu_spec.h"
-#include "services/profiler/hardware_metrics.h"
 #include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_backend.h"
-#include "services/profiler/ncu_metrics.h"
 
 namespace kagent {
 namespace {

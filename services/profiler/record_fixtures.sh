@@ -18,7 +18,7 @@
 # For each case it writes OUT_DIR/<case>.csv (ncu's CSV log, --print-units base),
 # OUT_DIR/<case>.auto_units.csv (the same with ncu's automatic unit scaling) and
 # OUT_DIR/<case>.log (the program's own output). The metric list comes from
-# services/profiler/ncu_metrics.tsv for this GPU's compute capability; metric names this
+# kernel_model/ncu_metrics.tsv for this GPU's compute capability; metric names this
 # ncu does not know are dropped (listed in OUT_DIR/dropped_metrics.txt) and the run retried.
 set -uo pipefail
 
@@ -55,7 +55,7 @@ metrics="$(awk -F'\t' -v cc="$cc" '
     else if (arch ~ /-/) { split(arch, r, "-"); ok = (cc + 0 >= r[1] + 0 && cc + 0 <= r[2] + 0) }
     else ok = (cc + 0 == arch + 0)
     if (ok) printf "%s%s", (n++ ? "," : ""), $1
-  }' "$here/ncu_metrics.tsv")"
+  }' "$repo/kernel_model/ncu_metrics.tsv")"
 echo "compute capability $cc; $(tr ',' '\n' <<<"$metrics" | wc -l) metrics"
 ncu --version | tail -1 > "$out/ncu_version.txt"
 : > "$out/dropped_metrics.txt"

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_model/testing/gpu_info.h"
 #include "services/profiler/command_runner.h"
 
 namespace kagent::testing {
@@ -115,13 +116,6 @@ class FakeRunner : public CommandRunner {
   std::vector<SubprocessOptions> calls_;
   std::vector<std::string> requests_;
 };
-
-// The harness's gpuinfo output on the H200 (python/kagent_harness/gpuinfo.py's fields).
-inline constexpr char kH200GpuInfo[] =
-    R"({"ok":true,"name":"NVIDIA H200","arch":"sm_90","compute_capability":"9.0",)"
-    R"("sm_count":132,"memory_bytes":150754820096,"l2_bytes":52428800,)"
-    R"("sm_clock_mhz":1980,"mem_clock_mhz":3201,"measured":false,)"
-    R"("peak_dram_bytes_per_second":0.0,"peak_flops":{}})";
 
 }  // namespace kagent::testing
 

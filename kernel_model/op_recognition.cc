@@ -1,12 +1,12 @@
-#include "engines/heuristic/op_recognition.h"
+#include "kernel_model/op_recognition.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 

@@ -1,13 +1,13 @@
 // The Nsight Compute metric set the profiler collects, and how each one aggregates.
 //
-// The set itself is data: services/profiler/ncu_metrics.tsv (embedded at build time), one
+// The set itself is data: kernel_model/ncu_metrics.tsv (embedded at build time), one
 // row per metric with its aggregation, the compute capabilities it applies to, its unit
 // and a one-line meaning. Correct a name for an architecture there, not in code.
 // docs/metrics-ncu.md lists the same set.
 //
 // Thread-safe: the table is parsed once, on first use, and read-only afterwards.
-#ifndef KAGENT_SERVICES_PROFILER_NCU_METRICS_H_
-#define KAGENT_SERVICES_PROFILER_NCU_METRICS_H_
+#ifndef KAGENT_KERNEL_MODEL_NCU_METRICS_H_
+#define KAGENT_KERNEL_MODEL_NCU_METRICS_H_
 
 #include <string>
 #include <vector>
@@ -15,14 +15,6 @@
 #include "absl/strings/string_view.h"
 
 namespace kagent {
-
-// Names other code refers to (the judge reads these exact strings).
-inline constexpr char kNcuDuration[] = "gpu__time_duration.sum";
-inline constexpr char kNcuComputeSol[] = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-inline constexpr char kNcuMemorySol[] =
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-inline constexpr char kNcuDramBytesRead[] = "dram__bytes_read.sum";
-inline constexpr char kNcuDramBytesWrite[] = "dram__bytes_write.sum";
 
 // How the aggregate over a profile's kernels combines one metric.
 enum class MetricAggregation {
@@ -73,4 +65,4 @@ int ParseComputeCapability(absl::string_view text);
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_PROFILER_NCU_METRICS_H_
+#endif  // KAGENT_KERNEL_MODEL_NCU_METRICS_H_

@@ -47,8 +47,8 @@
 // where KernelBench passes them (dim=, eps=, negative_slope=, ...).
 //
 // Pure functions; thread-safe.
-#ifndef KAGENT_ENGINES_HEURISTIC_OP_RECOGNITION_H_
-#define KAGENT_ENGINES_HEURISTIC_OP_RECOGNITION_H_
+#ifndef KAGENT_KERNEL_MODEL_OP_RECOGNITION_H_
+#define KAGENT_KERNEL_MODEL_OP_RECOGNITION_H_
 
 #include <cstdint>
 #include <map>
@@ -136,4 +136,4 @@ std::string DescribeOp(const RecognizedOp& op);
 
 }  // namespace kagent
 
-#endif  // KAGENT_ENGINES_HEURISTIC_OP_RECOGNITION_H_
+#endif  // KAGENT_KERNEL_MODEL_OP_RECOGNITION_H_

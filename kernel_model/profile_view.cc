@@ -1,4 +1,4 @@
-#include "services/judge/profile_view.h"
+#include "kernel_model/profile_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "services/judge/metric_names.h"
+#include "kernel_model/metric_names.h"
+#include "kernel_model/roofline.h"
 
 namespace kagent {
 namespace {
@@ -40,19 +39,6 @@ absl::Status CheckKernel(const KernelMetrics& kernel, absl::string_view where) {
     }
   }
   return absl::OkStatus();
-}
-
-// Maps a torch dtype name ("bfloat16", "float32", ...) to the GpuSpec.peak_flops key
-// ("bf16", "fp32", ...). Empty when unknown.
-std::string PeakKeyForDtype(absl::string_view torch_dtype) {
-  std::string d = absl::AsciiStrToLower(torch_dtype);
-  if (absl::StartsWith(d, "torch.")) d = d.substr(6);
-  if (d == "bfloat16") return "bf16";
-  if (d == "float16" || d == "half") return "fp16";
-  if (d == "float32" || d == "float") return "fp32";
-  if (d == "float64" || d == "double") return "fp64";
-  if (absl::StartsWith(d, "float8")) return "fp8";
-  return "";
 }
 
 }  // namespace
@@ -181,11 +167,10 @@ absl::StatusOr<ProfileView> ProfileView::Build(const HardwareMetrics& metrics,
       view.values_[metric::kAchievedBandwidthPct] =
           100.0 * op_signature->min_bytes() / seconds / gpu.peak_dram_bytes_per_second();
     }
-    if (seconds > 0 && op_signature->flops() > 0 && !op_signature->ops().empty() &&
-        !op_signature->ops(0).inputs().empty()) {
-      std::string key = PeakKeyForDtype(op_signature->ops(0).inputs(0).dtype());
-      auto peak = gpu.peak_flops().find(key);
-      if (!key.empty() && peak != gpu.peak_flops().end() && peak->second > 0) {
+    if (seconds > 0 && op_signature->flops() > 0) {
+      // The peak the roofline uses too (roofline.h).
+      auto peak = gpu.peak_flops().find(DominantPeakKey(*op_signature));
+      if (peak != gpu.peak_flops().end() && peak->second > 0) {
         view.values_[metric::kAchievedFlopsPct] =
             100.0 * op_signature->flops() / seconds / peak->second;
       }

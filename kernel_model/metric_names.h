@@ -1,12 +1,14 @@
-// Names of the Nsight Compute metrics the judge and the analyzer read, and of the few
-// values the judge derives itself (prefix "kagent__").
+// The one list of metric names: the Nsight Compute metrics that the profiler, the judge,
+// the analyzer and the brains refer to by name, and the few values the judge derives
+// itself (prefix "kagent__"). The full set the profiler requests, with each metric's
+// aggregation, is ncu_metrics.tsv.
 //
 // The profiler stores every collected metric in KernelMetrics.values under its exact
 // Nsight Compute name. Any of them may be missing (CUPTI backend, another architecture,
 // a metric ncu refused to collect): readers must treat absence as "unknown", never as 0,
 // and never cite a missing metric.
-#ifndef KAGENT_SERVICES_JUDGE_METRIC_NAMES_H_
-#define KAGENT_SERVICES_JUDGE_METRIC_NAMES_H_
+#ifndef KAGENT_KERNEL_MODEL_METRIC_NAMES_H_
+#define KAGENT_KERNEL_MODEL_METRIC_NAMES_H_
 
 namespace kagent::metric {
 
@@ -85,4 +87,4 @@ inline constexpr char kDerivedTheoreticalOccupancy[] = "kagent__theoretical_occu
 
 }  // namespace kagent::metric
 
-#endif  // KAGENT_SERVICES_JUDGE_METRIC_NAMES_H_
+#endif  // KAGENT_KERNEL_MODEL_METRIC_NAMES_H_

@@ -1,4 +1,4 @@
-#include "services/judge/categories.h"
+#include "kernel_model/categories.h"
 
 namespace kagent {
 

@@ -1,37 +1,28 @@
-// From per-kernel metrics to kagent.v1.HardwareMetrics: the duration-weighted aggregate,
-// speed-of-light figures and the arithmetic-intensity roofline.
+// The arithmetic-intensity roofline: which FLOP/s peak of a GpuSpec applies to an op
+// signature, the roofline figures of a profile, and the one roofline figure the job loop
+// and the reports judge a kernel by.
 //
-// Aggregation (see MetricAggregation in ncu_metrics.h): counters (".sum": bytes,
-// instructions, gpu__time_duration.sum itself) are summed over kernels; percentages,
-// ratios, rates and launch configuration are averaged weighted by each kernel's duration
-// (a kernel that runs 9x longer counts 9x more). A metric missing from some kernels is
-// aggregated over the kernels that report it; a metric no kernel reports is absent.
+// One dtype rule for the whole project: DominantPeakKey picks the peak, both for the
+// roofline below and for the judge's achieved-FLOPs figure (ProfileView).
 //
 // Thread-safe (pure functions).
-#ifndef KAGENT_SERVICES_PROFILER_HARDWARE_METRICS_H_
-#define KAGENT_SERVICES_PROFILER_HARDWARE_METRICS_H_
+#ifndef KAGENT_KERNEL_MODEL_ROOFLINE_H_
+#define KAGENT_KERNEL_MODEL_ROOFLINE_H_
 
 #include <string>
-#include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kagent/v1/common.pb.h"
 
 namespace kagent {
 
-// The aggregate over `kernels`: kernel_name "aggregate", invocation = number of kernels,
-// duration_ns = total, grid/block of the longest kernel. Kernels with no positive
-// duration get equal weights when no kernel has one.
-kagent::v1::KernelMetrics AggregateKernels(
-    const std::vector<kagent::v1::KernelMetrics>& kernels);
-
 // The peak-FLOP/s key of GpuSpec.peak_flops for a torch dtype name ("bfloat16" -> "bf16",
 // "float32" -> "fp32", "float8_e4m3fn" -> "fp8", ...); empty when unknown.
 std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype);
 
-// The dtype whose peak applies to `signature`: the dtype of the first floating-point
-// input of its first op, mapped as above; "fp32" when none is recorded.
+// The dtype whose peak applies to `signature`: the first dtype that maps to a key as
+// above, taking the ops in order and each op's inputs before its outputs; "fp32" when
+// none is recorded.
 std::string DominantPeakKey(const kagent::v1::OpSignature& signature);
 
 // Fills the arithmetic-intensity roofline fields of `metrics` (arithmetic_intensity,
@@ -53,13 +44,6 @@ bool ApplyRoofline(const kagent::v1::OpSignature& signature, const kagent::v1::G
 // of its arithmetic-intensity roofline, and torch.compile ran it 1.8x faster).
 double UsefulRooflinePct(const kagent::v1::HardwareMetrics& metrics);
 
-// Builds the full message: kernels as given, their aggregate, compute/memory SOL from the
-// aggregate, roofline efficiency = the larger, and the roofline when `signature` and
-// `spec` allow it (each may be null). FAILED_PRECONDITION when `kernels` is empty.
-absl::StatusOr<kagent::v1::HardwareMetrics> BuildHardwareMetrics(
-    std::vector<kagent::v1::KernelMetrics> kernels, absl::string_view backend,
-    const kagent::v1::OpSignature* signature, const kagent::v1::GpuSpec* spec);
-
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_PROFILER_HARDWARE_METRICS_H_
+#endif  // KAGENT_KERNEL_MODEL_ROOFLINE_H_

@@ -14,8 +14,8 @@
 //
 // A metric absent from the map is unknown: Get() returns nullopt and callers must not
 // cite it. Immutable after Build(); safe to share between threads.
-#ifndef KAGENT_SERVICES_JUDGE_PROFILE_VIEW_H_
-#define KAGENT_SERVICES_JUDGE_PROFILE_VIEW_H_
+#ifndef KAGENT_KERNEL_MODEL_PROFILE_VIEW_H_
+#define KAGENT_KERNEL_MODEL_PROFILE_VIEW_H_
 
 #include <map>
 #include <optional>
@@ -78,4 +78,4 @@ class ProfileView {
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_JUDGE_PROFILE_VIEW_H_
+#endif  // KAGENT_KERNEL_MODEL_PROFILE_VIEW_H_

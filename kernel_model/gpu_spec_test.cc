@@ -1,8 +1,8 @@
-#include "services/profiler/gpu_spec.h"
+#include "kernel_model/gpu_spec.h"
 
 #include <catch2/catch.hpp>
 
-#include "services/profiler/testing/fake_runner.h"
+#include "kernel_model/testing/gpu_info.h"
 
 namespace kagent {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/profiler/gpu_spec.h"
+#include "kernel_model/gpu_spec.h"
 
 #include <utility>
 #include <vector>

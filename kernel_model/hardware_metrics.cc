@@ -1,11 +1,12 @@
-#include "services/profiler/hardware_metrics.h"
+#include "kernel_model/hardware_metrics.h"
 
 #include <algorithm>
 #include <map>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "services/profiler/ncu_metrics.h"
+#include "kernel_model/metric_names.h"
+#include "kernel_model/ncu_metrics.h"
+#include "kernel_model/roofline.h"
 
 namespace kagent {
 
@@ -60,57 +61,6 @@ KernelMetrics AggregateKernels(const std::vector<KernelMetrics>& kernels) {
   return aggregate;
 }
 
-std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype) {
-  std::string dtype = absl::AsciiStrToLower(torch_dtype);
-  if (dtype.rfind("torch.", 0) == 0) dtype = dtype.substr(6);
-  if (dtype == "bfloat16" || dtype == "bf16") return "bf16";
-  if (dtype == "float16" || dtype == "half" || dtype == "fp16") return "fp16";
-  if (dtype == "float32" || dtype == "float" || dtype == "fp32") return "fp32";
-  if (dtype == "float64" || dtype == "double" || dtype == "fp64") return "fp64";
-  if (dtype.rfind("float8", 0) == 0 || dtype == "fp8") return "fp8";
-  if (dtype == "tf32") return "tf32";
-  return "";
-}
-
-std::string DominantPeakKey(const OpSignature& signature) {
-  for (const auto& op : signature.ops()) {
-    for (const auto& input : op.inputs()) {
-      std::string key = PeakFlopsKeyForDtype(input.dtype());
-      if (!key.empty()) return key;
-    }
-    for (const auto& output : op.outputs()) {
-      std::string key = PeakFlopsKeyForDtype(output.dtype());
-      if (!key.empty()) return key;
-    }
-  }
-  return "fp32";
-}
-
-bool ApplyRoofline(const OpSignature& signature, const GpuSpec& spec,
-                   HardwareMetrics* metrics) {
-  const double seconds = metrics->aggregate().duration_ns() * 1e-9;
-  if (signature.flops() <= 0 || signature.min_bytes() <= 0 || seconds <= 0 ||
-      spec.peak_dram_bytes_per_second() <= 0) {
-    return false;
-  }
-  auto peak = spec.peak_flops().find(DominantPeakKey(signature));
-  if (peak == spec.peak_flops().end() || peak->second <= 0) return false;
-  const double intensity = signature.flops() / signature.min_bytes();
-  const double attainable =
-      std::min(peak->second, intensity * spec.peak_dram_bytes_per_second());
-  const double achieved_flops = signature.flops() / seconds;
-  metrics->set_arithmetic_intensity(intensity);
-  metrics->set_achieved_flops(achieved_flops);
-  metrics->set_achieved_bytes_per_second(signature.min_bytes() / seconds);
-  metrics->set_roofline_bound_pct(100.0 * achieved_flops / attainable);
-  return true;
-}
-
-double UsefulRooflinePct(const HardwareMetrics& metrics) {
-  return metrics.roofline_bound_pct() > 0 ? metrics.roofline_bound_pct()
-                                          : metrics.roofline_efficiency_pct();
-}
-
 absl::StatusOr<HardwareMetrics> BuildHardwareMetrics(std::vector<KernelMetrics> kernels,
                                                      absl::string_view backend,
                                                      const OpSignature* signature,
@@ -125,8 +75,8 @@ absl::StatusOr<HardwareMetrics> BuildHardwareMetrics(std::vector<KernelMetrics> 
   *metrics.mutable_aggregate() = AggregateKernels(kernels);
   for (KernelMetrics& kernel : kernels) *metrics.add_kernels() = std::move(kernel);
   const auto& values = metrics.aggregate().values();
-  auto compute = values.find(kNcuComputeSol);
-  auto memory = values.find(kNcuMemorySol);
+  auto compute = values.find(metric::kComputeSol);
+  auto memory = values.find(metric::kMemorySol);
   if (compute != values.end()) metrics.set_compute_sol_pct(compute->second);
   if (memory != values.end()) metrics.set_memory_sol_pct(memory->second);
   metrics.set_roofline_efficiency_pct(

@@ -1,4 +1,4 @@
-#include "services/profiler/ncu_metrics.h"
+#include "kernel_model/ncu_metrics.h"
 
 #include <cstdlib>
 
@@ -11,9 +11,9 @@
 #include "common/status.h"
 
 namespace kagent {
-namespace profiler_internal {
+namespace ncu_metrics_internal {
 extern const char kNcuMetricsTsv[];
-}  // namespace profiler_internal
+}  // namespace ncu_metrics_internal
 
 namespace {
 
@@ -72,7 +72,7 @@ NcuMetricTableParse ParseNcuMetricTable(absl::string_view tsv) {
 
 const std::vector<NcuMetricInfo>& NcuMetricTable() {
   static const std::vector<NcuMetricInfo>* table = [] {
-    NcuMetricTableParse parse = ParseNcuMetricTable(profiler_internal::kNcuMetricsTsv);
+    NcuMetricTableParse parse = ParseNcuMetricTable(ncu_metrics_internal::kNcuMetricsTsv);
     KAGENT_CHECK(parse.error.empty()) << "ncu_metrics.tsv: " << parse.error;
     return new std::vector<NcuMetricInfo>(std::move(parse.rows));
   }();

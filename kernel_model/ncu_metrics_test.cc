@@ -1,4 +1,4 @@
-#include "services/profiler/ncu_metrics.h"
+#include "kernel_model/ncu_metrics.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

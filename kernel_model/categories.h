@@ -1,7 +1,7 @@
 // Names of the bottleneck categories as used in reports, docs and the optimization
 // database ("memory-bound", "compute-bound", ...).
-#ifndef KAGENT_SERVICES_JUDGE_CATEGORIES_H_
-#define KAGENT_SERVICES_JUDGE_CATEGORIES_H_
+#ifndef KAGENT_KERNEL_MODEL_CATEGORIES_H_
+#define KAGENT_KERNEL_MODEL_CATEGORIES_H_
 
 #include <optional>
 #include <string>
@@ -20,4 +20,4 @@ std::optional<kagent::v1::BottleneckCategory> ParseCategoryName(absl::string_vie
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_JUDGE_CATEGORIES_H_
+#endif  // KAGENT_KERNEL_MODEL_CATEGORIES_H_

@@ -7,8 +7,8 @@
 // "tf32", "bf16", "fp16", "fp8" and "int8" (ops/s) are dense tensor-core rates.
 //
 // Thread-safe (pure functions over constant tables).
-#ifndef KAGENT_SERVICES_PROFILER_GPU_SPEC_H_
-#define KAGENT_SERVICES_PROFILER_GPU_SPEC_H_
+#ifndef KAGENT_KERNEL_MODEL_GPU_SPEC_H_
+#define KAGENT_KERNEL_MODEL_GPU_SPEC_H_
 
 #include <cstdint>
 #include <map>
@@ -53,4 +53,4 @@ absl::StatusOr<kagent::v1::GpuSpec> LookupGpuSpec(absl::string_view name, int64_
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_PROFILER_GPU_SPEC_H_
+#endif  // KAGENT_KERNEL_MODEL_GPU_SPEC_H_

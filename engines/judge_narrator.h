@@ -1,0 +1,46 @@
+// JudgeNarrator: the interface through which the judge asks for a narrative.
+//
+// After the judge's rules have produced a BottleneckReport, a narrator may add prose and
+// further root causes. The embedded implementation is kagent::HeuristicNarrator
+// (services/judge/narrator.h); an LLM-backed narrator (engines/llm/llm_narrator.h)
+// implements the same interface. Whatever a narrator returns passes through the judge's
+// ValidateNarrative() before it reaches the report, so a narrator can change nothing but
+// the narrative and the root causes it adds.
+//
+// Thread-safety: implementations must be thread-safe (one instance serves concurrent
+// calls). The report and metrics are borrowed for the duration of the call only.
+#ifndef KAGENT_ENGINES_JUDGE_NARRATOR_H_
+#define KAGENT_ENGINES_JUDGE_NARRATOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kagent/v1/common.pb.h"
+
+namespace kagent {
+
+struct NarrativeResult {
+  // Prose for BottleneckReport.narrative. Metric names cited in it (tokens containing
+  // "__", e.g. dram__throughput.avg.pct_of_peak_sustained_elapsed) are validated.
+  std::string narrative;
+  // Root causes beyond the rules' own; each must cite at least one metric.
+  std::vector<kagent::v1::RootCause> extra_root_causes;
+};
+
+// Interface. Implementations must be thread-safe: one instance serves concurrent calls.
+class JudgeNarrator {
+ public:
+  virtual ~JudgeNarrator() = default;
+  // Returns narrative for `report` (already complete from the rules) over `metrics`.
+  // An error makes the judge fall back to the heuristic narrative; it never fails the
+  // diagnosis.
+  virtual absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
+                                                  const kagent::v1::HardwareMetrics& metrics) = 0;
+  // Short name for logs and for RootCause.source ("heuristic", "llm:<provider>").
+  virtual std::string Name() const = 0;
+};
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_JUDGE_NARRATOR_H_

@@ -1,0 +1,48 @@
+#include "kernel_model/roofline.h"
+
+#include <catch2/catch.hpp>
+
+namespace kagent {
+namespace {
+
+TEST_CASE("The roofline needs flops, bytes and a matching peak", "[hardware_metrics]") {
+  kagent::v1::HardwareMetrics metrics;
+  metrics.mutable_aggregate()->set_duration_ns(1000);
+  kagent::v1::GpuSpec spec;
+  spec.set_peak_dram_bytes_per_second(1e12);
+  (*spec.mutable_peak_flops())["fp32"] = 1e13;
+  kagent::v1::OpSignature signature;
+  CHECK_FALSE(ApplyRoofline(signature, spec, &metrics));
+  signature.set_flops(1e6);
+  signature.set_min_bytes(1e5);
+  CHECK(ApplyRoofline(signature, spec, &metrics));  // no dtype recorded: fp32
+  // 1e6 FLOP in 1 us = 1e12 FLOP/s; intensity 10 -> attainable min(1e13, 10 x 1e12).
+  CHECK(metrics.arithmetic_intensity() == Approx(10));
+  CHECK(metrics.achieved_flops() == Approx(1e12));
+  CHECK(metrics.roofline_bound_pct() == Approx(10));
+  signature.add_ops()->add_inputs()->set_dtype("float8_e4m3fn");
+  kagent::v1::HardwareMetrics fresh;
+  fresh.mutable_aggregate()->set_duration_ns(1000);
+  CHECK_FALSE(ApplyRoofline(signature, spec, &fresh));  // no fp8 peak in this spec
+  CHECK(PeakFlopsKeyForDtype("torch.bfloat16") == "bf16");
+  CHECK(PeakFlopsKeyForDtype("float16") == "fp16");
+  CHECK(PeakFlopsKeyForDtype("float64") == "fp64");
+  CHECK(PeakFlopsKeyForDtype("int64").empty());
+}
+
+TEST_CASE("The useful roofline figure prefers the arithmetic-intensity roofline over SOL",
+          "[hardware_metrics]") {
+  kagent::v1::HardwareMetrics metrics;
+  // The H200 maxpool2d: 99.4% memory SOL from cache traffic, 46% of its roofline.
+  metrics.set_memory_sol_pct(99.4);
+  metrics.set_roofline_efficiency_pct(99.4);
+  metrics.set_roofline_bound_pct(46);
+  CHECK(UsefulRooflinePct(metrics) == 46);
+  // No FLOPs/bytes from the signature: the roofline is unknown (0), SOL is all there is.
+  metrics.clear_roofline_bound_pct();
+  CHECK(UsefulRooflinePct(metrics) == Approx(99.4));
+  CHECK(UsefulRooflinePct(kagent::v1::HardwareMetrics()) == 0);
+}
+
+}  // namespace
+}  // namespace kagent
