@@ -170,7 +170,7 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
       return {};
     }
     v1::BeamEntry* be = plan->add_beam();
-    *be->mutable_kernel() = c;
+    be->set_kernel_id(c.id());
     for (auto& p : rx) *be->add_prescriptions() = p;
   }
   return {};

@@ -31,7 +31,7 @@ absl::StatusOr<v1::RoundPlan> PlanRound(const v1::PlanRoundRequest& r) {
   int worker = 0;
   std::vector<std::string> notes;
   for (const v1::BeamEntry& entry : r.beam()) {
-    const std::string& parent = entry.kernel().id();
+    const std::string& parent = entry.kernel_id();
     if (parent.empty()) return absl::InvalidArgumentError("every beam kernel needs an id");
     std::vector<const v1::Prescription*> ranked;
     for (const auto& p : entry.prescriptions()) ranked.push_back(&p);

@@ -14,7 +14,7 @@ v1::PlanRoundRequest TwoKernelBeam() {
   r.set_fixes_per_kernel(2);
   for (const char* id : {"k1", "k2"}) {
     v1::BeamEntry* e = r.add_beam();
-    e->mutable_kernel()->set_id(id);
+    e->set_kernel_id(id);
     for (const char* p : {"a", "b", "c", "d"}) e->add_prescriptions()->set_pattern_id(p);
   }
   return r;
@@ -60,7 +60,7 @@ TEST_CASE("planner: bad requests") {
   r.set_fixes_per_kernel(0);
   CHECK(PlanRound(r).status().code() == absl::StatusCode::kInvalidArgument);
   r = TwoKernelBeam();
-  r.mutable_beam(0)->mutable_kernel()->clear_id();
+  r.mutable_beam(0)->clear_kernel_id();
   CHECK(PlanRound(r).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
