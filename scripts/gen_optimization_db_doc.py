@@ -38,7 +38,8 @@ A pattern applies to a diagnosis when all of its preconditions hold:
   lacks rejects the pattern only when the condition is `required`; otherwise the
   condition is skipped and adds nothing to the score. Metric names are Nsight Compute
   names, or values the judge derives (`kagent__*`, see docs/judge.md). Values come from
-  the profile's dominant kernel, else from the evidence the judge's rules cited.
+  the judge's report (`BottleneckReport.values`: the dominant kernel's metrics and the
+  derived values, as the judge read them); nothing is recomputed.
 - **op_classes**: the problem's op class is listed, or `*` (an unknown op class matches
   `*` only).
 - **archs**: `*`, an exact architecture (`sm_90`), or that architecture or newer
@@ -60,14 +61,15 @@ opposite direction (or to another literal value).
 ## Targets and reflexion
 
 Each pattern names a `target`: the metric the fix is meant to move, and which way. After
-an attempt is measured, the heuristic reflexion (`services/analyzer/reflexion.h`)
+an attempt is measured, the heuristic reflexion (`services/orchestrator/reflexion.h`)
 compares the attempt with its parent: the fix is *effective* when the speedup (parent
 median / attempt median) clears the measurement noise (half the p10-p90 spread, 1% to
 5%); the diagnosis is *confirmed* when the target metric moved the intended way by more
 than 1% (without metrics: when the fix was effective). A fix that regressed or failed
 (compile error, crash, wrong result, timeout, OOM, rejection; not an infrastructure
-error) goes on the avoid-list; the patterns to try next are the analyzer's next
-prescriptions, without those that contradict an effective fix.
+error) goes on the avoid-list; the patterns to try next are the prescriber's next
+prescriptions (`kernel_model/prescriber.h`, the analyzer's own ranking), without those
+that contradict an effective fix.
 
 ## Knob changes
 

@@ -8,10 +8,10 @@
 
 namespace kagent {
 
-AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer,
+AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Prescriber> prescriber,
                                          const Authenticator* auth, prometheus::Registry* registry)
-    : analyzer_(std::move(analyzer)), auth_(auth) {
-  KAGENT_CHECK(analyzer_ != nullptr) << "AnalyzerServiceImpl needs an analyzer";
+    : prescriber_(std::move(prescriber)), auth_(auth) {
+  KAGENT_CHECK(prescriber_ != nullptr) << "AnalyzerServiceImpl needs a prescriber";
   if (registry == nullptr) return;
   auto& requests = prometheus::BuildCounter()
                        .Name("kagent_analyzer_requests_total")
@@ -31,7 +31,7 @@ grpc::Status AnalyzerServiceImpl::Prescribe(grpc::ServerContext* context,
                                             kagent::v1::PrescribeResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
-  absl::StatusOr<kagent::v1::PrescribeResponse> result = analyzer_->Prescribe(*request);
+  absl::StatusOr<kagent::v1::PrescribeResponse> result = prescriber_->Prescribe(*request);
   if (!result.ok()) {
     if (invalid_ != nullptr) invalid_->Increment();
     KLOG(WARNING) << "prescribe failed: " << result.status().ToString();

@@ -1,9 +1,10 @@
-// AnalyzerServiceImpl: the gRPC face of the Analyzer (kagent.v1.AnalyzerService).
+// AnalyzerServiceImpl: the gRPC face (kagent.v1.AnalyzerService) of the prescriber
+// (kernel_model/prescriber.h).
 //
 // Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts requests in
 // kagent_analyzer_requests_total{outcome="ok"|"invalid"} and prescriptions returned in
-// kagent_analyzer_prescriptions_total. Thread-safe (the analyzer is immutable).
+// kagent_analyzer_prescriptions_total. Thread-safe (the prescriber is immutable).
 #ifndef KAGENT_SERVICES_ANALYZER_ANALYZER_SERVICE_H_
 #define KAGENT_SERVICES_ANALYZER_ANALYZER_SERVICE_H_
 
@@ -15,29 +16,25 @@
 
 #include "common/auth.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 
 namespace kagent {
 
-// Where the database is looked up when no path is configured (relative to the working
-// directory: the repository root in development, the image's data folder in deployment).
-inline constexpr char kDefaultOptimizationDbPath[] = "data/optimization_db.json";
-
 class AnalyzerServiceImpl final : public kagent::v1::AnalyzerService::Service {
  public:
-  // `analyzer` must not be null. Borrowed pointers must outlive the service; `auth` may
+  // `prescriber` must not be null. Borrowed pointers must outlive the service; `auth` may
   // be null (auth off), `registry` may be null (no metrics).
-  explicit AnalyzerServiceImpl(std::shared_ptr<const Analyzer> analyzer,
+  explicit AnalyzerServiceImpl(std::shared_ptr<const Prescriber> prescriber,
                                const Authenticator* auth = nullptr,
                                prometheus::Registry* registry = nullptr);
 
   grpc::Status Prescribe(grpc::ServerContext* context, const kagent::v1::PrescribeRequest* request,
                          kagent::v1::PrescribeResponse* response) override;
 
-  const Analyzer& analyzer() const { return *analyzer_; }
+  const Prescriber& prescriber() const { return *prescriber_; }
 
  private:
-  std::shared_ptr<const Analyzer> analyzer_;
+  std::shared_ptr<const Prescriber> prescriber_;
   const Authenticator* auth_;
   prometheus::Counter* ok_ = nullptr;
   prometheus::Counter* invalid_ = nullptr;

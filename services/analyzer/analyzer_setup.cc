@@ -7,21 +7,10 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
+#include "kernel_model/optimization_db.h"
 #include "services/analyzer/analyzer_service.h"
-#if __has_include("common/install_paths.h")
-#include "common/install_paths.h"
-#define KAGENT_HAVE_INSTALL_PATHS 1
-#endif
 
 namespace kagent {
-
-std::string DefaultOptimizationDbPath() {
-#ifdef KAGENT_HAVE_INSTALL_PATHS
-  std::string found = FindInstallFile(kDefaultOptimizationDbPath);
-  if (!found.empty()) return found;
-#endif
-  return kDefaultOptimizationDbPath;
-}
 
 void AnalyzerServerOptions::Register(OptionSet& o) {
   o.AddString("optimization-db", &optimization_db,
@@ -39,18 +28,17 @@ absl::Status AnalyzerServerOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext& ctx,
-                           const Analyzer** analyzer_out) {
+absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext& ctx) {
   KAGENT_RETURN_IF_ERROR(options.Validate());
   const std::string path = options.optimization_db.empty() ? DefaultOptimizationDbPath() : options.optimization_db;
-  AnalyzerOptions analyzer_options;
-  analyzer_options.default_max_results = options.default_max_results;
-  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Analyzer> analyzer, Analyzer::FromFile(path, analyzer_options));
-  KLOG(INFO).With("version", static_cast<double>(analyzer->db().version()))
-          .With("patterns", static_cast<double>(analyzer->db().patterns().size()))
+  PrescriberOptions prescriber_options;
+  prescriber_options.default_max_results = options.default_max_results;
+  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Prescriber> prescriber,
+                          Prescriber::FromFile(path, prescriber_options));
+  KLOG(INFO).With("version", static_cast<double>(prescriber->db().version()))
+          .With("patterns", static_cast<double>(prescriber->db().patterns().size()))
       << "optimization database loaded from " << path;
-  std::shared_ptr<const Analyzer> shared(std::move(analyzer));
-  if (analyzer_out != nullptr) *analyzer_out = shared.get();
+  std::shared_ptr<const Prescriber> shared(std::move(prescriber));
   prometheus::Registry* registry = ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr;
   auto* svc = ctx.Keep(std::make_unique<AnalyzerServiceImpl>(shared, ctx.auth, registry));
   ctx.host->AddService(svc, kagent::v1::AnalyzerService::service_full_name());
@@ -60,7 +48,7 @@ absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext&
 absl::Status SetUpAnalyzer(const std::string& db_path, ServiceContext& ctx) {
   AnalyzerServerOptions options;
   options.optimization_db = db_path;
-  return SetUpAnalyzer(options, ctx, nullptr);
+  return SetUpAnalyzer(options, ctx);
 }
 
 }  // namespace kagent

@@ -8,13 +8,9 @@
 #include "absl/status/status.h"
 #include "common/options.h"
 #include "common/service_main.h"
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 
 namespace kagent {
-
-// The install's data/optimization_db.json (found next to the binary or above it, then in
-// the current directory); "data/optimization_db.json" when none exists.
-std::string DefaultOptimizationDbPath();
 
 struct AnalyzerServerOptions {
   std::string optimization_db;  // --optimization-db; empty: DefaultOptimizationDbPath()
@@ -25,10 +21,9 @@ struct AnalyzerServerOptions {
 };
 
 // Loads and validates the database (a malformed file fails start-up with the pattern
-// and field named) and adds the AnalyzerService to `ctx.host`. `analyzer_out`, when not
-// null, receives the analyzer (kept alive by `ctx`), e.g. for the heuristic reflexion.
-absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext& ctx,
-                           const Analyzer** analyzer_out = nullptr);
+// and field named; SharedOptimizationDb: once per process) and adds the AnalyzerService
+// to `ctx.host`.
+absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext& ctx);
 
 // The same with the default options and `db_path` (empty: DefaultOptimizationDbPath()).
 absl::Status SetUpAnalyzer(const std::string& db_path, ServiceContext& ctx);

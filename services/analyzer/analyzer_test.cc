@@ -2,6 +2,7 @@
 // relevant, non-contradictory prescriptions each, the expected ones among them, and the
 // request validation.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,11 +11,11 @@
 
 #include "absl/strings/str_join.h"
 #include "kernel_model/categories.h"
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 #include "services/analyzer/analyzer_service.h"
 #include "services/judge/judge.h"
 #include "services/judge/judge_service.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {
@@ -22,11 +23,11 @@ namespace {
 using kagent::v1::PrescribeRequest;
 using kagent::v1::PrescribeResponse;
 
-std::shared_ptr<const Analyzer> RealAnalyzer() {
-  static std::shared_ptr<const Analyzer> analyzer = [] {
-    auto a = Analyzer::FromFile(testing::SourceDir() + "/data/optimization_db.json");
+std::shared_ptr<const Prescriber> RealAnalyzer() {
+  static std::shared_ptr<const Prescriber> analyzer = [] {
+    auto a = Prescriber::FromFile(testing::SourceDir() + "/data/optimization_db.json");
     REQUIRE(a.ok());
-    return std::shared_ptr<const Analyzer>(std::move(*a));
+    return std::shared_ptr<const Prescriber>(std::move(*a));
   }();
   return analyzer;
 }
@@ -41,7 +42,6 @@ PrescribeRequest RequestFor(const std::string& fixture, const std::string& op_cl
   REQUIRE(report.ok());
   PrescribeRequest request;
   *request.mutable_report() = *report;
-  *request.mutable_metrics() = diagnose.metrics();
   *request.mutable_gpu() = diagnose.gpu();
   request.set_op_class(op_class);
   return request;
@@ -147,9 +147,8 @@ TEST_CASE("TF32 is not prescribed under an fp32 tolerance tighter than it keeps"
   // has the fp32 default tolerance (atol = rtol = 1e-4). TF32 keeps 10 mantissa bits
   // (~1e-3 relative error on a K=4096 product): it cannot pass, so it is not offered.
   PrescribeRequest request = RequestFor("gemm_compute_bound.json", "gemm");
-  for (auto& k : *request.mutable_metrics()->mutable_kernels()) {
-    (*k.mutable_values())["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] = 1.0;
-  }
+  (*request.mutable_report()->mutable_values())
+      ["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] = 1.0;
   auto matched = [&](const PrescribeRequest& r) {
     auto all = RealAnalyzer()->Match(r);
     REQUIRE(all.ok());
@@ -190,9 +189,10 @@ TEST_CASE("tiny launch-bound kernel: CUDA graphs and fewer launches", "[analyzer
   CHECK(!Has(ids, "fuse-kernel-chain"));             // needs >= 2 launches
 }
 
-TEST_CASE("values the judge cited count for preconditions", "[analyzer]") {
-  // With the wall-clock median the judge derives kagent__gpu_busy_pct = 40% and cites it;
-  // the analyzer has no timing but matches avoid-host-overhead (busy < 50%) from it.
+TEST_CASE("values the judge derived count for preconditions", "[analyzer]") {
+  // With the wall-clock median the judge derives kagent__gpu_busy_pct = 40% and carries
+  // it in the report; the analyzer has no timing but matches avoid-host-overhead
+  // (busy < 50%) from it.
   kagent::v1::DiagnoseRequest diagnose;
   REQUIRE(testing::LoadJsonFixture("tests/fixtures/metrics/tiny_launch_bound.json", diagnose.mutable_metrics()).ok());
   REQUIRE(testing::LoadJsonFixture("tests/fixtures/metrics/gpu_h200.json", diagnose.mutable_gpu()).ok());
@@ -201,7 +201,6 @@ TEST_CASE("values the judge cited count for preconditions", "[analyzer]") {
   REQUIRE(report.ok());
   PrescribeRequest request;
   *request.mutable_report() = *report;
-  *request.mutable_metrics() = diagnose.metrics();
   *request.mutable_gpu() = diagnose.gpu();
   request.set_op_class("elementwise");
   auto ids = Ids(CheckPrescriptions(request));
@@ -274,12 +273,11 @@ TEST_CASE("an unknown op class gets only op-neutral patterns", "[analyzer]") {
 
 TEST_CASE("without metrics, patterns with required thresholds drop out", "[analyzer]") {
   PrescribeRequest request = RequestFor("register_limited.json", "norm");
-  request.clear_metrics();
-  // The judge cited launch__registers_per_thread = 128: that alone still satisfies
+  // The judge's report carries launch__registers_per_thread = 128: that satisfies
   // spread-row-over-more-warps (registers > 64, required).
   CHECK(Has(Ids(*RealAnalyzer()->Prescribe(request)), "spread-row-over-more-warps"));
-  // Without the profile and without the judge's evidence the metric is unknown.
-  request.mutable_report()->clear_root_causes();
+  // Without the report's values the metric is unknown.
+  request.mutable_report()->clear_values();
   CHECK(!Has(Ids(*RealAnalyzer()->Prescribe(request)), "spread-row-over-more-warps"));
 }
 
@@ -303,8 +301,12 @@ TEST_CASE("without a profile, op-class patterns match on the op class alone", "[
 TEST_CASE("bad analyzer requests are INVALID_ARGUMENT", "[analyzer]") {
   auto analyzer = RealAnalyzer();
   PrescribeRequest request = RequestFor("gemv_memory_bound.json", "matvec");
-  SECTION("missing report") {
-    request.clear_report();
+  SECTION("a report with values but no category") {
+    request.mutable_report()->clear_primary();
+    CHECK(analyzer->Prescribe(request).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  SECTION("a value that is not finite") {
+    (*request.mutable_report()->mutable_values())["dram__bytes_read.sum"] = std::nan("");
     CHECK(analyzer->Prescribe(request).status().code() == absl::StatusCode::kInvalidArgument);
   }
   SECTION("max_results out of range") {
@@ -317,7 +319,7 @@ TEST_CASE("bad analyzer requests are INVALID_ARGUMENT", "[analyzer]") {
     AnalyzerServiceImpl service(analyzer);
     grpc::ServerContext context;
     PrescribeResponse response;
-    request.clear_report();
+    request.mutable_report()->clear_primary();
     grpc::Status status = service.Prescribe(&context, &request, &response);
     CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK_THAT(status.error_message(), Catch::Contains("report"));

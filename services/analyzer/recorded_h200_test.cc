@@ -11,9 +11,9 @@
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/hardware_metrics.h"
 #include "kernel_model/metric_names.h"
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 #include "services/judge/judge.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 #include "services/profiler/ncu_csv.h"
 
 namespace kagent {
@@ -45,14 +45,13 @@ Recorded Run(const std::string& csv, const std::string& op_class, size_t min_pre
   REQUIRE(report.ok());
   r.report = *report;
 
-  static const Analyzer* analyzer = [] {
-    auto a = Analyzer::FromFile(testing::SourceDir() + "/data/optimization_db.json");
+  static const Prescriber* analyzer = [] {
+    auto a = Prescriber::FromFile(testing::SourceDir() + "/data/optimization_db.json");
     REQUIRE(a.ok());
     return a->release();
   }();
   kagent::v1::PrescribeRequest prescribe;
   *prescribe.mutable_report() = r.report;
-  *prescribe.mutable_metrics() = r.request.metrics();
   *prescribe.mutable_gpu() = r.request.gpu();
   prescribe.set_op_class(op_class);
   auto response = analyzer->Prescribe(prescribe);

@@ -577,7 +577,6 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
   KAGENT_RETURN_IF_ERROR(SaveCandidate(c));
   v1::PrescribeRequest p;
   *p.mutable_report() = c.report();
-  *p.mutable_metrics() = c.metrics();
   *p.mutable_gpu() = gpu_;
   p.set_op_class(signature_.op_class());
   // The job's tolerances decide which patterns can pass the gate at all (TF32 cannot

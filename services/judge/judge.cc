@@ -93,6 +93,8 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& r
   report.set_dominant_kernel(view.dominant_kernel());
   report.set_dominant_kernel_share(view.dominant_share());
   for (RootCause& c : causes) *report.add_root_causes() = std::move(c);
+  // What the rules read, for the analyzer's preconditions (nothing recomputed there).
+  for (const auto& [name, value] : view.values()) (*report.mutable_values())[name] = value;
 
   std::string summary = absl::StrCat(view.dominant_kernel(), ": ", CategoryName(primary));
   if (secondary != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {

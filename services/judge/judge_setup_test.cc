@@ -23,7 +23,7 @@
 #include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

@@ -12,7 +12,7 @@
 #include "kernel_model/metric_names.h"
 #include "kernel_model/profile_view.h"
 #include "services/judge/judge.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

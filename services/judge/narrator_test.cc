@@ -7,7 +7,7 @@
 #include "kernel_model/metric_names.h"
 #include "services/judge/judge.h"
 #include "services/judge/narrator.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

@@ -1,7 +1,7 @@
 #include "services/orchestrator/heuristic_reflector.h"
 
 #include "absl/strings/str_cat.h"
-#include "services/analyzer/reflexion.h"
+#include "services/orchestrator/reflexion.h"
 
 namespace kagent {
 
@@ -20,7 +20,7 @@ absl::StatusOr<v1::Reflexion> HeuristicReflector::Reflect(const v1::Candidate& p
     return r;
   }
   ReflectContext ctx;
-  ctx.analyzer = analyzer_.get();
+  ctx.prescriber = prescriber_.get();
   if (!gpu.arch().empty()) ctx.gpu = &gpu;
   return HeuristicReflect(parent, attempt, ctx);
 }

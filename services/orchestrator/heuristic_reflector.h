@@ -1,4 +1,4 @@
-// The deterministic Reflector: HeuristicReflect (services/analyzer/reflexion.h) with the
+// The deterministic Reflector: HeuristicReflect (reflexion.h) with the prescriber over the
 // optimization database for try-patterns. An attempt with no correct parent to compare
 // against (a first kernel) gets a reflexion that records its verdict only.
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_HEURISTIC_REFLECTOR_H_
@@ -6,22 +6,22 @@
 
 #include <memory>
 
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 #include "services/orchestrator/orchestrator_service.h"
 
 namespace kagent {
 
 class HeuristicReflector : public Reflector {
  public:
-  // `analyzer` may be null (no try-patterns).
-  explicit HeuristicReflector(std::shared_ptr<const Analyzer> analyzer)
-      : analyzer_(std::move(analyzer)) {}
+  // `prescriber` may be null (no try-patterns).
+  explicit HeuristicReflector(std::shared_ptr<const Prescriber> prescriber)
+      : prescriber_(std::move(prescriber)) {}
   absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
                                         const v1::Candidate& attempt,
                                         const v1::GpuSpec& gpu) override;
 
  private:
-  std::shared_ptr<const Analyzer> analyzer_;
+  std::shared_ptr<const Prescriber> prescriber_;
 };
 
 }  // namespace kagent

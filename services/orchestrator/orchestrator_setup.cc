@@ -3,8 +3,8 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "kagent/v1/orchestrator_service.grpc.pb.h"
-#include "services/analyzer/analyzer.h"
-#include "services/analyzer/analyzer_setup.h"
+#include "kernel_model/optimization_db.h"
+#include "kernel_model/prescriber.h"
 #include "services/orchestrator/heuristic_reflector.h"
 #include "services/orchestrator/orchestrator_service.h"
 
@@ -17,8 +17,9 @@ void OrchestratorOptions::Register(OptionSet& o) {
 
 absl::Status SetUpOrchestrator(const OrchestratorOptions& o, ServiceContext& ctx) {
   std::string path = o.optimization_db.empty() ? DefaultOptimizationDbPath() : o.optimization_db;
-  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Analyzer> analyzer, Analyzer::FromFile(path));
-  auto* reflector = ctx.Keep(std::make_unique<HeuristicReflector>(std::shared_ptr<const Analyzer>(std::move(analyzer))));
+  KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Prescriber> prescriber, Prescriber::FromFile(path));
+  auto* reflector = ctx.Keep(
+      std::make_unique<HeuristicReflector>(std::shared_ptr<const Prescriber>(std::move(prescriber))));
   auto* svc = ctx.Keep(std::make_unique<OrchestratorServiceImpl>(reflector, ctx.auth));
   ctx.host->AddService(svc, v1::OrchestratorService::service_full_name());
   return absl::OkStatus();

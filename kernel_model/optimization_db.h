@@ -1,4 +1,4 @@
-// The optimization database: curated fix patterns the analyzer prescribes.
+// The optimization database: curated fix patterns the analyzer prescribes (prescriber.h).
 //
 // The data lives in a versioned JSON file (data/optimization_db.json; format in
 // docs/optimization-db.md, generated from the file by scripts/gen_optimization_db_doc.py):
@@ -14,11 +14,13 @@
 //
 // Loading validates the whole schema and reports the first error precisely (which
 // pattern, which field, what was expected). An OptimizationDb is immutable after loading
-// and safe to share between threads.
-#ifndef KAGENT_SERVICES_ANALYZER_OPTIMIZATION_DB_H_
-#define KAGENT_SERVICES_ANALYZER_OPTIMIZATION_DB_H_
+// and safe to share between threads; SharedOptimizationDb loads each file once per
+// process, so the analyzer and the orchestrator in one kagentd share one copy.
+#ifndef KAGENT_KERNEL_MODEL_OPTIMIZATION_DB_H_
+#define KAGENT_KERNEL_MODEL_OPTIMIZATION_DB_H_
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,6 +121,16 @@ bool ArchMatches(absl::string_view pattern_arch, absl::string_view gpu_arch);
 // The op classes the database may name ("gemm", "matvec", ...).
 const std::vector<std::string>& KnownOpClasses();
 
+// The install's data/optimization_db.json (found next to the binary or above it, then in
+// the current directory); "data/optimization_db.json" when none exists.
+std::string DefaultOptimizationDbPath();
+
+// The database at `path`, loaded on the first call for that path and shared by every
+// later caller in the process (a file changed after its first load is not read again);
+// errors as LoadFromFile, and a failed load is not kept: the next call tries again.
+// Thread-safe.
+absl::StatusOr<std::shared_ptr<const OptimizationDb>> SharedOptimizationDb(const std::string& path);
+
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_ANALYZER_OPTIMIZATION_DB_H_
+#endif  // KAGENT_KERNEL_MODEL_OPTIMIZATION_DB_H_

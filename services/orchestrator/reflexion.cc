@@ -1,4 +1,4 @@
-#include "services/analyzer/reflexion.h"
+#include "services/orchestrator/reflexion.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,8 +57,8 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
   // A fallback: the brain made another move than the pattern's, so the pattern (its
   // target metric, its expected speedup, its place on the avoid-list) is not at stake.
   const bool fallback = !rx.fallback().empty();
-  const Pattern* pattern = context.analyzer != nullptr && !pattern_id.empty() && !fallback
-                               ? context.analyzer->db().Find(pattern_id)
+  const Pattern* pattern = context.prescriber != nullptr && !pattern_id.empty() && !fallback
+                               ? context.prescriber->db().Find(pattern_id)
                                : nullptr;
   const double expected = rx.expected_speedup() > 0 ? rx.expected_speedup()
                                                      : (pattern ? pattern->expected_speedup : 1.0);
@@ -82,27 +82,25 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
   out.set_pattern_id(pattern_id);
   out.set_expected_speedup(expected);
 
-  // Try-patterns: from the analyzer, for `report` and `metrics`.
-  auto suggest = [&](const kagent::v1::BottleneckReport& report, const kagent::v1::HardwareMetrics& metrics,
-                     bool exclude_contradicting) {
-    if (context.analyzer == nullptr || report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) return;
+  // Try-patterns: from the prescriber, for `report` (with the values the judge read).
+  auto suggest = [&](const kagent::v1::BottleneckReport& report, bool exclude_contradicting) {
+    if (context.prescriber == nullptr || report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) return;
     kagent::v1::PrescribeRequest request;
     *request.mutable_report() = report;
-    *request.mutable_metrics() = metrics;
     if (context.gpu != nullptr) *request.mutable_gpu() = *context.gpu;
     request.set_op_class(am.op_signature().op_class().empty() ? pm.op_signature().op_class()
                                                                : am.op_signature().op_class());
-    auto ranked = context.analyzer->Match(request);
+    auto ranked = context.prescriber->Match(request);
     if (!ranked.ok()) return;
     std::vector<std::string> avoid = context.avoid_patterns;
     avoid.insert(avoid.end(), out.avoid_patterns().begin(), out.avoid_patterns().end());
     if (!pattern_id.empty()) avoid.push_back(pattern_id);
     std::vector<PatternMatch> candidates;
     for (const PatternMatch& m : *ranked) {
-      if (exclude_contradicting && pattern != nullptr && context.analyzer->Contradict(*pattern, *m.pattern)) continue;
+      if (exclude_contradicting && pattern != nullptr && context.prescriber->Contradict(*pattern, *m.pattern)) continue;
       candidates.push_back(m);
     }
-    for (const PatternMatch& m : context.analyzer->Filter(candidates, avoid, context.max_try_patterns)) {
+    for (const PatternMatch& m : context.prescriber->Filter(candidates, avoid, context.max_try_patterns)) {
       out.add_try_patterns(m.pattern->id);
     }
   };
@@ -128,7 +126,7 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
               : "The diagnosis could not be tested; do not repeat this change on this kernel "
                 "without fixing the failure."));
     if (!infra && !avoidable.empty()) out.add_avoid_patterns(avoidable);
-    suggest(parent.report(), parent.metrics(), /*exclude_contradicting=*/false);
+    suggest(parent.report(), /*exclude_contradicting=*/false);
     return out;
   }
 
@@ -197,11 +195,11 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
   out.set_lesson(lesson);
 
   if (effective && attempt.has_report()) {
-    suggest(attempt.report(), attempt.metrics(), /*exclude_contradicting=*/true);
+    suggest(attempt.report(), /*exclude_contradicting=*/true);
   } else if (effective) {
-    suggest(parent.report(), parent.metrics(), /*exclude_contradicting=*/true);
+    suggest(parent.report(), /*exclude_contradicting=*/true);
   } else {
-    suggest(parent.report(), parent.metrics(), /*exclude_contradicting=*/false);
+    suggest(parent.report(), /*exclude_contradicting=*/false);
   }
   return out;
 }

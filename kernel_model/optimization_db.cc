@@ -1,10 +1,12 @@
-#include "services/analyzer/optimization_db.h"
+#include "kernel_model/optimization_db.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -16,6 +18,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/install_paths.h"
 #include "kernel_model/categories.h"
 
 namespace kagent {
@@ -393,6 +397,25 @@ absl::StatusOr<OptimizationDb> OptimizationDb::Parse(absl::string_view json_text
     }
   }
   return db;
+}
+
+std::string DefaultOptimizationDbPath() {
+  constexpr char kDefaultPath[] = "data/optimization_db.json";
+  std::string found = FindInstallFile(kDefaultPath);
+  return found.empty() ? kDefaultPath : found;
+}
+
+absl::StatusOr<std::shared_ptr<const OptimizationDb>> SharedOptimizationDb(const std::string& path) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* loaded = new std::map<std::string, std::shared_ptr<const OptimizationDb>>();
+  absl::MutexLock lock(&mu);
+  auto it = loaded->find(path);
+  if (it != loaded->end()) return it->second;
+  absl::StatusOr<OptimizationDb> db = OptimizationDb::LoadFromFile(path);
+  if (!db.ok()) return db.status();
+  auto shared = std::make_shared<const OptimizationDb>(*std::move(db));
+  loaded->emplace(path, shared);
+  return shared;
 }
 
 }  // namespace kagent

@@ -17,27 +17,28 @@
 //     optimization manager), the pattern's target metric is not checked, the lesson says
 //     the pattern was neither confirmed nor refuted (diagnosis_correct then follows the
 //     fix's effect) and the pattern is never put on avoid_patterns;
-//   - try_patterns: up to 3 patterns the analyzer prescribes next. After an effective
-//     fix: for the attempt's own report, excluding patterns that contradict the one just
-//     applied (conflict-free neighbours). Otherwise: alternatives for the parent's report
-//     (contradicting patterns allowed: the opposite move may be the right one).
+//   - try_patterns: up to 3 patterns the prescriber (kernel_model/prescriber.h) ranks
+//     next. After an effective fix: for the attempt's own report, excluding patterns
+//     that contradict the one just applied (conflict-free neighbours). Otherwise:
+//     alternatives for the parent's report (contradicting patterns allowed: the opposite
+//     move may be the right one).
 // Pure function of its inputs; thread-safe.
-#ifndef KAGENT_SERVICES_ANALYZER_REFLEXION_H_
-#define KAGENT_SERVICES_ANALYZER_REFLEXION_H_
+#ifndef KAGENT_SERVICES_ORCHESTRATOR_REFLEXION_H_
+#define KAGENT_SERVICES_ORCHESTRATOR_REFLEXION_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "kagent/v1/common.pb.h"
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 
 namespace kagent {
 
 struct ReflectContext {
   // For target metrics and try-patterns; may be null (no targets, no try-patterns).
   // Not owned.
-  const Analyzer* analyzer = nullptr;
+  const Prescriber* prescriber = nullptr;
   // The GPU, for arch-specific try-patterns; may be null (arch-neutral patterns only).
   const kagent::v1::GpuSpec* gpu = nullptr;
   // The job's avoid-list: never suggested in try_patterns.
@@ -53,4 +54,4 @@ absl::StatusOr<kagent::v1::Reflexion> HeuristicReflect(const kagent::v1::Candida
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_ANALYZER_REFLEXION_H_
+#endif  // KAGENT_SERVICES_ORCHESTRATOR_REFLEXION_H_

@@ -6,19 +6,19 @@
 #include <catch2/catch.hpp>
 
 #include "kernel_model/metric_names.h"
-#include "services/analyzer/analyzer.h"
-#include "services/analyzer/reflexion.h"
+#include "kernel_model/prescriber.h"
+#include "services/orchestrator/reflexion.h"
 #include "services/judge/judge.h"
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {
 
 using kagent::v1::Candidate;
 
-const Analyzer& TheAnalyzer() {
-  static const Analyzer* analyzer = [] {
-    auto a = Analyzer::FromFile(testing::SourceDir() + "/data/optimization_db.json");
+const Prescriber& TheAnalyzer() {
+  static const Prescriber* analyzer = [] {
+    auto a = Prescriber::FromFile(testing::SourceDir() + "/data/optimization_db.json");
     REQUIRE(a.ok());
     return a->release();
   }();
@@ -73,7 +73,7 @@ TEST_CASE("an effective fix that moved its target confirms the diagnosis", "[ref
   // time 0.262 -> 0.2096 ms (1.25x, expected 1.30x).
   const auto gpu = H200();
   ReflectContext context;
-  context.analyzer = &TheAnalyzer();
+  context.prescriber = &TheAnalyzer();
   context.gpu = &gpu;
   Candidate parent = Measured("k0", "register_limited.json", "norm", 0.262);
   Candidate attempt = Measured("k1", "register_limited.json", "norm", 0.2096);
@@ -107,7 +107,7 @@ TEST_CASE("an effective fix that moved its target confirms the diagnosis", "[ref
 
 TEST_CASE("a target that moved without a speedup refutes the bottleneck, not the fix", "[reflexion]") {
   ReflectContext context;
-  context.analyzer = &TheAnalyzer();
+  context.prescriber = &TheAnalyzer();
   Candidate parent = Measured("k0", "register_limited.json", "norm", 0.262);
   Candidate attempt = Measured("k1", "register_limited.json", "norm", 0.263);
   (*attempt.mutable_metrics()->mutable_kernels(0)->mutable_values())[metric::kRegistersPerThread] = 64;
@@ -123,7 +123,7 @@ TEST_CASE("a target that moved without a speedup refutes the bottleneck, not the
 
 TEST_CASE("a regression puts the pattern on the avoid-list", "[reflexion]") {
   ReflectContext context;
-  context.analyzer = &TheAnalyzer();
+  context.prescriber = &TheAnalyzer();
   Candidate parent = Measured("k0", "gemv_memory_bound.json", "matvec", 0.0400);
   Candidate attempt = Measured("k1", "gemv_memory_bound.json", "matvec", 0.0500);
   Apply(&attempt, parent, "deeper-software-pipeline");
@@ -144,7 +144,7 @@ TEST_CASE("a fallback move is judged as itself, not as the prescribed pattern", 
   // input_precision knob, the brain made num_warps 4 -> 8 instead (expected x1.10) and
   // it measured 0.87x.
   ReflectContext context;
-  context.analyzer = &TheAnalyzer();
+  context.prescriber = &TheAnalyzer();
   Candidate parent = Measured("k0", "gemm_compute_bound.json", "gemm", 0.170);
   Candidate attempt = Measured("k0-c0", "gemm_compute_bound.json", "gemm", 0.170 / 0.87);
   Apply(&attempt, parent, "tf32-tensor-cores-for-fp32");
@@ -178,7 +178,7 @@ TEST_CASE("a fallback move is judged as itself, not as the prescribed pattern", 
 
 TEST_CASE("a failed verdict is ineffective with the verdict as the lesson", "[reflexion]") {
   ReflectContext context;
-  context.analyzer = &TheAnalyzer();
+  context.prescriber = &TheAnalyzer();
   Candidate parent = Measured("k0", "gemm_compute_bound.json", "gemm", 0.170);
   Candidate attempt;
   attempt.set_id("k1");

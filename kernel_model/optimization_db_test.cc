@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_replace.h"
 #include "kernel_model/metric_names.h"
-#include "services/analyzer/optimization_db.h"
-#include "services/judge/testing/fixtures.h"
+#include "kernel_model/optimization_db.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

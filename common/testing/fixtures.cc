@@ -1,4 +1,4 @@
-#include "services/judge/testing/fixtures.h"
+#include "common/testing/fixtures.h"
 
 #include <cstdlib>
 #include <fstream>

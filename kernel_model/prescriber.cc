@@ -1,8 +1,7 @@
-#include "services/analyzer/analyzer.h"
+#include "kernel_model/prescriber.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <optional>
 #include <utility>
 
@@ -14,7 +13,6 @@
 #include "common/status.h"
 #include "kernel_model/categories.h"
 #include "kernel_model/occupancy.h"
-#include "kernel_model/profile_view.h"
 
 namespace kagent {
 namespace {
@@ -48,63 +46,50 @@ bool IsAvoided(const std::string& id, const std::vector<std::string>& avoid) {
   return false;
 }
 
-Analyzer::Analyzer(std::shared_ptr<const OptimizationDb> db, AnalyzerOptions options)
+Prescriber::Analyzer(std::shared_ptr<const OptimizationDb> db, PrescriberOptions options)
     : db_(std::move(db)), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<Analyzer>> Analyzer::FromFile(const std::string& path,
-                                                             AnalyzerOptions options) {
-  KAGENT_ASSIGN_OR_RETURN(OptimizationDb db, OptimizationDb::LoadFromFile(path));
-  return std::make_unique<Analyzer>(std::make_shared<const OptimizationDb>(std::move(db)), options);
+absl::StatusOr<std::unique_ptr<Prescriber>> Prescriber::FromFile(const std::string& path,
+                                                               PrescriberOptions options) {
+  KAGENT_ASSIGN_OR_RETURN(std::shared_ptr<const OptimizationDb> db, SharedOptimizationDb(path));
+  return std::make_unique<Prescriber>(std::move(db), options);
 }
 
-absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest& request) const {
+absl::StatusOr<std::vector<PatternMatch>> Prescriber::Match(const PrescribeRequest& request) const {
   const auto& report = request.report();
   // Without a profile (no hardware counters: a CPU worker, or profiling failed) there is
   // no diagnosis to match; patterns are then matched on the op class and architecture
   // alone, and those whose preconditions need a category or a metric cannot apply.
-  const bool unprofiled = request.metrics().kernels().empty() &&
+  const bool unprofiled = report.values().empty() &&
                           report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED;
   if (!unprofiled && report.primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
     return absl::InvalidArgumentError(
-        "report.primary must be set when metrics are given (run the judge first)");
+        "report.primary must be set when report.values are given (run the judge first)");
   }
   if (request.max_results() < 0 || request.max_results() > options_.max_results_limit) {
     return absl::InvalidArgumentError(absl::StrCat("max_results must be in [0, ", options_.max_results_limit,
                                                    "], got ", request.max_results()));
   }
-
-  // The metrics of the diagnosed kernel, when a profile came with the request.
-  std::optional<ProfileView> view;
-  if (!request.metrics().kernels().empty()) {
-    KAGENT_ASSIGN_OR_RETURN(ProfileView built,
-                            ProfileView::Build(request.metrics(), request.gpu(), nullptr, nullptr));
-    view = std::move(built);
+  for (const auto& [name, value] : report.values()) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("report.values['", name, "'] is not finite (", value, ")"));
+    }
   }
+
+  // The diagnosed kernel's metrics and derived values, as the judge read them.
+  auto lookup = [&report](absl::string_view metric) -> std::optional<double> {
+    auto it = report.values().find(std::string(metric));
+    if (it == report.values().end()) return std::nullopt;
+    return it->second;
+  };
   std::vector<std::string> limiters;
   if (!report.limiter().empty()) limiters.push_back(report.limiter());
-  if (view) {
-    std::optional<double> theoretical = TheoreticalOccupancy(*view, nullptr);
-    std::optional<std::string> occupancy = OccupancyLimiter(*view);
-    if (theoretical && occupancy && *theoretical < options_.occupancy_limiter_below_pct) {
-      limiters.push_back(*occupancy);
-    }
+  std::optional<double> theoretical = TheoreticalOccupancy(lookup, nullptr);
+  std::optional<std::string> occupancy = OccupancyLimiter(lookup);
+  if (theoretical && occupancy && *theoretical < options_.occupancy_limiter_below_pct) {
+    limiters.push_back(*occupancy);
   }
-  // Values the judge cited: they include derived values the request cannot recompute
-  // (kagent__gpu_busy_pct needs the timing, kagent__dram_bytes_over_min_bytes the op
-  // signature). The profile's own values take precedence.
-  std::map<std::string, double> cited;
-  for (const auto& cause : report.root_causes()) {
-    if (cause.source() != "rules") continue;
-    for (const auto& e : cause.evidence()) cited.emplace(e.metric(), e.value());
-  }
-  auto lookup = [&](const std::string& metric) -> std::optional<double> {
-    if (view) {
-      if (std::optional<double> v = view->Get(metric)) return v;
-    }
-    auto it = cited.find(metric);
-    if (it != cited.end()) return it->second;
-    return std::nullopt;
-  };
   const std::string op_class = request.op_class();
   const std::string arch = request.gpu().arch();
   const double atol = request.has_atol() ? request.atol() : kFp32DefaultTolerance;
@@ -206,7 +191,7 @@ absl::StatusOr<std::vector<PatternMatch>> Analyzer::Match(const PrescribeRequest
   return matches;
 }
 
-bool Analyzer::Contradict(const Pattern& a, const Pattern& b) const {
+bool Prescriber::Contradict(const Pattern& a, const Pattern& b) const {
   if (db_->Conflict(a, b)) return true;
   for (const auto& [knob, change] : a.knob_changes) {
     auto it = b.knob_changes.find(knob);
@@ -215,7 +200,7 @@ bool Analyzer::Contradict(const Pattern& a, const Pattern& b) const {
   return false;
 }
 
-std::vector<PatternMatch> Analyzer::Filter(const std::vector<PatternMatch>& ranked,
+std::vector<PatternMatch> Prescriber::Filter(const std::vector<PatternMatch>& ranked,
                                            const std::vector<std::string>& avoid, int limit) const {
   std::vector<PatternMatch> kept;
   for (const PatternMatch& m : ranked) {
@@ -229,7 +214,7 @@ std::vector<PatternMatch> Analyzer::Filter(const std::vector<PatternMatch>& rank
   return kept;
 }
 
-Prescription Analyzer::ToPrescription(const PatternMatch& match) {
+Prescription Prescriber::ToPrescription(const PatternMatch& match) {
   const Pattern& p = *match.pattern;
   Prescription out;
   out.set_pattern_id(p.id);
@@ -245,7 +230,7 @@ Prescription Analyzer::ToPrescription(const PatternMatch& match) {
   return out;
 }
 
-absl::StatusOr<PrescribeResponse> Analyzer::Prescribe(const PrescribeRequest& request) const {
+absl::StatusOr<PrescribeResponse> Prescriber::Prescribe(const PrescribeRequest& request) const {
   KAGENT_ASSIGN_OR_RETURN(std::vector<PatternMatch> ranked, Match(request));
   const int limit = request.max_results() == 0 ? options_.default_max_results : request.max_results();
   std::vector<std::string> avoid(request.avoid_patterns().begin(), request.avoid_patterns().end());

@@ -1,7 +1,7 @@
 // Test helpers: locate the source tree and load protobuf-JSON fixtures from it.
 // For tests only (linked into test executables).
-#ifndef KAGENT_SERVICES_JUDGE_TESTING_FIXTURES_H_
-#define KAGENT_SERVICES_JUDGE_TESTING_FIXTURES_H_
+#ifndef KAGENT_COMMON_TESTING_FIXTURES_H_
+#define KAGENT_COMMON_TESTING_FIXTURES_H_
 
 #include <string>
 
@@ -24,4 +24,4 @@ absl::Status LoadJsonFixture(const std::string& relative_path, google::protobuf:
 
 }  // namespace kagent::testing
 
-#endif  // KAGENT_SERVICES_JUDGE_TESTING_FIXTURES_H_
+#endif  // KAGENT_COMMON_TESTING_FIXTURES_H_

@@ -1,9 +1,11 @@
-// The analyzer: ranked prescriptions from the optimization database for a diagnosis.
+// The prescriber: ranked prescriptions from the optimization database for a diagnosis.
+// The analyzer service (services/analyzer) is its gRPC face; the orchestrator's
+// reflexion asks it what to try next.
 //
-// Analyzer::Prescribe matches every pattern's preconditions against the request
-// (the judge's report, the profile, the op class and the GPU's architecture), scores the
-// matches, drops the job's avoid-list, removes contradictory prescriptions and returns
-// the top N with their rationale and expected effect.
+// Prescriber::Prescribe matches every pattern's preconditions against the request
+// (the judge's report with the values it read, the op class and the GPU's
+// architecture), scores the matches, drops the job's avoid-list, removes contradictory
+// prescriptions and returns the top N with their rationale and expected effect.
 //
 // Matching (a pattern matches when all hold):
 //   - category: the report's primary or secondary is in the pattern's categories ("*"
@@ -12,9 +14,9 @@
 //     theoretical occupancy is under 50%, is one of them;
 //   - metric thresholds: every condition on a present metric holds; a missing metric
 //     rejects the pattern only when the condition is "required". Values come from the
-//     request's profile (the dominant kernel, as the judge reads it), else from the
-//     evidence the judge's rules cited (derived values such as kagent__gpu_busy_pct that
-//     need the timing or op signature the analyzer does not get);
+//     report (BottleneckReport.values: the diagnosed kernel's metrics and the values the
+//     judge derived, kagent__gpu_busy_pct from the timing and kagent__dram_bytes_over_min
+//     from the op signature among them), so nothing is computed twice;
 //   - op class: the pattern lists the request's op class or "*" (an unknown op class
 //     matches "*" only);
 //   - arch: one of the pattern's archs accepts the GPU's ("*", "sm_90", "sm_80+"); an
@@ -26,16 +28,16 @@
 // matched + 1.0 x mean threshold strength (min(1, |value - threshold| / max(|threshold|, 1))
 // per condition, 0 for a missing metric) + min(1, ln expected_speedup) + 1.0 for a
 // specific op class + 0.25 for a specific arch. Ties break by id.
-// Without a profile (no kernels in metrics and no report: a CPU-only worker, or profiling
-// failed) only op-class-specific patterns can match, on the op class and arch alone,
+// Without a profile (a report with no values and no category: a CPU-only worker, or
+// profiling failed) only op-class-specific patterns can match, on the op class and arch alone,
 // scored as a "*" category; patterns that require a metric drop out.
 // Contradictions: walking the ranking, a pattern is dropped when it conflicts
 // (conflicts_with, either way) with one already kept, or changes a knob that a kept one
 // changes in the opposite direction (or sets to another value).
 //
 // Thread-safety: immutable after construction; Prescribe may be called concurrently.
-#ifndef KAGENT_SERVICES_ANALYZER_ANALYZER_H_
-#define KAGENT_SERVICES_ANALYZER_ANALYZER_H_
+#ifndef KAGENT_KERNEL_MODEL_PRESCRIBER_H_
+#define KAGENT_KERNEL_MODEL_PRESCRIBER_H_
 
 #include <memory>
 #include <string>
@@ -44,11 +46,11 @@
 #include "absl/status/statusor.h"
 #include "kagent/v1/analyzer_service.pb.h"
 #include "kagent/v1/common.pb.h"
-#include "services/analyzer/optimization_db.h"
+#include "kernel_model/optimization_db.h"
 
 namespace kagent {
 
-struct AnalyzerOptions {
+struct PrescriberOptions {
   int default_max_results = 8;
   int max_results_limit = 64;
   double primary_weight = 3.0;
@@ -71,17 +73,18 @@ struct PatternMatch {
   std::vector<std::string> reasons;  // e.g. "primary memory-bound", "lts__t_sector_hit_rate.pct 2.9 < 50"
 };
 
-class Analyzer {
+class Prescriber {
  public:
-  explicit Analyzer(std::shared_ptr<const OptimizationDb> db, AnalyzerOptions options = {});
+  explicit Prescriber(std::shared_ptr<const OptimizationDb> db, PrescriberOptions options = {});
 
-  // Loads the database from `path` (validated) and builds an analyzer.
-  static absl::StatusOr<std::unique_ptr<Analyzer>> FromFile(const std::string& path,
-                                                            AnalyzerOptions options = {});
+  // A prescriber over the database at `path` (validated; loaded once per process:
+  // SharedOptimizationDb).
+  static absl::StatusOr<std::unique_ptr<Prescriber>> FromFile(const std::string& path,
+                                                            PrescriberOptions options = {});
 
-  // The ranked, filtered, contradiction-free top N. INVALID_ARGUMENT when metrics are
-  // given without a report (primary unspecified), max_results is outside [0, 64], or the
-  // metrics hold non-finite values.
+  // The ranked, filtered, contradiction-free top N. INVALID_ARGUMENT when the report has
+  // values but no category (primary unspecified), max_results is outside [0, 64], or a
+  // value is not finite.
   absl::StatusOr<kagent::v1::PrescribeResponse> Prescribe(
       const kagent::v1::PrescribeRequest& request) const;
 
@@ -104,7 +107,7 @@ class Analyzer {
 
  private:
   std::shared_ptr<const OptimizationDb> db_;
-  AnalyzerOptions options_;
+  PrescriberOptions options_;
 };
 
 // Whether `id` is on the avoid-list (exact match, or an entry "prefix*").
@@ -112,4 +115,4 @@ bool IsAvoided(const std::string& id, const std::vector<std::string>& avoid);
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_ANALYZER_ANALYZER_H_
+#endif  // KAGENT_KERNEL_MODEL_PRESCRIBER_H_
