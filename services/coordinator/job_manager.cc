@@ -91,7 +91,7 @@ void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
 // One job's run: the state machine above, executed on the job's thread.
 class JobRun {
  public:
-  JobRun(JobManager* m, std::string job_id, CallCancelToken* cancel)
+  JobRun(JobManager* m, std::string job_id, CancelToken* cancel)
       : m_(m), job_id_(std::move(job_id)), cancel_(cancel) {}
 
   void Run();
@@ -172,7 +172,7 @@ class JobRun {
 
   JobManager* m_;
   std::string job_id_;
-  CallCancelToken* cancel_;
+  CancelToken* cancel_;
   v1::Job job_;
   v1::JobConfig cfg_;
   v1::JobCheckpoint ckpt_;
@@ -401,8 +401,8 @@ void JobManager::MaybeStartQueued() {
 void JobManager::StartLocked(const std::string& job_id) {
   if (running_.count(job_id)) return;
   Running& r = running_[job_id];
-  r.cancel = std::make_unique<CallCancelToken>();
-  CallCancelToken* token = r.cancel.get();
+  r.cancel = std::make_unique<CancelToken>();
+  CancelToken* token = r.cancel.get();
   r.thread = std::thread([this, job_id, token] {
     RunJob(job_id, token);
     absl::MutexLock lock(&mu_);
@@ -412,7 +412,7 @@ void JobManager::StartLocked(const std::string& job_id) {
   });
 }
 
-void JobManager::RunJob(const std::string& job_id, CallCancelToken* cancel) {
+void JobManager::RunJob(const std::string& job_id, CancelToken* cancel) {
   LogScope scope({.job_id = job_id});
   JobRun run(this, job_id, cancel);
   run.Run();

@@ -298,7 +298,7 @@ void Scheduler::StoreResult(const GpuTask& task, const GpuTaskResult& r) {
   }
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToken* cancel) {
+absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CancelToken* cancel) {
   if (task.task_id.empty() || task.job_id.empty()) {
     return absl::InvalidArgumentError("GPU task needs task_id and job_id");
   }
@@ -359,7 +359,7 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
   return last;
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancelToken* cancel,
+absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CancelToken* cancel,
                                                  const std::set<std::string>* avoid,
                                                  std::string* worker_id) {
   Pending pending{&task, "", false, avoid};

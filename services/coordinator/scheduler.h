@@ -53,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 #include "common/storage/storage.h"
 #include "kagent/v1/benchmark_service.pb.h"
 #include "kagent/v1/profiler_service.pb.h"
@@ -134,7 +135,7 @@ class Scheduler {
   void RemoveWorker(const std::string& worker_id);
 
   // Runs the task on some worker; blocks. CANCELLED when `cancel` fires first.
-  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CallCancelToken* cancel);
+  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CancelToken* cancel);
 
   // Queues a ReleaseJob call to every worker that is live when the call is sent; returns
   // at once (see the file comment). Never fails.
@@ -178,7 +179,7 @@ class Scheduler {
   // The release thread: sends the queued ReleaseJob calls until stopping and drained.
   void ReleaseLoop();
   // One attempt; `avoid` (may be null) as Pending::avoid.
-  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CallCancelToken* cancel,
+  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CancelToken* cancel,
                                         const std::set<std::string>* avoid,
                                         std::string* worker_id);
   void StoreResult(const GpuTask& task, const GpuTaskResult& r);

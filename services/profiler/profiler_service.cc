@@ -1,13 +1,12 @@
 #include "services/profiler/profiler_service.h"
 
-#include <atomic>
 #include <cmath>
 #include <optional>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/cancel.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
@@ -232,21 +231,11 @@ grpc::Status ProfilerServiceImpl::Profile(grpc::ServerContext* context,
     }
   }
   // Client cancellation reaches the child process through the token.
-  CancelToken cancel;
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load()) {
-      if (context->IsCancelled()) {
-        cancel.Cancel();
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  });
-  absl::StatusOr<kagent::v1::ProfileResponse> result =
-      RunProfile(*request, &cancel, deadline_left);
-  done.store(true);
-  watcher.join();
+  absl::StatusOr<kagent::v1::ProfileResponse> result;
+  {
+    ServerCallCancel cancel(context);
+    result = RunProfile(*request, cancel.token(), deadline_left);
+  }
   if (!result.ok()) {
     KLOG(WARNING) << "profile failed: " << result.status().ToString();
     return ToGrpcStatus(result.status());
