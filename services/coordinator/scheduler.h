@@ -24,7 +24,9 @@
 //   infra_error in kagent_gpu_tasks_total). Screens and profiles carry no verdict: a
 //   harness failure there is an error status, retried as a transport failure.
 // - Fairness: pending tasks queue per job; a free worker takes the head task of the next
-//   job in round-robin order, so one job with many candidates cannot starve another.
+//   job in round-robin order, so one job with many candidates cannot starve another
+//   (common/round_robin_queue.h; a worker's GpuSlot applies the same rule to the tasks
+//   given to it, for its one GPU).
 // - Idempotence: a task's result is stored under its task id before it is returned; a
 //   task whose id already has a stored result (e.g. after a coordinator restart) is
 //   answered from storage and not run again.
@@ -54,6 +56,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cancel.h"
+#include "common/round_robin_queue.h"
 #include "common/storage/storage.h"
 #include "kagent/v1/benchmark_service.pb.h"
 #include "kagent/v1/profiler_service.pb.h"
@@ -191,8 +194,7 @@ class Scheduler {
 
   mutable absl::Mutex mu_;
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::deque<Pending*>> queues_ ABSL_GUARDED_BY(mu_);  // by job
-  std::string last_job_ ABSL_GUARDED_BY(mu_);  // round-robin cursor over jobs
+  RoundRobinQueue<Pending*> queue_ ABSL_GUARDED_BY(mu_);  // by job
   std::string last_worker_ ABSL_GUARDED_BY(mu_);  // over equally loaded workers
 
   absl::Mutex release_mu_;
