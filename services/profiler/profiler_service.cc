@@ -9,12 +9,12 @@
 #include "common/cancel.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
+#include "common/harness/protocol.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "services/profiler/cupti_backend.h"
 #include "services/profiler/gpu_spec.h"
 #include "services/profiler/hardware_metrics.h"
-#include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_backend.h"
 #include "services/profiler/ncu_metrics.h"
 
@@ -89,8 +89,7 @@ std::optional<kagent::v1::GpuSpec> ProfilerServiceImpl::GpuSpec() {
   const std::string out_path = (*dir)->path() + "/gpuinfo.json";
   SubprocessOptions subprocess = HarnessSubprocessOptions(
       harness, run,
-      {options_.python, "-m", "kagent_harness", "gpuinfo", "--measure-ceilings", "--out",
-       out_path});
+      HarnessArgv(options_.python, "gpuinfo", {kMeasureCeilingsFlag, "--out", out_path}));
   subprocess.stdin_data = "{}";
   absl::StatusOr<SubprocessResult> result = runner_->Run(subprocess);
   if (!result.ok() || !result->ok()) {
