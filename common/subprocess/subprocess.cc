@@ -289,33 +289,6 @@ int MillisUntil(absl::Time now, absl::Time when) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// CancelToken
-// ---------------------------------------------------------------------------
-
-CancelToken::CancelToken() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
-    read_fd_ = fds[0];
-    write_fd_ = fds[1];
-  }
-}
-
-CancelToken::~CancelToken() {
-  if (read_fd_ >= 0) close(read_fd_);
-  if (write_fd_ >= 0) close(write_fd_);
-}
-
-void CancelToken::Cancel() {
-  if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
-  if (write_fd_ >= 0) {
-    // Never drained: the read end stays readable for every watcher.
-    char byte = 1;
-    ssize_t ignored = write(write_fd_, &byte, 1);
-    (void)ignored;
-  }
-}
-
-// ---------------------------------------------------------------------------
 // ScopedTempDir
 // ---------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@
 // network with a fresh network namespace (unshare(CLONE_NEWNET), falling back to a user
 // namespace where the kernel allows unprivileged ones), reporting whether it applied;
 // creates and removes a private temporary directory; and can be cancelled from another
-// thread through a CancelToken. The child gets SIGKILL if the calling process dies
-// (PR_SET_PDEATHSIG), so a killed worker leaves no measurement running behind it.
+// thread through a CancelToken (common/cancel.h). The child gets SIGKILL if the calling
+// process dies (PR_SET_PDEATHSIG), so a killed worker leaves no measurement running
+// behind it.
 //
 //   SubprocessOptions opts;
 //   opts.argv = {"python3", "-m", "kagent_harness", "benchmark", "--request", path};
@@ -34,7 +35,6 @@
 #ifndef KAGENT_COMMON_SUBPROCESS_SUBPROCESS_H_
 #define KAGENT_COMMON_SUBPROCESS_SUBPROCESS_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -45,33 +45,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 
 namespace kagent {
-
-// Cancels one or more running subprocesses. Cancel() may be called from any thread at any
-// time, any number of times; every RunSubprocess watching the token (now or later) kills
-// its child's process group (SIGTERM, then SIGKILL after the grace period) and returns
-// with `cancelled` set. Thread-safe. Must outlive every RunSubprocess call that uses it.
-class CancelToken {
- public:
-  CancelToken();
-  ~CancelToken();
-  CancelToken(const CancelToken&) = delete;
-  CancelToken& operator=(const CancelToken&) = delete;
-
-  void Cancel();
-  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
-
-  // A descriptor that becomes (and stays) readable once Cancel() was called; for poll().
-  // -1 when the pipe could not be created (then only cancelled() is reliable; the runner
-  // polls it at least every 50 ms).
-  int wait_fd() const { return read_fd_; }
-
- private:
-  std::atomic<bool> cancelled_{false};
-  int read_fd_ = -1;
-  int write_fd_ = -1;
-};
 
 // A directory created with mkdtemp and removed (recursively) when destroyed.
 // Not thread-safe; owned by one scope.
@@ -135,7 +111,9 @@ struct SubprocessOptions {
   bool private_temp_dir = true;
   std::string temp_dir_parent;  // empty: $TMPDIR, else /tmp
 
-  // Optional; see CancelToken. Not owned.
+  // Optional (common/cancel.h): when it fires, the child's process group gets SIGTERM,
+  // then SIGKILL after `kill_grace`, and the result has `cancelled` set. Not owned; must
+  // outlive the call.
   const CancelToken* cancel = nullptr;
 };
 

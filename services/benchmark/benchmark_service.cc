@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/cancel.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/metrics.h"
-#include "services/benchmark/call_cancel.h"
 
 namespace kagent {
 namespace {

@@ -23,10 +23,10 @@
 
 #include "absl/status/statusor.h"
 #include "common/auth.h"
+#include "common/harness/harness.h"
 #include "kagent/v1/benchmark_service.grpc.pb.h"
 #include "services/benchmark/gpu_busy_meter.h"
 #include "services/benchmark/gpu_slot.h"
-#include "services/benchmark/harness.h"
 #include "services/benchmark/task_results.h"
 #include "services/benchmark/validation.h"
 

@@ -2,20 +2,22 @@
 //
 // Waiters queue per job; when the slot frees, the head of the next job in round-robin
 // order gets it, so a job with many candidates cannot starve another. A waiter whose
-// deadline passes or whose call is cancelled leaves the queue.
+// deadline passes or whose call is cancelled leaves the queue. The queue is the
+// coordinator scheduler's fairness rule one level down (common/round_robin_queue.h): the
+// scheduler shares a job's tasks fairly over the workers, the slot shares the tasks given
+// to this worker fairly over its GPU.
 //
 // Thread-safe.
 #ifndef KAGENT_SERVICES_BENCHMARK_GPU_SLOT_H_
 #define KAGENT_SERVICES_BENCHMARK_GPU_SLOT_H_
 
-#include <deque>
 #include <functional>
-#include <map>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/round_robin_queue.h"
 
 namespace kagent {
 
@@ -40,8 +42,7 @@ class GpuSlot {
 
   mutable absl::Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, std::deque<Waiter*>> queues_ ABSL_GUARDED_BY(mu_);
-  std::string last_job_ ABSL_GUARDED_BY(mu_);
+  RoundRobinQueue<Waiter*> queue_ ABSL_GUARDED_BY(mu_);
 };
 
 // Holds the slot for a scope.

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/harness/harness_client.h"
 #include "common/options.h"
 #include "common/server.h"
 #include "common/service_main.h"
 #include "kagent/v1/common.pb.h"
-#include "services/benchmark/harness_client.h"
 #include "services/profiler/sandbox_flags.h"
 
 namespace kagent {

@@ -1,30 +1,10 @@
 #include "services/coordinator/gpu_worker.h"
 
-#include <algorithm>
-
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 
 namespace kagent {
-
-void CallCancelToken::Cancel() {
-  cancelled_.store(true);
-  absl::MutexLock lock(&mu_);
-  for (grpc::ClientContext* c : contexts_) c->TryCancel();
-}
-
-bool CallCancelToken::Register(grpc::ClientContext* context) {
-  absl::MutexLock lock(&mu_);
-  if (cancelled_.load()) return false;
-  contexts_.push_back(context);
-  return true;
-}
-
-void CallCancelToken::Unregister(grpc::ClientContext* context) {
-  absl::MutexLock lock(&mu_);
-  contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), context), contexts_.end());
-}
 
 namespace {
 
@@ -37,7 +17,7 @@ class GrpcGpuWorker : public GpuWorker {
 
   absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& request,
                                               absl::Duration timeout,
-                                              CallCancelToken* cancel) override {
+                                              CancelToken* cancel) override {
     v1::MeasureResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
       return bench_->Measure(ctx, request, &response);
@@ -47,7 +27,7 @@ class GrpcGpuWorker : public GpuWorker {
 
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& request,
                                               absl::Duration timeout,
-                                              CallCancelToken* cancel) override {
+                                              CancelToken* cancel) override {
     v1::ProfileResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
       return prof_->Profile(ctx, request, &response);
@@ -57,7 +37,7 @@ class GrpcGpuWorker : public GpuWorker {
 
   absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
                                             absl::Duration timeout,
-                                            CallCancelToken* cancel) override {
+                                            CancelToken* cancel) override {
     v1::ScreenResponse response;
     KAGENT_RETURN_IF_ERROR(Call(timeout, cancel, [&](grpc::ClientContext* ctx) {
       return bench_->Screen(ctx, request, &response);
@@ -84,7 +64,7 @@ class GrpcGpuWorker : public GpuWorker {
 
  private:
   template <typename F>
-  absl::Status Call(absl::Duration timeout, CallCancelToken* cancel, F rpc) {
+  absl::Status Call(absl::Duration timeout, CancelToken* cancel, F rpc) {
     CallOptions opts;
     opts.timeout = timeout;
     opts.token = token_;

@@ -9,7 +9,6 @@
 #ifndef KAGENT_SERVICES_COORDINATOR_GPU_WORKER_H_
 #define KAGENT_SERVICES_COORDINATOR_GPU_WORKER_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,29 +16,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 #include "common/client.h"
 #include "kagent/v1/benchmark_service.grpc.pb.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 
 namespace kagent {
-
-// Lets a job cancel its in-flight outbound calls. Thread-safe.
-class CallCancelToken {
- public:
-  void Cancel();
-  bool cancelled() const { return cancelled_.load(); }
-  // Registers a context to be TryCancel()ed on Cancel(); returns false (and does not
-  // register) when already cancelled. Unregister before the context is destroyed.
-  bool Register(grpc::ClientContext* context);
-  void Unregister(grpc::ClientContext* context);
-
- private:
-  std::atomic<bool> cancelled_{false};
-  absl::Mutex mu_;
-  std::vector<grpc::ClientContext*> contexts_ ABSL_GUARDED_BY(mu_);
-};
 
 class GpuWorker {
  public:
@@ -48,19 +31,20 @@ class GpuWorker {
   // `timeout` as its deadline, and maps the gRPC status onto absl (FromGrpcStatus).
   // A transport failure (the worker is gone or unreachable) is UNAVAILABLE or
   // DEADLINE_EXCEEDED; a candidate's own failure is an OK status with its verdict.
-  // `cancel` (may be null) cancels the call when it fires; CANCELLED then.
+  // `cancel` (may be null; the job's token) cancels the call when it fires; CANCELLED
+  // then.
   virtual absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& request,
                                                       absl::Duration timeout,
-                                                      CallCancelToken* cancel) = 0;
+                                                      CancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& request,
                                                       absl::Duration timeout,
-                                                      CallCancelToken* cancel) = 0;
+                                                      CancelToken* cancel) = 0;
   // BenchmarkService.Screen: several variants of one trusted kernel timed in one run. A
   // variant's failure is its ScreenResult (ok false, reason), not an error status. A
   // worker that predates the RPC answers UNIMPLEMENTED.
   virtual absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& request,
                                                     absl::Duration timeout,
-                                                    CallCancelToken* cancel) = 0;
+                                                    CancelToken* cancel) = 0;
   // BenchmarkService.ReleaseJob: the worker drops what it keeps for the job. Not
   // cancellable (it is short and idempotent).
   virtual absl::StatusOr<v1::ReleaseJobResponse> ReleaseJob(const v1::ReleaseJobRequest& request,

@@ -162,8 +162,8 @@ void JobManager::MaybeStartQueued() {
 void JobManager::StartLocked(const std::string& job_id) {
   if (running_.count(job_id)) return;
   Running& r = running_[job_id];
-  r.cancel = std::make_unique<CallCancelToken>();
-  CallCancelToken* token = r.cancel.get();
+  r.cancel = std::make_unique<CancelToken>();
+  CancelToken* token = r.cancel.get();
   r.thread = std::thread([this, job_id, token] {
     RunJob(job_id, token);
     absl::MutexLock lock(&mu_);
@@ -173,7 +173,7 @@ void JobManager::StartLocked(const std::string& job_id) {
   });
 }
 
-void JobManager::RunJob(const std::string& job_id, CallCancelToken* cancel) {
+void JobManager::RunJob(const std::string& job_id, CancelToken* cancel) {
   LogScope scope({.job_id = job_id});
   JobRun run(run_deps_, job_id, cancel);
   run.Run();

@@ -125,14 +125,14 @@ class JobManager {
 
  private:
   struct Running {
-    std::unique_ptr<CallCancelToken> cancel;
+    std::unique_ptr<CancelToken> cancel;
     std::thread thread;
     bool finished = false;
   };
 
   void StartLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeStartQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunJob(const std::string& job_id, CallCancelToken* cancel);
+  void RunJob(const std::string& job_id, CancelToken* cancel);
   bool ShuttingDown() const;
   // Wakes watchers for an event already stored with `sequence`.
   void NoteEvent(const std::string& job_id, int64_t sequence);

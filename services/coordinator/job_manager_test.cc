@@ -120,7 +120,7 @@ class ScriptedServices : public LoopServices {
     return u;
   }
 
-  absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CallCancelToken*) override {
+  absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CancelToken*) override {
     ++diagnose_calls;
     {
       absl::MutexLock lock(&mu);
@@ -132,7 +132,7 @@ class ScriptedServices : public LoopServices {
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
   }
-  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CallCancelToken*) override {
+  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CancelToken*) override {
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     v1::PrescribeResponse out;
     for (const auto& f : fixes) {
@@ -142,7 +142,7 @@ class ScriptedServices : public LoopServices {
     }
     return out;
   }
-  absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r, CallCancelToken*) override {
+  absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r, CancelToken*) override {
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     auto plan = kagent::PlanRound(r);  // the real planner
     if (!plan.ok()) return plan.status();
@@ -150,7 +150,7 @@ class ScriptedServices : public LoopServices {
     *out.mutable_plan() = *plan;
     return out;
   }
-  absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CallCancelToken*) override {
+  absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CancelToken*) override {
     v1::ReflectResponse out;
     auto* x = out.mutable_reflexion();
     bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
@@ -162,7 +162,7 @@ class ScriptedServices : public LoopServices {
     if (!x->fix_effective()) x->add_avoid_patterns(r.attempt().prescription().pattern_id());
     return out;
   }
-  absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CallCancelToken*) override {
+  absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CancelToken*) override {
     {
       absl::MutexLock lock(&mu);
       generate_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/cancel.h"
 #include "common/storage/storage.h"
 #include "kagent/v1/common.pb.h"
 #include "kagent/v1/optimization_manager_service.pb.h"
@@ -67,7 +68,7 @@ class JobRun {
  public:
   // `deps` and `cancel` (the job's cancel token, set by JobManager::Cancel and Shutdown)
   // are borrowed and must outlive the run.
-  JobRun(const JobRunDeps& deps, std::string job_id, CallCancelToken* cancel)
+  JobRun(const JobRunDeps& deps, std::string job_id, CancelToken* cancel)
       : deps_(deps), job_id_(std::move(job_id)), cancel_(cancel) {}
 
   JobRun(const JobRun&) = delete;
@@ -234,7 +235,7 @@ class JobRun {
 
   const JobRunDeps& deps_;
   const std::string job_id_;
-  CallCancelToken* const cancel_;
+  CancelToken* const cancel_;
   v1::Job job_;
   v1::JobConfig cfg_;
   v1::JobCheckpoint ckpt_;

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<GrpcLoopServices>> GrpcLoopServices::Create(
 
 template <typename F>
 absl::Status GrpcLoopServices::Call(const char* what, absl::Duration timeout,
-                                    CallCancelToken* cancel, F rpc) {
+                                    CancelToken* cancel, F rpc) {
   CallOptions opts;
   opts.timeout = timeout;
   opts.token = token_;
@@ -49,7 +49,7 @@ absl::Status GrpcLoopServices::Call(const char* what, absl::Duration timeout,
 }
 
 absl::StatusOr<v1::DiagnoseResponse> GrpcLoopServices::Diagnose(const v1::DiagnoseRequest& r,
-                                                                CallCancelToken* cancel) {
+                                                                CancelToken* cancel) {
   v1::DiagnoseResponse out;
   KAGENT_RETURN_IF_ERROR(Call("judge", timeout_, cancel, [&](grpc::ClientContext* c) {
     return judge_->Diagnose(c, r, &out);
@@ -58,7 +58,7 @@ absl::StatusOr<v1::DiagnoseResponse> GrpcLoopServices::Diagnose(const v1::Diagno
 }
 
 absl::StatusOr<v1::PrescribeResponse> GrpcLoopServices::Prescribe(const v1::PrescribeRequest& r,
-                                                                  CallCancelToken* cancel) {
+                                                                  CancelToken* cancel) {
   v1::PrescribeResponse out;
   KAGENT_RETURN_IF_ERROR(Call("analyzer", timeout_, cancel, [&](grpc::ClientContext* c) {
     return analyzer_->Prescribe(c, r, &out);
@@ -67,7 +67,7 @@ absl::StatusOr<v1::PrescribeResponse> GrpcLoopServices::Prescribe(const v1::Pres
 }
 
 absl::StatusOr<v1::PlanRoundResponse> GrpcLoopServices::PlanRound(const v1::PlanRoundRequest& r,
-                                                                  CallCancelToken* cancel) {
+                                                                  CancelToken* cancel) {
   v1::PlanRoundResponse out;
   KAGENT_RETURN_IF_ERROR(Call("orchestrator", timeout_, cancel, [&](grpc::ClientContext* c) {
     return orchestrator_->PlanRound(c, r, &out);
@@ -76,7 +76,7 @@ absl::StatusOr<v1::PlanRoundResponse> GrpcLoopServices::PlanRound(const v1::Plan
 }
 
 absl::StatusOr<v1::ReflectResponse> GrpcLoopServices::Reflect(const v1::ReflectRequest& r,
-                                                              CallCancelToken* cancel) {
+                                                              CancelToken* cancel) {
   v1::ReflectResponse out;
   KAGENT_RETURN_IF_ERROR(Call("orchestrator", timeout_, cancel, [&](grpc::ClientContext* c) {
     return orchestrator_->Reflect(c, r, &out);
@@ -85,7 +85,7 @@ absl::StatusOr<v1::ReflectResponse> GrpcLoopServices::Reflect(const v1::ReflectR
 }
 
 absl::StatusOr<v1::GenerateResponse> GrpcLoopServices::Generate(const v1::GenerateRequest& r,
-                                                                CallCancelToken* cancel) {
+                                                                CancelToken* cancel) {
   v1::GenerateResponse out;
   // A failed Generate (RESOURCE_EXHAUSTED when the LLM budget ran out) has no response;
   // the LLM usage it had comes in a trailer and is attached to the returned status.

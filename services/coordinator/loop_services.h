@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 #include "common/client.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
 #include "kagent/v1/judge_service.grpc.pb.h"
@@ -23,15 +24,15 @@ class LoopServices {
  public:
   virtual ~LoopServices() = default;
   virtual absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r,
-                                                        CallCancelToken* cancel) = 0;
+                                                        CancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r,
-                                                          CallCancelToken* cancel) = 0;
+                                                          CancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r,
-                                                          CallCancelToken* cancel) = 0;
+                                                          CancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r,
-                                                      CallCancelToken* cancel) = 0;
+                                                      CancelToken* cancel) = 0;
   virtual absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r,
-                                                        CallCancelToken* cancel) = 0;
+                                                        CancelToken* cancel) = 0;
 };
 
 struct LoopServiceAddresses {
@@ -50,20 +51,20 @@ class GrpcLoopServices : public LoopServices {
       std::string internal_token, absl::Duration timeout, absl::Duration generate_timeout);
 
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r,
-                                                CallCancelToken* cancel) override;
+                                                CancelToken* cancel) override;
   absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r,
-                                                  CallCancelToken* cancel) override;
+                                                  CancelToken* cancel) override;
   absl::StatusOr<v1::PlanRoundResponse> PlanRound(const v1::PlanRoundRequest& r,
-                                                  CallCancelToken* cancel) override;
+                                                  CancelToken* cancel) override;
   absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r,
-                                              CallCancelToken* cancel) override;
+                                              CancelToken* cancel) override;
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r,
-                                                CallCancelToken* cancel) override;
+                                                CancelToken* cancel) override;
 
  private:
   GrpcLoopServices() = default;
   template <typename F>
-  absl::Status Call(const char* what, absl::Duration timeout, CallCancelToken* cancel, F rpc);
+  absl::Status Call(const char* what, absl::Duration timeout, CancelToken* cancel, F rpc);
 
   std::unique_ptr<v1::JudgeService::Stub> judge_;
   std::unique_ptr<v1::AnalyzerService::Stub> analyzer_;

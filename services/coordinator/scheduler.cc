@@ -241,26 +241,16 @@ void Scheduler::Grant() {
       return x->info.in_flight < y->info.in_flight;
     });
     // The first of them that can take a task: the first task it may run of the next job
-    // after last_job_ (round-robin over jobs).
+    // after the one served last (round-robin over jobs).
     Worker* to = nullptr;
     Pending* chosen = nullptr;
     for (Worker* w : free) {
-      auto start = queues_.upper_bound(last_job_);
-      for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
-        auto begin = pass == 0 ? start : queues_.begin();
-        auto end = pass == 0 ? queues_.end() : start;
-        for (auto it = begin; it != end && chosen == nullptr; ++it) {
-          auto& q = it->second;
-          for (auto p = q.begin(); p != q.end(); ++p) {
-            if (!MayRunOn(**p, w->info.id, now)) continue;
-            chosen = *p;
-            q.erase(p);
-            last_job_ = it->first;
-            break;
-          }
-        }
-      }
-      if (chosen != nullptr) {
+      std::optional<Pending*> taken = queue_.TakeNext(
+          [&](Pending* const& p) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // mu_ is held
+            return MayRunOn(*p, w->info.id, now);
+          });
+      if (taken) {
+        chosen = *taken;
         to = w;
         break;
       }
@@ -275,9 +265,7 @@ void Scheduler::Grant() {
 
 void Scheduler::UpdateGauges() {
   if (queue_depth_ == nullptr) return;
-  int depth = 0;
-  for (const auto& [job, q] : queues_) depth += static_cast<int>(q.size());
-  queue_depth_->Add({}).Set(depth);
+  queue_depth_->Add({}).Set(static_cast<double>(queue_.size()));
   absl::Time now = absl::Now();
   int alive = 0, down = 0;
   for (const auto& [id, w] : workers_) {
@@ -298,7 +286,7 @@ void Scheduler::StoreResult(const GpuTask& task, const GpuTaskResult& r) {
   }
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToken* cancel) {
+absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CancelToken* cancel) {
   if (task.task_id.empty() || task.job_id.empty()) {
     return absl::InvalidArgumentError("GPU task needs task_id and job_id");
   }
@@ -359,14 +347,14 @@ absl::StatusOr<GpuTaskResult> Scheduler::Run(const GpuTask& task, CallCancelToke
   return last;
 }
 
-absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancelToken* cancel,
+absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CancelToken* cancel,
                                                  const std::set<std::string>* avoid,
                                                  std::string* worker_id) {
   Pending pending{&task, "", false, avoid};
   std::shared_ptr<GpuWorker> client;
   {
     absl::MutexLock lock(&mu_);
-    queues_[task.job_id].push_back(&pending);
+    queue_.Push(task.job_id, &pending);
     Grant();
     UpdateGauges();
     absl::Time no_worker_since = absl::Now();
@@ -384,9 +372,7 @@ absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancel
       Grant();
     }
     if (pending.granted.empty()) {
-      auto& q = queues_[task.job_id];
-      q.erase(std::remove(q.begin(), q.end(), &pending), q.end());
-      if (q.empty()) queues_.erase(task.job_id);
+      queue_.Remove(task.job_id, &pending);
       UpdateGauges();
       if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("job cancelled");
       return absl::UnavailableError(absl::StrCat(
@@ -395,8 +381,6 @@ absl::StatusOr<GpuTaskResult> Scheduler::RunOnce(const GpuTask& task, CallCancel
           " known, none live): start one with `kagent-benchmark --coordinator=ADDR` or give "
           "kagentd --gpus / --workers"));
     }
-    auto& q = queues_[task.job_id];
-    if (q.empty()) queues_.erase(task.job_id);
     *worker_id = pending.granted;
     client = workers_.at(pending.granted).client;
     UpdateGauges();
@@ -530,9 +514,7 @@ std::vector<WorkerInfo> Scheduler::Workers() const {
 
 int Scheduler::QueueDepth() const {
   absl::MutexLock lock(&mu_);
-  int depth = 0;
-  for (const auto& [job, q] : queues_) depth += static_cast<int>(q.size());
-  return depth;
+  return static_cast<int>(queue_.size());
 }
 
 absl::StatusOr<v1::GpuSpec> Scheduler::AnyGpuSpec() const {

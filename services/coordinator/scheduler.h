@@ -24,7 +24,9 @@
 //   infra_error in kagent_gpu_tasks_total). Screens and profiles carry no verdict: a
 //   harness failure there is an error status, retried as a transport failure.
 // - Fairness: pending tasks queue per job; a free worker takes the head task of the next
-//   job in round-robin order, so one job with many candidates cannot starve another.
+//   job in round-robin order, so one job with many candidates cannot starve another
+//   (common/round_robin_queue.h; a worker's GpuSlot applies the same rule to the tasks
+//   given to it, for its one GPU).
 // - Idempotence: a task's result is stored under its task id before it is returned; a
 //   task whose id already has a stored result (e.g. after a coordinator restart) is
 //   answered from storage and not run again.
@@ -53,6 +55,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
+#include "common/round_robin_queue.h"
 #include "common/storage/storage.h"
 #include "kagent/v1/benchmark_service.pb.h"
 #include "kagent/v1/profiler_service.pb.h"
@@ -134,7 +138,7 @@ class Scheduler {
   void RemoveWorker(const std::string& worker_id);
 
   // Runs the task on some worker; blocks. CANCELLED when `cancel` fires first.
-  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CallCancelToken* cancel);
+  absl::StatusOr<GpuTaskResult> Run(const GpuTask& task, CancelToken* cancel);
 
   // Queues a ReleaseJob call to every worker that is live when the call is sent; returns
   // at once (see the file comment). Never fails.
@@ -178,7 +182,7 @@ class Scheduler {
   // The release thread: sends the queued ReleaseJob calls until stopping and drained.
   void ReleaseLoop();
   // One attempt; `avoid` (may be null) as Pending::avoid.
-  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CallCancelToken* cancel,
+  absl::StatusOr<GpuTaskResult> RunOnce(const GpuTask& task, CancelToken* cancel,
                                         const std::set<std::string>* avoid,
                                         std::string* worker_id);
   void StoreResult(const GpuTask& task, const GpuTaskResult& r);
@@ -190,8 +194,7 @@ class Scheduler {
 
   mutable absl::Mutex mu_;
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::deque<Pending*>> queues_ ABSL_GUARDED_BY(mu_);  // by job
-  std::string last_job_ ABSL_GUARDED_BY(mu_);  // round-robin cursor over jobs
+  RoundRobinQueue<Pending*> queue_ ABSL_GUARDED_BY(mu_);  // by job
   std::string last_worker_ ABSL_GUARDED_BY(mu_);  // over equally loaded workers
 
   absl::Mutex release_mu_;

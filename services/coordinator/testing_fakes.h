@@ -65,7 +65,7 @@ class FakeWorker : public GpuWorker {
  public:
   explicit FakeWorker(FakeGpu* gpu) : gpu_(gpu) {}
   absl::StatusOr<v1::MeasureResponse> Measure(const v1::MeasureRequest& r, absl::Duration,
-                                              CallCancelToken* cancel) override {
+                                              CancelToken* cancel) override {
     auto guard = Enter();
     {
       absl::MutexLock lock(&gpu_->mu);
@@ -95,7 +95,7 @@ class FakeWorker : public GpuWorker {
     return out;
   }
   absl::StatusOr<v1::ScreenResponse> Screen(const v1::ScreenRequest& r, absl::Duration,
-                                            CallCancelToken* cancel) override {
+                                            CancelToken* cancel) override {
     auto guard = Enter();
     gpu_->screen_calls++;
     {
@@ -139,7 +139,7 @@ class FakeWorker : public GpuWorker {
     return out;
   }
   absl::StatusOr<v1::ProfileResponse> Profile(const v1::ProfileRequest& r, absl::Duration,
-                                              CallCancelToken* cancel) override {
+                                              CancelToken* cancel) override {
     auto guard = Enter();
     {
       absl::MutexLock lock(&gpu_->mu);

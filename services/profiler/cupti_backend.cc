@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/harness/protocol.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "kernel_model/metric_names.h"
@@ -153,8 +154,7 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
   traced.extra_env["KAGENT_CUPTI_OUT"] = trace_path;
   SubprocessOptions subprocess = HarnessSubprocessOptions(
       traced, run,
-      {harness.python, "-m", "kagent_harness", "profile", "--request", run.request_path, "--out",
-       result_path});
+      HarnessArgv(harness.python, "profile", {"--request", run.request_path, "--out", result_path}));
   KAGENT_ASSIGN_OR_RETURN(SubprocessResult result,
                           RunHarnessProfileProcess(runner, std::move(subprocess), run));
   if (result.timed_out) {

@@ -44,31 +44,28 @@ std::vector<std::string> BuildNcuArgv(const NcuBackendOptions& options,
                                       const std::string& request_path,
                                       const std::string& result_path,
                                       const std::string& log_path) {
-  return {options.ncu_path,
-          "--csv",
-          "--page",
-          "raw",
-          "--print-units",
-          "base",
-          "--clock-control",
-          "none",
-          "--nvtx",
-          "--nvtx-include",
-          absl::StrCat(kNvtxRange, "/"),
-          "--metrics",
-          absl::StrJoin(options.metrics, ","),
-          "--target-processes",
-          "all",
-          "--log-file",
-          log_path,
-          harness.python,
-          "-m",
-          "kagent_harness",
-          "profile",
-          "--request",
-          request_path,
-          "--out",
-          result_path};
+  std::vector<std::string> argv = {options.ncu_path,
+                                   "--csv",
+                                   "--page",
+                                   "raw",
+                                   "--print-units",
+                                   "base",
+                                   "--clock-control",
+                                   "none",
+                                   "--nvtx",
+                                   "--nvtx-include",
+                                   absl::StrCat(kNvtxRange, "/"),
+                                   "--metrics",
+                                   absl::StrJoin(options.metrics, ","),
+                                   "--target-processes",
+                                   "all",
+                                   "--log-file",
+                                   log_path};
+  for (std::string& arg :
+       HarnessArgv(harness.python, "profile", {"--request", request_path, "--out", result_path})) {
+    argv.push_back(std::move(arg));
+  }
+  return argv;
 }
 
 SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const ProfileRun& run,

@@ -22,9 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/harness/protocol.h"
 #include "common/subprocess/subprocess.h"
 #include "services/profiler/command_runner.h"
-#include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_csv.h"
 #include "services/profiler/ncu_user.h"
 #include "services/profiler/profile_gate.h"

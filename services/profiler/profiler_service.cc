@@ -1,22 +1,21 @@
 #include "services/profiler/profiler_service.h"
 
-#include <atomic>
 #include <cmath>
 #include <optional>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/cancel.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
+#include "common/harness/protocol.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/hardware_metrics.h"
 #include "kernel_model/ncu_metrics.h"
 #include "services/profiler/cupti_backend.h"
-#include "services/profiler/harness_request.h"
 #include "services/profiler/ncu_backend.h"
 
 namespace kagent {
@@ -90,8 +89,7 @@ std::optional<kagent::v1::GpuSpec> ProfilerServiceImpl::GpuSpec() {
   const std::string out_path = (*dir)->path() + "/gpuinfo.json";
   SubprocessOptions subprocess = HarnessSubprocessOptions(
       harness, run,
-      {options_.python, "-m", "kagent_harness", "gpuinfo", "--measure-ceilings", "--out",
-       out_path});
+      HarnessArgv(options_.python, "gpuinfo", {kMeasureCeilingsFlag, "--out", out_path}));
   subprocess.stdin_data = "{}";
   absl::StatusOr<SubprocessResult> result = runner_->Run(subprocess);
   if (!result.ok() || !result->ok()) {
@@ -232,21 +230,11 @@ grpc::Status ProfilerServiceImpl::Profile(grpc::ServerContext* context,
     }
   }
   // Client cancellation reaches the child process through the token.
-  CancelToken cancel;
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load()) {
-      if (context->IsCancelled()) {
-        cancel.Cancel();
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  });
-  absl::StatusOr<kagent::v1::ProfileResponse> result =
-      RunProfile(*request, &cancel, deadline_left);
-  done.store(true);
-  watcher.join();
+  absl::StatusOr<kagent::v1::ProfileResponse> result;
+  {
+    ServerCallCancel cancel(context);
+    result = RunProfile(*request, cancel.token(), deadline_left);
+  }
   if (!result.ok()) {
     KLOG(WARNING) << "profile failed: " << result.status().ToString();
     return ToGrpcStatus(result.status());

@@ -108,7 +108,7 @@ TEST_CASE("a worker that cannot sandbox candidates does not start, saying why", 
                                    "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
                                    "--device=cpu", "--python=" + python,
                                    "--harness-dir=" + SourceDir() +
-                                       "/services/benchmark/testdata/fake_harness"};
+                                       "/common/harness/testdata/fake_harness"};
   std::map<std::string, std::string> no_sandbox = {{"FAKE_HARNESS_NO_SANDBOX", "1"}};
   {
     Process p(base, no_sandbox, dir + "/required.log");

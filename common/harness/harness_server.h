@@ -22,8 +22,8 @@
 // Thread-safety: every method may be called from any thread; many Calls run at once
 // (each has its own connection). Shutdown() waits for the process to end; Calls in
 // flight then fail with UNAVAILABLE.
-#ifndef KAGENT_SERVICES_BENCHMARK_HARNESS_SERVER_H_
-#define KAGENT_SERVICES_BENCHMARK_HARNESS_SERVER_H_
+#ifndef KAGENT_COMMON_HARNESS_HARNESS_SERVER_H_
+#define KAGENT_COMMON_HARNESS_HARNESS_SERVER_H_
 
 #include <cstdint>
 #include <memory>
@@ -53,7 +53,7 @@ struct HarnessServerOptions {
   int prepared_max = 4;              // --prepared-max
   std::string worker_id = "worker-0";  // the `worker` label of the metric, and in logs
   // --sandbox=MODE (required | best-effort; empty: not passed) and one --sandbox-hide PATH
-  // per path (SandboxFlags in worker_setup.h).
+  // per path (the worker's own --sandbox and --sandbox-hide flags).
   std::string sandbox;
   std::vector<std::string> sandbox_hide;
 
@@ -144,4 +144,4 @@ class HarnessServer {
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_BENCHMARK_HARNESS_SERVER_H_
+#endif  // KAGENT_COMMON_HARNESS_HARNESS_SERVER_H_

@@ -12,9 +12,13 @@
 // (CUDA_VISIBLE_DEVICES), and any harness failure becomes an INFRA_ERROR verdict with the
 // reason, so a worker always answers.
 //
+// The JSON of every request and answer is protocol.h's; this file is the transport (the
+// server and the one-shot runner) and the mapping of failures onto verdicts. What a
+// worker decides (its GPU, its GPU slot, when to prepare) stays in the services.
+//
 // Thread-safe: one-shot calls own their child; server calls have their own connection.
-#ifndef KAGENT_SERVICES_BENCHMARK_HARNESS_CLIENT_H_
-#define KAGENT_SERVICES_BENCHMARK_HARNESS_CLIENT_H_
+#ifndef KAGENT_COMMON_HARNESS_HARNESS_CLIENT_H_
+#define KAGENT_COMMON_HARNESS_HARNESS_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -25,11 +29,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/harness/harness.h"
+#include "common/harness/harness_server.h"
+#include "common/harness/protocol.h"
 #include "common/subprocess/subprocess.h"
 #include "kagent/v1/benchmark_service.pb.h"
 #include "nlohmann/json.hpp"
-#include "services/benchmark/harness.h"
-#include "services/benchmark/harness_server.h"
 
 namespace kagent {
 
@@ -47,9 +52,9 @@ struct HarnessOptions {
   int pool = 2;                 // warm candidate processes the server keeps (--pool)
   int64_t trial_cache_mb = 0;   // GPU memory for the job trial cache; 0: the server's default
   int prepared_max = 4;         // prepared candidates held at once; 0: no prepare step
-  // The candidate sandbox (SandboxFlags in worker_setup.h): the server's --sandbox and
-  // --sandbox-hide, and a one-shot request's "sandbox" and "sandbox_hide". Empty mode: not
-  // passed (the harness's own default).
+  // The candidate sandbox (the worker's --sandbox and --sandbox-hide flags): the server's
+  // --sandbox and --sandbox-hide, and a one-shot request's "sandbox" and "sandbox_hide"
+  // (SetSandboxFields). Empty mode: not passed (the harness's own default).
   std::string sandbox;
   std::vector<std::string> sandbox_hide;
 };
@@ -74,9 +79,10 @@ class HarnessClient final : public Harness {
   // The harness server; null without use_server.
   HarnessServer* server() { return server_.get(); }
 
-  // One-shot: runs `mode` with `request` (a JSON object; mode, device, timeout and the
-  // sandbox fields are filled in). Returns the harness's JSON answer; UNAVAILABLE/INTERNAL when the harness
-  // itself could not run or answered garbage (the message says why, with its stderr tail).
+  // The one-shot runner: runs `mode` with `request` (a JSON object; mode, device, timeout
+  // and the sandbox fields are filled in). Returns the harness's JSON answer;
+  // UNAVAILABLE/INTERNAL when the harness itself could not run or answered garbage (the
+  // message says why, with its stderr tail).
   absl::StatusOr<nlohmann::json> Run(const std::string& mode, nlohmann::json request,
                                      double timeout_seconds, const CancelToken* cancel) const;
 
@@ -109,17 +115,6 @@ class HarnessClient final : public Harness {
   std::unique_ptr<HarnessServer> server_;  // with use_server
 };
 
-// The harness answer (JSON) -> Measurement. Exposed for tests.
-absl::StatusOr<v1::Measurement> MeasurementFromHarnessJson(const nlohmann::json& answer);
-// MeasureRequest -> the harness's request JSON. Exposed for tests.
-absl::StatusOr<nlohmann::json> HarnessRequestFor(const v1::MeasureRequest& request);
-// ScreenRequest -> the server's screen request JSON (without op, device, timeout_s).
-nlohmann::json ScreenRequestFor(const v1::ScreenRequest& request);
-// The server's screen answer -> ScreenResponse (one result per kernel, in request order;
-// a kernel the answer leaves out is not ok). INTERNAL when the answer is not a screen's.
-absl::StatusOr<v1::ScreenResponse> ScreenResponseFromJson(const nlohmann::json& answer,
-                                                          int kernels);
-
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_BENCHMARK_HARNESS_CLIENT_H_
+#endif  // KAGENT_COMMON_HARNESS_HARNESS_CLIENT_H_

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "services/benchmark/harness_server.h"
+#include "common/harness/harness_server.h"
 
 namespace kagent {
 namespace {
@@ -33,7 +33,7 @@ std::string Python() {
 HarnessServerOptions FakeOptions(const std::string& harness = "fake_harness") {
   HarnessServerOptions o;
   o.python = Python();
-  o.harness_dir = SourceDir() + "/services/benchmark/testdata/" + harness;
+  o.harness_dir = SourceDir() + "/common/harness/testdata/" + harness;
   o.device = "cpu";
   o.cuda_visible_devices = "3";
   o.worker_id = "worker-test";

@@ -1,4 +1,4 @@
-#include "services/benchmark/harness_server.h"
+#include "common/harness/harness_server.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "services/benchmark/harness.h"
+#include "common/harness/protocol.h"
 
 namespace kagent {
 namespace {
@@ -90,10 +90,10 @@ HarnessServer::HarnessServer(HarnessServerOptions options, prometheus::Registry*
 HarnessServer::~HarnessServer() { Shutdown(); }
 
 std::vector<std::string> HarnessServer::Argv() const {
-  std::vector<std::string> argv = {options_.python, "-m",       "kagent_harness", "serve",
-                                   "--socket",      socket_path_, "--device",     options_.device,
-                                   "--pool",        std::to_string(options_.pool),
-                                   "--prepared-max", std::to_string(options_.prepared_max)};
+  std::vector<std::string> argv = HarnessArgv(
+      options_.python, "serve",
+      {"--socket", socket_path_, "--device", options_.device, "--pool",
+       std::to_string(options_.pool), "--prepared-max", std::to_string(options_.prepared_max)});
   if (options_.cache_mb > 0) {
     argv.push_back("--cache-mb");
     argv.push_back(std::to_string(options_.cache_mb));

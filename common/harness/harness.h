@@ -1,13 +1,13 @@
 // Harness: what a GPU worker's BenchmarkService asks of the Python harness, as an
 // interface. HarnessClient (harness_client.h) is the implementation; the service's tests
-// put a scripted one in its place to check the order of prepare, GPU slot and measure.
+// (services/benchmark) put a scripted one in its place to check the order of prepare,
+// GPU slot and measure.
 //
 // Implementations are thread-safe: the service calls them from many RPC threads at once
 // (a Prepare runs while another request's Measure holds the GPU).
-#ifndef KAGENT_SERVICES_BENCHMARK_HARNESS_H_
-#define KAGENT_SERVICES_BENCHMARK_HARNESS_H_
+#ifndef KAGENT_COMMON_HARNESS_HARNESS_H_
+#define KAGENT_COMMON_HARNESS_HARNESS_H_
 
-#include <map>
 #include <optional>
 #include <string>
 
@@ -29,15 +29,6 @@ struct PrepareResult {
   // Why there is no handle or no prepare step at all (for the log).
   std::string reason;
 };
-
-// The environment a harness process (one-shot or the server) runs with, on top of the
-// worker's: PYTHONPATH (the folder holding kagent_harness, when given), unbuffered
-// output, Triton's interpreter on the CPU, the worker's GPU pinned with
-// CUDA_VISIBLE_DEVICES, and the CUPTI tracer's library (each when given).
-std::map<std::string, std::string> HarnessEnvironment(const std::string& harness_dir,
-                                                      const std::string& device,
-                                                      const std::string& cuda_visible_devices,
-                                                      const std::string& cupti_lib);
 
 class Harness {
  public:
@@ -80,4 +71,4 @@ class Harness {
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_BENCHMARK_HARNESS_H_
+#endif  // KAGENT_COMMON_HARNESS_HARNESS_H_

@@ -1,6 +1,7 @@
 // HarnessClient's server path against the scripted fake server
 // (testdata/fake_harness): the request fields, the prepare/measure/screen/release_job
-// mapping, server failures as verdicts, and one-shot mode.
+// mapping, server failures as verdicts, and one-shot mode; and the real harness, one-shot
+// and as a server, on the CPU (Triton's interpreter).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -10,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "services/benchmark/harness_client.h"
+#include "common/harness/harness_client.h"
 
 namespace kagent {
 namespace {
@@ -28,7 +29,7 @@ std::string Python() {
 HarnessOptions FakeClientOptions() {
   HarnessOptions o;
   o.python = Python();
-  o.harness_dir = SourceDir() + "/services/benchmark/testdata/fake_harness";
+  o.harness_dir = SourceDir() + "/common/harness/testdata/fake_harness";
   o.device = "cpu";
   o.use_server = true;
   return o;
@@ -333,6 +334,43 @@ TEST_CASE("harness client: the real harness server on the CPU measures, prepares
   REQUIRE(released.ok());
   CHECK(*released);
   CHECK(harness.server()->restarts() == 0);
+}
+
+// The real path: the Python harness runs a real Triton candidate under the interpreter.
+TEST_CASE("one-shot harness on the CPU: a correct and a wrong candidate get their verdicts",
+          "[harness]") {
+  std::string root = SourceDir();
+  std::string python = root + "/.venv/bin/python";
+  if (!std::filesystem::exists(python)) {
+    FAIL("no .venv at " << root << ": run scripts/setup.sh first");
+  }
+  HarnessOptions o;
+  o.python = python;
+  o.harness_dir = root + "/python";
+  o.device = "cpu";
+  o.use_server = false;  // `python -m kagent_harness measure` per call
+  HarnessClient harness(o);
+  v1::MeasureRequest r;
+  r.set_task_id("t1");
+  r.mutable_problem()->set_source(Fixture("problem_relu_add.py"));
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source(Fixture("cand_relu_add_good.py"));
+  r.set_timing_reps(3);
+  r.set_timeout_seconds(240);
+  v1::Measurement good = harness.Measure(r, "", nullptr);
+  INFO(good.DebugString());
+  CHECK(good.verdict() == v1::VERDICT_CORRECT);
+  CHECK(good.candidate().count() >= 1);
+  CHECK(good.op_signature().ops_size() > 0);  // recorded by default
+
+  // skip_op_signature: the same verdicts, no signature recorded.
+  r.set_skip_op_signature(true);
+  r.mutable_kernel()->set_source(Fixture("cand_relu_add_wrong.py"));
+  v1::Measurement bad = harness.Measure(r, "", nullptr);
+  INFO(bad.DebugString());
+  CHECK(bad.verdict() == v1::VERDICT_INCORRECT);
+  CHECK_FALSE(bad.correctness().reason().empty());
+  CHECK(bad.op_signature().ops_size() == 0);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// The harness protocol's JSON: measure requests and answers.
+#include "common/harness/protocol.h"
+
+#include <catch2/catch.hpp>
+
+namespace kagent {
+namespace {
+
+TEST_CASE("harness JSON maps onto Measurement") {
+  auto j = nlohmann::json::parse(R"({
+    "verdict": "INCORRECT", "reason": "max error 0.5 at [3]",
+    "correctness": {"trials": 5, "trials_passed": 2, "max_abs_error": 0.5, "worst_index": "[3]"},
+    "candidate": {"median_ms": 1.5, "mean_ms": 1.6, "p10_ms": 1.4, "p90_ms": 1.9, "count": 100},
+    "eager": {"median_ms": 2.0, "count": 100},
+    "op_signature": {"ops": [{"op": "aten::mm", "inputs": [{"shape": [4, 8], "strides": [8, 1], "dtype": "float32"}]}],
+                     "flops": 512, "min_bytes": 100},
+    "kernels_launched": ["k1"], "gpu_name": "NVIDIA H200", "unknown_field": 3})");
+  auto m = MeasurementFromHarnessJson(j);
+  REQUIRE(m.ok());
+  CHECK(m->verdict() == v1::VERDICT_INCORRECT);
+  CHECK(m->correctness().trials_passed() == 2);
+  CHECK(m->correctness().reason() == "max error 0.5 at [3]");
+  CHECK(m->candidate().count() == 100);
+  CHECK(m->eager().median_ms() == 2.0);
+  CHECK(m->op_signature().ops(0).inputs(0).shape(1) == 8);
+  CHECK(m->kernels_launched(0) == "k1");
+  CHECK_FALSE(MeasurementFromHarnessJson(nlohmann::json::parse("{}")).ok());
+  CHECK_FALSE(MeasurementFromHarnessJson(nlohmann::json::parse(R"({"verdict": "BOGUS"})")).ok());
+}
+
+TEST_CASE("harness request: the op signature is skipped only when asked") {
+  v1::MeasureRequest r;
+  r.set_task_id("t");
+  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source("x");
+  auto j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  CHECK_FALSE(j->contains("signature"));  // the harness's default: record it
+  r.set_skip_op_signature(true);
+  j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  REQUIRE(j->contains("signature"));
+  CHECK((*j)["signature"].is_boolean());
+  CHECK((*j)["signature"] == false);
+}
+
+}  // namespace
+}  // namespace kagent
