@@ -138,7 +138,7 @@ def draw_svg(boxes, edges):
     names = {0: "common", 1: "kernel model", 2: "engines", 3: "services", 4: "tools",
              5: "tests"}
     layers = sorted({layer for layer in boxes.values()}, reverse=True)
-    width, band, bw, bh = 1400, 110, 170, 34
+    width, band, bw, bh = 1500, 110, 190, 34
     height = band * len(layers) + 20
     pos = {}
     for row, layer in enumerate(layers):

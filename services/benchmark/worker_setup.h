@@ -14,7 +14,7 @@
 #include "common/server.h"
 #include "common/service_main.h"
 #include "kagent/v1/common.pb.h"
-#include "services/profiler/sandbox_flags.h"
+#include "common/harness/sandbox_flags.h"
 
 namespace kagent {
 

@@ -6,7 +6,7 @@
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/profiler_service.h"
 #include "common/status.h"
-#include "services/profiler/sandbox_flags.h"
+#include "common/harness/sandbox_flags.h"
 
 int main(int argc, char** argv) {
   kagent::ProfilerServiceOptions po;

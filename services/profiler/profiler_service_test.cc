@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
-#include "services/profiler/sandbox_flags.h"
+#include "common/harness/sandbox_flags.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {

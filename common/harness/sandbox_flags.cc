@@ -1,4 +1,4 @@
-#include "services/profiler/sandbox_flags.h"
+#include "common/harness/sandbox_flags.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -5,8 +5,8 @@
 // The harness gets them as `serve --sandbox=MODE [--sandbox-hide PATH]...` (the harness
 // server) or as the request's "sandbox": MODE and "sandbox_hide": [PATH, ...] (one-shot
 // measure, profile and gpuinfo runs).
-#ifndef KAGENT_SERVICES_PROFILER_SANDBOX_FLAGS_H_
-#define KAGENT_SERVICES_PROFILER_SANDBOX_FLAGS_H_
+#ifndef KAGENT_COMMON_HARNESS_SANDBOX_FLAGS_H_
+#define KAGENT_COMMON_HARNESS_SANDBOX_FLAGS_H_
 
 #include <string>
 #include <vector>
@@ -45,4 +45,4 @@ std::vector<std::string> SandboxHidePaths(const SandboxFlags& flags,
 
 }  // namespace kagent
 
-#endif  // KAGENT_SERVICES_PROFILER_SANDBOX_FLAGS_H_
+#endif  // KAGENT_COMMON_HARNESS_SANDBOX_FLAGS_H_
