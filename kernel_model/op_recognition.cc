@@ -84,7 +84,7 @@ bool IsColumnMajor(const TensorInfo& t) {
   return rows > 1 && cols > 1 && t.strides(r - 2) == 1 && t.strides(r - 1) == rows;
 }
 
-explicit Recognizer::Recognizer(const OpSignature& sig) : sig_(sig) {
+Recognizer::Recognizer(const OpSignature& sig) : sig_(sig) {
   for (const OpRecord& r : sig.ops()) {
     std::string name = BaseOpName(r.op());
     all_.insert(name);

@@ -46,7 +46,7 @@ bool IsAvoided(const std::string& id, const std::vector<std::string>& avoid) {
   return false;
 }
 
-Prescriber::Analyzer(std::shared_ptr<const OptimizationDb> db, PrescriberOptions options)
+Prescriber::Prescriber(std::shared_ptr<const OptimizationDb> db, PrescriberOptions options)
     : db_(std::move(db)), options_(options) {}
 
 absl::StatusOr<std::unique_ptr<Prescriber>> Prescriber::FromFile(const std::string& path,

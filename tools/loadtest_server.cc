@@ -39,8 +39,9 @@ ProcSample ReadProc(int64_t pid) {
   return s;
 }
 
-absl::StatusOr<nlohmann::json> Start(const std::vector<std::string>& argv, const std::string& log,
-                                     absl::Duration timeout) {
+absl::StatusOr<nlohmann::json> ServerProcess::Start(const std::vector<std::string>& argv,
+                                                   const std::string& log,
+                                                   absl::Duration timeout) {
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError(strerror(errno));
   int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
