@@ -8,7 +8,6 @@
 #include <iostream>
 #include <optional>
 
-#include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
 #include "absl/strings/ascii.h"
@@ -19,6 +18,7 @@
 #include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/options.h"
+#include "common/proto_json.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tools/bench.h"
 #include "tools/report.h"
@@ -69,14 +69,6 @@ constexpr char kUsage[] =
     "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
 
 
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
 
 class Client {
  public:
@@ -277,8 +269,8 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
     return written.ok();
   };
   int files = 0;
-  files += write(fs::path(dir) / "job.json", Json(job.job()));
-  files += write(fs::path(dir) / "candidates.json", Json(cands));
+  files += write(fs::path(dir) / "job.json", ToPrettyJson(job.job()));
+  files += write(fs::path(dir) / "candidates.json", ToPrettyJson(cands));
   std::vector<v1::Candidate> cv(cands.candidates().begin(), cands.candidates().end());
   std::vector<v1::Reflexion> rv(cands.reflexions().begin(), cands.reflexions().end());
   for (const auto& cand : cv) {

@@ -4,13 +4,12 @@
 #include <optional>
 #include <utility>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/client_message.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
+#include "common/proto_json.h"
 #include "common/status.h"
 #include "kernel_model/op_recognition.h"
 #include "services/coordinator/job_run_internal.h"
@@ -21,14 +20,6 @@ namespace kagent {
 
 namespace job_run_internal {
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
 
 v1::JobEvent CandidateEvent(const v1::Candidate& c, v1::JobState state) {
   v1::JobEvent e;
@@ -47,7 +38,6 @@ namespace {
 
 using job_run_internal::kStateKey;
 using job_run_internal::RanOnCpuWorker;
-using job_run_internal::ToJson;
 
 // What a round's candidates are called in log lines: "r1-w0".
 std::string CandidateLabel(const v1::Candidate& c) {
@@ -427,13 +417,13 @@ absl::Status JobRun::SaveCandidate(const v1::Candidate& c) {
   KAGENT_RETURN_IF_ERROR(deps_.storage->PutCandidate(c));
   std::string dir = absl::StrCat("round-", c.round(), "/", c.id(), "/");
   if (!c.kernel().source().empty()) StoreArtifact(dir + "kernel.py", "kernel", c.kernel().source());
-  if (c.has_measurement()) StoreArtifact(dir + "measurement.json", "measurement", ToJson(c.measurement()));
+  if (c.has_measurement()) StoreArtifact(dir + "measurement.json", "measurement", ToPrettyJson(c.measurement()));
   if (c.has_metrics()) {
     v1::HardwareMetrics m = c.metrics();
     m.clear_raw_csv();
-    StoreArtifact(dir + "metrics.json", "metrics", ToJson(m));
+    StoreArtifact(dir + "metrics.json", "metrics", ToPrettyJson(m));
   }
-  if (c.has_report()) StoreArtifact(dir + "report.json", "report", ToJson(c.report()));
+  if (c.has_report()) StoreArtifact(dir + "report.json", "report", ToPrettyJson(c.report()));
   return absl::OkStatus();
 }
 

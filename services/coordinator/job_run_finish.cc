@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/proto_json.h"
 #include "kernel_model/roofline.h"
 #include "services/coordinator/job_run_internal.h"
 
@@ -13,7 +14,6 @@ namespace kagent {
 
 namespace {
 
-using job_run_internal::ToJson;
 
 // Whether the starting kernel's baseline run can stand as its final run: it passed the
 // gate and was timed beside eager and torch.compile in that run.
@@ -57,7 +57,7 @@ JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
   v1::Candidate best;
   v1::Measurement final_m;
   if (Stop stop = VerifyBeam(*start, &best, &final_m); stop.kind != Stop::kNone) return stop;
-  StoreArtifact("final/measurement.json", "measurement", ToJson(final_m));
+  StoreArtifact("final/measurement.json", "measurement", ToPrettyJson(final_m));
   StoreArtifact("final/kernel.py", "kernel", best.kernel().source());
 
   std::vector<v1::Measurement> extra;

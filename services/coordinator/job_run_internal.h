@@ -4,17 +4,12 @@
 
 #include <string>
 
-#include <google/protobuf/message.h>
-
 #include "kagent/v1/common.pb.h"
 
 namespace kagent::job_run_internal {
 
 // The checkpoint key of the job's JobCheckpoint.
 inline constexpr char kStateKey[] = "state";
-
-// `m` as indented JSON with the proto field names (artifacts).
-std::string ToJson(const google::protobuf::Message& m);
 
 // True when the measurement came from a CPU worker (the harness's device "cpu" reports
 // gpu_name "cpu": Triton's interpreter, no hardware counters, timings that rank nothing).

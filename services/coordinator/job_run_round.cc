@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/proto_json.h"
 #include "common/status.h"
 #include "kernel_model/roofline.h"
 #include "services/coordinator/beam.h"
@@ -23,7 +24,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 using job_run_internal::CandidateEvent;
-using job_run_internal::ToJson;
 
 std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round); }
 
@@ -131,7 +131,7 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
       "orchestrator", [&] { return deps_.services->PlanRound(plan_req, cancel_); });
   if (!plan.ok()) return StopFromStatus(plan.status());
   *rc->mutable_plan() = plan->plan();
-  StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToJson(plan->plan()));
+  StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToPrettyJson(plan->plan()));
   if (plan->plan().assignments_size() > 0) {
     stop = Generate(round, plan->plan(), beam, plan_req.memory(), rc, variants);
     if (stop.kind != Stop::kNone) return stop;
@@ -307,7 +307,7 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
     (void)deps_.storage->AppendSharedReflexion({job_.tenant(), signature_.op_class(), gpu_.arch()},
                                                job_id_, r);
   }
-  StoreArtifact(absl::StrCat("round-", round, "/", c.id(), "/reflexion.json"), "reflexion", ToJson(r));
+  StoreArtifact(absl::StrCat("round-", round, "/", c.id(), "/reflexion.json"), "reflexion", ToPrettyJson(r));
   v1::JobEvent re;
   re.set_type(v1::JOB_EVENT_REFLEXION_WRITTEN);
   re.set_state(v1::JOB_STATE_ROUNDS);

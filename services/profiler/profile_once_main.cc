@@ -9,9 +9,9 @@
 #include <iostream>
 #include <string>
 
-#include <google/protobuf/util/json_util.h>
 
 #include "common/file_io.h"
+#include "common/proto_json.h"
 #include "services/profiler/profiler_service.h"
 
 int main(int argc, char** argv) {
@@ -75,11 +75,6 @@ int main(int argc, char** argv) {
     }
   }
   response->mutable_metrics()->clear_raw_csv();
-  std::string json;
-  google::protobuf::util::JsonPrintOptions print;
-  print.add_whitespace = true;
-  print.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(*response, &json, print);
-  std::cout << json;
+  std::cout << kagent::ToPrettyJson(*response);
   return 0;
 }
