@@ -182,20 +182,23 @@ def parse_scrape(text):
 
 
 def source_families(root):
-    """{family: (type, {labels}, file)} registered with prometheus-cpp in the sources."""
+    """{family: (type, {labels}, file)} registered with prometheus-cpp in the sources. A
+    family's labels are those of its variable's Add({{"label", ...}}) calls in any source
+    file (a metric is often registered in one file and recorded in another)."""
     out = {}
     files = []
-    for top in ("common", "services", "tools", "engines"):
+    for top in ("common", "kernel_model", "services", "tools", "engines"):
         files += glob.glob(os.path.join(root, top, "**", "*.cc"), recursive=True)
-    for path in files:
-        if path.endswith("_test.cc"):
-            continue
-        text = open(path, errors="replace").read()
+    texts = {path: open(path, errors="replace").read()
+             for path in files if not path.endswith("_test.cc")}
+    everything = "\n".join(texts.values())
+    for path, text in texts.items():
         for m in re.finditer(r"(\w+)\s*=\s*&?\s*prometheus::Build(Counter|Gauge|Histogram|Summary)\(\)\s*"
                              r"\.Name\(\"(kagent_\w+)\"\)", text):
             var, typ, fam = m.group(1), m.group(2).lower(), m.group(3)
             labels = set()
-            for a in re.finditer(re.escape(var) + r"\s*(?:->|\.)\s*Add\(\s*\{(\{.*?\})\s*\}", text):
+            for a in re.finditer(r"\b" + re.escape(var) + r"\s*(?:->|\.)\s*Add\(\s*\{(\{.*?\})\s*\}",
+                                 everything):
                 labels |= set(re.findall(r"\{\s*\"(\w+)\"\s*,", a.group(1)))
             prev = out.get(fam)
             out[fam] = (typ, labels | (prev[1] if prev else set()), os.path.relpath(path, root))
