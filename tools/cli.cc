@@ -151,7 +151,9 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
                            j.baseline().eager().median_ms(), j.baseline().compiled().median_ms());
   }
   if (!r.trajectory().empty()) {
-    out << "\n round | best ms    | vs start | correct\n -------+------------+----------+--------\n";
+    // Header, separator and rows share the columns: each '|' of a row is a '+' below the header.
+    out << "\n round | best ms    | vs start | correct\n"
+        << "-------+------------+----------+--------\n";
     for (const auto& t : r.trajectory()) {
       out << absl::StrFormat(" %5d | %10.4f | %7.2fx | %d/%d\n", t.round(), t.best_median_ms(),
                              t.best_speedup_vs_start(), t.correct(), t.candidates());
@@ -160,7 +162,19 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.best_candidate_id().empty()) {
     out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
     out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
-    out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", b.reference_kernel().median_ms(), r.speedup_vs_start());
+    // The lineage starts at the starting kernel: when it is the best, there is no ratio to
+    // give. Otherwise the final run timed the start beside the best (the baseline run's
+    // median stands in should that run not have timed it).
+    const double start_ms = b.reference_kernel().median_ms() > 0
+                                ? b.reference_kernel().median_ms()
+                                : j.baseline().candidate().median_ms();
+    if (r.lineage_size() > 0 && r.lineage(0) == r.best_candidate_id()) {
+      out << "  starting kernel the best kernel is the starting kernel: no candidate beat it\n";
+    } else if (start_ms > 0 && r.speedup_vs_start() > 0) {
+      out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", start_ms, r.speedup_vs_start());
+    } else {
+      out << "  starting kernel -  (not timed)\n";
+    }
     out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
     out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
     out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
