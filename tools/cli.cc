@@ -66,7 +66,9 @@ constexpr char kUsage[] =
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
-    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
+    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n"
+    "--strategy greedy keeps one kernel a round (K = 1): a --beam-width other than 1 with it is\n"
+    "refused. --kernel FILE must not be empty; leave it out to let the brain write the first.\n";
 
 
 std::string Json(const google::protobuf::Message& m) {
@@ -398,6 +400,12 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       absl::StatusOr<std::string> kernel = ReadFile(f.kernel);
       if (!kernel.ok()) {
         err << "kagent: " << kernel.status().message() << "\n";
+        return 2;
+      }
+      if (absl::StripAsciiWhitespace(*kernel).empty()) {
+        err << "kagent: --kernel " << f.kernel
+            << " is empty: give the kernel's source, or leave --kernel out to let the brain "
+               "write the first kernel\n";
         return 2;
       }
       req.mutable_start_kernel()->set_source(*std::move(kernel));

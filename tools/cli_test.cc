@@ -217,6 +217,24 @@ TEST_CASE("cli: get's round table lines up: header, separator and rows share the
   CHECK(table[2] == "     1 |     2.0000 |    1.25x | 3/4");
 }
 
+TEST_CASE("cli: submit --kernel with an empty file is an error, not a job without a start") {
+  std::string dir = std::filesystem::temp_directory_path() /
+                    ("kagent_cli_test_empty_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string problem = dir + "/problem.py", kernel = dir + "/kernel.py";
+  std::ofstream(problem) << "class Model: pass\n";
+  for (const char* contents : {"", " \n\n\t\n"}) {
+    std::ofstream(kernel) << contents;
+    std::string out, err;
+    CHECK(RunCli({"--server", "127.0.0.1:1", "submit", problem, "--kernel", kernel}, &out, &err) ==
+          2);
+    CHECK(err == "kagent: --kernel " + kernel +
+                     " is empty: give the kernel's source, or leave --kernel out to let the "
+                     "brain write the first kernel\n");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {
   std::string out, err;
   int rc = RunCli({"--server", "127.0.0.1:1", "--timeout-seconds", "2", "list"}, &out, &err);
