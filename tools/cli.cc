@@ -66,7 +66,9 @@ constexpr char kUsage[] =
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
-    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n";
+    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n"
+    "--strategy greedy keeps one kernel a round (K = 1): a --beam-width other than 1 with it is\n"
+    "refused. --kernel FILE must not be empty; leave it out to let the brain write the first.\n";
 
 
 
@@ -143,7 +145,9 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
                            j.baseline().eager().median_ms(), j.baseline().compiled().median_ms());
   }
   if (!r.trajectory().empty()) {
-    out << "\n round | best ms    | vs start | correct\n -------+------------+----------+--------\n";
+    // Header, separator and rows share the columns: each '|' of a row is a '+' below the header.
+    out << "\n round | best ms    | vs start | correct\n"
+        << "-------+------------+----------+--------\n";
     for (const auto& t : r.trajectory()) {
       out << absl::StrFormat(" %5d | %10.4f | %7.2fx | %d/%d\n", t.round(), t.best_median_ms(),
                              t.best_speedup_vs_start(), t.correct(), t.candidates());
@@ -152,7 +156,19 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.best_candidate_id().empty()) {
     out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
     out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
-    out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", b.reference_kernel().median_ms(), r.speedup_vs_start());
+    // The lineage starts at the starting kernel: when it is the best, there is no ratio to
+    // give. Otherwise the final run timed the start beside the best (the baseline run's
+    // median stands in should that run not have timed it).
+    const double start_ms = b.reference_kernel().median_ms() > 0
+                                ? b.reference_kernel().median_ms()
+                                : j.baseline().candidate().median_ms();
+    if (r.lineage_size() > 0 && r.lineage(0) == r.best_candidate_id()) {
+      out << "  starting kernel the best kernel is the starting kernel: no candidate beat it\n";
+    } else if (start_ms > 0 && r.speedup_vs_start() > 0) {
+      out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", start_ms, r.speedup_vs_start());
+    } else {
+      out << "  starting kernel -  (not timed)\n";
+    }
     out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
     out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
     out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
@@ -376,6 +392,12 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       absl::StatusOr<std::string> kernel = ReadFile(f.kernel);
       if (!kernel.ok()) {
         err << "kagent: " << kernel.status().message() << "\n";
+        return 2;
+      }
+      if (absl::StripAsciiWhitespace(*kernel).empty()) {
+        err << "kagent: --kernel " << f.kernel
+            << " is empty: give the kernel's source, or leave --kernel out to let the brain "
+               "write the first kernel\n";
         return 2;
       }
       req.mutable_start_kernel()->set_source(*std::move(kernel));

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -125,6 +127,112 @@ TEST_CASE("cli: get shows both roofline figures of the best kernel") {
   std::ostringstream known;
   cli::PrintJob(job, known);
   CHECK(known.str().find("  AI roofline     46.0%") != std::string::npos);
+}
+
+// A finished job whose best kernel `best_id` descends from the starting kernel job-9-c0.
+v1::Job FinishedJob(const std::string& best_id) {
+  v1::Job job;
+  job.set_id("job-9");
+  job.set_state(v1::JOB_STATE_DONE);
+  job.mutable_baseline()->set_verdict(v1::VERDICT_CORRECT);
+  job.mutable_baseline()->mutable_candidate()->set_median_ms(2.5);
+  v1::JobResult* r = job.mutable_result();
+  r->set_best_candidate_id(best_id);
+  r->add_lineage("job-9-c0");
+  if (best_id != "job-9-c0") r->add_lineage(best_id);
+  return job;
+}
+
+TEST_CASE("cli: get never shows a 0 ms starting kernel or a made-up ratio") {
+  // The best is the starting kernel: its final figures are its baseline run's, which
+  // timed no reference kernel beside it.
+  v1::Job start = FinishedJob("job-9-c0");
+  start.mutable_result()->mutable_best_measurement()->mutable_candidate()->set_median_ms(2.5);
+  start.mutable_result()->set_speedup_vs_start(1.0);
+  std::ostringstream same;
+  cli::PrintJob(start, same);
+  INFO(same.str());
+  CHECK(same.str().find("  starting kernel the best kernel is the starting kernel: no candidate "
+                        "beat it\n") != std::string::npos);
+  // No other line about the starting kernel, and no ratio against itself.
+  CHECK(same.str().find("  starting kernel ") == same.str().rfind("  starting kernel "));
+  CHECK(same.str().find("1.00x") == std::string::npos);
+
+  // A descendant won: the start's median comes from the final run that timed both.
+  v1::Job better = FinishedJob("job-9-c7");
+  v1::Measurement* b = better.mutable_result()->mutable_best_measurement();
+  b->mutable_candidate()->set_median_ms(1.25);
+  b->mutable_reference_kernel()->set_median_ms(2.4);
+  better.mutable_result()->set_speedup_vs_start(1.92);
+  std::ostringstream won;
+  cli::PrintJob(better, won);
+  INFO(won.str());
+  CHECK(won.str().find("  starting kernel     2.4000 ms  -> 1.92x\n") != std::string::npos);
+
+  // Without the start in the final run, the baseline run's median stands in.
+  b->clear_reference_kernel();
+  std::ostringstream from_baseline;
+  cli::PrintJob(better, from_baseline);
+  CHECK(from_baseline.str().find("  starting kernel     2.5000 ms  -> 1.92x\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("cli: get's round table lines up: header, separator and rows share the columns") {
+  v1::Job job = FinishedJob("job-9-c7");
+  for (int round = 1; round <= 2; ++round) {
+    v1::RoundSummary* t = job.mutable_result()->add_trajectory();
+    t->set_round(round);
+    t->set_best_median_ms(2.0 / round);
+    t->set_best_speedup_vs_start(1.25 * round);
+    t->set_correct(3);
+    t->set_candidates(4);
+  }
+  std::ostringstream printed;
+  cli::PrintJob(job, printed);
+  std::istringstream lines(printed.str());
+  std::vector<std::string> table;
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" round |") == 0) in_table = true;
+    if (in_table && line.empty()) break;
+    if (in_table) table.push_back(line);
+  }
+  INFO(printed.str());
+  REQUIRE(table.size() == 4);  // header, separator, two rows
+  // Where each column starts: the positions of the '|' (header, rows) or '+' (separator).
+  auto borders = [](const std::string& line, char c) {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == c) at.push_back(i);
+    }
+    return at;
+  };
+  const std::vector<size_t> columns = borders(table[0], '|');
+  REQUIRE(columns.size() == 3);
+  CHECK(borders(table[1], '+') == columns);
+  CHECK(table[1].size() == table[0].size());
+  CHECK(table[1].find_first_not_of("-+") == std::string::npos);
+  CHECK(borders(table[2], '|') == columns);
+  CHECK(borders(table[3], '|') == columns);
+  CHECK(table[2] == "     1 |     2.0000 |    1.25x | 3/4");
+}
+
+TEST_CASE("cli: submit --kernel with an empty file is an error, not a job without a start") {
+  std::string dir = std::filesystem::temp_directory_path() /
+                    ("kagent_cli_test_empty_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string problem = dir + "/problem.py", kernel = dir + "/kernel.py";
+  std::ofstream(problem) << "class Model: pass\n";
+  for (const char* contents : {"", " \n\n\t\n"}) {
+    std::ofstream(kernel) << contents;
+    std::string out, err;
+    CHECK(RunCli({"--server", "127.0.0.1:1", "submit", problem, "--kernel", kernel}, &out, &err) ==
+          2);
+    CHECK(err == "kagent: --kernel " + kernel +
+                     " is empty: give the kernel's source, or leave --kernel out to let the "
+                     "brain write the first kernel\n");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {

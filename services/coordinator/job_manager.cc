@@ -43,6 +43,8 @@ v1::JobConfig JobManager::EffectiveConfig(const v1::JobConfig& in) const {
   if (!c.has_beam_width()) c.set_beam_width(defaults_.beam_width);
   if (!c.has_fixes_per_kernel()) c.set_fixes_per_kernel(defaults_.fixes_per_kernel);
   if (c.strategy() == v1::SEARCH_STRATEGY_UNSPECIFIED) c.set_strategy(v1::SEARCH_STRATEGY_BEAM);
+  // GREEDY is beam width 1; SubmitJob refuses GREEDY with another explicit width
+  // (ValidateSubmit), so this only fills in a width left out.
   if (c.strategy() == v1::SEARCH_STRATEGY_GREEDY) c.set_beam_width(1);
   if (!c.has_plateau_rounds()) c.set_plateau_rounds(defaults_.plateau_rounds);
   if (!c.has_target_efficiency_pct()) c.set_target_efficiency_pct(defaults_.target_efficiency_pct);

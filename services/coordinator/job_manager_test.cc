@@ -1461,5 +1461,61 @@ TEST_CASE("job service: a storage error reaches the client without the database'
   CHECK(absl::StrContains(direct.status().message(), disk.path()));
 }
 
+TEST_CASE("job service: contradictory or empty settings are refused, and nothing is stored") {
+  Loop loop;
+  JobServiceImpl service(JobServiceLimits(), loop.storage.get(), loop.manager.get(),
+                         loop.scheduler.get(), nullptr);
+  v1::SubmitJobRequest good;
+  good.mutable_problem()->set_name("p");
+  good.mutable_problem()->set_source(kProblem);
+  good.mutable_start_kernel()->set_source(kStart);
+  good.mutable_start_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  auto refused = [&](const v1::SubmitJobRequest& request) {
+    grpc::ServerContext context;
+    v1::SubmitJobResponse response;
+    grpc::Status status = service.SubmitJob(&context, &request, &response);
+    ListJobsQuery q;
+    q.tenant = kDefaultTenant;
+    CHECK(loop.storage->ListJobs(q)->jobs.empty());
+    CHECK(response.job().id().empty());
+    return status;
+  };
+  {
+    v1::SubmitJobRequest r = good;
+    r.mutable_config()->set_strategy(v1::SEARCH_STRATEGY_GREEDY);
+    r.mutable_config()->set_beam_width(4);
+    grpc::Status s = refused(r);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), "config.strategy GREEDY"));
+    CHECK(absl::StrContains(s.error_message(), "config.beam_width is 4"));
+  }
+  for (const char* source : {"", " \n\t \n"}) {
+    v1::SubmitJobRequest r = good;
+    r.mutable_start_kernel()->set_source(source);
+    grpc::Status s = refused(r);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(s.error_message() ==
+          "start_kernel.source is empty: give the kernel's source, or leave start_kernel out to "
+          "let the brain write the first kernel");
+  }
+  // GREEDY with beam width 1 given, or none, is accepted: the job keeps one kernel a round.
+  JobServiceLimits limits;
+  for (bool explicit_width : {true, false}) {
+    v1::SubmitJobRequest r = good;
+    r.mutable_config()->set_strategy(v1::SEARCH_STRATEGY_GREEDY);
+    if (explicit_width) r.mutable_config()->set_beam_width(1);
+    CHECK(ValidateSubmit(r, limits).ok());
+    CHECK(loop.manager->EffectiveConfig(r.config()).beam_width() == 1);
+  }
+  // BEAM with any width in range stays as given.
+  v1::SubmitJobRequest beam = good;
+  beam.mutable_config()->set_strategy(v1::SEARCH_STRATEGY_BEAM);
+  beam.mutable_config()->set_beam_width(4);
+  CHECK(ValidateSubmit(beam, limits).ok());
+  CHECK(loop.manager->EffectiveConfig(beam.config()).beam_width() == 4);
+}
+
 }  // namespace
 }  // namespace kagent

@@ -83,8 +83,15 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const JobServiceLimit
     KAGENT_RETURN_IF_ERROR(
         CheckSource(s.get_inputs_source(), 64 << 10, "problem.extra_shapes[].get_inputs_source"));
   }
-  if (r.has_start_kernel() && !r.start_kernel().source().empty()) {
+  if (r.has_start_kernel()) {
     const v1::KernelSource& k = r.start_kernel();
+    // A start_kernel given without a source is a mistake (an empty file, say), not a
+    // request to let the brain write the first kernel: that is start_kernel left out.
+    if (absl::StripAsciiWhitespace(k.source()).empty()) {
+      return absl::InvalidArgumentError(
+          "start_kernel.source is empty: give the kernel's source, or leave start_kernel out "
+          "to let the brain write the first kernel");
+    }
     if (k.language() != v1::KERNEL_LANGUAGE_TRITON && k.language() != v1::KERNEL_LANGUAGE_CUDA) {
       return absl::InvalidArgumentError("start_kernel.language must be TRITON or CUDA");
     }
@@ -99,6 +106,13 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const JobServiceLimit
       CheckRange(c.has_fixes_per_kernel(), c.fixes_per_kernel(), 1, 16, "config.fixes_per_kernel"));
   if (!v1::SearchStrategy_IsValid(c.strategy())) {
     return absl::InvalidArgumentError("config.strategy must be BEAM or GREEDY");
+  }
+  // GREEDY keeps one kernel a round: a beam width given beside it must be 1 (without one
+  // the job gets 1), never rewritten silently.
+  if (c.strategy() == v1::SEARCH_STRATEGY_GREEDY && c.has_beam_width() && c.beam_width() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.strategy GREEDY keeps one kernel a round, but config.beam_width is ",
+        c.beam_width(), ": give beam_width 1 (or leave it out) with GREEDY, or use BEAM"));
   }
   KAGENT_RETURN_IF_ERROR(
       CheckRange(c.has_plateau_rounds(), c.plateau_rounds(), 1, 100, "config.plateau_rounds"));
