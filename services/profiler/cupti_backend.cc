@@ -164,19 +164,7 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
   if (result.cancelled) return absl::CancelledError("profiling cancelled");
 
   CuptiProfile profile;
-  if (absl::StatusOr<std::string> text = ReadFileBounded(result_path, size_t{16} << 20);
-      text.ok()) {
-    if (absl::StatusOr<HarnessProfileResult> parsed = ParseHarnessProfileResult(*text);
-        parsed.ok()) {
-      profile.harness = *std::move(parsed);
-      if (!profile.harness.ok) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the candidate failed under the profiler: ",
-            profile.harness.verdict.empty() ? "ERROR" : profile.harness.verdict, ": ",
-            profile.harness.reason));
-      }
-    }
-  }
+  KAGENT_ASSIGN_OR_RETURN(profile.harness, ReadProfiledHarnessResult(result_path));
   if (!result.ok()) {
     return absl::InternalError(absl::StrCat("the harness failed under CUPTI (",
                                             result.Describe(), "): ",

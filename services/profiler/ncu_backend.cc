@@ -93,6 +93,23 @@ SubprocessOptions HarnessSubprocessOptions(const HarnessCommand& harness, const 
   return options;
 }
 
+absl::StatusOr<HarnessProfileResult> ReadProfiledHarnessResult(const std::string& result_path) {
+  HarnessProfileResult harness;
+  if (absl::StatusOr<std::string> text = ReadFileBounded(result_path, size_t{16} << 20);
+      text.ok()) {
+    if (absl::StatusOr<HarnessProfileResult> parsed = ParseHarnessProfileResult(*text);
+        parsed.ok()) {
+      harness = *std::move(parsed);
+      if (!harness.ok) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the candidate failed under the profiler: ",
+            harness.verdict.empty() ? "ERROR" : harness.verdict, ": ", harness.reason));
+      }
+    }
+  }
+  return harness;
+}
+
 absl::StatusOr<SubprocessResult> RunHarnessProfileProcess(CommandRunner* runner,
                                                           SubprocessOptions options,
                                                           const ProfileRun& run) {
@@ -199,19 +216,7 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
   KAGENT_RETURN_IF_ERROR(NcuFailureStatus(*result, ncu_log, run.timeout));
 
   NcuProfile profile;
-  if (absl::StatusOr<std::string> text = ReadFileBounded(result_path, size_t{16} << 20);
-      text.ok()) {
-    if (absl::StatusOr<HarnessProfileResult> parsed = ParseHarnessProfileResult(*text);
-        parsed.ok()) {
-      profile.harness = *std::move(parsed);
-      if (!profile.harness.ok) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the candidate failed under the profiler: ",
-            profile.harness.verdict.empty() ? "ERROR" : profile.harness.verdict, ": ",
-            profile.harness.reason));
-      }
-    }
-  }
+  KAGENT_ASSIGN_OR_RETURN(profile.harness, ReadProfiledHarnessResult(result_path));
   KAGENT_ASSIGN_OR_RETURN(profile.report, ParseNcuCsv(ncu_log));
   if (profile.report.kernels.empty()) {
     if (!result->ok()) {

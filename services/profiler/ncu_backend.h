@@ -96,6 +96,12 @@ absl::StatusOr<SubprocessResult> RunHarnessProfileProcess(CommandRunner* runner,
                                                           SubprocessOptions options,
                                                           const ProfileRun& run);
 
+// What the harness wrote to `result_path` after a profile run (either backend's): the
+// parsed result, or a default one when the file is missing or not the harness's JSON;
+// FAILED_PRECONDITION ("the candidate failed under the profiler: VERDICT: reason") when
+// the harness says the candidate itself failed.
+absl::StatusOr<HarnessProfileResult> ReadProfiledHarnessResult(const std::string& result_path);
+
 // Maps a finished ncu run to an error, or OK when it may be parsed. `ncu_log` is the
 // --log-file text.
 absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
