@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tools/bench.h"
+#include "tools/report.h"
 
 namespace kagent::cli {
 
