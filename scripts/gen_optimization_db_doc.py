@@ -67,7 +67,7 @@ median / attempt median) clears the measurement noise (half the p10-p90 spread, 
 5%); the diagnosis is *confirmed* when the target metric moved the intended way by more
 than 1% (without metrics: when the fix was effective). A fix that regressed or failed
 (compile error, crash, wrong result, timeout, OOM, rejection; not an infrastructure
-error) goes on the avoid-list; the patterns to try next are the prescriber's next
+error, nor a duplicate kernel, which was never measured) goes on the avoid-list; the patterns to try next are the prescriber's next
 prescriptions (`kernel_model/prescriber.h`, the analyzer's own ranking), without those
 that contradict an effective fix.
 

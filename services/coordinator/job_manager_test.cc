@@ -101,6 +101,10 @@ class ScriptedServices : public LoopServices {
   int64_t tokens_per_diagnose = 0;
   v1::LlmUsage refused_usage;
 
+  // Assignments of these patterns come back as the optimization manager reports a
+  // duplicate kernel (no kernel, duplicate set).
+  std::set<std::string> duplicate_patterns;
+
   // The LLM budget each request carried: -1 when absent.
   absl::Mutex mu;
   std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
@@ -211,6 +215,11 @@ class ScriptedServices : public LoopServices {
     for (const auto& a : r.plan().assignments()) {
       auto* g = out.add_kernels();
       *g->mutable_assignment() = a;
+      if (duplicate_patterns.count(a.prescription().pattern_id())) {
+        g->set_duplicate(true);
+        g->set_error("duplicate: the fix left the parent kernel unchanged");
+        continue;
+      }
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
                                                    "# fix:", a.prescription().pattern_id(), "\n"));
@@ -394,6 +403,26 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   CHECK(loop.gpu_a.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_b.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_a.calls + loop.gpu_b.calls > 0);
+}
+
+TEST_CASE("loop: a duplicate kernel is its own verdict, never measured") {
+  Loop loop;
+  loop.services.duplicate_patterns = {loop.services.fixes.front()};
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  int duplicates = 0;
+  auto cands = loop.storage->ListCandidates(job.id(), std::nullopt);
+  REQUIRE(cands.ok());
+  for (const auto& c : *cands) {
+    if (c.prescription().pattern_id() != loop.services.fixes.front()) continue;
+    ++duplicates;
+    CHECK(c.measurement().verdict() == v1::VERDICT_DUPLICATE);
+    CHECK_THAT(c.measurement().correctness().reason(), Catch::Contains("duplicate: the fix left"));
+  }
+  CHECK(duplicates >= 1);
+  for (const auto& m : loop.MeasureRequests()) {
+    CHECK_THAT(m.kernel().source(), !Catch::Contains("# fix:" + loop.services.fixes.front()));
+  }
 }
 
 TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on every candidate") {

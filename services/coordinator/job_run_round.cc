@@ -32,8 +32,8 @@ std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round)
 // kernels carry only assignment.worker_index and variants, one per candidate that has any.
 std::string RoundVariantsKey(int round) { return absl::StrCat("round-", round, "-variants"); }
 
-// The candidate for generated kernel `gk` of round `round` (verdict COMPILE_ERROR when the
-// brain returned no kernel).
+// The candidate for generated kernel `gk` of round `round` (verdict DUPLICATE when the
+// brain's kernel was a duplicate, COMPILE_ERROR when it returned no kernel).
 v1::Candidate GeneratedCandidate(const std::string& job_id, int round,
                                  const v1::GeneratedKernel& gk) {
   v1::Candidate c;
@@ -46,7 +46,8 @@ v1::Candidate GeneratedCandidate(const std::string& job_id, int round,
   *c.mutable_kernel() = gk.kernel();
   *c.mutable_created_at() = TimeUtil::GetCurrentTime();
   if (gk.kernel().source().empty()) {
-    c.mutable_measurement()->set_verdict(v1::VERDICT_COMPILE_ERROR);
+    c.mutable_measurement()->set_verdict(gk.duplicate() ? v1::VERDICT_DUPLICATE
+                                                         : v1::VERDICT_COMPILE_ERROR);
     c.mutable_measurement()->mutable_correctness()->set_reason(
         gk.error().empty() ? "the brain returned no kernel" : gk.error());
   }

@@ -287,6 +287,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       if (NormalizeSource(parent.source()) == norm) {
         g.clear_kernel();
         g.clear_variants();
+        g.set_duplicate(true);
         g.set_error("duplicate: the fix left the parent kernel unchanged");
         continue;
       }
@@ -295,6 +296,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     if (!inserted) {
       g.clear_kernel();
       g.clear_variants();
+      g.set_duplicate(true);
       g.set_error(absl::StrCat("duplicate: same kernel as assignment ", it->second,
                                " (worker ", results[it->second].assignment().worker_index(),
                                ")"));

@@ -90,6 +90,8 @@ TEST_CASE("Manager: a round's assignments run in parallel with compile checks an
   for (int i : {0, 1, 3, 4, 5}) CHECK(resp.kernels(i).variants_size() == 0);
   CHECK_FALSE(resp.kernels(3).has_kernel());
   CHECK(absl::StrContains(resp.kernels(3).error(), "duplicate: same kernel as assignment 0"));
+  CHECK(resp.kernels(3).duplicate());
+  for (int i : {0, 1, 2, 4}) CHECK_FALSE(resp.kernels(i).duplicate());
   // Changes that cannot be made fall back to a derived move, and say so.
   CHECK(absl::StrContains(resp.kernels(4).assignment().prescription().fallback(),
                           "num_stages stays at 1"));
@@ -278,6 +280,7 @@ TEST_CASE("Manager: variants pass the compile check and are never screened twice
   CHECK(tags(resp.kernels(0)) == std::vector<std::string>{"V1", "V2"});
   CHECK(tags(resp.kernels(1)) == std::vector<std::string>{"V3"});
   CHECK(absl::StrContains(resp.kernels(2).error(), "duplicate: same kernel as assignment 0"));
+  CHECK(resp.kernels(2).duplicate());
   CHECK(resp.kernels(2).variants_size() == 0);
 
   // A first kernel's variants too.

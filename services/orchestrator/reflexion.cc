@@ -118,14 +118,17 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
       if (reason.size() > 300) reason = reason.substr(reason.size() - 300);
     }
     const bool infra = am.verdict() == kagent::v1::VERDICT_INFRA_ERROR;
+    const bool duplicate = am.verdict() == kagent::v1::VERDICT_DUPLICATE;
     out.set_lesson(absl::StrCat(
         "Applied ", what, " to ", out.parent_id(), ": ", VerdictName(am.verdict()),
         reason.empty() ? "" : absl::StrCat(" (", reason, ")"), "; expected ", X(expected),
         ", no valid measurement. ",
-        infra ? "An infrastructure failure says nothing about the fix: retry it."
-              : "The diagnosis could not be tested; do not repeat this change on this kernel "
-                "without fixing the failure."));
-    if (!infra && !avoidable.empty()) out.add_avoid_patterns(avoidable);
+        infra       ? "An infrastructure failure says nothing about the fix: retry it."
+        : duplicate ? "The move made no new kernel, so nothing was measured; the pattern is "
+                      "neither confirmed nor refuted."
+                    : "The diagnosis could not be tested; do not repeat this change on this "
+                      "kernel without fixing the failure."));
+    if (!infra && !duplicate && !avoidable.empty()) out.add_avoid_patterns(avoidable);
     suggest(parent.report(), /*exclude_contradicting=*/false);
     return out;
   }

@@ -207,6 +207,17 @@ TEST_CASE("a failed verdict is ineffective with the verdict as the lesson", "[re
     CHECK_THAT(infra->lesson(), Catch::Contains("INFRA_ERROR (worker lost GPU lease"));
     CHECK_THAT(infra->lesson(), Catch::Contains("retry"));
   }
+  SECTION("a duplicate kernel is not held against the pattern") {
+    attempt.mutable_measurement()->set_verdict(kagent::v1::VERDICT_DUPLICATE);
+    attempt.mutable_measurement()->mutable_correctness()->set_reason(
+        "duplicate: the fix left the parent kernel unchanged");
+    auto dup = HeuristicReflect(parent, attempt, context);
+    REQUIRE(dup.ok());
+    CHECK(!dup->fix_effective());
+    CHECK(dup->avoid_patterns().empty());
+    CHECK_THAT(dup->lesson(), Catch::Contains("DUPLICATE (duplicate: the fix left"));
+    CHECK_THAT(dup->lesson(), Catch::Contains("neither confirmed nor refuted"));
+  }
 }
 
 TEST_CASE("without metrics or a database the speedup decides", "[reflexion]") {
