@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_replace.h"
+#include "common/testing/fixtures.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/optimization_db.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

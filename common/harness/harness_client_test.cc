@@ -12,23 +12,17 @@
 
 #include "absl/strings/match.h"
 #include "common/harness/harness_client.h"
+#include "common/install_paths.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {
 
-std::string SourceDir() {
-  const char* d = std::getenv("KAGENT_SOURCE_DIR");
-  return d ? d : ".";
-}
-
-std::string Python() {
-  std::string venv = SourceDir() + "/.venv/bin/python";
-  return std::filesystem::exists(venv) ? venv : "python3";
-}
+using testing::SourceDir;
 
 HarnessOptions FakeClientOptions() {
   HarnessOptions o;
-  o.python = Python();
+  o.python = DefaultPython();
   o.harness_dir = SourceDir() + "/common/harness/testdata/fake_harness";
   o.device = "cpu";
   o.use_server = true;

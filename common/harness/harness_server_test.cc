@@ -15,24 +15,18 @@
 
 #include "absl/strings/match.h"
 #include "common/harness/harness_server.h"
+#include "common/install_paths.h"
+#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {
 
-std::string SourceDir() {
-  const char* d = std::getenv("KAGENT_SOURCE_DIR");
-  return d ? d : ".";
-}
+using testing::SourceDir;
 
-// Any Python 3 does: the fake imports nothing beyond the standard library.
-std::string Python() {
-  std::string venv = SourceDir() + "/.venv/bin/python";
-  return std::filesystem::exists(venv) ? venv : "python3";
-}
-
+// Any Python 3 runs the fake (it imports nothing beyond the standard library).
 HarnessServerOptions FakeOptions(const std::string& harness = "fake_harness") {
   HarnessServerOptions o;
-  o.python = Python();
+  o.python = DefaultPython();
   o.harness_dir = SourceDir() + "/common/harness/testdata/" + harness;
   o.device = "cpu";
   o.cuda_visible_devices = "3";

@@ -10,12 +10,12 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_join.h"
+#include "common/testing/fixtures.h"
 #include "kernel_model/categories.h"
 #include "kernel_model/prescriber.h"
 #include "services/analyzer/analyzer_service.h"
 #include "services/judge/judge.h"
 #include "services/judge/judge_service.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

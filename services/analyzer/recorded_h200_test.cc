@@ -8,12 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/testing/fixtures.h"
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/hardware_metrics.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/prescriber.h"
 #include "services/judge/judge.h"
-#include "common/testing/fixtures.h"
 #include "services/profiler/ncu_csv.h"
 
 namespace kagent {

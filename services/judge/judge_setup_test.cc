@@ -19,11 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/server.h"
+#include "common/testing/fixtures.h"
 #include "kagent/v1/judge_service.grpc.pb.h"
 #include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

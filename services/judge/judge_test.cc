@@ -8,11 +8,11 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "common/testing/fixtures.h"
 #include "kernel_model/categories.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/profile_view.h"
 #include "services/judge/judge.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

@@ -11,10 +11,10 @@
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/logging.h"
+#include "common/testing/fixtures.h"
 #include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

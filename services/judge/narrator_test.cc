@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "absl/status/status.h"
+#include "common/testing/fixtures.h"
 #include "kernel_model/metric_names.h"
 #include "services/judge/judge.h"
 #include "services/judge/narrator.h"
-#include "common/testing/fixtures.h"
 
 namespace kagent {
 namespace {

@@ -5,11 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/testing/fixtures.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/prescriber.h"
-#include "services/orchestrator/reflexion.h"
 #include "services/judge/judge.h"
-#include "common/testing/fixtures.h"
+#include "services/orchestrator/reflexion.h"
 
 namespace kagent {
 namespace {
