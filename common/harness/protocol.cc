@@ -1,12 +1,15 @@
 #include "common/harness/protocol.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace kagent {
 namespace {
@@ -234,6 +237,16 @@ absl::StatusOr<v1::Measurement> MeasurementFromHarnessJson(const nlohmann::json&
   if (a.contains("gpu_name") && a["gpu_name"].is_string()) m["gpu_name"] = a["gpu_name"];
   if (a.contains("log") && a["log"].is_string()) m["log"] = a["log"];
   if (a.contains("shape_set") && a["shape_set"].is_string()) m["shape_set"] = a["shape_set"];
+  if (a.contains("harness") && a["harness"].is_object()) {
+    const nlohmann::json& h = a["harness"];
+    if (h.contains("phases_ms") && h["phases_ms"].is_object()) {
+      nlohmann::json phases = nlohmann::json::object();
+      for (const auto& [name, ms] : h["phases_ms"].items()) {
+        if (ms.is_number()) phases[name] = ms;
+      }
+      m["phases_ms"] = std::move(phases);
+    }
+  }
   std::string reason = StringField(a, "reason");
   if (!reason.empty()) {
     if (!m.contains("correctness")) m["correctness"] = nlohmann::json::object();
@@ -258,6 +271,20 @@ absl::StatusOr<v1::Measurement> MeasurementFromAnswer(const nlohmann::json& answ
                                             StringField(answer, "error", answer["error"].dump())));
   }
   return MeasurementFromHarnessJson(answer);
+}
+
+std::string LargestPhases(const google::protobuf::Map<std::string, double>& phases_ms, int n) {
+  std::vector<std::pair<double, std::string>> phases;
+  for (const auto& [name, ms] : phases_ms) phases.emplace_back(ms, name);
+  std::sort(phases.begin(), phases.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::string out;
+  for (int i = 0; i < n && i < static_cast<int>(phases.size()); ++i) {
+    absl::StrAppend(&out, i > 0 ? "; " : "", phases[i].second, " ",
+                    absl::StrFormat("%.0f", phases[i].first), " ms");
+  }
+  return out;
 }
 
 bool ParsePrepareAnswer(const absl::StatusOr<nlohmann::json>& answer, const char* op,
@@ -363,6 +390,11 @@ absl::StatusOr<HarnessProfileResult> ParseHarnessProfileResult(absl::string_view
   if (auto it = json.find("op_signature"); it != json.end() && it->is_object()) {
     result.has_op_signature = true;
     result.op_signature = SignatureFromJson(*it);
+  }
+  if (auto it = json.find("phases_ms"); it != json.end() && it->is_object()) {
+    for (const auto& [name, ms] : it->items()) {
+      if (ms.is_number()) result.phases_ms[name] = ms.get<double>();
+    }
   }
   return result;
 }

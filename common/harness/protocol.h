@@ -55,6 +55,9 @@ absl::StatusOr<v1::Measurement> MeasurementFromHarnessJson(const nlohmann::json&
 // As MeasurementFromHarnessJson, but a server's {ok: false, error} answer (a request it
 // could not parse: no verdict) is INTERNAL "the harness refused the request: ...".
 absl::StatusOr<v1::Measurement> MeasurementFromAnswer(const nlohmann::json& answer);
+// The `n` longest of a harness's phases_ms (a Measurement's or a ProfileResponse's),
+// longest first, as "name 612 ms; name 401 ms" (for a worker's log line); "" when empty.
+std::string LargestPhases(const google::protobuf::Map<std::string, double>& phases_ms, int n);
 
 // What a prepare or prepare_screen answer says.
 struct PrepareAnswer {
@@ -128,6 +131,7 @@ struct HarnessProfileResult {
   std::string cupti_trace_jsonl;
   bool has_op_signature = false;
   kagent::v1::OpSignature op_signature;
+  std::map<std::string, double> phases_ms;  // "phases_ms": where the run's wall time went
 };
 
 // INVALID_ARGUMENT when `json` is not a JSON object.

@@ -24,8 +24,29 @@ TEST_CASE("harness JSON maps onto Measurement") {
   CHECK(m->eager().median_ms() == 2.0);
   CHECK(m->op_signature().ops(0).inputs(0).shape(1) == 8);
   CHECK(m->kernels_launched(0) == "k1");
+  CHECK(m->phases_ms().empty());  // an answer without harness.phases_ms
   CHECK_FALSE(MeasurementFromHarnessJson(nlohmann::json::parse("{}")).ok());
   CHECK_FALSE(MeasurementFromHarnessJson(nlohmann::json::parse(R"({"verdict": "BOGUS"})")).ok());
+}
+
+TEST_CASE("harness JSON: the phases' milliseconds come through, other entries do not") {
+  auto j = nlohmann::json::parse(R"({
+    "verdict": "CORRECT",
+    "harness": {"phases_ms": {"candidate gate": 612.5, "candidate timing": 401.0,
+                              "bogus": "x", "nested": {"a": 1}},
+                "warnings": []}})");
+  auto m = MeasurementFromHarnessJson(j);
+  REQUIRE(m.ok());
+  REQUIRE(m->phases_ms().size() == 2);
+  CHECK(m->phases_ms().at("candidate gate") == 612.5);
+  CHECK(m->phases_ms().at("candidate timing") == 401.0);
+  CHECK(LargestPhases(m->phases_ms(), 1) == "candidate gate 612 ms");
+  CHECK(LargestPhases(m->phases_ms(), 5) == "candidate gate 612 ms; candidate timing 401 ms");
+  CHECK(LargestPhases(v1::Measurement().phases_ms(), 3).empty());
+  j["harness"]["phases_ms"] = "not an object";
+  m = MeasurementFromHarnessJson(j);
+  REQUIRE(m.ok());
+  CHECK(m->phases_ms().empty());
 }
 
 TEST_CASE("harness request: the op signature is skipped only when asked") {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cancel.h"
 #include "common/grpc_status.h"
+#include "common/harness/protocol.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 
@@ -148,6 +149,7 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
   if (m.gpu_name().empty()) m.set_gpu_name(gpu_.name());
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", gpu.held_seconds)
           .With("gpu_busy_seconds", gpu.busy_seconds).With("prepare_seconds", prepared.seconds)
+          .With("phases", LargestPhases(m.phases_ms(), 6))
       << "measured: " << v1::Verdict_Name(m.verdict()) << " " << m.candidate().median_ms() << " ms"
       << (prepared.final ? " (at prepare, without the GPU)"
                          : prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")

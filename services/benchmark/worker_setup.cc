@@ -19,6 +19,7 @@
 #include "common/cancel.h"
 #include "common/client.h"
 #include "common/grpc_status.h"
+#include "common/harness/protocol.h"
 #include "common/install_paths.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -40,9 +41,10 @@ namespace fs = std::filesystem;
 // profiled forwards are done.
 class SlotProfileGate final : public ProfileGpuGate {
  public:
-  SlotProfileGate(GpuSlot* slot, std::string job_id, absl::Time deadline,
+  SlotProfileGate(GpuSlot* slot, GpuBusyMeter* meter, std::string job_id, absl::Time deadline,
                   grpc::ServerContext* context)
-      : slot_(slot), job_id_(std::move(job_id)), deadline_(deadline), context_(context) {}
+      : slot_(slot), meter_(meter), job_id_(std::move(job_id)), deadline_(deadline),
+        context_(context) {}
 
   absl::Status Acquire(const CancelToken* cancel) override {
     absl::Status got = slot_->Acquire(job_id_, deadline_, [this, cancel] {
@@ -53,18 +55,25 @@ class SlotProfileGate final : public ProfileGpuGate {
   }
   void Release() override {
     slot_->Release();
-    held_seconds_ += absl::ToDoubleSeconds(absl::Now() - held_from_);
+    const absl::Time to = absl::Now();
+    const double held = absl::ToDoubleSeconds(to - held_from_);
+    held_seconds_ += held;
+    if (meter_ != nullptr) busy_seconds_ += std::clamp(meter_->BusySeconds(held_from_, to), 0.0, held);
   }
-  // The time the slot was held, over every Acquire/Release pair.
+  // The time the slot was held, over every Acquire/Release pair, and of it the time the
+  // GPU ran kernels (NVML; 0 when unknown).
   double held_seconds() const { return held_seconds_; }
+  double busy_seconds() const { return busy_seconds_; }
 
  private:
   GpuSlot* slot_;
+  GpuBusyMeter* meter_;
   const std::string job_id_;
   const absl::Time deadline_;
   grpc::ServerContext* context_;
   absl::Time held_from_;
   double held_seconds_ = 0;
+  double busy_seconds_ = 0;
 };
 
 // ProfilerService on a worker: the same GPU slot as measurements, so the GPU runs one
@@ -72,8 +81,9 @@ class SlotProfileGate final : public ProfileGpuGate {
 // profile's GPU part (SlotProfileGate), and the response's gpu_seconds is that time.
 class SlottedProfilerService final : public v1::ProfilerService::Service {
  public:
-  SlottedProfilerService(ProfilerServiceImpl* inner, GpuSlot* slot, const Authenticator* auth)
-      : inner_(inner), slot_(slot), auth_(auth) {}
+  SlottedProfilerService(ProfilerServiceImpl* inner, GpuSlot* slot, GpuBusyMeter* meter,
+                         const Authenticator* auth)
+      : inner_(inner), slot_(slot), meter_(meter), auth_(auth) {}
 
   grpc::Status Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
                        v1::ProfileResponse* response) override {
@@ -82,25 +92,29 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
     absl::Status valid = inner_->ValidateRequest(*request);
     if (!valid.ok()) return ToGrpcStatus(valid);
     const absl::Time deadline = absl::FromChrono(context->deadline());
-    SlotProfileGate gate(slot_, request->job_id(), deadline, context);
+    SlotProfileGate gate(slot_, meter_, request->job_id(), deadline, context);
     GatedRunInfo info;
     absl::StatusOr<v1::ProfileResponse> r = absl::UnknownError("not run");
     {
       ServerCallCancel cancel(context);
       r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now(), &gate, &info);
     }
-    KLOG(INFO).With("gpu_seconds", gate.held_seconds()).With("prepare_seconds", info.prepare_seconds)
+    KLOG(INFO).With("gpu_seconds", gate.held_seconds()).With("gpu_busy_seconds", gate.busy_seconds())
+        .With("prepare_seconds", info.prepare_seconds)
+        .With("phases", r.ok() ? LargestPhases(r->phases_ms(), 6) : std::string())
         << "profiled: " << (r.ok() ? "ok" : r.status().ToString())
         << (info.granted ? "" : " (the GPU was not taken)");
     if (!r.ok()) return ToGrpcStatus(r.status());
     *response = *std::move(r);
     response->set_gpu_seconds(gate.held_seconds());
+    response->set_gpu_busy_seconds(gate.busy_seconds());
     return grpc::Status::OK;
   }
 
  private:
   ProfilerServiceImpl* inner_;
   GpuSlot* slot_;
+  GpuBusyMeter* meter_;
   const Authenticator* auth_;
 };
 
@@ -271,7 +285,7 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   po.sandbox_hide = ho.sandbox_hide;
   KAGENT_ASSIGN_OR_RETURN(po.ncu_user, NcuUserForSandbox());
   auto* prof = ctx.Keep(std::make_unique<ProfilerServiceImpl>(po, ctx.auth));
-  auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, ctx.auth));
+  auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, meter, ctx.auth));
   ctx.host->AddService(slotted, v1::ProfilerService::service_full_name());
 
   if (!o.coordinator.empty()) {

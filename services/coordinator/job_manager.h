@@ -31,8 +31,9 @@
 // nothing was measured yet).
 //
 // GPU accounting: every GPU task the job runs adds its held time to Job.gpu_seconds_used
-// (a measurement's or screen's own gpu_seconds, else the call's wall time); measurements
-// and screens add their NVML busy time to gpu_busy_seconds_used; every measurement of a
+// (a measurement's, screen's or profile's own gpu_seconds, else the call's wall time);
+// each adds its NVML busy time to gpu_busy_seconds_used (a profile's counts the
+// profiler's replays); every measurement of a
 // kernel (baseline, round candidates, final runs, shape sets; not the reference-only run)
 // adds 1 to candidates_measured; a screen adds its kernels to variants_screened. A task
 // answered from storage after a restart is not charged again.

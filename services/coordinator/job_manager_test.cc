@@ -1129,6 +1129,7 @@ TEST_CASE("loop: a profile is charged the time it held the GPU, not its wait") {
   for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
     g->delay = absl::Milliseconds(150);
     g->profile_gpu_seconds = 0.002;
+    g->profile_gpu_busy_seconds = 0.0015;
     g->op_signature = ReluSignature();
   }
   v1::Job j;
@@ -1150,6 +1151,11 @@ TEST_CASE("loop: a profile is charged the time it held the GPU, not its wait") {
   const double measured = 0.1 * static_cast<double>(loop.MeasureRequests().size()) +
                           0.05 * static_cast<double>(ScreenRequests(loop).size());
   CHECK(job.gpu_seconds_used() == Approx(measured + 0.002 * static_cast<double>(profiles)));
+  // The busy time: the measurements' (FakeGpu's default 0 and the screens' 0.04) and the
+  // profiles' own NVML figure.
+  const double screens_busy = 0.04 * static_cast<double>(ScreenRequests(loop).size());
+  CHECK(job.gpu_busy_seconds_used() ==
+        Approx(screens_busy + 0.0015 * static_cast<double>(profiles)));
 }
 
 TEST_CASE("loop: a job that ends is released on every worker, a shutdown is not") {

@@ -527,7 +527,8 @@ absl::Status JobRun::Profile(v1::Candidate& c) {
   // The time the profile held the worker's GPU (the call's wall time, which includes
   // waiting behind the worker's other tasks, only from a worker that does not say).
   if (!r->from_storage) {
-    ChargeGpu(r->profile.gpu_seconds() > 0 ? r->profile.gpu_seconds() : r->seconds, 0, 0, 0);
+    ChargeGpu(r->profile.gpu_seconds() > 0 ? r->profile.gpu_seconds() : r->seconds,
+              r->profile.gpu_busy_seconds(), 0, 0);
   }
   *c.mutable_metrics() = r->profile.metrics();
   if (r->profile.has_gpu()) gpu_ = r->profile.gpu();

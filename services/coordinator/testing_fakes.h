@@ -53,6 +53,7 @@ struct FakeGpu {
   // The time a profile reports it held the GPU (ProfileResponse.gpu_seconds); 0: none
   // reported, as from an older worker.
   double profile_gpu_seconds = 0;
+  double profile_gpu_busy_seconds = 0;  // ProfileResponse.gpu_busy_seconds
   absl::Mutex mu;
   std::vector<std::string> completed ABSL_GUARDED_BY(mu);  // task ids answered OK
   std::vector<v1::MeasureRequest> measure_requests ABSL_GUARDED_BY(mu);  // every one received
@@ -160,6 +161,7 @@ class FakeWorker : public GpuWorker {
     out.mutable_gpu()->set_peak_dram_bytes_per_second(gpu_->peak_dram_bytes_per_second);
     if (gpu_->peak_fp32_flops > 0) (*out.mutable_gpu()->mutable_peak_flops())["fp32"] = gpu_->peak_fp32_flops;
     if (gpu_->profile_gpu_seconds > 0) out.set_gpu_seconds(gpu_->profile_gpu_seconds);
+    out.set_gpu_busy_seconds(gpu_->profile_gpu_busy_seconds);
     return out;
   }
   absl::StatusOr<v1::DescribeWorkerResponse> Describe(absl::Duration) override {

@@ -188,6 +188,8 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc), options_.ncu_user};
     KAGENT_ASSIGN_OR_RETURN(NcuProfile profile, RunNcuProfile(runner_, ncu, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
+    response.mutable_phases_ms()->insert(profile.harness.phases_ms.begin(),
+                                         profile.harness.phases_ms.end());
     KAGENT_ASSIGN_OR_RETURN(
         *response.mutable_metrics(),
         BuildHardwareMetrics(std::move(profile.report.kernels), "ncu", signature,
@@ -200,6 +202,8 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     CuptiBackendOptions cupti{options_.cupti_library};
     KAGENT_ASSIGN_OR_RETURN(CuptiProfile profile, RunCuptiProfile(runner_, cupti, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
+    response.mutable_phases_ms()->insert(profile.harness.phases_ms.begin(),
+                                         profile.harness.phases_ms.end());
     KAGENT_ASSIGN_OR_RETURN(*response.mutable_metrics(),
                             BuildHardwareMetrics(std::move(profile.kernels), "cupti", signature,
                                                  spec.has_value() ? &*spec : nullptr));
