@@ -18,6 +18,7 @@ struct Scan {
   std::string text;  // cleaned JSON text, closed when it was truncated
   bool repaired = false;
   bool truncated = false;
+  size_t consumed = 0;  // input characters scanned, the closing '}' included
 };
 
 // Cleans the JSON object starting at text[0] == '{': drops // and /* */ comments and
@@ -119,11 +120,15 @@ Scan CleanObject(absl::string_view text) {
         if (stack.empty() || stack.back().closer != c) {
           // Mismatched closer: give the text to the parser as it is; it will say why.
           out += c;
+          scan.consumed = i;
           return scan;
         }
         stack.pop_back();
         out += c;
-        if (stack.empty()) return scan;  // the object is complete; ignore what follows
+        if (stack.empty()) {  // the object is complete; ignore what follows
+          scan.consumed = i;
+          return scan;
+        }
         mark_safe();
         break;
       case ',':
@@ -141,6 +146,7 @@ Scan CleanObject(absl::string_view text) {
     }
   }
   // Ran out of text inside the object: cut back and close.
+  scan.consumed = text.size();
   scan.truncated = true;
   scan.repaired = true;
   out.resize(safe_len);
@@ -176,16 +182,32 @@ std::vector<absl::string_view> Candidates(absl::string_view text) {
 }  // namespace
 
 absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text) {
-  constexpr int kMaxStarts = 16;  // '{' positions tried per candidate
+  return ExtractJsonObject(text, {});
+}
+
+absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text,
+                                                 const std::vector<std::string>& required) {
+  constexpr int kMaxFailedStarts = 16;  // '{' positions that did not parse, per candidate
+  const std::string stripped = StripThinking(text);
+  std::optional<JsonExtraction> first;
   std::optional<std::string> first_error;
-  for (absl::string_view candidate : Candidates(text)) {
+  for (absl::string_view candidate : Candidates(stripped)) {
     size_t start = candidate.find('{');
-    for (int tries = 0; start != absl::string_view::npos && tries < kMaxStarts; ++tries) {
+    for (int failed = 0; start != absl::string_view::npos && failed < kMaxFailedStarts;) {
       Scan scan = CleanObject(candidate.substr(start));
       json value = json::parse(scan.text, nullptr, /*allow_exceptions=*/false);
       if (value.is_object()) {
-        return JsonExtraction{std::move(value), scan.repaired, scan.truncated};
+        if (ValidateRequiredKeys(value, required).ok()) {
+          return JsonExtraction{std::move(value), scan.repaired, scan.truncated};
+        }
+        if (!first.has_value()) {
+          first = JsonExtraction{std::move(value), scan.repaired, scan.truncated};
+        }
+        // The next object starts after this one (its members are not candidates).
+        start = candidate.find('{', start + std::max<size_t>(scan.consumed, 1));
+        continue;
       }
+      ++failed;
       if (!first_error.has_value()) {
         // Re-parse with exceptions for the message only; caught right here.
         try {
@@ -199,11 +221,38 @@ absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text) {
       start = candidate.find('{', start + 1);
     }
   }
+  if (first.has_value()) return *std::move(first);  // the caller reports the missing keys
   if (!first_error.has_value()) {
     return absl::InvalidArgumentError("the reply contains no JSON object");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("the reply contains no valid JSON object: ", *first_error));
+}
+
+std::string StripThinking(absl::string_view text) {
+  constexpr absl::string_view kOpen = "<think>";
+  constexpr absl::string_view kClose = "</think>";
+  std::string out;
+  size_t pos = 0;
+  const size_t first_open = text.find(kOpen);
+  const size_t first_close = text.find(kClose);
+  if (first_close != absl::string_view::npos &&
+      (first_open == absl::string_view::npos || first_close < first_open)) {
+    // The chat template opened the block in the prompt: only its end is in the reply.
+    pos = first_close + kClose.size();
+  }
+  while (pos < text.size()) {
+    const size_t open = text.find(kOpen, pos);
+    if (open == absl::string_view::npos) {
+      absl::StrAppend(&out, text.substr(pos));
+      break;
+    }
+    absl::StrAppend(&out, text.substr(pos, open - pos));
+    const size_t close = text.find(kClose, open + kOpen.size());
+    if (close == absl::string_view::npos) break;  // cut off while thinking: no answer
+    pos = close + kClose.size();
+  }
+  return out;
 }
 
 absl::Status ValidateRequiredKeys(const json& value, const std::vector<std::string>& required) {
@@ -230,9 +279,18 @@ absl::StatusOr<StructuredChatResult> ChatForJson(LlmClient& client, const ChatRe
     result.usage.input_tokens += reply->usage.input_tokens;
     result.usage.output_tokens += reply->usage.output_tokens;
 
-    absl::StatusOr<JsonExtraction> extracted = ExtractJsonObject(reply->content);
+    absl::StatusOr<JsonExtraction> extracted =
+        ExtractJsonObject(reply->content, options.required_keys);
     absl::Status problem = extracted.status();
     if (problem.ok()) problem = ValidateRequiredKeys(extracted->value, options.required_keys);
+    if (!problem.ok() && options.fallback) {
+      // A reply in another shape the caller accepts (e.g. a fenced code block).
+      std::optional<json> value = options.fallback(StripThinking(reply->content));
+      if (value.has_value() && ValidateRequiredKeys(*value, options.required_keys).ok()) {
+        extracted = JsonExtraction{*std::move(value), false, false};
+        problem = absl::OkStatus();
+      }
+    }
     if (problem.ok()) {
       result.value = std::move(extracted->value);
       result.repaired = extracted->repaired;
@@ -260,8 +318,10 @@ absl::StatusOr<StructuredChatResult> ChatForJson(LlmClient& client, const ChatRe
                       absl::StrJoin(options.required_keys, ", "));
     }
     follow_up += ".";
+    // The reply without its reasoning, as chat templates drop it from the history.
+    std::string answered = StripThinking(reply->content);
     conversation.messages.push_back(
-        {Role::kAssistant, reply->content.empty() ? "(empty reply)" : reply->content});
+        {Role::kAssistant, answered.empty() ? "(empty reply)" : std::move(answered)});
     conversation.messages.push_back({Role::kUser, std::move(follow_up)});
   }
   return absl::InternalError(absl::StrCat("no usable JSON reply after ", result.attempts,

@@ -11,6 +11,8 @@
 #ifndef KAGENT_COMMON_LLM_STRUCTURED_OUTPUT_H_
 #define KAGENT_COMMON_LLM_STRUCTURED_OUTPUT_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,22 @@ struct JsonExtraction {
   bool truncated = false;
 };
 
-// Finds the first JSON object in `text` (fenced blocks first, then the raw text).
-// INVALID_ARGUMENT with the reason when there is none that can be parsed.
+// Finds the first JSON object in `text` (fenced blocks first, then the raw text), after
+// StripThinking. INVALID_ARGUMENT with the reason when there is none that can be parsed.
 absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text);
+
+// The same, but the first object that has every key of `required` wins over objects
+// before it (an example or a sketch the model wrote first); when none has them all, the
+// first object (the caller's ValidateRequiredKeys names what it lacks). The members of an
+// object are not tried as objects of their own.
+absl::StatusOr<JsonExtraction> ExtractJsonObject(absl::string_view text,
+                                                 const std::vector<std::string>& required);
+
+// `text` without reasoning models' <think>...</think> blocks: every closed block is
+// removed; an unclosed one runs to the end (the reply was cut off while thinking); a
+// "</think>" before any "<think>" (the chat template opened the block in the prompt)
+// drops everything up to it.
+std::string StripThinking(absl::string_view text);
 
 // INVALID_ARGUMENT naming every key of `required` missing from the object `value`.
 absl::Status ValidateRequiredKeys(const nlohmann::json& value,
@@ -41,6 +56,10 @@ struct StructuredChatOptions {
   std::vector<std::string> required_keys;
   // Replies requested in all (the first included). Must be >= 1.
   int max_attempts = 3;
+  // When set, a reply with no JSON object holding the required keys is given to it
+  // (without its <think> blocks); a value it returns that has the required keys is the
+  // answer. For replies the caller accepts in another shape (a fenced code block).
+  std::function<std::optional<nlohmann::json>(absl::string_view reply)> fallback;
 };
 
 struct StructuredChatResult {

@@ -91,6 +91,41 @@ TEST_CASE("required keys are validated", "[structured]") {
   CHECK(absl::StrContains(s.message(), "c, d"));
 }
 
+TEST_CASE("the object with the required keys wins over earlier ones", "[structured]") {
+  const std::string reply =
+      "The old config was {\"BLOCK\": 1024}; an example: ```json\n{\"note\": \"x\"}\n```\n"
+      "My answer:\n```json\n{\"explanation\": \"wider\", \"code\": \"k = {1: 2}\"}\n```";
+  auto with_keys = ExtractJsonObject(reply, {"explanation", "code"});
+  REQUIRE(with_keys.ok());
+  CHECK(with_keys->value["code"] == "k = {1: 2}");
+  // Without required keys the first object is the answer, as before.
+  CHECK(Extract(reply).contains("note"));
+  // None has the keys: the first object, and the caller names what it lacks.
+  auto none = ExtractJsonObject("{\"a\": 1} and {\"b\": 2}", {"code"});
+  REQUIRE(none.ok());
+  CHECK(none->value == nlohmann::json{{"a", 1}});
+  // An object's members are not objects of their own: {"code": ...} nested inside an
+  // object without the keys does not win over a later top-level one.
+  auto nested = ExtractJsonObject(
+      "{\"meta\": {\"code\": \"inner\"}} then {\"code\": \"outer\"}", {"code"});
+  REQUIRE(nested.ok());
+  CHECK(nested->value["code"] == "outer");
+}
+
+TEST_CASE("<think> blocks are stripped before parsing", "[structured]") {
+  CHECK(StripThinking("<think>maybe {\"a\": 0}?</think>\n{\"a\": 1}") == "\n{\"a\": 1}");
+  CHECK(StripThinking("x<think>one</think>y<think>two</think>z") == "xyz");
+  // The template opened the block in the prompt: only its end is in the reply.
+  CHECK(StripThinking("reasoning {\"a\": 0}</think>{\"a\": 2}") == "{\"a\": 2}");
+  // Cut off while thinking: no answer at all.
+  CHECK(StripThinking("ok <think>still going {\"a\": 0}") == "ok ");
+  CHECK(StripThinking("no thinking {\"a\": 3}") == "no thinking {\"a\": 3}");
+  // The JSON inside the reasoning is never the answer.
+  CHECK(Extract("<think>Draft: {\"code\": \"bad\"}</think>{\"code\": \"good\"}")["code"] ==
+        "good");
+  CHECK(absl::IsInvalidArgument(ExtractJsonObject("<think>{\"code\": \"bad\"}").status()));
+}
+
 // Replies from a script; records each request it got.
 class ScriptedClient : public LlmClient {
  public:
@@ -153,6 +188,38 @@ TEST_CASE("ChatForJson gives up after max_attempts and passes client errors thro
   auto e = ChatForJson(broke, Ask(), {.required_keys = {"plan"}});
   CHECK(absl::IsResourceExhausted(e.status()));
   CHECK(broke.requests.size() == 1);
+}
+
+TEST_CASE("ChatForJson: a reasoning reply needs no re-ask; the history drops the reasoning",
+          "[structured]") {
+  ScriptedClient client({std::string("<think>{\"plan\": \"draft\"}</think>no JSON here"),
+                         std::string("<think>hmm</think>{\"plan\": \"tile\"}")});
+  auto r = ChatForJson(client, Ask(), {.required_keys = {"plan"}, .max_attempts = 2});
+  REQUIRE(r.ok());
+  CHECK(r->value["plan"] == "tile");
+  CHECK(r->attempts == 2);
+  // The re-ask carried the answer without its reasoning.
+  CHECK(client.requests[1].messages[1].content == "no JSON here");
+}
+
+TEST_CASE("ChatForJson: the fallback accepts a reply in another shape", "[structured]") {
+  auto fenced = [](absl::string_view reply) -> std::optional<nlohmann::json> {
+    if (!absl::StrContains(reply, "```python")) return std::nullopt;
+    return nlohmann::json{{"code", std::string(reply)}};
+  };
+  ScriptedClient client({std::string("<think>```python draft```</think>prose only"),
+                         std::string("```python\nclass ModelNew: pass\n```")});
+  auto r = ChatForJson(client, Ask(),
+                       {.required_keys = {"code"}, .max_attempts = 2, .fallback = fenced});
+  REQUIRE(r.ok());
+  CHECK(r->attempts == 2);  // the fence inside the reasoning did not count
+  CHECK(r->value["code"] == "```python\nclass ModelNew: pass\n```");
+  // A JSON object with the keys is preferred over the fallback.
+  ScriptedClient json_client({std::string("{\"code\": \"json\"} ```python\nx\n```")});
+  auto j = ChatForJson(json_client, Ask(),
+                       {.required_keys = {"code"}, .max_attempts = 1, .fallback = fenced});
+  REQUIRE(j.ok());
+  CHECK(j->value["code"] == "json");
 }
 
 }  // namespace
