@@ -61,8 +61,13 @@ struct Usage {
 };
 
 struct ChatResponse {
-  // The assistant's text (all text blocks concatenated).
+  // The assistant's text (all text blocks concatenated). Reasoning models may still put
+  // <think>...</think> blocks here (structured_output.h strips them before parsing).
   std::string content;
+  // The model's reasoning when the provider returns it apart from the answer (vLLM's and
+  // SGLang's `reasoning_content`, Anthropic's `thinking` blocks); never parsed as the
+  // answer, and not recorded in cassettes.
+  std::string reasoning;
   // The model that answered, as reported by the provider (falls back to the request's).
   std::string model;
   // "stop", "length", "end_turn", "max_tokens", ... as reported by the provider.

@@ -126,6 +126,10 @@ class OpenAiProtocol : public ProviderProtocol {
     } else if (content != message->end() && !content->is_null()) {
       return absl::InternalError("openai: choices[0].message.content is not text");
     }
+    // vLLM and SGLang with a reasoning parser: the thinking apart from the answer
+    // (`reasoning_content`; newer vLLM also `reasoning`).
+    out.reasoning = StringField(*message, "reasoning_content");
+    if (out.reasoning.empty()) out.reasoning = StringField(*message, "reasoning");
     out.stop_reason = StringField(choice, "finish_reason");
     out.model = StringField(j, "model");
     auto usage = j.find("usage");
@@ -200,7 +204,9 @@ class AnthropicProtocol : public ProviderProtocol {
     }
     ChatResponse out;
     for (const json& block : *content) {
-      if (StringField(block, "type") == "text") out.content += StringField(block, "text");
+      const std::string type = StringField(block, "type");
+      if (type == "text") out.content += StringField(block, "text");
+      if (type == "thinking") out.reasoning += StringField(block, "thinking");
     }
     out.stop_reason = StringField(j, "stop_reason");
     out.model = StringField(j, "model");

@@ -102,8 +102,14 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
   request.job_id = log.job_id;
   request.tenant = log.tenant;
 
-  const llm::StructuredChatOptions json_options{
+  llm::StructuredChatOptions json_options{
       .required_keys = {"code"}, .max_attempts = std::max(1, options_.max_json_attempts)};
+  // Models often answer with the file in a ```python block instead of the JSON asked for.
+  json_options.fallback = [](absl::string_view reply) -> std::optional<nlohmann::json> {
+    std::optional<llm_engine::FencedKernel> fenced = llm_engine::FindFencedKernel(reply);
+    if (!fenced.has_value()) return std::nullopt;
+    return nlohmann::json{{"code", fenced->code}, {"explanation", fenced->explanation}};
+  };
   const int questions = 1 + std::max(0, options_.max_source_retries);
   std::string last_problem;
   for (int q = 1; q <= questions; ++q) {
@@ -150,7 +156,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
     KLOG(INFO).With("brain", options_.name).With("question", q)
         << "llm kernel rejected: " << last_problem;
     if (q == questions) break;
-    request.messages.push_back({Role::kAssistant, reply});
+    request.messages.push_back({Role::kAssistant, llm::StripThinking(reply)});
     request.messages.push_back(
         {Role::kUser,
          absl::StrCat("Your code cannot be used: ", last_problem,

@@ -213,6 +213,46 @@ std::string StripCodeFences(absl::string_view code) {
   return std::string(s);
 }
 
+std::optional<FencedKernel> FindFencedKernel(absl::string_view reply) {
+  size_t pos = 0;
+  while (true) {
+    // A fence opens at the start of a line.
+    size_t open = reply.find("```", pos);
+    while (open != absl::string_view::npos && open > 0 && reply[open - 1] != '\n') {
+      open = reply.find("```", open + 3);
+    }
+    if (open == absl::string_view::npos) return std::nullopt;
+    const size_t eol = reply.find('\n', open + 3);
+    if (eol == absl::string_view::npos) return std::nullopt;
+    const size_t body = eol + 1;
+    size_t close = reply.find("\n```", eol);
+    const absl::string_view code =
+        reply.substr(body, close == absl::string_view::npos ? absl::string_view::npos
+                                                            : close + 1 - body);
+    bool model_new = false;
+    for (absl::string_view line : absl::StrSplit(code, '\n')) {
+      model_new = model_new || IsModelNewClass(line);
+    }
+    if (model_new) {
+      FencedKernel out;
+      out.code = std::string(code);
+      absl::string_view before = absl::StripAsciiWhitespace(reply.substr(0, open));
+      absl::string_view after;
+      if (close != absl::string_view::npos) {
+        const size_t eol_after = reply.find('\n', close + 4);
+        if (eol_after != absl::string_view::npos) {
+          after = absl::StripAsciiWhitespace(reply.substr(eol_after));
+        }
+      }
+      out.explanation = absl::StrCat(before, !before.empty() && !after.empty() ? "\n\n" : "",
+                                     after);
+      return out;
+    }
+    if (close == absl::string_view::npos) return std::nullopt;
+    pos = close + 4;
+  }
+}
+
 absl::Status ValidateKernelSource(absl::string_view source) {
   if (absl::StripAsciiWhitespace(source).empty()) {
     return absl::InvalidArgumentError("the code is empty");

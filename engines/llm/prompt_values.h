@@ -6,6 +6,7 @@
 #ifndef KAGENT_ENGINES_LLM_PROMPT_VALUES_H_
 #define KAGENT_ENGINES_LLM_PROMPT_VALUES_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,16 @@ std::string FormatNumber(double value);
 // The Python source in an LLM's "code" value: surrounding ``` fences (with or without a
 // language tag) are removed, the rest is kept verbatim.
 std::string StripCodeFences(absl::string_view code);
+
+// A kernel answered as Markdown: the body of the first ``` fenced block (any language
+// tag, ```python the usual) that defines a top-level `class ModelNew`, and the text
+// outside the fences (the model's explanation, trimmed). Nullopt when no fenced block
+// defines it. An unclosed fence runs to the end of the reply.
+struct FencedKernel {
+  std::string code;
+  std::string explanation;
+};
+std::optional<FencedKernel> FindFencedKernel(absl::string_view reply);
 
 // The minimal check a candidate must pass before it is returned: a top-level
 // `class ModelNew` and at least one function decorated with @triton.jit or @jit (the

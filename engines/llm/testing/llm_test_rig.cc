@@ -59,6 +59,85 @@ ScriptedResponse Reply(WireFormat f, const std::string& content, int64_t in, int
   return AnthropicReply(content, in, out, "test-model", stop.empty() ? "end_turn" : stop);
 }
 
+namespace {
+
+ScriptedResponse JsonResponse(int status, const nlohmann::json& body) {
+  ScriptedResponse r;
+  r.status = status;
+  r.body = body.dump();
+  r.headers.emplace_back("Content-Type", "application/json");
+  return r;
+}
+
+nlohmann::json OpenAiShaped(const std::string& content, const nlohmann::json& reasoning) {
+  return {{"id", "chatcmpl-7f3a"},
+          {"object", "chat.completion"},
+          {"created", 1764900000},
+          {"model", "test-model"},
+          {"choices", nlohmann::json::array({{{"index", 0},
+                                               {"message",
+                                                {{"role", "assistant"},
+                                                 {"content", content},
+                                                 {"reasoning_content", reasoning},
+                                                 {"tool_calls", nlohmann::json::array()}}},
+                                               {"logprobs", nullptr},
+                                               {"finish_reason", "stop"},
+                                               {"stop_reason", nullptr}}})},
+          {"usage", {{"prompt_tokens", 12}, {"total_tokens", 19}, {"completion_tokens", 7},
+                     {"prompt_tokens_details", nullptr}}},
+          {"prompt_logprobs", nullptr}};
+}
+
+}  // namespace
+
+ScriptedResponse VllmReply(const std::string& content, const std::string& reasoning) {
+  return JsonResponse(200, OpenAiShaped(content, reasoning.empty() ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(reasoning)));
+}
+
+ScriptedResponse VllmModelNotFound(const std::string& model) {
+  return JsonResponse(404, {{"object", "error"},
+                            {"message", absl::StrCat("The model `", model, "` does not exist.")},
+                            {"type", "NotFoundError"},
+                            {"param", nullptr},
+                            {"code", 404}});
+}
+
+ScriptedResponse VllmBadRequest(const std::string& message) {
+  return JsonResponse(400, {{"object", "error"},
+                            {"message", message},
+                            {"type", "BadRequestError"},
+                            {"param", nullptr},
+                            {"code", 400}});
+}
+
+ScriptedResponse SglangReply(const std::string& content) {
+  nlohmann::json body = OpenAiShaped(content, nullptr);
+  body.erase("prompt_logprobs");
+  body["choices"][0].erase("stop_reason");
+  body["choices"][0]["matched_stop"] = 151645;
+  return JsonResponse(200, body);
+}
+
+ScriptedResponse AnthropicThinkingReply(const std::string& thinking, const std::string& text) {
+  return JsonResponse(
+      200, {{"id", "msg_01"},
+            {"type", "message"},
+            {"role", "assistant"},
+            {"model", "test-model"},
+            {"content", nlohmann::json::array(
+                            {{{"type", "thinking"}, {"thinking", thinking}, {"signature", "EqQBCgIYAh"}},
+                             {{"type", "text"}, {"text", text}}})},
+            {"stop_reason", "end_turn"},
+            {"stop_sequence", nullptr},
+            {"usage", {{"input_tokens", 12}, {"output_tokens", 7}}}});
+}
+
+std::string MarkdownAnswer(const std::string& code) {
+  return absl::StrCat("Here is the kernel with one program per 1024 elements.\n\n```python\n",
+                      code, "```\n\nIt masks the tail, so any n works.\n");
+}
+
 llm::LlmConfig Config(WireFormat f, const std::string& base_url) {
   llm::LlmConfig c;
   c.provider = f == WireFormat::kOpenAi ? "openai" : "anthropic";

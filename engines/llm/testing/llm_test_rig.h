@@ -39,6 +39,23 @@ std::string Answer(const std::string& code,
 ScriptedResponse Reply(WireFormat f, const std::string& content, int64_t in = 12,
                        int64_t out = 7, const std::string& stop = "");
 
+// Bodies as the servers platform teams run write them (loopback imitations):
+//  - vLLM's /v1/chat/completions reply, with `reasoning_content` beside `content` when
+//    `reasoning` is not empty (vLLM's reasoning parsers);
+//  - vLLM's error bodies: 404 for a model it does not serve
+//    ({"object":"error","message":"The model `x` does not exist.","type":"NotFoundError",
+//    "param":null,"code":404}) and 400 (BadRequestError, e.g. a prompt over the context);
+//  - SGLang's reply (its extra fields: matched_stop, reasoning_content null);
+//  - Anthropic's /v1/messages reply with a `thinking` block before the text.
+ScriptedResponse VllmReply(const std::string& content, const std::string& reasoning = "");
+ScriptedResponse VllmModelNotFound(const std::string& model);
+ScriptedResponse VllmBadRequest(const std::string& message);
+ScriptedResponse SglangReply(const std::string& content);
+ScriptedResponse AnthropicThinkingReply(const std::string& thinking, const std::string& text);
+
+// A kernel answered as models often do: prose, then the file in a ```python block.
+std::string MarkdownAnswer(const std::string& code);
+
 // An LLM configuration for wire format `f` at `base_url` (one attempt, model "test-model").
 llm::LlmConfig Config(WireFormat f, const std::string& base_url);
 
