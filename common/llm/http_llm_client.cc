@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/llm/api_key.h"
+#include "common/llm/endpoint_failure.h"
 #include "common/logging.h"
 
 namespace kagent::llm {
@@ -124,6 +125,9 @@ absl::StatusOr<ChatResponse> HttpLlmClient::ChatWithRetries(const ChatRequest& r
   const absl::Time start = clock_->Now();
   const absl::Time deadline = start + policy.total_timeout;
   absl::Status last_error;
+  // The last failed attempt's Retry-After, which the call did not wait for (over the cap,
+  // or no attempt left): attached to the error for a caller that can wait longer.
+  std::optional<absl::Duration> last_retry_after;
   *attempts_made = 0;
 
   for (int n = 1; n <= max_attempts; ++n) {
@@ -163,6 +167,7 @@ absl::StatusOr<ChatResponse> HttpLlmClient::ChatWithRetries(const ChatRequest& r
     }
     last_error = absl::Status(attempt.result.status().code(),
                               RedactSecret(attempt.result.status().message(), options_.api_key));
+    last_retry_after = attempt.retry_after;
     if (!attempt.retryable || n == max_attempts) break;
 
     absl::Duration delay = BackoffDelay(policy, n, Uniform01());
@@ -201,6 +206,7 @@ absl::StatusOr<ChatResponse> HttpLlmClient::ChatWithRetries(const ChatRequest& r
     last_error = absl::Status(last_error.code(), absl::StrCat(last_error.message(), " (after ",
                                                               *attempts_made, " attempts)"));
   }
+  if (last_retry_after.has_value()) AttachRetryAfter(*last_retry_after, &last_error);
   KLOG(WARNING).With("provider", protocol_->name()) << "llm call failed: "
                                                     << last_error.message();
   return last_error;

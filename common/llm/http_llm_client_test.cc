@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "common/llm/endpoint_failure.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/logging.h"
 
@@ -287,6 +288,41 @@ TEST_CASE("a Retry-After beyond the cap fails at once", "[llm][retry]") {
   CHECK(absl::StrContains(reply.status().message(), "exceeds the cap"));
   CHECK(absl::Now() - start < absl::Seconds(2));
   CHECK(server->request_count() == 1);
+  // The wait asked for travels with the error, for a caller that can wait longer.
+  std::optional<absl::Duration> after = RetryAfterOf(reply.status());
+  REQUIRE(after.has_value());
+  CHECK(*after == absl::Seconds(86400));
+  CHECK(ClassifyEndpointFailure(reply.status()) == EndpointFailure::kTransient);
+  // A message prefix keeps the code and the payload.
+  absl::Status prefixed = PrefixMessage("brain: ", reply.status());
+  CHECK(absl::IsUnavailable(prefixed));
+  CHECK(absl::StartsWith(prefixed.message(), "brain: "));
+  CHECK(RetryAfterOf(prefixed) == after);
+}
+
+TEST_CASE("endpoint failures are classified by code", "[llm]") {
+  CHECK(ClassifyEndpointFailure(absl::OkStatus()) == EndpointFailure::kNone);
+  CHECK(ClassifyEndpointFailure(absl::DeadlineExceededError("t")) == EndpointFailure::kTransient);
+  CHECK(ClassifyEndpointFailure(absl::NotFoundError("model")) == EndpointFailure::kPermanent);
+  CHECK(ClassifyEndpointFailure(absl::UnauthenticatedError("key")) == EndpointFailure::kPermanent);
+  CHECK(ClassifyEndpointFailure(absl::PermissionDeniedError("key")) == EndpointFailure::kPermanent);
+  CHECK(ClassifyEndpointFailure(absl::ResourceExhaustedError("budget")) == EndpointFailure::kNone);
+  CHECK(ClassifyEndpointFailure(absl::InvalidArgumentError("400")) == EndpointFailure::kNone);
+  CHECK(ClassifyEndpointFailure(absl::InternalError("bad body")) == EndpointFailure::kNone);
+  // Marked only on request, so a brain's own NOT_FOUND is not taken for the endpoint's.
+  absl::Status model = absl::NotFoundError("The model `x` does not exist.");
+  CHECK(EndpointFailureOf(model) == EndpointFailure::kNone);
+  MarkEndpointFailure(&model);
+  CHECK(EndpointFailureOf(model) == EndpointFailure::kPermanent);
+  absl::Status down = absl::UnavailableError("connection refused");
+  MarkEndpointFailure(&down);
+  CHECK(EndpointFailureOf(down) == EndpointFailure::kTransient);
+  absl::Status bad = absl::InvalidArgumentError("400");
+  MarkEndpointFailure(&bad);
+  CHECK(EndpointFailureOf(bad) == EndpointFailure::kNone);
+  CHECK(EndpointFailureOf(PrefixMessage("brain: ", model)) == EndpointFailure::kPermanent);
+  // A 429 within the cap leaves no Retry-After behind.
+  CHECK_FALSE(RetryAfterOf(absl::UnavailableError("x")).has_value());
 }
 
 TEST_CASE("5xx then success is retried", "[llm][retry]") {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/llm/endpoint_failure.h"
 #include "common/llm/structured_output.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -116,10 +117,12 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
     absl::StatusOr<llm::StructuredChatResult> answer =
         llm::ChatForJson(*client_, request, json_options);
     if (!answer.ok()) {
-      // Keep the code: RESOURCE_EXHAUSTED must reach the optimization manager as it is.
-      return absl::Status(answer.status().code(),
-                          absl::StrCat(options_.name, " brain (", template_name,
-                                       "): ", answer.status().message()));
+      // Keep the code and the payloads: RESOURCE_EXHAUSTED must reach the optimization
+      // manager as it is, and an endpoint's failure marked, with its Retry-After.
+      absl::Status failed = answer.status();
+      llm::MarkEndpointFailure(&failed);
+      return llm::PrefixMessage(absl::StrCat(options_.name, " brain (", template_name, "): "),
+                                failed);
     }
     const nlohmann::json& value = answer->value;
     const std::string& reply = answer->response.content;

@@ -30,7 +30,11 @@ using llm_testing::Rig;
 using llm_testing::RoundRequest;
 using llm_testing::WireFormat;
 using llm_testing::WithPrices;
+using llm::testing::AnthropicError;
+using llm::testing::OpenAiError;
 using llm::testing::OpenAiReply;
+using llm_testing::VllmBadRequest;
+using llm_testing::VllmModelNotFound;
 
 #define ANY_FORMAT() GENERATE(WireFormat::kOpenAi, WireFormat::kAnthropic)
 
@@ -160,6 +164,86 @@ TEST_CASE("BrainRouter: brains by name, aliases, unknown names", "[llm_brain][ro
   CHECK_THAT(std::string(s.message()), Catch::Contains("unknown brain 'gpt-9'"));
   CHECK_THAT(std::string(s.message()), Catch::Contains("heuristic, llm, openai"));
   CHECK(rig.server->request_count() == 2);
+}
+
+TEST_CASE("LLM brain: the endpoint's failures are flagged as the endpoint's, not the fix's",
+          "[llm_brain][endpoint]") {
+  Rig rig = MakeRig(WireFormat::kOpenAi);
+  OptimizationManagerOptions mo;
+  mo.max_parallel_workers = 2;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
+  auto generate = [&](llm::testing::ScriptedResponse answer) {
+    rig.server->SetDefault(std::move(answer));
+    v1::GenerateResponse out;
+    REQUIRE(svc.DoGenerate(RoundRequest("job-e", "llm", 2), &out).ok());
+    REQUIRE(out.kernels_size() == 2);
+    return out;
+  };
+
+  SECTION("vLLM's 404 for a model it does not serve is permanent") {
+    v1::GenerateResponse out = generate(VllmModelNotFound("test-model"));
+    for (const auto& k : out.kernels()) {
+      CHECK_FALSE(k.has_kernel());
+      REQUIRE(k.has_endpoint_failure());
+      CHECK(k.endpoint_failure().permanent());
+      CHECK_THAT(k.endpoint_failure().message(),
+                 Catch::StartsWith("NOT_FOUND: llm brain (rewrite_kernel)"));
+      CHECK_THAT(k.endpoint_failure().message(),
+                 Catch::Contains("The model `test-model` does not exist."));
+      CHECK_THAT(k.endpoint_failure().message(), Catch::Contains("HTTP 404"));
+      CHECK(k.endpoint_failure().retry_after_seconds() == 0);
+      CHECK_THAT(k.error(), Catch::StartsWith("generation failed: NOT_FOUND"));
+    }
+  }
+  SECTION("a refused key is permanent") {
+    v1::GenerateResponse out = generate(OpenAiError(401, "Incorrect API key provided"));
+    CHECK(out.kernels(0).endpoint_failure().permanent());
+    CHECK_THAT(out.kernels(0).endpoint_failure().message(), Catch::StartsWith("UNAUTHENTICATED"));
+  }
+  SECTION("an unavailable endpoint is transient") {
+    v1::GenerateResponse out = generate(OpenAiError(503, "overloaded", "server_error"));
+    REQUIRE(out.kernels(1).has_endpoint_failure());
+    CHECK_FALSE(out.kernels(1).endpoint_failure().permanent());
+    CHECK_THAT(out.kernels(1).endpoint_failure().message(), Catch::StartsWith("UNAVAILABLE"));
+  }
+  SECTION("a quota's long Retry-After travels with the failure") {
+    v1::GenerateResponse out = generate(
+        OpenAiError(429, "You exceeded your current quota", "insufficient_quota")
+            .WithHeader("Retry-After", "600"));
+    REQUIRE(out.kernels(0).has_endpoint_failure());
+    CHECK_FALSE(out.kernels(0).endpoint_failure().permanent());
+    CHECK(out.kernels(0).endpoint_failure().retry_after_seconds() == 600);
+  }
+  SECTION("vLLM's 400 is the request's problem, not the endpoint's") {
+    v1::GenerateResponse out = generate(VllmBadRequest(
+        "This model's maximum context length is 8192 tokens. However, you requested 9000 "
+        "tokens. Please reduce the length of the messages or completion."));
+    for (const auto& k : out.kernels()) {
+      CHECK_FALSE(k.has_endpoint_failure());
+      CHECK_THAT(k.error(), Catch::Contains("maximum context length"));
+    }
+  }
+  SECTION("unusable replies are the model's, not the endpoint's") {
+    v1::GenerateResponse out = generate(OpenAiReply("I would rather not."));
+    for (const auto& k : out.kernels()) {
+      CHECK_FALSE(k.has_endpoint_failure());
+      CHECK_THAT(k.error(), Catch::Contains("generation failed: INTERNAL"));
+    }
+  }
+}
+
+TEST_CASE("LLM brain: Anthropic's 404 for an unknown model is permanent", "[llm_brain][endpoint]") {
+  Rig rig = MakeRig(WireFormat::kAnthropic);
+  rig.server->SetDefault(AnthropicError(404, "not_found_error", "model: claude-none"));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
+  v1::GenerateResponse out;
+  REQUIRE(svc.DoGenerate(RoundRequest("job-a", "llm", 1), &out).ok());
+  REQUIRE(out.kernels(0).has_endpoint_failure());
+  CHECK(out.kernels(0).endpoint_failure().permanent());
+  CHECK_THAT(out.kernels(0).endpoint_failure().message(), Catch::Contains("model: claude-none"));
 }
 
 }  // namespace

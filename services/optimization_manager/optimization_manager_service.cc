@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/llm/accounting.h"
+#include "common/llm/endpoint_failure.h"
 #include "common/llm/usage_status.h"
 #include "common/source_text.h"
 #include "common/logging.h"
@@ -206,7 +207,22 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
         budget_spent.store(true);
         brain_errors[i] = r.status();
       }
-      out.set_error(absl::StrCat("generation failed: ", r.status().ToString()));
+      const std::string status = absl::StrCat(absl::StatusCodeToString(r.status().code()), ": ",
+                                              r.status().message());
+      out.set_error(absl::StrCat("generation failed: ", status));
+      // The endpoint's failure (down, the model not served, the key refused): flagged so
+      // the coordinator holds it against the endpoint, not the fix.
+      if (const llm::EndpointFailure f = llm::EndpointFailureOf(r.status());
+          f != llm::EndpointFailure::kNone) {
+        kagent::v1::LlmEndpointFailure* ef = out.mutable_endpoint_failure();
+        ef->set_message(status);
+        ef->set_permanent(f == llm::EndpointFailure::kPermanent);
+        if (std::optional<absl::Duration> after = llm::RetryAfterOf(r.status())) {
+          ef->set_retry_after_seconds(absl::ToDoubleSeconds(*after));
+        }
+        KLOG(WARNING).With("worker", out.assignment().worker_index())
+            << "the LLM endpoint failed: " << status;
+      }
       return;
     }
     if (checker_ != nullptr) {
