@@ -160,7 +160,7 @@ std::string RenderHtmlReport(const v1::Job& job, const std::vector<v1::Candidate
                   ".axis{stroke:#444}.line{fill:none;stroke:#1f77b4;stroke-width:2}.roof{fill:none;stroke:#d62728;stroke-width:2;stroke-dasharray:4 2}"
                   ".tick,.label{font-size:11px;fill:#444}.pt{fill:#1f77b4}.best{fill:#2ca02c}.bar{fill:#1f77b4}"
                   "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}"
-                  ".CORRECT{color:#2ca02c}.INCORRECT,.CRASH,.TIMEOUT,.OOM,.REJECTED,.COMPILE_ERROR,.INFRA_ERROR{color:#d62728}.DUPLICATE{color:#7f7f7f}"
+                  ".CORRECT{color:#2ca02c}.INCORRECT,.CRASH,.TIMEOUT,.OOM,.REJECTED,.COMPILE_ERROR,.INFRA_ERROR{color:#d62728}.DUPLICATE,.GENERATION_FAILED{color:#7f7f7f}"
                   "</style></head><body>");
   absl::StrAppend(&h, "<h1>", HtmlEscape(job.problem().name()), " <small>", HtmlEscape(job.id()), "</small></h1>");
   absl::StrAppend(&h, "<table><tr><th>state</th><td>", v1::JobState_Name(job.state()), "</td></tr>",

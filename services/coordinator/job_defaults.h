@@ -31,6 +31,13 @@ struct JobDefaults {
   // fails (see job_manager.h).
   double storage_retry_seconds = 300;
   double storage_retry_backoff_seconds = 1;
+  // A Generate whose every assignment failed on the brain's LLM endpoint (unavailable,
+  // rate or quota limits outlasting the client's retries) is made again, with backoff from
+  // `llm_retry_backoff_seconds` doubling up to 60 s (or the provider's Retry-After), for up
+  // to this long (a Retry-After is waited for in full), within the job's wall budget; then
+  // the job fails saying the LLM endpoint is at fault (job_run.h).
+  double llm_outage_seconds = 600;
+  double llm_retry_backoff_seconds = 5;
 };
 
 }  // namespace kagent

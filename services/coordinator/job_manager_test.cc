@@ -19,11 +19,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
+#include "common/status.h"
 #include "common/storage/sqlite_storage.h"
 #include "common/storage/testing/full_disk.h"
 #include "services/coordinator/job_manager.h"
 #include "services/coordinator/job_service.h"
 #include "services/coordinator/testing_fakes.h"
+#include "services/optimization_manager/optimization_manager_service.h"
+#include "engines/llm/testing/llm_test_rig.h"
 #include "services/orchestrator/planner.h"
 
 namespace kagent {
@@ -104,6 +107,16 @@ class ScriptedServices : public LoopServices {
   // Assignments of these patterns come back as the optimization manager reports a
   // duplicate kernel (no kernel, duplicate set).
   std::set<std::string> duplicate_patterns;
+  // Assignments of these patterns come back as the optimization manager reports the
+  // brain's LLM endpoint failing (no kernel, a transient endpoint_failure).
+  std::set<std::string> endpoint_failure_patterns;
+  // While above 0, every assignment of a round's Generate comes back so (counted down per
+  // call), with this Retry-After.
+  std::atomic<int> endpoint_down_calls{0};
+  double endpoint_retry_after_seconds = 0;
+  // When set, answers Generate in place of the script (after the request is recorded):
+  // e.g. a real optimization manager over a loopback LLM server.
+  std::function<absl::StatusOr<v1::GenerateResponse>(const v1::GenerateRequest&)> generate_with;
 
   // The LLM budget each request carried: -1 when absent.
   absl::Mutex mu;
@@ -172,6 +185,10 @@ class ScriptedServices : public LoopServices {
       generate_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
       generate_cost_left.push_back(r.has_llm_cost_usd_left() ? r.llm_cost_usd_left() : -1);
     }
+    if (generate_with) {
+      ++generate_calls;
+      return generate_with(r);
+    }
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     if (++generate_calls > budget_after_calls) {
       absl::Status spent =
@@ -186,6 +203,7 @@ class ScriptedServices : public LoopServices {
     }
     v1::GenerateResponse out;
     *out.mutable_llm_usage() = Usage(tokens_per_generate, cost_per_generate);
+    const bool endpoint_down = r.plan().assignments_size() > 0 && endpoint_down_calls-- > 0;
     if (r.plan().assignments_size() == 0 && r.parents().empty()) {
       {
         absl::MutexLock lock(&mu);
@@ -218,6 +236,13 @@ class ScriptedServices : public LoopServices {
       if (duplicate_patterns.count(a.prescription().pattern_id())) {
         g->set_duplicate(true);
         g->set_error("duplicate: the fix left the parent kernel unchanged");
+        continue;
+      }
+      if (endpoint_down || endpoint_failure_patterns.count(a.prescription().pattern_id())) {
+        g->set_error("generation failed: UNAVAILABLE: llm brain (rewrite_kernel): overloaded");
+        g->mutable_endpoint_failure()->set_message(
+            "UNAVAILABLE: llm brain (rewrite_kernel): overloaded (HTTP 503)");
+        g->mutable_endpoint_failure()->set_retry_after_seconds(endpoint_retry_after_seconds);
         continue;
       }
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
@@ -422,6 +447,149 @@ TEST_CASE("loop: a duplicate kernel is its own verdict, never measured") {
   CHECK(duplicates >= 1);
   for (const auto& m : loop.MeasureRequests()) {
     CHECK_THAT(m.kernel().source(), !Catch::Contains("# fix:" + loop.services.fixes.front()));
+  }
+}
+
+// No reflexion of `job` puts a pattern on the avoid-list.
+void CheckNoAvoidList(Loop& loop, const std::string& job) {
+  auto reflexions = loop.storage->ListReflexions(job);
+  REQUIRE(reflexions.ok());
+  for (const auto& r : *reflexions) {
+    INFO(r.candidate_id() << ": " << r.lesson());
+    CHECK(r.avoid_patterns().empty());
+  }
+}
+
+TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's fault, "
+          "burning no pattern") {
+  // The real optimization manager and LLM brain against a loopback vLLM that does not
+  // serve the configured model.
+  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
+  rig.server->SetDefault(llm_testing::VllmModelNotFound("test-model"));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
+  Loop loop;
+  loop.services.generate_with =
+      [&](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
+    v1::GenerateRequest llm = r;
+    llm.set_brain("llm");  // the brain this manager serves
+    v1::GenerateResponse out;
+    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
+    return out;
+  };
+  v1::Job job = loop.WaitDone(loop.Submit(3).id());
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  INFO(job.error());
+  CHECK_THAT(job.error(), Catch::StartsWith("the LLM endpoint cannot serve this job"));
+  CHECK_THAT(job.error(), Catch::Contains("The model `test-model` does not exist."));
+  CHECK_THAT(job.error(), Catch::Contains("no kernel was at fault"));
+  CHECK(loop.services.generate_calls == 1);  // not asked again: a wrong model stays wrong
+  CHECK(rig.server->request_count() >= 1);
+  CheckNoAvoidList(loop, job.id());
+  auto reflexions = loop.storage->ListReflexions(job.id());
+  REQUIRE(reflexions.ok());
+  CHECK(reflexions->empty());
+  // Only the starting kernel was recorded and measured: no candidate blames a fix.
+  auto cands = loop.storage->ListCandidates(job.id(), std::nullopt);
+  REQUIRE(cands.ok());
+  REQUIRE(cands->size() == 1);
+  CHECK(cands->front().round() == 0);
+  CHECK(loop.MeasureRequests().size() == 1);
+}
+
+TEST_CASE("loop: an LLM endpoint down for a while pauses generation; the job goes on") {
+  JobDefaults d;
+  d.llm_retry_backoff_seconds = 0.02;
+  Loop loop(":memory:", absl::Milliseconds(2), d);
+  loop.services.endpoint_down_calls = 2;
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(loop.services.generate_calls == 3);
+  int paused = 0;
+  for (const auto& e : loop.Events(job.id())) {
+    if (absl::StrContains(e.message(), "generation paused")) ++paused;
+  }
+  CHECK(paused == 2);
+  // The failed replies were not kept: every candidate is a measured kernel.
+  auto cands = loop.storage->ListCandidates(job.id(), std::nullopt);
+  REQUIRE(cands.ok());
+  for (const auto& c : *cands) CHECK(c.measurement().verdict() != v1::VERDICT_GENERATION_FAILED);
+}
+
+TEST_CASE("loop: an LLM endpoint that stays down fails the job saying so") {
+  JobDefaults d;
+  d.llm_retry_backoff_seconds = 0.02;
+  d.llm_outage_seconds = 0.2;
+  Loop loop(":memory:", absl::Milliseconds(2), d);
+  loop.services.endpoint_down_calls = 1 << 20;
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  INFO(job.error());
+  CHECK_THAT(job.error(), Catch::StartsWith("the LLM endpoint stayed unavailable for"));
+  CHECK_THAT(job.error(), Catch::Contains("overloaded (HTTP 503)"));
+  CHECK(loop.services.generate_calls >= 3);
+  CheckNoAvoidList(loop, job.id());
+}
+
+TEST_CASE("loop: a long Retry-After is waited for at the job level, within the wall budget") {
+  JobDefaults d;
+  d.llm_retry_backoff_seconds = 0.01;
+  d.llm_outage_seconds = 0.05;  // shorter than the Retry-After: it is waited for anyway
+  SECTION("within the budget: waited for, then the job goes on") {
+    Loop loop(":memory:", absl::Milliseconds(2), d);
+    loop.services.endpoint_down_calls = 1;
+    loop.services.endpoint_retry_after_seconds = 0.3;
+    const absl::Time start = absl::Now();
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    CHECK(absl::Now() - start >= absl::Milliseconds(300));
+    bool said = false;
+    for (const auto& e : loop.Events(job.id())) {
+      said = said || absl::StrContains(e.message(), "(the provider's Retry-After)");
+    }
+    CHECK(said);
+  }
+  SECTION("past the wall budget: the job fails at once, saying why") {
+    Loop loop(":memory:", absl::Milliseconds(2), d);
+    loop.services.endpoint_down_calls = 1;
+    loop.services.endpoint_retry_after_seconds = 86400;
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+    INFO(job.error());
+    CHECK_THAT(job.error(), Catch::Contains("the LLM endpoint is unavailable and waiting 86400 s"));
+    CHECK_THAT(job.error(), Catch::Contains("wall-time budget"));
+  }
+}
+
+TEST_CASE("loop: an assignment the LLM endpoint failed is GENERATION_FAILED, not a verdict "
+          "on its pattern") {
+  Loop loop;
+  const std::string failed = loop.services.fixes.front();
+  loop.services.endpoint_failure_patterns = {failed};
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  auto cands = loop.storage->ListCandidates(job.id(), std::nullopt);
+  REQUIRE(cands.ok());
+  std::set<std::string> generation_failed;
+  for (const auto& c : *cands) {
+    if (c.prescription().pattern_id() != failed) continue;
+    CHECK(c.measurement().verdict() == v1::VERDICT_GENERATION_FAILED);
+    CHECK_THAT(c.measurement().correctness().reason(),
+               Catch::StartsWith("no candidate: the LLM endpoint failed: UNAVAILABLE"));
+    generation_failed.insert(c.id());
+  }
+  CHECK(generation_failed.size() >= 1);
+  // No reflexion for them (so nothing on the avoid-list); the other candidates have theirs.
+  auto reflexions = loop.storage->ListReflexions(job.id());
+  REQUIRE(reflexions.ok());
+  CHECK_FALSE(reflexions->empty());
+  for (const auto& r : *reflexions) {
+    CHECK(generation_failed.count(r.candidate_id()) == 0);
+    for (const auto& p : r.avoid_patterns()) CHECK(p != failed);
+  }
+  for (const auto& m : loop.MeasureRequests()) {
+    CHECK_THAT(m.kernel().source(), !Catch::Contains("# fix:" + failed));
   }
 }
 

@@ -32,24 +32,25 @@ v1::JobEvent CandidateEvent(const v1::Candidate& c, v1::JobState state) {
   return e;
 }
 
+void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
+  for (absl::Time wake = absl::Now() + d; absl::Now() < wake && !stopping();) {
+    absl::SleepFor(std::min(absl::Milliseconds(100), wake - absl::Now()));
+  }
+}
+
 }  // namespace job_run_internal
 
 namespace {
 
 using job_run_internal::kStateKey;
 using job_run_internal::RanOnCpuWorker;
+using job_run_internal::SleepUnless;
 
 // What a round's candidates are called in log lines: "r1-w0".
 std::string CandidateLabel(const v1::Candidate& c) {
   return absl::StrCat("r", c.round(), "-w", c.worker_index());
 }
 
-// Sleeps `d`, waking early when `stopping` turns true.
-void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
-  for (absl::Time wake = absl::Now() + d; absl::Now() < wake && !stopping();) {
-    absl::SleepFor(std::min(absl::Milliseconds(100), wake - absl::Now()));
-  }
-}
 
 }  // namespace
 

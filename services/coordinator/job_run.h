@@ -166,6 +166,21 @@ class JobRun {
   template <typename T>
   absl::StatusOr<T> CallCharged(const char* what, const std::function<absl::StatusOr<T>()>& call);
 
+  // --- job_run_generate.cc: a Generate that waits for the brain's LLM endpoint.
+
+  // Makes the Generate call `g` (CallCharged, with what is left of the LLM budget). When
+  // no kernel came back and the brain's LLM endpoint failed (GeneratedKernel
+  // .endpoint_failure), nothing of the reply is kept: a permanent failure (the model not
+  // served, the key refused) is FAILED_PRECONDITION "the LLM endpoint ..."; a transient
+  // one pauses the job and asks again, with backoff from
+  // JobDefaults::llm_retry_backoff_seconds doubling up to 60 s, or as long as the
+  // provider's Retry-After says, while the job's wall budget lasts and (Retry-After aside)
+  // for up to llm_outage_seconds; then FAILED_PRECONDITION "the LLM endpoint ...". A reply
+  // with at least one kernel is returned as it is. `what` names the call in events
+  // ("round 2", "the first kernel"). CANCELLED when the job stops while waiting.
+  absl::StatusOr<v1::GenerateResponse> GenerateAwaitingEndpoint(v1::GenerateRequest g,
+                                                                const std::string& what);
+
   // --- job_run_start.cc: the starting kernel.
 
   Stop Baseline();

@@ -33,7 +33,8 @@ std::string RoundCheckpointKey(int round) { return absl::StrCat("round-", round)
 std::string RoundVariantsKey(int round) { return absl::StrCat("round-", round, "-variants"); }
 
 // The candidate for generated kernel `gk` of round `round` (verdict DUPLICATE when the
-// brain's kernel was a duplicate, COMPILE_ERROR when it returned no kernel).
+// brain's kernel was a duplicate, GENERATION_FAILED when its LLM endpoint failed,
+// COMPILE_ERROR when it returned no kernel otherwise).
 v1::Candidate GeneratedCandidate(const std::string& job_id, int round,
                                  const v1::GeneratedKernel& gk) {
   v1::Candidate c;
@@ -46,10 +47,14 @@ v1::Candidate GeneratedCandidate(const std::string& job_id, int round,
   *c.mutable_kernel() = gk.kernel();
   *c.mutable_created_at() = TimeUtil::GetCurrentTime();
   if (gk.kernel().source().empty()) {
-    c.mutable_measurement()->set_verdict(gk.duplicate() ? v1::VERDICT_DUPLICATE
-                                                         : v1::VERDICT_COMPILE_ERROR);
+    c.mutable_measurement()->set_verdict(gk.duplicate()               ? v1::VERDICT_DUPLICATE
+                                         : gk.has_endpoint_failure() ? v1::VERDICT_GENERATION_FAILED
+                                                                     : v1::VERDICT_COMPILE_ERROR);
     c.mutable_measurement()->mutable_correctness()->set_reason(
-        gk.error().empty() ? "the brain returned no kernel" : gk.error());
+        gk.has_endpoint_failure()
+            ? absl::StrCat("no candidate: the LLM endpoint failed: ", gk.endpoint_failure().message())
+        : gk.error().empty() ? "the brain returned no kernel"
+                             : gk.error());
   }
   return c;
 }
@@ -193,9 +198,8 @@ JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
   *g.mutable_gpu() = gpu_;
   g.set_brain(cfg_.brain());
   for (const auto& r : memory) *g.add_memory() = r;
-  SetLlmBudgetLeft(g);
-  absl::StatusOr<v1::GenerateResponse> gen = CallCharged<v1::GenerateResponse>(
-      "optimization manager", [&] { return deps_.services->Generate(g, cancel_); });
+  absl::StatusOr<v1::GenerateResponse> gen =
+      GenerateAwaitingEndpoint(std::move(g), absl::StrCat("round ", round));
   if (!gen.ok()) return StopFromStatus(gen.status());
   // Stored now: after the round checkpoint, this Generate is not made again.
   if (absl::Status ps = Persist([](v1::Job&) {}); !ps.ok()) return StopFromStatus(ps);
@@ -278,6 +282,8 @@ JobRun::Stop JobRun::RecordAttempts(int round, const std::vector<v1::Candidate>&
                                   c.prescription().pattern_id()));
     Emit(e);
     if (reflected.count(c.id())) continue;
+    // The endpoint's failure says nothing about the fix: no reflexion, no avoid-list.
+    if (c.measurement().verdict() == v1::VERDICT_GENERATION_FAILED) continue;
     auto parent = by_id.find(c.parent_id());
     absl::Status rs = Reflect(round, c, parent == by_id.end() ? nullptr : parent->second);
     if (!rs.ok()) return StopFromStatus(rs);

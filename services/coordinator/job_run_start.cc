@@ -122,9 +122,7 @@ absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel() {
   *g.mutable_op_signature() = signature_;
   if (!gpu_.name().empty()) *g.mutable_gpu() = gpu_;
   g.set_brain(cfg_.brain());
-  SetLlmBudgetLeft(g);
-  absl::StatusOr<v1::GenerateResponse> r = CallCharged<v1::GenerateResponse>(
-      "optimization manager", [&] { return deps_.services->Generate(g, cancel_); });
+  absl::StatusOr<v1::GenerateResponse> r = GenerateAwaitingEndpoint(g, "the first kernel");
   if (!r.ok()) return r.status();
   if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
     return absl::InternalError(r->kernels_size() > 0 && !r->kernels(0).error().empty()

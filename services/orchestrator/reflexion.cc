@@ -119,6 +119,9 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
     }
     const bool infra = am.verdict() == kagent::v1::VERDICT_INFRA_ERROR;
     const bool duplicate = am.verdict() == kagent::v1::VERDICT_DUPLICATE;
+    // The coordinator writes no reflexion for GENERATION_FAILED (the LLM endpoint failed);
+    // should one come here anyway, it is not held against the pattern either.
+    const bool generation_failed = am.verdict() == kagent::v1::VERDICT_GENERATION_FAILED;
     out.set_lesson(absl::StrCat(
         "Applied ", what, " to ", out.parent_id(), ": ", VerdictName(am.verdict()),
         reason.empty() ? "" : absl::StrCat(" (", reason, ")"), "; expected ", X(expected),
@@ -126,9 +129,14 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
         infra       ? "An infrastructure failure says nothing about the fix: retry it."
         : duplicate ? "The move made no new kernel, so nothing was measured; the pattern is "
                       "neither confirmed nor refuted."
-                    : "The diagnosis could not be tested; do not repeat this change on this "
+        : generation_failed
+            ? "The LLM endpoint failed, so no kernel was made; the pattern is neither "
+              "confirmed nor refuted."
+            : "The diagnosis could not be tested; do not repeat this change on this "
                       "kernel without fixing the failure."));
-    if (!infra && !duplicate && !avoidable.empty()) out.add_avoid_patterns(avoidable);
+    if (!infra && !duplicate && !generation_failed && !avoidable.empty()) {
+      out.add_avoid_patterns(avoidable);
+    }
     suggest(parent.report(), /*exclude_contradicting=*/false);
     return out;
   }

@@ -218,6 +218,16 @@ TEST_CASE("a failed verdict is ineffective with the verdict as the lesson", "[re
     CHECK_THAT(dup->lesson(), Catch::Contains("DUPLICATE (duplicate: the fix left"));
     CHECK_THAT(dup->lesson(), Catch::Contains("neither confirmed nor refuted"));
   }
+  SECTION("a failed LLM endpoint is not held against the pattern") {
+    attempt.mutable_measurement()->set_verdict(kagent::v1::VERDICT_GENERATION_FAILED);
+    attempt.mutable_measurement()->mutable_correctness()->set_reason(
+        "no candidate: the LLM endpoint failed: UNAVAILABLE: overloaded");
+    auto gen = HeuristicReflect(parent, attempt, context);
+    REQUIRE(gen.ok());
+    CHECK(gen->avoid_patterns().empty());
+    CHECK_THAT(gen->lesson(), Catch::Contains("GENERATION_FAILED (no candidate"));
+    CHECK_THAT(gen->lesson(), Catch::Contains("The LLM endpoint failed"));
+  }
 }
 
 TEST_CASE("without metrics or a database the speedup decides", "[reflexion]") {
