@@ -64,6 +64,13 @@ class Reader {
     *out = static_cast<int>(v);
     return absl::OkStatus();
   }
+  absl::Status Bool(const char* key, bool* out) const {
+    if (!obj_.contains(key)) return absl::OkStatus();
+    const json& v = obj_[key];
+    if (!v.is_boolean()) return Bad(key, "true or false");
+    *out = v.get<bool>();
+    return absl::OkStatus();
+  }
   absl::Status Seconds(const char* key, absl::Duration* out, double min) const {
     double s = absl::ToDoubleSeconds(*out);
     if (absl::Status st = Number(key, &s, min); !st.ok()) return st;
@@ -98,7 +105,7 @@ absl::Status Parse(const json& config, LlmConfig* c) {
   KAGENT_RETURN_IF_ERROR(r.CheckKeys({"provider", "base_url", "model", "api_key_env", "api_key_file",
                               "anthropic_version", "max_tokens", "temperature", "timeout_s",
                               "connect_timeout_s", "retry", "breaker", "prices", "budgets",
-                              "cassette", "prompts_dir"}));
+                              "cassette", "prompts_dir", "probe"}));
   KAGENT_RETURN_IF_ERROR(r.String("provider", &c->provider));
   KAGENT_RETURN_IF_ERROR(r.String("base_url", &c->base_url));
   KAGENT_RETURN_IF_ERROR(r.String("model", &c->model));
@@ -114,6 +121,7 @@ absl::Status Parse(const json& config, LlmConfig* c) {
   KAGENT_RETURN_IF_ERROR(r.Seconds("timeout_s", &c->timeout, 0.001));
   KAGENT_RETURN_IF_ERROR(r.Seconds("connect_timeout_s", &c->connect_timeout, 0.001));
   KAGENT_RETURN_IF_ERROR(r.String("prompts_dir", &c->prompts_dir));
+  KAGENT_RETURN_IF_ERROR(r.Bool("probe", &c->probe));
   if (r.Has("retry")) {
     Reader q = r.Child("retry");
     KAGENT_RETURN_IF_ERROR(q.CheckKeys({"max_attempts", "initial_backoff_s", "max_backoff_s",

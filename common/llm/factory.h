@@ -61,6 +61,9 @@ struct LlmConfig {
   CassetteMode cassette_mode = CassetteMode::kOff;
   std::string cassette_path;
   std::string prompts_dir;
+  // Services probe the endpoint before they start (endpoint_probe.h); false skips it,
+  // for endpoints without GET /v1/models.
+  bool probe = true;
 };
 
 // Parses the JSON form above. INVALID_ARGUMENT naming the offending key.

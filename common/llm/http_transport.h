@@ -1,4 +1,5 @@
-// The HTTP seam: one POST, one response. CurlTransport is the libcurl implementation.
+// The HTTP seam: one request (a POST, or a GET for the endpoint probe), one response.
+// CurlTransport is the libcurl implementation.
 //
 // Thread-safety: Post() may be called from many threads at once (each call uses its own
 // curl easy handle).
@@ -16,6 +17,8 @@
 namespace kagent::llm {
 
 struct HttpRequest {
+  // "POST" (with `body`) or "GET" (no body).
+  std::string method = "POST";
   std::string url;
   // Header name/value pairs, sent as given. Values may hold secrets: never log them.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -40,6 +43,7 @@ class HttpTransport {
   //   UNAVAILABLE        connection refused/reset, nothing received, truncated body
   //   INVALID_ARGUMENT   malformed URL
   //   INTERNAL           the body exceeded the size cap, or anything else libcurl reports
+  // Sends `request` with its method (the name is the common case's).
   virtual absl::StatusOr<HttpResponse> Post(const HttpRequest& request) = 0;
 };
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
+#include "common/llm/endpoint_probe.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -77,6 +78,14 @@ absl::Status SetUpOptimizationManager(const OptimizationManagerSetupOptions& o,
     }
     if (o.llm_brain_name == kHeuristic) {
       return absl::InvalidArgumentError("the LLM brain cannot be named \"heuristic\"");
+    }
+    // A wrong model, a refused key or a dead endpoint is a refusal to start, not a
+    // failure of every job (a replayed cassette needs no endpoint).
+    if (config.probe && config.cassette_mode != llm::CassetteMode::kReplay) {
+      if (absl::Status probe = llm::ProbeLlmEndpoint(config, o.llm_deps.transport); !probe.ok()) {
+        return absl::Status(probe.code(), absl::StrCat("LLM brain from ", o.llm_config, ": ",
+                                                       probe.message()));
+      }
     }
     auto* brain = ctx.Keep(std::make_unique<LlmKernelBrain>(
         stack->client, stack->prompts, LlmBrainOptions{.name = o.llm_brain_name}));

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -155,6 +156,24 @@ ScriptedResponse AnthropicError(int status, absl::string_view type, absl::string
                                           {"message", std::string(message)}}}});
 }
 
+ScriptedResponse ModelList(WireFormat format, const std::vector<std::string>& ids) {
+  json data = json::array();
+  for (const std::string& id : ids) {
+    if (format == WireFormat::kOpenAi) {
+      data.push_back({{"id", id}, {"object", "model"}, {"created", 1700000000},
+                      {"owned_by", "vllm"}, {"max_model_len", 32768}});
+    } else {
+      data.push_back({{"type", "model"}, {"id", id}, {"display_name", id},
+                      {"created_at", "2025-09-29T00:00:00Z"}});
+    }
+  }
+  if (format == WireFormat::kOpenAi) return JsonResponse(200, {{"object", "list"}, {"data", data}});
+  return JsonResponse(200, {{"data", data},
+                            {"has_more", false},
+                            {"first_id", ids.empty() ? json(nullptr) : json(ids.front())},
+                            {"last_id", ids.empty() ? json(nullptr) : json(ids.back())}});
+}
+
 absl::StatusOr<std::unique_ptr<FakeLlmServer>> FakeLlmServer::Start(WireFormat format) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
@@ -220,6 +239,11 @@ void FakeLlmServer::SetDefault(ScriptedResponse response) {
   default_ = std::move(response);
 }
 
+void FakeLlmServer::SetModelsResponse(ScriptedResponse response) {
+  absl::MutexLock lock(&mu_);
+  models_ = std::move(response);
+}
+
 std::vector<ReceivedRequest> FakeLlmServer::requests() {
   absl::MutexLock lock(&mu_);
   return requests_;
@@ -262,6 +286,10 @@ void FakeLlmServer::AcceptLoop() {
 ScriptedResponse FakeLlmServer::NextResponse(const ReceivedRequest& request) {
   absl::MutexLock lock(&mu_);
   requests_.push_back(request);
+  if (request.method == "GET" && absl::StartsWith(request.path, "/v1/models") &&
+      models_.has_value()) {
+    return *models_;
+  }
   if (request.method != "POST" || request.path != api_path()) {
     const std::string msg = absl::StrCat("fake server: no route for ", request.method, " ",
                                          request.path);

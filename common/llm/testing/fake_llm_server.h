@@ -9,8 +9,9 @@
 //
 // Requests to the format's API path (POST /v1/chat/completions or /v1/messages) take the
 // next scripted response, or the default one when the script is empty (a 500 error body
-// saying so, unless SetDefault was called). Other paths get 404 in the format's error
-// shape. Every request is recorded. Each connection is served on its own thread and
+// saying so, unless SetDefault was called). GET /v1/models gets the response set with
+// SetModelsResponse (e.g. ModelList), or 404 when none was set. Other paths get 404 in
+// the format's error shape. Every request is recorded. Each connection is served on its own thread and
 // closed after one response ("Connection: close").
 //
 // Faults: a delay before anything is sent (slow responses), a body cut short after the
@@ -24,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -87,6 +89,10 @@ ScriptedResponse AnthropicReply(absl::string_view content, int64_t input_tokens 
                                 absl::string_view stop_reason = "end_turn");
 ScriptedResponse AnthropicError(int status, absl::string_view type,
                                 absl::string_view message);
+// GET /v1/models: {"object":"list","data":[{"id","object":"model","owned_by"}...]}
+// (OpenAI, vLLM, SGLang) or {"data":[{"type":"model","id","display_name"}...],
+// "has_more":false} (Anthropic).
+ScriptedResponse ModelList(WireFormat format, const std::vector<std::string>& ids);
 
 class FakeLlmServer {
  public:
@@ -107,6 +113,8 @@ class FakeLlmServer {
   // Appends to the script.
   void Enqueue(ScriptedResponse response);
   void SetDefault(ScriptedResponse response);
+  // The answer to every GET /v1/models.
+  void SetModelsResponse(ScriptedResponse response);
   std::vector<ReceivedRequest> requests();
   size_t request_count();
   size_t script_left();
@@ -128,6 +136,7 @@ class FakeLlmServer {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<ScriptedResponse> script_ ABSL_GUARDED_BY(mu_);
   ScriptedResponse default_ ABSL_GUARDED_BY(mu_);
+  std::optional<ScriptedResponse> models_ ABSL_GUARDED_BY(mu_);
   std::vector<ReceivedRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> connections_ ABSL_GUARDED_BY(mu_);
 };
