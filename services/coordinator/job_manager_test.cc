@@ -528,7 +528,7 @@ TEST_CASE("loop: an LLM endpoint that stays down fails the job saying so") {
   INFO(job.error());
   CHECK_THAT(job.error(), Catch::StartsWith("the LLM endpoint stayed unavailable for"));
   CHECK_THAT(job.error(), Catch::Contains("overloaded (HTTP 503)"));
-  CHECK(loop.services.generate_calls >= 3);
+  CHECK(loop.services.generate_calls >= 2);  // asked again before giving up
   CheckNoAvoidList(loop, job.id());
 }
 

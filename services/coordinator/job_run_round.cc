@@ -47,14 +47,19 @@ v1::Candidate GeneratedCandidate(const std::string& job_id, int round,
   *c.mutable_kernel() = gk.kernel();
   *c.mutable_created_at() = TimeUtil::GetCurrentTime();
   if (gk.kernel().source().empty()) {
-    c.mutable_measurement()->set_verdict(gk.duplicate()               ? v1::VERDICT_DUPLICATE
-                                         : gk.has_endpoint_failure() ? v1::VERDICT_GENERATION_FAILED
-                                                                     : v1::VERDICT_COMPILE_ERROR);
-    c.mutable_measurement()->mutable_correctness()->set_reason(
-        gk.has_endpoint_failure()
-            ? absl::StrCat("no candidate: the LLM endpoint failed: ", gk.endpoint_failure().message())
-        : gk.error().empty() ? "the brain returned no kernel"
-                             : gk.error());
+    v1::Measurement* m = c.mutable_measurement();
+    if (gk.duplicate()) {
+      m->set_verdict(v1::VERDICT_DUPLICATE);
+    } else if (gk.has_endpoint_failure()) {
+      m->set_verdict(v1::VERDICT_GENERATION_FAILED);
+    } else {
+      m->set_verdict(v1::VERDICT_COMPILE_ERROR);
+    }
+    m->mutable_correctness()->set_reason(
+        gk.has_endpoint_failure() ? absl::StrCat("no candidate: the LLM endpoint failed: ",
+                                                 gk.endpoint_failure().message())
+        : gk.error().empty()      ? std::string("the brain returned no kernel")
+                                  : gk.error());
   }
   return c;
 }
