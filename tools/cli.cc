@@ -21,8 +21,9 @@
 #include "common/proto_json.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tools/bench.h"
-#include "tools/report.h"
 #include "tools/enum_names.h"
+#include "tools/package.h"
+#include "tools/report.h"
 
 namespace kagent::cli {
 namespace {
@@ -46,6 +47,7 @@ struct Flags {
   double llm_cost_usd = 0;
   double target_efficiency = 0;
   bool watch = false;
+  bool package = false;
   double timeout_seconds = 30;
 };
 
@@ -61,6 +63,7 @@ constexpr char kUsage[] =
     "  list [--state S] [--limit N]\n"
     "  cancel JOB [--reason TEXT]\n"
     "  export JOB DIR             JSON, kernel files and report.html\n"
+    "  export JOB DIR --package   the best kernel as a Python package (a torch custom op)\n"
     "  bench DIR --out OUTDIR [--rounds N] [--beam-width K] [--fixes-per-kernel M] [--only P]\n"
     "            [--concurrency N] [--without-start]   run a suite (docs/benchmarks.md)\n"
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
@@ -322,6 +325,41 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
   return 0;
 }
 
+// `kagent export JOB DIR --package`: the best kernel as a Python package in DIR.
+int ExportPackage(Client& c, const std::string& job_id, const std::string& dir, std::ostream& out,
+                  std::ostream& err) {
+  v1::GetJobRequest g;
+  g.set_job_id(job_id);
+  v1::GetJobResponse job;
+  auto ctx = c.Ctx();
+  grpc::Status s = c.stub()->GetJob(ctx.get(), g, &job);
+  if (!s.ok()) return c.Fail(s);
+  absl::StatusOr<PythonPackage> package = RenderPythonPackage(job.job());
+  if (!package.ok()) {
+    err << "kagent: " << package.status().message() << "\n";
+    return 1;
+  }
+  for (const PackageFile& file : package->files) {
+    fs::path p = fs::path(dir) / file.path;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    absl::Status written = WriteFileAtomically(p.string(), file.contents);
+    if (!written.ok()) {
+      err << "kagent: " << written.message() << "\n";
+      return 1;
+    }
+  }
+  const std::string folder = (fs::path(dir) / package->name).string();
+  const bool cpu = job.job().result().best_measurement().gpu_name().rfind("cpu", 0) == 0;
+  out << "wrote package " << package->name << " to " << folder << "\n"
+      << "  test it:  " << (cpu ? "TRITON_INTERPRET=1 " : "") << "python -m pytest " << folder
+      << "\n  use it:   import " << package->name << " (with " << dir
+      << " on sys.path); README.md says how\n"
+      << "  next job: kagent submit PROBLEM.py --kernel " << (fs::path(folder) / "kernel.py").string()
+      << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -354,6 +392,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
               "roofline, of speed of light where the op gives no FLOPs/bytes (submit; "
               "default the server's, 90)");
   o.AddBool("watch", &f.watch, "after submit, watch the job");
+  o.AddBool("package", &f.package,
+            "export the best kernel as a Python package (a torch.library custom op) (export)");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
   std::vector<const char*> argv;
   argv.push_back("kagent");
@@ -545,6 +585,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "export") {
     if (!need(2, "JOB DIR")) return 2;
     if (!c.Connect()) return 1;
+    if (f.package) return ExportPackage(c, pos[1], pos[2], out, err);
     return Export(c, pos[1], pos[2], out, err);
   }
   err << "kagent: unknown command '" << cmd << "'\n" << kUsage;
