@@ -210,6 +210,13 @@ TEST_CASE("kagentd: a real job end to end on the CPU worker, survives a restart"
     CHECK(absl::StrContains(ReadFile(dir + "/export/report.html"), "Best speedup by round"));
     CHECK(!ReadFile(dir + "/export/best_kernel.py").empty());
     CHECK(absl::StrContains(ReadFile(dir + "/export/job.json"), "\"speedup_vs_eager\""));
+    // The best kernel as a package (tools/package_test.cc runs a recorded job's pytest).
+    REQUIRE(d.Cli({"export", job, dir + "/pkg", "--package"}, &out) == 0);
+    CHECK(absl::StrContains(out, "wrote package kagent_problem_relu_add"));
+    CHECK(ReadFile(dir + "/pkg/kagent_problem_relu_add/kernel.py") ==
+          ReadFile(dir + "/export/best_kernel.py"));
+    CHECK(absl::StrContains(ReadFile(dir + "/pkg/kagent_problem_relu_add/__init__.py"),
+                            "torch.library.custom_op"));
     // Watching a finished job replays its events and ends.
     REQUIRE(d.Cli({"watch", job}, &out) == 0);
     CHECK(absl::StrContains(out, "DONE"));
