@@ -9,7 +9,7 @@
 //     get JOB [--kernel-out FILE]
 //     list [--state STATE] [--limit N]
 //     cancel JOB [--reason TEXT]
-//     export JOB DIR
+//     export JOB DIR [--package]   (--package: tools/package.h)
 //     bench DIR --out OUTDIR [...]   (tools/bench.h)
 //
 // --server defaults to KAGENT_SERVER, else 127.0.0.1:50051; --token to KAGENT_TOKEN.
