@@ -69,7 +69,8 @@ constexpr char kUsage[] =
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
-    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n"
+    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels;\n"
+    "W must be a multiple of K, and K given (--beam-width, or 1 under --strategy greedy).\n"
     "--strategy greedy keeps one kernel a round (K = 1): a --beam-width other than 1 with it is\n"
     "refused. --kernel FILE must not be empty; leave it out to let the brain write the first.\n";
 
@@ -474,14 +475,6 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       }
       cfg->set_fixes_per_kernel(f.fixes_per_kernel);
     }
-    if (given("workers")) {
-      int k = beam_width.value_or(2);
-      if (f.workers < 1) {
-        err << "kagent: --workers must be >= 1\n";
-        return 2;
-      }
-      cfg->set_fixes_per_kernel(std::max(1, (f.workers + k - 1) / k));
-    }
     if (!f.strategy.empty()) {
       std::string s = absl::AsciiStrToLower(f.strategy);
       if (s == "beam") cfg->set_strategy(v1::SEARCH_STRATEGY_BEAM);
@@ -490,6 +483,36 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         err << "kagent: --strategy must be beam or greedy\n";
         return 2;
       }
+    }
+    if (given("workers")) {
+      // W candidates a round are K x M: W is split over K kernels exactly or refused,
+      // never rounded to another count.
+      if (f.workers < 1) {
+        err << "kagent: --workers must be >= 1\n";
+        return 2;
+      }
+      std::optional<int> k = beam_width;
+      if (!k.has_value() && cfg->strategy() == v1::SEARCH_STRATEGY_GREEDY) k = 1;
+      if (!k.has_value()) {
+        err << "kagent: --workers " << f.workers
+            << " is split over the beam's K kernels: give --beam-width K with it (or "
+               "--strategy greedy, where K is 1); the server's default K is not known here\n";
+        return 2;
+      }
+      if (f.workers % *k != 0) {
+        int below = f.workers / *k * *k;
+        err << "kagent: --workers " << f.workers << " is not a multiple of the beam width " << *k
+            << ": a round has K x M candidates; give --workers "
+            << (below > 0 ? absl::StrCat(below, " or ") : "") << below + *k
+            << ", or --fixes-per-kernel M\n";
+        return 2;
+      }
+      if (f.workers / *k > 16) {
+        err << "kagent: --workers " << f.workers << " over " << *k << " beam kernels is "
+            << f.workers / *k << " fixes for each; at most 16 (--fixes-per-kernel's range)\n";
+        return 2;
+      }
+      cfg->set_fixes_per_kernel(f.workers / *k);
     }
     if (!f.brain.empty()) cfg->set_brain(f.brain);
     if (o.SourceOf("target-efficiency") != "default") {

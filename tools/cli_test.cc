@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "tools/cli.h"
 #include "tools/report.h"
 
@@ -61,6 +62,37 @@ TEST_CASE("cli: submit's --beam-width and --fixes-per-kernel are 1..16") {
   CHECK(err.find("UNAVAILABLE") != std::string::npos);
   CHECK(RunCli({"--help"}, &out, &err) == 0);
   CHECK(out.find("--fixes-per-kernel") != std::string::npos);
+  std::filesystem::remove(problem);
+}
+
+TEST_CASE("cli: submit --workers is split over the beam exactly, or refused, never rounded") {
+  std::string problem = std::filesystem::temp_directory_path() /
+                        ("kagent_cli_test_workers_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(problem) << "class Model: pass\n";
+  std::string out, err;
+  // Once stored as 2 fixes on each of K = 2 kernels: 4 candidates for 3 workers.
+  CHECK(RunCli({"submit", problem, "--beam-width", "2", "--workers", "3"}, &out, &err) == 2);
+  CHECK(err == "kagent: --workers 3 is not a multiple of the beam width 2: a round has K x M "
+               "candidates; give --workers 2 or 4, or --fixes-per-kernel M\n");
+  CHECK(RunCli({"submit", problem, "--beam-width", "4", "--workers", "2"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "give --workers 4, or --fixes-per-kernel M"));
+  // Once split over an assumed K = 2 whatever the server's default or the strategy.
+  CHECK(RunCli({"submit", problem, "--workers", "4"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "give --beam-width K with it (or --strategy greedy, where K is 1)"));
+  CHECK(RunCli({"submit", problem, "--beam-width", "1", "--workers", "17"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "17 fixes for each; at most 16"));
+  CHECK(RunCli({"submit", problem, "--beam-width", "2", "--workers", "0"}, &out, &err) == 2);
+  CHECK(err == "kagent: --workers must be >= 1\n");
+  // Accepted: past the checks, to the (absent) server. Greedy is K = 1: 3 workers are 3
+  // fixes on its one kernel.
+  for (std::vector<std::string> ok : {std::vector<std::string>{"--strategy", "greedy", "--workers", "3"},
+                                      {"--beam-width", "2", "--workers", "4"}}) {
+    std::vector<std::string> args = {"--server", "127.0.0.1:1", "--timeout-seconds", "2", "submit",
+                                     problem};
+    args.insert(args.end(), ok.begin(), ok.end());
+    CHECK(RunCli(args, &out, &err) == 1);
+    CHECK(absl::StrContains(err, "UNAVAILABLE"));
+  }
   std::filesystem::remove(problem);
 }
 
