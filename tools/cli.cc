@@ -113,6 +113,13 @@ class Client {
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
 
+// A speedup after "->": "1.92x", "0.80x (1.25x slower)"; "n/a" when not measured.
+std::string Speedup(double ratio) {
+  if (ratio <= 0) return "n/a";
+  if (ratio >= 1) return absl::StrFormat("%.2fx", ratio);
+  return absl::StrFormat("%.2fx (%.2fx slower)", ratio, 1 / ratio);
+}
+
 }  // namespace
 
 void PrintJob(const v1::Job& j, std::ostream& out) {
@@ -160,6 +167,10 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.best_candidate_id().empty()) {
     out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
     out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
+    const bool on_cpu = b.gpu_name().rfind("cpu", 0) == 0;
+    if (on_cpu) {
+      out << "  timings         Triton's interpreter on the CPU: correctness is real, these are not GPU times\n";
+    }
     // The lineage starts at the starting kernel: when it is the best, there is no ratio to
     // give. Otherwise the final run timed the start beside the best (the baseline run's
     // median stands in should that run not have timed it).
@@ -169,14 +180,22 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     if (r.lineage_size() > 0 && r.lineage(0) == r.best_candidate_id()) {
       out << "  starting kernel the best kernel is the starting kernel: no candidate beat it\n";
     } else if (start_ms > 0 && r.speedup_vs_start() > 0) {
-      out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", start_ms, r.speedup_vs_start());
+      out << absl::StrFormat("  starting kernel %10.4f ms  -> %s\n", start_ms, Speedup(r.speedup_vs_start()));
     } else {
       out << "  starting kernel -  (not timed)\n";
     }
-    out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
-    out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
-    out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
-                           r.roofline_efficiency_pct());
+    out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %s\n", b.eager().median_ms(),
+                           Speedup(r.speedup_vs_eager()));
+    out << absl::StrFormat("  torch.compile   %10.4f ms  -> %s\n", b.compiled().median_ms(),
+                           Speedup(r.speedup_vs_compile()));
+    if (r.roofline_efficiency_pct() > 0) {
+      out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
+                             r.roofline_efficiency_pct());
+    } else {
+      out << "  roofline        n/a  ("
+          << (on_cpu ? "no hardware counters under Triton's interpreter" : "the best kernel has no profile")
+          << ")\n";
+    }
     if (r.roofline_bound_pct() > 0) {
       out << absl::StrFormat("  AI roofline     %.1f%%  (useful work vs the roofline at the op's arithmetic intensity)\n",
                              r.roofline_bound_pct());
@@ -196,6 +215,55 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   }
 }
 
+WatchPrinter::WatchPrinter(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+
+std::string WatchPrinter::Bar() const {
+  constexpr int kWidth = 30;
+  int done = total_ > 0 ? std::min(kWidth, kWidth * round_ / total_) : 0;
+  return absl::StrCat("[", std::string(done, '#'), std::string(kWidth - done, '.'), "] round ",
+                      round_, "/", total_,
+                      absl::StrFormat("  best %.2fx  measured %d", best_, measured_));
+}
+
+void WatchPrinter::Print(const v1::JobEvent& e) {
+  if (e.total_rounds() > 0) total_ = e.total_rounds();
+  if (e.round() > 0) round_ = e.round();
+  if (e.best_speedup() > 0) best_ = e.best_speedup();
+  std::string line;
+  switch (e.type()) {
+    case v1::JOB_EVENT_CANDIDATE_MEASURED: {
+      ++measured_;
+      const v1::Candidate& cand = e.candidate();
+      // A candidate of no round and no prescription is the starting kernel (its baseline).
+      const std::string& pattern = cand.prescription().pattern_id();
+      std::string what = !pattern.empty()                       ? pattern
+                         : cand.round() == 0 && cand.parent_id().empty() ? "starting kernel"
+                                                                         : "";
+      const v1::Measurement& m = cand.measurement();
+      std::string ms = m.candidate().median_ms() > 0
+                           ? absl::StrFormat("%10.4f ms", m.candidate().median_ms())
+                           : absl::StrFormat("%13s", "-");
+      line = absl::StrFormat("  %-28s %-14s %s", cand.id(), VerdictName(m.verdict()), ms);
+      if (!what.empty()) absl::StrAppend(&line, "  ", what);
+      break;
+    }
+    case v1::JOB_EVENT_REFLEXION_WRITTEN:
+      line = "    reflexion: " + e.message();
+      break;
+    default:
+      line = absl::StrCat("#", e.sequence(), " ", e.message());
+  }
+  if (tty_) out_ << "\r\033[K";
+  out_ << line << "\n";
+  if (tty_) out_ << Bar();
+  out_ << std::flush;  // progress shows at once in pipes and logs too
+  if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state_ = e.state();
+}
+
+void WatchPrinter::Finish() {
+  if (tty_) out_ << "\r\033[K" << Bar() << "\n";
+}
+
 namespace {
 
 int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out) {
@@ -204,46 +272,13 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
   req.set_from_sequence(from);
   auto ctx = c.Ctx(/*streaming=*/true);
   auto reader = c.stub()->WatchJob(ctx.get(), req);
-  bool tty = isatty(STDOUT_FILENO) && &out == &std::cout;
+  WatchPrinter printer(out, isatty(STDOUT_FILENO) && &out == &std::cout);
   v1::JobEvent e;
-  v1::JobState final_state = v1::JOB_STATE_UNSPECIFIED;
-  int total = 0, round = 0;
-  double best = 0;
-  int measured = 0;
-  auto bar = [&] {
-    int width = 30;
-    int done = total > 0 ? std::min(width, width * round / total) : 0;
-    return absl::StrCat("[", std::string(done, '#'), std::string(width - done, '.'), "] round ", round, "/",
-                        total, absl::StrFormat("  best %.2fx  measured %d", best, measured));
-  };
-  while (reader->Read(&e)) {
-    if (e.total_rounds() > 0) total = e.total_rounds();
-    if (e.round() > 0) round = e.round();
-    if (e.best_speedup() > 0) best = e.best_speedup();
-    std::string line;
-    switch (e.type()) {
-      case v1::JOB_EVENT_CANDIDATE_MEASURED:
-        ++measured;
-        line = absl::StrFormat("  %-28s %-14s %10.4f ms  %s", e.candidate().id(),
-                               VerdictName(e.candidate().measurement().verdict()),
-                               e.candidate().measurement().candidate().median_ms(),
-                               e.candidate().prescription().pattern_id());
-        break;
-      case v1::JOB_EVENT_REFLEXION_WRITTEN:
-        line = "    reflexion: " + e.message();
-        break;
-      default:
-        line = absl::StrCat("#", e.sequence(), " ", e.message());
-    }
-    if (tty) out << "\r\033[K";
-    out << line << "\n";
-    if (tty) out << bar();
-    out << std::flush;  // progress shows at once in pipes and logs too
-    if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state = e.state();
-  }
-  if (tty) out << "\r\033[K" << bar() << "\n";
+  while (reader->Read(&e)) printer.Print(e);
+  printer.Finish();
   grpc::Status s = reader->Finish();
   if (!s.ok()) return c.Fail(s);
+  v1::JobState final_state = printer.final_state();
   if (final_state == v1::JOB_STATE_UNSPECIFIED) {
     // Resumed past the end: read the state.
     v1::GetJobRequest g;
