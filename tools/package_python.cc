@@ -63,19 +63,37 @@ def verified_inputs():
             inputs = _reference.get_inputs()
         sig = [("tensor", tuple(x.shape), tuple(x.stride()), x.dtype)
                if isinstance(x, torch.Tensor) else ("value", x) for x in inputs]
-        outputs = None
-        try:
-            ref = _meta(_reference.Model, *_reference.get_init_inputs())
-            out = ref(*[torch.empty_strided(s[1], s[2], dtype=s[3], device="meta")
-                        if s[0] == "tensor" else s[1] for s in sig])
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            if all(isinstance(o, torch.Tensor) for o in outs):
-                outputs = ([(tuple(o.shape), o.dtype) for o in outs],
-                           not isinstance(out, (tuple, list)))
-        except Exception:  # the reference does not run on meta tensors: no op
-            outputs = None
-        _signature, _outputs = sig, outputs
+        _signature, _outputs = sig, _output_signature(sig)
         return _signature
+
+
+def _output_signature(sig):
+    """The reference's outputs on the verified inputs, for the op's fake implementation:
+    from a run on meta tensors, else (a reference that needs real data) from one real run
+    on the CPU. None when its outputs are not tensors: then there is no op, and every call
+    takes the reference."""
+    def run(device):
+        torch.manual_seed(0)
+        if device == "meta":
+            ref = _meta(_reference.Model, *_reference.get_init_inputs())
+            inputs = [torch.empty_strided(s[1], s[2], dtype=s[3], device="meta")
+                      if s[0] == "tensor" else s[1] for s in sig]
+        else:
+            ref = _reference.Model(*_reference.get_init_inputs())
+            inputs = [x.cpu() if isinstance(x, torch.Tensor) else x
+                      for x in _reference.get_inputs()]
+        with torch.no_grad():
+            return ref(*inputs)
+    for device in ("meta", "cpu"):
+        try:
+            out = run(device)
+        except Exception:
+            continue
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return None
+        return [(tuple(o.shape), o.dtype) for o in outs], not isinstance(out, (tuple, list))
+    return None
 
 
 def guard(*inputs):
