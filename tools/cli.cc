@@ -235,10 +235,8 @@ void WatchPrinter::Print(const v1::JobEvent& e) {
       ++measured_;
       const v1::Candidate& cand = e.candidate();
       // A candidate of no round and no prescription is the starting kernel (its baseline).
-      const std::string& pattern = cand.prescription().pattern_id();
-      std::string what = !pattern.empty()                       ? pattern
-                         : cand.round() == 0 && cand.parent_id().empty() ? "starting kernel"
-                                                                         : "";
+      std::string what = cand.prescription().pattern_id();
+      if (what.empty() && cand.round() == 0 && cand.parent_id().empty()) what = "starting kernel";
       const v1::Measurement& m = cand.measurement();
       std::string ms = m.candidate().median_ms() > 0
                            ? absl::StrFormat("%10.4f ms", m.candidate().median_ms())
