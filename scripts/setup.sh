@@ -2,7 +2,8 @@
 # Installs what the build and the tests need on a Debian 12 machine:
 # Debian packages (C++ toolchain and libraries, PostgreSQL server for storage tests, Go for
 # the chart test, prometheus for promtool: the alert rules' tests)
-# and a project-local Python virtual environment (.venv) with torch, triton, numpy.
+# and a project-local Python virtual environment (.venv) with torch, triton, numpy, pytest,
+# grpcio and grpcio-tools.
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--no-python]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +47,12 @@ if [ "${1:-}" != "--no-python" ]; then
            "torch with its CUDA libraries needs about 9 GB free while it installs." >&2
       exit 1
     fi
+  fi
+  # The Python client example (examples/python_client.py) and its test: gRPC for Python
+  # and grpcio-tools, whose bundled protoc generates the stubs (docs/api.md).
+  if ! .venv/bin/python -c "import grpc, grpc_tools" 2>/dev/null; then
+    echo "setup: installing grpcio, grpcio-tools into .venv (PyPI)"
+    .venv/bin/pip install -q --no-cache-dir grpcio grpcio-tools
   fi
 fi
 echo "setup: ok"

@@ -220,9 +220,14 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
     return absl::InvalidArgumentError("expected one DIR and --out OUTDIR");
   }
   f.dir = o.positional()[0];
-  if (f.concurrency < 1 || f.poll_seconds <= 0 || f.rounds < 0) {
-    return absl::InvalidArgumentError(
-        "--concurrency must be >= 1, --poll-seconds > 0, --rounds >= 0");
+  if (f.concurrency < 1 || f.poll_seconds <= 0) {
+    return absl::InvalidArgumentError("--concurrency must be >= 1, --poll-seconds > 0");
+  }
+  // Given: 1..1000, as the job's budget allows (a 0 was once taken as the server's default
+  // without a word). Not given: 0, the server's default.
+  if (o.SourceOf("rounds") != "default" && (f.rounds < 1 || f.rounds > 1000)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rounds must be 1..1000 (got ", f.rounds, "); leave it out for the server's default"));
   }
   // Given (on the command line, in the environment or a config file): 1..16, as JobConfig
   // allows. Not given: 0, the server's default.

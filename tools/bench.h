@@ -25,7 +25,8 @@
 // after an interruption picks the same jobs up instead of starting new ones.
 //
 // --rounds, --beam-width, --fixes-per-kernel and --brain go into every job's JobConfig
-// (BenchJobConfig); without them the server's defaults apply.
+// (BenchJobConfig); without them the server's defaults apply. Given, --rounds is 1..1000
+// and --beam-width and --fixes-per-kernel 1..16; any other value is refused.
 //
 // --merge needs no server. It reads the results.json files given (the positional
 // arguments; there is no DIR in this mode, and a directory given is a usage error) in

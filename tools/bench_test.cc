@@ -434,6 +434,14 @@ TEST_CASE("bench: --beam-width and --fixes-per-kernel are parsed into every job'
     CHECK(ParseBenchFlags({"p", "--out", "o", "--beam-width", v}).ok());
     CHECK(ParseBenchFlags({"p", "--out", "o", "--fixes-per-kernel", v}).ok());
   }
+  // --rounds given is a budget of 1..1000 rounds: 0 is refused, not taken as the default.
+  for (const char* v : {"0", "-1", "1001"}) {
+    absl::StatusOr<BenchFlags> bad = ParseBenchFlags({"p", "--out", "o", "--rounds", v});
+    CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(bad.status().message() == std::string("--rounds must be 1..1000 (got ") + v +
+                                        "); leave it out for the server's default");
+  }
+  CHECK(ParseBenchFlags({"p", "--out", "o", "--rounds", "1000"}).ok());
 }
 
 TEST_CASE("bench: --without-start is parsed and recorded in the settings") {

@@ -21,8 +21,9 @@
 #include "common/proto_json.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "tools/bench.h"
-#include "tools/report.h"
 #include "tools/enum_names.h"
+#include "tools/package.h"
+#include "tools/report.h"
 
 namespace kagent::cli {
 namespace {
@@ -46,6 +47,7 @@ struct Flags {
   double llm_cost_usd = 0;
   double target_efficiency = 0;
   bool watch = false;
+  bool package = false;
   double timeout_seconds = 30;
 };
 
@@ -61,12 +63,14 @@ constexpr char kUsage[] =
     "  list [--state S] [--limit N]\n"
     "  cancel JOB [--reason TEXT]\n"
     "  export JOB DIR             JSON, kernel files and report.html\n"
+    "  export JOB DIR --package   the best kernel as a Python package (a torch custom op)\n"
     "  bench DIR --out OUTDIR [--rounds N] [--beam-width K] [--fixes-per-kernel M] [--only P]\n"
     "            [--concurrency N] [--without-start]   run a suite (docs/benchmarks.md)\n"
     "--server defaults to $KAGENT_SERVER, else 127.0.0.1:50051; --token to $KAGENT_TOKEN.\n"
     "--beam-width K (also --beam K): kernels kept per round; --fixes-per-kernel M: fixes tried on\n"
     "each, K x M candidates a round; both 1..16, default the server's (2, 2 as shipped).\n"
-    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels.\n"
+    "--workers W: W candidates per round in all, i.e. W/K fixes for each of the K beam kernels;\n"
+    "W must be a multiple of K, and K given (--beam-width, or 1 under --strategy greedy).\n"
     "--strategy greedy keeps one kernel a round (K = 1): a --beam-width other than 1 with it is\n"
     "refused. --kernel FILE must not be empty; leave it out to let the brain write the first.\n";
 
@@ -108,6 +112,13 @@ class Client {
   std::ostream& err_;
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
+
+// A speedup after "->": "1.92x", "0.80x (1.25x slower)"; "n/a" when not measured.
+std::string Speedup(double ratio) {
+  if (ratio <= 0) return "n/a";
+  if (ratio >= 1) return absl::StrFormat("%.2fx", ratio);
+  return absl::StrFormat("%.2fx (%.2fx slower)", ratio, 1 / ratio);
+}
 
 }  // namespace
 
@@ -156,6 +167,10 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.best_candidate_id().empty()) {
     out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
     out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
+    const bool on_cpu = b.gpu_name().rfind("cpu", 0) == 0;
+    if (on_cpu) {
+      out << "  timings         Triton's interpreter on the CPU: correctness is real, these are not GPU times\n";
+    }
     // The lineage starts at the starting kernel: when it is the best, there is no ratio to
     // give. Otherwise the final run timed the start beside the best (the baseline run's
     // median stands in should that run not have timed it).
@@ -165,14 +180,22 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     if (r.lineage_size() > 0 && r.lineage(0) == r.best_candidate_id()) {
       out << "  starting kernel the best kernel is the starting kernel: no candidate beat it\n";
     } else if (start_ms > 0 && r.speedup_vs_start() > 0) {
-      out << absl::StrFormat("  starting kernel %10.4f ms  -> %.2fx\n", start_ms, r.speedup_vs_start());
+      out << absl::StrFormat("  starting kernel %10.4f ms  -> %s\n", start_ms, Speedup(r.speedup_vs_start()));
     } else {
       out << "  starting kernel -  (not timed)\n";
     }
-    out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %.2fx\n", b.eager().median_ms(), r.speedup_vs_eager());
-    out << absl::StrFormat("  torch.compile   %10.4f ms  -> %.2fx\n", b.compiled().median_ms(), r.speedup_vs_compile());
-    out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
-                           r.roofline_efficiency_pct());
+    out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %s\n", b.eager().median_ms(),
+                           Speedup(r.speedup_vs_eager()));
+    out << absl::StrFormat("  torch.compile   %10.4f ms  -> %s\n", b.compiled().median_ms(),
+                           Speedup(r.speedup_vs_compile()));
+    if (r.roofline_efficiency_pct() > 0) {
+      out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
+                             r.roofline_efficiency_pct());
+    } else {
+      out << "  roofline        n/a  ("
+          << (on_cpu ? "no hardware counters under Triton's interpreter" : "the best kernel has no profile")
+          << ")\n";
+    }
     if (r.roofline_bound_pct() > 0) {
       out << absl::StrFormat("  AI roofline     %.1f%%  (useful work vs the roofline at the op's arithmetic intensity)\n",
                              r.roofline_bound_pct());
@@ -192,6 +215,53 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   }
 }
 
+WatchPrinter::WatchPrinter(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+
+std::string WatchPrinter::Bar() const {
+  constexpr int kWidth = 30;
+  int done = total_ > 0 ? std::min(kWidth, kWidth * round_ / total_) : 0;
+  return absl::StrCat("[", std::string(done, '#'), std::string(kWidth - done, '.'), "] round ",
+                      round_, "/", total_,
+                      absl::StrFormat("  best %.2fx  measured %d", best_, measured_));
+}
+
+void WatchPrinter::Print(const v1::JobEvent& e) {
+  if (e.total_rounds() > 0) total_ = e.total_rounds();
+  if (e.round() > 0) round_ = e.round();
+  if (e.best_speedup() > 0) best_ = e.best_speedup();
+  std::string line;
+  switch (e.type()) {
+    case v1::JOB_EVENT_CANDIDATE_MEASURED: {
+      ++measured_;
+      const v1::Candidate& cand = e.candidate();
+      // A candidate of no round and no prescription is the starting kernel (its baseline).
+      std::string what = cand.prescription().pattern_id();
+      if (what.empty() && cand.round() == 0 && cand.parent_id().empty()) what = "starting kernel";
+      const v1::Measurement& m = cand.measurement();
+      std::string ms = m.candidate().median_ms() > 0
+                           ? absl::StrFormat("%10.4f ms", m.candidate().median_ms())
+                           : absl::StrFormat("%13s", "-");
+      line = absl::StrFormat("  %-28s %-14s %s", cand.id(), VerdictName(m.verdict()), ms);
+      if (!what.empty()) absl::StrAppend(&line, "  ", what);
+      break;
+    }
+    case v1::JOB_EVENT_REFLEXION_WRITTEN:
+      line = "    reflexion: " + e.message();
+      break;
+    default:
+      line = absl::StrCat("#", e.sequence(), " ", e.message());
+  }
+  if (tty_) out_ << "\r\033[K";
+  out_ << line << "\n";
+  if (tty_) out_ << Bar();
+  out_ << std::flush;  // progress shows at once in pipes and logs too
+  if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state_ = e.state();
+}
+
+void WatchPrinter::Finish() {
+  if (tty_) out_ << "\r\033[K" << Bar() << "\n";
+}
+
 namespace {
 
 int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out) {
@@ -200,46 +270,13 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
   req.set_from_sequence(from);
   auto ctx = c.Ctx(/*streaming=*/true);
   auto reader = c.stub()->WatchJob(ctx.get(), req);
-  bool tty = isatty(STDOUT_FILENO) && &out == &std::cout;
+  WatchPrinter printer(out, isatty(STDOUT_FILENO) && &out == &std::cout);
   v1::JobEvent e;
-  v1::JobState final_state = v1::JOB_STATE_UNSPECIFIED;
-  int total = 0, round = 0;
-  double best = 0;
-  int measured = 0;
-  auto bar = [&] {
-    int width = 30;
-    int done = total > 0 ? std::min(width, width * round / total) : 0;
-    return absl::StrCat("[", std::string(done, '#'), std::string(width - done, '.'), "] round ", round, "/",
-                        total, absl::StrFormat("  best %.2fx  measured %d", best, measured));
-  };
-  while (reader->Read(&e)) {
-    if (e.total_rounds() > 0) total = e.total_rounds();
-    if (e.round() > 0) round = e.round();
-    if (e.best_speedup() > 0) best = e.best_speedup();
-    std::string line;
-    switch (e.type()) {
-      case v1::JOB_EVENT_CANDIDATE_MEASURED:
-        ++measured;
-        line = absl::StrFormat("  %-28s %-14s %10.4f ms  %s", e.candidate().id(),
-                               VerdictName(e.candidate().measurement().verdict()),
-                               e.candidate().measurement().candidate().median_ms(),
-                               e.candidate().prescription().pattern_id());
-        break;
-      case v1::JOB_EVENT_REFLEXION_WRITTEN:
-        line = "    reflexion: " + e.message();
-        break;
-      default:
-        line = absl::StrCat("#", e.sequence(), " ", e.message());
-    }
-    if (tty) out << "\r\033[K";
-    out << line << "\n";
-    if (tty) out << bar();
-    out << std::flush;  // progress shows at once in pipes and logs too
-    if (e.type() == v1::JOB_EVENT_JOB_FINISHED) final_state = e.state();
-  }
-  if (tty) out << "\r\033[K" << bar() << "\n";
+  while (reader->Read(&e)) printer.Print(e);
+  printer.Finish();
   grpc::Status s = reader->Finish();
   if (!s.ok()) return c.Fail(s);
+  v1::JobState final_state = printer.final_state();
   if (final_state == v1::JOB_STATE_UNSPECIFIED) {
     // Resumed past the end: read the state.
     v1::GetJobRequest g;
@@ -322,6 +359,41 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
   return 0;
 }
 
+// `kagent export JOB DIR --package`: the best kernel as a Python package in DIR.
+int ExportPackage(Client& c, const std::string& job_id, const std::string& dir, std::ostream& out,
+                  std::ostream& err) {
+  v1::GetJobRequest g;
+  g.set_job_id(job_id);
+  v1::GetJobResponse job;
+  auto ctx = c.Ctx();
+  grpc::Status s = c.stub()->GetJob(ctx.get(), g, &job);
+  if (!s.ok()) return c.Fail(s);
+  absl::StatusOr<PythonPackage> package = RenderPythonPackage(job.job());
+  if (!package.ok()) {
+    err << "kagent: " << package.status().message() << "\n";
+    return 1;
+  }
+  for (const PackageFile& file : package->files) {
+    fs::path p = fs::path(dir) / file.path;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    absl::Status written = WriteFileAtomically(p.string(), file.contents);
+    if (!written.ok()) {
+      err << "kagent: " << written.message() << "\n";
+      return 1;
+    }
+  }
+  const std::string folder = (fs::path(dir) / package->name).string();
+  const bool cpu = job.job().result().best_measurement().gpu_name().rfind("cpu", 0) == 0;
+  out << "wrote package " << package->name << " to " << folder << "\n"
+      << "  test it:  " << (cpu ? "TRITON_INTERPRET=1 " : "") << "python -m pytest " << folder
+      << "\n  use it:   import " << package->name << " (with " << dir
+      << " on sys.path); README.md says how\n"
+      << "  next job: kagent submit PROBLEM.py --kernel " << (fs::path(folder) / "kernel.py").string()
+      << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -354,6 +426,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
               "roofline, of speed of light where the op gives no FLOPs/bytes (submit; "
               "default the server's, 90)");
   o.AddBool("watch", &f.watch, "after submit, watch the job");
+  o.AddBool("package", &f.package,
+            "export the best kernel as a Python package (a torch.library custom op) (export)");
   o.AddDouble("timeout-seconds", &f.timeout_seconds, "deadline of each unary call");
   std::vector<const char*> argv;
   argv.push_back("kagent");
@@ -434,14 +508,6 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       }
       cfg->set_fixes_per_kernel(f.fixes_per_kernel);
     }
-    if (given("workers")) {
-      int k = beam_width.value_or(2);
-      if (f.workers < 1) {
-        err << "kagent: --workers must be >= 1\n";
-        return 2;
-      }
-      cfg->set_fixes_per_kernel(std::max(1, (f.workers + k - 1) / k));
-    }
     if (!f.strategy.empty()) {
       std::string s = absl::AsciiStrToLower(f.strategy);
       if (s == "beam") cfg->set_strategy(v1::SEARCH_STRATEGY_BEAM);
@@ -450,6 +516,36 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         err << "kagent: --strategy must be beam or greedy\n";
         return 2;
       }
+    }
+    if (given("workers")) {
+      // W candidates a round are K x M: W is split over K kernels exactly or refused,
+      // never rounded to another count.
+      if (f.workers < 1) {
+        err << "kagent: --workers must be >= 1\n";
+        return 2;
+      }
+      std::optional<int> k = beam_width;
+      if (!k.has_value() && cfg->strategy() == v1::SEARCH_STRATEGY_GREEDY) k = 1;
+      if (!k.has_value()) {
+        err << "kagent: --workers " << f.workers
+            << " is split over the beam's K kernels: give --beam-width K with it (or "
+               "--strategy greedy, where K is 1); the server's default K is not known here\n";
+        return 2;
+      }
+      if (f.workers % *k != 0) {
+        int below = f.workers / *k * *k;
+        err << "kagent: --workers " << f.workers << " is not a multiple of the beam width " << *k
+            << ": a round has K x M candidates; give --workers "
+            << (below > 0 ? absl::StrCat(below, " or ") : "") << below + *k
+            << ", or --fixes-per-kernel M\n";
+        return 2;
+      }
+      if (f.workers / *k > 16) {
+        err << "kagent: --workers " << f.workers << " over " << *k << " beam kernels is "
+            << f.workers / *k << " fixes for each; at most 16 (--fixes-per-kernel's range)\n";
+        return 2;
+      }
+      cfg->set_fixes_per_kernel(f.workers / *k);
     }
     if (!f.brain.empty()) cfg->set_brain(f.brain);
     if (o.SourceOf("target-efficiency") != "default") {
@@ -545,6 +641,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "export") {
     if (!need(2, "JOB DIR")) return 2;
     if (!c.Connect()) return 1;
+    if (f.package) return ExportPackage(c, pos[1], pos[2], out, err);
     return Export(c, pos[1], pos[2], out, err);
   }
   err << "kagent: unknown command '" << cmd << "'\n" << kUsage;

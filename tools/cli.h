@@ -9,7 +9,7 @@
 //     get JOB [--kernel-out FILE]
 //     list [--state STATE] [--limit N]
 //     cancel JOB [--reason TEXT]
-//     export JOB DIR
+//     export JOB DIR [--package]   (--package: tools/package.h)
 //     bench DIR --out OUTDIR [...]   (tools/bench.h)
 //
 // --server defaults to KAGENT_SERVER, else 127.0.0.1:50051; --token to KAGENT_TOKEN.
@@ -33,8 +33,33 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 // was busy ("n/a" without NVML figures), candidates measured (and per GPU-minute) and
 // variants screened, LLM usage (tokens and
 // cost, with the job's LLM budget) when the job has used an LLM or set an LLM budget,
-// the baseline, the trajectory and the best kernel.
+// the baseline, the trajectory and the best kernel (each speedup from its final run, a
+// slower one also as "N.NNx slower"; "n/a" for a roofline without hardware counters; a
+// line saying so when the times are Triton's interpreter's on the CPU).
 void PrintJob(const v1::Job& job, std::ostream& out);
+
+// What `kagent watch` prints for a job's event stream: one line per event (a measured
+// candidate as its id, verdict, median and the prescription it tried, or "starting
+// kernel"; a reflexion; else the event's sequence number and message) and, on a
+// terminal (`tty`), a progress bar redrawn below the lines. Not thread-safe; `out` must
+// outlive it.
+class WatchPrinter {
+ public:
+  WatchPrinter(std::ostream& out, bool tty);
+  void Print(const v1::JobEvent& event);
+  void Finish();  // the last progress bar, on a terminal
+  // The state of the JOB_EVENT_JOB_FINISHED event seen; UNSPECIFIED before it.
+  v1::JobState final_state() const { return final_state_; }
+
+ private:
+  std::string Bar() const;
+
+  std::ostream& out_;
+  const bool tty_;
+  int total_ = 0, round_ = 0, measured_ = 0;
+  double best_ = 0;
+  v1::JobState final_state_ = v1::JOB_STATE_UNSPECIFIED;
+};
 
 }  // namespace kagent::cli
 

@@ -9,6 +9,12 @@
 
 #include <unistd.h>
 
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/testing/fixtures.h"
 #include "tools/cli.h"
 #include "tools/report.h"
 
@@ -61,6 +67,37 @@ TEST_CASE("cli: submit's --beam-width and --fixes-per-kernel are 1..16") {
   CHECK(err.find("UNAVAILABLE") != std::string::npos);
   CHECK(RunCli({"--help"}, &out, &err) == 0);
   CHECK(out.find("--fixes-per-kernel") != std::string::npos);
+  std::filesystem::remove(problem);
+}
+
+TEST_CASE("cli: submit --workers is split over the beam exactly, or refused, never rounded") {
+  std::string problem = std::filesystem::temp_directory_path() /
+                        ("kagent_cli_test_workers_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(problem) << "class Model: pass\n";
+  std::string out, err;
+  // Once stored as 2 fixes on each of K = 2 kernels: 4 candidates for 3 workers.
+  CHECK(RunCli({"submit", problem, "--beam-width", "2", "--workers", "3"}, &out, &err) == 2);
+  CHECK(err == "kagent: --workers 3 is not a multiple of the beam width 2: a round has K x M "
+               "candidates; give --workers 2 or 4, or --fixes-per-kernel M\n");
+  CHECK(RunCli({"submit", problem, "--beam-width", "4", "--workers", "2"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "give --workers 4, or --fixes-per-kernel M"));
+  // Once split over an assumed K = 2 whatever the server's default or the strategy.
+  CHECK(RunCli({"submit", problem, "--workers", "4"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "give --beam-width K with it (or --strategy greedy, where K is 1)"));
+  CHECK(RunCli({"submit", problem, "--beam-width", "1", "--workers", "17"}, &out, &err) == 2);
+  CHECK(absl::StrContains(err, "17 fixes for each; at most 16"));
+  CHECK(RunCli({"submit", problem, "--beam-width", "2", "--workers", "0"}, &out, &err) == 2);
+  CHECK(err == "kagent: --workers must be >= 1\n");
+  // Accepted: past the checks, to the (absent) server. Greedy is K = 1: 3 workers are 3
+  // fixes on its one kernel.
+  for (std::vector<std::string> ok : {std::vector<std::string>{"--strategy", "greedy", "--workers", "3"},
+                                      {"--beam-width", "2", "--workers", "4"}}) {
+    std::vector<std::string> args = {"--server", "127.0.0.1:1", "--timeout-seconds", "2", "submit",
+                                     problem};
+    args.insert(args.end(), ok.begin(), ok.end());
+    CHECK(RunCli(args, &out, &err) == 1);
+    CHECK(absl::StrContains(err, "UNAVAILABLE"));
+  }
   std::filesystem::remove(problem);
 }
 
@@ -241,6 +278,82 @@ TEST_CASE("cli: an unreachable server is UNAVAILABLE with a hint") {
   CHECK(rc == 1);
   CHECK(err.find("UNAVAILABLE") != std::string::npos);
   CHECK(err.find("--server") != std::string::npos);
+}
+
+// The events of a recorded CPU job (tests/fixtures/jobs/), in order.
+std::vector<v1::JobEvent> RecordedEvents() {
+  absl::StatusOr<std::string> text = testing::ReadFileToString(
+      testing::SourceDir() + "/tests/fixtures/jobs/cpu_relu_add.events.jsonl");
+  REQUIRE(text.ok());
+  std::vector<v1::JobEvent> events;
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    v1::JobEvent e;
+    REQUIRE(google::protobuf::util::JsonStringToMessage(std::string(line), &e).ok());
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+TEST_CASE("cli: watch prints a recorded job's events, one line each") {
+  std::vector<v1::JobEvent> events = RecordedEvents();
+  REQUIRE(events.size() == 11);
+  std::ostringstream out;
+  cli::WatchPrinter printer(out, /*tty=*/false);
+  for (const v1::JobEvent& e : events) printer.Print(e);
+  printer.Finish();
+  CHECK(printer.final_state() == v1::JOB_STATE_DONE);
+  std::vector<std::string> lines = absl::StrSplit(out.str(), '\n');
+  INFO(out.str());
+  REQUIRE(lines.size() == 12);  // 11 and the empty string after the last newline
+  CHECK(lines[0] == "#1 job queued");
+  CHECK(lines[1] == "#2 measuring the starting kernel and baselines");
+  // The baseline's candidate is named as the starting kernel; no trailing blanks.
+  CHECK(lines[2] == "  job-0b44f594c78b-c0          CORRECT            4.0003 ms  starting kernel");
+  CHECK(lines[5] == "#6 no profile of job-0b44f594c78b-c0: it ran on a CPU worker (Triton's "
+                    "interpreter has no hardware counters); planning from the op class alone");
+  CHECK(lines[7] ==
+        "  job-0b44f594c78b-r1-w0       CORRECT            3.0501 ms  vectorize-global-access");
+  CHECK(absl::StartsWith(lines[8], "    reflexion: Applied num_warps 4 -> 8"));
+  CHECK(lines[9] == "#10 round 1: best 3.0501 ms (1.31x the start), 1/1 correct");
+  CHECK(absl::StartsWith(lines[10], "#11 done (round budget spent (1 rounds)): best 3.0442 ms"));
+  for (const std::string& line : lines) CHECK(line == absl::StripTrailingAsciiWhitespace(line));
+
+  // On a terminal each line clears the bar and the bar is redrawn below it; the last bar
+  // has the job's totals.
+  std::ostringstream tty;
+  cli::WatchPrinter on_tty(tty, /*tty=*/true);
+  for (const v1::JobEvent& e : events) on_tty.Print(e);
+  on_tty.Finish();
+  CHECK(absl::EndsWith(tty.str(), "\r\033[K[##############################] round 1/1  best 1.14x  "
+                                  "measured 2\n"));
+
+  // Resumed from sequence 9: only what followed, and still the final state.
+  std::ostringstream resumed;
+  cli::WatchPrinter from9(resumed, /*tty=*/false);
+  for (size_t i = 8; i < events.size(); ++i) from9.Print(events[i]);
+  CHECK(absl::StartsWith(resumed.str(), "    reflexion: "));
+  CHECK(from9.final_state() == v1::JOB_STATE_DONE);
+}
+
+TEST_CASE("cli: get prints a recorded CPU job: slower as slower, no made-up roofline") {
+  v1::Job job;
+  REQUIRE(testing::LoadJsonFixture("tests/fixtures/jobs/cpu_relu_add.job.json", &job).ok());
+  std::ostringstream printed;
+  cli::PrintJob(job, printed);
+  const std::string out = printed.str();
+  INFO(out);
+  CHECK(absl::StrContains(out, "job        job-0b44f594c78b  (problem_relu_add)\n"));
+  CHECK(absl::StrContains(out, "state      DONE  (round budget spent (1 rounds))\n"));
+  CHECK(absl::StrContains(out, "     1 |     3.0501 |    1.31x | 1/1\n"));
+  CHECK(absl::StrContains(out, "  best                3.0442 ms\n"));
+  CHECK(absl::StrContains(out, "  timings         Triton's interpreter on the CPU: correctness is "
+                               "real, these are not GPU times\n"));
+  CHECK(absl::StrContains(out, "  starting kernel     3.4561 ms  -> 1.14x\n"));
+  CHECK(absl::StrContains(out, "  eager PyTorch       0.1346 ms  -> 0.04x (22.61x slower)\n"));
+  CHECK(absl::StrContains(out, "  torch.compile      12.9322 ms  -> 4.25x\n"));
+  CHECK(absl::StrContains(out, "  roofline        n/a  (no hardware counters under Triton's "
+                               "interpreter)\n"));
+  CHECK(absl::StrContains(out, "  lineage: job-0b44f594c78b-c0 -> job-0b44f594c78b-r1-w0\n"));
 }
 
 TEST_CASE("report: escapes text and holds every section") {

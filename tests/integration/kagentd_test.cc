@@ -210,6 +210,29 @@ TEST_CASE("kagentd: a real job end to end on the CPU worker, survives a restart"
     CHECK(absl::StrContains(ReadFile(dir + "/export/report.html"), "Best speedup by round"));
     CHECK(!ReadFile(dir + "/export/best_kernel.py").empty());
     CHECK(absl::StrContains(ReadFile(dir + "/export/job.json"), "\"speedup_vs_eager\""));
+    // The best kernel as a package (tools/package_test.cc runs a recorded job's pytest).
+    REQUIRE(d.Cli({"export", job, dir + "/pkg", "--package"}, &out) == 0);
+    CHECK(absl::StrContains(out, "wrote package kagent_problem_relu_add"));
+    CHECK(ReadFile(dir + "/pkg/kagent_problem_relu_add/kernel.py") ==
+          ReadFile(dir + "/export/best_kernel.py"));
+    CHECK(absl::StrContains(ReadFile(dir + "/pkg/kagent_problem_relu_add/__init__.py"),
+                            "torch.library.custom_op"));
+    // examples/python_client.py (stubs from grpcio-tools) runs a second job whose starting
+    // kernel is the package's kernel.py: the harness is warm, a few seconds.
+    std::string py_out, py_err;
+    int py_rc = RunCommand({SourceDir() + "/.venv/bin/python", SourceDir() + "/examples/python_client.py",
+                            "--server", d.addr(), "--problem", Fixture("problem_relu_add.py"),
+                            "--kernel", dir + "/pkg/kagent_problem_relu_add/kernel.py", "--name",
+                            "relu_add_from_package"},
+                           &py_out, &py_err, {}, absl::Minutes(3));
+    INFO(py_out << py_err);
+    CHECK(py_rc == 0);
+    CHECK(absl::StrContains(py_out, "submitted job-"));
+    CHECK(absl::StrContains(py_out, "config: beam_width 1 (set: True), fixes_per_kernel 1, max_rounds 1"));
+    CHECK(absl::StrContains(py_out, "CANDIDATE_MEASURED: starting kernel: VERDICT_CORRECT"));
+    CHECK(absl::StrContains(py_out, "JOB_FINISHED: done"));
+    CHECK(absl::StrContains(py_out, " DONE\n"));
+    CHECK(absl::StrContains(py_out, "(VERDICT_CORRECT): "));
     // Watching a finished job replays its events and ends.
     REQUIRE(d.Cli({"watch", job}, &out) == 0);
     CHECK(absl::StrContains(out, "DONE"));
