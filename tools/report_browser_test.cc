@@ -74,9 +74,15 @@ Rendered Render(const std::string& chromium, const fs::path& dir, const std::str
   std::string probed = absl::StrReplaceAll(html, {{"</body>", absl::StrCat(kProbe, "</body>")}});
   REQUIRE(WriteFileAtomically(page.string(), probed).ok());
   SubprocessOptions o;
-  o.argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            absl::StrCat("--window-size=", width, ",900"), "--screenshot=" + png.string(),
-            "--dump-dom", "file://" + page.string()};
+  o.argv = {chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            absl::StrCat("--window-size=", width, ",900"),
+            "--screenshot=" + png.string(),
+            "--dump-dom",
+            "file://" + page.string()};
   o.inherit_env = true;
   o.timeout = absl::Seconds(90);
   absl::StatusOr<SubprocessResult> r = RunSubprocess(o);
@@ -130,8 +136,9 @@ TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
   }
   const std::string chromium = Chromium();
   if (chromium.empty()) {
-    FAIL("chromium is not on PATH: install Debian's chromium package (bash scripts/setup.sh does), "
-         "or set KAGENT_NO_BROWSER=1 to skip this test on a machine without it");
+    FAIL(
+        "chromium is not on PATH: install Debian's chromium package (bash scripts/setup.sh does), "
+        "or set KAGENT_NO_BROWSER=1 to skip this test on a machine without it");
   }
   fs::path dir = fs::temp_directory_path() / absl::StrCat("kagent_report_browser_", ::getpid());
   fs::create_directories(dir);

@@ -5,13 +5,10 @@
 #include "tools/report.h"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/testing/fixtures.h"
-#include "kagent/v1/job_service.pb.h"
 #include "tools/report_testdata.h"
 
 namespace kagent {
@@ -24,10 +21,16 @@ TEST_CASE("report: a GPU job (the H200 case study): every figure from the final 
   REQUIRE(job.ok());
   const std::string html = RenderHtmlReport(job->job, job->candidates, job->reflexions);
   // The result table: the final run's times and ratios, faster as faster.
-  CHECK(StrContains(html, "<tr><th>starting kernel</th><td><span class=\"num\">1.9443 ms</span></td><td><span class=\"faster\">2.01x "
-                          "faster</span></td></tr>"));
-  CHECK(StrContains(html, "<tr><th>eager PyTorch</th><td><span class=\"num\">1.0641 ms</span></td><td><span class=\"faster\">1.10x faster"));
-  CHECK(StrContains(html, "<tr><th>torch.compile</th><td><span class=\"num\">1.0636 ms</span></td><td><span class=\"faster\">1.10x faster"));
+  CHECK(StrContains(html,
+                    "<tr><th>starting kernel</th><td><span class=\"num\">1.9443 "
+                    "ms</span></td><td><span class=\"faster\">2.01x "
+                    "faster</span></td></tr>"));
+  CHECK(StrContains(html,
+                    "<tr><th>eager PyTorch</th><td><span class=\"num\">1.0641 "
+                    "ms</span></td><td><span class=\"faster\">1.10x faster"));
+  CHECK(StrContains(html,
+                    "<tr><th>torch.compile</th><td><span class=\"num\">1.0636 "
+                    "ms</span></td><td><span class=\"faster\">1.10x faster"));
   CHECK(StrContains(html, "92.5% <small>(useful FLOPs"));
   CHECK(StrContains(html, "93.4% <small>(the larger of compute and memory SOL"));
   // The chart's 2.01x (round measurement over the baseline run) agrees with the final run's
@@ -37,13 +40,15 @@ TEST_CASE("report: a GPU job (the H200 case study): every figure from the final 
   // GPU wording, no CPU banner.
   CHECK_FALSE(StrContains(html, "cpu-banner"));
   CHECK(StrContains(html, "<tr><th>GPU-seconds</th><td>226.0"));
-  CHECK(StrContains(html, "<tr><th>GPU busy</th><td>n/a (no NVML figure from the worker)</td></tr>"));
+  CHECK(
+      StrContains(html, "<tr><th>GPU busy</th><td>n/a (no NVML figure from the worker)</td></tr>"));
   CHECK(StrContains(html, "per GPU-minute"));
   CHECK_FALSE(StrContains(html, "worker-seconds</th>"));
   // The problem, configuration and date.
   CHECK(StrContains(html, "<tr><th>op class</th><td>matvec <small>("));
-  CHECK(StrContains(html, "<code>aten::mm(bfloat16[2048, 1048576], bfloat16[1048576, 1]) &rarr; "
-                          "bfloat16[2048, 1]</code>"));
+  CHECK(StrContains(html,
+                    "<code>aten::mm(bfloat16[2048, 1048576], bfloat16[1048576, 1]) &rarr; "
+                    "bfloat16[2048, 1]</code>"));
   CHECK(StrContains(html, "<tr><th>brain</th><td>heuristic</td></tr>"));
   CHECK(StrContains(html, "<tr><th>beam width (kernels kept a round)</th><td>2</td></tr>"));
   CHECK(StrContains(html, "<tr><th>rounds</th><td>4 at most; 3 run</td></tr>"));
@@ -74,11 +79,14 @@ TEST_CASE("report: a CPU job: a banner, worker-seconds, n/a where there are no c
   CHECK_FALSE(StrContains(html, "GPU-minute"));
   CHECK(StrContains(html, "<tr><th>GPU busy</th><td>n/a (no GPU)</td></tr>"));
   CHECK(StrContains(html, "n/a (no hardware counters on a CPU worker)"));
-  CHECK(StrContains(html, "No roofline chart: no kernel of this job was profiled (a CPU worker has no "
-                          "hardware counters)"));
+  CHECK(StrContains(html,
+                    "No roofline chart: no kernel of this job was profiled (a CPU worker has no "
+                    "hardware counters)"));
   // The interpreter's kernel is far slower than eager PyTorch: said so, never "0.00x faster".
-  CHECK(StrContains(html, "<tr><th>eager PyTorch</th><td><span class=\"num\">0.1701 ms</span></td><td><span class=\"slower\">0.003x "
-                          "(338x slower)</span></td></tr>"));
+  CHECK(StrContains(html,
+                    "<tr><th>eager PyTorch</th><td><span class=\"num\">0.1701 "
+                    "ms</span></td><td><span class=\"slower\">0.003x "
+                    "(338x slower)</span></td></tr>"));
   // The best kernel is the starting kernel: no ratio to itself, no 0-ms start.
   CHECK(StrContains(html, "<tr><th>starting kernel</th><td>the best kernel</td>"));
   CHECK_FALSE(StrContains(html, "0.00x"));
@@ -107,10 +115,13 @@ TEST_CASE("report: slower reads as slower, a missing time as n/a") {
   v1::Job job = FinalRun(1.0, 2.0, 0.8, 0);
   const std::string html = RenderHtmlReport(job, {}, {});
   CHECK(StrContains(html, "<td><span class=\"faster\">2.00x faster</span>"));
-  CHECK(StrContains(html, "<tr><th>eager PyTorch</th><td><span class=\"num\">0.8000 ms</span></td><td><span class=\"slower\">0.80x "
-                          "(1.25x slower)</span></td></tr>"));
+  CHECK(StrContains(html,
+                    "<tr><th>eager PyTorch</th><td><span class=\"num\">0.8000 "
+                    "ms</span></td><td><span class=\"slower\">0.80x "
+                    "(1.25x slower)</span></td></tr>"));
   CHECK(StrContains(html, "<tr><th>torch.compile</th><td>n/a</td><td>n/a</td></tr>"));
-  CHECK(StrContains(html, "<tr><th>speed of light</th><td colspan=\"2\">n/a (the best kernel was not profiled)"));
+  CHECK(StrContains(
+      html, "<tr><th>speed of light</th><td colspan=\"2\">n/a (the best kernel was not profiled)"));
   CHECK(StrContains(html, "<p>No rounds completed.</p>"));
   CHECK(StrContains(html, "No roofline chart: no kernel of this job was profiled"));
 }
@@ -122,7 +133,8 @@ TEST_CASE("report: the best kernel is the starting kernel: no 0-ms start, no rat
   job.mutable_result()->add_lineage("job-e1-c0");
   job.mutable_result()->set_speedup_vs_start(1.0);
   const std::string html = RenderHtmlReport(job, {}, {});
-  CHECK(StrContains(html, "<tr><th>starting kernel</th><td>the best kernel</td><td>the starting kernel itself"));
+  CHECK(StrContains(
+      html, "<tr><th>starting kernel</th><td>the best kernel</td><td>the starting kernel itself"));
   CHECK(StrContains(html, "<td>1.00x (as fast)</td>"));
   CHECK(StrContains(html, "0.80x (1.25x slower)"));
   CHECK_FALSE(StrContains(html, "0.0000 ms"));
@@ -144,10 +156,13 @@ TEST_CASE("report: the chart's figure and the table's say which run each comes f
   t->set_candidates(4);
   t->set_correct(3);
   const std::string html = RenderHtmlReport(job, {}, {});
-  CHECK(StrContains(html, "The chart's last point, 1.68x, comes from round 1's measurement and the baseline "
-                          "run; the result table's 1.06x comes from the final run"));
+  CHECK(StrContains(
+      html,
+      "The chart's last point, 1.68x, comes from round 1's measurement and the baseline "
+      "run; the result table's 1.06x comes from the final run"));
   CHECK(StrContains(html, "<title>round 0: the starting kernel, 1.00x</title>"));
-  CHECK(StrContains(html, "<text x=\"48.0\" y=\"228\" class=\"tick\" text-anchor=\"middle\">0</text>"));
+  CHECK(StrContains(html,
+                    "<text x=\"48.0\" y=\"228\" class=\"tick\" text-anchor=\"middle\">0</text>"));
 }
 
 }  // namespace
