@@ -126,7 +126,7 @@ std::string OrDefault(bool has, T value) {
   return has ? absl::StrCat(value) : std::string("server default");
 }
 
-std::string ConfigSection(const v1::Job& job) {
+std::string ConfigSection(const v1::Job& job, bool cpu) {
   const v1::JobConfig& c = job.config();
   const v1::Budget& b = c.budget();
   std::string h = "<h2>Configuration</h2><table>";
@@ -137,7 +137,8 @@ std::string ConfigSection(const v1::Job& job) {
   if (b.has_max_wall_seconds())
     absl::StrAppend(&budget, absl::StrFormat("%.0f s of wall time; ", b.max_wall_seconds()));
   if (b.has_max_gpu_seconds())
-    absl::StrAppend(&budget, absl::StrFormat("%.0f worker-seconds; ", b.max_gpu_seconds()));
+    absl::StrAppend(
+        &budget, absl::StrFormat("%.0f %s-seconds; ", b.max_gpu_seconds(), cpu ? "worker" : "GPU"));
   if (b.has_max_llm_tokens()) absl::StrAppend(&budget, b.max_llm_tokens(), " LLM tokens; ");
   if (b.has_max_llm_cost_usd())
     absl::StrAppend(&budget, absl::StrFormat("$%.2f of LLM calls; ", b.max_llm_cost_usd()));
@@ -453,7 +454,7 @@ std::string RenderHtmlReport(const v1::Job& job, const std::vector<v1::Candidate
         "speedup below is an interpreter time on the CPU and says nothing about a GPU.</div>");
   }
   absl::StrAppend(&h, "<div class=\"grid\"><section><h2>Job</h2>", CountersTable(job, cpu, device),
-                  "</section><section>", ConfigSection(job), "</section></div>");
+                  "</section><section>", ConfigSection(job, cpu), "</section></div>");
   absl::StrAppend(&h, ProblemSection(job, sig));
   absl::StrAppend(&h, ResultSection(job, start_id, cpu));
   std::vector<std::string> lineage;

@@ -113,7 +113,9 @@ v1::Job FinalRun(double best_ms, double start_ms, double eager_ms, double compil
 
 TEST_CASE("report: slower reads as slower, a missing time as n/a") {
   v1::Job job = FinalRun(1.0, 2.0, 0.8, 0);
+  job.mutable_config()->mutable_budget()->set_max_gpu_seconds(600);
   const std::string html = RenderHtmlReport(job, {}, {});
+  CHECK(StrContains(html, "<tr><th>budget</th><td>600 GPU-seconds</td></tr>"));
   CHECK(StrContains(html, "<td><span class=\"faster\">2.00x faster</span>"));
   CHECK(StrContains(html,
                     "<tr><th>eager PyTorch</th><td><span class=\"num\">0.8000 "
