@@ -221,8 +221,10 @@ std::string ResultSection(const v1::Job& job, const std::string& start_id, bool 
   const double best = fin.candidate().median_ms();
   std::string h = "<h2>Result</h2>";
   if (r.best_candidate_id().empty()) {
+    const bool ended = job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_FAILED ||
+                       job.state() == v1::JOB_STATE_CANCELLED;
     return absl::StrCat(h, "<p>No result: the job ",
-                        job.state() == v1::JOB_STATE_DONE ? "found none" : "has not finished",
+                        ended ? "ended without a verified best kernel" : "has not finished",
                         ".</p>");
   }
   absl::StrAppend(

@@ -150,6 +150,19 @@ TEST_CASE("report: the best kernel is the starting kernel: no 0-ms start, no rat
   CHECK(StrContains(h2, "3.00x faster</span> <small>(across two runs"));
 }
 
+TEST_CASE("report: a job without a result says so") {
+  v1::Job job;
+  job.set_id("job-e2");
+  job.set_state(v1::JOB_STATE_ROUNDS);
+  CHECK(StrContains(RenderHtmlReport(job, {}, {}), "<p>No result: the job has not finished.</p>"));
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.set_error("no GPU worker");
+  const std::string html = RenderHtmlReport(job, {}, {});
+  CHECK(StrContains(html, "<p>No result: the job ended without a verified best kernel.</p>"));
+  CHECK(StrContains(html, "<tr><th>stop reason</th><td>no GPU worker</td></tr>"));
+  CHECK(StrContains(html, "<tr><th>state</th><td>FAILED</td></tr>"));
+}
+
 TEST_CASE("report: the chart's figure and the table's say which run each comes from") {
   v1::Job job = FinalRun(1.0, 1.06, 1.2, 1.1);
   auto* t = job.mutable_result()->add_trajectory();
