@@ -79,6 +79,8 @@ Rendered Render(const std::string& chromium, const fs::path& dir, const std::str
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
+            "--disable-dev-shm-usage",                        // a container's small /dev/shm
+            "--user-data-dir=" + (dir / "profile").string(),  // not under $HOME
             absl::StrCat("--window-size=", width, ",900"),
             "--screenshot=" + png.string(),
             "--dump-dom",
