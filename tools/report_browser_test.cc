@@ -142,8 +142,17 @@ TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
         "chromium is not on PATH: install Debian's chromium package (bash scripts/setup.sh does), "
         "or set KAGENT_NO_BROWSER=1 to skip this test on a machine without it");
   }
-  fs::path dir = fs::temp_directory_path() / absl::StrCat("kagent_report_browser_", ::getpid());
+  const fs::path dir =
+      fs::temp_directory_path() / absl::StrCat("kagent_report_browser_", ::getpid());
   fs::create_directories(dir);
+  // Removed at the end of the scope, a failed REQUIRE's included, unless kept.
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (std::getenv("KAGENT_KEEP_TEST_DIRS") == nullptr) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
   auto gpu = report_testdata::Load("gpu_matvec_h200");
   auto cpu = report_testdata::Load("cpu_matvec_small");
   REQUIRE(gpu.ok());
@@ -175,8 +184,6 @@ TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
   }
   if (std::getenv("KAGENT_KEEP_TEST_DIRS") != nullptr) {
     WARN("pages and screenshots kept in " << dir.string());
-  } else {
-    fs::remove_all(dir);
   }
 }
 
