@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on a Debian 12 machine:
 # Debian packages (C++ toolchain and libraries, PostgreSQL server for storage tests, Go for
-# the chart test, prometheus for promtool: the alert rules' tests)
+# the chart test, prometheus for promtool: the alert rules' tests, chromium and a font for
+# the HTML report's headless-browser test)
 # and a project-local Python virtual environment (.venv) with torch, triton, numpy, pytest,
 # grpcio and grpcio-tools.
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--no-python]
@@ -14,7 +15,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git curl ca-certificates
       libcurl4-openssl-dev nlohmann-json3-dev prometheus-cpp-dev catch2 libsqlite3-dev
       libpq-dev libssl-dev python3 python3-venv python3-dev bubblewrap
       postgresql golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
-      prometheus)
+      prometheus chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

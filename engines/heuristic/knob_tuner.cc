@@ -536,6 +536,38 @@ absl::Status CheckTile(const TuneResult& result, const TemplateLibrary* library)
       t->max_tile_elements, " elements (product of BLOCK_*), the bound of template ", t->id));
 }
 
+// Rewrites, in the comments of `source`, each statement of an edited knob's old value
+// ("BLOCK_K=512", "BLOCK_K = 512": the knob's exact name, then '=', then the old integer
+// not followed by another digit or name character) to its new value, so a header comment
+// such as "BLOCK_M=32 rows x BLOCK_K=512 columns" keeps saying what the code does. Other
+// text of the comments, and string literals, are left as they are.
+void UpdateComments(const std::vector<KnobEdit>& edits, std::string* source) {
+  std::vector<SourceSpan> spans = CommentsAndStrings(*source);
+  for (auto span = spans.rbegin(); span != spans.rend(); ++span) {
+    if (span->kind != SourceSpan::kComment) continue;
+    std::string text = source->substr(span->begin, span->end - span->begin);
+    bool changed = false;
+    for (const KnobEdit& e : edits) {
+      const std::string old_value = std::to_string(e.old_value);
+      const std::string new_value = std::to_string(e.new_value);
+      for (size_t at = text.find(e.knob); at != std::string::npos; at = text.find(e.knob, at + 1)) {
+        if (at > 0 && IsIdentChar(text[at - 1])) continue;
+        size_t k = at + e.knob.size();
+        while (k < text.size() && text[k] == ' ') ++k;
+        if (k >= text.size() || text[k] != '=') continue;
+        ++k;
+        while (k < text.size() && text[k] == ' ') ++k;
+        if (text.compare(k, old_value.size(), old_value) != 0) continue;
+        size_t end = k + old_value.size();
+        if (end < text.size() && IsIdentChar(text[end])) continue;
+        text.replace(k, old_value.size(), new_value);
+        changed = true;
+      }
+    }
+    if (changed) source->replace(span->begin, span->end - span->begin, text);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
@@ -569,6 +601,7 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
                                            &result.source, &result.edits));
     }
   }
+  std::vector<KnobEdit> values;  // the integer edits of a value in place (not autotune's)
   for (const auto& [knob, change] : rest) {
     KAGENT_ASSIGN_OR_RETURN(TritonSourceInfo info, ParseTritonSource(result.source));
     if (const TemplateParam* choice = ChoiceParam(knob, info, library)) {
@@ -607,8 +640,10 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
                             std::to_string(edit.new_value));
       edit.where = loc.site->where;
     }
+    values.push_back(edit);
     result.edits.push_back(std::move(edit));
   }
+  UpdateComments(values, &result.source);
   KAGENT_RETURN_IF_ERROR(CheckTile(result, library));
   return result;
 }

@@ -50,6 +50,12 @@
 // FAILED_PRECONDITION, no such keyword NOT_FOUND. A kernel without the template header
 // has no choice knobs: a string keyword there is refused as not an integer literal.
 //
+// Comments follow the code: after an integer knob's value is rewritten in place (not an
+// autotuned kernel's added configs), every comment that states the old value as
+// `KNOB=old` (spaces around '=' allowed; the exact name, the whole number) states the new
+// one, so a header such as "BLOCK_M=32 rows x BLOCK_K=512 columns" stays true. A
+// template's text has no such comments, so a tuned render still matches its template.
+//
 // Pure functions; thread-safe.
 #ifndef KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_
 #define KAGENT_ENGINES_HEURISTIC_KNOB_TUNER_H_

@@ -42,6 +42,22 @@ TEST_CASE("Knobs: parses kernels, constexprs and the launch site of a user kerne
         absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("Knobs: a comment stating a knob's old value states the new one") {
+  const std::string header =
+      "# A 32-row tile: BLOCK_M=32 rows x BLOCK_K = 512 columns, num_stages=1, Triton's default "
+      "num_warps=4.\n# Not these: MY_BLOCK_K=512, BLOCK_K=5120, BLOCK_K=512x, BLOCK_M=999.\n";
+  auto r = ApplyKnobChanges(header + kUserMatvec,
+                            {{"BLOCK_M", "/2"}, {"BLOCK_K", "x2"}, {"num_warps", "8"}}, nullptr);
+  REQUIRE(r.ok());
+  CHECK(absl::StartsWith(r->source,
+                         "# A 32-row tile: BLOCK_M=16 rows x BLOCK_K = 1024 columns, num_stages=1, "
+                         "Triton's default num_warps=8.\n"
+                         "# Not these: MY_BLOCK_K=512, BLOCK_K=5120, BLOCK_K=512x, BLOCK_M=999.\n"));
+  CHECK(absl::StrContains(r->source, "BLOCK_K=1024"));
+  // String literals keep their text.
+  CHECK(absl::StrContains(r->source, "\"BLOCK_M=999, num_warps=1\""));
+}
+
 TEST_CASE("Knobs: rewrites variables, literals and adds launch keywords") {
   auto r = ApplyKnobChanges(kUserMatvec,
                             {{"BLOCK_M", "/2"}, {"BLOCK_K", "x2"}, {"num_stages", "+1"},
