@@ -165,6 +165,15 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
     return absl::FailedPreconditionError(kNcuMissingMessage);
   }
   ProfileRun run = caller_run;
+  // One ncu run at a time on this host (ncu_host_lock.h); the wait comes out of the run's
+  // time, which is what is left of the caller's deadline.
+  NcuHostLock host_lock(options.lock_path);
+  KAGENT_RETURN_IF_ERROR(host_lock.Acquire(run.timeout, run.cancel));
+  run.timeout -= host_lock.waited();
+  if (host_lock.waited() >= absl::Milliseconds(100)) {
+    KLOG(INFO) << "waited " << absl::FormatDuration(host_lock.waited())
+               << " for another ncu run on this host";
+  }
   std::string own_dir;  // the run as options.run_as: its directory, removed at the end
   absl::Cleanup remove_own_dir = [&own_dir] {
     std::error_code ignored;

@@ -9,9 +9,11 @@
 // Errors: ncu missing -> FAILED_PRECONDITION; ERR_NVGPUCTRPERM -> PERMISSION_DENIED with
 // the fix; timeout -> DEADLINE_EXCEEDED; cancellation -> CANCELLED; the candidate failing
 // under the profiler -> FAILED_PRECONDITION with the harness's verdict; nothing captured
-// inside the NVTX range -> FAILED_PRECONDITION.
+// inside the NVTX range -> FAILED_PRECONDITION; another ncu run of the host holding the
+// lock for the whole timeout -> DEADLINE_EXCEEDED.
 //
-// Thread-safe: no state; the caller serializes use of one GPU.
+// Thread-safe: no state; the caller serializes use of one GPU, and the host's ncu runs are
+// serialized by the lock (NcuBackendOptions::lock_path).
 #ifndef KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
 #define KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
 
@@ -26,6 +28,7 @@
 #include "common/subprocess/subprocess.h"
 #include "services/profiler/command_runner.h"
 #include "services/profiler/ncu_csv.h"
+#include "services/profiler/ncu_host_lock.h"
 #include "services/profiler/ncu_user.h"
 #include "services/profiler/profile_gate.h"
 
@@ -68,6 +71,9 @@ struct NcuBackendOptions {
   // with the run's files in a directory of its own under kNcuTempDir instead of the
   // caller's work dir; setpriv (util-linux) must be on PATH.
   std::optional<NcuUser> run_as;
+  // The host's ncu lock (ncu_host_lock.h): a run waits for it, within its timeout, before
+  // ncu starts, and holds it until ncu has exited.
+  std::string lock_path = DefaultNcuLockPath();
 };
 
 struct NcuProfile {

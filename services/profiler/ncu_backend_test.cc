@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,8 @@ using ::kagent::testing::ReadFixture;
 struct Fixture {
   std::unique_ptr<ScopedTempDir> dir = *ScopedTempDir::Create("kagent-ncu-test-");
   HarnessCommand harness{"python3", "/opt/kagent/python", "3", {}, 0};
-  NcuBackendOptions options{"ncu", NcuMetricsForArch(90)};
+  // The host's ncu lock in the test's own folder: tests do not wait on a real ncu run.
+  NcuBackendOptions options{"ncu", NcuMetricsForArch(90), std::nullopt, dir->path() + "/ncu.lock"};
   ProfileRun Run() { return ProfileRun{dir->path(), dir->path() + "/request.json",
                                        absl::Seconds(60), nullptr}; }
 };
@@ -100,6 +102,32 @@ TEST_CASE("ncu missing is FAILED_PRECONDITION with the fix", "[ncu_backend]") {
   profile = RunNcuProfile(DefaultCommandRunner(), f.options, f.harness, f.Run());
   REQUIRE_FALSE(profile.ok());
   CHECK(profile.status().code() == absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("ncu waits for the host's other ncu run, within its time", "[ncu_backend]") {
+  Fixture f;
+  FakeRunner runner;
+  runner.ncu_csv = ReadFixture("h200_multi.csv");
+  NcuHostLock other(f.options.lock_path);  // another profile's ncu run on this host
+  REQUIRE(other.Acquire(absl::Seconds(1), nullptr).ok());
+  ProfileRun run = f.Run();
+  run.timeout = absl::Milliseconds(300);
+  absl::StatusOr<NcuProfile> profile = RunNcuProfile(&runner, f.options, f.harness, run);
+  REQUIRE_FALSE(profile.ok());
+  CHECK(profile.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(runner.calls().empty());  // ncu never started beside the other run
+
+  // Released while this one waits: it runs, with what is left of its time.
+  std::thread release([&other] {
+    absl::SleepFor(absl::Milliseconds(300));
+    other.Release();
+  });
+  run.timeout = absl::Seconds(30);
+  profile = RunNcuProfile(&runner, f.options, f.harness, run);
+  release.join();
+  REQUIRE(profile.ok());
+  REQUIRE(runner.calls().size() == 1);
+  CHECK(runner.calls()[0].timeout <= absl::Seconds(30) - absl::Milliseconds(250));
 }
 
 TEST_CASE("Counter permission errors say how to fix them", "[ncu_backend]") {
