@@ -56,12 +56,15 @@ class ProfileMixin:
                         res["op_signature"] = self.signature()
                 except Exception as e:  # noqa: BLE001
                     self.log.add(f"op signature not recorded: {e!r}")
-            inputs = self.timing_inputs()
-            in_field = self.inputs_field(inputs, "profile")
-            reply = self.child.request({"cmd": "profile", **in_field,
-                                        "iters": req.profile_iters, "range": NVTX_RANGE,
-                                        "warmup_iters": req.profile_warmup_iters},
-                                       phase="profile")
+            with self.phases("profile: inputs"):
+                inputs = self.timing_inputs()
+                in_field = self.inputs_field(inputs, "profile")
+            # The warm-up and profiled forwards, the profiler's replays included.
+            with self.phases("profile: forwards"):
+                reply = self.child.request({"cmd": "profile", **in_field,
+                                            "iters": req.profile_iters, "range": NVTX_RANGE,
+                                            "warmup_iters": req.profile_warmup_iters},
+                                           phase="profile")
             self.release_inputs(in_field)
             res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
             res["ok"] = True

@@ -106,6 +106,8 @@ def test_gated_profile_prepares_then_waits_for_the_worker_go(tmp_path):
     assert (gate / "done").exists()
     phases = res["phases_ms"]
     assert "waiting for the GPU" in phases and "compile dry run" in phases, phases
+    # The held part is named too: the inputs and the forwards under the profiler.
+    assert "profile: inputs" in phases and "profile: forwards" in phases, phases
     assert res["gate_wait_s"] >= 1.0
 
 

@@ -25,6 +25,6 @@ echo "kagent_profile_once rc=$? wall=$(python3 -c "import time; print(round(time
 rm -rf "$private"
 bash "$repo/tests/gpu/run_loop_costs.sh" "$out/loop" "$seconds" 10_relu_fp32 > "$out/loop.txt" 2>&1
 zcat "$out/loop/job/kagentd.log.gz" 2>/dev/null | grep -E '"msg":"(profiled|measured|screened)' \
-  | cut -c1-400 >> "$out/summary.txt"
+  | cut -c1-1000 >> "$out/summary.txt"
 tail -3 "$out/loop/job/bench.txt" >> "$out/summary.txt" 2>/dev/null
 exit 0
