@@ -179,7 +179,10 @@ def main():
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
 
-    secret_file = os.path.join(ROOT, "var", "redteam", "secret.txt")
+    # $KAGENT_REDTEAM_DIR: where the secret file goes when the repository is not writable
+    # (run_sandbox.sh as an unprivileged user).
+    secret_file = os.path.join(os.environ.get("KAGENT_REDTEAM_DIR") or
+                               os.path.join(ROOT, "var", "redteam"), "secret.txt")
     os.makedirs(os.path.dirname(secret_file), exist_ok=True)
     with open(secret_file, "w") as f:
         f.write(SECRET + "-file\n")

@@ -15,10 +15,15 @@ suite_only=${3:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 as=()
+res=$out  # where the suites write their JSON (the user's own folder when run as another user)
 if [ -n "${KAGENT_RUN_UID:-}" ]; then
   home=$(mktemp -d /tmp/kagent-home-XXXXXX)
   chown "$KAGENT_RUN_UID:$KAGENT_RUN_UID" "$home" && chmod 777 "$out"
   export HOME=$home
+  # The repository and OUT's parents may be root's alone: the red team's secret file and
+  # the suites' JSON go under the user's home, copied to OUT at the end.
+  export KAGENT_REDTEAM_DIR=$home/redteam
+  res=$home
   as=(setpriv --reuid="$KAGENT_RUN_UID" --regid="$KAGENT_RUN_UID" --clear-groups --)
   echo "running as uid $KAGENT_RUN_UID (HOME=$home)" | tee "$out/user.txt"
 fi
@@ -34,6 +39,7 @@ PYTHONPATH=python "${as[@]}" python3 -c 'from kagent_harness import bwrap, proto
 log = P.Log(); print(bwrap.probe(log, "cuda")); print(log.tail(""))' 2>&1 | tee "$out/probe.txt"
 PYTHONPATH=python timeout 90 "${as[@]}" python3 tests/gpu/vmm_roundtrip.py 2>&1 | tee "$out/vmm.log"
 KAGENT_CUPTI_LIB=$cupti timeout 290 "${as[@]}" python3 tests/gpu/redteam.py ${rt_only:+--only "$rt_only"} \
-  --json "$out/redteam.json" 2>&1 | tee "$out/redteam.log"
+  --json "$res/redteam.json" 2>&1 | tee "$out/redteam.log"
 timeout 240 "${as[@]}" python3 tests/gpu/run_suite.py --server ${cupti:+--cupti-lib "$cupti"} \
-  ${suite_only:+--only "$suite_only"} --json "$out/adversarial.json" 2>&1 | tee "$out/adversarial.log"
+  ${suite_only:+--only "$suite_only"} --json "$res/adversarial.json" 2>&1 | tee "$out/adversarial.log"
+[ "$res" = "$out" ] || cp "$res"/redteam.json "$res"/adversarial.json "$out"/ 2>/dev/null
