@@ -5,7 +5,9 @@ the same protocol (timing.time_callable: spin, L2 flush, events). The caller sen
 best few on to the full gate and timing; a screen result is never a measurement.
 
 Variants are trusted code (written by the brain, not by a user or an LLM), so they share
-one process; should that process die on a variant, the rest are screened in a new one.
+one process; should that process die on a variant, the rest are screened in a new one,
+once: a new process imports and compiles the rest under the GPU slot, so when the second
+one dies too the rest are left "not screened" (SCREEN_MAX_PROCESSES).
 
 A screen can be prepared before the worker takes the GPU slot (prepare_screen): the
 variants' process is started, every variant imported and built, and each Triton
@@ -27,6 +29,7 @@ from kagent_harness.trials import rms
 SCREEN_WARMUP_ITERS = 3
 SCREEN_WARMUP_MS = 10.0
 MAX_VARIANTS = 32
+SCREEN_MAX_PROCESSES = 2
 
 
 def prepare_screen(sup, kernels):
@@ -100,9 +103,24 @@ def run_screen(sup, kernels, reps, prepared=None):
         atol, rtol = tolerances(ref_out, req.atol, req.rtol)
         atol_eff = atol * max(1.0, rms(ref_out))
         flush = l2_flush_bytes(sup.device) if req.flush_l2 else 0
-        start = 0
+        start, processes = 0, 0
         while start < len(kernels):
+            if processes == SCREEN_MAX_PROCESSES:
+                # A new process would start and compile the rest under the GPU slot
+                # (on the H200, seven variants that each crashed held it 67 s): the
+                # rest stay unscreened, and the caller measures the kernel as generated.
+                why = (f"not screened: {processes} of the screen's processes were ended by "
+                       "a variant's failure (variants " +
+                       ", ".join(str(i) for i, r in enumerate(results)
+                                 if r is not None and _ended_process(r)) + ")")
+                for i in range(start, len(kernels)):
+                    if results[i] is None:
+                        results[i] = {"index": i, "ok": False, "median_ms": 0.0,
+                                      "reason": why}
+                sup.log.add(why)
+                break
             mine, prepared = prepared, None   # sup.child owns its process from here
+            processes += 1
             start = _screen_from(sup, kernels, start, results, inputs, ref_out, atol_eff,
                                  rtol, flush, reps, mine)
     except Exception as e:  # noqa: BLE001 - the reference or the harness failed
@@ -123,6 +141,8 @@ def run_screen(sup, kernels, reps, prepared=None):
     for i, r in enumerate(results):
         if r is None:
             results[i] = {"index": i, "ok": False, "reason": "not screened", "median_ms": 0.0}
+        else:
+            r.pop("ended_process", None)
     out["phases_ms"] = sup.phases.as_dict()
     out["seconds"] = time.monotonic() - t0
     out["prepared"] = used
@@ -132,6 +152,11 @@ def run_screen(sup, kernels, reps, prepared=None):
                    if good else ""))
     out["log"] = sup.log.tail()
     return out
+
+
+def _ended_process(result):
+    """Whether a variant's result is a failure that ended its process (_screen_from)."""
+    return bool(result.get("ended_process"))
 
 
 def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flush, reps,
@@ -174,7 +199,7 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
                                      reps)
         except ChildFailure as f:
             results[i] = {"index": i, "ok": False, "median_ms": 0.0,
-                          "reason": f"{f.verdict}: {f.reason}"}
+                          "reason": f"{f.verdict}: {f.reason}", "ended_process": True}
             return i + 1
     return len(kernels)
 

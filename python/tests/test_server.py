@@ -154,6 +154,27 @@ def test_screen_ranks_variants(server):
     assert call(path, {"op": "screen", "kernels": []})["ok"] is False
 
 
+def test_a_screen_gives_up_after_two_processes_ended_by_variants(server):
+    # Each crash ends the variants' process; the next one would import and compile the
+    # rest under the GPU slot, so after the second the rest are left unscreened.
+    path, _, _ = server
+    kernels = [{"source": read("cand_relu_add_segfault.py")},
+               {"source": read("cand_relu_add_good.py")},
+               {"source": read("cand_relu_add_segfault.py")},
+               {"source": read("cand_relu_add_segfault.py")},
+               {"source": read("cand_relu_add_good.py")}]
+    r = call(path, {"op": "screen", "device": "cpu", "problem_source": read(PROBLEM),
+                    "job_id": "job-crash", "kernels": kernels, "timing_reps": 2})
+    assert r["ok"], r
+    res = r["results"]
+    assert [x["ok"] for x in res] == [False, True, False, False, False], res
+    assert res[0]["reason"].startswith("CRASH") and res[2]["reason"].startswith("CRASH"), res
+    for x in res[3:]:
+        assert x["reason"].startswith("not screened: 2 of the screen's processes were ended "
+                                      "by a variant's failure (variants 0, 2)"), x
+    assert all("ended_process" not in x for x in res)
+
+
 def test_a_prepared_screen_runs_in_its_prepared_process(server):
     path, _, _ = server
     kernels = [{"source": read("cand_relu_add_good.py")},
