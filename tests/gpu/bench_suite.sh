@@ -11,7 +11,8 @@
 # trajectory.svg), bench.txt (the bench's progress, and its wall time in its last line),
 # metrics.txt (kagentd's Prometheus metrics when the bench ended: tasks, candidates, busy
 # seconds per worker) and kagentd.log.gz.
-# KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run.
+# KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run,
+# KAGENT_DAEMON_FLAGS adds kagentd flags (e.g. "--worker-tasks=6 --prepared-max=8").
 # Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -29,7 +30,7 @@ state="$(cd "$state" && pwd)"; out="$(cd "$out" && pwd)"
 port="${KAGENT_BENCH_PORT:-50081}"
 t0=$(date +%s)
 "$bin/kagentd" --listen=127.0.0.1:$port --metrics-listen=127.0.0.1:0 --db="$state/kagent.db" \
-  --gpus="${KAGENT_GPUS:-auto}" >"$state/kagentd.out" 2>"$state/kagentd.log" &
+  --gpus="${KAGENT_GPUS:-auto}" ${KAGENT_DAEMON_FLAGS:-} >"$state/kagentd.out" 2>"$state/kagentd.log" &
 daemon=$!
 for _ in $(seq 1 240); do
   grep -q '"port"' "$state/kagentd.out" 2>/dev/null && break
