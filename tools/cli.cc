@@ -106,6 +106,13 @@ class Client {
     return 1;
   }
   v1::JobService::Stub* stub() { return stub_.get(); }
+  // GetJob of `job_id` into `out`.
+  grpc::Status GetJob(const std::string& job_id, v1::GetJobResponse* out) {
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    auto ctx = Ctx();
+    return stub_->GetJob(ctx.get(), req, out);
+  }
 
  private:
   const Flags& flags_;
@@ -279,11 +286,8 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
   v1::JobState final_state = printer.final_state();
   if (final_state == v1::JOB_STATE_UNSPECIFIED) {
     // Resumed past the end: read the state.
-    v1::GetJobRequest g;
-    g.set_job_id(job_id);
     v1::GetJobResponse r;
-    auto gctx = c.Ctx();
-    if (c.stub()->GetJob(gctx.get(), g, &r).ok()) final_state = r.job().state();
+    if (c.GetJob(job_id, &r).ok()) final_state = r.job().state();
   }
   out << "job " << job_id << " " << StateName(final_state) << "\n";
   return final_state == v1::JOB_STATE_DONE ? 0 : 3;
@@ -291,11 +295,8 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
 
 int Export(Client& c, const std::string& job_id, const std::string& dir, std::ostream& out,
            std::ostream& err) {
-  v1::GetJobRequest g;
-  g.set_job_id(job_id);
   v1::GetJobResponse job;
-  auto ctx = c.Ctx();
-  grpc::Status s = c.stub()->GetJob(ctx.get(), g, &job);
+  grpc::Status s = c.GetJob(job_id, &job);
   if (!s.ok()) return c.Fail(s);
   v1::ListCandidatesRequest lc;
   lc.set_job_id(job_id);
@@ -362,11 +363,8 @@ int Export(Client& c, const std::string& job_id, const std::string& dir, std::os
 // `kagent export JOB DIR --package`: the best kernel as a Python package in DIR.
 int ExportPackage(Client& c, const std::string& job_id, const std::string& dir, std::ostream& out,
                   std::ostream& err) {
-  v1::GetJobRequest g;
-  g.set_job_id(job_id);
   v1::GetJobResponse job;
-  auto ctx = c.Ctx();
-  grpc::Status s = c.stub()->GetJob(ctx.get(), g, &job);
+  grpc::Status s = c.GetJob(job_id, &job);
   if (!s.ok()) return c.Fail(s);
   absl::StatusOr<PythonPackage> package = RenderPythonPackage(job.job());
   if (!package.ok()) {
@@ -573,11 +571,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "get") {
     if (!need(1, "JOB")) return 2;
     if (!c.Connect()) return 1;
-    v1::GetJobRequest req;
-    req.set_job_id(pos[1]);
     v1::GetJobResponse resp;
-    auto ctx = c.Ctx();
-    grpc::Status s = c.stub()->GetJob(ctx.get(), req, &resp);
+    grpc::Status s = c.GetJob(pos[1], &resp);
     if (!s.ok()) return c.Fail(s);
     PrintJob(resp.job(), out);
     if (!f.kernel_out.empty()) {

@@ -32,7 +32,7 @@ LlmConfig ConfigFor(const FakeLlmServer& server, WireFormat f, const std::string
   return c;
 }
 
-TEST_CASE("probe: the served model passes; the request is a GET with the key", "[llm][probe]") {
+TEST_CASE("probe: the served model passes, and the request is a GET with the key", "[llm][probe]") {
   auto server = FakeLlmServer::Start(WireFormat::kOpenAi).value();
   server->SetModelsResponse(ModelList(WireFormat::kOpenAi, {"Qwen/Qwen2.5-Coder-32B-Instruct"}));
   ::setenv("KAGENT_PROBE_TEST_KEY", "sk-probe-secret", 1);

@@ -190,7 +190,7 @@ TEST_CASE("ChatForJson gives up after max_attempts and passes client errors thro
   CHECK(broke.requests.size() == 1);
 }
 
-TEST_CASE("ChatForJson: a reasoning reply needs no re-ask; the history drops the reasoning",
+TEST_CASE("ChatForJson: a reasoning reply needs no re-ask, and the history drops the reasoning",
           "[structured]") {
   ScriptedClient client({std::string("<think>{\"plan\": \"draft\"}</think>no JSON here"),
                          std::string("<think>hmm</think>{\"plan\": \"tile\"}")});

@@ -498,7 +498,7 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
   CHECK(loop.MeasureRequests().size() == 1);
 }
 
-TEST_CASE("loop: an LLM endpoint down for a while pauses generation; the job goes on") {
+TEST_CASE("loop: an LLM endpoint down for a while pauses generation, then the job goes on") {
   JobDefaults d;
   d.llm_retry_backoff_seconds = 0.02;
   Loop loop(":memory:", absl::Milliseconds(2), d);
