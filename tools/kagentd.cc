@@ -14,9 +14,11 @@
 // through the same LLM (docs/llm.md).
 #include <signal.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -323,6 +325,14 @@ int Main(int argc, char** argv) {
   ctx.auth = a;
   if (!static_workers.empty()) {
     co.workers = co.workers.empty() ? static_workers : co.workers + "," + static_workers;
+  }
+  if (co.worker_tasks == 0) {  // auto: this host's cores over its GPU workers
+    const int gpu_workers = static_cast<int>(std::count_if(
+        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    co.worker_tasks = AutoWorkerTasks(cores, gpu_workers);
+    KLOG(INFO) << "worker tasks: " << co.worker_tasks << " in flight per worker (auto: "
+               << cores << " CPU cores, " << gpu_workers << " GPU worker(s))";
   }
   s = SetUpCoordinator(co, ctx, internal_addr, nullptr);
   if (s.ok()) s = (*host)->Start();

@@ -1,5 +1,6 @@
 #include "services/coordinator/coordinator_setup.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -39,7 +40,9 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddInt("max-concurrent-jobs", &max_concurrent_jobs, "jobs running at once; the rest queue");
   o.AddInt("worker-tasks", &worker_tasks,
            "GPU tasks in flight on one worker at most (1..8): the worker's GPU runs one at a "
-           "time while the next prepares and compiles on its CPU cores; 1: one task per worker");
+           "time while the others prepare and compile on its CPU cores; 1: one task per "
+           "worker; 0: chosen for the host (kagentd: a third of its cores per GPU worker, "
+           "2..8; a coordinator of its own: 2)");
   o.AddInt("max-active-jobs-per-tenant", &max_active_jobs_per_tenant,
            "unfinished jobs a tenant may have; SubmitJob beyond it is RESOURCE_EXHAUSTED");
   o.AddInt("default-rounds", &default_rounds, "rounds when a job sets no budget");
@@ -73,9 +76,9 @@ absl::Status CoordinatorOptions::Validate() const {
   if (max_concurrent_jobs < 1 || max_concurrent_jobs > 1024) {
     return absl::InvalidArgumentError("--max-concurrent-jobs must be in [1, 1024]");
   }
-  if (worker_tasks < 1 || worker_tasks > kMaxTasksPerWorker) {
+  if (worker_tasks < 0 || worker_tasks > kMaxTasksPerWorker) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--worker-tasks must be in [1, ", kMaxTasksPerWorker, "]"));
+        absl::StrCat("--worker-tasks must be in [0, ", kMaxTasksPerWorker, "] (0: auto)"));
   }
   if (default_rounds < 1 || default_rounds > 1000 || default_beam < 1 || default_beam > 16 ||
       default_fixes < 1 || default_fixes > 16) {
@@ -107,6 +110,11 @@ absl::Status CoordinatorOptions::Validate() const {
     }
   }
   return absl::OkStatus();
+}
+
+int AutoWorkerTasks(int cpu_cores, int gpu_workers) {
+  if (gpu_workers <= 0) return 2;
+  return std::clamp(cpu_cores / (3 * gpu_workers), 2, kMaxTasksPerWorker);
 }
 
 absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
@@ -145,7 +153,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   so.lease = absl::Seconds(o.worker_lease_seconds);
   so.measure_timeout = absl::Seconds(o.measure_timeout_seconds);
   so.screen_timeout = absl::Seconds(o.measure_timeout_seconds);  // a screen is one harness run too
-  so.tasks_per_worker = o.worker_tasks;
+  so.tasks_per_worker = o.worker_tasks > 0 ? o.worker_tasks : 2;
   auto* scheduler = ctx.Keep(std::make_unique<Scheduler>(so, store, factory, &ctx.metrics->registry()));
   if (!o.workers.empty()) {
     for (absl::string_view w : absl::StrSplit(o.workers, ',', absl::SkipEmpty())) {

@@ -29,8 +29,10 @@ struct CoordinatorOptions {
   double generate_timeout_seconds = 600;
   int max_concurrent_jobs = 4;
   // GPU tasks a worker is given at once (SchedulerOptions::tasks_per_worker): its GPU runs
-  // one at a time, the next prepares on its CPU cores meanwhile. 1..kMaxTasksPerWorker.
-  int worker_tasks = 2;
+  // one at a time, the others prepare on its CPU cores meanwhile. 1..kMaxTasksPerWorker;
+  // 0: chosen for the host (kagentd: AutoWorkerTasks; a coordinator of its own, whose
+  // workers are elsewhere: 2).
+  int worker_tasks = 0;
   int max_active_jobs_per_tenant = 64;
   int default_rounds = 5;
   int default_beam = 2;
@@ -52,6 +54,14 @@ struct CoordinatorOptions {
 // The exit status of a coordinator replica that lost the leader lease (it restarts as a
 // follower).
 inline constexpr int kExitLostLeadership = 75;
+
+// --worker-tasks=0 in kagentd, whose GPU workers share this host's `cpu_cores`: a task
+// prepares on the CPU (interpreter, imports, construction, Triton compilation: 6-28 s on
+// the H200 on 2026-12-05) and then holds its worker's GPU 1-5 s, so with two in flight
+// the GPU waited for preparations two thirds of the time. A third of the cores per GPU
+// worker, at least 2, at most kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU
+// worker, where preparing and measuring share the same cores).
+int AutoWorkerTasks(int cpu_cores, int gpu_workers);
 
 // `self_address_for_loop` overrides the four loop-service addresses (kagentd dials
 // itself); empty keeps the configured ones.

@@ -16,6 +16,7 @@
 #include "prometheus/registry.h"
 
 #include "common/storage/sqlite_storage.h"
+#include "services/coordinator/coordinator_setup.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/testing_fakes.h"
 
@@ -531,6 +532,20 @@ TEST_CASE("scheduler: a candidate's own verdicts are answers, not retried") {
   REQUIRE(r.ok());
   CHECK(r->measure.measurement().verdict() == v1::VERDICT_CRASH);
   CHECK(f.a.calls == 1);
+}
+
+}  // namespace
+}  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("worker tasks for a host: a third of its cores per GPU worker, 2..8") {
+  CHECK(AutoWorkerTasks(16, 1) == 5);   // the lent H200 box
+  CHECK(AutoWorkerTasks(128, 8) == 5);  // eight GPUs on 128 cores
+  CHECK(AutoWorkerTasks(256, 1) == kMaxTasksPerWorker);
+  CHECK(AutoWorkerTasks(2, 1) == 2);    // never fewer than one preparing beside one held
+  CHECK(AutoWorkerTasks(64, 0) == 2);   // a CPU worker shares its cores with measuring
 }
 
 }  // namespace
