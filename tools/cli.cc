@@ -207,7 +207,7 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
       out << absl::StrFormat("  AI roofline     %.1f%%  (useful work vs the roofline at the op's arithmetic intensity)\n",
                              r.roofline_bound_pct());
     } else {
-      out << "  AI roofline     -  (the op signature gave no FLOPs and bytes)\n";
+      out << "  AI roofline     n/a  (the op signature gave no FLOPs and bytes)\n";
     }
     for (const auto& m : r.extra_shapes()) {
       double med = m.candidate().median_ms();

@@ -158,7 +158,7 @@ TEST_CASE("cli: get shows both roofline figures of the best kernel") {
   std::ostringstream unknown;
   cli::PrintJob(job, unknown);
   CHECK(unknown.str().find("  roofline        99.4%") != std::string::npos);
-  CHECK(unknown.str().find("  AI roofline     -") != std::string::npos);
+  CHECK(unknown.str().find("  AI roofline     n/a  (the op signature gave no FLOPs and bytes)") != std::string::npos);
 
   job.mutable_result()->set_roofline_bound_pct(46);
   std::ostringstream known;
@@ -354,6 +354,48 @@ TEST_CASE("cli: get prints a recorded CPU job: slower as slower, no made-up roof
   CHECK(absl::StrContains(out, "  roofline        n/a  (no hardware counters under Triton's "
                                "interpreter)\n"));
   CHECK(absl::StrContains(out, "  lineage: job-0b44f594c78b-c0 -> job-0b44f594c78b-r1-w0\n"));
+}
+
+TEST_CASE("cli: get prints a recorded H200 job: final-run times, slower as slower, n/a") {
+  // A GPU job recorded on an H200 (tools/testdata/report/README.md says how); its export
+  // has no events, so `watch` is tested on the CPU job only.
+  v1::Job job;
+  REQUIRE(testing::LoadJsonFixture("tools/testdata/report/gpu_h200_square_slower/job.json", &job)
+              .ok());
+  std::ostringstream printed;
+  cli::PrintJob(job, printed);
+  const std::string out = printed.str();
+  INFO(out);
+  CHECK(absl::StrContains(out, "job        job-ad861332d614  (01_matmul_square_fp32)\n"));
+  CHECK(absl::StrContains(out, "state      DONE  (round budget spent (1 rounds))\n"));
+  CHECK(absl::StrContains(out, "gpu time   19.0 GPU-s, GPU busy 52%\n"));
+  CHECK(absl::StrContains(out, "start      CORRECT 3.2790 ms  (eager 2.6787 ms, torch.compile "
+                               "2.6780 ms)\n"));
+  CHECK(absl::StrContains(out, "     1 |     3.1780 |    1.03x | 3/3\n"));
+  // The best kernel's block: every time from the one final run, the same as the report's.
+  CHECK(absl::StrContains(out, "best kernel job-ad861332d614-r1-w0 (one final run, every time "
+                               "side by side)\n"));
+  CHECK(absl::StrContains(out, "  best                3.1776 ms\n"));
+  CHECK(absl::StrContains(out, "  starting kernel     3.2776 ms  -> 1.03x\n"));
+  CHECK(absl::StrContains(out, "  eager PyTorch       2.6776 ms  -> 0.84x (1.19x slower)\n"));
+  CHECK(absl::StrContains(out, "  torch.compile       2.6790 ms  -> 0.84x (1.19x slower)\n"));
+  CHECK(absl::StrContains(out, "  roofline        n/a  (the best kernel has no profile)\n"));
+  CHECK(absl::StrContains(out, "  AI roofline     n/a  (the op signature gave no FLOPs and bytes)\n"));
+  CHECK(absl::StrContains(out, "  lineage: job-ad861332d614-c0 -> job-ad861332d614-r1-w0\n"));
+  CHECK_FALSE(absl::StrContains(out, "Triton's interpreter"));
+
+  // The other recorded H200 job: faster than everything, its AI roofline from the job.
+  v1::Job fast;
+  REQUIRE(testing::LoadJsonFixture("tools/testdata/report/gpu_h200_tall_skinny/job.json", &fast)
+              .ok());
+  std::ostringstream p2;
+  cli::PrintJob(fast, p2);
+  INFO(p2.str());
+  CHECK(absl::StrContains(p2.str(), "  starting kernel     1.7725 ms  -> 1.13x\n"));
+  CHECK(absl::StrContains(p2.str(), "  torch.compile       1.8036 ms  -> 1.15x\n"));
+  CHECK(absl::StrContains(p2.str(), "  AI roofline     65.3%  (useful work vs the roofline at the "
+                                    "op's arithmetic intensity)\n"));
+  CHECK(absl::StrContains(p2.str(), "gpu time   17.1 GPU-s, GPU busy 45%\n"));
 }
 
 TEST_CASE("report: escapes text and holds every section") {

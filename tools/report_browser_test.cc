@@ -1,10 +1,11 @@
-// The HTML report in a real browser: Debian's chromium, headless, renders the recorded GPU
-// job and the CPU job (tools/testdata/report) at a laptop's width (1280 px) and a narrow
-// window's (700 px). A probe script, added to the page for the test only (the report has
-// no scripts), writes what it measures into the DOM: the page's scroll width against the
-// window's, how much of the window the page uses, and how many ids wrapped over lines;
-// --dump-dom reads it back with the text the browser shows, and --screenshot writes a PNG
-// whose size and dimensions are checked.
+// The HTML report in a real browser: Debian's chromium, headless, renders the GPU jobs
+// (two recorded on an H200 and the one built from the case study) and the CPU job
+// (tools/testdata/report) at a laptop's width (1280 px) and a narrow window's (700 px). A
+// probe script, added to the page for the test only (the report has no scripts), writes
+// what it measures into the DOM: the page's scroll width against the window's, how much of
+// the window the page uses, and how many ids wrapped over lines; --dump-dom reads it back
+// with the text the browser shows, and --screenshot writes a PNG whose size and dimensions
+// are checked.
 //
 // Chromium must be on PATH (scripts/setup.sh installs it): without it the test fails and
 // says so. KAGENT_NO_BROWSER=1 skips it (for a machine without the package); CI does not
@@ -131,7 +132,7 @@ void CheckLayout(const Rendered& r, int width) {
   CHECK(r.png.size() > 20000);
 }
 
-TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
+TEST_CASE("report browser: the GPU jobs and the CPU job at 1280 and 700 px") {
   if (Skipped()) {
     WARN("KAGENT_NO_BROWSER=1: the report's browser test is skipped");
     return;
@@ -155,9 +156,15 @@ TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
   } cleanup{dir};
   auto gpu = report_testdata::Load("gpu_matvec_h200");
   auto cpu = report_testdata::Load("cpu_matvec_small");
+  auto fast = report_testdata::Load("gpu_h200_tall_skinny");
+  auto slow = report_testdata::Load("gpu_h200_square_slower");
   REQUIRE(gpu.ok());
   REQUIRE(cpu.ok());
+  REQUIRE(fast.ok());
+  REQUIRE(slow.ok());
   const std::string gpu_html = RenderHtmlReport(gpu->job, gpu->candidates, gpu->reflexions);
+  const std::string fast_html = RenderHtmlReport(fast->job, fast->candidates, fast->reflexions);
+  const std::string slow_html = RenderHtmlReport(slow->job, slow->candidates, slow->reflexions);
   const std::string cpu_html = RenderHtmlReport(cpu->job, cpu->candidates, cpu->reflexions);
 
   for (int width : {1280, 700}) {
@@ -172,6 +179,28 @@ TEST_CASE("report browser: the GPU and the CPU job at 1280 and 700 px") {
     CHECK(absl::StrContains(g.dom, "Ceilings of the NVIDIA H200"));
     CHECK(absl::StrContains(g.dom, "DUPLICATE"));
     CHECK_FALSE(absl::StrContains(g.dom, "cpu-banner"));
+
+    // Recorded on the H200: the final run's figures as the browser shows them.
+    Rendered f = Render(chromium, dir, absl::StrCat("gpu_h200_tall_skinny_", width), fast_html, width);
+    CheckLayout(f, width);
+    CHECK(f.probe["charts"].get<int>() == 2);
+    CHECK(absl::StrContains(f.dom, "1.7725 ms"));
+    CHECK(absl::StrContains(f.dom, "1.13x faster"));
+    CHECK(absl::StrContains(f.dom, "1.15x faster"));
+    CHECK(absl::StrContains(f.dom, "65.3%"));
+    CHECK(absl::StrContains(f.dom, "Ceilings of the NVIDIA H200"));
+    CHECK_FALSE(absl::StrContains(f.dom, "cpu-banner"));
+
+    Rendered s = Render(chromium, dir, absl::StrCat("gpu_h200_square_slower_", width), slow_html, width);
+    CheckLayout(s, width);
+    // No profile, no roofline chart: the round chart alone.
+    CHECK(s.probe["charts"].get<int>() == 1);
+    CHECK(absl::StrContains(s.dom, "0.84x (1.19x slower)"));
+    CHECK(absl::StrContains(s.dom, "n/a (the signature gives no FLOPs and bytes)"));
+    CHECK(absl::StrContains(s.dom, "No roofline chart"));
+    CHECK(absl::StrContains(s.dom, "GPU-seconds"));
+    CHECK_FALSE(absl::StrContains(s.dom, "cpu-banner"));
+    CHECK_FALSE(absl::StrContains(s.dom, "Not GPU times."));
 
     Rendered c = Render(chromium, dir, absl::StrCat("cpu_", width), cpu_html, width);
     CheckLayout(c, width);

@@ -1,7 +1,8 @@
-// The HTML report's figures and wording, on a GPU job built from the H200 case study
-// (tools/testdata/report/gpu_matvec_h200), a job recorded on a CPU worker
-// (tools/testdata/report/cpu_matvec_small) and small jobs made here for the edge cases.
-// report_browser_test renders the same two fixtures in a headless browser.
+// The HTML report's figures and wording, on three GPU jobs recorded on an H200
+// (tools/testdata/report/gpu_h200_*), a GPU job built from the H200 case study for what
+// those do not cover (gpu_matvec_h200: several rounds, a profiled best kernel, a
+// duplicate), a job recorded on a CPU worker (cpu_matvec_small) and small jobs made here
+// for the edge cases. report_browser_test renders the fixtures in a headless browser.
 #include "tools/report.h"
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tools/report_testdata.h"
 
 namespace kagent {
@@ -91,6 +94,130 @@ TEST_CASE("report: a CPU job: a banner, worker-seconds, n/a where there are no c
   CHECK(StrContains(html, "<tr><th>starting kernel</th><td>the best kernel</td>"));
   CHECK_FALSE(StrContains(html, "0.00x"));
   CHECK_FALSE(StrContains(html, "0.0%"));
+}
+
+// The result table's row for `label`, computed here from the final run's medians: the
+// time, and the best kernel's ratio to it as "1.13x faster" or "0.84x (1.19x slower)".
+std::string ResultRow(const std::string& label, double other_ms, double best_ms) {
+  const double r = other_ms / best_ms;
+  const std::string ratio =
+      r > 1 ? absl::StrFormat("<span class=\"faster\">%.2fx faster</span>", r)
+            : absl::StrFormat("<span class=\"slower\">%.2fx (%.2fx slower)</span>", r, 1 / r);
+  return absl::StrFormat("<tr><th>%s</th><td><span class=\"num\">%.4f ms</span></td><td>%s</td></tr>",
+                         label, other_ms, ratio);
+}
+
+// Every time and ratio of the result table comes from the final run (best_measurement),
+// the same figures the job's speedup_vs_* fields hold; GPU-seconds and the busy share are
+// the job's totals. Shared by the recorded H200 jobs.
+void CheckFinalRunTable(const v1::Job& job, const std::string& html) {
+  const v1::Measurement& m = job.result().best_measurement();
+  const double best = m.candidate().median_ms();
+  INFO(job.id());
+  CHECK(StrContains(html, absl::StrFormat("<td><span class=\"num\">%.4f ms</span></td><td></td></tr>",
+                                          best)));
+  CHECK(StrContains(html, ResultRow("starting kernel", m.reference_kernel().median_ms(), best)));
+  CHECK(StrContains(html, ResultRow("eager PyTorch", m.eager().median_ms(), best)));
+  CHECK(StrContains(html, ResultRow("torch.compile", m.compiled().median_ms(), best)));
+  // The stored ratios are the same run's: start/best, eager/best, compile/best.
+  CHECK(job.result().speedup_vs_start() == Approx(m.reference_kernel().median_ms() / best));
+  CHECK(job.result().speedup_vs_eager() == Approx(m.eager().median_ms() / best));
+  CHECK(job.result().speedup_vs_compile() == Approx(m.compiled().median_ms() / best));
+  CHECK(StrContains(html, absl::StrFormat("<tr><th>GPU-seconds</th><td>%.1f <small>(time the job held a GPU)",
+                                          job.gpu_seconds_used())));
+  CHECK(StrContains(html, absl::StrFormat("<tr><th>GPU busy</th><td>%.0f%% <small>(of the GPU time held",
+                                          100 * job.gpu_busy_seconds_used() / job.gpu_seconds_used())));
+  // GPU wording, no CPU banner, never a made-up zero.
+  CHECK_FALSE(StrContains(html, "cpu-banner"));
+  CHECK_FALSE(StrContains(html, "worker-seconds</th>"));
+  CHECK(StrContains(html, "<tr><th>device</th><td>NVIDIA H200</td></tr>"));
+  CHECK(StrContains(html, "<tr><th>brain</th><td>heuristic</td></tr>"));
+  CHECK(StrContains(html, "<tr><th>rounds</th><td>1 at most; 1 run</td></tr>"));
+  // The best kernel was verified, not profiled (a one-round job): no speed-of-light figure.
+  CHECK(StrContains(html,
+                    "<tr><th>speed of light</th><td colspan=\"2\">n/a (the best kernel was not "
+                    "profiled)</td></tr>"));
+  CHECK_FALSE(StrContains(html, "0.00x"));
+  CHECK_FALSE(StrContains(html, "0.0%"));
+}
+
+TEST_CASE("report: a GPU job recorded on the H200, faster than torch.compile") {
+  auto job = report_testdata::Load("gpu_h200_tall_skinny");
+  REQUIRE(job.ok());
+  const std::string html = RenderHtmlReport(job->job, job->candidates, job->reflexions);
+  CheckFinalRunTable(job->job, html);
+  // The figures as read from the fixture (1.7725 / 1.5712 ms and so on).
+  CHECK(StrContains(html, ResultRow("starting kernel", 1.7725, 1.5712)));
+  CHECK(StrContains(html, "<span class=\"faster\">1.13x faster</span>"));
+  CHECK(StrContains(html, "<tr><th>torch.compile</th><td><span class=\"num\">1.8036 "
+                          "ms</span></td><td><span class=\"faster\">1.15x faster</span>"));
+  CHECK(StrContains(html, "<tr><th>GPU-seconds</th><td>17.1 "));
+  CHECK(StrContains(html, "<tr><th>GPU busy</th><td>45% "));
+  // The arithmetic-intensity roofline of the final run, from the job's figure.
+  CHECK(StrContains(html, absl::StrFormat("<td colspan=\"2\">%.1f%% <small>(useful FLOPs",
+                                          job->job.result().roofline_bound_pct())));
+  CHECK(StrContains(html, "65.3% <small>(useful FLOPs"));
+  // Round 1's 1.14x (its own measurement over the baseline run) and the final run's 1.13x
+  // agree within 1%: no sentence about differing figures.
+  CHECK(StrContains(html, "<title>round 1: 1.14x (3/3 correct)</title>"));
+  CHECK_FALSE(StrContains(html, "class=\"differs\""));
+  // The starting kernel was profiled, the best was not: one point on the H200's roofline.
+  CHECK(StrContains(html, "Ceilings of the NVIDIA H200 from kagent's spec table: 4.80 TB/s DRAM"));
+  CHECK(StrContains(html, "class=\"ptlabel\">start</text>"));
+  CHECK_FALSE(StrContains(html, "class=\"ptlabel\">best</text>"));
+  CHECK(StrContains(html, "<td class=\"CORRECT\">CORRECT</td><td><span class=\"num\">1.7869 "
+                          "ms</span></td><td>58.0%</td>"));
+  CHECK(StrContains(html, "<tr><th>created</th><td>2026-12-05 03:38:58 UTC</td></tr>"));
+}
+
+TEST_CASE("report: a GPU job recorded on the H200, slower than torch.compile, no counters") {
+  auto job = report_testdata::Load("gpu_h200_square_slower");
+  REQUIRE(job.ok());
+  const std::string html = RenderHtmlReport(job->job, job->candidates, job->reflexions);
+  CheckFinalRunTable(job->job, html);
+  // 1.03x over the start, slower than eager and torch.compile: said so.
+  CHECK(StrContains(html, "<span class=\"faster\">1.03x faster</span>"));
+  CHECK(StrContains(html, "<tr><th>eager PyTorch</th><td><span class=\"num\">2.6776 "
+                          "ms</span></td><td><span class=\"slower\">0.84x (1.19x "
+                          "slower)</span></td></tr>"));
+  CHECK(StrContains(html, "<tr><th>torch.compile</th><td><span class=\"num\">2.6790 "
+                          "ms</span></td><td><span class=\"slower\">0.84x (1.19x "
+                          "slower)</span></td></tr>"));
+  CHECK(StrContains(html, "<tr><th>GPU-seconds</th><td>19.0 "));
+  CHECK(StrContains(html, "<tr><th>GPU busy</th><td>52% "));
+  // The start's profile failed ("no kernels captured") and no FLOPs came with the
+  // signature: n/a everywhere a roofline figure would be, no chart.
+  CHECK(StrContains(html,
+                    "<tr><th>arithmetic-intensity roofline</th><td colspan=\"2\">n/a (the "
+                    "signature gives no FLOPs and bytes)</td></tr>"));
+  CHECK(StrContains(html,
+                    "No roofline chart: no kernel of this job was profiled (no hardware counters "
+                    "were collected)."));
+  CHECK(StrContains(html, "<td class=\"CORRECT\">CORRECT</td><td><span class=\"num\">3.2790 "
+                          "ms</span></td><td>n/a</td>"));
+}
+
+TEST_CASE("report: a GPU job recorded on the H200: a crashed candidate, best kernel slower") {
+  auto job = report_testdata::Load("gpu_h200_small_k_crash");
+  REQUIRE(job.ok());
+  const std::string html = RenderHtmlReport(job->job, job->candidates, job->reflexions);
+  CheckFinalRunTable(job->job, html);
+  // In the final run the best kernel is 0.99x the start: slower, said so; round 1 had
+  // measured 1.02x, and the report says which run each figure comes from.
+  CHECK(StrContains(html, "<tr><th>starting kernel</th><td><span class=\"num\">0.8918 "
+                          "ms</span></td><td><span class=\"slower\">0.99x (1.01x "
+                          "slower)</span></td></tr>"));
+  CHECK(StrContains(html,
+                    "The chart's last point, 1.02x, comes from round 1's measurement and the "
+                    "baseline run; the result table's 0.99x comes from the final run"));
+  CHECK(StrContains(html, "<tr><th>GPU-seconds</th><td>85.0 "));
+  CHECK(StrContains(html, "<tr><th>GPU busy</th><td>14% "));
+  // The crashed candidate: a red CRASH with its error, no median, no roofline.
+  CHECK(StrContains(html, "<td class=\"CRASH\">CRASH<br><small>gate trial 0: AcceleratorError"));
+  CHECK(StrContains(html, "an illegal memory access was encountered"));
+  CHECK(StrContains(html, "</small></td><td>n/a</td><td>n/a</td>"));
+  CHECK(StrContains(html, ".CRASH,.TIMEOUT,.OOM,.REJECTED,.COMPILE_ERROR,.INFRA_ERROR{color:#d62728}"));
+  CHECK(StrContains(html, "<title>round 1: 1.02x (2/3 correct)</title>"));
 }
 
 v1::Job FinalRun(double best_ms, double start_ms, double eager_ms, double compiled_ms) {
