@@ -1722,3 +1722,45 @@ TEST_CASE("job service: contradictory or empty settings are refused, and nothing
 
 }  // namespace
 }  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("loop: a best kernel slower than the start in its final run leaves the start the result") {
+  for (double factor : {1.0, 2.0}) {
+    INFO("final run factor " << factor);
+    Loop loop;
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) g->final_time_factor = factor;
+    v1::Job j;
+    j.set_id(absl::StrCat("job-final-", factor));
+    j.set_tenant("t");
+    j.mutable_problem()->set_name("p");
+    j.mutable_problem()->set_source(kProblem);
+    j.mutable_start_kernel()->set_source(kStart);
+    j.mutable_config()->mutable_budget()->set_max_rounds(1);
+    REQUIRE(loop.manager->Submit(j, "").ok());
+    v1::Job job = loop.WaitDone(j.id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    const v1::JobResult& r = job.result();
+    if (factor == 1.0) {
+      // The round's faster kernel (0.8 ms against the start's 1.0 ms) stays faster.
+      CHECK(r.best_kernel().source() != kStart);
+      CHECK(r.speedup_vs_start() > 1.0);
+    } else {
+      // Timed at 1.6 ms beside the start's 1.0 ms in its final run: the start is the result,
+      // with its own baseline run's figures.
+      CHECK(r.best_kernel().source() == kStart);
+      CHECK(r.best_measurement().candidate().median_ms() == Approx(1.0));
+      CHECK(r.speedup_vs_start() == Approx(1.0));
+      CHECK(r.speedup_vs_eager() == Approx(2.0));
+      bool logged = false;
+      for (const v1::JobEvent& e : loop.Events(j.id())) {
+        logged = logged || absl::StrContains(e.message(), "the result is the starting kernel");
+      }
+      CHECK(logged);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kagent

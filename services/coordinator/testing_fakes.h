@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "services/coordinator/gpu_worker.h"
+#include "absl/strings/match.h"
 #include "services/coordinator/loop_services.h"
 
 namespace kagent::testing {
@@ -37,6 +38,10 @@ struct FakeGpu {
   // the measurement's protocol, so tests can tell the two figures apart.
   double screen_time_factor = 1.0;
   double screen_gpu_busy_seconds = 0.04;
+  // A final run's candidate median is this times the measured median (the starting kernel
+  // timed beside it is not scaled): a kernel that measured fast in its round and slower
+  // than the start in its final run.
+  double final_time_factor = 1.0;
   std::atomic<int> screen_calls{0};
   // What ReleaseJob answers with instead of OK, when not OK.
   absl::Status release_error;
@@ -78,6 +83,10 @@ class FakeWorker : public GpuWorker {
     if (gpu_->dead) return absl::UnavailableError("worker died mid-task");
     v1::MeasureResponse out;
     *out.mutable_measurement() = gpu_->measure(r.kernel().source());
+    if (absl::StrContains(r.task_id(), "/final/")) {
+      v1::TimingStats* t = out.mutable_measurement()->mutable_candidate();
+      t->set_median_ms(t->median_ms() * gpu_->final_time_factor);
+    }
     if (r.measure_baselines()) {
       out.mutable_measurement()->mutable_eager()->set_median_ms(2.0);
       out.mutable_measurement()->mutable_compiled()->set_median_ms(1.5);
