@@ -1764,3 +1764,32 @@ TEST_CASE("loop: a best kernel slower than the start in its final run leaves the
 
 }  // namespace
 }  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("loop: without a profile the result's roofline uses the spec table's GPU") {
+  // kagentd's workers report no GPU at registration; a profile that failed (ncu's "no
+  // kernels captured") gives none either: the GPU the baseline ran on names the spec.
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->profile_error = absl::FailedPreconditionError("no kernels captured");
+    g->gpu_name = "NVIDIA H200";
+    g->op_signature = ReluSignature();
+    g->op_signature.set_flops(1024);  // the roofline needs FLOPs and bytes
+  }
+  v1::Job j;
+  j.set_id("job-spec-table");
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  j.mutable_start_kernel()->set_source(kStart);
+  j.mutable_config()->mutable_budget()->set_max_rounds(1);
+  REQUIRE(loop.manager->Submit(j, "").ok());
+  v1::Job job = loop.WaitDone(j.id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(job.result().roofline_bound_pct() > 0);
+}
+
+}  // namespace
+}  // namespace kagent

@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/proto_json.h"
 #include "common/status.h"
+#include "kernel_model/gpu_spec.h"
 #include "kernel_model/op_recognition.h"
 #include "services/coordinator/job_run_internal.h"
 #include "services/coordinator/job_store.h"
@@ -540,6 +541,11 @@ absl::Status JobRun::Profile(v1::Candidate& c) {
 void JobRun::EnsureGpuSpec() {
   if (!gpu_.name().empty()) return;
   absl::StatusOr<v1::GpuSpec> spec = deps_.scheduler->AnyGpuSpec();
+  if (!spec.ok() && !job_.baseline().gpu_name().empty() && !RanOnCpuWorker(job_.baseline())) {
+    // Workers that report no GPU at registration (kagentd's own) and no profile yet (or a
+    // failed one): the spec table's entry for the GPU the baseline ran on.
+    spec = LookupGpuSpec(job_.baseline().gpu_name(), 0);
+  }
   if (spec.ok()) gpu_ = *spec;
 }
 

@@ -135,7 +135,8 @@ class JobRun {
   absl::Status SaveCandidate(const v1::Candidate& c);
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
   absl::Status SaveCheckpoint();
-  // Fills gpu_ from any worker when no profile gave it yet.
+  // Fills gpu_ when no profile gave it yet: from any worker, else from the spec table by
+  // the GPU the baseline ran on (kernel_model/gpu_spec.h).
   void EnsureGpuSpec();
   // Charges GPU work to the job (stored with the next Persist): the time it held a GPU,
   // of it the time the GPU was busy, candidate measurements and screened variants.

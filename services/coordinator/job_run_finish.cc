@@ -74,6 +74,7 @@ JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
   double med = final_m.candidate().median_ms();
   double ref = final_m.reference_kernel().median_ms() > 0 ? final_m.reference_kernel().median_ms()
                                                           : start->measurement().candidate().median_ms();
+  EnsureGpuSpec();  // no profile may have succeeded: the table's entry for the GPU
   const double final_roofline = RooflineAt(signature_, gpu_, med);
   absl::Status s = Persist([&](v1::Job& j) {
     v1::JobResult* r = j.mutable_result();

@@ -42,6 +42,11 @@ struct FakeGpu {
   // timed beside it is not scaled): a kernel that measured fast in its round and slower
   // than the start in its final run.
   double final_time_factor = 1.0;
+  // What Profile answers with instead of profiling, when not OK (e.g. ncu's "no kernels
+  // captured" as FAILED_PRECONDITION).
+  absl::Status profile_error;
+  // The GPU name each measurement reports ("" leaves it unset).
+  std::string gpu_name;
   std::atomic<int> screen_calls{0};
   // What ReleaseJob answers with instead of OK, when not OK.
   absl::Status release_error;
@@ -98,6 +103,7 @@ class FakeWorker : public GpuWorker {
     if (gpu_->op_signature.ops_size() > 0 && !r.skip_op_signature()) {
       *out.mutable_measurement()->mutable_op_signature() = gpu_->op_signature;
     }
+    if (!gpu_->gpu_name.empty()) out.mutable_measurement()->set_gpu_name(gpu_->gpu_name);
     out.mutable_measurement()->set_gpu_seconds(0.1);
     out.mutable_measurement()->set_gpu_busy_seconds(gpu_->gpu_busy_seconds);
     absl::MutexLock lock(&gpu_->mu);
@@ -157,6 +163,7 @@ class FakeWorker : public GpuWorker {
     }
     if (gpu_->dead) return absl::UnavailableError("worker gone");
     absl::SleepFor(gpu_->delay);
+    if (!gpu_->profile_error.ok()) return gpu_->profile_error;
     v1::ProfileResponse out;
     auto* k = out.mutable_metrics()->add_kernels();
     k->set_kernel_name("kernel");
