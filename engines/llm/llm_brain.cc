@@ -72,15 +72,17 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   std::string title = !p.title().empty()       ? p.title()
                       : !p.pattern_id().empty() ? p.pattern_id()
                                                 : std::string("the prescribed fix");
+  const std::vector<std::string> knobs = llm_engine::KernelKnobs(request.parent->source());
   llm::PromptValues values = {
       {"gpu", llm_engine::DescribeGpu(request.gpu)},
       {"problem_source", request.problem != nullptr && !request.problem->source().empty()
                              ? request.problem->source()
                              : std::string("# (the reference was not given)")},
       {"kernel_source", request.parent->source()},
+      {"kernel_knobs", llm_engine::DescribeKnobs(knobs)},
       {"diagnosis", llm_engine::DescribeReport(request.report)},
       {"fix_title", title},
-      {"fix_description", llm_engine::DescribeFix(p, request.alternative)},
+      {"fix_description", llm_engine::DescribeFix(p, request.alternative, &knobs)},
       {"lessons", llm_engine::FormatLessons(request.memory)},
   };
   std::string move = absl::StrCat(options_.name, " rewrite: ", title);

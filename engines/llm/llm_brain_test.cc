@@ -147,12 +147,54 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK_THAT(user, Catch::Contains("variant 2"));
   CHECK_THAT(user, Catch::Contains("category: memory-bound"));
   CHECK_THAT(user, Catch::Contains("num_stages 4 did nothing"));
+  // The parent's knobs, read from its source; BLOCK is one, so no "has no" note.
+  CHECK_THAT(user, Catch::Contains("launch meta-parameters):\nBLOCK\n"));
+  CHECK_THAT(user, !Catch::Contains("has no BLOCK"));
 
   // Malformed requests never reach the network.
   FixRequest bad;
   CHECK(absl::IsInvalidArgument(rig.brain->ApplyFix(bad).status()));
   CHECK(absl::IsInvalidArgument(rig.brain->FirstKernel({}).status()));
   CHECK(rig.server->request_count() == 1);
+}
+
+TEST_CASE("LLM brain: a knob the kernel lacks is named as missing", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  rig.server->Enqueue(Reply(f, Answer(Kernel("v2"))));
+  ProblemInputs in;
+  v1::KernelSource parent;
+  parent.set_source(Kernel("parent"));  // one knob: BLOCK
+  v1::Prescription p;
+  p.set_pattern_id("k_tiling");
+  (*p.mutable_knob_changes())["BLOCK_K"] = "x2";
+  FixRequest fr;
+  fr.parent = &parent;
+  fr.prescription = &p;
+  fr.problem = &in.problem;
+  fr.gpu = &in.gpu;
+  REQUIRE(rig.brain->ApplyFix(fr).ok());
+  const std::string user = Conversation(f, rig.server->requests().at(0)).at(0)["content"];
+  CHECK_THAT(user, Catch::Contains("knob changes: BLOCK_K = x2"));
+  CHECK_THAT(user, Catch::Contains("the current kernel has no BLOCK_K: make the change's "
+                                   "intent with the knobs it has (BLOCK)"));
+}
+
+TEST_CASE("LLM brain: on a CPU worker the prompt names Triton's interpreter", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  rig.server->Enqueue(Reply(f, Answer(Kernel("v1"))));
+  ProblemInputs in;
+  in.gpu.Clear();  // what a --device=cpu worker reports
+  in.gpu.set_name("cpu (triton interpreter)");
+  in.gpu.set_arch("cpu");
+  REQUIRE(rig.brain->FirstKernel({&in.problem, &in.signature, &in.gpu}).ok());
+  const std::string user = Conversation(f, rig.server->requests().at(0)).at(0)["content"];
+  CHECK_THAT(user, Catch::Contains("timings given come from the interpreter"));
+  CHECK_THAT(user, Catch::Contains("Triton's CPU interpreter"));
+  CHECK_THAT(user, !Catch::Contains("details not given"));
 }
 
 TEST_CASE("LLM brain: broken JSON, then a good reply", "[llm_brain]") {

@@ -75,6 +75,11 @@ std::string FormatNumber(double value) { return absl::StrFormat("%.6g", value); 
 
 std::string DescribeGpu(const kagent::v1::GpuSpec* gpu) {
   if (gpu == nullptr || gpu->name().empty()) return "an NVIDIA GPU (details not given)";
+  if (gpu->arch() == "cpu") {
+    return "an NVIDIA GPU; note that this job has no GPU: its worker runs kernels under "
+           "Triton's CPU interpreter (TRITON_INTERPRET=1), so the timings given come from "
+           "the interpreter and do not rank kernels as a GPU would";
+  }
   std::vector<std::string> facts;
   if (!gpu->arch().empty()) facts.push_back(gpu->arch());
   if (gpu->sm_count() > 0) facts.push_back(absl::StrCat(gpu->sm_count(), " SMs"));
@@ -83,6 +88,12 @@ std::string DescribeGpu(const kagent::v1::GpuSpec* gpu) {
   }
   if (gpu->l2_bytes() > 0) {
     facts.push_back(absl::StrFormat("%d MiB L2", static_cast<int>(gpu->l2_bytes() >> 20)));
+  }
+  std::vector<std::pair<std::string, double>> flops(gpu->peak_flops().begin(),
+                                                    gpu->peak_flops().end());
+  std::sort(flops.begin(), flops.end());
+  for (const auto& [dtype, value] : flops) {
+    if (value > 0) facts.push_back(absl::StrFormat("peak %.1f TFLOP/s %s", value / 1e12, dtype));
   }
   if (facts.empty()) return gpu->name();
   return absl::StrCat(gpu->name(), " (", absl::StrJoin(facts, ", "), ")");
@@ -142,7 +153,79 @@ std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
   return std::string(absl::StripTrailingAsciiWhitespace(out));
 }
 
-std::string DescribeFix(const kagent::v1::Prescription& p, int alternative) {
+std::vector<std::string> KernelKnobs(absl::string_view source) {
+  std::vector<std::string> knobs;
+  auto add = [&knobs](absl::string_view name) {
+    if (std::find(knobs.begin(), knobs.end(), name) == knobs.end()) knobs.emplace_back(name);
+  };
+  // The parameter lists of the functions under a jit decorator (a list may span lines).
+  bool after_jit = false;
+  size_t line_start = 0;
+  while (line_start < source.size()) {
+    size_t eol = source.find('\n', line_start);
+    if (eol == absl::string_view::npos) eol = source.size();
+    absl::string_view line = source.substr(line_start, eol - line_start);
+    absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    if (IsJitDecorator(line)) {
+      after_jit = true;
+    } else if (after_jit && absl::StartsWith(stripped, "def ")) {
+      after_jit = false;
+      const size_t open = source.find('(', line_start);
+      size_t close = open;
+      for (int depth = 0; close < source.size(); ++close) {
+        if (source[close] == '(' || source[close] == '[') ++depth;
+        if ((source[close] == ')' || source[close] == ']') && --depth == 0) break;
+      }
+      if (open == absl::string_view::npos || close >= source.size()) break;
+      for (absl::string_view param :
+           absl::StrSplit(source.substr(open + 1, close - open - 1), ',')) {
+        const size_t colon = param.find(':');
+        if (colon == absl::string_view::npos) continue;
+        absl::string_view type = absl::StripAsciiWhitespace(param.substr(colon + 1));
+        type = type.substr(0, type.find('='));
+        if (absl::StripAsciiWhitespace(type) != "tl.constexpr" &&
+            absl::StripAsciiWhitespace(type) != "triton.language.constexpr" &&
+            absl::StripAsciiWhitespace(type) != "constexpr") {
+          continue;
+        }
+        // The name, without a comment line above it.
+        absl::string_view name = absl::StripAsciiWhitespace(param.substr(0, colon));
+        const size_t nl = name.rfind('\n');
+        if (nl != absl::string_view::npos) name = absl::StripAsciiWhitespace(name.substr(nl + 1));
+        if (!name.empty()) add(name);
+      }
+      eol = std::max(eol, source.find('\n', close));
+      if (eol == absl::string_view::npos) eol = source.size();
+    } else if (!stripped.empty() && stripped[0] != '@' && stripped[0] != '#') {
+      after_jit = false;
+    }
+    line_start = eol + 1;
+  }
+  for (absl::string_view meta : {"num_warps", "num_stages"}) {
+    for (size_t at = source.find(meta); at != absl::string_view::npos;
+         at = source.find(meta, at + 1)) {
+      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(source[at - 1])) ||
+                                           source[at - 1] == '_');
+      absl::string_view rest = absl::StripLeadingAsciiWhitespace(source.substr(at + meta.size()));
+      if (word_start && absl::StartsWith(rest, "=") && !absl::StartsWith(rest, "==")) {
+        add(meta);
+        break;
+      }
+    }
+  }
+  return knobs;
+}
+
+std::string DescribeKnobs(const std::vector<std::string>& knobs) {
+  if (knobs.empty()) {
+    return "none: the kernel has no tl.constexpr parameter and passes no num_warps or "
+           "num_stages";
+  }
+  return absl::StrJoin(knobs, ", ");
+}
+
+std::string DescribeFix(const kagent::v1::Prescription& p, int alternative,
+                        const std::vector<std::string>* kernel_knobs) {
   std::string out;
   if (!p.pattern_id().empty()) absl::StrAppend(&out, "pattern: ", p.pattern_id(), "\n");
   if (!p.fix().empty()) absl::StrAppend(&out, "fix: ", p.fix(), "\n");
@@ -161,6 +244,21 @@ std::string DescribeFix(const kagent::v1::Prescription& p, int alternative) {
     std::vector<std::string> parts;
     for (const auto& [k, v] : knobs) parts.push_back(absl::StrCat(k, " = ", v));
     absl::StrAppend(&out, "knob changes: ", absl::StrJoin(parts, ", "), "\n");
+    if (kernel_knobs != nullptr) {
+      std::vector<std::string> missing;
+      for (const auto& [k, v] : knobs) {
+        if (std::find(kernel_knobs->begin(), kernel_knobs->end(), k) == kernel_knobs->end()) {
+          missing.push_back(k);
+        }
+      }
+      if (!missing.empty()) {
+        absl::StrAppend(
+            &out, "the current kernel has no ", absl::StrJoin(missing, ", "),
+            ": make the change's intent with the knobs it has (",
+            DescribeKnobs(*kernel_knobs),
+            "), or introduce the parameter where the kernel's structure needs it\n");
+      }
+    }
   }
   if (!p.template_switch().empty()) {
     absl::StrAppend(&out, "switch to the kernel structure: ", p.template_switch(), "\n");

@@ -16,8 +16,21 @@
 
 namespace kagent::llm_engine {
 
-// {{gpu}}: "NVIDIA H200 (sm_90, 132 SMs)"; a generic phrase when `gpu` is null or empty.
+// {{gpu}}: "NVIDIA H200 (sm_90, 132 SMs, 4.80 TB/s DRAM, 60 MiB L2, peak 989.4 TFLOP/s
+// bf16, ...)" with every ceiling the spec holds (peak FLOP/s per dtype, sorted by dtype);
+// a generic phrase when `gpu` is null or empty. A CPU worker's spec (arch "cpu") says
+// that there is no GPU and that timings come from Triton's CPU interpreter.
 std::string DescribeGpu(const kagent::v1::GpuSpec* gpu);
+
+// The knobs a kernel really has: the names of the tl.constexpr parameters of its
+// @triton.jit functions (in order of appearance, each once), then the launch
+// meta-parameters num_warps and num_stages when the source passes them (at a launch or
+// in a triton.Config). Empty when the source has none.
+std::vector<std::string> KernelKnobs(absl::string_view source);
+
+// {{kernel_knobs}}: KernelKnobs as a line ("BLOCK_SIZE, num_warps"), or a sentence saying
+// that the kernel has no tunable parameter.
+std::string DescribeKnobs(const std::vector<std::string>& knobs);
 
 // {{op_summary}}: the op class, FLOPs and minimum bytes when known, then one line per
 // recorded aten op with its input and output shapes and dtypes and its recorded numeric
@@ -31,8 +44,12 @@ std::string DescribeReport(const kagent::v1::BottleneckReport* report);
 
 // {{fix_description}}: the prescription's fix, rationale, expected effect, knob changes,
 // template switch and risks, one per line; plus a note for alternative > 0 asking for a
-// different way of applying the fix than the other workers.
-std::string DescribeFix(const kagent::v1::Prescription& prescription, int alternative);
+// different way of applying the fix than the other workers. With `knobs` (the parent's
+// KernelKnobs), a knob change naming a knob the kernel does not have is followed by a
+// line saying so and asking for the change's intent with the knobs it has, so a kernel
+// without BLOCK_K is not asked to double BLOCK_K as if it had one.
+std::string DescribeFix(const kagent::v1::Prescription& prescription, int alternative,
+                        const std::vector<std::string>* knobs = nullptr);
 
 // {{lessons}}: the job's reflexions, newest last (at most the last 20), or "none".
 std::string FormatLessons(const std::vector<kagent::v1::Reflexion>* memory);

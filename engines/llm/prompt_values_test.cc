@@ -33,6 +33,53 @@ TEST_CASE("StripCodeFences removes a fenced block's fences only", "[llm_brain]")
   CHECK(StripCodeFences("import torch\n") == "import torch\n");
 }
 
+TEST_CASE("KernelKnobs reads constexpr parameters and launch meta-parameters", "[llm_brain]") {
+  const char* source = R"py(import triton
+import triton.language as tl
+
+@triton.autotune(configs=[triton.Config({'BLOCK_M': 64}, num_stages=3)], key=['M'])
+@triton.jit
+def mm(a_ptr, b_ptr, M, N,
+       # tiles
+       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr = 64,
+       ACC: tl.constexpr):
+    pass
+
+@triton.jit
+def other(x, BLOCK_M: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+def not_a_kernel(y, FAKE: tl.constexpr):
+    if num_warps == 4: pass
+
+class ModelNew:
+    def forward(self, x):
+        mm[(1,)](x, x, 1, 1, BLOCK_N=64, ACC=1, num_warps=8)
+)py";
+  CHECK(KernelKnobs(source) == std::vector<std::string>{"BLOCK_M", "BLOCK_N", "ACC", "EVEN",
+                                                        "num_warps", "num_stages"});
+  // `num_warps ==` is a comparison, not a meta-parameter; a plain function's
+  // constexpr is not a kernel's.
+  CHECK(KernelKnobs("@triton.jit\ndef k(x, n):\n  pass\nif num_warps == 4: pass\n"
+                    "def f(FAKE: tl.constexpr): pass\n")
+            .empty());
+  CHECK_THAT(DescribeKnobs({}), Catch::Contains("no tl.constexpr parameter"));
+  CHECK(DescribeKnobs({"BLOCK", "num_warps"}) == "BLOCK, num_warps");
+
+  kagent::v1::Prescription p;
+  (*p.mutable_knob_changes())["BLOCK_K"] = "x2";
+  (*p.mutable_knob_changes())["num_warps"] = "8";
+  const std::vector<std::string> knobs = {"BLOCK", "num_warps"};
+  const std::string fix = DescribeFix(p, 0, &knobs);
+  CHECK_THAT(fix, Catch::Contains("knob changes: BLOCK_K = x2, num_warps = 8"));
+  CHECK_THAT(fix, Catch::Contains("the current kernel has no BLOCK_K: make the change's intent "
+                                  "with the knobs it has (BLOCK, num_warps)"));
+  // Without the kernel's knobs, or with them all present, no such line.
+  CHECK_THAT(DescribeFix(p, 0), !Catch::Contains("has no"));
+  const std::vector<std::string> all = {"BLOCK_K", "num_warps"};
+  CHECK_THAT(DescribeFix(p, 0, &all), !Catch::Contains("has no"));
+}
+
 TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   kagent::v1::GpuSpec gpu;
   CHECK_THAT(DescribeGpu(nullptr), Catch::Contains("not given"));
@@ -40,6 +87,17 @@ TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   gpu.set_arch("sm_90");
   gpu.set_sm_count(132);
   CHECK(DescribeGpu(&gpu) == "NVIDIA H200 (sm_90, 132 SMs)");
+  // Every ceiling the spec holds, peak FLOP/s sorted by dtype.
+  gpu.set_peak_dram_bytes_per_second(4.8e12);
+  (*gpu.mutable_peak_flops())["fp32"] = 66.9e12;
+  (*gpu.mutable_peak_flops())["bf16"] = 989.4e12;
+  CHECK(DescribeGpu(&gpu) == "NVIDIA H200 (sm_90, 132 SMs, 4.80 TB/s DRAM, "
+                             "peak 989.4 TFLOP/s bf16, peak 66.9 TFLOP/s fp32)");
+  kagent::v1::GpuSpec cpu;
+  cpu.set_name("cpu (triton interpreter)");
+  cpu.set_arch("cpu");
+  CHECK_THAT(DescribeGpu(&cpu), Catch::Contains("Triton's CPU interpreter"));
+  CHECK_THAT(DescribeGpu(&cpu), !Catch::Contains("details not given"));
 
   kagent::v1::OpSignature sig;
   sig.set_op_class("matvec");
