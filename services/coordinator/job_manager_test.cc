@@ -498,6 +498,40 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
   CHECK(loop.MeasureRequests().size() == 1);
 }
 
+TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as artifacts") {
+  // The real optimization manager and LLM brain over a loopback vLLM; no starting kernel,
+  // so the brain writes the first one.
+  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
+  const std::string answer = llm_testing::Answer(llm_testing::Kernel("first"));
+  rig.server->SetDefault(llm_testing::Reply(llm::testing::WireFormat::kOpenAi, answer));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
+  Loop loop;
+  loop.services.generate_with =
+      [&](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
+    v1::GenerateRequest llm = r;
+    llm.set_brain("llm");
+    v1::GenerateResponse out;
+    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
+    return out;
+  };
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
+  const std::string dir = absl::StrCat("round-0/", job.id(), "-c0/");
+  auto prompt = loop.storage->GetArtifact(job.id(), dir + "prompt.txt");
+  REQUIRE(prompt.ok());
+  CHECK_THAT(prompt->content(), Catch::Contains("Write a first, correct kernel"));
+  CHECK(prompt->content_type() == "text/plain");
+  auto reply = loop.storage->GetArtifact(job.id(), dir + "reply.txt");
+  REQUIRE(reply.ok());
+  CHECK(reply->content() == answer);
+  auto kernel = loop.storage->GetArtifact(job.id(), dir + "kernel.py");
+  REQUIRE(kernel.ok());
+  CHECK(kernel->content() == llm_testing::Kernel("first"));
+}
+
 TEST_CASE("loop: an LLM endpoint down for a while pauses generation, then the job goes on") {
   JobDefaults d;
   d.llm_retry_backoff_seconds = 0.02;
