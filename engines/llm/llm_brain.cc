@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/llm/endpoint_failure.h"
 #include "common/llm/structured_output.h"
+#include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/llm/prompt_values.h"
@@ -113,6 +114,19 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
     if (!fenced.has_value()) return std::nullopt;
     return nlohmann::json{{"code", fenced->code}, {"explanation", fenced->explanation}};
   };
+  // Every reply of every question, for the record of a call that ends without a kernel.
+  std::vector<std::string> replies;
+  json_options.replies = &replies;
+  auto with_transcript = [&](absl::Status failed) {
+    std::string all;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      absl::StrAppend(&all, i == 0 ? "" : "\n\n",
+                      replies.size() > 1 ? absl::StrCat("[reply ", i + 1, "]\n") : "",
+                      replies[i]);
+    }
+    llm::AttachLlmTranscript({Transcript(request), std::move(all)}, &failed);
+    return failed;
+  };
   const int questions = 1 + std::max(0, options_.max_source_retries);
   std::string last_problem;
   for (int q = 1; q <= questions; ++q) {
@@ -123,8 +137,8 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
       // manager as it is, and an endpoint's failure marked, with its Retry-After.
       absl::Status failed = answer.status();
       llm::MarkEndpointFailure(&failed);
-      return llm::PrefixMessage(absl::StrCat(options_.name, " brain (", template_name, "): "),
-                                failed);
+      return with_transcript(llm::PrefixMessage(
+          absl::StrCat(options_.name, " brain (", template_name, "): "), failed));
     }
     const nlohmann::json& value = answer->value;
     const std::string& reply = answer->response.content;
@@ -170,9 +184,10 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
                       "`class ModelNew(nn.Module)` whose hot path runs in your own "
                       "@triton.jit kernels.")});
   }
-  return absl::FailedPreconditionError(absl::StrCat(options_.name, " brain (", template_name,
-                                                    "): the model's code is unusable after ",
-                                                    questions, " questions: ", last_problem));
+  return with_transcript(absl::FailedPreconditionError(
+      absl::StrCat(options_.name, " brain (", template_name,
+                   "): the model's code is unusable after ", questions,
+                   " questions: ", last_problem)));
 }
 
 absl::StatusOr<llm::LlmConfig> LoadLlmConfigFile(const std::string& path) {

@@ -460,6 +460,19 @@ void CheckNoAvoidList(Loop& loop, const std::string& job) {
   }
 }
 
+// Routes the loop's Generate through `manager` (the real optimization manager serving
+// the LLM brain), which must outlive the loop's jobs.
+void GenerateWith(Loop& loop, OptimizationManagerServiceImpl& manager) {
+  loop.services.generate_with =
+      [&manager](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
+    v1::GenerateRequest llm = r;
+    llm.set_brain("llm");  // the brain this manager serves
+    v1::GenerateResponse out;
+    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
+    return out;
+  };
+}
+
 TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's fault, "
           "burning no pattern") {
   // The real optimization manager and LLM brain against a loopback vLLM that does not
@@ -470,14 +483,7 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
   mo.check_sources = false;
   OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
   Loop loop;
-  loop.services.generate_with =
-      [&](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
-    v1::GenerateRequest llm = r;
-    llm.set_brain("llm");  // the brain this manager serves
-    v1::GenerateResponse out;
-    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
-    return out;
-  };
+  GenerateWith(loop, manager);
   v1::Job job = loop.WaitDone(loop.Submit(3).id());
   REQUIRE(job.state() == v1::JOB_STATE_FAILED);
   INFO(job.error());
@@ -508,14 +514,7 @@ TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as arti
   mo.check_sources = false;
   OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
   Loop loop;
-  loop.services.generate_with =
-      [&](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
-    v1::GenerateRequest llm = r;
-    llm.set_brain("llm");
-    v1::GenerateResponse out;
-    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
-    return out;
-  };
+  GenerateWith(loop, manager);
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
   INFO(job.error());
@@ -530,6 +529,28 @@ TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as arti
   auto kernel = loop.storage->GetArtifact(job.id(), dir + "kernel.py");
   REQUIRE(kernel.ok());
   CHECK(kernel->content() == llm_testing::Kernel("first"));
+}
+
+TEST_CASE("loop: a job that failed on unusable replies keeps them as artifacts") {
+  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
+  rig.server->SetDefault(
+      llm_testing::Reply(llm::testing::WireFormat::kOpenAi, "I would rather not."));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
+  Loop loop;
+  GenerateWith(loop, manager);
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  CHECK_THAT(job.error(), Catch::Contains("could not write a first kernel"));
+  const std::string dir = absl::StrCat("round-0/", job.id(), "-c0/");
+  auto reply = loop.storage->GetArtifact(job.id(), dir + "reply.txt");
+  REQUIRE(reply.ok());
+  CHECK(reply->content() == "[reply 1]\nI would rather not.\n\n[reply 2]\nI would rather not.");
+  auto prompt = loop.storage->GetArtifact(job.id(), dir + "prompt.txt");
+  REQUIRE(prompt.ok());
+  CHECK_THAT(prompt->content(), Catch::Contains("Write a first, correct kernel"));
 }
 
 TEST_CASE("loop: an LLM endpoint down for a while pauses generation, then the job goes on") {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/llm/usage_status.h"
 #include "engines/heuristic/heuristic_brain.h"
@@ -229,6 +230,22 @@ TEST_CASE("LLM brain: the endpoint's failures are flagged as the endpoint's, not
     for (const auto& k : out.kernels()) {
       CHECK_FALSE(k.has_endpoint_failure());
       CHECK_THAT(k.error(), Catch::Contains("generation failed: INTERNAL"));
+      // The record keeps what was asked and both unusable replies.
+      CHECK_THAT(k.prompt(), Catch::Contains("[user]\nApply one optimization"));
+      CHECK(k.reply() == "[reply 1]\nI would rather not.\n\n[reply 2]\nI would rather not.");
+    }
+  }
+  SECTION("code that is no kernel, twice: both replies are kept") {
+    const std::string answer = Answer("print('no kernel here')\n");
+    v1::GenerateResponse out = generate(OpenAiReply(answer));
+    for (const auto& k : out.kernels()) {
+      CHECK_FALSE(k.has_kernel());
+      CHECK_THAT(k.error(), Catch::Contains("unusable after 2 questions"));
+      // The prompt is the last question's conversation: the first reply and the
+      // complaint about it are in it.
+      CHECK_THAT(k.prompt(), Catch::Contains("[assistant]\n"));
+      CHECK_THAT(k.prompt(), Catch::Contains("Your code cannot be used"));
+      CHECK(k.reply() == absl::StrCat("[reply 1]\n", answer, "\n\n[reply 2]\n", answer));
     }
   }
 }
