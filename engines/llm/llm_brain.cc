@@ -81,6 +81,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
                              : std::string("# (the reference was not given)")},
       {"kernel_source", request.parent->source()},
       {"kernel_knobs", llm_engine::DescribeKnobs(knobs)},
+      {"measured", llm_engine::DescribeMeasurement(request.measurement)},
       {"diagnosis", llm_engine::DescribeReport(request.report)},
       {"fix_title", title},
       {"fix_description", llm_engine::DescribeFix(p, request.alternative, &knobs)},

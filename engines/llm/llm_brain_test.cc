@@ -130,6 +130,11 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   fr.report = &report;
   fr.memory = &memory;
   fr.alternative = 1;
+  v1::Measurement measured;
+  measured.mutable_candidate()->set_median_ms(0.04);
+  measured.mutable_eager()->set_median_ms(0.05);
+  measured.mutable_compiled()->set_median_ms(0.03);
+  fr.measurement = &measured;
   auto r = rig.brain->ApplyFix(fr);
   REQUIRE(r.ok());
   CHECK(r->kernel.source() == Kernel("v2"));  // the fences around the code are removed
@@ -147,6 +152,11 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK_THAT(user, Catch::Contains("variant 2"));
   CHECK_THAT(user, Catch::Contains("category: memory-bound"));
   CHECK_THAT(user, Catch::Contains("num_stages 4 did nothing"));
+  CHECK_THAT(user, Catch::Contains("Measured (medians of the same run):\n"
+                                   "current kernel: 0.04 ms median\n"
+                                   "eager PyTorch: 0.05 ms median (the current kernel is 1.25x "
+                                   "faster than eager PyTorch)"));
+  CHECK_THAT(user, Catch::Contains("1.33x slower than torch.compile"));
   // The parent's knobs, read from its source; BLOCK is one, so no "has no" note.
   CHECK_THAT(user, Catch::Contains("launch meta-parameters):\nBLOCK\n"));
   CHECK_THAT(user, !Catch::Contains("has no BLOCK"));

@@ -122,6 +122,32 @@ std::string SummarizeOps(const kagent::v1::OpSignature* sig) {
   return std::string(absl::StripTrailingAsciiWhitespace(out));
 }
 
+std::string DescribeMeasurement(const kagent::v1::Measurement* m) {
+  if (m == nullptr || m->candidate().median_ms() <= 0) {
+    return "The current kernel's time was not given.";
+  }
+  const double mine = m->candidate().median_ms();
+  std::string out = absl::StrFormat("current kernel: %s ms median", FormatNumber(mine));
+  auto compare = [&](const kagent::v1::TimingStats& t, absl::string_view name) {
+    if (t.median_ms() <= 0) return;
+    const double ratio = t.median_ms() / mine;
+    absl::StrAppend(&out, absl::StrFormat("\n%s: %s ms median (the current kernel is %.2fx %s)",
+                                          name, FormatNumber(t.median_ms()),
+                                          ratio >= 1 ? ratio : 1 / ratio,
+                                          ratio >= 1 ? absl::StrCat("faster than ", name)
+                                                     : absl::StrCat("slower than ", name)));
+  };
+  compare(m->eager(), "eager PyTorch");
+  compare(m->compiled(), "torch.compile");
+  if (m->gpu_name() == "cpu") {
+    absl::StrAppend(&out, "\n(these times come from Triton's CPU interpreter, not a GPU: they "
+                          "do not rank kernels as a GPU would)");
+  } else if (!m->gpu_name().empty()) {
+    absl::StrAppend(&out, "\n(measured on ", m->gpu_name(), ")");
+  }
+  return out;
+}
+
 std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
   if (report == nullptr || report->primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED) {
     return "No profile diagnosis was given for this kernel; rely on the fix's rationale.";

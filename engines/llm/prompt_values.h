@@ -38,6 +38,13 @@ std::string DescribeKnobs(const std::vector<std::string>& knobs);
 // at most 40 ops).
 std::string SummarizeOps(const kagent::v1::OpSignature* signature);
 
+// {{measured}}: the current kernel's median and its ratio to eager PyTorch's and
+// torch.compile's medians of the same run ("0.2 ms median; eager 0.5 ms (2.50x faster
+// than eager); torch.compile 0.4 ms (2.00x faster than torch.compile)"); on a CPU worker
+// (gpu_name "cpu") a note that the times come from Triton's CPU interpreter. A short
+// "not measured" text when `measurement` is null or has no median.
+std::string DescribeMeasurement(const kagent::v1::Measurement* measurement);
+
 // {{diagnosis}}: the judge's report as plain text (category, limiter, efficiency,
 // headroom, dominant kernel, summary, root causes with their cited metrics, narrative).
 std::string DescribeReport(const kagent::v1::BottleneckReport* report);

@@ -80,6 +80,29 @@ class ModelNew:
   CHECK_THAT(DescribeFix(p, 0, &all), !Catch::Contains("has no"));
 }
 
+TEST_CASE("DescribeMeasurement gives the median and its ratios to the baselines",
+          "[llm_brain]") {
+  CHECK_THAT(DescribeMeasurement(nullptr), Catch::Contains("not given"));
+  kagent::v1::Measurement m;
+  CHECK_THAT(DescribeMeasurement(&m), Catch::Contains("not given"));
+  m.mutable_candidate()->set_median_ms(0.2);
+  m.mutable_eager()->set_median_ms(0.5);
+  m.mutable_compiled()->set_median_ms(0.1);
+  m.set_gpu_name("NVIDIA H200");
+  CHECK(DescribeMeasurement(&m) ==
+        "current kernel: 0.2 ms median\n"
+        "eager PyTorch: 0.5 ms median (the current kernel is 2.50x faster than eager PyTorch)\n"
+        "torch.compile: 0.1 ms median (the current kernel is 2.00x slower than torch.compile)\n"
+        "(measured on NVIDIA H200)");
+  // A baseline that was not timed is left out; a CPU worker's times are named as the
+  // interpreter's.
+  m.clear_compiled();
+  m.set_gpu_name("cpu");
+  const std::string cpu = DescribeMeasurement(&m);
+  CHECK_THAT(cpu, !Catch::Contains("torch.compile"));
+  CHECK_THAT(cpu, Catch::Contains("Triton's CPU interpreter"));
+}
+
 TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   kagent::v1::GpuSpec gpu;
   CHECK_THAT(DescribeGpu(nullptr), Catch::Contains("not given"));

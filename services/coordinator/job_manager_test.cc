@@ -26,6 +26,7 @@
 #include "services/coordinator/job_service.h"
 #include "services/coordinator/testing_fakes.h"
 #include "services/optimization_manager/optimization_manager_service.h"
+#include "engines/llm/prompt_values.h"
 #include "engines/llm/testing/llm_test_rig.h"
 #include "services/orchestrator/planner.h"
 
@@ -529,6 +530,21 @@ TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as arti
   auto kernel = loop.storage->GetArtifact(job.id(), dir + "kernel.py");
   REQUIRE(kernel.ok());
   CHECK(kernel->content() == llm_testing::Kernel("first"));
+  // Round 1's rewrite was told the starting kernel's measured median and the baselines'.
+  auto cands = loop.storage->ListCandidates(job.id(), 1);
+  REQUIRE(cands.ok());
+  REQUIRE(!cands->empty());
+  auto start = loop.storage->GetCandidate(absl::StrCat(job.id(), "-c0"));
+  REQUIRE(start.ok());
+  auto round1 = loop.storage->GetArtifact(
+      job.id(), absl::StrCat("round-1/", cands->front().id(), "/prompt.txt"));
+  REQUIRE(round1.ok());
+  CHECK_THAT(round1->content(),
+             Catch::Contains(absl::StrCat("current kernel: ",
+                                          llm_engine::FormatNumber(
+                                              start->measurement().candidate().median_ms()),
+                                          " ms median")));
+  CHECK_THAT(round1->content(), Catch::Contains("eager PyTorch: "));
 }
 
 TEST_CASE("loop: a job that failed on unusable replies keeps them as artifacts") {

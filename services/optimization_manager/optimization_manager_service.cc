@@ -194,6 +194,10 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
           rep != request.parent_reports().end()) {
         fr.report = &rep->second;
       }
+      if (auto m = request.parent_measurements().find(a.parent_kernel_id());
+          m != request.parent_measurements().end()) {
+        fr.measurement = &m->second;
+      }
       fr.prescription = &a.prescription();
       fr.problem = &request.problem();
       fr.signature = &request.op_signature();
