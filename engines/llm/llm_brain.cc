@@ -89,7 +89,17 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   };
   std::string move = absl::StrCat(options_.name, " rewrite: ", title);
   if (request.alternative > 0) absl::StrAppend(&move, " (variant ", request.alternative + 1, ")");
-  return Generate("rewrite_kernel", values, std::move(move));
+  absl::StatusOr<BrainResult> result = Generate("rewrite_kernel", values, std::move(move));
+  if (!result.ok()) return result;
+  // The model's own omission is not the pattern's failure: recorded as another move made
+  // (a fallback), the reflexion judges the rewrite and keeps the pattern off the
+  // avoid-list.
+  if (std::optional<std::string> unapplied = llm_engine::UnappliedKnobChanges(
+          p, request.parent->source(), result->kernel.source())) {
+    KLOG(INFO).With("brain", options_.name) << *unapplied;
+    result->fallback = *std::move(unapplied);
+  }
+  return result;
 }
 
 absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_name,

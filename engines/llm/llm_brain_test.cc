@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/llm/usage_status.h"
@@ -141,6 +142,10 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK(r->expected_effect == "4x fewer programs; DRAM throughput 41% -> 80% (expected speedup 1.5x)");
   REQUIRE(r->moves.size() == 1);
   CHECK(r->moves[0] == "llm rewrite: Wider loads per program (variant 2)");
+  // The reply launches with BLOCK=1024 as the parent did: the fix was not applied, and
+  // the result says so (a fallback), so the reflexion does not blame the pattern.
+  CHECK(r->fallback == "the rewrite left BLOCK = 1024 as the parent had it: the model did "
+                       "not apply the prescribed knob change");
 
   nlohmann::json messages = Conversation(f, rig.server->requests().at(0));
   const std::string user = messages.at(0)["content"];
@@ -166,6 +171,27 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK(absl::IsInvalidArgument(rig.brain->ApplyFix(bad).status()));
   CHECK(absl::IsInvalidArgument(rig.brain->FirstKernel({}).status()));
   CHECK(rig.server->request_count() == 1);
+}
+
+TEST_CASE("LLM brain: a reply that changes the named knob applied the fix", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  const std::string wider = absl::StrReplaceAll(Kernel("v2"), {{"BLOCK=1024", "BLOCK=4096"}});
+  rig.server->Enqueue(Reply(f, Answer(wider)));
+  ProblemInputs in;
+  v1::KernelSource parent;
+  parent.set_source(Kernel("parent"));
+  v1::Prescription p;
+  p.set_pattern_id("vector_width");
+  (*p.mutable_knob_changes())["BLOCK"] = "4096";
+  FixRequest fr;
+  fr.parent = &parent;
+  fr.prescription = &p;
+  auto r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.source() == wider);
+  CHECK(r->fallback.empty());
 }
 
 TEST_CASE("LLM brain: a knob the kernel lacks is named as missing", "[llm_brain]") {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -240,6 +241,66 @@ std::vector<std::string> KernelKnobs(absl::string_view source) {
     }
   }
   return knobs;
+}
+
+namespace {
+
+// The settings of `knob` in `source`, in order: "NAME=64", "NAME: tl.constexpr = 64" and
+// "'NAME': 64" as "64" (the value up to a comma, a bracket or the line's end, trimmed).
+// Nullopt when a value is not a numeric literal (it cannot be compared as text).
+std::optional<std::vector<std::string>> KnobSettings(absl::string_view source,
+                                                     absl::string_view knob) {
+  std::vector<std::string> values;
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = source.find(knob); at != absl::string_view::npos;
+       at = source.find(knob, at + 1)) {
+    if (at > 0 && is_word(source[at - 1])) continue;
+    size_t i = at + knob.size();
+    if (i < source.size() && is_word(source[i])) continue;
+    if (i < source.size() && (source[i] == '\'' || source[i] == '"')) ++i;
+    while (i < source.size() && (source[i] == ' ' || source[i] == '\t')) ++i;
+    if (i >= source.size() || (source[i] != '=' && source[i] != ':')) continue;
+    if (source[i] == '=' && i + 1 < source.size() && source[i + 1] == '=') continue;
+    if (source[i] == ':') {
+      // A constexpr annotation: its default, if any, is the setting.
+      absl::string_view rest = source.substr(i + 1);
+      rest = rest.substr(0, rest.find_first_of(",)\n"));
+      const size_t eq = rest.find('=');
+      if (absl::StrContains(rest, "constexpr")) {
+        if (eq == absl::string_view::npos) continue;
+        i += 1 + eq;
+      }
+    }
+    absl::string_view value = source.substr(i + 1);
+    value = absl::StripAsciiWhitespace(value.substr(0, value.find_first_of(",)}]\n#")));
+    if (value.empty()) continue;
+    double number = 0;
+    if (!absl::SimpleAtod(value, &number)) return std::nullopt;
+    values.emplace_back(value);
+  }
+  return values;
+}
+
+}  // namespace
+
+std::optional<std::string> UnappliedKnobChanges(const kagent::v1::Prescription& prescription,
+                                                absl::string_view parent,
+                                                absl::string_view rewrite) {
+  const std::vector<std::string> knobs = KernelKnobs(parent);
+  std::vector<std::string> unchanged;
+  for (const auto& [knob, change] : prescription.knob_changes()) {
+    if (std::find(knobs.begin(), knobs.end(), knob) == knobs.end()) continue;
+    std::optional<std::vector<std::string>> before = KnobSettings(parent, knob);
+    std::optional<std::vector<std::string>> after = KnobSettings(rewrite, knob);
+    if (!before.has_value() || !after.has_value() || before->empty()) return std::nullopt;
+    if (*before != *after) return std::nullopt;  // this knob changed: applied
+    unchanged.push_back(absl::StrCat(knob, " = ", absl::StrJoin(*before, ", ")));
+  }
+  if (unchanged.empty()) return std::nullopt;
+  std::sort(unchanged.begin(), unchanged.end());
+  return absl::StrCat("the rewrite left ", absl::StrJoin(unchanged, "; "),
+                      " as the parent had it: the model did not apply the prescribed knob "
+                      "change");
 }
 
 std::string DescribeKnobs(const std::vector<std::string>& knobs) {

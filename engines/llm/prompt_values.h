@@ -28,6 +28,17 @@ std::string DescribeGpu(const kagent::v1::GpuSpec* gpu);
 // in a triton.Config). Empty when the source has none.
 std::vector<std::string> KernelKnobs(absl::string_view source);
 
+// Whether a rewrite left the prescription's knob changes unapplied: for each knob of
+// `prescription.knob_changes` the parent has (KernelKnobs), its settings in the source
+// (`NAME=64` at a launch, `'NAME': 64` in a triton.Config, `NAME: tl.constexpr = 64`) are
+// compared between `parent` and `rewrite`. A text naming the unchanged settings when
+// every such knob is set to numeric literals and the rewrite sets them exactly as the
+// parent did; nullopt when one changed, or when nothing can be judged (no knob change,
+// no such knob in the parent, a value that is not a literal).
+std::optional<std::string> UnappliedKnobChanges(const kagent::v1::Prescription& prescription,
+                                                absl::string_view parent,
+                                                absl::string_view rewrite);
+
 // {{kernel_knobs}}: KernelKnobs as a line ("BLOCK_SIZE, num_warps"), or a sentence saying
 // that the kernel has no tunable parameter.
 std::string DescribeKnobs(const std::vector<std::string>& knobs);

@@ -103,6 +103,46 @@ TEST_CASE("DescribeMeasurement gives the median and its ratios to the baselines"
   CHECK_THAT(cpu, Catch::Contains("Triton's CPU interpreter"));
 }
 
+TEST_CASE("UnappliedKnobChanges compares the named knobs' settings", "[llm_brain]") {
+  const std::string parent = R"py(@triton.autotune(configs=[triton.Config({'BLOCK_M': 64}, num_warps=4)], key=[])
+@triton.jit
+def k(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr = 32):
+    if BLOCK_M == 64: pass
+class ModelNew:
+    pass
+)py";
+  kagent::v1::Prescription p;
+  (*p.mutable_knob_changes())["BLOCK_M"] = "128";
+  (*p.mutable_knob_changes())["num_warps"] = "8";
+  // Only the explanation or a comment changed: neither knob.
+  const std::optional<std::string> same =
+      UnappliedKnobChanges(p, parent, parent + "# tiles doubled, honest\n");
+  REQUIRE(same.has_value());
+  CHECK(*same == "the rewrite left BLOCK_M = 64; num_warps = 4 as the parent had it: the "
+                 "model did not apply the prescribed knob change");
+  // One of them changed: applied.
+  std::string more_warps = parent;
+  more_warps.replace(more_warps.find("num_warps=4"), 11, "num_warps=8");
+  CHECK(!UnappliedKnobChanges(p, parent, more_warps).has_value());
+  // A default of a constexpr parameter is a setting too.
+  kagent::v1::Prescription n;
+  (*n.mutable_knob_changes())["BLOCK_N"] = "64";
+  CHECK(UnappliedKnobChanges(n, parent, parent).has_value());
+  std::string wider_n = parent;
+  wider_n.replace(wider_n.find("= 32"), 4, "= 64");
+  CHECK(!UnappliedKnobChanges(n, parent, wider_n).has_value());
+  // Nothing to judge: a knob the parent lacks, no knob change, a value not a literal.
+  kagent::v1::Prescription k;
+  (*k.mutable_knob_changes())["BLOCK_K"] = "x2";
+  CHECK(!UnappliedKnobChanges(k, parent, parent).has_value());
+  CHECK(!UnappliedKnobChanges(kagent::v1::Prescription(), parent, parent).has_value());
+  std::string computed = parent;
+  computed.replace(computed.find("num_warps=4"), 11, "num_warps=w");
+  kagent::v1::Prescription w;
+  (*w.mutable_knob_changes())["num_warps"] = "8";
+  CHECK(!UnappliedKnobChanges(w, computed, computed).has_value());
+}
+
 TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   kagent::v1::GpuSpec gpu;
   CHECK_THAT(DescribeGpu(nullptr), Catch::Contains("not given"));

@@ -250,6 +250,31 @@ TEST_CASE("LLM brain: the endpoint's failures are flagged as the endpoint's, not
   }
 }
 
+TEST_CASE("LLM brain: a rewrite that left the named knob as it was is recorded as a fallback",
+          "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
+  // The parent and the reply both launch with BLOCK=1024.
+  rig.server->SetDefault(Reply(f, Answer(Kernel("v2"))));
+  v1::GenerateRequest g = RoundRequest("job-k", "llm", 1);
+  v1::Prescription* p = g.mutable_plan()->mutable_assignments(0)->mutable_prescription();
+  (*p->mutable_knob_changes())["BLOCK"] = "4096";
+  p->set_expected_speedup(1.4);
+  v1::GenerateResponse out;
+  REQUIRE(svc.DoGenerate(g, &out).ok());
+  REQUIRE(out.kernels_size() == 1);
+  const v1::Prescription& rx = out.kernels(0).assignment().prescription();
+  // The reflexion judges the move made, not the pattern (reflexion.cc: a fallback's
+  // pattern is kept off the avoid-list), and expects no speedup of it.
+  CHECK_THAT(rx.fallback(), Catch::StartsWith("the rewrite left BLOCK = 1024 as the parent had it"));
+  CHECK(rx.expected_speedup() == 1.0);
+  CHECK_THAT(rx.fix(), Catch::Contains("llm rewrite: fix 0"));
+}
+
 TEST_CASE("LLM brain: Anthropic's 404 for an unknown model is permanent", "[llm_brain][endpoint]") {
   Rig rig = MakeRig(WireFormat::kAnthropic);
   rig.server->SetDefault(AnthropicError(404, "not_found_error", "model: claude-none"));
