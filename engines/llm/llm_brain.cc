@@ -74,6 +74,11 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
                       : !p.pattern_id().empty() ? p.pattern_id()
                                                 : std::string("the prescribed fix");
   const std::vector<std::string> knobs = llm_engine::KernelKnobs(request.parent->source());
+  std::string diagnosis = llm_engine::DescribeReport(request.report);
+  if (std::string roofline = llm_engine::DescribeRoofline(request.metrics, request.gpu);
+      !roofline.empty()) {
+    absl::StrAppend(&diagnosis, "\n", roofline);
+  }
   llm::PromptValues values = {
       {"gpu", llm_engine::DescribeGpu(request.gpu)},
       {"problem_source", request.problem != nullptr && !request.problem->source().empty()
@@ -82,7 +87,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
       {"kernel_source", request.parent->source()},
       {"kernel_knobs", llm_engine::DescribeKnobs(knobs)},
       {"measured", llm_engine::DescribeMeasurement(request.measurement)},
-      {"diagnosis", llm_engine::DescribeReport(request.report)},
+      {"diagnosis", diagnosis},
       {"fix_title", title},
       {"fix_description", llm_engine::DescribeFix(p, request.alternative, &knobs)},
       {"lessons", llm_engine::FormatLessons(request.memory)},

@@ -136,6 +136,11 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   measured.mutable_eager()->set_median_ms(0.05);
   measured.mutable_compiled()->set_median_ms(0.03);
   fr.measurement = &measured;
+  v1::HardwareMetrics metrics;
+  metrics.set_memory_sol_pct(41);
+  metrics.set_arithmetic_intensity(0.083);
+  metrics.set_roofline_bound_pct(40);
+  fr.metrics = &metrics;
   auto r = rig.brain->ApplyFix(fr);
   REQUIRE(r.ok());
   CHECK(r->kernel.source() == Kernel("v2"));  // the fences around the code are removed
@@ -162,6 +167,10 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
                                    "eager PyTorch: 0.05 ms median (the current kernel is 1.25x "
                                    "faster than eager PyTorch)"));
   CHECK_THAT(user, Catch::Contains("1.33x slower than torch.compile"));
+  // The profile's roofline figures follow the judge's report.
+  CHECK_THAT(user, Catch::Contains("speed of light: compute 0.0%, memory 41.0% of peak\n"
+                                   "arithmetic intensity: 0.083 FLOP/byte"));
+  CHECK_THAT(user, Catch::Contains("of the roofline at this intensity: 40.0%"));
   // The parent's knobs, read from its source; BLOCK is one, so no "has no" note.
   CHECK_THAT(user, Catch::Contains("launch meta-parameters):\nBLOCK\n"));
   CHECK_THAT(user, !Catch::Contains("has no BLOCK"));

@@ -311,6 +311,41 @@ std::string DescribeKnobs(const std::vector<std::string>& knobs) {
   return absl::StrJoin(knobs, ", ");
 }
 
+std::string DescribeRoofline(const kagent::v1::HardwareMetrics* m,
+                             const kagent::v1::GpuSpec* gpu) {
+  if (m == nullptr) return "";
+  std::string out;
+  if (m->compute_sol_pct() > 0 || m->memory_sol_pct() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("speed of light: compute %.1f%%, memory %.1f%% of peak\n",
+                                          m->compute_sol_pct(), m->memory_sol_pct()));
+  }
+  if (m->arithmetic_intensity() > 0) {
+    absl::StrAppend(&out, "arithmetic intensity: ", FormatNumber(m->arithmetic_intensity()),
+                    " FLOP/byte");
+    if (gpu != nullptr && gpu->peak_dram_bytes_per_second() > 0) {
+      std::vector<std::pair<std::string, double>> flops(gpu->peak_flops().begin(),
+                                                        gpu->peak_flops().end());
+      std::sort(flops.begin(), flops.end());
+      std::vector<std::string> ridges;
+      for (const auto& [dtype, peak] : flops) {
+        if (peak <= 0) continue;
+        ridges.push_back(absl::StrFormat("%s %s", dtype,
+                                         FormatNumber(peak / gpu->peak_dram_bytes_per_second())));
+      }
+      if (!ridges.empty()) {
+        absl::StrAppend(&out, " (ridge points, FLOP/byte: ", absl::StrJoin(ridges, ", "), ")");
+      }
+    }
+    absl::StrAppend(&out, "\n");
+    absl::StrAppend(&out, absl::StrFormat("achieved: %.3g TFLOP/s, %.3g TB/s\n",
+                                          m->achieved_flops() / 1e12,
+                                          m->achieved_bytes_per_second() / 1e12));
+    absl::StrAppend(&out, absl::StrFormat("of the roofline at this intensity: %.1f%%\n",
+                                          m->roofline_bound_pct()));
+  }
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
 std::string DescribeFix(const kagent::v1::Prescription& p, int alternative,
                         const std::vector<std::string>* kernel_knobs) {
   std::string out;

@@ -60,6 +60,14 @@ std::string DescribeMeasurement(const kagent::v1::Measurement* measurement);
 // headroom, dominant kernel, summary, root causes with their cited metrics, narrative).
 std::string DescribeReport(const kagent::v1::BottleneckReport* report);
 
+// The profile's roofline figures, appended to {{diagnosis}}: speed of light (compute and
+// memory % of peak), and when the op signature gave FLOPs and bytes the arithmetic
+// intensity, the achieved FLOP/s and bytes/s, and the % of the roofline at that
+// intensity; with `gpu`'s ceilings, the ridge point of each dtype's peak against its DRAM
+// bandwidth. Empty when `metrics` is null or holds no figure.
+std::string DescribeRoofline(const kagent::v1::HardwareMetrics* metrics,
+                             const kagent::v1::GpuSpec* gpu);
+
 // {{fix_description}}: the prescription's fix, rationale, expected effect, knob changes,
 // template switch and risks, one per line; plus a note for alternative > 0 asking for a
 // different way of applying the fix than the other workers. With `knobs` (the parent's

@@ -143,6 +143,27 @@ class ModelNew:
   CHECK(!UnappliedKnobChanges(w, computed, computed).has_value());
 }
 
+TEST_CASE("DescribeRoofline gives the profile's roofline figures", "[llm_brain]") {
+  CHECK(DescribeRoofline(nullptr, nullptr).empty());
+  kagent::v1::HardwareMetrics m;
+  CHECK(DescribeRoofline(&m, nullptr).empty());
+  m.set_compute_sol_pct(12.5);
+  m.set_memory_sol_pct(81);
+  CHECK(DescribeRoofline(&m, nullptr) == "speed of light: compute 12.5%, memory 81.0% of peak");
+  m.set_arithmetic_intensity(0.25);
+  m.set_achieved_flops(0.9e12);
+  m.set_achieved_bytes_per_second(3.6e12);
+  m.set_roofline_bound_pct(75);
+  kagent::v1::GpuSpec gpu;
+  gpu.set_peak_dram_bytes_per_second(4.8e12);
+  (*gpu.mutable_peak_flops())["fp32"] = 67.2e12;
+  CHECK(DescribeRoofline(&m, &gpu) ==
+        "speed of light: compute 12.5%, memory 81.0% of peak\n"
+        "arithmetic intensity: 0.25 FLOP/byte (ridge points, FLOP/byte: fp32 14)\n"
+        "achieved: 0.9 TFLOP/s, 3.6 TB/s\n"
+        "of the roofline at this intensity: 75.0%");
+}
+
 TEST_CASE("prompt values render the protocol's messages", "[llm_brain]") {
   kagent::v1::GpuSpec gpu;
   CHECK_THAT(DescribeGpu(nullptr), Catch::Contains("not given"));

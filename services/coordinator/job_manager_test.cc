@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/status.h"
@@ -545,6 +546,11 @@ TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as arti
                                               start->measurement().candidate().median_ms()),
                                           " ms median")));
   CHECK_THAT(round1->content(), Catch::Contains("eager PyTorch: "));
+  // And its profile's roofline figures.
+  REQUIRE(start->has_metrics());
+  CHECK_THAT(round1->content(),
+             Catch::Contains(absl::StrFormat("memory %.1f%% of peak",
+                                             start->metrics().memory_sol_pct())));
 }
 
 TEST_CASE("loop: a job that failed on unusable replies keeps them as artifacts") {

@@ -205,6 +205,13 @@ JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
       m.clear_op_signature();
       m.clear_phases_ms();
     }
+    if (c.has_metrics()) {
+      v1::HardwareMetrics& hm = (*g.mutable_parent_metrics())[c.id()];
+      hm = c.metrics();
+      hm.clear_kernels();
+      hm.clear_aggregate();
+      hm.clear_raw_csv();
+    }
   }
   *g.mutable_op_signature() = signature_;
   *g.mutable_gpu() = gpu_;

@@ -198,6 +198,10 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
           m != request.parent_measurements().end()) {
         fr.measurement = &m->second;
       }
+      if (auto hm = request.parent_metrics().find(a.parent_kernel_id());
+          hm != request.parent_metrics().end()) {
+        fr.metrics = &hm->second;
+      }
       fr.prescription = &a.prescription();
       fr.problem = &request.problem();
       fr.signature = &request.op_signature();
