@@ -62,6 +62,8 @@ struct FixRequest {
   const kagent::v1::OpSignature* signature = nullptr;       // may be null (no template moves)
   const kagent::v1::GpuSpec* gpu = nullptr;                 // may be null
   const kagent::v1::BottleneckReport* report = nullptr;     // may be null
+  const kagent::v1::Measurement* measurement = nullptr;    // the parent's; may be null
+  const kagent::v1::HardwareMetrics* metrics = nullptr;    // the parent's; may be null
   const std::vector<kagent::v1::Reflexion>* memory = nullptr;  // may be null
   // Which of the brain's alternatives to take when the prescription leaves the move open
   // (no knob_changes and no template_switch): workers of one round pass distinct values

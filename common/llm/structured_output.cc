@@ -275,6 +275,7 @@ absl::StatusOr<StructuredChatResult> ChatForJson(LlmClient& client, const ChatRe
   for (int n = 1; n <= max_attempts; ++n) {
     absl::StatusOr<ChatResponse> reply = client.Chat(conversation);
     if (!reply.ok()) return reply.status();
+    if (options.replies != nullptr) options.replies->push_back(reply->content);
     result.attempts = n;
     result.usage.input_tokens += reply->usage.input_tokens;
     result.usage.output_tokens += reply->usage.output_tokens;

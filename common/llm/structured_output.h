@@ -60,6 +60,9 @@ struct StructuredChatOptions {
   // (without its <think> blocks); a value it returns that has the required keys is the
   // answer. For replies the caller accepts in another shape (a fenced code block).
   std::function<std::optional<nlohmann::json>(absl::string_view reply)> fallback;
+  // When set, the content of every reply received is appended, in order, also when the
+  // call fails for want of a usable one (so the caller can keep the record).
+  std::vector<std::string>* replies = nullptr;
 };
 
 struct StructuredChatResult {

@@ -179,10 +179,14 @@ TEST_CASE("ChatForJson asks again, saying what was wrong", "[structured]") {
 
 TEST_CASE("ChatForJson gives up after max_attempts and passes client errors through",
           "[structured]") {
-  ScriptedClient hopeless({std::string("no"), std::string("still no")});
-  auto r = ChatForJson(hopeless, Ask(), {.required_keys = {"plan"}, .max_attempts = 2});
+  ScriptedClient hopeless({std::string("no"), std::string("<think>x</think>still no")});
+  std::vector<std::string> replies;
+  auto r = ChatForJson(hopeless, Ask(),
+                       {.required_keys = {"plan"}, .max_attempts = 2, .replies = &replies});
   CHECK(absl::IsInternal(r.status()));
   CHECK(absl::StrContains(r.status().message(), "after 2 attempts"));
+  // The replies are kept for the record, as received.
+  CHECK(replies == std::vector<std::string>{"no", "<think>x</think>still no"});
 
   ScriptedClient broke({absl::ResourceExhaustedError("budget spent")});
   auto e = ChatForJson(broke, Ask(), {.required_keys = {"plan"}});

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/llm/endpoint_failure.h"
 #include "common/llm/structured_output.h"
+#include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/llm/prompt_values.h"
@@ -72,20 +73,38 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   std::string title = !p.title().empty()       ? p.title()
                       : !p.pattern_id().empty() ? p.pattern_id()
                                                 : std::string("the prescribed fix");
+  const std::vector<std::string> knobs = llm_engine::KernelKnobs(request.parent->source());
+  std::string diagnosis = llm_engine::DescribeReport(request.report);
+  if (std::string roofline = llm_engine::DescribeRoofline(request.metrics, request.gpu);
+      !roofline.empty()) {
+    absl::StrAppend(&diagnosis, "\n", roofline);
+  }
   llm::PromptValues values = {
       {"gpu", llm_engine::DescribeGpu(request.gpu)},
       {"problem_source", request.problem != nullptr && !request.problem->source().empty()
                              ? request.problem->source()
                              : std::string("# (the reference was not given)")},
       {"kernel_source", request.parent->source()},
-      {"diagnosis", llm_engine::DescribeReport(request.report)},
+      {"kernel_knobs", llm_engine::DescribeKnobs(knobs)},
+      {"measured", llm_engine::DescribeMeasurement(request.measurement)},
+      {"diagnosis", diagnosis},
       {"fix_title", title},
-      {"fix_description", llm_engine::DescribeFix(p, request.alternative)},
+      {"fix_description", llm_engine::DescribeFix(p, request.alternative, &knobs)},
       {"lessons", llm_engine::FormatLessons(request.memory)},
   };
   std::string move = absl::StrCat(options_.name, " rewrite: ", title);
   if (request.alternative > 0) absl::StrAppend(&move, " (variant ", request.alternative + 1, ")");
-  return Generate("rewrite_kernel", values, std::move(move));
+  absl::StatusOr<BrainResult> result = Generate("rewrite_kernel", values, std::move(move));
+  if (!result.ok()) return result;
+  // The model's own omission is not the pattern's failure: recorded as another move made
+  // (a fallback), the reflexion judges the rewrite and keeps the pattern off the
+  // avoid-list.
+  if (std::optional<std::string> unapplied = llm_engine::UnappliedKnobChanges(
+          p, request.parent->source(), result->kernel.source())) {
+    KLOG(INFO).With("brain", options_.name) << *unapplied;
+    result->fallback = *std::move(unapplied);
+  }
+  return result;
 }
 
 absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_name,
@@ -111,6 +130,19 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
     if (!fenced.has_value()) return std::nullopt;
     return nlohmann::json{{"code", fenced->code}, {"explanation", fenced->explanation}};
   };
+  // Every reply of every question, for the record of a call that ends without a kernel.
+  std::vector<std::string> replies;
+  json_options.replies = &replies;
+  auto with_transcript = [&](absl::Status failed) {
+    std::string all;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      absl::StrAppend(&all, i == 0 ? "" : "\n\n",
+                      replies.size() > 1 ? absl::StrCat("[reply ", i + 1, "]\n") : "",
+                      replies[i]);
+    }
+    llm::AttachLlmTranscript({Transcript(request), std::move(all)}, &failed);
+    return failed;
+  };
   const int questions = 1 + std::max(0, options_.max_source_retries);
   std::string last_problem;
   for (int q = 1; q <= questions; ++q) {
@@ -121,8 +153,8 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
       // manager as it is, and an endpoint's failure marked, with its Retry-After.
       absl::Status failed = answer.status();
       llm::MarkEndpointFailure(&failed);
-      return llm::PrefixMessage(absl::StrCat(options_.name, " brain (", template_name, "): "),
-                                failed);
+      return with_transcript(llm::PrefixMessage(
+          absl::StrCat(options_.name, " brain (", template_name, "): "), failed));
     }
     const nlohmann::json& value = answer->value;
     const std::string& reply = answer->response.content;
@@ -168,9 +200,10 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
                       "`class ModelNew(nn.Module)` whose hot path runs in your own "
                       "@triton.jit kernels.")});
   }
-  return absl::FailedPreconditionError(absl::StrCat(options_.name, " brain (", template_name,
-                                                    "): the model's code is unusable after ",
-                                                    questions, " questions: ", last_problem));
+  return with_transcript(absl::FailedPreconditionError(
+      absl::StrCat(options_.name, " brain (", template_name,
+                   "): the model's code is unusable after ", questions,
+                   " questions: ", last_problem)));
 }
 
 absl::StatusOr<llm::LlmConfig> LoadLlmConfigFile(const std::string& path) {

@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/llm/factory.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/llm/usage_status.h"
@@ -130,12 +131,26 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   fr.report = &report;
   fr.memory = &memory;
   fr.alternative = 1;
+  v1::Measurement measured;
+  measured.mutable_candidate()->set_median_ms(0.04);
+  measured.mutable_eager()->set_median_ms(0.05);
+  measured.mutable_compiled()->set_median_ms(0.03);
+  fr.measurement = &measured;
+  v1::HardwareMetrics metrics;
+  metrics.set_memory_sol_pct(41);
+  metrics.set_arithmetic_intensity(0.083);
+  metrics.set_roofline_bound_pct(40);
+  fr.metrics = &metrics;
   auto r = rig.brain->ApplyFix(fr);
   REQUIRE(r.ok());
   CHECK(r->kernel.source() == Kernel("v2"));  // the fences around the code are removed
   CHECK(r->expected_effect == "4x fewer programs; DRAM throughput 41% -> 80% (expected speedup 1.5x)");
   REQUIRE(r->moves.size() == 1);
   CHECK(r->moves[0] == "llm rewrite: Wider loads per program (variant 2)");
+  // The reply launches with BLOCK=1024 as the parent did: the fix was not applied, and
+  // the result says so (a fallback), so the reflexion does not blame the pattern.
+  CHECK(r->fallback == "the rewrite left BLOCK = 1024 as the parent had it: the model did "
+                       "not apply the prescribed knob change");
 
   nlohmann::json messages = Conversation(f, rig.server->requests().at(0));
   const std::string user = messages.at(0)["content"];
@@ -147,12 +162,84 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK_THAT(user, Catch::Contains("variant 2"));
   CHECK_THAT(user, Catch::Contains("category: memory-bound"));
   CHECK_THAT(user, Catch::Contains("num_stages 4 did nothing"));
+  CHECK_THAT(user, Catch::Contains("Measured (medians of the same run):\n"
+                                   "current kernel: 0.04 ms median\n"
+                                   "eager PyTorch: 0.05 ms median (the current kernel is 1.25x "
+                                   "faster than eager PyTorch)"));
+  CHECK_THAT(user, Catch::Contains("1.33x slower than torch.compile"));
+  // The profile's roofline figures follow the judge's report.
+  CHECK_THAT(user, Catch::Contains("speed of light: compute 0.0%, memory 41.0% of peak\n"
+                                   "arithmetic intensity: 0.083 FLOP/byte"));
+  CHECK_THAT(user, Catch::Contains("of the roofline at this intensity: 40.0%"));
+  // The parent's knobs, read from its source; BLOCK is one, so no "has no" note.
+  CHECK_THAT(user, Catch::Contains("launch meta-parameters):\nBLOCK\n"));
+  CHECK_THAT(user, !Catch::Contains("has no BLOCK"));
 
   // Malformed requests never reach the network.
   FixRequest bad;
   CHECK(absl::IsInvalidArgument(rig.brain->ApplyFix(bad).status()));
   CHECK(absl::IsInvalidArgument(rig.brain->FirstKernel({}).status()));
   CHECK(rig.server->request_count() == 1);
+}
+
+TEST_CASE("LLM brain: a reply that changes the named knob applied the fix", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  const std::string wider = absl::StrReplaceAll(Kernel("v2"), {{"BLOCK=1024", "BLOCK=4096"}});
+  rig.server->Enqueue(Reply(f, Answer(wider)));
+  ProblemInputs in;
+  v1::KernelSource parent;
+  parent.set_source(Kernel("parent"));
+  v1::Prescription p;
+  p.set_pattern_id("vector_width");
+  (*p.mutable_knob_changes())["BLOCK"] = "4096";
+  FixRequest fr;
+  fr.parent = &parent;
+  fr.prescription = &p;
+  auto r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.source() == wider);
+  CHECK(r->fallback.empty());
+}
+
+TEST_CASE("LLM brain: a knob the kernel lacks is named as missing", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  rig.server->Enqueue(Reply(f, Answer(Kernel("v2"))));
+  ProblemInputs in;
+  v1::KernelSource parent;
+  parent.set_source(Kernel("parent"));  // one knob: BLOCK
+  v1::Prescription p;
+  p.set_pattern_id("k_tiling");
+  (*p.mutable_knob_changes())["BLOCK_K"] = "x2";
+  FixRequest fr;
+  fr.parent = &parent;
+  fr.prescription = &p;
+  fr.problem = &in.problem;
+  fr.gpu = &in.gpu;
+  REQUIRE(rig.brain->ApplyFix(fr).ok());
+  const std::string user = Conversation(f, rig.server->requests().at(0)).at(0)["content"];
+  CHECK_THAT(user, Catch::Contains("knob changes: BLOCK_K = x2"));
+  CHECK_THAT(user, Catch::Contains("the current kernel has no BLOCK_K: make the change's "
+                                   "intent with the knobs it has (BLOCK)"));
+}
+
+TEST_CASE("LLM brain: on a CPU worker the prompt names Triton's interpreter", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  rig.server->Enqueue(Reply(f, Answer(Kernel("v1"))));
+  ProblemInputs in;
+  in.gpu.Clear();  // what a --device=cpu worker reports
+  in.gpu.set_name("cpu (triton interpreter)");
+  in.gpu.set_arch("cpu");
+  REQUIRE(rig.brain->FirstKernel({&in.problem, &in.signature, &in.gpu}).ok());
+  const std::string user = Conversation(f, rig.server->requests().at(0)).at(0)["content"];
+  CHECK_THAT(user, Catch::Contains("timings given come from the interpreter"));
+  CHECK_THAT(user, Catch::Contains("Triton's CPU interpreter"));
+  CHECK_THAT(user, !Catch::Contains("details not given"));
 }
 
 TEST_CASE("LLM brain: broken JSON, then a good reply", "[llm_brain]") {

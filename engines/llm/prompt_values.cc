@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -75,6 +76,11 @@ std::string FormatNumber(double value) { return absl::StrFormat("%.6g", value); 
 
 std::string DescribeGpu(const kagent::v1::GpuSpec* gpu) {
   if (gpu == nullptr || gpu->name().empty()) return "an NVIDIA GPU (details not given)";
+  if (gpu->arch() == "cpu") {
+    return "an NVIDIA GPU; note that this job has no GPU: its worker runs kernels under "
+           "Triton's CPU interpreter (TRITON_INTERPRET=1), so the timings given come from "
+           "the interpreter and do not rank kernels as a GPU would";
+  }
   std::vector<std::string> facts;
   if (!gpu->arch().empty()) facts.push_back(gpu->arch());
   if (gpu->sm_count() > 0) facts.push_back(absl::StrCat(gpu->sm_count(), " SMs"));
@@ -83,6 +89,12 @@ std::string DescribeGpu(const kagent::v1::GpuSpec* gpu) {
   }
   if (gpu->l2_bytes() > 0) {
     facts.push_back(absl::StrFormat("%d MiB L2", static_cast<int>(gpu->l2_bytes() >> 20)));
+  }
+  std::vector<std::pair<std::string, double>> flops(gpu->peak_flops().begin(),
+                                                    gpu->peak_flops().end());
+  std::sort(flops.begin(), flops.end());
+  for (const auto& [dtype, value] : flops) {
+    if (value > 0) facts.push_back(absl::StrFormat("peak %.1f TFLOP/s %s", value / 1e12, dtype));
   }
   if (facts.empty()) return gpu->name();
   return absl::StrCat(gpu->name(), " (", absl::StrJoin(facts, ", "), ")");
@@ -109,6 +121,32 @@ std::string SummarizeOps(const kagent::v1::OpSignature* sig) {
                     Tensors(op.outputs()), Scalars(op), "\n");
   }
   return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string DescribeMeasurement(const kagent::v1::Measurement* m) {
+  if (m == nullptr || m->candidate().median_ms() <= 0) {
+    return "The current kernel's time was not given.";
+  }
+  const double mine = m->candidate().median_ms();
+  std::string out = absl::StrFormat("current kernel: %s ms median", FormatNumber(mine));
+  auto compare = [&](const kagent::v1::TimingStats& t, absl::string_view name) {
+    if (t.median_ms() <= 0) return;
+    const double ratio = t.median_ms() / mine;
+    absl::StrAppend(&out, absl::StrFormat("\n%s: %s ms median (the current kernel is %.2fx %s)",
+                                          name, FormatNumber(t.median_ms()),
+                                          ratio >= 1 ? ratio : 1 / ratio,
+                                          ratio >= 1 ? absl::StrCat("faster than ", name)
+                                                     : absl::StrCat("slower than ", name)));
+  };
+  compare(m->eager(), "eager PyTorch");
+  compare(m->compiled(), "torch.compile");
+  if (m->gpu_name() == "cpu") {
+    absl::StrAppend(&out, "\n(these times come from Triton's CPU interpreter, not a GPU: they "
+                          "do not rank kernels as a GPU would)");
+  } else if (!m->gpu_name().empty()) {
+    absl::StrAppend(&out, "\n(measured on ", m->gpu_name(), ")");
+  }
+  return out;
 }
 
 std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
@@ -142,7 +180,174 @@ std::string DescribeReport(const kagent::v1::BottleneckReport* report) {
   return std::string(absl::StripTrailingAsciiWhitespace(out));
 }
 
-std::string DescribeFix(const kagent::v1::Prescription& p, int alternative) {
+std::vector<std::string> KernelKnobs(absl::string_view source) {
+  std::vector<std::string> knobs;
+  auto add = [&knobs](absl::string_view name) {
+    if (std::find(knobs.begin(), knobs.end(), name) == knobs.end()) knobs.emplace_back(name);
+  };
+  // The parameter lists of the functions under a jit decorator (a list may span lines).
+  bool after_jit = false;
+  size_t line_start = 0;
+  while (line_start < source.size()) {
+    size_t eol = source.find('\n', line_start);
+    if (eol == absl::string_view::npos) eol = source.size();
+    absl::string_view line = source.substr(line_start, eol - line_start);
+    absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    if (IsJitDecorator(line)) {
+      after_jit = true;
+    } else if (after_jit && absl::StartsWith(stripped, "def ")) {
+      after_jit = false;
+      const size_t open = source.find('(', line_start);
+      size_t close = open;
+      for (int depth = 0; close < source.size(); ++close) {
+        if (source[close] == '(' || source[close] == '[') ++depth;
+        if ((source[close] == ')' || source[close] == ']') && --depth == 0) break;
+      }
+      if (open == absl::string_view::npos || close >= source.size()) break;
+      for (absl::string_view param :
+           absl::StrSplit(source.substr(open + 1, close - open - 1), ',')) {
+        const size_t colon = param.find(':');
+        if (colon == absl::string_view::npos) continue;
+        absl::string_view type = absl::StripAsciiWhitespace(param.substr(colon + 1));
+        type = type.substr(0, type.find('='));
+        if (absl::StripAsciiWhitespace(type) != "tl.constexpr" &&
+            absl::StripAsciiWhitespace(type) != "triton.language.constexpr" &&
+            absl::StripAsciiWhitespace(type) != "constexpr") {
+          continue;
+        }
+        // The name, without a comment line above it.
+        absl::string_view name = absl::StripAsciiWhitespace(param.substr(0, colon));
+        const size_t nl = name.rfind('\n');
+        if (nl != absl::string_view::npos) name = absl::StripAsciiWhitespace(name.substr(nl + 1));
+        if (!name.empty()) add(name);
+      }
+      eol = std::max(eol, source.find('\n', close));
+      if (eol == absl::string_view::npos) eol = source.size();
+    } else if (!stripped.empty() && stripped[0] != '@' && stripped[0] != '#') {
+      after_jit = false;
+    }
+    line_start = eol + 1;
+  }
+  for (absl::string_view meta : {"num_warps", "num_stages"}) {
+    for (size_t at = source.find(meta); at != absl::string_view::npos;
+         at = source.find(meta, at + 1)) {
+      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(source[at - 1])) ||
+                                           source[at - 1] == '_');
+      absl::string_view rest = absl::StripLeadingAsciiWhitespace(source.substr(at + meta.size()));
+      if (word_start && absl::StartsWith(rest, "=") && !absl::StartsWith(rest, "==")) {
+        add(meta);
+        break;
+      }
+    }
+  }
+  return knobs;
+}
+
+namespace {
+
+// The settings of `knob` in `source`, in order: "NAME=64", "NAME: tl.constexpr = 64" and
+// "'NAME': 64" as "64" (the value up to a comma, a bracket or the line's end, trimmed).
+// Nullopt when a value is not a numeric literal (it cannot be compared as text).
+std::optional<std::vector<std::string>> KnobSettings(absl::string_view source,
+                                                     absl::string_view knob) {
+  std::vector<std::string> values;
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = source.find(knob); at != absl::string_view::npos;
+       at = source.find(knob, at + 1)) {
+    if (at > 0 && is_word(source[at - 1])) continue;
+    size_t i = at + knob.size();
+    if (i < source.size() && is_word(source[i])) continue;
+    if (i < source.size() && (source[i] == '\'' || source[i] == '"')) ++i;
+    while (i < source.size() && (source[i] == ' ' || source[i] == '\t')) ++i;
+    if (i >= source.size() || (source[i] != '=' && source[i] != ':')) continue;
+    if (source[i] == '=' && i + 1 < source.size() && source[i + 1] == '=') continue;
+    if (source[i] == ':') {
+      // A constexpr annotation: its default, if any, is the setting.
+      absl::string_view rest = source.substr(i + 1);
+      rest = rest.substr(0, rest.find_first_of(",)\n"));
+      const size_t eq = rest.find('=');
+      if (absl::StrContains(rest, "constexpr")) {
+        if (eq == absl::string_view::npos) continue;
+        i += 1 + eq;
+      }
+    }
+    absl::string_view value = source.substr(i + 1);
+    value = absl::StripAsciiWhitespace(value.substr(0, value.find_first_of(",)}]\n#")));
+    if (value.empty()) continue;
+    double number = 0;
+    if (!absl::SimpleAtod(value, &number)) return std::nullopt;
+    values.emplace_back(value);
+  }
+  return values;
+}
+
+}  // namespace
+
+std::optional<std::string> UnappliedKnobChanges(const kagent::v1::Prescription& prescription,
+                                                absl::string_view parent,
+                                                absl::string_view rewrite) {
+  const std::vector<std::string> knobs = KernelKnobs(parent);
+  std::vector<std::string> unchanged;
+  for (const auto& [knob, change] : prescription.knob_changes()) {
+    if (std::find(knobs.begin(), knobs.end(), knob) == knobs.end()) continue;
+    std::optional<std::vector<std::string>> before = KnobSettings(parent, knob);
+    std::optional<std::vector<std::string>> after = KnobSettings(rewrite, knob);
+    if (!before.has_value() || !after.has_value() || before->empty()) return std::nullopt;
+    if (*before != *after) return std::nullopt;  // this knob changed: applied
+    unchanged.push_back(absl::StrCat(knob, " = ", absl::StrJoin(*before, ", ")));
+  }
+  if (unchanged.empty()) return std::nullopt;
+  std::sort(unchanged.begin(), unchanged.end());
+  return absl::StrCat("the rewrite left ", absl::StrJoin(unchanged, "; "),
+                      " as the parent had it: the model did not apply the prescribed knob "
+                      "change");
+}
+
+std::string DescribeKnobs(const std::vector<std::string>& knobs) {
+  if (knobs.empty()) {
+    return "none: the kernel has no tl.constexpr parameter and passes no num_warps or "
+           "num_stages";
+  }
+  return absl::StrJoin(knobs, ", ");
+}
+
+std::string DescribeRoofline(const kagent::v1::HardwareMetrics* m,
+                             const kagent::v1::GpuSpec* gpu) {
+  if (m == nullptr) return "";
+  std::string out;
+  if (m->compute_sol_pct() > 0 || m->memory_sol_pct() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("speed of light: compute %.1f%%, memory %.1f%% of peak\n",
+                                          m->compute_sol_pct(), m->memory_sol_pct()));
+  }
+  if (m->arithmetic_intensity() > 0) {
+    absl::StrAppend(&out, "arithmetic intensity: ", FormatNumber(m->arithmetic_intensity()),
+                    " FLOP/byte");
+    if (gpu != nullptr && gpu->peak_dram_bytes_per_second() > 0) {
+      std::vector<std::pair<std::string, double>> flops(gpu->peak_flops().begin(),
+                                                        gpu->peak_flops().end());
+      std::sort(flops.begin(), flops.end());
+      std::vector<std::string> ridges;
+      for (const auto& [dtype, peak] : flops) {
+        if (peak <= 0) continue;
+        ridges.push_back(absl::StrFormat("%s %s", dtype,
+                                         FormatNumber(peak / gpu->peak_dram_bytes_per_second())));
+      }
+      if (!ridges.empty()) {
+        absl::StrAppend(&out, " (ridge points, FLOP/byte: ", absl::StrJoin(ridges, ", "), ")");
+      }
+    }
+    absl::StrAppend(&out, "\n");
+    absl::StrAppend(&out, absl::StrFormat("achieved: %.3g TFLOP/s, %.3g TB/s\n",
+                                          m->achieved_flops() / 1e12,
+                                          m->achieved_bytes_per_second() / 1e12));
+    absl::StrAppend(&out, absl::StrFormat("of the roofline at this intensity: %.1f%%\n",
+                                          m->roofline_bound_pct()));
+  }
+  return std::string(absl::StripTrailingAsciiWhitespace(out));
+}
+
+std::string DescribeFix(const kagent::v1::Prescription& p, int alternative,
+                        const std::vector<std::string>* kernel_knobs) {
   std::string out;
   if (!p.pattern_id().empty()) absl::StrAppend(&out, "pattern: ", p.pattern_id(), "\n");
   if (!p.fix().empty()) absl::StrAppend(&out, "fix: ", p.fix(), "\n");
@@ -161,6 +366,21 @@ std::string DescribeFix(const kagent::v1::Prescription& p, int alternative) {
     std::vector<std::string> parts;
     for (const auto& [k, v] : knobs) parts.push_back(absl::StrCat(k, " = ", v));
     absl::StrAppend(&out, "knob changes: ", absl::StrJoin(parts, ", "), "\n");
+    if (kernel_knobs != nullptr) {
+      std::vector<std::string> missing;
+      for (const auto& [k, v] : knobs) {
+        if (std::find(kernel_knobs->begin(), kernel_knobs->end(), k) == kernel_knobs->end()) {
+          missing.push_back(k);
+        }
+      }
+      if (!missing.empty()) {
+        absl::StrAppend(
+            &out, "the current kernel has no ", absl::StrJoin(missing, ", "),
+            ": make the change's intent with the knobs it has (",
+            DescribeKnobs(*kernel_knobs),
+            "), or introduce the parameter where the kernel's structure needs it\n");
+      }
+    }
   }
   if (!p.template_switch().empty()) {
     absl::StrAppend(&out, "switch to the kernel structure: ", p.template_switch(), "\n");

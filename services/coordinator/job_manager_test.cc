@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/status.h"
@@ -26,6 +27,7 @@
 #include "services/coordinator/job_service.h"
 #include "services/coordinator/testing_fakes.h"
 #include "services/optimization_manager/optimization_manager_service.h"
+#include "engines/llm/prompt_values.h"
 #include "engines/llm/testing/llm_test_rig.h"
 #include "services/orchestrator/planner.h"
 
@@ -460,6 +462,19 @@ void CheckNoAvoidList(Loop& loop, const std::string& job) {
   }
 }
 
+// Routes the loop's Generate through `manager` (the real optimization manager serving
+// the LLM brain), which must outlive the loop's jobs.
+void GenerateWith(Loop& loop, OptimizationManagerServiceImpl& manager) {
+  loop.services.generate_with =
+      [&manager](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
+    v1::GenerateRequest llm = r;
+    llm.set_brain("llm");  // the brain this manager serves
+    v1::GenerateResponse out;
+    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
+    return out;
+  };
+}
+
 TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's fault, "
           "burning no pattern") {
   // The real optimization manager and LLM brain against a loopback vLLM that does not
@@ -470,14 +485,7 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
   mo.check_sources = false;
   OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
   Loop loop;
-  loop.services.generate_with =
-      [&](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
-    v1::GenerateRequest llm = r;
-    llm.set_brain("llm");  // the brain this manager serves
-    v1::GenerateResponse out;
-    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
-    return out;
-  };
+  GenerateWith(loop, manager);
   v1::Job job = loop.WaitDone(loop.Submit(3).id());
   REQUIRE(job.state() == v1::JOB_STATE_FAILED);
   INFO(job.error());
@@ -496,6 +504,75 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
   REQUIRE(cands->size() == 1);
   CHECK(cands->front().round() == 0);
   CHECK(loop.MeasureRequests().size() == 1);
+}
+
+TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as artifacts") {
+  // The real optimization manager and LLM brain over a loopback vLLM; no starting kernel,
+  // so the brain writes the first one.
+  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
+  const std::string answer = llm_testing::Answer(llm_testing::Kernel("first"));
+  rig.server->SetDefault(llm_testing::Reply(llm::testing::WireFormat::kOpenAi, answer));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
+  Loop loop;
+  GenerateWith(loop, manager);
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
+  const std::string dir = absl::StrCat("round-0/", job.id(), "-c0/");
+  auto prompt = loop.storage->GetArtifact(job.id(), dir + "prompt.txt");
+  REQUIRE(prompt.ok());
+  CHECK_THAT(prompt->content(), Catch::Contains("Write a first, correct kernel"));
+  CHECK(prompt->content_type() == "text/plain");
+  auto reply = loop.storage->GetArtifact(job.id(), dir + "reply.txt");
+  REQUIRE(reply.ok());
+  CHECK(reply->content() == answer);
+  auto kernel = loop.storage->GetArtifact(job.id(), dir + "kernel.py");
+  REQUIRE(kernel.ok());
+  CHECK(kernel->content() == llm_testing::Kernel("first"));
+  // Round 1's rewrite was told the starting kernel's measured median and the baselines'.
+  auto cands = loop.storage->ListCandidates(job.id(), 1);
+  REQUIRE(cands.ok());
+  REQUIRE(!cands->empty());
+  auto start = loop.storage->GetCandidate(absl::StrCat(job.id(), "-c0"));
+  REQUIRE(start.ok());
+  auto round1 = loop.storage->GetArtifact(
+      job.id(), absl::StrCat("round-1/", cands->front().id(), "/prompt.txt"));
+  REQUIRE(round1.ok());
+  CHECK_THAT(round1->content(),
+             Catch::Contains(absl::StrCat("current kernel: ",
+                                          llm_engine::FormatNumber(
+                                              start->measurement().candidate().median_ms()),
+                                          " ms median")));
+  CHECK_THAT(round1->content(), Catch::Contains("eager PyTorch: "));
+  // And its profile's roofline figures.
+  REQUIRE(start->has_metrics());
+  CHECK_THAT(round1->content(),
+             Catch::Contains(absl::StrFormat("memory %.1f%% of peak",
+                                             start->metrics().memory_sol_pct())));
+}
+
+TEST_CASE("loop: a job that failed on unusable replies keeps them as artifacts") {
+  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
+  rig.server->SetDefault(
+      llm_testing::Reply(llm::testing::WireFormat::kOpenAi, "I would rather not."));
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
+  Loop loop;
+  GenerateWith(loop, manager);
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  CHECK_THAT(job.error(), Catch::Contains("could not write a first kernel"));
+  const std::string dir = absl::StrCat("round-0/", job.id(), "-c0/");
+  auto reply = loop.storage->GetArtifact(job.id(), dir + "reply.txt");
+  REQUIRE(reply.ok());
+  CHECK(reply->content() == "[reply 1]\nI would rather not.\n\n[reply 2]\nI would rather not.");
+  auto prompt = loop.storage->GetArtifact(job.id(), dir + "prompt.txt");
+  REQUIRE(prompt.ok());
+  CHECK_THAT(prompt->content(), Catch::Contains("Write a first, correct kernel"));
 }
 
 TEST_CASE("loop: an LLM endpoint down for a while pauses generation, then the job goes on") {

@@ -409,7 +409,9 @@ void JobRun::StoreArtifact(const std::string& name, const std::string& kind,
   v1::Artifact a;
   a.set_name(name);
   a.set_kind(kind);
-  a.set_content_type(kind == "kernel" ? "text/x-python" : "application/json");
+  a.set_content_type(kind == "kernel"                        ? "text/x-python"
+                     : kind == "prompt" || kind == "reply" ? "text/plain"
+                                                           : "application/json");
   a.set_content(body);
   absl::Status s = deps_.storage->PutArtifact(job_id_, a);
   if (!s.ok()) KLOG(WARNING) << "artifact " << name << " not stored: " << s;

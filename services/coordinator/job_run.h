@@ -193,8 +193,9 @@ class JobRun {
   // The brain's first kernel for the problem's op (a Generate with an empty plan), from
   // the op signature kept in signature_, with its variants. INTERNAL with the brain's
   // reason when it wrote none (e.g. the heuristic brain has no template for the op); else
-  // the call's status.
-  absl::StatusOr<v1::GeneratedKernel> FirstKernel();
+  // the call's status. An LLM brain's prompt and reply are stored as the artifacts
+  // `artifact_dir`prompt.txt and reply.txt, also when it wrote no kernel.
+  absl::StatusOr<v1::GeneratedKernel> FirstKernel(const std::string& artifact_dir);
   // Round 1 of a job that came with its own starting kernel also measures the brain's own
   // kernel for the op (the library seed) beside the fixes: a hand-written start far from
   // the roofline is often better replaced than tuned. Appended to `rc` as one more

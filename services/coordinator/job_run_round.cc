@@ -198,6 +198,20 @@ JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
   for (const auto& c : beam) {
     (*g.mutable_parents())[c.id()] = c.kernel();
     if (c.has_report()) (*g.mutable_parent_reports())[c.id()] = c.report();
+    if (c.has_measurement()) {
+      v1::Measurement& m = (*g.mutable_parent_measurements())[c.id()];
+      m = c.measurement();
+      m.clear_log();
+      m.clear_op_signature();
+      m.clear_phases_ms();
+    }
+    if (c.has_metrics()) {
+      v1::HardwareMetrics& hm = (*g.mutable_parent_metrics())[c.id()];
+      hm = c.metrics();
+      hm.clear_kernels();
+      hm.clear_aggregate();
+      hm.clear_raw_csv();
+    }
   }
   *g.mutable_op_signature() = signature_;
   *g.mutable_gpu() = gpu_;

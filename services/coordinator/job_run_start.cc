@@ -29,7 +29,8 @@ JobRun::Stop JobRun::Baseline() {
     EmitLog("no starting kernel: asking the brain for a first correct kernel");
     // Its variants are not screened: the start is the job's reference point as the brain
     // wrote it (round 1's library seed is the brain's kernel too, and is screened).
-    absl::StatusOr<v1::GeneratedKernel> first = FirstKernel();
+    absl::StatusOr<v1::GeneratedKernel> first =
+        FirstKernel(absl::StrCat("round-0/", job_id_, "-c0/"));
     if (!first.ok()) {
       if (absl::IsInternal(first.status())) {  // the brain wrote none, and said why
         return {Stop::kFailed, absl::StrCat("the brain could not write a first kernel: ",
@@ -114,7 +115,7 @@ JobRun::Stop JobRun::CheckStartKernel(const v1::Candidate& c) {
   return {};
 }
 
-absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel() {
+absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel(const std::string& artifact_dir) {
   EnsureGpuSpec();
   v1::GenerateRequest g;
   g.set_job_id(job_id_);
@@ -124,6 +125,10 @@ absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel() {
   g.set_brain(cfg_.brain());
   absl::StatusOr<v1::GenerateResponse> r = GenerateAwaitingEndpoint(g, "the first kernel");
   if (!r.ok()) return r.status();
+  for (const auto& gk : r->kernels()) {
+    if (!gk.prompt().empty()) StoreArtifact(artifact_dir + "prompt.txt", "prompt", gk.prompt());
+    if (!gk.reply().empty()) StoreArtifact(artifact_dir + "reply.txt", "reply", gk.reply());
+  }
   if (r->kernels_size() == 0 || r->kernels(0).kernel().source().empty()) {
     return absl::InternalError(r->kernels_size() > 0 && !r->kernels(0).error().empty()
                                    ? r->kernels(0).error()
@@ -144,7 +149,11 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc, v1::GenerateResponse* varia
     EmitLog("no library seed: the job runs on a CPU worker (Triton's interpreter)");
     return;
   }
-  absl::StatusOr<v1::GeneratedKernel> generated = FirstKernel();
+  int index = 0;
+  for (const auto& c : rc->candidates()) index = std::max(index, c.worker_index() + 1);
+  const std::string id = absl::StrCat(job_id_, "-r", rc->round(), "-w", index);
+  absl::StatusOr<v1::GeneratedKernel> generated =
+      FirstKernel(absl::StrCat("round-", rc->round(), "/", id, "/"));
   if (!generated.ok()) {
     EmitLog(absl::StrCat("no library seed: ", generated.status().message()));
     return;
@@ -154,10 +163,8 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc, v1::GenerateResponse* varia
     EmitLog("no library seed: the brain's kernel for the op is the starting kernel");
     return;
   }
-  int index = 0;
-  for (const auto& c : rc->candidates()) index = std::max(index, c.worker_index() + 1);
   v1::Candidate c;
-  c.set_id(absl::StrCat(job_id_, "-r", rc->round(), "-w", index));
+  c.set_id(id);
   c.set_job_id(job_id_);
   c.set_round(rc->round());
   c.set_worker_index(index);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/llm/usage_status.h"
 #include "engines/heuristic/heuristic_brain.h"
@@ -229,8 +230,49 @@ TEST_CASE("LLM brain: the endpoint's failures are flagged as the endpoint's, not
     for (const auto& k : out.kernels()) {
       CHECK_FALSE(k.has_endpoint_failure());
       CHECK_THAT(k.error(), Catch::Contains("generation failed: INTERNAL"));
+      // The record keeps what was asked and both unusable replies.
+      CHECK_THAT(k.prompt(), Catch::Contains("[user]\nApply one optimization"));
+      CHECK(k.reply() == "[reply 1]\nI would rather not.\n\n[reply 2]\nI would rather not.");
     }
   }
+  SECTION("code that is no kernel, twice: both replies are kept") {
+    const std::string answer = Answer("print('no kernel here')\n");
+    v1::GenerateResponse out = generate(OpenAiReply(answer));
+    for (const auto& k : out.kernels()) {
+      CHECK_FALSE(k.has_kernel());
+      CHECK_THAT(k.error(), Catch::Contains("unusable after 2 questions"));
+      // The prompt is the last question's conversation: the first reply and the
+      // complaint about it are in it.
+      CHECK_THAT(k.prompt(), Catch::Contains("[assistant]\n"));
+      CHECK_THAT(k.prompt(), Catch::Contains("Your code cannot be used"));
+      CHECK(k.reply() == absl::StrCat("[reply 1]\n", answer, "\n\n[reply 2]\n", answer));
+    }
+  }
+}
+
+TEST_CASE("LLM brain: a rewrite that left the named knob as it was is recorded as a fallback",
+          "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  OptimizationManagerOptions mo;
+  mo.check_sources = false;
+  OptimizationManagerServiceImpl svc(mo, rig.brain.get(), nullptr, nullptr);
+  // The parent and the reply both launch with BLOCK=1024.
+  rig.server->SetDefault(Reply(f, Answer(Kernel("v2"))));
+  v1::GenerateRequest g = RoundRequest("job-k", "llm", 1);
+  v1::Prescription* p = g.mutable_plan()->mutable_assignments(0)->mutable_prescription();
+  (*p->mutable_knob_changes())["BLOCK"] = "4096";
+  p->set_expected_speedup(1.4);
+  v1::GenerateResponse out;
+  REQUIRE(svc.DoGenerate(g, &out).ok());
+  REQUIRE(out.kernels_size() == 1);
+  const v1::Prescription& rx = out.kernels(0).assignment().prescription();
+  // The reflexion judges the move made, not the pattern (reflexion.cc: a fallback's
+  // pattern is kept off the avoid-list), and expects no speedup of it.
+  CHECK_THAT(rx.fallback(), Catch::StartsWith("the rewrite left BLOCK = 1024 as the parent had it"));
+  CHECK(rx.expected_speedup() == 1.0);
+  CHECK_THAT(rx.fix(), Catch::Contains("llm rewrite: fix 0"));
 }
 
 TEST_CASE("LLM brain: Anthropic's 404 for an unknown model is permanent", "[llm_brain][endpoint]") {

@@ -14,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/llm/accounting.h"
 #include "common/llm/endpoint_failure.h"
+#include "common/llm/transcript_status.h"
 #include "common/llm/usage_status.h"
 #include "common/source_text.h"
 #include "common/logging.h"
@@ -193,6 +194,14 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
           rep != request.parent_reports().end()) {
         fr.report = &rep->second;
       }
+      if (auto m = request.parent_measurements().find(a.parent_kernel_id());
+          m != request.parent_measurements().end()) {
+        fr.measurement = &m->second;
+      }
+      if (auto hm = request.parent_metrics().find(a.parent_kernel_id());
+          hm != request.parent_metrics().end()) {
+        fr.metrics = &hm->second;
+      }
       fr.prescription = &a.prescription();
       fr.problem = &request.problem();
       fr.signature = &request.op_signature();
@@ -210,6 +219,12 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       const std::string status = absl::StrCat(absl::StatusCodeToString(r.status().code()), ": ",
                                               r.status().message());
       out.set_error(absl::StrCat("generation failed: ", status));
+      // What the model was asked and answered, kept for the record though no kernel came
+      // of it (unusable replies).
+      if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(r.status())) {
+        out.set_prompt(std::move(t->prompt));
+        out.set_reply(std::move(t->reply));
+      }
       // The endpoint's failure (down, the model not served, the key refused): flagged so
       // the coordinator holds it against the endpoint, not the fix.
       if (const llm::EndpointFailure f = llm::EndpointFailureOf(r.status());
@@ -225,6 +240,9 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       }
       return;
     }
+    // Kept also when the compile check below rejects the kernel.
+    out.set_prompt(r->prompt);
+    out.set_reply(r->reply);
     if (checker_ != nullptr) {
       absl::Status check = checker_->Check(r->kernel.source());
       if (!check.ok()) {
@@ -261,8 +279,6 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
     } else if (!moves.empty()) {
       rx->set_fix(rx->fix().empty() ? moves : absl::StrCat(rx->fix(), "\n", moves));
     }
-    out.set_prompt(r->prompt);
-    out.set_reply(r->reply);
   };
 
   const int threads = std::min(count, options_.max_parallel_workers);
