@@ -103,16 +103,14 @@ def run_screen(sup, kernels, reps, prepared=None):
         atol, rtol = tolerances(ref_out, req.atol, req.rtol)
         atol_eff = atol * max(1.0, rms(ref_out))
         flush = l2_flush_bytes(sup.device) if req.flush_l2 else 0
-        start, processes = 0, 0
+        start, ended = 0, []   # ended: the variants whose failure ended a process
         while start < len(kernels):
-            if processes == SCREEN_MAX_PROCESSES:
+            if len(ended) == SCREEN_MAX_PROCESSES:
                 # A new process would start and compile the rest under the GPU slot
                 # (on the H200, seven variants that each crashed held it 67 s): the
                 # rest stay unscreened, and the caller measures the kernel as generated.
-                why = (f"not screened: {processes} of the screen's processes were ended by "
-                       "a variant's failure (variants " +
-                       ", ".join(str(i) for i, r in enumerate(results)
-                                 if r is not None and _ended_process(r)) + ")")
+                why = (f"not screened: {len(ended)} of the screen's processes were ended by "
+                       "a variant's failure (variants " + ", ".join(map(str, ended)) + ")")
                 for i in range(start, len(kernels)):
                     if results[i] is None:
                         results[i] = {"index": i, "ok": False, "median_ms": 0.0,
@@ -120,9 +118,10 @@ def run_screen(sup, kernels, reps, prepared=None):
                 sup.log.add(why)
                 break
             mine, prepared = prepared, None   # sup.child owns its process from here
-            processes += 1
             start = _screen_from(sup, kernels, start, results, inputs, ref_out, atol_eff,
                                  rtol, flush, reps, mine)
+            if start < len(kernels):
+                ended.append(start - 1)
     except Exception as e:  # noqa: BLE001 - the reference or the harness failed
         import traceback
         sup.log.add("screen failed:\n" + traceback.format_exc())
@@ -141,8 +140,6 @@ def run_screen(sup, kernels, reps, prepared=None):
     for i, r in enumerate(results):
         if r is None:
             results[i] = {"index": i, "ok": False, "reason": "not screened", "median_ms": 0.0}
-        else:
-            r.pop("ended_process", None)
     out["phases_ms"] = sup.phases.as_dict()
     out["seconds"] = time.monotonic() - t0
     out["prepared"] = used
@@ -152,11 +149,6 @@ def run_screen(sup, kernels, reps, prepared=None):
                    if good else ""))
     out["log"] = sup.log.tail()
     return out
-
-
-def _ended_process(result):
-    """Whether a variant's result is a failure that ended its process (_screen_from)."""
-    return bool(result.get("ended_process"))
 
 
 def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flush, reps,
@@ -199,7 +191,7 @@ def _screen_from(sup, kernels, start, results, inputs, ref_out, atol, rtol, flus
                                      reps)
         except ChildFailure as f:
             results[i] = {"index": i, "ok": False, "median_ms": 0.0,
-                          "reason": f"{f.verdict}: {f.reason}", "ended_process": True}
+                          "reason": f"{f.verdict}: {f.reason}"}
             return i + 1
     return len(kernels)
 
