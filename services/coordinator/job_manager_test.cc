@@ -1808,15 +1808,7 @@ TEST_CASE("loop: a best kernel slower than the start in its final run leaves the
     INFO("final run factor " << factor);
     Loop loop;
     for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) g->final_time_factor = factor;
-    v1::Job j;
-    j.set_id(absl::StrCat("job-final-", factor));
-    j.set_tenant("t");
-    j.mutable_problem()->set_name("p");
-    j.mutable_problem()->set_source(kProblem);
-    j.mutable_start_kernel()->set_source(kStart);
-    j.mutable_config()->mutable_budget()->set_max_rounds(1);
-    REQUIRE(loop.manager->Submit(j, "").ok());
-    v1::Job job = loop.WaitDone(j.id());
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
     REQUIRE(job.state() == v1::JOB_STATE_DONE);
     const v1::JobResult& r = job.result();
     if (factor == 1.0) {
@@ -1831,19 +1823,13 @@ TEST_CASE("loop: a best kernel slower than the start in its final run leaves the
       CHECK(r.speedup_vs_start() == Approx(1.0));
       CHECK(r.speedup_vs_eager() == Approx(2.0));
       bool logged = false;
-      for (const v1::JobEvent& e : loop.Events(j.id())) {
+      for (const v1::JobEvent& e : loop.Events(job.id())) {
         logged = logged || absl::StrContains(e.message(), "the result is the starting kernel");
       }
       CHECK(logged);
     }
   }
 }
-
-}  // namespace
-}  // namespace kagent
-
-namespace kagent {
-namespace {
 
 TEST_CASE("loop: without a profile the result's roofline uses the spec table's GPU") {
   // kagentd's workers report no GPU at registration; a profile that failed (ncu's "no
@@ -1855,15 +1841,7 @@ TEST_CASE("loop: without a profile the result's roofline uses the spec table's G
     g->op_signature = ReluSignature();
     g->op_signature.set_flops(1024);  // the roofline needs FLOPs and bytes
   }
-  v1::Job j;
-  j.set_id("job-spec-table");
-  j.set_tenant("t");
-  j.mutable_problem()->set_name("p");
-  j.mutable_problem()->set_source(kProblem);
-  j.mutable_start_kernel()->set_source(kStart);
-  j.mutable_config()->mutable_budget()->set_max_rounds(1);
-  REQUIRE(loop.manager->Submit(j, "").ok());
-  v1::Job job = loop.WaitDone(j.id());
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   CHECK(job.result().roofline_bound_pct() > 0);
 }
