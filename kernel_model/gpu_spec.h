@@ -51,6 +51,13 @@ absl::StatusOr<kagent::v1::GpuSpec> GpuSpecFor(const GpuInfo& info);
 // when unknown. For tests and tools.
 absl::StatusOr<kagent::v1::GpuSpec> LookupGpuSpec(absl::string_view name, int64_t memory_bytes);
 
+// The gpu_name of a CPU worker's measurements (Triton's interpreter, no GPU), and whether
+// `m` is one: its times are the interpreter's, not a GPU's, and it has no counters.
+inline constexpr char kCpuWorkerGpuName[] = "cpu";
+inline bool MeasuredOnCpuWorker(const kagent::v1::Measurement& m) {
+  return m.gpu_name() == kCpuWorkerGpuName;
+}
+
 }  // namespace kagent
 
 #endif  // KAGENT_KERNEL_MODEL_GPU_SPEC_H_

@@ -20,6 +20,7 @@
 #include "common/options.h"
 #include "common/proto_json.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "kernel_model/gpu_spec.h"
 #include "tools/bench.h"
 #include "tools/enum_names.h"
 #include "tools/package.h"
@@ -174,7 +175,7 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
   if (!r.best_candidate_id().empty()) {
     out << "\nbest kernel " << r.best_candidate_id() << " (one final run, every time side by side)\n";
     out << absl::StrFormat("  best            %10.4f ms\n", b.candidate().median_ms());
-    const bool on_cpu = b.gpu_name().rfind("cpu", 0) == 0;
+    const bool on_cpu = MeasuredOnCpuWorker(b);
     if (on_cpu) {
       out << "  timings         Triton's interpreter on the CPU: correctness is real, these are not GPU times\n";
     }
@@ -382,7 +383,7 @@ int ExportPackage(Client& c, const std::string& job_id, const std::string& dir, 
     }
   }
   const std::string folder = (fs::path(dir) / package->name).string();
-  const bool cpu = job.job().result().best_measurement().gpu_name().rfind("cpu", 0) == 0;
+  const bool cpu = MeasuredOnCpuWorker(job.job().result().best_measurement());
   out << "wrote package " << package->name << " to " << folder << "\n"
       << "  test it:  " << (cpu ? "TRITON_INTERPRET=1 " : "") << "python -m pytest " << folder
       << "\n  use it:   import " << package->name << " (with " << dir

@@ -22,7 +22,6 @@ namespace {
 // The harness names the device "cpu" in a measurement it ran under Triton's interpreter
 // on a CPU worker (python/kagent_harness/measure.py; the coordinator reads it the same
 // way, services/coordinator/job_run_internal.h).
-bool FromCpuWorker(const v1::Measurement& m) { return m.gpu_name() == "cpu"; }
 
 std::string Ms(double ms) {
   return ms > 0 ? absl::StrFormat("<span class=\"num\">%.4f ms</span>", ms) : "n/a";
@@ -430,7 +429,7 @@ std::string RenderHtmlReport(const v1::Job& job, const std::vector<v1::Candidate
                              const std::vector<v1::Reflexion>& reflexions) {
   const v1::JobResult& r = job.result();
   const v1::Measurement& fin = r.best_measurement();
-  const bool cpu = FromCpuWorker(fin) || FromCpuWorker(job.baseline());
+  const bool cpu = MeasuredOnCpuWorker(fin) || MeasuredOnCpuWorker(job.baseline());
   const std::string device = !fin.gpu_name().empty() ? fin.gpu_name() : job.baseline().gpu_name();
   const v1::OpSignature& sig = job.baseline().op_signature().ops_size() > 0
                                    ? job.baseline().op_signature()

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "kernel_model/categories.h"
+#include "kernel_model/gpu_spec.h"
 
 namespace kagent::llm_engine {
 namespace {
@@ -140,7 +141,7 @@ std::string DescribeMeasurement(const kagent::v1::Measurement* m) {
   };
   compare(m->eager(), "eager PyTorch");
   compare(m->compiled(), "torch.compile");
-  if (m->gpu_name() == "cpu") {
+  if (MeasuredOnCpuWorker(*m)) {
     absl::StrAppend(&out, "\n(these times come from Triton's CPU interpreter, not a GPU: they "
                           "do not rank kernels as a GPU would)");
   } else if (!m->gpu_name().empty()) {

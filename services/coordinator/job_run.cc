@@ -44,7 +44,6 @@ void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
 namespace {
 
 using job_run_internal::kStateKey;
-using job_run_internal::RanOnCpuWorker;
 using job_run_internal::SleepUnless;
 
 // What a round's candidates are called in log lines: "r1-w0".
@@ -543,7 +542,7 @@ absl::Status JobRun::Profile(v1::Candidate& c) {
 void JobRun::EnsureGpuSpec() {
   if (!gpu_.name().empty()) return;
   absl::StatusOr<v1::GpuSpec> spec = deps_.scheduler->AnyGpuSpec();
-  if (!spec.ok() && !job_.baseline().gpu_name().empty() && !RanOnCpuWorker(job_.baseline())) {
+  if (!spec.ok() && !job_.baseline().gpu_name().empty() && !MeasuredOnCpuWorker(job_.baseline())) {
     // Workers that report no GPU at registration (kagentd's own) and no profile yet (or a
     // failed one): the spec table's entry for the GPU the baseline ran on.
     spec = LookupGpuSpec(job_.baseline().gpu_name(), 0);
@@ -552,7 +551,7 @@ void JobRun::EnsureGpuSpec() {
 }
 
 absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx) {
-  if (!c.has_metrics() && RanOnCpuWorker(c.measurement())) {
+  if (!c.has_metrics() && MeasuredOnCpuWorker(c.measurement())) {
     // No counters to read: the kernel ran under Triton's interpreter, with no GPU.
     EmitLog(absl::StrCat("no profile of ", c.id(), ": it ran on a CPU worker (Triton's "
                          "interpreter has no hardware counters); planning from the op "

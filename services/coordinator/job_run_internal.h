@@ -14,10 +14,6 @@ namespace kagent::job_run_internal {
 // The checkpoint key of the job's JobCheckpoint.
 inline constexpr char kStateKey[] = "state";
 
-// True when the measurement came from a CPU worker (the harness's device "cpu" reports
-// gpu_name "cpu": Triton's interpreter, no hardware counters, timings that rank nothing).
-inline bool RanOnCpuWorker(const v1::Measurement& m) { return m.gpu_name() == "cpu"; }
-
 // The CANDIDATE_MEASURED event that announces `c` (its kernel source left out) in
 // `state`, at c's round; the caller adds the message.
 v1::JobEvent CandidateEvent(const v1::Candidate& c, v1::JobState state);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/source_text.h"
 #include "common/status.h"
+#include "kernel_model/gpu_spec.h"
 #include "services/coordinator/job_run_internal.h"
 
 namespace kagent {
@@ -17,7 +18,6 @@ namespace kagent {
 using google::protobuf::util::TimeUtil;
 using job_run_internal::CandidateEvent;
 using job_run_internal::kStateKey;
-using job_run_internal::RanOnCpuWorker;
 
 JobRun::Stop JobRun::Baseline() {
   v1::KernelSource start = job_.start_kernel();
@@ -143,7 +143,7 @@ void JobRun::AddLibrarySeed(v1::RoundCheckpoint* rc, v1::GenerateResponse* varia
     return;
   }
   absl::StatusOr<v1::Candidate> start = deps_.storage->GetCandidate(ckpt_.start_candidate_id());
-  if (start.ok() && RanOnCpuWorker(start->measurement())) {
+  if (start.ok() && MeasuredOnCpuWorker(start->measurement())) {
     // The seed is a speed move, and interpreter timings do not rank kernels; a template
     // sized for a GPU's grid can take many minutes there.
     EmitLog("no library seed: the job runs on a CPU worker (Triton's interpreter)");
