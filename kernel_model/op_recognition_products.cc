@@ -39,8 +39,12 @@ bool Recognizer::Conv() {
                                 : op->name.find("transpose") != std::string::npos || grows;
     if (transposed) {
       out_.tags.insert("transposed");
-      // The weight is (C_in, C_out / groups, *k): the groups come from the scalars.
-      if (ScalarArg(out_, "groups", 1) > 1) out_.tags.insert("grouped");
+      // The weight is (C_in, C_out / groups, *k): the groups come from the scalars
+      // (aten::convolution and aten::conv_transpose*d record them), else from the output's
+      // channels.
+      const double shape_groups =
+          y.size() >= 2 && w.size() >= 2 && w[1] > 0 ? static_cast<double>(y[1] / w[1]) : 1.0;
+      if (ScalarArg(out_, "groups", shape_groups) > 1) out_.tags.insert("grouped");
     } else {
       bool depthwise = w.size() >= 2 && w[1] == 1 && w[0] % x[1] == 0 && x[1] > 1;
       if (depthwise) out_.tags.insert("depthwise");

@@ -194,10 +194,12 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   CHECK(absl::StrContains(s->kernel.source(), "BLOCK_R = min(16384,"));
   CHECK(absl::StrContains(s->kernel.source(), "num_warps=16"));
 
-  v1::OpSignature conv;  // a transposed 3-D conv: no template of its own yet
+  v1::OpSignature conv;  // a transposed 3-D conv without scalars: its parameters unknown
   AddOp(&conv, "aten::convolution", {{{16, 32, 16, 16, 16}}, {{32, 64, 3, 3, 3}}},
         {{{16, 64, 18, 18, 18}}});
-  CHECK(first(conv).status().code() == absl::StatusCode::kUnimplemented);
+  auto unrecorded = first(conv);
+  CHECK(unrecorded.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(unrecorded.status().message(), "conv_transpose_nd"));
 
   v1::OpSignature f64;
   AddOp(&f64, "aten::relu", {{{16, 16}, "float64"}}, {{{16, 16}, "float64"}});
@@ -491,14 +493,15 @@ TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {
          "dilation = _per_dim(dims, 1, 1, 2)", "groups = 4\n", "bias = True\n",
          "BLOCK_M = 128\n", "BLOCK_N = 16\n", "BLOCK_K = 16\n", "num_stages=4"},
         &gpu, "BLOCK_K", "x2");
-  // Transposed 1-D (and 3-D) convolutions have no template; the 2-D template refuses a 3-D
-  // conv and the 3-D one a 2-D conv.
+  // A transposed 1-D conv is not this template's (conv_transpose_nd's); the 2-D template
+  // refuses a 3-D conv and the 3-D one a 2-D conv.
   v1::OpSignature t1;
   AddOp(&t1, "aten::convolution", {{{2, 8, 10}}, {{8, 4, 3}}}, {{{2, 4, 12}}},
         {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"transposed", 1.0},
-         {"groups", 1.0}});
-  CHECK(brain.FirstKernel({&problem, &t1, &gpu}).status().code() ==
-        absl::StatusCode::kUnimplemented);
+         {"output_padding.0", 0.0}, {"groups", 1.0}});
+  auto t1k = brain.RenderFor("conv1d", t1, &gpu);
+  CHECK(t1k.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(t1k.status().message(), "not transposed"));
   CHECK(brain.RenderFor("implicit_gemm", big, &gpu).status().code() ==
         absl::StatusCode::kFailedPrecondition);
   v1::OpSignature conv2d;
@@ -509,6 +512,67 @@ TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {
   CHECK(absl::StrContains(sw.status().message(), "2-D: conv2d_implicit_gemm"));
   auto c1k = brain.RenderFor("conv1d", c1, &gpu);
   REQUIRE(c1k.ok());
+}
+
+TEST_CASE("Brain: transposed 1-D, 3-D and grouped 2-D convolutions through conv_transpose_nd") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  auto check = [&](const v1::OpSignature& sig, std::vector<std::string> fragments,
+                   const v1::GpuSpec* g, const std::string& knob, const std::string& change) {
+    CheckFirstKernel(brain, problem, sig, *g, "conv_transpose_nd", fragments, knob, change);
+  };
+  // nn.ConvTranspose1d(32, 16, 5, stride=3, padding=2, output_padding=1, dilation=2,
+  // groups=4) with a bias, as aten::convolution records it: the layer from the params
+  // alone (C_out = weight.shape[1] * groups), the D and H dims unit.
+  v1::OpSignature t1;
+  AddOp(&t1, "aten::convolution", {{{4, 32, 100}}, {{32, 4, 5}}, {{16}}}, {{{4, 16, 302}}},
+        {{"stride.0", 3.0}, {"padding.0", 2.0}, {"dilation.0", 2.0}, {"transposed", 1.0},
+         {"output_padding.0", 1.0}, {"groups", 4.0}});
+  check(t1,
+        {"dims = 1\n", "\"recorded\" == \"torch\"", "in_channels, out_channels = 32, 16\n",
+         "kernel_size = _per_dim(dims, 1, 1, 5)", "stride = _per_dim(dims, 1, 1, 3)",
+         "padding = _per_dim(dims, 0, 0, 2)", "dilation = _per_dim(dims, 1, 1, 2)",
+         "out_pad = _per_dim(dims, 0, 0, 1)", "groups = 4\n",
+         "bias = True\n", "BLOCK_N = 16\n", "BLOCK_K = 16\n", "INPUT_PRECISION=\"ieee\""},
+        &gpu, "BLOCK_N", "x2");
+  // F.conv_transpose3d's own op (aten::conv_transpose3d: no `transposed` flag), asymmetric
+  // stride and output padding, bf16, no bias; large: 256 x 128 x 64 tiles on sm_90.
+  v1::OpSignature t3;
+  AddOp(&t3, "aten::conv_transpose3d",
+        {{{8, 128, 16, 32, 32}, "bfloat16"}, {{128, 128, 3, 3, 3}, "bfloat16"}},
+        {{{8, 128, 33, 64, 32}, "bfloat16"}},
+        {{"stride.0", 2.0}, {"stride.1", 2.0}, {"stride.2", 1.0}, {"padding.0", 1.0},
+         {"padding.1", 1.0}, {"padding.2", 1.0}, {"output_padding.0", 0.0},
+         {"output_padding.1", 1.0}, {"output_padding.2", 0.0}, {"groups", 1.0},
+         {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"dilation.2", 1.0}});
+  check(t3,
+        {"dims = 3\n", "kernel_size = _per_dim(dims, 3, 3, 3)",
+         "stride = _per_dim(dims, 2, 2, 1)", "out_pad = _per_dim(dims, 0, 1, 0)", "groups = 1\n",
+         "bias = False\n", "BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 64\n"},
+        &gpu, "BLOCK_M", "/2");
+  // Grouped 2-D (the 2-D template serves groups = 1 only): nn.ConvTranspose2d(64, 64, 3,
+  // stride=2, padding=1, groups=8, dilation=(1, 2)).
+  v1::OpSignature t2;
+  AddOp(&t2, "aten::convolution", {{{2, 64, 16, 20}}, {{64, 8, 3, 3}}},
+        {{{2, 64, 31, 41}}},
+        {{"stride.0", 2.0}, {"stride.1", 2.0}, {"padding.0", 1.0}, {"padding.1", 1.0},
+         {"dilation.0", 1.0}, {"dilation.1", 2.0}, {"transposed", 1.0},
+         {"output_padding.0", 0.0}, {"output_padding.1", 0.0}, {"groups", 8.0}});
+  check(t2,
+        {"dims = 2\n", "in_channels, out_channels = 64, 64\n", "groups = 8\n",
+         "dilation = _per_dim(dims, 1, 1, 2)", "BLOCK_N = 16\n", "BLOCK_K = 16\n"},
+        &gpu, "GROUP_M", "x2");
+  // The 2-D template names its own condition; without output_padding the parameters are
+  // unknown.
+  auto sw = brain.RenderFor("conv_transpose", t2, &gpu);
+  CHECK(sw.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(sw.status().message(), "groups = 1"));
+  v1::OpSignature no_op = t1;
+  no_op.mutable_ops(0)->mutable_scalars()->erase("output_padding.0");
+  auto refused = brain.FirstKernel({&problem, &no_op, &gpu});
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(refused.status().message(), "output_padding not recorded"));
 }
 
 TEST_CASE("Brain: a memory-bound pooling kernel widens its output rows") {

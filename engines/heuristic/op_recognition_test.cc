@@ -453,6 +453,27 @@ TEST_CASE("Recognition: conv, pooling, scans, unknown, empty") {
   CHECK_FALSE(t1.tags.count("depthwise"));
   CHECK_FALSE(t1.tags.count("grouped"));
   CHECK(transposed(2, 4).tags.count("grouped"));
+  // aten::conv_transpose1d / 3d (no `transposed` flag: the name tells) with the groups
+  // recorded; without a groups scalar (an older harness) the output's channels over the
+  // weight's C_out / groups give them.
+  OpSignature t1d;
+  AddOp(&t1d, "aten::conv_transpose1d", {{{2, 8, 9}}, {{8, 3, 3}}}, {{{2, 6, 19}}},
+        {{"groups", 2.0}, {"stride.0", 2.0}, {"output_padding.0", 1.0}});
+  RecognizedOp r1 = Recognize(t1d);
+  CHECK(r1.variant == "conv1d");
+  CHECK(r1.tags.count("transposed"));
+  CHECK(r1.tags.count("grouped"));
+  CHECK(ScalarArg(r1, "output_padding.0", 0) == 1.0);
+  OpSignature t3d;
+  AddOp(&t3d, "aten::conv_transpose3d", {{{1, 4, 3, 3, 3}}, {{4, 5, 2, 2, 2}}},
+        {{{1, 5, 4, 4, 4}}}, {{"groups", 1.0}});
+  CHECK(Recognize(t3d).variant == "conv3d");
+  CHECK(Recognize(t3d).tags.count("transposed"));
+  CHECK_FALSE(Recognize(t3d).tags.count("grouped"));
+  OpSignature unrecorded;
+  AddOp(&unrecorded, "aten::convolution", {{{2, 8, 5, 6}}, {{8, 2, 3, 3}}}, {{{2, 8, 7, 8}}});
+  CHECK(Recognize(unrecorded).tags.count("transposed"));
+  CHECK(Recognize(unrecorded).tags.count("grouped"));
   OpSignature plain;  // transposed = 0 recorded: a standard conv
   AddOp(&plain, "aten::convolution", {{{2, 8, 5, 6}}, {{16, 8, 1, 1}}}, {{{2, 16, 5, 6}}},
         {{"transposed", 0.0}, {"groups", 1.0}});

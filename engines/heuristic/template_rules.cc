@@ -74,6 +74,9 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"depthwise", "conv2d_depthwise"},
       {"conv_transpose", "conv_transpose2d"},
       {"deconv", "conv_transpose2d"},
+      {"conv_transpose1d", "conv_transpose_nd"},
+      {"conv_transpose3d", "conv_transpose_nd"},
+      {"conv_transpose_grouped", "conv_transpose_nd"},
       {"conv_depthwise", "conv2d_depthwise"},
       {"dwconv", "conv2d_depthwise"},
       {"conv3d", "conv3d_implicit_gemm"},
@@ -108,6 +111,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"loss_rows", rules::LossRowsParams},
       {"conv2d_depthwise", rules::Conv2dDepthwiseParams},
       {"conv_transpose2d", rules::ConvTranspose2dParams},
+      {"conv_transpose_nd", rules::ConvTransposeNdParams},
       {"conv3d_implicit_gemm", rules::Conv3dImplicitGemmParams},
   };
   static const auto* by_class = new std::map<std::string, rules::ParamsRule>{
@@ -187,15 +191,19 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
                                 op.variant == "triplet_margin")) {
     return "loss_rows";
   }
-  if (op.op_class == "conv" && op.variant == "conv2d" && op.tags.count("transposed") &&
-      !op.tags.count("grouped")) {
-    return "conv_transpose2d";
+  // Transposed convolutions: the 2-D kernel specialized for groups = 1 (measured on an
+  // H200, problems/45), conv_transpose_nd for the rest (1-D and 3-D, any groups; grouped
+  // 2-D).
+  if (op.op_class == "conv" && op.tags.count("transposed")) {
+    if (op.variant == "conv2d" && !op.tags.count("grouped")) return "conv_transpose2d";
+    if (op.variant == "conv1d" || op.variant == "conv2d" || op.variant == "conv3d") {
+      return "conv_transpose_nd";
+    }
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {
     return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";
   }
-  // 3-D and 1-D convolutions (1-D runs as 3-D with unit depth and height), groups >= 1;
-  // transposed ones have no template.
+  // 3-D and 1-D convolutions (1-D runs as 3-D with unit depth and height), groups >= 1.
   if (op.op_class == "conv" && (op.variant == "conv3d" || op.variant == "conv1d") &&
       !op.tags.count("transposed")) {
     return "conv3d_implicit_gemm";

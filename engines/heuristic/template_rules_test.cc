@@ -274,6 +274,25 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
         {{{2, 8, 5, 6}}, {{8, 4, 1, 1}}}, {{{2, 4, 5, 6}}}, {{"transposed", 1.0}});
   AddOp(add("conv_transpose3d"), "aten::convolution",
         {{{16, 32, 16, 16, 16}}, {{32, 64, 3, 3, 3}}}, {{{16, 64, 18, 18, 18}}});
+  AddOp(add("conv_transpose1d_grouped_stride3"), "aten::convolution",
+        {{{4, 32, 100}}, {{32, 4, 5}}, {{16}}}, {{{4, 16, 302}}},
+        {{"stride.0", 3.0}, {"padding.0", 2.0}, {"dilation.0", 2.0}, {"transposed", 1.0},
+         {"output_padding.0", 1.0}, {"groups", 4.0}});
+  AddOp(add("conv_transpose2d_grouped_8"), "aten::convolution",
+        {{{2, 64, 16, 20}}, {{64, 8, 3, 3}}}, {{{2, 64, 31, 41}}},
+        {{"stride.0", 2.0}, {"stride.1", 2.0}, {"padding.0", 1.0}, {"padding.1", 1.0},
+         {"dilation.0", 1.0}, {"dilation.1", 2.0}, {"transposed", 1.0},
+         {"output_padding.0", 0.0}, {"output_padding.1", 0.0}, {"groups", 8.0}});
+  AddOp(add("conv_transpose3d_bf16_asym"), "aten::conv_transpose3d",
+        {{{8, 128, 16, 32, 32}, bf}, {{128, 128, 3, 3, 3}, bf}}, {{{8, 128, 33, 64, 32}, bf}},
+        {{"stride.0", 2.0}, {"stride.1", 2.0}, {"stride.2", 1.0}, {"padding.0", 1.0},
+         {"padding.1", 1.0}, {"padding.2", 1.0}, {"output_padding.0", 0.0},
+         {"output_padding.1", 1.0}, {"output_padding.2", 0.0}, {"groups", 1.0},
+         {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"dilation.2", 1.0}});
+  AddOp(add("conv_transpose3d_one_element_lists"), "aten::convolution",
+        {{{2, 6, 4, 5, 6}}, {{6, 2, 3, 3, 3}}}, {{{2, 6, 9, 11, 13}}},
+        {{"stride.0", 2.0}, {"padding", 0.0}, {"output_padding.0", 0.0}, {"groups", 3.0},
+         {"dilation.0", 1.0}, {"transposed", 1.0}});
   AddOp(add("conv3d_32_to_64"), "aten::convolution",
         {{{4, 32, 16, 32, 32}}, {{64, 32, 3, 3, 3}}}, {{{4, 64, 14, 30, 30}}},
         {{"stride.0", 1.0}, {"stride.1", 1.0}, {"stride.2", 1.0}, {"padding.0", 0.0},

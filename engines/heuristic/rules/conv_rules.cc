@@ -1,9 +1,11 @@
 // The sizing rules of convolutions: conv2d_depthwise, conv_transpose2d,
-// conv3d_implicit_gemm, conv2d_implicit_gemm (declared in family_rules.h).
+// conv_transpose_nd, conv3d_implicit_gemm, conv2d_implicit_gemm (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,9 @@ using kagent::v1::GpuSpec;
 namespace {
 
 // Tiles of the implicit-GEMM convolutions (conv2d_implicit_gemm, conv3d_implicit_gemm,
-// conv_transpose2d), per group: M = output pixels, N = cout output channels, K runs over
-// cin input channels per tap. Sets BLOCK_M/N/K, GROUP_M, num_warps, num_stages and
-// INPUT_PRECISION.
+// conv_transpose2d, conv_transpose_nd), per group: M = output pixels, N = cout output
+// channels, K runs over cin input channels per tap. Sets BLOCK_M/N/K, GROUP_M, num_warps,
+// num_stages and INPUT_PRECISION.
 //  - Large fp32 convolutions on sm_80+ (at least 65536 output pixels, 32 output channels
 //    per group): 256 x min(128, cout) x 32 tiles, 8 warps, 3 stages, 3xTF32 dots (tf32x3,
 //    about fp32 accuracy), although they spill about 0.5-1.2 KB per thread on sm_90.
@@ -53,6 +55,43 @@ void ConvTiles(bool half, int sm, int64_t cin, int64_t cout, int64_t pixels,
   (*p)["num_warps"] = bm * bn >= 4096 ? "8" : "4";
   (*p)["num_stages"] = half && !wide_half ? "4" : "3";
   (*p)["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
+}
+
+// One per-dim argument of the D/H/W templates (conv3d_implicit_gemm, conv_transpose_nd):
+// the recorded scalar's name, the template's param prefix, its bounds and its value on a
+// unit leading dim. `inferred`: the value from the shapes when the op records none (< 0:
+// none).
+struct DimArg {
+  const char* scalar;
+  const char* param;
+  int64_t lo, hi, unit, inferred;
+};
+
+// Sets <param>_D/H/W for each of `args` and KERNEL_D/H/W from the weight `w` (kernel dims
+// from index 2) of an `nd`-D convolution (1 <= nd <= 3): its spatial dim i is the
+// template's dim 3 - nd + i, the leading dims are unit. `value(a, i)` is the op's value of
+// `a` along spatial dim i (NaN when unknown). FAILED_PRECONDITION naming the argument when
+// a value is unknown or out of bounds, or a kernel size is outside [1, 64].
+absl::Status SetPerDimParams(const TemplateInfo& t, int nd, const std::vector<int64_t>& w,
+                             const std::vector<DimArg>& args,
+                             const std::function<double(const DimArg&, int)>& value,
+                             std::map<std::string, std::string>* p) {
+  static const char* const kDims[] = {"D", "H", "W"};
+  for (int d = 0; d < 3; ++d) {
+    const int i = d - (3 - nd);  // the op's spatial dim; < 0 for a unit leading dim
+    for (const DimArg& a : args) {
+      const double v = i < 0 ? static_cast<double>(a.unit) : value(a, i);
+      if (std::isnan(v) || v < a.lo || v > a.hi) {
+        return Precondition(t, absl::StrCat(a.scalar, " not recorded or outside [", a.lo,
+                                            ", ", a.hi, "]"));
+      }
+      (*p)[absl::StrCat(a.param, "_", kDims[d])] = absl::StrCat(static_cast<int64_t>(v));
+    }
+    const int64_t k = i < 0 ? 1 : w[2 + i];
+    if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
+    (*p)[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -129,6 +168,74 @@ absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t, cons
   return p;
 }
 
+absl::StatusOr<TemplateParams> ConvTransposeNdParams(const TemplateInfo& t,
+                                                    const RecognizedOp& op,
+                                                    const GpuSpec* gpu) {
+  TemplateParams p;
+  const bool half = Is16Bit(op.dtype);
+  const int nd = op.variant == "conv1d"   ? 1
+                 : op.variant == "conv2d" ? 2
+                 : op.variant == "conv3d" ? 3
+                                          : 0;
+  if (nd == 0 || !op.tags.count("transposed")) {
+    return Precondition(t, absl::StrCat("serves transposed 1-D, 2-D and 3-D convolutions, the "
+                                        "problem is ", DescribeOp(op)));
+  }
+  const size_t rank = nd + 2;
+  const std::vector<int64_t>& x = op.input_shape;
+  const std::vector<int64_t>& w = op.weight_shape;
+  // The weight is (C_in, C_out / groups, *k); groups come from the recorded scalar (the
+  // shapes alone give them only through the output's channels).
+  const double g = ScalarArg(op, "groups", NAN);
+  if (w.size() != rank || x.size() != rank || x[1] != w[0] || w[1] <= 0 || x[1] > 1048576) {
+    return Precondition(t, "convolution shapes unknown");
+  }
+  if (std::isnan(g) || g < 1 || g > 65535 || x[1] % static_cast<int64_t>(g) != 0 ||
+      w[1] * static_cast<int64_t>(g) > 1048576) {
+    return Precondition(t, "groups not recorded, outside [1, 65535] or not dividing the input "
+                           "channels");
+  }
+  const int64_t groups = static_cast<int64_t>(g);
+  if (op.output_shape.size() == rank && op.output_shape[1] != w[1] * groups) {
+    return Precondition(t, absl::StrCat("the recorded output has ", op.output_shape[1],
+                                        " channels, groups ", groups, " and the weight give ",
+                                        w[1] * groups));
+  }
+  // Stride, padding, output padding and dilation are not recoverable from the shapes
+  // alone (L 32 -> 34 with k 3 is stride 1, padding 0 or stride 2, padding 16, output
+  // padding 1): aten::convolution's (or aten::conv_transpose*d's) recorded scalars give
+  // them per spatial dim (name.i; a one-element list name.0 or a plain number name
+  // stands for every dim). The layer comes from the params alone (CTOR recorded),
+  // whatever the order of the reference's constructor; the missing leading dims of a 1-D
+  // or 2-D conv are unit dims.
+  auto recorded = [&](const DimArg& a, int i) {
+    double v = ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN);
+    if (std::isnan(v) && !op.scalars.count(absl::StrCat(a.scalar, ".1"))) {
+      v = ScalarArg(op, absl::StrCat(a.scalar, ".0"), ScalarArg(op, a.scalar, NAN));
+    }
+    return v;
+  };
+  KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, w,
+                                         {{"stride", "STRIDE", 1, 16, 1, -1},
+                                          {"padding", "PADDING", 0, 64, 0, -1},
+                                          {"output_padding", "OUTPUT_PADDING", 0, 15, 0, -1},
+                                          {"dilation", "DILATION", 1, 16, 1, -1}},
+                                         recorded, &p));
+  // Tiles per group and phase as the other implicit GEMMs' (ConvTiles): M counts the
+  // output voxels of all phases (a phase's share is M / (SD*SH*SW), but every phase
+  // reuses the same tile shape), K per tap is C_in / G.
+  const int64_t cin = x[1] / groups, cout = w[1];
+  const std::vector<int64_t>& out = op.output_shape.size() == rank ? op.output_shape : x;
+  ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * Prod(out, 2, rank), &p);
+  p["DIMS"] = std::to_string(nd);
+  p["CTOR"] = "recorded";
+  p["IN_CHANNELS"] = std::to_string(x[1]);
+  p["OUT_CHANNELS"] = std::to_string(w[1] * groups);
+  p["GROUPS"] = std::to_string(groups);
+  p["BIAS"] = op.has_bias ? "True" : "False";
+  return p;
+}
+
 absl::StatusOr<TemplateParams> Conv3dImplicitGemmParams(const TemplateInfo& t,
                                                         const RecognizedOp& op,
                                                         const GpuSpec* gpu) {
@@ -159,31 +266,15 @@ absl::StatusOr<TemplateParams> Conv3dImplicitGemmParams(const TemplateInfo& t,
   if (!recorded && !op.tags.count("conv_params_inferred")) {
     return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
   }
-  static const char* const kDims[] = {"D", "H", "W"};
-  struct Arg {
-    const char* scalar;
-    const char* param;
-    int64_t lo, hi, inferred, unit;
+  auto value = [&](const DimArg& a, int i) {
+    return recorded ? ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN)
+                    : static_cast<double>(a.inferred);
   };
-  const Arg args[] = {{"stride", "STRIDE", 1, 16, op.stride, 1},
-                      {"padding", "PADDING", 0, 64, op.padding, 0},
-                      {"dilation", "DILATION", 1, 16, op.dilation, 1}};
-  for (int d = 0; d < 3; ++d) {
-    const int i = d - (3 - nd);  // the op's spatial dim; < 0 for a 1-D conv's D and H
-    for (const Arg& a : args) {
-      const double v = i < 0      ? a.unit
-                       : recorded ? ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN)
-                                  : a.inferred;
-      if (std::isnan(v) || v < a.lo || v > a.hi) {
-        return Precondition(t, absl::StrCat(a.scalar, " not recorded or outside [", a.lo,
-                                            ", ", a.hi, "]"));
-      }
-      p[absl::StrCat(a.param, "_", kDims[d])] = absl::StrCat(static_cast<int64_t>(v));
-    }
-    const int64_t k = i < 0 ? 1 : w[2 + i];
-    if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
-    p[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
-  }
+  KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, w,
+                                         {{"stride", "STRIDE", 1, 16, 1, op.stride},
+                                          {"padding", "PADDING", 0, 64, 0, op.padding},
+                                          {"dilation", "DILATION", 1, 16, 1, op.dilation}},
+                                         value, &p));
   // Tiles as the 2-D implicit GEMM's, per group (ConvTiles).
   const int64_t cin = w[1], cout = w[0] / groups;
   const std::vector<int64_t>& out = op.output_shape.size() == rank ? op.output_shape : x;

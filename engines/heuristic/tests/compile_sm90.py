@@ -223,6 +223,26 @@ def main():
     _compile("conv_transpose2d fp32 64x64x32 int64", ct.conv_transpose2d_kernel, tsig,
              dict(tbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
 
+    # conv_transpose_nd (not measured on a GPU: ConvTiles' tiles), 3-D and 2-D (unit depth,
+    # as the launcher specializes it). bf16 128 x 128 x 64 spills 72 bytes (2-D) and more
+    # in 3-D, so the check stays at the fp32 tiles (its .json records the spills).
+    cn = _load("conv_transpose_nd")
+    nnames = ["CG", "D", "H", "W", "CO", "COG", "OD", "OH", "OW", "ODP", "OHP", "OWP", "MP",
+              "sxn", "sxc", "sxd", "sxh", "sxw", "swc", "swd", "swh", "sww", "SD", "SH", "SW",
+              "PD", "PH", "PW", "DD", "DH", "DW", "KD", "KH", "KW", "GD", "GH", "GW", "INV_D",
+              "INV_H", "INV_W"]
+    unit_d = dict(D=1, SD=1, DD=1, KD=1, GD=1, ODP=1)
+    for dims, units in ((3, {}), (2, unit_d)):
+        nsig = dict(x_ptr=fp32, w_ptr=fp32, b_ptr=fp32, y_ptr=fp32,
+                    **_ints([n for n in nnames if n not in units]))
+        nbase = dict(tbase, **units, DIMS=dims)
+        for warps in (4, 8):
+            _compile(f"conv_transpose_nd {dims}-D fp32 64x64x32 {warps} warps",
+                     cn.conv_transpose_nd_kernel, nsig,
+                     dict(nbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32), warps, 3)
+        _compile(f"conv_transpose_nd {dims}-D fp32 64x64x32 int64", cn.conv_transpose_nd_kernel,
+                 nsig, dict(nbase, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, INT64=True), 8, 3)
+
     # Triangular products (not measured on a GPU): the skip and the epilogue mask must not
     # cost spills at the brain's tiles.
     gt = _load("gemm_tiled")

@@ -1,6 +1,7 @@
 """The heuristic brain's first kernel for ops beyond the suite's problems, end to end:
 KernelBench-style models of InstanceNorm, Frobenius, L1 and L2 normalization, p-norm /
-var / std reductions, transposed, grouped, 3-D and 1-D convolutions and the tanh GELU
+var / std reductions, transposed (1-D, 2-D, grouped 2-D, 3-D), grouped, 3-D and 1-D
+convolutions and the tanh GELU
 (and models with extra compute ops, which must be refused). For each:
 record the op signature with the harness, ask the C++ brain for its first kernel
 (`kagent-template-render --first-kernel`), check the template it chose, and compare the
@@ -51,6 +52,31 @@ class ConvTranspose(nn.Module):  # KernelBench's argument order
 
     def forward(self, x):
         return self.conv_transpose2d(x)
+
+
+class ConvTranspose1dDilated(nn.Module):  # KernelBench level 1's order: no output_padding
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, bias=False):
+        super().__init__()
+        self.conv1d_transpose = nn.ConvTranspose1d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   dilation=dilation, bias=bias)
+
+    def forward(self, x):
+        return self.conv1d_transpose(x)
+
+
+class ConvTranspose3dAsymmetric(nn.Module):  # per-dim tuples, groups
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding,
+                 groups=1, bias=False):
+        super().__init__()
+        self.conv_transpose3d = nn.ConvTranspose3d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   output_padding=output_padding,
+                                                   groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv_transpose3d(x)
 
 
 class GroupedConv(nn.Module):  # KernelBench's argument order (nn.Conv2d's)
@@ -108,6 +134,14 @@ CASES = {
                  lambda: [_x(6, 100)], "reduce_dim"),
     "conv_transpose2d": (ConvTranspose, [8, 6, 3, 2, 1, 1], lambda: [_x(2, 8, 7, 5)],
                          "conv_transpose2d"),
+    # Transposed convolutions beyond 2-D with groups = 1: the layer from the recorded op.
+    "conv_transpose2d_grouped": (ConvTranspose, [8, 6, 3, 2, 1, 1, 2, True],
+                                 lambda: [_x(2, 8, 7, 5)], "conv_transpose_nd"),
+    "conv_transpose1d_dilated": (ConvTranspose1dDilated, [6, 5, 3, 2, 1, 2, True],
+                                 lambda: [_x(2, 6, 11)], "conv_transpose_nd"),
+    "conv_transpose3d_asymmetric": (ConvTranspose3dAsymmetric,
+                                    [4, 6, (3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 0, 0), 2],
+                                    lambda: [_x(1, 4, 3, 4, 3)], "conv_transpose_nd"),
     "grouped_conv2d": (GroupedConv, [8, 12, 3, 1, 1, 1, 4], lambda: [_x(2, 8, 9, 7)],
                        "conv2d_implicit_gemm"),
     "gelu_tanh": (Lambda(nn.GELU(approximate="tanh")), [], lambda: [_x(16, 1000)],

@@ -105,6 +105,11 @@ PROBLEMS = {
     "57_reverse_cumsum_fp32": "scan_rows",
     "58_masked_cumsum_fp32": "scan_rows",
     "59_triplet_margin_loss_fp32": "loss_rows",
+    # Transposed 1-D, 3-D and grouped 2-D convolutions: the layer from the recorded
+    # aten::convolution (shapes, per-dim stride / padding / output_padding / dilation, groups).
+    "60_conv_transpose1d_fp32": "conv_transpose_nd",
+    "61_conv_transpose3d_bf16": "conv_transpose_nd",
+    "62_conv_transpose2d_grouped_fp32": "conv_transpose_nd",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
