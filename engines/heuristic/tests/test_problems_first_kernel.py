@@ -138,17 +138,14 @@ SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000",
           "99_cumsum_wide_odd_fp32": "100000"}
 # First kernels known to be wrong, with why; strict, so a fix shows up as XPASS.
-# (17_selu_bf16 was here until the signature recorded scalar arguments: torch.selu
-# reaches the dispatcher as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like
-# F.elu(x) without them. 51_instance_norm_fp32 was here while a batch of one, which the
-# CPU scale gives it, looked like training-mode BatchNorm: InstanceNorm's view to
-# (1, N*C, H, W) changes nothing when N = 1.)
-KNOWN_WRONG = {
-    "85_conv2d_depthwise_asymmetric_kernel_fp32":
-        "conv2d_depthwise infers one stride/padding for both dims, none with dilation 2",
-    "87_conv2d_depthwise_strided_asymmetric_fp32":
-        "conv2d_depthwise infers one stride/padding for both dims: stride (2, 1), padding (1, 3)",
-}
+# (85 and 87, depthwise convolutions with per-dim stride, padding or dilation, were here
+# while conv2d_depthwise inferred one stride and padding for both dims. 17_selu_bf16 was
+# here until the signature recorded scalar arguments: torch.selu reaches the dispatcher
+# as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like F.elu(x) without them.
+# 51_instance_norm_fp32 was here while a batch of one, which the CPU scale gives it,
+# looked like training-mode BatchNorm: InstanceNorm's view to (1, N*C, H, W) changes
+# nothing when N = 1.)
+KNOWN_WRONG = {}
 
 
 def _load(path, name):
