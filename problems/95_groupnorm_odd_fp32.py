@@ -18,7 +18,7 @@ def _s(n, floor):
     return max(floor, n // SCALE)
 
 
-N = _s(32, 2)
+N = _s(32, 1)
 FEATURES = 96
 GROUPS = 12
 H = _s(383, 5)

@@ -1,5 +1,5 @@
 # 97_cross_entropy_odd_fp32: Cross-entropy over 8191 classes, mean over 65537 rows (odd dims), fp32.
-# logits: 65537 x 8191 fp32, targets: 65537 int64.
+# predictions (logits): 65537 x 8191 fp32, targets: 65537 int64.
 # H200 floor: 2.15 GB moved -> 0.50 ms; floor 0.50 ms (memory bound).
 # (4.3 TB/s copy bandwidth; 67 TFLOP/s fp32 FMA; 989 TFLOP/s bf16 tensor cores).
 # KAGENT_PROBLEM_SCALE (a divisor, default 1) shrinks the big dimensions so the CPU tests

@@ -110,7 +110,7 @@ PROBLEMS = {
     "74_conv2d_asymmetric_input_bf16": "conv2d_implicit_gemm",
     "75_conv2d_asymmetric_kernel_fp32": "conv2d_implicit_gemm",
     "76_conv2d_dilated_padded_asymmetric_fp32": "conv2d_implicit_gemm",
-    "77_conv2d_strided_5x5_fp32": "conv2d_implicit_gemm",
+    "77_frobenius_norm_odd_fp32": "frobenius_norm",
     "78_conv2d_grouped_g6_fp32": "conv2d_implicit_gemm",
     "79_conv2d_deep_small_spatial_bf16": "conv2d_implicit_gemm",
     "80_conv1d_strided_dilated_fp32": "conv3d_implicit_gemm",
