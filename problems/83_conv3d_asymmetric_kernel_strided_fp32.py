@@ -22,7 +22,7 @@ def _s(n, floor):
 torch.backends.cudnn.allow_tf32 = False
 
 N = _s(2, 1)
-C_IN = 16
+C_IN = _s(16, 5)
 C_OUT = _s(48, 24)
 D = _s(64, 3)
 H = _s(96, 6)
