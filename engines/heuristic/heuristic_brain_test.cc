@@ -423,7 +423,8 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&dw, "aten::convolution", {{{16, 128, 512, 512}}, {{128, 1, 3, 3}}, {{128}}},
         {{{16, 128, 512, 512}}});
   check(dw, "conv2d_depthwise",
-        {"channels = 128\n", "channels * 1, (3, 3)", "\"stride\", 1)", "\"padding\", 1)",
+        {"channels = 128\n", "channels * 1, (3, 3)", "\"stride\", _pair(1, -1))",
+         "\"padding\", _pair(1, -1))",
          "\"bias\", True)", "BLOCK_W = min(128,", "BLOCK_H = min(8,"},
         "BLOCK_H", "/2");
   // A switch to the implicit GEMM for a depthwise conv says why it cannot, and back.
@@ -436,9 +437,35 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&dw2, "aten::convolution", {{{2, 32, 64, 64}, "bfloat16"}, {{64, 1, 5, 5}, "bfloat16"}},
         {{{2, 64, 32, 32}, "bfloat16"}});
   check(dw2, "conv2d_depthwise",
-        {"channels = 32\n", "channels * 2, (5, 5)", "\"stride\", 2)", "\"padding\", 2)",
+        {"channels = 32\n", "channels * 2, (5, 5)", "\"stride\", _pair(2, -1))",
+         "\"padding\", _pair(2, -1))",
          "\"bias\", False)", "BLOCK_W = min(32,", "BLOCK_H = min(32,"},
         "num_warps", "x2");
+  // KernelBench's per-dim depthwise forms: stride (2, 1), padding (1, 3) from the recorded
+  // scalars (no single stride and padding reproduces the output shape), and a (5, 1) kernel
+  // with dilation 2 (inference, with dilation 1, finds another padding).
+  v1::OpSignature dw3;
+  AddOp(&dw3, "aten::convolution", {{{2, 6, 11, 13}}, {{6, 1, 3, 7}}, {{6}}},
+        {{{2, 6, 6, 13}}},
+        {{"stride.0", 2.0}, {"stride.1", 1.0}, {"padding.0", 1.0}, {"padding.1", 3.0},
+         {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 6.0}});
+  check(dw3, "conv2d_depthwise",
+        {"channels * 1, (3, 7)", "\"stride\", _pair(2, 1))", "\"padding\", _pair(1, 3))",
+         "\"dilation\", _pair(1, -1))", "\"bias\", True)"},
+        "num_warps", "x2");
+  v1::OpSignature dw4;
+  AddOp(&dw4, "aten::convolution", {{{1, 8, 13, 11}}, {{8, 1, 5, 1}}}, {{{1, 8, 5, 11}}},
+        {{"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 0.0}, {"padding.1", 0.0},
+         {"dilation.0", 2.0}, {"dilation.1", 2.0}, {"transposed", 0.0}, {"groups", 8.0}});
+  check(dw4, "conv2d_depthwise",
+        {"(5, 1)", "\"stride\", _pair(1, -1))", "\"padding\", _pair(0, -1))",
+         "\"dilation\", _pair(2, -1))"},
+        "num_warps", "x2");
+  // Recorded values outside the template's bounds are refused, not clamped.
+  v1::OpSignature dw5 = dw4;
+  (*dw5.mutable_ops(0)->mutable_scalars())["dilation.0"] = 40.0;
+  CHECK(brain.FirstKernel({&problem, &dw5, &gpu}).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {

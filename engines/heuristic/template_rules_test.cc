@@ -265,6 +265,10 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
         {{{16, 64, 128, 128}}, {{64, 1, 3, 3}}}, {{{16, 64, 126, 126}}});
   AddOp(add("conv2d_depthwise_bias"), "aten::convolution",
         {{{1, 128, 8, 8}}, {{128, 1, 3, 3}}, {{128}}}, {{{1, 128, 8, 8}}});
+  AddOp(add("conv2d_depthwise_per_dim"), "aten::convolution",
+        {{{2, 6, 11, 13}}, {{6, 1, 3, 7}}, {{6}}}, {{{2, 6, 6, 13}}},
+        {{"stride.0", 2.0}, {"stride.1", 1.0}, {"padding.0", 1.0}, {"padding.1", 3.0},
+         {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 6.0}});
   AddOp(add("conv_transpose2d_stride2"), "aten::convolution",
         {{{8, 32, 64, 64}}, {{32, 64, 3, 3}}}, {{{8, 64, 128, 128}}},
         {{"transposed", 1.0}, {"groups", 1.0}, {"stride.0", 2.0}, {"stride.1", 2.0},

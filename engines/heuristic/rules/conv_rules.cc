@@ -91,6 +91,21 @@ absl::Status SetPerDimParams(const TemplateInfo& t, int nd, const std::vector<in
     if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
     (*p)[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
   }
+// Sets h_param and w_param of a 2-D convolution from aten::convolution's recorded scalars
+// "<name>.0" (H) and "<name>.1" (W, default H), else both from `fallback` (NAN: none);
+// w_param is "-1" when W equals H (the templates' "as H"). An error when neither gives a
+// value in [lo, hi]: a clamped value would render a kernel of another convolution.
+absl::Status PerDimPair(const TemplateInfo& t, const RecognizedOp& op, const char* name,
+                        int64_t lo, int64_t hi, double fallback, const char* h_param,
+                        const char* w_param, TemplateParams* p) {
+  const bool recorded = op.scalars.count(absl::StrCat(name, ".0")) > 0;
+  const double h = recorded ? ScalarArg(op, absl::StrCat(name, ".0"), NAN) : fallback;
+  const double w = recorded ? ScalarArg(op, absl::StrCat(name, ".1"), h) : fallback;
+  if (std::isnan(h) || std::isnan(w) || h < lo || h > hi || w < lo || w > hi) {
+    return Precondition(t, absl::StrCat(name, " not recorded or outside [", lo, ", ", hi, "]"));
+  }
+  (*p)[h_param] = absl::StrCat(static_cast<int64_t>(h));
+  (*p)[w_param] = w == h ? "-1" : absl::StrCat(static_cast<int64_t>(w));
   return absl::OkStatus();
 }
 
@@ -107,9 +122,20 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || o.size() != 4) {
     return Precondition(t, "convolution shapes unknown");
   }
-  if (!op.tags.count("conv_params_inferred")) {
-    return Precondition(t, "no stride and padding reproduce the recorded output shape");
+  // Stride, padding and dilation per dim from aten::convolution's recorded scalars (KernelBench
+  // builds (k, 1) kernels, stride (2, 1), padding (1, 3), dilation 2); without them (an
+  // older harness) the ones inferred from the shapes, the same for both dims.
+  const bool recorded = op.scalars.count("stride.0") > 0;
+  if (!recorded && !op.tags.count("conv_params_inferred")) {
+    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
   }
+  auto inferred = [&](int64_t v) { return recorded ? NAN : static_cast<double>(v); };
+  KAGENT_RETURN_IF_ERROR(
+      PerDimPair(t, op, "stride", 1, 16, inferred(op.stride), "STRIDE", "STRIDE_W", &p));
+  KAGENT_RETURN_IF_ERROR(
+      PerDimPair(t, op, "padding", 0, 32, inferred(op.padding), "PADDING", "PADDING_W", &p));
+  KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "dilation", 1, 16, inferred(op.dilation), "DILATION",
+                                    "DILATION_W", &p));
   const int64_t c = op.input_shape[1];
   int64_t bw = Clamp(NextPow2(o[3]), 16, 128);
   int64_t bh = Clamp(NextPow2(o[2]), 1, std::max<int64_t>(1, 1024 / bw));
@@ -117,9 +143,6 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   p["MULT"] = std::to_string(std::max<int64_t>(1, op.weight_shape[0] / c));
   p["KH"] = std::to_string(op.weight_shape[2]);
   p["KW"] = std::to_string(op.weight_shape[3]);
-  p["STRIDE"] = std::to_string(Clamp(op.stride, 1, 16));
-  p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
-  p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
   p["BIAS"] = op.has_bias ? "True" : "False";
   p["BLOCK_W"] = std::to_string(bw);
   p["BLOCK_H"] = std::to_string(bh);
@@ -143,21 +166,12 @@ absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t, cons
   // padding 1): they come from aten::convolution's recorded scalars, and the module is
   // built from in/out/kernel plus these (CTOR in_out_kernel), whatever the order of the
   // reference's constructor.
-  auto pair = [&](const char* name, int64_t lo, int64_t hi, const char* h_param,
-                  const char* w_param) -> absl::Status {
-    const double h = ScalarArg(op, absl::StrCat(name, ".0"), NAN);
-    const double w = ScalarArg(op, absl::StrCat(name, ".1"), h);
-    if (std::isnan(h) || h < lo || h > hi || w < lo || w > hi) {
-      return Precondition(t, absl::StrCat(name, " not recorded or outside [", lo, ", ", hi, "]"));
-    }
-    p[h_param] = absl::StrCat(static_cast<int64_t>(h));
-    p[w_param] = w == h ? "-1" : absl::StrCat(static_cast<int64_t>(w));
-    return absl::OkStatus();
-  };
-  KAGENT_RETURN_IF_ERROR(pair("stride", 1, 16, "STRIDE", "STRIDE_W"));
-  KAGENT_RETURN_IF_ERROR(pair("padding", 0, 32, "PADDING", "PADDING_W"));
-  KAGENT_RETURN_IF_ERROR(pair("output_padding", 0, 15, "OUTPUT_PADDING", "OUTPUT_PADDING_W"));
-  KAGENT_RETURN_IF_ERROR(pair("dilation", 1, 16, "DILATION", "DILATION_W"));
+  KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "stride", 1, 16, NAN, "STRIDE", "STRIDE_W", &p));
+  KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "padding", 0, 32, NAN, "PADDING", "PADDING_W", &p));
+  KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "output_padding", 0, 15, NAN, "OUTPUT_PADDING",
+                                    "OUTPUT_PADDING_W", &p));
+  KAGENT_RETURN_IF_ERROR(
+      PerDimPair(t, op, "dilation", 1, 16, NAN, "DILATION", "DILATION_W", &p));
   // The weight is (C_in, C_out, KH, KW). Tiles as the implicit GEMM's (ConvTiles; the
   // transposed kernel's own timing is the loop's to measure).
   const int64_t cin = op.weight_shape[0], cout = op.weight_shape[1];

@@ -47,17 +47,24 @@ def dwconv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW,
     tl.store(y_ptr + y_offs, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
 
 
+def _pair(h, w):
+    """(h, w), w < 0 meaning as h."""
+    return (h, h if w < 0 else w)
+
+
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        # Constructors of depthwise problems order their arguments differently; the shapes
-        # the brain recorded are unambiguous. Keywords stride=/padding=/dilation=/bias=
-        # override the inferred values.
+        # Constructors of depthwise problems order their arguments differently (KernelBench
+        # passes kernel_size_h, kernel_size_w, stride_h, ...): the layer comes from the
+        # recorded shapes and the recorded (else inferred) stride, padding and dilation per
+        # dim. Keywords stride=/padding=/dilation=/bias= override them.
         channels = {{CHANNELS}}
         self.conv = nn.Conv2d(
             channels, channels * {{MULT}}, ({{KH}}, {{KW}}),
-            stride=kwargs.get("stride", {{STRIDE}}), padding=kwargs.get("padding", {{PADDING}}),
-            dilation=kwargs.get("dilation", {{DILATION}}), groups=channels,
+            stride=kwargs.get("stride", _pair({{STRIDE}}, {{STRIDE_W}})),
+            padding=kwargs.get("padding", _pair({{PADDING}}, {{PADDING_W}})),
+            dilation=kwargs.get("dilation", _pair({{DILATION}}, {{DILATION_W}})), groups=channels,
             bias=bool(kwargs.get("bias", {{BIAS}})))
 
     def forward(self, x):

@@ -48,3 +48,27 @@ def test_depthwise_keywords_dilation_noncontiguous_bf16():
     assert out.dtype == torch.bfloat16
     ref = nn.functional.conv2d(xb.float(), cand.conv.weight.float(), padding=1, groups=6)
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("shape,mult,k,stride,padding,dilation", [
+    ((2, 3, 11, 13), 1, (3, 7), (2, 1), (1, 3), (1, 1)),  # KernelBench's per-dim form
+    ((1, 4, 13, 9), 1, (5, 1), (1, 1), (0, 0), (2, 2)),   # (k, 1) kernel, dilation 2
+    ((1, 2, 10, 17), 2, (3, 3), (1, 3), (2, 0), (2, 1)),  # everything differs by dim
+])
+def test_depthwise_per_dim(shape, mult, k, stride, padding, dilation):
+    # The _W params carry W's stride, padding and dilation where they differ from H's; the
+    # constructor's positional arguments (KernelBench's kernel_size_h, kernel_size_w,
+    # stride_h, ...) are ignored.
+    torch.manual_seed(7)
+    ref = nn.Conv2d(shape[1], shape[1] * mult, k, stride=stride, padding=padding,
+                    dilation=dilation, groups=shape[1], bias=True)
+    torch.manual_seed(7)
+    cand = load_model_new(
+        "conv2d_depthwise", CHANNELS=shape[1], MULT=mult, KH=k[0], KW=k[1], STRIDE=stride[0],
+        STRIDE_W=stride[1], PADDING=padding[0], PADDING_W=padding[1], DILATION=dilation[0],
+        DILATION_W=dilation[1], BIAS="True", BLOCK_H=4, BLOCK_W=16)(shape[1], shape[1], *k)
+    assert torch.equal(cand.conv.weight, ref.weight)
+    x = torch.randn(*shape)
+    r, out = ref(x), cand(x)
+    assert out.shape == r.shape
+    torch.testing.assert_close(out, r, atol=1e-5, rtol=1e-5)

@@ -110,15 +110,46 @@ PROBLEMS = {
     "60_conv_transpose1d_fp32": "conv_transpose_nd",
     "61_conv_transpose3d_bf16": "conv_transpose_nd",
     "62_conv_transpose2d_grouped_fp32": "conv_transpose_nd",
+    # Second shapes (issue 19): other aspect ratios, odd sizes, other constructor forms.
+    "73_conv2d_stem_7x7_fp32": "conv2d_implicit_gemm",
+    "74_conv2d_asymmetric_input_bf16": "conv2d_implicit_gemm",
+    "75_conv2d_asymmetric_kernel_fp32": "conv2d_implicit_gemm",
+    "76_conv2d_dilated_padded_asymmetric_fp32": "conv2d_implicit_gemm",
+    "77_frobenius_norm_odd_fp32": "frobenius_norm",
+    "78_conv2d_grouped_g6_fp32": "conv2d_implicit_gemm",
+    "79_conv2d_deep_small_spatial_bf16": "conv2d_implicit_gemm",
+    "80_conv1d_strided_dilated_fp32": "conv3d_implicit_gemm",
+    "81_conv1d_grouped_bf16": "conv3d_implicit_gemm",
+    "82_conv3d_asymmetric_input_fp32": "conv3d_implicit_gemm",
+    "83_conv3d_asymmetric_kernel_strided_fp32": "conv3d_implicit_gemm",
+    "84_conv3d_dilated_bf16": "conv3d_implicit_gemm",
+    "85_conv2d_depthwise_asymmetric_kernel_fp32": "conv2d_depthwise",
+    "86_conv2d_depthwise_multiplier_bf16": "conv2d_depthwise",
+    "87_conv2d_depthwise_strided_asymmetric_fp32": "conv2d_depthwise",
+    "88_conv3d_grouped_strided_fp32": "conv3d_implicit_gemm",
+    "89_conv2d_single_image_fp32": "conv2d_implicit_gemm",
+    "90_matmul_irregular_fp32": "gemm_tiled",
+    "91_tanh_tall_odd_fp32": "elementwise",
+    "92_softmax_wide_odd_fp32": "softmax_online",
+    "93_sum_last_dim_odd_fp32": "reduce_dim",
+    "94_layernorm_multidim_fp32": "row_norm",
+    "95_groupnorm_odd_fp32": "channel_norm",
+    "96_maxpool2d_dilated_odd_fp32": "pool_nd",
+    "97_cross_entropy_odd_fp32": "loss_rows",
+    "98_smooth_l1_loss_odd_fp32": "loss_reduce",
+    "99_cumsum_wide_odd_fp32": "scan_rows",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
-          "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
+          "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000",
+          "99_cumsum_wide_odd_fp32": "100000"}
 # First kernels known to be wrong, with why; strict, so a fix shows up as XPASS.
-# (17_selu_bf16 was here until the signature recorded scalar arguments: torch.selu
-# reaches the dispatcher as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like
-# F.elu(x) without them. 51_instance_norm_fp32 was here while a batch of one, which the
-# CPU scale gives it, looked like training-mode BatchNorm: InstanceNorm's view to
-# (1, N*C, H, W) changes nothing when N = 1.)
+# (85 and 87, depthwise convolutions with per-dim stride, padding or dilation, were here
+# while conv2d_depthwise inferred one stride and padding for both dims. 17_selu_bf16 was
+# here until the signature recorded scalar arguments: torch.selu reaches the dispatcher
+# as aten::elu(x, alpha=1.6733, scale=1.0507), which looked like F.elu(x) without them.
+# 51_instance_norm_fp32 was here while a batch of one, which the CPU scale gives it,
+# looked like training-mode BatchNorm: InstanceNorm's view to (1, N*C, H, W) changes
+# nothing when N = 1.)
 KNOWN_WRONG = {}
 
 
