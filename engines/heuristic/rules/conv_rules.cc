@@ -91,6 +91,9 @@ absl::Status SetPerDimParams(const TemplateInfo& t, int nd, const std::vector<in
     if (k < 1 || k > 64) return Precondition(t, absl::StrCat("kernel size ", k, " outside [1, 64]"));
     (*p)[absl::StrCat("KERNEL_", kDims[d])] = std::to_string(k);
   }
+  return absl::OkStatus();
+}
+
 // Sets h_param and w_param of a 2-D convolution from aten::convolution's recorded scalars
 // "<name>.0" (H) and "<name>.1" (W, default H), else both from `fallback` (NAN: none);
 // w_param is "-1" when W equals H (the templates' "as H"). An error when neither gives a
