@@ -395,10 +395,11 @@ TEST_CASE("Template rules: attention tiles at many shapes render and respect the
             auto at = [&](const char* name) { return std::stoll(params->at(name)); };
             CHECK(at("BLOCK_M") <= std::max<int64_t>(16, pow2(l)));
             CHECK(at("BLOCK_N") <= std::max<int64_t>(16, pow2(s)));
-            // The head dim in one chunk up to 256, else chunks of 64; at most 256 value
-            // columns per program.
-            CHECK(at("BLOCK_D") == (d <= 256 ? std::max<int64_t>(16, pow2(d)) : 64));
-            CHECK(at("BLOCK_DV") <= 256);
+            // The head dim in one chunk while both head dims fit 128, else chunks of 64;
+            // at most 256 value columns per program.
+            const int64_t qk = std::max<int64_t>(16, pow2(d)), v = std::max<int64_t>(16, pow2(2 * d));
+            CHECK(at("BLOCK_D") == (std::max(qk, v) <= 128 ? qk : std::min<int64_t>(qk, 64)));
+            CHECK(at("BLOCK_DV") == std::min<int64_t>(v, 256));
             CHECK(params->at("CAUSAL") == (l == s ? "True" : "False"));
             CHECK(params->at("INPUT_PRECISION") == "ieee");
           }

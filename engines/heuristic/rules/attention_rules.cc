@@ -5,17 +5,21 @@
 // batch, lengths and head dims known (> 0). The tiles follow from the register budget of a
 // program, not from any one shape: each keeps a [BLOCK_M, BLOCK_DV] fp32 accumulator, a
 // [BLOCK_M, BLOCK_D] Q tile and a [BLOCK_M, BLOCK_N] score tile live across the key loop.
-//  - 16-bit (tensor cores): 128 queries x 64 keys for head dims up to 128 (8 warps past
-//    64, where the accumulator doubles), 64 x 64 with 8 warps up to 256.
-//  - fp32 (INPUT_PRECISION ieee: no tensor cores, FMA dots, so the scores' tile costs as
-//    much register space as the operands'): 64 x 32 up to 128 (8 warps past 64), 32 x 32
-//    with 8 warps up to 256.
-//  - Head dims over 256: Q @ K^T in chunks of 64 of the head dim and the value columns in
-//    chunks of 128 over the grid's second axis, as for 256.
+// W below is the wider of the two head dims, each padded to a power of two (at least 16).
+//  - 16-bit (tensor cores): 128 queries x 64 keys up to W 64, 64 x 64 up to 128, 8 warps.
+//  - fp32 (INPUT_PRECISION ieee: no tensor cores, FMA dots whose operands take more
+//    registers per thread): 64 x 32 up to W 64, 32 x 32 up to 128, 8 warps.
+//  - W over 128: Q @ K^T in head-dim chunks of 64 (BLOCK_D) and at most 256 value columns
+//    per program (more split over the grid's second axis, each part recomputing the
+//    scores); 64 x 64 (16-bit) / 32 x 32 (fp32), 8 warps, 2 stages.
 //  - Too few programs to fill the GPU twice (short query lengths, few batch x heads):
 //    BLOCK_M halves down to 32 (16 for a single query: decoding) before the grid is that
 //    small; the blocks never exceed the next power of two of the lengths.
-// These are starting tiles for the knob tuner, not measured optima.
+// Checked without a GPU: these tiles compile for sm_90 (the triton wheel's ptxas) without
+// register spills, e.g. bf16 head dim 128 at 64 x 64 255 registers, fp32 head dim 64 at
+// 64 x 32 150, fp32 / bf16 head dim 1024 in chunks 191 / 210; 128 x 64 for 16-bit head dim
+// 128, 64 x 32 fp32 with 4 warps and whole head dims of 256 in one chunk spilled. Not yet
+// measured on a GPU: starting tiles for the knob tuner.
 #include <algorithm>
 #include <string>
 
@@ -52,19 +56,12 @@ absl::StatusOr<TemplateParams> AttentionParams(const TemplateInfo& t, const Reco
   const bool half = Is16Bit(op.dtype);
   const int64_t d = NextPow2(std::max<int64_t>(op.k, 16));
   const int64_t dv = NextPow2(std::max<int64_t>(op.head_dim_v, 16));
-  const int64_t widest = std::min<int64_t>(std::max(d, dv), 256);
-  int64_t block_m, block_n, warps;
-  if (half) {
-    block_m = widest <= 128 ? 128 : 64;
-    block_n = 64;
-    warps = widest <= 64 ? 4 : 8;
-  } else {
-    block_m = widest <= 128 ? 64 : 32;
-    block_n = 32;
-    warps = widest <= 64 ? 4 : 8;
-  }
-  const int64_t block_d = d <= 256 ? d : 64;
-  const int64_t block_dv = dv <= 256 ? dv : 128;
+  const int64_t widest = std::max(d, dv);
+  int64_t block_m = half ? (widest <= 64 ? 128 : 64) : (widest <= 64 ? 64 : 32);
+  int64_t block_n = half ? 64 : 32;
+  const int64_t warps = 8;
+  const int64_t block_d = widest <= 128 ? d : std::min<int64_t>(d, 64);
+  const int64_t block_dv = std::min<int64_t>(dv, 256);
   // Fill the GPU: halve the query block while the grid would not cover the SMs twice.
   const int64_t floor_m = op.m == 1 ? 16 : 32;
   block_m = std::min(block_m, std::max<int64_t>(16, NextPow2(op.m)));
