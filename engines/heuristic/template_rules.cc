@@ -81,6 +81,7 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"conv1d_implicit_gemm", "conv3d_implicit_gemm"},
       {"implicit_gemm_3d", "conv3d_implicit_gemm"},
       {"attention", "attention_online"},
+      {"attention_flash", "attention_online"},
       {"flash_attention", "attention_online"},
       {"sdpa", "attention_online"},
   };
