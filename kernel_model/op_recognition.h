@@ -34,7 +34,9 @@
 //               SDPA's math path, causal mask included)     batch, m, n, k, head_dim_v,
 //               causal, scale; tags masked (an attention mask tensor), dropout
 //               (dropout_p > 0), grouped_kv (K/V leading dims that do not broadcast to
-//               Q's), k_given_transposed (written_out: the model's K input is K^T)
+//               Q's), shared_inputs (Q, K, V views of fewer than three tensors, by the
+//               recorded tensor ids), k_given_transposed (written_out: the model's K input
+//               is K^T)
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
 // Unexpressed compute: the templates of a class perform its main op and the helper ops of

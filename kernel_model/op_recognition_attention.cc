@@ -1,6 +1,7 @@
 // Op recognition: scaled-dot-product attention, as one aten op or written out.
 // Methods of op_recognition_internal::Recognizer (op_recognition_internal.h).
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,35 @@ void Recognizer::CheckKvBroadcast(const std::vector<int64_t>& q, const std::vect
       const int64_t td = (*t)[tl - i], qd = q[ql - i];
       if (td != qd && td != 1 && qd != 1) out_.tags.insert("grouped_kv");
     }
+  }
+}
+
+void Recognizer::CheckDistinctInputs(const TensorInfo& q, const TensorInfo& k,
+                                     const TensorInfo& v) {
+  if (q.id() == 0 || k.id() == 0 || v.id() == 0) return;
+  // A view's output id -> its input's id; so for a tensor times or over a number (the
+  // scale ops of the pattern: the math path scales Q and K^T).
+  std::map<int64_t, int64_t> source;
+  for (const OpRecord& r : sig_.ops()) {
+    const std::string name = BaseOpName(r.op());
+    const bool scaled = (name == "mul" || name == "div") && r.inputs_size() == 1;
+    if ((!ViewOps().count(name) && !scaled) || r.inputs_size() < 1 || r.inputs(0).id() == 0) {
+      continue;
+    }
+    for (const TensorInfo& o : r.outputs()) {
+      if (o.id() != 0 && o.id() != r.inputs(0).id()) source.emplace(o.id(), r.inputs(0).id());
+    }
+  }
+  auto root = [&](int64_t id) {
+    for (int hops = 0; hops < 64; ++hops) {
+      auto it = source.find(id);
+      if (it == source.end()) break;
+      id = it->second;
+    }
+    return id;
+  };
+  if (std::set<int64_t>{root(q.id()), root(k.id()), root(v.id())}.size() < 3) {
+    out_.tags.insert("shared_inputs");
   }
 }
 
@@ -73,6 +103,7 @@ bool Recognizer::Attention() {
   out_.scale = ScalarArg(out_, "scale", 0);
   if (ScalarArg(out_, "dropout_p", 0) > 0) out_.tags.insert("dropout");
   CheckKvBroadcast(q, k, v);
+  CheckDistinctInputs(r.inputs(0), r.inputs(1), r.inputs(2));
   absl::StrAppend(&out_.reason, " Q ", Dims(q), " K ", Dims(k), " V ", Dims(v),
                   out_.causal ? " causal" : "");
   return true;
@@ -175,6 +206,7 @@ bool Recognizer::WrittenOutAttention() {
     if (t.size() >= 2 && t[t.size() - 2] == d && t.back() == kv) transposed = true;
   }
   if (!transposed) out_.tags.insert("k_given_transposed");
+  CheckDistinctInputs(r1.inputs(0), r1.inputs(1), r2.inputs(1));
   out_.reason = absl::StrCat("softmax(Q @ K^T * ", scale, ") @ V written out: Q ", Dims(a),
                              " K^T ", Dims(b), " V ", Dims(v), masked ? " causal" : "");
   return true;

@@ -151,6 +151,10 @@ class Recognizer {
   // ones, where, add) to the scores. Shapes must chain: [.., L, D] @ [.., D, S] ->
   // softmax -> [.., L, S] @ [.., S, DV].
   bool WrittenOutAttention();
+  // Sets tag shared_inputs when the signature's tensor ids (0: not recorded) show Q, K and
+  // V as views of fewer than three tensors (F.scaled_dot_product_attention(x, x, x), or
+  // q, k, v = x.chunk(3)): the template takes them as three inputs.
+  void CheckDistinctInputs(const TensorInfo& q, const TensorInfo& k, const TensorInfo& v);
   // Sets tag grouped_kv when a leading dim of K or V neither equals Q's nor is 1.
   void CheckKvBroadcast(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
                         const std::vector<int64_t>& v);

@@ -1055,6 +1055,36 @@ TEST_CASE("Recognition: softmax(Q @ K^T * scale) @ V written out, and SDPA's mat
   CHECK(g.tags.count("k_given_transposed"));
   CHECK(g.scale == 0.5);
 
+  // Q, K, V traced through views (and the scale ops) by the recorded tensor ids: three
+  // inputs, or views of one (q, k, v = x.chunk(3, -1)), which the template cannot take.
+  auto with_ids = [](OpSignature sig, int64_t q, int64_t k, int64_t v) {
+    // ops: transpose(K), bmm(Q, K^T), div, _softmax, bmm(P, V)
+    sig.mutable_ops(0)->mutable_inputs(0)->set_id(k);
+    sig.mutable_ops(0)->mutable_outputs(0)->set_id(10);
+    sig.mutable_ops(1)->mutable_inputs(0)->set_id(q);
+    sig.mutable_ops(1)->mutable_inputs(1)->set_id(10);
+    sig.mutable_ops(4)->mutable_inputs(1)->set_id(v);
+    return sig;
+  };
+  const OpSignature base = testing::WrittenOutAttentionSignature(6, 17, 17, 64, 64, 8.0,
+                                                                 "float32");
+  CHECK(Recognize(with_ids(base, 1, 2, 3)).tags.empty());
+  OpSignature chunked = with_ids(base, 11, 12, 13);
+  AddOp(&chunked, "aten::split", {{{6, 17, 192}}}, {{{6, 17, 64}}, {{6, 17, 64}}, {{6, 17, 64}}});
+  chunked.mutable_ops()->SwapElements(0, 5);  // the split runs first
+  auto* split = chunked.mutable_ops(0);
+  split->mutable_inputs(0)->set_id(1);
+  for (int i = 0; i < 3; ++i) split->mutable_outputs(i)->set_id(11 + i);
+  RecognizedOp ch = Recognize(chunked);
+  CHECK(ch.op_class == "attention");
+  CHECK(ch.tags.count("shared_inputs"));
+  // F.scaled_dot_product_attention(x, x, x): one tensor.
+  OpSignature self;
+  AddOp(&self, "aten::_scaled_dot_product_flash_attention_for_cpu",
+        {{{2, 8, 16}}, {{2, 8, 16}}, {{2, 8, 16}}}, {{{2, 8, 16}}});
+  for (int i = 0; i < 3; ++i) self.mutable_ops(0)->mutable_inputs(i)->set_id(5);
+  CHECK(Recognize(self).tags.count("shared_inputs"));
+
   // Not attention: the softmax over another dim, a scale by a tensor, a third product.
   OpSignature other_dim = given;
   (*other_dim.mutable_ops(2)->mutable_scalars())["dim"] = 1;

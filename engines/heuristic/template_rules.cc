@@ -162,9 +162,10 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return "gemm_tiled";
   }
   if (op.op_class == "softmax") return "softmax_online";
-  // Attention without a mask tensor, dropout or grouped K / V heads (see attention_rules.cc).
+  // Attention without a mask tensor, dropout, grouped K / V heads or Q, K, V that are views
+  // of one tensor (see attention_rules.cc).
   if (op.op_class == "attention" && !op.tags.count("masked") && !op.tags.count("dropout") &&
-      !op.tags.count("grouped_kv")) {
+      !op.tags.count("grouped_kv") && !op.tags.count("shared_inputs")) {
     return "attention_online";
   }
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm

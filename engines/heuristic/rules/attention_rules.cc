@@ -1,7 +1,8 @@
 // The sizing rule of the attention class: attention_online (declared in family_rules.h).
 //
 // Conditions of use: an attention op (RecognizeOp's class attention) without an attention
-// mask tensor, without dropout and with K / V heads that broadcast to Q's; the recognized
+// mask tensor, without dropout, with K / V heads that broadcast to Q's and Q, K, V three
+// distinct inputs (the template's forward(Q, K, V)); the recognized
 // batch, lengths and head dims known (> 0). The tiles follow from the register budget of a
 // program, not from any one shape: each keeps a [BLOCK_M, BLOCK_DV] fp32 accumulator, a
 // [BLOCK_M, BLOCK_D] Q tile and a [BLOCK_M, BLOCK_N] score tile live across the key loop.
@@ -46,6 +47,10 @@ absl::StatusOr<TemplateParams> AttentionParams(const TemplateInfo& t, const Reco
   }
   if (op.tags.count("grouped_kv")) {
     return Precondition(t, "K / V heads do not broadcast to Q's (grouped-query attention)");
+  }
+  if (op.tags.count("shared_inputs")) {
+    return Precondition(t, "Q, K and V are views of fewer than three tensors; the template "
+                           "takes them as three inputs");
   }
   if (op.batch <= 0 || op.m <= 0 || op.n <= 0 || op.k <= 0 || op.head_dim_v <= 0) {
     return Precondition(t, "attention shapes unknown (Q, K, V not recorded)");

@@ -282,11 +282,25 @@ def test_extra_compute_ops_are_unimplemented(name):
     assert why in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("model", [
+    Lambda(lambda x: F.scaled_dot_product_attention(x, x, x))(),
+    Lambda(lambda x: (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1) @ v)(
+        *x.chunk(3, dim=-1)))(),
+], ids=["sdpa_x_x_x", "written_out_chunk"])
+def test_attention_of_one_input_is_unimplemented(model):
+    # The template's forward takes Q, K, V: views of one tensor are refused, not misread.
+    r = _render(record(model, [_x(2, 9, 48)]))
+    assert r.returncode != 0 and not r.stdout, r.stdout[:200]
+    assert "UNIMPLEMENTED: no template family for attention/" in r.stderr, r.stderr
+    assert "shared_inputs" in r.stderr, r.stderr
+
+
 def test_attention_with_a_mask_tensor_is_unimplemented():
     # attention_online has is_causal only: an attn_mask tensor is refused, not dropped.
     model = Lambda(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m))()
-    q = _x(1, 2, 8, 16)
-    r = _render(record(model, [q, q, q, torch.ones(8, 8, dtype=torch.bool).tril()]))
+    q, k, v = _x(1, 2, 8, 16), _x(1, 2, 8, 16), _x(1, 2, 8, 16)
+    r = _render(record(model, [q, k, v, torch.ones(8, 8, dtype=torch.bool).tril()]))
     assert r.returncode != 0 and not r.stdout, r.stdout[:200]
     assert "UNIMPLEMENTED: no template family for attention/sdpa" in r.stderr, r.stderr
-    assert "masked]" in r.stderr, r.stderr  # among the tags
+    tags = r.stderr.split("[", 1)[1].split("]", 1)[0].split(",")
+    assert "masked" in tags and "shared_inputs" not in tags, r.stderr
