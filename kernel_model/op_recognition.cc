@@ -99,7 +99,7 @@ RecognizedOp Recognizer::Run() {
     const OpRecord& last = sig_.ops(sig_.ops_size() - 1);
     if (last.outputs_size() > 0) out_.output_shape = ShapeOf(last.outputs(0));
   }
-  if (Conv() || Matmul() || Loss() || Norm() || Softmax() || Pooling() || Scan() ||
+  if (Conv() || Attention() || Matmul() || Loss() || Norm() || Softmax() || Pooling() || Scan() ||
       Reduction() || Elementwise()) {
     if (out_.input_shape.empty() && main_ != nullptr && main_->inputs_size() > 0) {
       out_.input_shape = ShapeOf(main_->inputs(0));
@@ -151,6 +151,10 @@ std::string DescribeOp(const RecognizedOp& op) {
   } else if (op.op_class == "gemm") {
     absl::StrAppend(&s, " M=", op.m, " N=", op.n, " K=", op.k);
     if (op.batch > 1) absl::StrAppend(&s, " batch=", op.batch);
+  } else if (op.op_class == "attention") {
+    absl::StrAppend(&s, " batch=", op.batch, " Lq=", op.m, " Lk=", op.n, " D=", op.k,
+                    " Dv=", op.head_dim_v, op.causal ? " causal" : "");
+    if (op.scale != 0) absl::StrAppend(&s, absl::StrFormat(" scale=%g", op.scale));
   } else if (!op.input_shape.empty()) {
     absl::StrAppend(&s, " shape=[", absl::StrJoin(op.input_shape, ","), "]");
     if (op.op_class == "reduction" || op.op_class == "softmax" || op.op_class == "norm" ||

@@ -27,6 +27,16 @@
 //               an unsqueezed input and is recognized as 1-d; tag adaptive)
 //   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed)
 //               weight_shape, has_bias, stride, padding, dilation
+//   attention   (variant sdpa: F.scaled_dot_product_attention as one aten op, the CUDA
+//               _scaled_dot_product_efficient/flash/cudnn_attention or the CPU
+//               _scaled_dot_product_flash_attention_for_cpu; written_out: softmax(Q @ K^T
+//               * scale) @ V as bmm/mm, mul/div by numbers, softmax, bmm/mm, which is also
+//               SDPA's math path, causal mask included)     batch, m, n, k, head_dim_v,
+//               causal, scale; tags masked (an attention mask tensor), dropout
+//               (dropout_p > 0), grouped_kv (K/V leading dims that do not broadcast to
+//               Q's), shared_inputs (Q, K, V views of fewer than three tensors, by the
+//               recorded tensor ids), k_given_transposed (written_out: the model's K input
+//               is K^T)
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
 // Unexpressed compute: the templates of a class perform its main op and the helper ops of
@@ -109,6 +119,15 @@ struct RecognizedOp {
   std::vector<int64_t> weight_shape;
   bool has_bias = false;
   int64_t stride = 1, padding = 0, dilation = 1;
+
+  // Attention: batch = the product of Q's leading dims (batch x heads), m = query length,
+  // n = key length, k = the head dim of Q and K, head_dim_v = V's. causal: is_causal
+  // (torch's top-left triangle, key j kept for query i when j <= i). scale: the factor of
+  // Q @ K^T; 0 when SDPA was called without one (its default 1 / sqrt(k)); written_out
+  // always has one (1 when the model does not scale).
+  int64_t head_dim_v = 0;
+  bool causal = false;
+  double scale = 0;
 
   // Compute ops the recognized class's templates do not perform ("aten::abs", in the
   // order the model runs them; tag "extra_ops"), and one sentence saying which run before

@@ -33,6 +33,19 @@ bool Recognizer::Performed(Allowance* a, bool* whole) const {
   if (c == "conv" || c == "matvec" || c == "pooling" || c == "softmax" || c == "reduction") {
     return main_and({});
   }
+  if (c == "attention") {
+    if (v == "written_out") {  // the whole pattern (WrittenOutAttention matched it exactly)
+      *whole = true;
+      *a = {{{"bmm", "mm", "matmul"}, 2}, {{"mul", "div"}, 2},
+            {{"_softmax", "softmax", "_safe_softmax"}, 1}, {{"tril"}, 1}, {{"where"}, 1},
+            {{"add"}, 1}};
+      return true;
+    }
+    // SDPA pads the head dims of Q, K, V to a multiple of 8 for the flash kernel (the
+    // template reads the real ones at run time); a fused op may show its forward kernel.
+    return main_and({{{"constant_pad_nd", "pad"}, 3},
+                     {{"_flash_attention_forward", "_efficient_attention_forward"}, 1}});
+  }
   if (c == "gemm") {
     if (v == "diag") return main_and({{{"diag", "diag_embed", "diagonal"}, 2}});
     if (v == "triangular") return main_and({{{"tril", "triu"}, 2}});

@@ -3,7 +3,7 @@
 // model's interface: include only from those files; op_recognition.h is the interface.
 //
 // A Recognizer reads one OpSignature once: Run() tries the families in order (convolutions,
-// matrix products, losses, normalizations, softmax, pooling, scans, reductions,
+// attention, matrix products, losses, normalizations, softmax, pooling, scans, reductions,
 // elementwise chains) and the first that matches decides the RecognizedOp; then
 // CheckExtraOps() tags the ops the chosen template would not compute. Not thread-safe;
 // one per call of RecognizeOp.
@@ -141,6 +141,23 @@ class Recognizer {
   }
 
   bool Conv();
+
+  // F.scaled_dot_product_attention as one aten op (variant sdpa), else the written-out
+  // softmax(Q @ K^T * scale) @ V (variant written_out; WrittenOutAttention).
+  bool Attention();
+  // softmax(Q @ K^T * scale) @ V with exactly these compute ops, in this order: bmm/mm,
+  // any mul/div of one tensor by a number (at most two, before the softmax), one softmax
+  // over the last dim, bmm/mm; SDPA's math path adds its causal mask (tril of the [L, S]
+  // ones, where, add) to the scores. Shapes must chain: [.., L, D] @ [.., D, S] ->
+  // softmax -> [.., L, S] @ [.., S, DV].
+  bool WrittenOutAttention();
+  // Sets tag shared_inputs when the signature's tensor ids (0: not recorded) show Q, K and
+  // V as views of fewer than three tensors (F.scaled_dot_product_attention(x, x, x), or
+  // q, k, v = x.chunk(3)): the template takes them as three inputs.
+  void CheckDistinctInputs(const TensorInfo& q, const TensorInfo& k, const TensorInfo& v);
+  // Sets tag grouped_kv when a leading dim of K or V neither equals Q's nor is 1.
+  void CheckKvBroadcast(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
+                        const std::vector<int64_t>& v);
 
   // The smallest stride, then padding (dilation 1), that maps every spatial dim of x to
   // y's under weight w: out = (in + 2p - (k - 1) - 1) / s + 1.

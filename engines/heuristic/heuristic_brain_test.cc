@@ -1088,6 +1088,36 @@ TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper onl
   CHECK(brain.ApplyFix(req).ok());
 }
 
+TEST_CASE("Brain: the database's attention_flash switch renders attention_online") {
+  // A user's attention kernel (F.scaled_dot_product_attention, causal, bf16) and the
+  // database's flash-attention pattern: the switch resolves to the template, sized by its
+  // rule; SDPA's first kernel is that template too.
+  HeuristicBrain brain = MakeBrain();
+  v1::KernelSource parent;
+  parent.set_source("# user kernel");
+  parent.set_origin("user");
+  v1::OpSignature sdpa;
+  const testing::T t{{4, 8, 1000, 128}, "bfloat16"};
+  AddOp(&sdpa, "aten::_scaled_dot_product_flash_attention", {t, t, t}, {t},
+        {{"dropout_p", 0.0}, {"is_causal", 1.0}, {"return_debug_mask", 0.0}});
+  v1::GpuSpec gpu = H200();
+  v1::Prescription sw;
+  sw.set_pattern_id("flash-attention-tiling");
+  sw.set_template_switch("attention_flash");
+  FixRequest req{&parent, &sw, nullptr, &sdpa, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "template:attention_online");
+  CHECK(r->fallback.empty());
+  CHECK(absl::StrContains(r->kernel.source(), "CAUSAL=True"));
+  CHECK(absl::StrContains(r->kernel.source(), "BLOCK_M = min(64,"));
+  CHECK(!absl::StrContains(r->kernel.source(), "{{"));
+  v1::Problem problem;
+  auto first = brain.FirstKernel({&problem, &sdpa, &gpu});
+  REQUIRE(first.ok());
+  CHECK(first->kernel.origin() == "template:attention_online");
+}
+
 TEST_CASE("Brain: later assignments of a parent get other fallback moves") {
   // 27_layernorm / 10_relu: two prescriptions of one parent both fall back. The
   // assignment's index among its parent's picks the k-th derived move, so they differ.

@@ -2,6 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "engines/heuristic/test_signatures.h"
 
@@ -961,6 +965,166 @@ TEST_CASE("Recognition: the patterns' own helper ops are not extra_ops") {
   AddOp(&hinge, "aten::clamp", {x}, {x});
   AddOp(&hinge, "aten::mean", {x}, {{{}}});
   CHECK(clean(hinge).variant == "hinge");
+}
+
+TEST_CASE("Recognition: F.scaled_dot_product_attention as one aten op, each backend") {
+  const T q{{2, 8, 17, 64}}, k{{2, 8, 20, 64}}, v{{2, 8, 20, 48}};
+  for (const char* name : {"aten::_scaled_dot_product_flash_attention_for_cpu",
+                           "aten::_scaled_dot_product_efficient_attention",
+                           "aten::_scaled_dot_product_flash_attention",
+                           "aten::_scaled_dot_product_cudnn_attention"}) {
+    INFO(name);
+    OpSignature sig;
+    AddOp(&sig, name, {q, k, v}, {{{2, 8, 17, 48}}, {{2, 8, 17}}},
+          {{"dropout_p", 0.0}, {"is_causal", 0.0}});
+    RecognizedOp op = Recognize(sig);
+    CHECK(op.op_class == "attention");
+    CHECK(op.variant == "sdpa");
+    CHECK(op.batch == 16);
+    CHECK(op.m == 17);
+    CHECK(op.n == 20);
+    CHECK(op.k == 64);
+    CHECK(op.head_dim_v == 48);
+    CHECK_FALSE(op.causal);
+    CHECK(op.scale == 0);
+    CHECK(op.tags.empty());
+    CHECK(DescribeOp(op) == "attention/sdpa batch=16 Lq=17 Lk=20 D=64 Dv=48 float32");
+  }
+  // is_causal and scale come from the recorded scalars.
+  OpSignature causal;
+  AddOp(&causal, "aten::_scaled_dot_product_efficient_attention",
+        {{{4, 1, 64}, "bfloat16"}, {{4, 9, 64}, "bfloat16"}, {{4, 9, 64}, "bfloat16"}},
+        {{{4, 1, 64}, "bfloat16"}},
+        {{"compute_log_sumexp", 0.0}, {"dropout_p", 0.0}, {"is_causal", 1.0}, {"scale", 0.3}});
+  RecognizedOp c = Recognize(causal);
+  CHECK(c.causal);
+  CHECK(c.scale == 0.3);
+  CHECK(c.batch == 4);
+  CHECK(c.dtype == "bfloat16");
+  CHECK(DescribeOp(c) ==
+        "attention/sdpa batch=4 Lq=1 Lk=9 D=64 Dv=64 causal scale=0.3 bfloat16");
+  // A mask tensor, dropout, and K / V heads that do not broadcast to Q's are tagged.
+  OpSignature masked, dropout, gqa, bcast;
+  AddOp(&masked, "aten::_scaled_dot_product_flash_attention_for_cpu", {q, k, k, {{17, 20}}},
+        {{{2, 8, 17, 64}}});
+  CHECK(Recognize(masked).tags.count("masked"));
+  AddOp(&dropout, "aten::_scaled_dot_product_efficient_attention", {q, k, k}, {q},
+        {{"dropout_p", 0.1}});
+  CHECK(Recognize(dropout).tags.count("dropout"));
+  AddOp(&gqa, "aten::_scaled_dot_product_flash_attention", {q, {{2, 2, 20, 64}}, {{2, 2, 20, 64}}},
+        {q});
+  CHECK(Recognize(gqa).tags.count("grouped_kv"));
+  AddOp(&bcast, "aten::_scaled_dot_product_flash_attention", {q, {{2, 1, 20, 64}}, {{20, 64}}},
+        {q});
+  CHECK(Recognize(bcast).tags.empty());
+  // CUDA's SDPA pads head dims to a multiple of 8 for flash: the pads are the pattern's;
+  // an activation after it is not.
+  OpSignature padded;
+  const T p{{1, 2, 33, 104}, "float16"};
+  for (int i = 0; i < 3; ++i) {
+    AddOp(&padded, "aten::constant_pad_nd", {{{1, 2, 33, 100}, "float16"}}, {p});
+  }
+  AddOp(&padded, "aten::_scaled_dot_product_flash_attention", {p, p, p}, {p},
+        {{"scale", 0.1}});
+  AddOp(&padded, "aten::slice", {p}, {{{1, 2, 33, 100}, "float16"}});
+  RecognizedOp pd = Recognize(padded);
+  CHECK(pd.op_class == "attention");
+  CHECK_FALSE(pd.tags.count("extra_ops"));
+  AddOp(&padded, "aten::relu", {{{1, 2, 33, 100}, "float16"}}, {{{1, 2, 33, 100}, "float16"}});
+  RecognizedOp relu = Recognize(padded);
+  CHECK(relu.tags.count("extra_ops"));
+  CHECK(relu.extra_ops == std::vector<std::string>{"aten::relu"});
+}
+
+TEST_CASE("Recognition: softmax(Q @ K^T * scale) @ V written out, and SDPA's math path") {
+  RecognizedOp w = Recognize(testing::WrittenOutAttentionSignature(6, 17, 20, 64, 32, 8.0,
+                                                                   "float32"));
+  CHECK(w.op_class == "attention");
+  CHECK(w.variant == "written_out");
+  CHECK(w.batch == 6);
+  CHECK(w.m == 17);
+  CHECK(w.n == 20);
+  CHECK(w.k == 64);
+  CHECK(w.head_dim_v == 32);
+  CHECK(w.scale == 0.125);
+  CHECK_FALSE(w.causal);
+  CHECK(w.tags.empty());
+  CHECK(w.main_op == "bmm");
+
+  for (bool causal : {false, true}) {
+    INFO("causal " << causal);
+    RecognizedOp m = Recognize(
+        testing::MathPathAttentionSignature(2, 3, 17, 20, 64, 0.3, causal, "bfloat16"));
+    CHECK(m.op_class == "attention");
+    CHECK(m.variant == "written_out");
+    CHECK(m.batch == 6);
+    CHECK(m.causal == causal);
+    CHECK(std::abs(m.scale - 0.3) < 1e-12);
+    CHECK(m.dtype == "bfloat16");
+    // K^T times sqrt(scale) is contiguous, but the model's transpose made K^T's shape.
+    CHECK(m.tags.empty());
+  }
+
+  // The model is given K^T (row-major, no transpose op): K_EXPR K.mT.
+  OpSignature given;
+  AddOp(&given, "aten::bmm", {{{6, 17, 64}}, {{6, 64, 20}}}, {{{6, 17, 20}}});
+  AddOp(&given, "aten::mul", {{{6, 17, 20}}}, {{{6, 17, 20}}}, {{"other", 0.5}});
+  AddOp(&given, "aten::_softmax", {{{6, 17, 20}}}, {{{6, 17, 20}}}, {{"dim", 2.0}});
+  AddOp(&given, "aten::bmm", {{{6, 17, 20}}, {{6, 20, 64}}}, {{{6, 17, 64}}});
+  RecognizedOp g = Recognize(given);
+  CHECK(g.op_class == "attention");
+  CHECK(g.tags.count("k_given_transposed"));
+  CHECK(g.scale == 0.5);
+
+  // Q, K, V traced through views (and the scale ops) by the recorded tensor ids: three
+  // inputs, or views of one (q, k, v = x.chunk(3, -1)), which the template cannot take.
+  auto with_ids = [](OpSignature sig, int64_t q, int64_t k, int64_t v) {
+    // ops: transpose(K), bmm(Q, K^T), div, _softmax, bmm(P, V)
+    sig.mutable_ops(0)->mutable_inputs(0)->set_id(k);
+    sig.mutable_ops(0)->mutable_outputs(0)->set_id(10);
+    sig.mutable_ops(1)->mutable_inputs(0)->set_id(q);
+    sig.mutable_ops(1)->mutable_inputs(1)->set_id(10);
+    sig.mutable_ops(4)->mutable_inputs(1)->set_id(v);
+    return sig;
+  };
+  const OpSignature base = testing::WrittenOutAttentionSignature(6, 17, 17, 64, 64, 8.0,
+                                                                 "float32");
+  CHECK(Recognize(with_ids(base, 1, 2, 3)).tags.empty());
+  OpSignature chunked = with_ids(base, 11, 12, 13);
+  AddOp(&chunked, "aten::split", {{{6, 17, 192}}}, {{{6, 17, 64}}, {{6, 17, 64}}, {{6, 17, 64}}});
+  chunked.mutable_ops()->SwapElements(0, 5);  // the split runs first
+  auto* split = chunked.mutable_ops(0);
+  split->mutable_inputs(0)->set_id(1);
+  for (int i = 0; i < 3; ++i) split->mutable_outputs(i)->set_id(11 + i);
+  RecognizedOp ch = Recognize(chunked);
+  CHECK(ch.op_class == "attention");
+  CHECK(ch.tags.count("shared_inputs"));
+  // F.scaled_dot_product_attention(x, x, x): one tensor.
+  OpSignature self;
+  AddOp(&self, "aten::_scaled_dot_product_flash_attention_for_cpu",
+        {{{2, 8, 16}}, {{2, 8, 16}}, {{2, 8, 16}}}, {{{2, 8, 16}}});
+  for (int i = 0; i < 3; ++i) self.mutable_ops(0)->mutable_inputs(i)->set_id(5);
+  CHECK(Recognize(self).tags.count("shared_inputs"));
+
+  // Not attention: the softmax over another dim, a scale by a tensor, a third product.
+  OpSignature other_dim = given;
+  (*other_dim.mutable_ops(2)->mutable_scalars())["dim"] = 1;
+  CHECK(Recognize(other_dim).op_class == "gemm");
+  OpSignature by_tensor;
+  AddOp(&by_tensor, "aten::bmm", {{{6, 17, 64}}, {{6, 64, 20}}}, {{{6, 17, 20}}});
+  AddOp(&by_tensor, "aten::mul", {{{6, 17, 20}}, {{6, 17, 20}}}, {{{6, 17, 20}}});
+  AddOp(&by_tensor, "aten::_softmax", {{{6, 17, 20}}}, {{{6, 17, 20}}}, {{"dim", -1.0}});
+  AddOp(&by_tensor, "aten::bmm", {{{6, 17, 20}}, {{6, 20, 64}}}, {{{6, 17, 64}}});
+  CHECK(Recognize(by_tensor).op_class == "gemm");
+  OpSignature third = given;
+  AddOp(&third, "aten::bmm", {{{6, 17, 64}}, {{6, 64, 64}}}, {{{6, 17, 64}}});
+  CHECK(Recognize(third).op_class == "gemm");
+  // Shapes that do not chain (P @ V with V of another length).
+  OpSignature broken;
+  AddOp(&broken, "aten::bmm", {{{6, 17, 64}}, {{6, 64, 20}}}, {{{6, 17, 20}}});
+  AddOp(&broken, "aten::_softmax", {{{6, 17, 20}}}, {{{6, 17, 20}}}, {{"dim", -1.0}});
+  AddOp(&broken, "aten::bmm", {{{6, 17, 20}}, {{6, 21, 64}}}, {{{6, 17, 64}}});
+  CHECK(Recognize(broken).op_class == "gemm");
 }
 
 }  // namespace

@@ -83,6 +83,10 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"conv1d", "conv3d_implicit_gemm"},
       {"conv1d_implicit_gemm", "conv3d_implicit_gemm"},
       {"implicit_gemm_3d", "conv3d_implicit_gemm"},
+      {"attention", "attention_online"},
+      {"attention_flash", "attention_online"},
+      {"flash_attention", "attention_online"},
+      {"sdpa", "attention_online"},
   };
   return *m;
 }
@@ -125,6 +129,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"pooling", rules::PoolParams},
       {"loss", rules::LossReduceParams},
       {"conv", rules::Conv2dImplicitGemmParams},
+      {"attention", rules::AttentionParams},
   };
   if (auto it = by_template->find(t.id); it != by_template->end()) return it->second(t, op, gpu);
   if (auto it = by_class->find(t.op_class); it != by_class->end()) return it->second(t, op, gpu);
@@ -161,6 +166,12 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return "gemm_tiled";
   }
   if (op.op_class == "softmax") return "softmax_online";
+  // Attention without a mask tensor, dropout, grouped K / V heads or Q, K, V that are views
+  // of one tensor (see attention_rules.cc).
+  if (op.op_class == "attention" && !op.tags.count("masked") && !op.tags.count("dropout") &&
+      !op.tags.count("grouped_kv") && !op.tags.count("shared_inputs")) {
+    return "attention_online";
+  }
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm
   // (inference only: TemplateParamsFor refuses training mode), GroupNorm and
   // InstanceNorm; frobenius_norm x / ||x||_F. row_norm also divides by the 1- or 2-norm

@@ -4,6 +4,7 @@
 // KAGENT_UPDATE_GOLDEN=1 rewrites it.
 #include "engines/heuristic/template_rules.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -184,6 +185,31 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
         {{"min_val", -2.0}, {"max_val", 2.0}});
   AddOp(add("mul_scalar"), "aten::mul", {{{16, 1024}}}, {{{16, 1024}}}, {{"other", 3.14}});
   AddOp(add("gelu"), "aten::gelu", {{{16, 1024}}}, {{{16, 1024}}});
+  // attention
+  AddOp(add("sdpa_cpu_fp32_32x16x512x64"), "aten::_scaled_dot_product_flash_attention_for_cpu",
+        {{{32, 16, 512, 64}}, {{32, 16, 512, 64}}, {{32, 16, 512, 64}}},
+        {{{32, 16, 512, 64}}, {{32, 16, 512}}}, {{"dropout_p", 0}, {"is_causal", 0}});
+  AddOp(add("sdpa_efficient_bf16_causal_d128"), "aten::_scaled_dot_product_efficient_attention",
+        {{{8, 16, 2048, 128}, bf}, {{8, 16, 2048, 128}, bf}, {{8, 16, 2048, 128}, bf}},
+        {{{8, 16, 2048, 128}, bf}, {{8, 16, 2048}}},
+        {{"compute_log_sumexp", 0}, {"dropout_p", 0}, {"is_causal", 1}});
+  AddOp(add("sdpa_flash_fp16_d256_scale"), "aten::_scaled_dot_product_flash_attention",
+        {{{2, 4, 300, 256}, "float16"}, {{2, 4, 700, 256}, "float16"},
+         {{2, 4, 700, 256}, "float16"}},
+        {{{2, 4, 300, 256}, "float16"}}, {{"dropout_p", 0}, {"is_causal", 0}, {"scale", 0.125}});
+  AddOp(add("sdpa_decode_fp32_d80"), "aten::_scaled_dot_product_efficient_attention",
+        {{{4, 8, 1, 80}}, {{4, 8, 4096, 80}}, {{4, 8, 4096, 80}}}, {{{4, 8, 1, 80}}},
+        {{"dropout_p", 0}, {"is_causal", 0}});
+  AddOp(add("sdpa_fp32_d1024"), "aten::_scaled_dot_product_efficient_attention",
+        {{{32, 32, 512, 1024}}, {{32, 32, 512, 1024}}, {{32, 32, 512, 1024}}},
+        {{{32, 32, 512, 1024}}}, {{"dropout_p", 0}, {"is_causal", 0}});
+  AddOp(add("sdpa_masked"), "aten::_scaled_dot_product_efficient_attention",
+        {{{2, 4, 64, 64}}, {{2, 4, 64, 64}}, {{2, 4, 64, 64}}, {{2, 4, 64, 64}}},
+        {{{2, 4, 64, 64}}}, {{"dropout_p", 0}, {"is_causal", 0}});
+  *add("attention_written_out_fp32") =
+      kagent::testing::WrittenOutAttentionSignature(48, 100, 77, 48, 32, 6.9282, "float32");
+  *add("attention_math_path_causal_bf16") =
+      kagent::testing::MathPathAttentionSignature(2, 8, 256, 256, 64, 0.125, true, bf);
   // scans
   AddOp(add("cumsum_128x4000"), "aten::cumsum", {{{128, 4000}}}, {{{128, 4000}}},
         {{"dim", 1.0}});
@@ -361,6 +387,57 @@ std::string Golden() {
     }
   }
   return out.str();
+}
+
+TEST_CASE("Template rules: attention tiles at many shapes render and respect the lengths") {
+  auto lib = TemplateLibrary::Embedded();
+  REQUIRE(lib.ok());
+  const TemplateInfo& t = *(*lib)->Find("attention_online");
+  const GpuSpec h200 = Gpu("sm_90", 132), t4 = Gpu("sm_75", 40);
+  auto pow2 = [](int64_t v) {
+    int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+  };
+  for (const char* dtype : {"float32", "bfloat16", "float16"}) {
+    for (int64_t d : {1, 16, 40, 64, 80, 128, 200, 256, 257, 1024}) {
+      for (int64_t l : {1, 17, 100, 4096}) {
+        for (int64_t s : {1, 100, 8192}) {
+          for (const GpuSpec* gpu : {&h200, &t4, static_cast<const GpuSpec*>(nullptr)}) {
+            OpSignature sig;
+            AddOp(&sig, "aten::_scaled_dot_product_efficient_attention",
+                  {{{3, 5, l, d}, dtype}, {{3, 5, s, d}, dtype}, {{3, 5, s, 2 * d}, dtype}},
+                  {{{3, 5, l, 2 * d}, dtype}}, {{"is_causal", l == s ? 1.0 : 0.0}});
+            auto op = RecognizeOp(sig);
+            REQUIRE(op.ok());
+            auto params = TemplateParamsFor(t, *op, gpu);
+            INFO(DescribeOp(*op));
+            REQUIRE(params.ok());
+            auto rendered = (*lib)->Render("attention_online", *params);
+            CHECK(rendered.ok());
+            auto at = [&](const char* name) { return std::stoll(params->at(name)); };
+            CHECK(at("BLOCK_M") <= std::max<int64_t>(16, pow2(l)));
+            CHECK(at("BLOCK_N") <= std::max<int64_t>(16, pow2(s)));
+            // The head dim in one chunk while both head dims fit 128, else chunks of 64;
+            // at most 256 value columns per program.
+            const int64_t qk = std::max<int64_t>(16, pow2(d)), v = std::max<int64_t>(16, pow2(2 * d));
+            CHECK(at("BLOCK_D") == (std::max(qk, v) <= 128 ? qk : std::min<int64_t>(qk, 64)));
+            CHECK(at("BLOCK_DV") == std::min<int64_t>(v, 256));
+            CHECK(params->at("CAUSAL") == (l == s ? "True" : "False"));
+            CHECK(params->at("INPUT_PRECISION") == "ieee");
+          }
+        }
+      }
+    }
+  }
+  // Refused: a mask tensor, dropout, grouped K / V heads; SelectTemplate names none.
+  OpSignature masked;
+  AddOp(&masked, "aten::_scaled_dot_product_efficient_attention",
+        {{{2, 4, 8, 16}}, {{2, 4, 8, 16}}, {{2, 4, 8, 16}}, {{8, 8}}}, {{{2, 4, 8, 16}}});
+  auto op = RecognizeOp(masked);
+  REQUIRE(op.ok());
+  CHECK(absl::IsFailedPrecondition(TemplateParamsFor(t, *op, &h200).status()));
+  CHECK(absl::IsUnimplemented(SelectTemplate(*op, &h200).status()));
 }
 
 TEST_CASE("Template rules: params of every template at the golden signatures") {

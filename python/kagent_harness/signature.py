@@ -2,8 +2,10 @@
 dtypes, recorded with a TorchDispatchMode around one forward; FLOPs and minimum bytes.
 
 FLOPs: exact for the matmul family (mm, addmm, bmm, baddbmm, mv, addmv, dot, matmul-like
-_scaled_mm) and convolutions (2 * MACs); every other compute op counts one FLOP per
-output element; views, copies and allocations count zero.
+_scaled_mm), convolutions (2 * MACs) and the fused scaled-dot-product attention ops
+(2 * (D + Dv) per kept query-key pair: Q @ K^T and P @ V, the top-left triangle only when
+is_causal); every other compute op counts one FLOP per output element; views, copies and
+allocations count zero.
 min_bytes: every tensor the forward reads (its inputs, the module's parameters and
 buffers) read once, plus every output written once.
 scalars: each op's numeric non-tensor arguments by schema name (see _scalars), so that
@@ -133,12 +135,36 @@ def _prod(xs):
     return math.prod(int(v) for v in xs)
 
 
-def op_flops(name, args, outs):
-    """FLOPs of one aten op given its args and outputs (tensors or infos)."""
+_ATTENTION = {
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_fused_attention_overrideable", "scaled_dot_product_attention",
+}
+
+
+def _attention_pairs(lq, lk, causal):
+    """Query-key pairs an attention computes: all, or torch's top-left causal triangle
+    (key j kept for query i when j <= i)."""
+    if not causal:
+        return lq * lk
+    if lq <= lk:
+        return lq * (lq + 1) // 2
+    return lk * (lk + 1) // 2 + (lq - lk) * lk
+
+
+def op_flops(name, args, outs, scalars=None):
+    """FLOPs of one aten op given its args, outputs (tensors or infos) and recorded
+    scalars (is_causal for attention)."""
     base = name.split(".")[0]
     if base.startswith("aten::"):
         base = base[6:]
     try:
+        if base in _ATTENTION:
+            q, k, v = args[0], args[1], args[2]
+            heads = _prod(q.shape[:-2])
+            causal = bool((scalars or {}).get("is_causal", 0))
+            pairs = _attention_pairs(q.shape[-2], k.shape[-2], causal)
+            return 2.0 * heads * pairs * (q.shape[-1] + v.shape[-1])
         if base in ("mm", "_scaled_mm"):
             a, b = args[0], args[1]
             return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
@@ -216,7 +242,7 @@ class _Recorder(TorchDispatchMode):
         if strings:
             rec["strings"] = strings
         self.ops.append(rec)
-        self.flops += op_flops(name, list(args), outs)
+        self.flops += op_flops(name, list(args), outs, scalars)
         return out
 
 

@@ -247,6 +247,36 @@ def test_signature_records_scalar_arguments():
     assert len(conv["scalars"]) <= 16
 
 
+def test_signature_attention_scalars_and_flops():
+    """F.scaled_dot_product_attention: is_causal and an explicit scale are recorded (the
+    brain's attention rule reads them); FLOPs are 2 * (D + Dv) per query-key pair, the
+    top-left triangle when causal."""
+    import torch.nn.functional as F
+
+    class A(torch.nn.Module):
+        def __init__(self, **kw):
+            super().__init__()
+            self.kw = kw
+
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, **self.kw)
+
+    # (The CPU's fused op needs equal head dims; others take the math path.)
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8)
+    sig = record(A(), [q, k, v])
+    op = sig["ops"][0]
+    assert "scaled_dot_product" in op["op"]
+    assert op["scalars"]["is_causal"] == 0.0 and "scale" not in op["scalars"]
+    assert sig["flops"] == 2 * 6 * 5 * 7 * (8 + 8)
+    sig = record(A(is_causal=True, scale=0.25), [q, k, v])
+    op = sig["ops"][0]
+    assert op["scalars"]["is_causal"] == 1.0 and op["scalars"]["scale"] == 0.25
+    assert sig["flops"] == 2 * 6 * (1 + 2 + 3 + 4 + 5) * (8 + 8)
+    # More queries than keys: the rows past the last key keep all of them.
+    sig = record(A(is_causal=True), [torch.randn(1, 9, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8)])
+    assert sig["flops"] == 2 * 1 * (1 + 2 + 3 + 4 + 4 * 5) * 16
+
+
 def test_signature_records_string_arguments():
     """OpRecord.strings: gelu's approximate, passed or the schema's default; ops without
     string arguments record none."""

@@ -89,6 +89,10 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const RecognizedOp& op,
                                                         const kagent::v1::GpuSpec* gpu);
 
+// attention_rules.cc: the attention class (attention_online).
+absl::StatusOr<TemplateParams> AttentionParams(const TemplateInfo& t, const RecognizedOp& op,
+                                               const kagent::v1::GpuSpec* gpu);
+
 }  // namespace kagent::rules
 
 #endif  // KAGENT_ENGINES_HEURISTIC_RULES_FAMILY_RULES_H_

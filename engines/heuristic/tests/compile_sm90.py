@@ -1,6 +1,6 @@
 """Compiles the channel-norm, scan, pooling, loss, conv, persistent-GEMM, triangular
-gemm_tiled and gemm_diag templates' kernels for sm_90 (Hopper) on a machine without a
-GPU, at the sizes the brain picks for problems 29-44 (the persistent GEMM at its
+gemm_tiled, gemm_diag and attention templates' kernels for sm_90 (Hopper) on a machine without a
+GPU, at the sizes the brain picks for problems 29-44, 63 and 64 (the persistent GEMM at its
 defaults), and prints one JSON line per kernel: name, registers, stack bytes (spills),
 shared memory, or the error.
 
@@ -262,6 +262,16 @@ def main():
              dict(d_ptr=fp32, b_ptr=fp32, c_ptr=fp32,
                   **_ints(["R", "C", "stride_d", "stride_br", "stride_bc"])),
              dict(BLOCK_R=32, BLOCK_C=256, LEFT=True), 8, 1)
+    att = _load("attention_online")  # problems/63 and 64 at the brain's tiles
+    asig = dict(q_ptr=fp32, k_ptr=fp32, v_ptr=fp32, o_ptr=fp32, qk_scale="fp32",
+                **_ints(["LQ", "LK", "D", "DV", "num_m", "sqb", "sqm", "sqd", "skb", "skn", "skd",
+                         "svb", "svn", "svd", "sob", "som", "sod"]))
+    abase = dict(INPUT_PRECISION="ieee", UPCAST=False, ONE_D=True)
+    _compile("attention_online fp32 d64 64x32", att.attention_kernel, asig,
+             dict(abase, BLOCK_M=64, BLOCK_N=32, BLOCK_D=64, BLOCK_DV=64, CAUSAL=False), 8, 3)
+    _compile("attention_online bf16 d128 64x64 causal", att.attention_kernel,
+             dict(asig, q_ptr=bf16, k_ptr=bf16, v_ptr=bf16, o_ptr=bf16),
+             dict(abase, BLOCK_M=64, BLOCK_N=64, BLOCK_D=128, BLOCK_DV=128, CAUSAL=True), 8, 3)
 
     # The elementwise clamps propagate NaN like torch (relu(nan) = nan).
     ew = _load("elementwise", OP="relu")

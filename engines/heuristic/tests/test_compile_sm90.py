@@ -1,4 +1,4 @@
-"""The scan, pooling, loss, conv, triangular-GEMM and diag templates compile for sm_90 at
+"""The scan, pooling, loss, conv, triangular-GEMM, diag and attention templates compile for sm_90 at
 the brain's sizes, without register spills, and the elementwise clamps compile to NaN-propagating
 min/max (compile_sm90.py in a subprocess without the interpreter; no GPU
 needed, the triton wheel's NVIDIA backend is)."""

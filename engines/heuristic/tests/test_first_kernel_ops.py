@@ -16,6 +16,7 @@ import math
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from test_problems_first_kernel import (BINARY, _first_kernel, _render, assert_matches_reference,
                                         record)
@@ -117,6 +118,14 @@ def _x(*shape):
     return torch.randn(*shape)
 
 
+def _math_sdpa_causal(q, k, v):
+    """SDPA through its math path (what the harness records when no fused kernel
+    applies): Q and K^T times sqrt(scale), the causal mask added to the scores."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 # name: (model class, constructor args, inputs factory, expected template)
 CASES = {
     "instance_norm": (InstanceNorm, [8], lambda: [_x(2, 8, 9, 7)], "channel_norm"),
@@ -194,6 +203,33 @@ CASES = {
     "l1_vector_norm_bf16": (Lambda(lambda x: x / torch.linalg.vector_norm(x, ord=1, dim=1,
                                                                          keepdim=True)),
                             [], lambda: [_x(8, 300).bfloat16()], "row_norm"),
+    # Attention: F.scaled_dot_product_attention (on the CPU its fused op, or the math path
+    # when the head dims differ or a backend is forced) and the written-out form.
+    "sdpa_cross_d80": (Lambda(F.scaled_dot_product_attention), [],
+                       lambda: [_x(2, 3, 17, 80), _x(2, 3, 30, 80), _x(2, 3, 30, 80)],
+                       "attention_online"),
+    "sdpa_causal_scale_fp16": (Lambda(lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.2)), [],
+        lambda: [_x(1, 2, 40, 48).half(), _x(1, 2, 25, 48).half(), _x(1, 2, 25, 48).half()],
+        "attention_online"),
+    "sdpa_one_kv_head_bf16": (Lambda(F.scaled_dot_product_attention), [],
+                              lambda: [_x(2, 4, 9, 64).bfloat16(), _x(2, 1, 33, 64).bfloat16(),
+                                       _x(2, 1, 33, 64).bfloat16()], "attention_online"),
+    "sdpa_value_dim_differs": (Lambda(F.scaled_dot_product_attention), [],
+                               lambda: [_x(3, 21, 32), _x(3, 19, 32), _x(3, 19, 24)],
+                               "attention_online"),
+    "sdpa_math_path_causal": (Lambda(_math_sdpa_causal), [],
+                              lambda: [_x(2, 2, 19, 40), _x(2, 2, 19, 40), _x(2, 2, 19, 40)],
+                              "attention_online"),
+    "attention_written_out": (Lambda(lambda q, k, v: torch.softmax(
+        torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1]), dim=-1) @ v), [],
+        lambda: [_x(4, 33, 40), _x(4, 50, 40), _x(4, 50, 40)], "attention_online"),
+    "attention_written_out_4d_mul": (Lambda(lambda q, k, v: torch.matmul(torch.softmax(
+        torch.matmul(q, k.transpose(-2, -1)) * 0.3, dim=-1), v)), [],
+        lambda: [_x(2, 3, 17, 16), _x(2, 3, 17, 16), _x(2, 3, 17, 16)], "attention_online"),
+    "attention_given_k_transposed": (Lambda(lambda q, kt, v: torch.bmm(torch.softmax(
+        torch.bmm(q, kt) * 0.125, dim=-1), v)), [],
+        lambda: [_x(3, 20, 64), _x(3, 64, 27), _x(3, 27, 64)], "attention_online"),
 }
 
 
@@ -260,6 +296,9 @@ EXTRA_OPS = {
     "layer_norm_gelu": (_LayerNormGelu(), [_x(4, 32)], "aten::gelu after aten::native_layer_norm"),
     "linear_relu": (_LinearRelu(), [_x(4, 64)], "aten::relu after aten::addmm"),
     "matmul_relu": (_MatmulRelu(), [_x(32, 64), _x(64, 32)], "aten::relu after aten::mm"),
+    "sdpa_relu": (Lambda(lambda q, k, v: torch.relu(F.scaled_dot_product_attention(q, k, v)))(),
+                  [_x(1, 2, 8, 16), _x(1, 2, 8, 16), _x(1, 2, 8, 16)],
+                  "aten::relu after aten::_scaled_dot_product_flash_attention_for_cpu"),
     # Decomposed losses with other constants than MSE's and hinge's.
     "mean_of_cubed_difference": (Lambda(lambda p, t: torch.mean((p - t) ** 3))(),
                                  [_x(8, 64), _x(8, 64)], "aten::pow before aten::mean"),
@@ -275,3 +314,27 @@ def test_extra_compute_ops_are_unimplemented(name):
     assert r.returncode != 0 and not r.stdout, r.stdout[:200]
     assert "UNIMPLEMENTED: no template family" in r.stderr, r.stderr
     assert why in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("model", [
+    Lambda(lambda x: F.scaled_dot_product_attention(x, x, x))(),
+    Lambda(lambda x: (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1) @ v)(
+        *x.chunk(3, dim=-1)))(),
+], ids=["sdpa_x_x_x", "written_out_chunk"])
+def test_attention_of_one_input_is_unimplemented(model):
+    # The template's forward takes Q, K, V: views of one tensor are refused, not misread.
+    r = _render(record(model, [_x(2, 9, 48)]))
+    assert r.returncode != 0 and not r.stdout, r.stdout[:200]
+    assert "UNIMPLEMENTED: no template family for attention/" in r.stderr, r.stderr
+    assert "shared_inputs" in r.stderr, r.stderr
+
+
+def test_attention_with_a_mask_tensor_is_unimplemented():
+    # attention_online has is_causal only: an attn_mask tensor is refused, not dropped.
+    model = Lambda(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m))()
+    q, k, v = _x(1, 2, 8, 16), _x(1, 2, 8, 16), _x(1, 2, 8, 16)
+    r = _render(record(model, [q, k, v, torch.ones(8, 8, dtype=torch.bool).tril()]))
+    assert r.returncode != 0 and not r.stdout, r.stdout[:200]
+    assert "UNIMPLEMENTED: no template family for attention/sdpa" in r.stderr, r.stderr
+    tags = r.stderr.split("[", 1)[1].split("]", 1)[0].split(",")
+    assert "masked" in tags and "shared_inputs" not in tags, r.stderr

@@ -110,6 +110,9 @@ PROBLEMS = {
     "60_conv_transpose1d_fp32": "conv_transpose_nd",
     "61_conv_transpose3d_bf16": "conv_transpose_nd",
     "62_conv_transpose2d_grouped_fp32": "conv_transpose_nd",
+    # F.scaled_dot_product_attention: on the CPU aten::_scaled_dot_product_flash_attention_for_cpu.
+    "63_sdpa_fp32": "attention_online",
+    "64_sdpa_causal_bf16": "attention_online",
     # Second shapes (issue 19): other aspect ratios, odd sizes, other constructor forms.
     "73_conv2d_stem_7x7_fp32": "conv2d_implicit_gemm",
     "74_conv2d_asymmetric_input_bf16": "conv2d_implicit_gemm",
