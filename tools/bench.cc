@@ -20,6 +20,7 @@
 #include "common/options.h"
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "kernel_model/speedup_text.h"
 
 namespace kagent::cli {
 namespace {
@@ -437,10 +438,11 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (seen != s.last_seen || done) {
         s.last_seen = seen;
         std::string what =
-            done ? absl::StrFormat("%s  best %s ms  %s vs start, %s vs compile  %d measured, %s/GPU-min, "
+            done ? absl::StrFormat("%s  best %s ms  %s, %s  %d measured, %s/GPU-min, "
                                    "GPU busy %s, %d screened%s",
                                    s.row.state, FormatMs(s.row.best_ms),
-                                   FormatSpeedup(s.row.speedup_vs_start), FormatSpeedup(s.row.speedup_vs_compile),
+                                   FormatVersus(s.row.speedup_vs_start, "the start"),
+                                   FormatVersus(s.row.speedup_vs_compile, "torch.compile"),
                                    s.row.candidates_measured,
                                    FormatPerGpuMinute(CandidatesPerGpuMinute(s.row.candidates_measured,
                                                                              s.row.gpu_seconds)),

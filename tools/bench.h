@@ -217,9 +217,8 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 // speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
 std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
 
-// The table's cell formats: "1.234" (ms) and "1.23x"; "-" when the value is unknown (<= 0).
+// The table's cell format for a time: "1.234" (ms); "-" when unknown (<= 0).
 std::string FormatMs(double v);
-std::string FormatSpeedup(double v);
 
 // The summary in one line, as the bench prints it at the end: "geometric mean 1.23x vs
 // start, ... faster than torch.compile on 25 of 44 (by more than 2%: 14)".

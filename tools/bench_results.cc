@@ -552,7 +552,6 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 }
 
 std::string FormatMs(double v) { return Ms(v); }
-std::string FormatSpeedup(double v) { return X(v); }
 
 std::string ThroughputLine(const BenchSummary& s) {
   return absl::StrFormat(
