@@ -182,6 +182,7 @@ int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
   out << absl::StrFormat("merged %zu runs: %d problems, %d DONE; %s\n", files.size(),
                          sum.problems, sum.done, SummaryLine(sum));
   out << "throughput: " << ThroughputLine(sum) << "\n";
+  out << "kernelbench: " << CoverageLine(sum.coverage) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return 0;
 }
@@ -463,11 +464,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (seen != s.last_seen || done) {
         s.last_seen = seen;
         std::string what =
-            done ? absl::StrFormat("%s  best %s ms  %s, %s  %d measured, %s/GPU-min, "
+            done ? absl::StrFormat("%s  best %s ms  %s, %s  deploy %s  %d measured, %s/GPU-min, "
                                    "GPU busy %s, %d screened%s",
                                    s.row.state, FormatMs(s.row.best_ms),
                                    FormatVersus(s.row.speedup_vs_start, "the start"),
                                    FormatVersus(s.row.speedup_vs_compile, "torch.compile"),
+                                   s.row.deploy.empty() ? "-" : s.row.deploy,
                                    s.row.candidates_measured,
                                    FormatPerGpuMinute(CandidatesPerGpuMinute(s.row.candidates_measured,
                                                                              s.row.gpu_seconds)),
@@ -486,6 +488,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   out << absl::StrFormat("done: %d of %d jobs DONE; %s\n", sum.done, sum.problems,
                          SummaryLine(sum));
   out << "throughput: " << ThroughputLine(sum) << "\n";
+  out << "kernelbench: " << CoverageLine(sum.coverage) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return sum.done == sum.problems ? 0 : 3;
 }

@@ -154,6 +154,11 @@ BenchCoverage Coverage(const std::vector<BenchRow>& rows);
 // "(not recognized)", last).
 std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows);
 
+// The figures in one line, printed at the end of a run and a merge: "coverage 8 of 10
+// (80%); geometric mean 1.12x vs torch.compile, 1.05x vs the best PyTorch baseline; fast_0
+// 8, fast_0.5 7, fast_1 5 of 10; 3 fell back to PyTorch".
+std::string CoverageLine(const BenchCoverage& coverage);
+
 // results.md's KernelBench section: coverage, the geometric means, fast_p, the fallbacks,
 // and a table per op class.
 std::string RenderCoverageMarkdown(const BenchCoverage& suite,

@@ -72,6 +72,20 @@ std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows) 
   return out;
 }
 
+std::string CoverageLine(const BenchCoverage& c) {
+  std::string fast;
+  for (int i = 0; i < kFastPCount; ++i) {
+    absl::StrAppend(&fast, i > 0 ? ", " : "", "fast_", P(kFastP[i]), " ", c.fast_p[i]);
+  }
+  return absl::StrFormat(
+      "coverage %d of %d (%s); geometric mean %s vs torch.compile, %s vs the best PyTorch "
+      "baseline; %s of %d; %d fell back to PyTorch",
+      c.verified, c.problems,
+      c.problems > 0 ? absl::StrFormat("%.0f%%", 100.0 * c.verified / c.problems)
+                     : std::string("-"),
+      X(c.geomean_vs_compile), X(c.geomean_vs_baseline), fast, c.problems, c.fell_back);
+}
+
 std::string RenderCoverageMarkdown(const BenchCoverage& s,
                                    const std::vector<BenchCoverage>& by_class) {
   std::string o = "\n## KernelBench figures\n\n";

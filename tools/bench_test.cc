@@ -342,6 +342,9 @@ TEST_CASE("bench: KernelBench figures: coverage, geometric means, fast_p, fallba
   CHECK((*back)[2].op_class == "conv");
   CHECK((*back)[1].deploy == "eager");
   CHECK(Coverage(*back).fast_p[2] == 3);
+  CHECK(CoverageLine(all) ==
+        "coverage 5 of 6 (83%); geometric mean 1.48x vs torch.compile, 1.56x vs the best "
+        "PyTorch baseline; fast_0 5, fast_0.5 4, fast_1 3 of 6; 2 fell back to PyTorch");
 }
 
 TEST_CASE("bench: suite trajectory carries each problem's best forward") {
@@ -903,6 +906,7 @@ TEST_CASE("bench: --merge writes one table from several results.json, no server"
   // Throughput of the merged rows (01_a from a, 02_b from b; 10 GPU-s each).
   CHECK(out.find("throughput: 24 candidates measured in 20.0 GPU-s: 72.00 per GPU-minute; GPU "
                  "busy 65% (2 problems with NVML figures); 12 variants screened") != std::string::npos);
+  CHECK(absl::StrContains(out, "kernelbench: coverage 2 of 2 (100%); "));
   nlohmann::json j = nlohmann::json::parse(Slurp(d / "o" / "results.json"));
   REQUIRE(j["problems"].size() == 2);
   CHECK(j["problems"][0]["name"] == "01_a");
