@@ -20,6 +20,7 @@
 #include "common/options.h"
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
+#include "kernel_model/speedup_text.h"
 
 namespace kagent::cli {
 namespace {
@@ -32,10 +33,11 @@ constexpr char kUsage[] =
     "                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]\n"
     "                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]\n"
     "                    [--without-start]\n"
-    "Submits every DIR/NAME_start.py (with DIR/NAME.py) as a job, waits for all, and writes\n"
-    "OUTDIR/results.json, OUTDIR/results.md and OUTDIR/trajectory.svg. --without-start\n"
-    "submits the same problems without their starting kernels: the brain writes each first\n"
-    "kernel (\"start\" is then that kernel).\n"
+    "Submits every DIR/NAME.py defining class Model (KernelBench format) as a job, with\n"
+    "DIR/NAME_start.py as its starting kernel when there is one (else the brain writes the\n"
+    "first kernel), waits for all, and writes OUTDIR/results.json, OUTDIR/results.md and\n"
+    "OUTDIR/trajectory.svg. --without-start submits every problem without its starting\n"
+    "kernel: the brain writes each first kernel (\"start\" is then that kernel).\n"
     "--beam-width K (kernels kept per round) and --fixes-per-kernel M (fixes tried on each,\n"
     "so K x M candidates a round) are 1..16; without them, the server's defaults\n"
     "(2 and 2 as shipped).\n"
@@ -47,6 +49,16 @@ constexpr char kUsage[] =
     "else of the last file that has it; each row names its run (the file's run_id, else its\n"
     "path). No DIR and no job flags with --merge.\n";
 
+
+// Whether `source` defines a class Model at the start of a line (KernelBench's reference).
+bool IsKernelBenchProblem(absl::string_view source) {
+  for (absl::string_view line : absl::StrSplit(source, '\n')) {
+    if (absl::StartsWith(line, "class Model(") || absl::StartsWith(line, "class Model:")) {
+      return true;
+    }
+  }
+  return false;
+}
 
 bool Finished(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
@@ -75,12 +87,13 @@ absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& d
   std::vector<BenchProblem> found;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string file = entry.path().filename().string();
-    if (!entry.is_regular_file() || !absl::EndsWith(file, kStartSuffix)) continue;
-    std::string name = file.substr(0, file.size() - (sizeof(kStartSuffix) - 1));
+    // Every NAME.py but the starting kernels; NAME_start.py goes with its NAME.py.
+    if (!entry.is_regular_file() || !absl::EndsWith(file, ".py") ||
+        absl::EndsWith(file, kStartSuffix)) {
+      continue;
+    }
+    std::string name = file.substr(0, file.size() - 3);
     if (name.empty()) continue;
-    fs::path ref = fs::path(dir) / (name + ".py");
-    std::error_code ref_ec;
-    if (!fs::is_regular_file(ref, ref_ec)) continue;
     if (!only.empty()) {
       bool match = false;
       for (absl::string_view pat : absl::StrSplit(only, ',', absl::SkipEmpty())) {
@@ -88,7 +101,14 @@ absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& d
       }
       if (!match) continue;
     }
-    found.push_back({name, ref.string(), entry.path().string()});
+    // A KernelBench problem defines class Model; any other .py (a test, a helper) is not one.
+    absl::StatusOr<std::string> source = ReadFile(entry.path().string());
+    if (!source.ok()) return absl::InternalError(source.status().message());
+    if (!IsKernelBenchProblem(*source)) continue;
+    fs::path start = fs::path(dir) / (name + kStartSuffix);
+    std::error_code start_ec;
+    found.push_back({name, entry.path().string(),
+                     fs::is_regular_file(start, start_ec) ? start.string() : std::string()});
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
   std::sort(found.begin(), found.end(),
@@ -162,6 +182,7 @@ int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
   out << absl::StrFormat("merged %zu runs: %d problems, %d DONE; %s\n", files.size(),
                          sum.problems, sum.done, SummaryLine(sum));
   out << "throughput: " << ThroughputLine(sum) << "\n";
+  out << "kernelbench: " << CoverageLine(sum.coverage) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return 0;
 }
@@ -285,7 +306,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 2;
   }
   if (problems->empty()) {
-    err << "kagent bench: no NAME_start.py with a NAME.py in " << dir
+    err << "kagent bench: no problem (a NAME.py defining class Model) in " << dir
         << (f.only.empty() ? "" : " matching --only " + f.only) << "\n";
     return 2;
   }
@@ -337,8 +358,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return sum;
   };
 
-  out << "kagent bench: " << slots.size() << " problems from " << dir << ", up to " << f.concurrency
-      << " at a time\n";
+  const auto with_start = std::count_if(slots.begin(), slots.end(), [&](const Slot& s) {
+    return !f.without_start && !s.problem.start_path.empty();
+  });
+  out << "kagent bench: " << slots.size() << " problems from " << dir << " (" << with_start
+      << " with a starting kernel; the brain writes the others' first kernels), up to "
+      << f.concurrency << " at a time\n";
   size_t next = 0, finished = 0;
   int in_flight = 0;
   while (finished < slots.size()) {
@@ -346,9 +371,11 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     while (next < slots.size() && in_flight < f.concurrency) {
       Slot& s = slots[next++];
       v1::SubmitJobRequest req;
+      // Without a starting kernel (--without-start, or none in DIR) the brain writes it.
+      const bool with_start_kernel = !f.without_start && !s.problem.start_path.empty();
       absl::StatusOr<std::string> problem_source = ReadFile(s.problem.problem_path);
       absl::StatusOr<std::string> start_source =
-          f.without_start ? std::string() : ReadFile(s.problem.start_path);
+          with_start_kernel ? ReadFile(s.problem.start_path) : std::string();
       if (!problem_source.ok() || !start_source.ok()) {
         s.row.state = "SUBMIT_ERROR";
         s.row.error = std::string(
@@ -359,7 +386,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       }
       req.mutable_problem()->set_source(*std::move(problem_source));
       req.mutable_problem()->set_name(s.problem.name);
-      if (!f.without_start) {
+      if (with_start_kernel) {
         const std::string& src = *start_source;
         req.mutable_start_kernel()->set_source(src);
         bool cuda = src.find("load_inline") != std::string::npos;
@@ -370,7 +397,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       // A run without the starting kernels is other jobs than one with them.
       if (!f.run_id.empty()) {
         req.set_idempotency_key(absl::StrCat("bench:", f.run_id, ":", s.problem.name,
-                                             f.without_start ? ":without-start" : ""));
+                                             with_start_kernel ? "" : ":without-start"));
       }
       v1::SubmitJobResponse resp;
       auto c = ctx();
@@ -437,10 +464,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (seen != s.last_seen || done) {
         s.last_seen = seen;
         std::string what =
-            done ? absl::StrFormat("%s  best %s ms  %s vs start, %s vs compile  %d measured, %s/GPU-min, "
+            done ? absl::StrFormat("%s  best %s ms  %s, %s  deploy %s  %d measured, %s/GPU-min, "
                                    "GPU busy %s, %d screened%s",
                                    s.row.state, FormatMs(s.row.best_ms),
-                                   FormatSpeedup(s.row.speedup_vs_start), FormatSpeedup(s.row.speedup_vs_compile),
+                                   FormatVersus(s.row.speedup_vs_start, "the start"),
+                                   FormatVersus(s.row.speedup_vs_compile, "torch.compile"),
+                                   s.row.deploy.empty() ? "-" : s.row.deploy,
                                    s.row.candidates_measured,
                                    FormatPerGpuMinute(CandidatesPerGpuMinute(s.row.candidates_measured,
                                                                              s.row.gpu_seconds)),
@@ -459,6 +488,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   out << absl::StrFormat("done: %d of %d jobs DONE; %s\n", sum.done, sum.problems,
                          SummaryLine(sum));
   out << "throughput: " << ThroughputLine(sum) << "\n";
+  out << "kernelbench: " << CoverageLine(sum.coverage) << "\n";
   out << "results: " << (fs::path(f.out_dir) / "results.md").string() << "\n";
   return sum.done == sum.problems ? 0 : 3;
 }

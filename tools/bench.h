@@ -7,8 +7,11 @@
 //                    [--without-start]
 //   kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]
 //
-// Every DIR/NAME_start.py with a matching DIR/NAME.py is one problem: NAME.py is the
-// reference (KernelBench format), NAME_start.py the starting kernel. Each is submitted to
+// Every DIR/NAME.py that defines `class Model` (KernelBench format: Model, get_inputs,
+// get_init_inputs; other .py files, e.g. a test file, are skipped) is one problem. When
+// DIR/NAME_start.py exists it is the problem's starting kernel; without one (a plain
+// KernelBench folder such as its level1/) the job is submitted without a starting kernel
+// and the brain writes the first (nothing is written into DIR). Each is submitted to
 // JobService as a job named NAME; at most --concurrency jobs are unfinished at a time (the
 // coordinator queues GPU work, so this only bounds what the bench holds open). The bench
 // polls GetJob until every job has finished, printing a line whenever a job changes state
@@ -20,6 +23,11 @@
 // in minutes), the GPU-busy fraction (Job.gpu_busy_seconds_used over gpu_seconds_used;
 // "n/a" when no busy time was reported: a CPU worker, or a worker without NVML) and the
 // kernel variants screened (Job.variants_screened).
+// The summary also gives KernelBench's figures (BenchSummary): coverage (problems with a
+// verified kernel of all problems), the geometric means against torch.compile and against
+// the best PyTorch baseline (per problem the faster of eager and torch.compile), the fast_p
+// counts, the problems that fell back to PyTorch (the job's recommendation kept eager or
+// torch.compile: kernel_model/recommendation.h) and the same per op class.
 //   OUTDIR/trajectory.svg best-so-far speedup over the starting kernel against rounds
 // --run-id makes submissions idempotent (key "bench:ID:NAME"): rerunning with the same id
 // after an interruption picks the same jobs up instead of starting new ones.
@@ -62,16 +70,17 @@
 
 namespace kagent::cli {
 
-// One problem of a suite: NAME (the reference file's stem) and both files.
+// One problem of a suite: NAME (the reference file's stem) and its files.
 struct BenchProblem {
   std::string name;
   std::string problem_path;  // DIR/NAME.py
-  std::string start_path;    // DIR/NAME_start.py
+  std::string start_path;    // DIR/NAME_start.py; empty when there is none
 };
 
-// The problems of `dir`, sorted by name; `only` (empty: all) keeps those whose name
-// contains it, or any of its comma-separated parts. NOT_FOUND when `dir` is not a directory; a `_start.py` without its
-// reference is skipped.
+// The problems of `dir` (every NAME.py defining `class Model`, with NAME_start.py when it
+// exists), sorted by name; `only` (empty: all) keeps those whose name contains it, or any
+// of its comma-separated parts. NOT_FOUND when `dir` is not a directory; a `_start.py`
+// without its reference is skipped; INTERNAL when a .py file cannot be read.
 absl::StatusOr<std::vector<BenchProblem>> FindBenchProblems(const std::string& dir,
                                                             const std::string& only);
 
@@ -104,7 +113,56 @@ struct BenchRow {
   std::string run;
   // (round, best-so-far speedup over the starting kernel), in round order.
   std::vector<std::pair<int, double>> trajectory;
+  // The op class the job recognized (JobResult.op_class, else recognized from a stored op
+  // signature); "" when none.
+  std::string op_class;
+  // What the job recommends deploying (kernel_model/recommendation.h DeployKey: "kernel",
+  // "eager", "torch.compile"); "" without a final run.
+  std::string deploy;
 };
+
+// A row's best kernel against the best PyTorch baseline of its run: the faster of eager
+// and torch.compile (the one timed, when only one was) over the best kernel's time; 0 when
+// unknown.
+double SpeedupVsBestBaseline(const BenchRow& row);
+
+// Whether the row's job finished with a verified kernel (DONE, with a best time).
+bool HasVerifiedKernel(const BenchRow& row);
+
+// KernelBench's fast_p thresholds: fast_p counts the problems whose kernel is correct
+// (HasVerifiedKernel) and whose speedup over the best PyTorch baseline is greater than p
+// (KernelBench: speedup = baseline time / kernel time, fast_p = correct and speedup > p,
+// over all problems; fast_0 is the correct share, fast_1 the correct-and-faster share).
+inline constexpr double kFastP[] = {0, 0.5, 1};
+inline constexpr int kFastPCount = 3;
+
+// KernelBench's figures over some rows (a suite, or one op class of it).
+struct BenchCoverage {
+  std::string op_class;  // "" for the whole suite; "(not recognized)" for rows without one
+  int problems = 0;
+  int verified = 0;      // HasVerifiedKernel
+  double geomean_vs_compile = 0;   // over verified rows with a known ratio
+  double geomean_vs_baseline = 0;  // SpeedupVsBestBaseline, over verified rows
+  int fast_p[kFastPCount] = {0, 0, 0};
+  int fell_back = 0;     // verified rows whose job recommends eager or torch.compile
+};
+
+// The figures of `rows` (op_class left empty).
+BenchCoverage Coverage(const std::vector<BenchRow>& rows);
+
+// The figures per op class, ordered by class name (rows without a class under
+// "(not recognized)", last).
+std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows);
+
+// The figures in one line, printed at the end of a run and a merge: "coverage 8 of 10
+// (80%); geometric mean 1.12x vs torch.compile, 1.05x vs the best PyTorch baseline; fast_0
+// 8, fast_0.5 7, fast_1 5 of 10; 3 fell back to PyTorch".
+std::string CoverageLine(const BenchCoverage& coverage);
+
+// results.md's KernelBench section: coverage, the geometric means, fast_p, the fallbacks,
+// and a table per op class.
+std::string RenderCoverageMarkdown(const BenchCoverage& suite,
+                                   const std::vector<BenchCoverage>& by_class);
 
 // The row for `job`. The best kernel's final measurement (best, starting kernel, eager and
 // torch.compile timed side by side) is preferred; without one (e.g. a job that failed
@@ -138,6 +196,9 @@ struct BenchSummary {
   double gpu_busy_seconds = 0;
   double gpu_busy_fraction = 0;
   int busy_rows = 0;
+  // KernelBench's figures, for the suite and per op class (Coverage, CoverageByOpClass).
+  BenchCoverage coverage;
+  std::vector<BenchCoverage> by_op_class;
 };
 
 // The geometric mean of the positive values; 0 when there are none.
@@ -176,9 +237,12 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // eager_ms, compile_ms, best_ms, speedup_vs_start, speedup_vs_eager, speedup_vs_compile;
 // the other fields are optional (files from before they existed still parse) but must have
 // the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
-// 0; candidates_measured, variants_screened and rounds must be integers). The derived
-// candidates_per_gpu_minute and gpu_busy_fraction are not read: they are recomputed. "settings" must be an object when present ({} when absent). "summary" and
-// "suite_trajectory" are not read: they are recomputed from the rows. INVALID_ARGUMENT
+// 0; candidates_measured, variants_screened and rounds must be integers; op_class and
+// deploy strings). The derived candidates_per_gpu_minute, gpu_busy_fraction and
+// speedup_vs_best_baseline are not read: they are recomputed. "settings" must be an
+// object when present ({} when absent). "summary" (with its "kernelbench" and
+// "by_op_class" figures) and "suite_trajectory" are not read: they are recomputed from the
+// rows. INVALID_ARGUMENT
 // naming `source` (the file, for messages) and the field, e.g.
 // "a/results.json: problems[3].best_ms: expected a number".
 absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
@@ -217,9 +281,8 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 // speedup over the starting kernel (y, log scale) against rounds (x). Self-contained SVG.
 std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
 
-// The table's cell formats: "1.234" (ms) and "1.23x"; "-" when the value is unknown (<= 0).
+// The table's cell format for a time: "1.234" (ms); "-" when unknown (<= 0).
 std::string FormatMs(double v);
-std::string FormatSpeedup(double v);
 
 // The summary in one line, as the bench prints it at the end: "geometric mean 1.23x vs
 // start, ... faster than torch.compile on 25 of 44 (by more than 2%: 14)".

@@ -15,8 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tools/report.h"
+#include "kernel_model/op_recognition.h"
+#include "kernel_model/recommendation.h"
 #include "tools/enum_names.h"
+#include "tools/report.h"
 
 namespace kagent::cli {
 namespace {
@@ -82,6 +84,17 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
     r.trajectory.emplace_back(t.round(), t.best_speedup_vs_start());
   }
   std::sort(r.trajectory.begin(), r.trajectory.end());
+  r.op_class = res.op_class();
+  // A job that did not finish (or stored before JobResult.op_class) names no class: the
+  // class of a stored op signature, recognized as the coordinator does.
+  for (const v1::OpSignature* sig : {&base.op_signature(), &best.op_signature()}) {
+    if (!r.op_class.empty() || sig->ops_size() == 0) continue;
+    absl::StatusOr<RecognizedOp> op = RecognizeOp(*sig);
+    if (op.ok() && op->op_class != "unknown") r.op_class = op->op_class;
+  }
+  if (job.state() == v1::JOB_STATE_DONE && !res.best_candidate_id().empty()) {
+    r.deploy = DeployKey(RecommendationOf(res).deploy());
+  }
   return r;
 }
 
@@ -160,6 +173,8 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   s.mean_ai_roofline_pct = ai_n > 0 ? ai_sum / ai_n : 0;
   s.candidates_per_gpu_minute = CandidatesPerGpuMinute(s.candidates_measured, s.gpu_seconds);
   s.gpu_busy_fraction = GpuBusyFraction(s.gpu_busy_seconds, busy_held);
+  s.coverage = Coverage(rows);
+  s.by_op_class = CoverageByOpClass(rows);
   return s;
 }
 
@@ -192,18 +207,21 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   const bool with_run =
       std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.run.empty(); });
   o += absl::StrCat("| problem | ", with_run ? "run | " : "",
-                    "state | start ms | eager ms | compile ms | best ms | vs start | vs eager | "
-                    "vs compile | roofline | AI roofline | rounds | GPU-s | cand/GPU-min | "
-                    "GPU busy | variants | notes |\n");
+                    "state | op class | start ms | eager ms | compile ms | best ms | vs start | "
+                    "vs eager | vs compile | deploy | roofline | AI roofline | rounds | GPU-s | "
+                    "cand/GPU-min | GPU busy | variants | notes |\n");
   o += absl::StrCat("|---|", with_run ? "---|" : "",
-                    "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                    "---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+                    "---|\n");
   for (const auto& r : rows) {
     std::string notes = !r.error.empty() ? r.error : r.stop_reason;
     std::string first = with_run ? absl::StrCat(Cell(r.name), " | ", Cell(r.run)) : Cell(r.name);
     o += absl::StrFormat(
-        "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s | %s | %d | %s |\n",
-        first, r.state, Ms(r.start_ms), Ms(r.eager_ms), Ms(r.compile_ms), Ms(r.best_ms),
-        X(r.speedup_vs_start), X(r.speedup_vs_eager), X(r.speedup_vs_compile),
+        "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f | %s | %s | "
+        "%d | %s |\n",
+        first, r.state, r.op_class.empty() ? "-" : Cell(r.op_class), Ms(r.start_ms),
+        Ms(r.eager_ms), Ms(r.compile_ms), Ms(r.best_ms), X(r.speedup_vs_start),
+        X(r.speedup_vs_eager), X(r.speedup_vs_compile), r.deploy.empty() ? "-" : Cell(r.deploy),
         Pct(r.roofline_pct), Pct(r.ai_roofline_pct), r.rounds, r.gpu_seconds,
         FormatPerGpuMinute(CandidatesPerGpuMinute(r.candidates_measured, r.gpu_seconds)),
         FormatBusyFraction(GpuBusyFraction(r.gpu_busy_seconds, r.gpu_seconds)),
@@ -240,6 +258,7 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
                            ? " (no problem reported busy time: CPU workers or no NVML)"
                            : absl::StrFormat(" (over the %d problems that report it)", s.busy_rows));
   o += absl::StrFormat("- kernel variants screened before measuring: %d\n", s.variants_screened);
+  o += RenderCoverageMarkdown(s.coverage, s.by_op_class);
   o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
   return o;
 }
@@ -268,6 +287,24 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                   {"gpu_busy_fraction", s.gpu_busy_fraction > 0 ? nlohmann::json(s.gpu_busy_fraction)
                                                                 : nlohmann::json(nullptr)},
                   {"variants_screened", s.variants_screened}};
+  // KernelBench's figures (tools/bench_coverage.cc), derived from the rows.
+  auto coverage = [](const BenchCoverage& c) {
+    nlohmann::json fast = nlohmann::json::object();
+    for (int i = 0; i < kFastPCount; ++i) fast[absl::StrFormat("%g", kFastP[i])] = c.fast_p[i];
+    nlohmann::json j = {{"problems", c.problems},
+                        {"verified", c.verified},
+                        {"coverage", c.problems > 0 ? static_cast<double>(c.verified) / c.problems : 0},
+                        {"geomean_speedup_vs_compile", c.geomean_vs_compile},
+                        {"geomean_speedup_vs_best_baseline", c.geomean_vs_baseline},
+                        {"fast_p", fast},
+                        {"fell_back_to_pytorch", c.fell_back}};
+    if (!c.op_class.empty()) j["op_class"] = c.op_class;
+    return j;
+  };
+  j["summary"]["kernelbench"] = coverage(s.coverage);
+  nlohmann::json classes = nlohmann::json::array();
+  for (const BenchCoverage& c : s.by_op_class) classes.push_back(coverage(c));
+  j["summary"]["by_op_class"] = classes;
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json traj = nlohmann::json::array();
@@ -298,6 +335,9 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                    {"candidates_per_gpu_minute",
                     CandidatesPerGpuMinute(r.candidates_measured, r.gpu_seconds)},
                    {"gpu_busy_fraction", busy > 0 ? nlohmann::json(busy) : nlohmann::json(nullptr)},
+                   {"op_class", r.op_class},
+                   {"deploy", r.deploy},
+                   {"speedup_vs_best_baseline", SpeedupVsBestBaseline(r)},
                    {"trajectory", traj}});
   }
   j["problems"] = arr;
@@ -372,6 +412,8 @@ absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
     str("job_id", false, &r.job_id);
     str("error", false, &r.error);
     str("stop_reason", false, &r.stop_reason);
+    str("op_class", false, &r.op_class);
+    str("deploy", false, &r.deploy);
     num("start_ms", true, &r.start_ms);
     num("eager_ms", true, &r.eager_ms);
     num("compile_ms", true, &r.compile_ms);
@@ -552,7 +594,6 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 }
 
 std::string FormatMs(double v) { return Ms(v); }
-std::string FormatSpeedup(double v) { return X(v); }
 
 std::string ThroughputLine(const BenchSummary& s) {
   return absl::StrFormat(

@@ -3,6 +3,7 @@
 // the command dispatch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
+#include "kagent/v1/common.pb.h"
 #include "tools/bench.h"
 
 namespace kagent::cli {
@@ -26,6 +28,25 @@ fs::path TempDir(const std::string& name) {
 }
 
 void Touch(const fs::path& p) { std::ofstream(p) << "# x\n"; }
+
+// A KernelBench problem file as its level1/ holds them (Model, get_inputs, get_init_inputs).
+void WriteProblem(const fs::path& p) {
+  std::ofstream(p) << "import torch\nimport torch.nn as nn\n\n"
+                      "class Model(nn.Module):\n"
+                      "    def __init__(self):\n        super(Model, self).__init__()\n\n"
+                      "    def forward(self, A, B):\n        return torch.matmul(A, B)\n\n"
+                      "N = 64\n\ndef get_inputs():\n"
+                      "    return [torch.randn(N, N), torch.randn(N, N)]\n\n"
+                      "def get_init_inputs():\n    return []\n";
+}
+
+// The names of the files in `d`, sorted.
+std::vector<std::string> FileNames(const fs::path& d) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 BenchRow Row(const std::string& name, double vs_start, double vs_compile,
              std::vector<std::pair<int, double>> traj = {}) {
@@ -48,18 +69,23 @@ BenchRow Row(const std::string& name, double vs_start, double vs_compile,
 
 TEST_CASE("bench: discovery pairs NAME_start.py with NAME.py, sorted, filtered") {
   fs::path d = TempDir("find");
-  Touch(d / "02_b.py");
+  WriteProblem(d / "02_b.py");
   Touch(d / "02_b_start.py");
-  Touch(d / "01_a.py");
+  WriteProblem(d / "01_a.py");
   Touch(d / "01_a_start.py");
-  Touch(d / "03_orphan_start.py");  // no reference: skipped
+  WriteProblem(d / "04_plain.py");  // a problem without a starting kernel
+  Touch(d / "03_orphan_start.py");     // no reference: skipped
+  Touch(d / "test_problems.py");       // defines no Model: not a problem
   Touch(d / "README.md");
   auto all = FindBenchProblems(d.string(), "");
   REQUIRE(all.ok());
-  REQUIRE(all->size() == 2);
+  REQUIRE(all->size() == 3);
   CHECK((*all)[0].name == "01_a");
   CHECK((*all)[1].name == "02_b");
+  CHECK((*all)[2].name == "04_plain");
   CHECK((*all)[0].start_path == (d / "01_a_start.py").string());
+  CHECK((*all)[0].problem_path == (d / "01_a.py").string());
+  CHECK((*all)[2].start_path.empty());
   auto some = FindBenchProblems(d.string(), "_b");
   REQUIRE(some.ok());
   REQUIRE(some->size() == 1);
@@ -196,6 +222,131 @@ TEST_CASE("bench: summary counts and geometric means") {
   CHECK(md.find("over the 3 finished (DONE) problems") != std::string::npos);
 }
 
+TEST_CASE("bench: a row names the job's op class and what it recommends deploying") {
+  v1::Job job;
+  job.set_id("job-3");
+  job.set_state(v1::JOB_STATE_DONE);
+  v1::JobResult* res = job.mutable_result();
+  res->set_best_candidate_id("c1");
+  res->set_op_class("matmul");
+  v1::Measurement* m = res->mutable_best_measurement();
+  m->mutable_candidate()->set_median_ms(2.0);
+  m->mutable_eager()->set_median_ms(1.0);
+  m->mutable_compiled()->set_median_ms(1.5);
+  BenchRow row = RowFromJob("p", job);
+  CHECK(row.op_class == "matmul");
+  CHECK(row.deploy == "eager");  // derived from the final run: stored before recommendations
+  CHECK(SpeedupVsBestBaseline(row) == Approx(0.5));  // eager's 1.0 ms over 2.0 ms
+  res->mutable_recommendation()->set_deploy(v1::DEPLOY_KERNEL);
+  CHECK(RowFromJob("p", job).deploy == "kernel");  // the stored one wins
+  // Without JobResult.op_class: the class of the stored op signature.
+  res->clear_op_class();
+  v1::OpRecord* op = job.mutable_baseline()->mutable_op_signature()->add_ops();
+  op->set_op("aten::relu");
+  v1::TensorInfo* t = op->add_inputs();
+  t->add_shape(1024);
+  t->set_dtype("float32");
+  *op->add_outputs() = *t;
+  CHECK(RowFromJob("p", job).op_class == "elementwise");
+  // Not finished: no recommendation.
+  job.set_state(v1::JOB_STATE_ROUNDS);
+  CHECK(RowFromJob("p", job).deploy.empty());
+}
+
+// A DONE row of op class `op_class`: the best kernel at 1 ms, eager and torch.compile at the
+// given times, recommending `deploy`.
+BenchRow KbRow(const std::string& name, const std::string& op_class, double eager_ms,
+               double compile_ms, const std::string& deploy) {
+  BenchRow r;
+  r.name = name;
+  r.state = "DONE";
+  r.op_class = op_class;
+  r.best_ms = 1.0;
+  r.eager_ms = eager_ms;
+  r.compile_ms = compile_ms;
+  r.speedup_vs_eager = eager_ms;
+  r.speedup_vs_compile = compile_ms;
+  r.deploy = deploy;
+  return r;
+}
+
+TEST_CASE("bench: KernelBench figures: coverage, geometric means, fast_p, fallbacks, per class") {
+  // Speedups over the best PyTorch baseline (the faster of eager and torch.compile):
+  //   a (matmul)   eager 4, compile 2   -> 2.0   (compile's 2 ms over 1 ms)
+  //   b (matmul)   eager 0.8, compile 3 -> 0.8   keeps eager
+  //   c (conv)     eager 3, compile 1.6 -> 1.6
+  //   d (conv)     eager 0.4, compile 0.5 -> 0.4 keeps eager
+  //   e (conv)     FAILED: no verified kernel
+  //   f (-)        eager 9, compile 0 (not timed) -> 9.0
+  std::vector<BenchRow> rows = {KbRow("a", "matmul", 4, 2, "kernel"),
+                                KbRow("b", "matmul", 0.8, 3, "eager"),
+                                KbRow("c", "conv", 3, 1.6, "kernel"),
+                                KbRow("d", "conv", 0.4, 0.5, "eager"),
+                                KbRow("e", "conv", 1, 1, ""),
+                                KbRow("f", "", 9, 0, "kernel")};
+  rows[4].state = "FAILED";
+  rows[4].best_ms = 0;
+  CHECK(SpeedupVsBestBaseline(rows[0]) == Approx(2.0));
+  CHECK(SpeedupVsBestBaseline(rows[5]) == Approx(9.0));
+  CHECK(SpeedupVsBestBaseline(rows[4]) == 0);
+  CHECK_FALSE(HasVerifiedKernel(rows[4]));
+
+  BenchCoverage all = Coverage(rows);
+  CHECK(all.problems == 6);
+  CHECK(all.verified == 5);
+  // (2 * 0.8 * 1.6 * 0.4 * 9) ^ (1/5) = 9.216 ^ 0.2
+  CHECK(all.geomean_vs_baseline == Approx(std::pow(9.216, 0.2)));
+  // torch.compile: a 2, b 3, c 1.6, d 0.5; f not timed (0) leaves the mean
+  CHECK(all.geomean_vs_compile == Approx(std::pow(2 * 3 * 1.6 * 0.5, 0.25)));
+  // fast_0: all 5 verified; fast_0.5: a, b, c, f; fast_1: a, c, f.
+  CHECK(all.fast_p[0] == 5);
+  CHECK(all.fast_p[1] == 4);
+  CHECK(all.fast_p[2] == 3);
+  CHECK(all.fell_back == 2);
+
+  std::vector<BenchCoverage> by = CoverageByOpClass(rows);
+  REQUIRE(by.size() == 3);
+  CHECK(by[0].op_class == "conv");
+  CHECK(by[0].problems == 3);
+  CHECK(by[0].verified == 2);
+  CHECK(by[0].geomean_vs_baseline == Approx(std::sqrt(1.6 * 0.4)));
+  CHECK(by[0].fast_p[2] == 1);
+  CHECK(by[0].fell_back == 1);
+  CHECK(by[1].op_class == "matmul");
+  CHECK(by[1].geomean_vs_baseline == Approx(std::sqrt(2 * 0.8)));
+  CHECK(by[1].fast_p[1] == 2);
+  CHECK(by[2].op_class == "(not recognized)");
+  CHECK(by[2].verified == 1);
+
+  // The summary carries them, results.md and results.json say them.
+  BenchSummary s = Summarize(rows);
+  CHECK(s.coverage.verified == 5);
+  CHECK(s.by_op_class.size() == 3);
+  const std::string md = RenderBenchMarkdown(rows, s, "");
+  CHECK(absl::StrContains(md, "- coverage: a verified kernel for 5 of 6 problems (83%)\n"));
+  CHECK(absl::StrContains(md, "fast_0 5 (83%), fast_0.5 4 (67%), fast_1 3 (50%)\n"));
+  CHECK(absl::StrContains(md, "job recommends keeping PyTorch): 2 of the 5 verified\n"));
+  CHECK(absl::StrContains(md, "| conv | 3 | 2 | 0.89x | 0.80x | 2 | 1 | 1 | 1 |\n"));
+  CHECK(absl::StrContains(md, "| a | DONE | matmul | "));
+  CHECK(absl::StrContains(md, " | 2.00x | kernel | "));
+  nlohmann::json j = nlohmann::json::parse(RenderBenchJson(rows, s, "{}"));
+  CHECK(j["summary"]["kernelbench"]["verified"] == 5);
+  CHECK(j["summary"]["kernelbench"]["fast_p"]["0.5"] == 4);
+  CHECK(j["summary"]["kernelbench"]["fell_back_to_pytorch"] == 2);
+  CHECK(j["summary"]["by_op_class"][0]["op_class"] == "conv");
+  CHECK(j["problems"][1]["deploy"] == "eager");
+  CHECK(j["problems"][1]["speedup_vs_best_baseline"] == Approx(0.8));
+  // Read back, the class and the recommendation are kept.
+  auto back = ParseBenchJson(RenderBenchJson(rows, s, "{}"), "x", nullptr);
+  REQUIRE(back.ok());
+  CHECK((*back)[2].op_class == "conv");
+  CHECK((*back)[1].deploy == "eager");
+  CHECK(Coverage(*back).fast_p[2] == 3);
+  CHECK(CoverageLine(all) ==
+        "coverage 5 of 6 (83%); geometric mean 1.48x vs torch.compile, 1.56x vs the best "
+        "PyTorch baseline; fast_0 5, fast_0.5 4, fast_1 3 of 6; 2 fell back to PyTorch");
+}
+
 TEST_CASE("bench: suite trajectory carries each problem's best forward") {
   std::vector<BenchRow> rows = {Row("a", 4, 1, {{1, 2.0}, {3, 4.0}}), Row("b", 1, 1, {}),
                                 Row("c", 2, 1, {{2, 2.0}})};
@@ -218,10 +369,11 @@ TEST_CASE("bench: Markdown table has a row per problem and the summary") {
   rows.push_back(f);
   std::string md = RenderBenchMarkdown(rows, Summarize(rows), "header line");
   CHECK(md.find("header line") != std::string::npos);
-  CHECK(md.find("| vs compile | roofline | AI roofline | rounds |") != std::string::npos);
-  CHECK(md.find("| 01_matmul | DONE | 2.000 | 1.000 | 1.250 | 1.000 | 2.00x | 1.00x | 1.25x | 50% | 46% | 0 | 10.0 |") !=
+  CHECK(md.find("| state | op class | start ms |") != std::string::npos);
+  CHECK(md.find("| vs compile | deploy | roofline | AI roofline | rounds |") != std::string::npos);
+  CHECK(md.find("| 01_matmul | DONE | - | 2.000 | 1.000 | 1.250 | 1.000 | 2.00x | 1.00x | 1.25x | - | 50% | 46% | 0 | 10.0 |") !=
         std::string::npos);
-  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | - | 0 | 0.0 | - | n/a | 0 | a   pipe and a newline |") !=
+  CHECK(md.find("| 02_bad | FAILED | - | - | - | - | - | - | - | - | - | - | - | 0 | 0.0 | - | n/a | 0 | a   pipe and a newline |") !=
         std::string::npos);
   CHECK(md.find("mean arithmetic-intensity roofline of the final kernels (where known): 46%") !=
         std::string::npos);
@@ -395,7 +547,7 @@ TEST_CASE("bench: usage errors exit 2") {
   CHECK(Bench({"problems"}, &out, &err) == 2);  // no --out
   fs::path d = TempDir("usage");
   CHECK(Bench({d.string(), "--out", (d / "o").string()}, &out, &err) == 2);  // no problems
-  CHECK(err.find("no NAME_start.py") != std::string::npos);
+  CHECK(err.find("no problem (a NAME.py defining class Model)") != std::string::npos);
   CHECK(Bench({d.string(), "--out", (d / "o").string(), "--concurrency", "0"}, &out, &err) == 2);
   CHECK(Bench({"--help"}, &out, &err) == 0);
   fs::remove_all(d);
@@ -468,7 +620,7 @@ TEST_CASE("bench: --beam-width or --fixes-per-kernel outside 1..16 is a usage er
   }
   // RunBench: exit 2 with the reason and the usage, before looking for problems.
   fs::path d = TempDir("range");
-  Touch(d / "01_a.py");
+  WriteProblem(d / "01_a.py");
   Touch(d / "01_a_start.py");
   std::ostringstream o, e;
   CHECK(RunBench({d.string(), "--out", (d / "o").string(), "--beam-width", "17"}, o, e) == 2);
@@ -480,7 +632,7 @@ TEST_CASE("bench: --beam-width or --fixes-per-kernel outside 1..16 is a usage er
 
 TEST_CASE("bench: an unreachable server exits 1 and still writes the results files") {
   fs::path d = TempDir("down");
-  Touch(d / "01_a.py");
+  WriteProblem(d / "01_a.py");
   Touch(d / "01_a_start.py");
   std::string out, err;
   int rc = Bench({d.string(), "--out", (d / "o").string(), "--server", "127.0.0.1:1",
@@ -497,6 +649,39 @@ TEST_CASE("bench: an unreachable server exits 1 and still writes the results fil
   }
   CHECK(fs::exists(d / "o" / "results.md"));
   CHECK(fs::exists(d / "o" / "trajectory.svg"));
+  fs::remove_all(d);
+}
+
+TEST_CASE("bench: a plain KernelBench folder (no _start.py) runs as is, nothing written into it") {
+  // KernelBench's level1/ layout: numbered problem files, no starting kernels.
+  fs::path d = TempDir("kernelbench");
+  fs::path level1 = d / "level1";
+  fs::create_directories(level1);
+  WriteProblem(level1 / "1_Square_matrix_multiplication_.py");
+  WriteProblem(level1 / "2_Standard_matrix_multiplication_.py");
+  const std::vector<std::string> before = FileNames(level1);
+  auto found = FindBenchProblems(level1.string(), "");
+  REQUIRE(found.ok());
+  REQUIRE(found->size() == 2);
+  CHECK((*found)[0].name == "1_Square_matrix_multiplication_");
+  CHECK((*found)[1].name == "2_Standard_matrix_multiplication_");
+  for (const BenchProblem& p : *found) CHECK(p.start_path.empty());
+  // The run reads the folder, says that the brain writes every first kernel, and writes
+  // only under --out (here no server answers: exit 1, the partial results still written).
+  std::string out, err;
+  int rc = Bench({level1.string(), "--out", (d / "o").string(), "--server", "127.0.0.1:1",
+                  "--timeout-seconds", "2"},
+                 &out, &err);
+  CHECK(rc == 1);
+  CHECK(absl::StrContains(out, "2 problems from " + level1.string() +
+                                   " (0 with a starting kernel; the brain writes the others' "
+                                   "first kernels)"));
+  CHECK(FileNames(level1) == before);
+  std::ifstream in(d / "o" / "results.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  REQUIRE(j["problems"].size() == 2);
+  CHECK(j["summary"]["kernelbench"]["problems"] == 2);
+  CHECK(j["summary"]["kernelbench"]["verified"] == 0);
   fs::remove_all(d);
 }
 
@@ -695,10 +880,10 @@ TEST_CASE("bench: the Markdown run column appears only when some row names its r
   CHECK(plain.find("| run |") == std::string::npos);
   rows[1].run = "h200-s5b";
   std::string md = RenderBenchMarkdown(rows, Summarize(rows), "");
-  CHECK(md.find("| problem | run | state | start ms |") != std::string::npos);
-  CHECK(md.find("|---|---|---|---:|") != std::string::npos);
-  CHECK(md.find("| 01_matmul |  | DONE | 2.000 |") != std::string::npos);
-  CHECK(md.find("| 02_relu | h200-s5b | DONE | 2.000 |") != std::string::npos);
+  CHECK(md.find("| problem | run | state | op class | start ms |") != std::string::npos);
+  CHECK(md.find("|---|---|---|---|---:|") != std::string::npos);
+  CHECK(md.find("| 01_matmul |  | DONE | - | 2.000 |") != std::string::npos);
+  CHECK(md.find("| 02_relu | h200-s5b | DONE | - | 2.000 |") != std::string::npos);
 }
 
 TEST_CASE("bench: --merge writes one table from several results.json, no server") {
@@ -721,6 +906,7 @@ TEST_CASE("bench: --merge writes one table from several results.json, no server"
   // Throughput of the merged rows (01_a from a, 02_b from b; 10 GPU-s each).
   CHECK(out.find("throughput: 24 candidates measured in 20.0 GPU-s: 72.00 per GPU-minute; GPU "
                  "busy 65% (2 problems with NVML figures); 12 variants screened") != std::string::npos);
+  CHECK(absl::StrContains(out, "kernelbench: coverage 2 of 2 (100%); "));
   nlohmann::json j = nlohmann::json::parse(Slurp(d / "o" / "results.json"));
   REQUIRE(j["problems"].size() == 2);
   CHECK(j["problems"][0]["name"] == "01_a");

@@ -21,6 +21,8 @@
 #include "common/proto_json.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "kernel_model/gpu_spec.h"
+#include "kernel_model/recommendation.h"
+#include "kernel_model/speedup_text.h"
 #include "tools/bench.h"
 #include "tools/enum_names.h"
 #include "tools/package.h"
@@ -121,13 +123,6 @@ class Client {
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
 
-// A speedup after "->": "1.92x", "0.80x (1.25x slower)"; "n/a" when not measured.
-std::string Speedup(double ratio) {
-  if (ratio <= 0) return "n/a";
-  if (ratio >= 1) return absl::StrFormat("%.2fx", ratio);
-  return absl::StrFormat("%.2fx (%.2fx slower)", ratio, 1 / ratio);
-}
-
 }  // namespace
 
 void PrintJob(const v1::Job& j, std::ostream& out) {
@@ -137,15 +132,29 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
       << "state      " << StateName(j.state());
   if (!j.error().empty()) out << "  error: " << j.error();
   if (!r.stop_reason().empty()) out << "  (" << r.stop_reason() << ")";
-  out << "\nround      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
-  out << absl::StrFormat("gpu time   %.1f GPU-s, GPU busy %s\n", j.gpu_seconds_used(),
-                         FormatBusyFraction(GpuBusyFraction(j.gpu_busy_seconds_used(),
-                                                            j.gpu_seconds_used())));
-  out << absl::StrFormat("measured   %d candidates, %s per GPU-minute; %d variants screened\n",
+  out << "\n";
+  if (!r.best_candidate_id().empty()) {
+    const v1::Recommendation rec = RecommendationOf(r);
+    if (rec.deploy() != v1::DEPLOY_UNSPECIFIED) out << "deploy     " << rec.summary() << "\n";
+  }
+  out << "round      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
+  // The report's wording (tools/report.cc): on a CPU worker the held time is the worker's.
+  const bool cpu_job = MeasuredOnCpuWorker(b) || MeasuredOnCpuWorker(j.baseline());
+  if (cpu_job) {
+    out << absl::StrFormat(
+        "worker time %.1f worker-seconds (time the job held the CPU worker's slot; no GPU was "
+        "used)\n",
+        j.gpu_seconds_used());
+  } else {
+    out << absl::StrFormat("gpu time   %.1f GPU-seconds, GPU busy %s\n", j.gpu_seconds_used(),
+                           FormatBusyFraction(GpuBusyFraction(j.gpu_busy_seconds_used(),
+                                                              j.gpu_seconds_used())));
+  }
+  out << absl::StrFormat("measured   %d candidates, %s per %s-minute; %d variants screened\n",
                          j.candidates_measured(),
                          FormatPerGpuMinute(CandidatesPerGpuMinute(j.candidates_measured(),
                                                                    j.gpu_seconds_used())),
-                         j.variants_screened());
+                         cpu_job ? "worker" : "GPU", j.variants_screened());
   const v1::Budget& budget = j.config().budget();
   if (j.llm_tokens_used() > 0 || j.llm_cost_usd() > 0 || budget.has_max_llm_tokens() ||
       budget.has_max_llm_cost_usd()) {
@@ -188,14 +197,14 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     if (r.lineage_size() > 0 && r.lineage(0) == r.best_candidate_id()) {
       out << "  starting kernel the best kernel is the starting kernel: no candidate beat it\n";
     } else if (start_ms > 0 && r.speedup_vs_start() > 0) {
-      out << absl::StrFormat("  starting kernel %10.4f ms  -> %s\n", start_ms, Speedup(r.speedup_vs_start()));
+      out << absl::StrFormat("  starting kernel %10.4f ms  -> %s\n", start_ms, FormatSpeedup(r.speedup_vs_start()));
     } else {
       out << "  starting kernel -  (not timed)\n";
     }
     out << absl::StrFormat("  eager PyTorch   %10.4f ms  -> %s\n", b.eager().median_ms(),
-                           Speedup(r.speedup_vs_eager()));
+                           FormatSpeedup(r.speedup_vs_eager()));
     out << absl::StrFormat("  torch.compile   %10.4f ms  -> %s\n", b.compiled().median_ms(),
-                           Speedup(r.speedup_vs_compile()));
+                           FormatSpeedup(r.speedup_vs_compile()));
     if (r.roofline_efficiency_pct() > 0) {
       out << absl::StrFormat("  roofline        %.1f%%  (speed of light: the larger of compute and memory SOL)\n",
                              r.roofline_efficiency_pct());
@@ -212,9 +221,11 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     }
     for (const auto& m : r.extra_shapes()) {
       double med = m.candidate().median_ms();
-      out << absl::StrFormat("  shape %-10s %s %.4f ms, %.2fx eager, %.2fx compile\n", m.shape_set(),
-                             VerdictName(m.verdict()), med, med > 0 ? m.eager().median_ms() / med : 0,
-                             med > 0 ? m.compiled().median_ms() / med : 0);
+      out << absl::StrFormat("  shape %-10s %s %.4f ms, %s, %s\n", m.shape_set(),
+                             VerdictName(m.verdict()), med,
+                             FormatVersus(med > 0 ? m.eager().median_ms() / med : 0, "eager"),
+                             FormatVersus(med > 0 ? m.compiled().median_ms() / med : 0,
+                                          "torch.compile"));
     }
     out << "  lineage: ";
     for (int i = 0; i < r.lineage_size(); ++i) out << (i ? " -> " : "") << r.lineage(i);
@@ -270,6 +281,16 @@ void WatchPrinter::Finish() {
   if (tty_) out_ << "\r\033[K" << Bar() << "\n";
 }
 
+std::string WatchFinishLine(const std::string& job_id, v1::JobState state, const v1::Job* job) {
+  std::string line = absl::StrCat("job ", job_id, " ", StateName(state));
+  if (state != v1::JOB_STATE_DONE || job == nullptr || job->result().best_candidate_id().empty()) {
+    return line;
+  }
+  const v1::Recommendation rec = RecommendationOf(job->result());
+  if (rec.deploy() == v1::DEPLOY_UNSPECIFIED) return line;
+  return absl::StrCat(line, ": ", rec.summary());
+}
+
 namespace {
 
 int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out) {
@@ -290,7 +311,10 @@ int Watch(Client& c, const std::string& job_id, int64_t from, std::ostream& out)
     v1::GetJobResponse r;
     if (c.GetJob(job_id, &r).ok()) final_state = r.job().state();
   }
-  out << "job " << job_id << " " << StateName(final_state) << "\n";
+  // A DONE job's line says what to deploy (from the stored result).
+  v1::GetJobResponse done;
+  const bool have_job = final_state == v1::JOB_STATE_DONE && c.GetJob(job_id, &done).ok();
+  out << WatchFinishLine(job_id, final_state, have_job ? &done.job() : nullptr) << "\n";
   return final_state == v1::JOB_STATE_DONE ? 0 : 3;
 }
 

@@ -29,14 +29,21 @@ namespace kagent::cli {
 // Runs one invocation; writes to `out` and `err`.
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// What `kagent get` prints for a job: state, rounds, GPU time and the share of it the GPU
-// was busy ("n/a" without NVML figures), candidates measured (and per GPU-minute) and
+// What `kagent get` prints for a job: state, what to deploy (a job with a best kernel:
+// kernel_model/recommendation.h), rounds, GPU time and the share of it the GPU was busy
+// ("n/a" without NVML figures; on a CPU worker its worker-seconds instead, as the report
+// says), candidates measured (and per GPU- or worker-minute) and
 // variants screened, LLM usage (tokens and
 // cost, with the job's LLM budget) when the job has used an LLM or set an LLM budget,
-// the baseline, the trajectory and the best kernel (each speedup from its final run, a
-// slower one also as "N.NNx slower"; "n/a" for a roofline without hardware counters; a
-// line saying so when the times are Triton's interpreter's on the CPU).
+// the baseline, the trajectory and the best kernel (each speedup from its final run, as
+// kernel_model/speedup_text.h's FormatSpeedup writes it; "n/a" for a roofline without
+// hardware counters; a line saying so when the times are Triton's interpreter's on the CPU).
 void PrintJob(const v1::Job& job, std::ostream& out);
+
+// `kagent watch`'s last line: "job ID STATE", and for a DONE job (`job`, read after the
+// stream ended; null when it could not be read) what to deploy:
+// "job job-1 DONE: keep PyTorch's eager: fastest by 34 % (over the kernel)".
+std::string WatchFinishLine(const std::string& job_id, v1::JobState state, const v1::Job* job);
 
 // What `kagent watch` prints for a job's event stream: one line per event (a measured
 // candidate as its id, verdict, median and the prescription it tried, or "starting

@@ -132,14 +132,14 @@ TEST_CASE("cli: get shows the GPU busy share, candidates per GPU-minute and vari
   job.set_candidates_measured(20);
   std::ostringstream cpu;
   cli::PrintJob(job, cpu);
-  CHECK(cpu.str().find("gpu time   240.0 GPU-s, GPU busy n/a\n") != std::string::npos);
+  CHECK(cpu.str().find("gpu time   240.0 GPU-seconds, GPU busy n/a\n") != std::string::npos);
   CHECK(cpu.str().find("measured   20 candidates, 5.00 per GPU-minute; 0 variants screened\n") !=
         std::string::npos);
   job.set_gpu_busy_seconds_used(180);
   job.set_variants_screened(64);
   std::ostringstream gpu;
   cli::PrintJob(job, gpu);
-  CHECK(gpu.str().find("gpu time   240.0 GPU-s, GPU busy 75%\n") != std::string::npos);
+  CHECK(gpu.str().find("gpu time   240.0 GPU-seconds, GPU busy 75%\n") != std::string::npos);
   CHECK(gpu.str().find("measured   20 candidates, 5.00 per GPU-minute; 64 variants screened\n") !=
         std::string::npos);
   std::string html = RenderHtmlReport(job, {}, {});
@@ -204,13 +204,13 @@ TEST_CASE("cli: get never shows a 0 ms starting kernel or a made-up ratio") {
   std::ostringstream won;
   cli::PrintJob(better, won);
   INFO(won.str());
-  CHECK(won.str().find("  starting kernel     2.4000 ms  -> 1.92x\n") != std::string::npos);
+  CHECK(won.str().find("  starting kernel     2.4000 ms  -> 1.92x faster\n") != std::string::npos);
 
   // Without the start in the final run, the baseline run's median stands in.
   b->clear_reference_kernel();
   std::ostringstream from_baseline;
   cli::PrintJob(better, from_baseline);
-  CHECK(from_baseline.str().find("  starting kernel     2.5000 ms  -> 1.92x\n") !=
+  CHECK(from_baseline.str().find("  starting kernel     2.5000 ms  -> 1.92x faster\n") !=
         std::string::npos);
 }
 
@@ -335,6 +335,22 @@ TEST_CASE("cli: watch prints a recorded job's events, one line each") {
   CHECK(from9.final_state() == v1::JOB_STATE_DONE);
 }
 
+TEST_CASE("cli: watch's last line says what to deploy for a DONE job") {
+  v1::Job job;
+  REQUIRE(testing::LoadJsonFixture("tests/fixtures/jobs/cpu_relu_add.job.json", &job).ok());
+  CHECK(cli::WatchFinishLine(job.id(), v1::JOB_STATE_DONE, &job) ==
+        "job job-0b44f594c78b DONE: keep PyTorch's eager: fastest by 2161 % (over "
+        "the kernel); timed on the CPU worker (Triton's interpreter), not on a GPU");
+  // A stored recommendation is the one said.
+  job.mutable_result()->mutable_recommendation()->set_deploy(v1::DEPLOY_KERNEL);
+  job.mutable_result()->mutable_recommendation()->set_summary("deploy the kernel: fastest by 3.0 %");
+  CHECK(cli::WatchFinishLine(job.id(), v1::JOB_STATE_DONE, &job) ==
+        "job job-0b44f594c78b DONE: deploy the kernel: fastest by 3.0 %");
+  // Not DONE, or the job not read: the state alone.
+  CHECK(cli::WatchFinishLine("job-1", v1::JOB_STATE_FAILED, &job) == "job job-1 FAILED");
+  CHECK(cli::WatchFinishLine("job-1", v1::JOB_STATE_DONE, nullptr) == "job job-1 DONE");
+}
+
 TEST_CASE("cli: get prints a recorded CPU job: slower as slower, no made-up roofline") {
   v1::Job job;
   REQUIRE(testing::LoadJsonFixture("tests/fixtures/jobs/cpu_relu_add.job.json", &job).ok());
@@ -348,12 +364,22 @@ TEST_CASE("cli: get prints a recorded CPU job: slower as slower, no made-up roof
   CHECK(absl::StrContains(out, "  best                3.0442 ms\n"));
   CHECK(absl::StrContains(out, "  timings         Triton's interpreter on the CPU: correctness is "
                                "real, these are not GPU times\n"));
-  CHECK(absl::StrContains(out, "  starting kernel     3.4561 ms  -> 1.14x\n"));
-  CHECK(absl::StrContains(out, "  eager PyTorch       0.1346 ms  -> 0.04x (22.61x slower)\n"));
-  CHECK(absl::StrContains(out, "  torch.compile      12.9322 ms  -> 4.25x\n"));
+  CHECK(absl::StrContains(out, "  starting kernel     3.4561 ms  -> 1.14x faster\n"));
+  CHECK(absl::StrContains(out, "  eager PyTorch       0.1346 ms  -> 0.044x (22.61x slower)\n"));
+  CHECK(absl::StrContains(out, "  torch.compile      12.9322 ms  -> 4.25x faster\n"));
   CHECK(absl::StrContains(out, "  roofline        n/a  (no hardware counters under Triton's "
                                "interpreter)\n"));
   CHECK(absl::StrContains(out, "  lineage: job-0b44f594c78b-c0 -> job-0b44f594c78b-r1-w0\n"));
+  // A CPU worker's held time reads as the report says it, worker-seconds, not GPU time.
+  CHECK(absl::StrContains(out, "worker time 34.0 worker-seconds (time the job held the CPU "
+                               "worker's slot; no GPU was used)\n"));
+  CHECK(absl::StrContains(out, " per worker-minute; "));
+  CHECK_FALSE(absl::StrContains(out, "GPU-s"));
+  // Slower than eager: keep eager, said with its margin over the kernel, the next fastest
+  // (3.0442 / 0.1346 - 1 = 2161 %; torch.compile took 12.9322 ms).
+  CHECK(absl::StrContains(out, "deploy     keep PyTorch's eager: fastest by 2161 % (over "
+                               "the kernel); timed on the CPU worker (Triton's "
+                               "interpreter), not on a GPU\n"));
 }
 
 TEST_CASE("cli: get prints a recorded H200 job: final-run times, slower as slower, n/a") {
@@ -368,7 +394,7 @@ TEST_CASE("cli: get prints a recorded H200 job: final-run times, slower as slowe
   INFO(out);
   CHECK(absl::StrContains(out, "job        job-ad861332d614  (01_matmul_square_fp32)\n"));
   CHECK(absl::StrContains(out, "state      DONE  (round budget spent (1 rounds))\n"));
-  CHECK(absl::StrContains(out, "gpu time   19.0 GPU-s, GPU busy 52%\n"));
+  CHECK(absl::StrContains(out, "gpu time   19.0 GPU-seconds, GPU busy 52%\n"));
   CHECK(absl::StrContains(out, "start      CORRECT 3.2790 ms  (eager 2.6787 ms, torch.compile "
                                "2.6780 ms)\n"));
   CHECK(absl::StrContains(out, "     1 |     3.1780 |    1.03x | 3/3\n"));
@@ -376,13 +402,16 @@ TEST_CASE("cli: get prints a recorded H200 job: final-run times, slower as slowe
   CHECK(absl::StrContains(out, "best kernel job-ad861332d614-r1-w0 (one final run, every time "
                                "side by side)\n"));
   CHECK(absl::StrContains(out, "  best                3.1776 ms\n"));
-  CHECK(absl::StrContains(out, "  starting kernel     3.2776 ms  -> 1.03x\n"));
+  CHECK(absl::StrContains(out, "  starting kernel     3.2776 ms  -> 1.03x faster\n"));
   CHECK(absl::StrContains(out, "  eager PyTorch       2.6776 ms  -> 0.84x (1.19x slower)\n"));
   CHECK(absl::StrContains(out, "  torch.compile       2.6790 ms  -> 0.84x (1.19x slower)\n"));
   CHECK(absl::StrContains(out, "  roofline        n/a  (the best kernel has no profile)\n"));
   CHECK(absl::StrContains(out, "  AI roofline     n/a  (the op signature gave no FLOPs and bytes)\n"));
   CHECK(absl::StrContains(out, "  lineage: job-ad861332d614-c0 -> job-ad861332d614-r1-w0\n"));
   CHECK_FALSE(absl::StrContains(out, "Triton's interpreter"));
+  // Eager (2.6776 ms) edges torch.compile (2.6790 ms); the kernel (3.1776 ms) is slower.
+  CHECK(absl::StrContains(out, "deploy     keep PyTorch's eager: fastest by 0.1 % (over "
+                               "torch.compile)\n"));
 
   // The other recorded H200 job: faster than everything, its AI roofline from the job.
   v1::Job fast;
@@ -391,11 +420,12 @@ TEST_CASE("cli: get prints a recorded H200 job: final-run times, slower as slowe
   std::ostringstream p2;
   cli::PrintJob(fast, p2);
   INFO(p2.str());
-  CHECK(absl::StrContains(p2.str(), "  starting kernel     1.7725 ms  -> 1.13x\n"));
-  CHECK(absl::StrContains(p2.str(), "  torch.compile       1.8036 ms  -> 1.15x\n"));
+  CHECK(absl::StrContains(p2.str(), "  starting kernel     1.7725 ms  -> 1.13x faster\n"));
+  CHECK(absl::StrContains(p2.str(), "  torch.compile       1.8036 ms  -> 1.15x faster\n"));
   CHECK(absl::StrContains(p2.str(), "  AI roofline     65.3%  (useful work vs the roofline at the "
                                     "op's arithmetic intensity)\n"));
-  CHECK(absl::StrContains(p2.str(), "gpu time   17.1 GPU-s, GPU busy 45%\n"));
+  CHECK(absl::StrContains(p2.str(), "gpu time   17.1 GPU-seconds, GPU busy 45%\n"));
+  CHECK(absl::StrContains(p2.str(), "deploy     deploy the kernel: fastest by "));
 }
 
 TEST_CASE("report: escapes text and holds every section") {

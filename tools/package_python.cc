@@ -16,7 +16,9 @@ import torch.nn as nn
 from . import reference as _reference
 
 __all__ = ["Model", "functional", "guard", "verified_inputs", "kernel_available", "FIGURES",
-           "JOB_ID", "OP_NAME", "VERIFIED_DEVICE", "LANGUAGE", "START_KERNEL"]
+           "JOB_ID", "OP_NAME", "VERIFIED_DEVICE", "LANGUAGE", "DEPLOY", "START_KERNEL"]
+
+_PATHS = ("kernel", "eager", "torch.compile")
 
 # The verified kernel's source, as a file a second job takes as its starting kernel:
 #   kagent submit problem.py --kernel <this folder>/kernel.py
@@ -140,20 +142,27 @@ def _(handle, tensors):
 
 
 class Model(nn.Module):
-    """A drop-in for the problem's Model: the same constructor and forward. On inputs that
-    pass guard() forward runs the verified kernel through the custom op OP_NAME (so it
-    works under torch.compile); on any other it runs the reference Model. The kernel's
-    ModelNew and the reference are built from the constructor's arguments with one seed,
-    as the harness built them when it verified the kernel."""
+    """A drop-in for the problem's Model: the same constructor and forward. `deploy` (default
+    DEPLOY, what the job recommends) picks the path: "kernel" runs the verified kernel
+    through the custom op OP_NAME (so it works under torch.compile) on inputs that pass
+    guard() and the reference Model on any other; "eager" always runs the reference Model;
+    "torch.compile" runs it under torch.compile. The kernel's ModelNew and the reference
+    are built from the constructor's arguments with one seed, as the harness built them
+    when it verified the kernel."""
 
-    def __init__(self, *args, seed=0, **kwargs):
+    def __init__(self, *args, seed=0, deploy=None, **kwargs):
         super().__init__()
+        deploy = DEPLOY if deploy is None else deploy
+        if deploy not in _PATHS:
+            raise ValueError(f"deploy must be one of {_PATHS}, not {deploy!r}")
+        self.deploy = deploy
         verified_inputs()
         torch.manual_seed(seed)
         self.reference = _reference.Model(*args, **kwargs)
+        self._compiled = torch.compile(self.reference) if deploy == "torch.compile" else None
         self.kernel = None
         self._handle = 0
-        if kernel_available():
+        if deploy == "kernel" and kernel_available():
             torch.manual_seed(seed)
             self.kernel = _kernel().ModelNew(*args, **kwargs)
             self._handle = next(_handles)
@@ -163,6 +172,8 @@ class Model(nn.Module):
         if self.kernel is not None and guard(*inputs):
             outs = _op(self._handle, [x for x in inputs if isinstance(x, torch.Tensor)])
             return outs[0] if _outputs[1] else tuple(outs)
+        if self._compiled is not None:
+            return self._compiled(*inputs)
         return self.reference(*inputs)
 
 
@@ -171,7 +182,7 @@ _default = None
 
 def functional(*inputs):
     """The op as a function: Model(*get_init_inputs()) applied to `inputs` (one instance,
-    built on first use, on the device of the first tensor input)."""
+    built on first use with the DEPLOY path, on the device of the first tensor input)."""
     global _default
     if _default is None:
         _default = Model(*_reference.get_init_inputs())
@@ -194,7 +205,7 @@ import sys
 import pytest
 import torch
 
-from . import FIGURES, LANGUAGE, START_KERNEL, VERIFIED_DEVICE, Model, functional, guard
+from . import DEPLOY, FIGURES, LANGUAGE, START_KERNEL, VERIFIED_DEVICE, Model, functional, guard
 from . import kernel_available, reference
 
 package = sys.modules[__package__]  # its kernel_calls counts the op's kernel runs
@@ -242,9 +253,9 @@ def _verified_inputs(seed):
     return [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in reference.get_inputs()]
 
 
-def _models():
+def _models(deploy="kernel"):
     init = reference.get_init_inputs()
-    model = Model(*init).to(DEVICE)
+    model = Model(*init, deploy=deploy).to(DEVICE)
     torch.manual_seed(0)
     ref = reference.Model(*init).to(DEVICE)
     return model, ref
@@ -262,6 +273,22 @@ def test_verified_inputs_run_the_kernel_and_match_the_reference():
         assert package.kernel_calls == before + 1
     inputs = _verified_inputs(3)
     _close(functional(*inputs), ref(*inputs))
+
+
+@torch.no_grad()
+def test_the_default_path_is_the_recommended_one():
+    # DEPLOY is the job's recommendation (FIGURES["deploy"]): a PyTorch path the job found
+    # faster than the kernel never runs the kernel; "kernel" runs it where it can.
+    assert DEPLOY == (FIGURES["deploy"] or "kernel")
+    model, ref = _models(deploy=None)
+    assert model.deploy == DEPLOY
+    inputs = _verified_inputs(7)
+    before = package.kernel_calls
+    _close(model(*inputs), ref(*inputs))
+    ran_kernel = DEPLOY == "kernel" and kernel_available() and guard(*inputs)
+    assert package.kernel_calls == before + (1 if ran_kernel else 0)
+    with pytest.raises(ValueError):
+        Model(*reference.get_init_inputs(), deploy="cuda graphs")
 
 
 @needs_kernel

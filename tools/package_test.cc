@@ -8,11 +8,14 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_io.h"
 #include "common/install_paths.h"
 #include "common/subprocess/subprocess.h"
 #include "common/testing/fixtures.h"
+#include "kernel_model/recommendation.h"
+#include "kernel_model/speedup_text.h"
 #include "nlohmann/json.hpp"
 #include "tools/package.h"
 
@@ -85,7 +88,9 @@ TEST_CASE("package: a recorded CPU job's package holds the kernel, the reference
   // interpreter timings.
   const std::string& module = files.at("kagent_problem_relu_add/__init__.py");
   REQUIRE(r.speedup_vs_eager() < 1);
-  const std::string slower = absl::StrFormat("- vs eager PyTorch: %.2fx slower", 1 / r.speedup_vs_eager());
+  const std::string slower =
+      absl::StrCat("- vs eager PyTorch: ", FormatSpeedup(r.speedup_vs_eager()), " (eager ");
+  CHECK(absl::StrContains(slower, "x slower) (eager "));
   CHECK(absl::StrContains(module, slower));
   CHECK(absl::StrContains(module, "(Triton's interpreter: correctness only, not GPU timings)"));
   CHECK(absl::StrContains(module, "OP_NAME = \"kagent_job_0b44f594c78b::problem_relu_add\""));
@@ -93,6 +98,39 @@ TEST_CASE("package: a recorded CPU job's package holds the kernel, the reference
   CHECK(absl::StrContains(files.at("kagent_problem_relu_add/README.md"), slower));
   CHECK(absl::StrContains(files.at("kagent_problem_relu_add/README.md"),
                           "TRITON_INTERPRET=1 python -m pytest kagent_problem_relu_add"));
+
+  // The interpreter's kernel is slower than eager PyTorch: the package says to keep eager
+  // (a result stored before recommendations existed: derived from the final run), and its
+  // Model takes that path by default.
+  REQUIRE(r.recommendation().deploy() == v1::DEPLOY_UNSPECIFIED);
+  CHECK(figures["deploy"] == "eager");
+  CHECK(figures["recommendation"] == Recommend(r.best_measurement()).summary());
+  CHECK(absl::StrContains(module, "DEPLOY = \"eager\""));
+  CHECK(absl::StrContains(module, "- deploy: keep PyTorch's eager: fastest by "));
+  CHECK(absl::StrContains(files.at("kagent_problem_relu_add/README.md"),
+                          "The job found PyTorch's eager faster than the kernel, so Model runs the "
+                          "problem's reference eagerly by default"));
+}
+
+TEST_CASE("package: the recommended path is the package's default") {
+  v1::Job job = RecordedCpuJob();
+  for (auto [deploy, key] : {std::pair{v1::DEPLOY_KERNEL, "kernel"},
+                             std::pair{v1::DEPLOY_TORCH_COMPILE, "torch.compile"}}) {
+    job.mutable_result()->mutable_recommendation()->set_deploy(deploy);
+    job.mutable_result()->mutable_recommendation()->set_summary("the summary");
+    absl::StatusOr<PythonPackage> p = RenderPythonPackage(job);
+    REQUIRE(p.ok());
+    std::map<std::string, std::string> files = Files(*p);
+    const std::string& module = files.at("kagent_problem_relu_add/__init__.py");
+    CHECK(absl::StrContains(module, absl::StrCat("DEPLOY = \"", key, "\"")));
+    CHECK(absl::StrContains(module, "- deploy: the summary"));
+    nlohmann::json figures = nlohmann::json::parse(files.at("kagent_problem_relu_add/figures.json"));
+    CHECK(figures["deploy"] == key);
+    CHECK(absl::StrContains(files.at("kagent_problem_relu_add/README.md"),
+                            deploy == v1::DEPLOY_KERNEL
+                                ? "Model runs the kernel on the inputs it was verified on"
+                                : "so Model runs the problem's reference under torch.compile"));
+  }
 }
 
 TEST_CASE("package: the package passes its own tests under Triton's interpreter", "[python]") {
@@ -102,8 +140,9 @@ TEST_CASE("package: the package passes its own tests under Triton's interpreter"
   INFO(r.stdout_data << r.stderr_data);
   CHECK(r.ok());
   // Every test ran: the kernel on its verified inputs, eagerly and under torch.compile,
-  // the fallback, kernel.py alone as a starting kernel, and the figures.
-  CHECK(absl::StrContains(r.stdout_data, "5 passed"));
+  // the recommended default path (eager here), the fallback, kernel.py alone as a starting
+  // kernel, and the figures.
+  CHECK(absl::StrContains(r.stdout_data, "6 passed"));
   CHECK_FALSE(absl::StrContains(r.stdout_data, "skipped"));
 }
 
@@ -119,8 +158,9 @@ TEST_CASE("package: a CUDA C++ kernel's tests skip on a machine without a GPU, s
   SubprocessResult r = RunPackageTests(*p, {{"TRITON_INTERPRET", "1"}, {"CUDA_VISIBLE_DEVICES", ""}});
   INFO(r.stdout_data << r.stderr_data);
   CHECK(r.ok());
-  // The fallback and the figures run; the three that need the kernel are skipped.
-  CHECK(absl::StrContains(r.stdout_data, "2 passed, 3 skipped"));
+  // The default path, the fallback and the figures run; the three that need the kernel are
+  // skipped.
+  CHECK(absl::StrContains(r.stdout_data, "3 passed, 3 skipped"));
   CHECK(absl::StrContains(r.stdout_data, "the kernel is CUDA C++"));
 }
 

@@ -6,12 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/op_recognition.h"
+#include "kernel_model/recommendation.h"
 #include "kernel_model/roofline.h"
+#include "kernel_model/speedup_text.h"
 #include "tools/bench.h"
 #include "tools/enum_names.h"
 #include "tools/report_charts.h"
@@ -28,22 +31,15 @@ std::string Ms(double ms) {
 }
 std::string Pct(double pct) { return pct > 0 ? absl::StrFormat("%.1f%%", pct) : "n/a"; }
 
-// The best kernel against another time of the same run: "2.01x faster", "0.80x (1.25x
-// slower)", "1.00x (as fast)"; "n/a" when either time is missing.
-// A ratio with the digits that keep it from reading 0: "2.01x", "338x", "0.003x".
-std::string Times(double r) {
-  if (r >= 100) return absl::StrFormat("%.0fx", r);
-  if (r >= 0.1) return absl::StrFormat("%.2fx", r);
-  return absl::StrFormat("%.2gx", r);
-}
-
+// The best kernel against another time of the same run, as every surface writes it
+// (kernel_model/speedup_text.h): "2.01x faster", "0.80x (1.25x slower)", "1.00x (as
+// fast)", coloured; "n/a" when either time is missing.
 std::string Versus(double other_ms, double best_ms) {
   if (other_ms <= 0 || best_ms <= 0) return "n/a";
-  double r = other_ms / best_ms;
-  std::string x = Times(r);
-  if (x == "1.00x") return "1.00x (as fast)";
-  if (r > 1) return absl::StrCat("<span class=\"faster\">", x, " faster</span>");
-  return absl::StrCat("<span class=\"slower\">", x, " (", Times(1 / r), " slower)</span>");
+  const double r = other_ms / best_ms;
+  const std::string text = FormatSpeedup(r);
+  if (absl::EndsWith(text, "(as fast)")) return text;
+  return absl::StrCat("<span class=\"", r > 1 ? "faster" : "slower", "\">", text, "</span>");
 }
 
 // An id on one line, in monospace, cut with an ellipsis when long; the whole id in its
@@ -226,6 +222,12 @@ std::string ResultSection(const v1::Job& job, const std::string& start_id, bool 
                         ended ? "ended without a verified best kernel" : "has not finished",
                         ".</p>");
   }
+  const v1::Recommendation rec = RecommendationOf(r);
+  if (rec.deploy() != v1::DEPLOY_UNSPECIFIED) {
+    absl::StrAppend(&h, "<p id=\"deploy\" class=\"deploy ",
+                    KeepsPyTorch(rec.deploy()) ? "keep" : "kernel", "\"><b>What to deploy:</b> ",
+                    HtmlEscape(rec.summary()), "</p>");
+  }
   absl::StrAppend(
       &h,
       "<p class=\"note\">Every time and ratio in this table comes from one run, the final "
@@ -388,6 +390,7 @@ constexpr char kStyle[] =
     "overflow:hidden;text-overflow:ellipsis;display:inline-block;max-width:16em;vertical-align:"
     "bottom}"
     ".banner{background:#fff3cd;border:1px solid #d4a300;padding:.6em 1em;margin:1em 0}"
+    ".deploy{padding:.4em .6em;border-left:4px solid #2a7a2a}.deploy.keep{border-color:#b35900}"
     ".note{color:#555;font-size:.92em}.slower{color:#b35900}.faster{color:#2a7a2a}.num{white-space:"
     "nowrap}"
     "td.lesson{min-width:22em}"

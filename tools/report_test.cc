@@ -90,6 +90,11 @@ TEST_CASE("report: a CPU job: a banner, worker-seconds, n/a where there are no c
                     "<tr><th>eager PyTorch</th><td><span class=\"num\">0.1701 "
                     "ms</span></td><td><span class=\"slower\">0.003x "
                     "(338x slower)</span></td></tr>"));
+  // What to deploy: eager PyTorch, the fastest path of the final run, and said to be the
+  // interpreter's times.
+  CHECK(StrContains(html, "<p id=\"deploy\" class=\"deploy keep\"><b>What to deploy:</b> "
+                          "keep PyTorch&#39;s eager: fastest by "));
+  CHECK(StrContains(html, "timed on the CPU worker (Triton&#39;s interpreter), not on a GPU</p>"));
   // The best kernel is the starting kernel: no ratio to itself, no 0-ms start.
   CHECK(StrContains(html, "<tr><th>starting kernel</th><td>the best kernel</td>"));
   CHECK_FALSE(StrContains(html, "0.00x"));
@@ -153,6 +158,9 @@ TEST_CASE("report: a GPU job recorded on the H200, faster than torch.compile") {
                           "ms</span></td><td><span class=\"faster\">1.15x faster</span>"));
   CHECK(StrContains(html, "<tr><th>GPU-seconds</th><td>17.1 "));
   CHECK(StrContains(html, "<tr><th>GPU busy</th><td>45% "));
+  // Faster than both PyTorch paths in its final run: the kernel is the one to deploy.
+  CHECK(StrContains(html, "<p id=\"deploy\" class=\"deploy kernel\"><b>What to deploy:</b> "
+                          "deploy the kernel: fastest by "));
   // The arithmetic-intensity roofline of the final run, from the job's figure.
   CHECK(StrContains(html, absl::StrFormat("<td colspan=\"2\">%.1f%% <small>(useful FLOPs",
                                           job->job.result().roofline_bound_pct())));

@@ -1831,6 +1831,53 @@ TEST_CASE("loop: a best kernel slower than the start in its final run leaves the
   }
 }
 
+TEST_CASE("loop: no kernel beats torch.compile: DONE, and the result says to keep it") {
+  // Every kernel three times slower than the loop's usual: the start 3.0 ms, the fixes
+  // 2.4 ms and less, all slower than torch.compile's 1.5 ms (eager: 2.0 ms).
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->measure = [](const std::string& source) {
+      v1::Measurement m = Time(source);
+      m.mutable_candidate()->set_median_ms(3 * m.candidate().median_ms());
+      return m;
+    };
+    g->op_signature = ReluSignature();
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  INFO(job.DebugString());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const v1::JobResult& r = job.result();
+  const double best_ms = r.best_measurement().candidate().median_ms();
+  REQUIRE(best_ms > 1.5);
+  CHECK(r.recommendation().deploy() == v1::DEPLOY_TORCH_COMPILE);
+  CHECK(r.recommendation().runner_up() == v1::DEPLOY_KERNEL);
+  CHECK(r.recommendation().margin_pct() == Approx((best_ms / 1.5 - 1) * 100));
+  CHECK(absl::StartsWith(r.recommendation().summary(),
+                         "keep PyTorch's torch.compile: fastest by "));
+  CHECK_FALSE(r.op_class().empty());
+  // The finish event says slower as slower, and what to deploy.
+  const v1::JobEvent finished = loop.Events(job.id()).back();
+  REQUIRE(finished.type() == v1::JOB_EVENT_JOB_FINISHED);
+  CHECK(absl::StrContains(finished.message(), "slower than torch.compile"));
+  CHECK(absl::StrContains(finished.message(), " than eager, "));  // faster or slower: said
+  CHECK(absl::StrContains(finished.message(), "; keep PyTorch's torch.compile: fastest by "));
+  CHECK_FALSE(absl::StrContains(finished.message(), "x torch.compile"));
+}
+
+TEST_CASE("loop: a kernel faster than both PyTorch paths is the one to deploy") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const v1::JobResult& r = job.result();
+  // The fixes take the 1.0 ms start to 0.8 ms and less; torch.compile takes 1.5 ms.
+  const double best_ms = r.best_measurement().candidate().median_ms();
+  CHECK(r.recommendation().deploy() == v1::DEPLOY_KERNEL);
+  CHECK(r.recommendation().runner_up() == v1::DEPLOY_TORCH_COMPILE);
+  CHECK(r.recommendation().margin_pct() == Approx((1.5 / best_ms - 1) * 100));
+  CHECK(absl::StrContains(loop.Events(job.id()).back().message(),
+                          "faster than torch.compile; deploy the kernel: fastest by "));
+}
+
 TEST_CASE("loop: without a profile the result's roofline uses the spec table's GPU") {
   // kagentd's workers report no GPU at registration; a profile that failed (ncu's "no
   // kernels captured") gives none either: the GPU the baseline ran on names the spec.

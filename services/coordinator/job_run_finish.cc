@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/proto_json.h"
+#include "kernel_model/recommendation.h"
 #include "kernel_model/roofline.h"
+#include "kernel_model/speedup_text.h"
 #include "services/coordinator/job_run_internal.h"
 
 namespace kagent {
@@ -92,6 +94,10 @@ JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
     r->clear_extra_shapes();
     for (auto& m : extra) *r->add_extra_shapes() = m;
     r->set_stop_reason(stop_reason);
+    // What to deploy: the kernel only when it beat eager and torch.compile in its own
+    // final run; else the job still ends DONE and says which PyTorch path to keep.
+    *r->mutable_recommendation() = Recommend(final_m);
+    r->set_op_class(signature_.op_class());
     j.set_state(v1::JOB_STATE_DONE);
   });
   if (!s.ok()) return StopFromStatus(s);
@@ -100,10 +106,12 @@ JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
   e.set_state(v1::JOB_STATE_DONE);
   e.set_round(job_.current_round());
   e.set_best_speedup(job_.result().speedup_vs_start());
-  e.set_message(absl::StrFormat(
-      "done (%s): best %.4f ms, %.2fx the start, %.2fx eager, %.2fx torch.compile", stop_reason,
-      med, job_.result().speedup_vs_start(), job_.result().speedup_vs_eager(),
-      job_.result().speedup_vs_compile()));
+  const v1::JobResult& res = job_.result();
+  e.set_message(absl::StrFormat("done (%s): best %.4f ms, %s, %s, %s; %s", stop_reason, med,
+                                FormatVersus(res.speedup_vs_start(), "the start"),
+                                FormatVersus(res.speedup_vs_eager(), "eager"),
+                                FormatVersus(res.speedup_vs_compile(), "torch.compile"),
+                                res.recommendation().summary()));
   Emit(e);
   if (deps_.metrics.jobs_finished != nullptr) {
     deps_.metrics.jobs_finished->Add({{"state", "DONE"}}).Increment();
