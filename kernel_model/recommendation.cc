@@ -55,6 +55,13 @@ v1::Recommendation Recommend(const v1::Measurement& final_run) {
     r.set_margin_pct((timed[1].ms / timed[0].ms - 1) * 100);
     r.set_summary(absl::StrCat(what, ": fastest by ", FormatPercent(r.margin_pct()), " (over ",
                                DeployName(timed[1].deploy), ")"));
+    // PyTorch kept and the kernel not the runner-up: the margin above is between PyTorch's
+    // own paths, so say how far the kernel is behind the path kept.
+    const double kernel_ms = final_run.candidate().median_ms();
+    if (KeepsPyTorch(timed[0].deploy) && timed[1].deploy != v1::DEPLOY_KERNEL && kernel_ms > 0) {
+      r.set_summary(absl::StrCat(r.summary(), "; the kernel is ",
+                                 FormatVersus(timed[0].ms / kernel_ms, DeployName(timed[0].deploy))));
+    }
   } else {
     r.set_summary(absl::StrCat(what, ": the only path timed"));
   }
