@@ -15,9 +15,11 @@
 //               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...)
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
-//   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2:
-//               x / ||x||_1,2 along contiguous dims; vector_norm_dim: another
-//               x / norm(x), no template)                                 dim, num_dims
+//   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2, max:
+//               x / ||x||_1,2,inf along contiguous dims, through a norm op or written
+//               out with abs / pow / sum / mean / amax / sqrt (tag mean_stat: the mean
+//               of |x| instead of the sum), eps as eps_mode says; vector_norm_dim:
+//               another x / norm(x), no template)                         dim, num_dims
 //               has_affine; batch (native_batch_norm, cudnn_batch_norm, ...) and group
 //               with only one of weight/bias: tag partial_affine
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)
@@ -96,6 +98,11 @@ struct RecognizedOp {
   int num_dims = 1;
   bool keepdim = false;
   bool has_affine = false;    // norm with weight (and bias) tensors
+  // Norms l1 / l2 / max: where the reference's eps enters the denominator: "" (none),
+  // "add" (norm + eps), "add_inside" (sqrt(sum + eps), l2), "clamp" (max(norm, eps):
+  // clamp_min, F.normalize); and its value.
+  std::string eps_mode;
+  double eps = 0;
 
   // Losses: how the elementwise loss is reduced ("mean", "sum", "batchmean"), from the
   // recorded ops where they show it (sum then div is batchmean), else "mean" (torch's

@@ -377,9 +377,23 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   RecognizedOp inf = l2_dims({16, 64}, {16, 1}, {16, 1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
   CHECK(inf.variant == "vector_norm_dim");
   CHECK(absl::StrContains(inf.reason, "not recorded"));
-  // F.normalize: x / norm.clamp_min(eps).expand_as(x) has an eps: no template.
-  CHECK(l2_dims({16, 64}, {16, 1}, {16, 64}, {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}},
-                {"clamp_min"}).variant == "vector_norm_dim");
+  // F.normalize: x / norm.clamp_min(eps).expand_as(x): l2 with the eps as a lower bound.
+  // Without the expand op (and without tensor ids) the (16, 64) divisor is not the norm.
+  auto normalize = [](bool expand) {
+    OpSignature sig;
+    AddOp(&sig, "aten::linalg_vector_norm", {{{16, 64}}}, {{{16, 1}}},
+          {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}});
+    AddOp(&sig, "aten::clamp_min", {{{16, 1}}}, {{{16, 1}}}, {{"min", 1e-12}});
+    if (expand) AddOp(&sig, "aten::expand", {{{16, 1}}}, {{{16, 64}}});
+    AddOp(&sig, "aten::div", {{{16, 64}}, {{16, 64}}}, {{{16, 64}}});
+    return Recognize(sig);
+  };
+  RecognizedOp fn = normalize(true);
+  CHECK(fn.variant == "l2");
+  CHECK(fn.eps_mode == "clamp");
+  CHECK(fn.eps == 1e-12);
+  CHECK_FALSE(fn.tags.count("extra_ops"));
+  CHECK(normalize(false).variant == "vector_norm_dim");
 
   // KernelBench's L1Norm: x / torch.sum(torch.abs(x), dim=1, keepdim=True).
   auto l1 = [](std::vector<int64_t> den, std::map<std::string, double> scalars) {
@@ -400,6 +414,50 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   CHECK(l1({16, 1}, {}).variant == "l1");  // dims from the keepdim shape
   // Not a per-row quotient: still the sum reduction it was.
   CHECK(l1({16, 64}, {{"dim.0", 1.0}, {"keepdim", 1.0}}).op_class == "reduction");
+  // The written-out family: the mean of |x| over a middle dim, the max-norm through
+  // torch.max(dim) (values and indices), x / sqrt(sum(x^2) + eps), an eps added after
+  // the root, clamp_min; a cube or another op between is refused.
+  const T x3{{4, 9, 5}}, k3{{4, 1, 5}};
+  OpSignature l1_mean;
+  AddOp(&l1_mean, "aten::abs", {x3}, {x3});
+  AddOp(&l1_mean, "aten::mean.dim", {x3}, {k3}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  AddOp(&l1_mean, "aten::div.Tensor", {x3, k3}, {x3});
+  RecognizedOp lm = Recognize(l1_mean);
+  CHECK(lm.variant == "l1");
+  CHECK(lm.tags.count("mean_stat"));
+  CHECK(lm.dim == 1);
+  CHECK(lm.eps_mode.empty());
+  CHECK_FALSE(lm.tags.count("extra_ops"));
+  OpSignature max_norm;
+  AddOp(&max_norm, "aten::abs", {x3}, {x3});
+  AddOp(&max_norm, "aten::max.dim", {x3}, {{{4, 9, 1}}, {{{4, 9, 1}}, "int64"}},
+        {{"dim", -1.0}, {"keepdim", 1.0}});
+  AddOp(&max_norm, "aten::add.Tensor", {{{4, 9, 1}}}, {{{4, 9, 1}}}, {{"other", 1e-6}, {"alpha", 1.0}});
+  AddOp(&max_norm, "aten::div.Tensor", {x3, {{4, 9, 1}}}, {x3});
+  RecognizedOp mx_n = Recognize(max_norm);
+  CHECK(mx_n.variant == "max");
+  CHECK(mx_n.dim == 2);
+  CHECK(mx_n.eps_mode == "add");
+  CHECK(mx_n.eps == 1e-6);
+  auto l2_written = [&](std::vector<std::pair<std::string, std::map<std::string, double>>> post,
+                        double exponent = 2.0) {
+    OpSignature sig;
+    AddOp(&sig, "aten::pow", {x3}, {x3}, {{"exponent", exponent}});
+    AddOp(&sig, "aten::sum", {x3}, {k3}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+    for (const auto& [name, scalars] : post) AddOp(&sig, "aten::" + name, {k3}, {k3}, scalars);
+    AddOp(&sig, "aten::div", {x3, k3}, {x3});
+    return Recognize(sig);
+  };
+  RecognizedOp inside = l2_written({{"add", {{"other", 1e-8}}}, {"sqrt", {}}});
+  CHECK(inside.variant == "l2");
+  CHECK(inside.eps_mode == "add_inside");
+  CHECK(l2_written({{"sqrt", {}}, {"add", {{"other", 1e-8}}}}).eps_mode == "add");
+  CHECK(l2_written({{"sqrt", {}}, {"clamp_min", {{"min", 1e-8}}}}).eps_mode == "clamp");
+  CHECK(l2_written({{"sqrt", {}}}).eps_mode.empty());
+  CHECK(l2_written({{"sqrt", {}}}, 3.0).variant != "l2");                  // a cube
+  CHECK(l2_written({}).variant != "l2");                                   // no root
+  CHECK(l2_written({{"sqrt", {}}, {"exp", {}}}).variant != "l2");          // another op
+  CHECK(l2_written({{"clamp", {{"min", 1e-8}, {"max", 1.0}}}, {"sqrt", {}}}).variant != "l2");
   OpSignature softsign;  // x / (1 + |x|): abs and div without a sum
   AddOp(&softsign, "aten::abs", {{{16, 64}}}, {{{16, 64}}});
   AddOp(&softsign, "aten::add", {{{16, 64}}}, {{{16, 64}}});

@@ -129,11 +129,14 @@ absl::StatusOr<TemplateParams> FrobeniusNormParams(const TemplateInfo& t, const 
 absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const RecognizedOp& op,
                                              const GpuSpec* /*gpu*/) {
   TemplateParams p;
-  if (op.variant != "layer" && op.variant != "rms" && op.variant != "l1" &&
-      op.variant != "l2") {
+  const bool lp = op.variant == "l1" || op.variant == "l2" || op.variant == "max";
+  if (op.variant != "layer" && op.variant != "rms" && !lp) {
     return Precondition(t, absl::StrCat("normalization '", op.variant,
-                                        "' is not LayerNorm / RMSNorm / x / ||x||_1,2 "
+                                        "' is not LayerNorm / RMSNorm / x / ||x||_1,2,max "
                                         "along dims (batch and group norms: channel_norm)"));
+  }
+  if (lp && op.eps_mode == "add_inside" && op.variant != "l2") {
+    return Precondition(t, "an eps under a root needs the 2-norm");
   }
   if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
   RowView v = ViewOf(op);
@@ -145,11 +148,17 @@ absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const Recogn
   // torch.compile 1.017. Tiled rows (INNER > 1) keep chunks of 4096 elements.
   RowTiles(v, v.inner == 1 ? 16384 : 4096, &p);
   if (v.inner == 1) p["num_warps"] = std::stoll(p["BLOCK_R"]) >= 8192 ? "8" : "4";
-  // l1 / l2 (x / ||x|| along dims, no eps, no weights) take AFFINE none.
+  // l1 / l2 / max (x / ||x|| along dims, no weights) take AFFINE none and the recorded
+  // eps where the reference puts it.
   p["NORM"] = op.variant;
-  p["AFFINE"] = !op.has_affine || op.variant == "l1" || op.variant == "l2" ? "none"
+  p["AFFINE"] = !op.has_affine || lp             ? "none"
                 : op.variant == "layer" ? "layernorm_module"
                                         : "rmsnorm_module";
+  if (lp) {
+    p["MEAN"] = op.tags.count("mean_stat") ? "True" : "False";
+    p["EPS_MODE"] = op.eps_mode.empty() ? "none" : op.eps_mode;
+    p["EPS"] = FloatText(op.eps);
+  }
   p["DIM"] = std::to_string(op.dim);
   p["NUM_DIMS"] = std::to_string(std::max(1, op.num_dims));
   p["num_stages"] = "1";

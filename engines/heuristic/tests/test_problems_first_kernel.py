@@ -105,6 +105,9 @@ PROBLEMS = {
     "57_reverse_cumsum_fp32": "scan_rows",
     "58_masked_cumsum_fp32": "scan_rows",
     "59_triplet_margin_loss_fp32": "loss_rows",
+    # Normalizations written out: x / mean(|x|) over a middle dim, x / max(|x|) per row.
+    "65_l1_norm_mean_dim_fp32": "row_norm",
+    "66_max_norm_bf16": "row_norm",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
