@@ -21,7 +21,9 @@
 //               of |x| instead of the sum), eps as eps_mode says; vector_norm_dim:
 //               another x / norm(x), no template)                         dim, num_dims
 //               has_affine; batch (native_batch_norm, cudnn_batch_norm, ...) and group
-//               with only one of weight/bias: tag partial_affine
+//               with only one of weight/bias: tag partial_affine; batch with an
+//               nn.BatchNorm's num_batches_tracked update (training mode): tag
+//               num_batches_tracked
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)
 //   loss        (variant mse, cross_entropy, hinge, hinge_embedding, kl_div, smooth_l1,
 //               huber, cosine_similarity, triplet_margin, ...)         reduction

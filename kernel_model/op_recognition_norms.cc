@@ -122,9 +122,15 @@ bool Recognizer::Norm() {
       // Tensor inputs (None is not recorded): x, weight?, bias?, running_mean?,
       // running_var?. Inference always passes the running statistics: 5 = affine,
       // 3 = neither weight nor bias, 4 = only one of them.
+      // Training mode with the running statistics: also 5, 3 or 4. An nn.BatchNorm
+      // module updating them counts its batches (num_batches_tracked += 1): tagged, so
+      // its three tensors are known to be x and the running statistics.
       out_.dim = 1;
       out_.has_affine = r.inputs_size() >= 4;
       if (r.inputs_size() == 4) out_.tags.insert("partial_affine");
+      for (const Op& o : compute_) {
+        if (IsCounterUpdate(*o.record)) out_.tags.insert("num_batches_tracked");
+      }
     } else {
       // group_norm: x, weight?, bias?; 2 = only one of them.
       out_.dim = 1;

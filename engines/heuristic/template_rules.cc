@@ -158,7 +158,7 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   if (op.op_class == "softmax") return "softmax_online";
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm
-  // (inference only: TemplateParamsFor refuses training mode), GroupNorm and
+  // (inference, and training mode with the running statistics' update), GroupNorm and
   // InstanceNorm; frobenius_norm x / ||x||_F. row_norm also divides by the 1-, 2- or
   // max-norm along dims (l1, l2, max); another order (vector_norm_dim) has no template.
   if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms" ||

@@ -108,6 +108,9 @@ PROBLEMS = {
     # Normalizations written out: x / mean(|x|) over a middle dim, x / max(|x|) per row.
     "65_l1_norm_mean_dim_fp32": "row_norm",
     "66_max_norm_bf16": "row_norm",
+    # BatchNorm modules in training mode (batch statistics, running statistics updated).
+    "67_batchnorm2d_training_fp32": "channel_norm",
+    "68_batchnorm1d_training_fp32": "channel_norm",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
