@@ -11,8 +11,12 @@
 //               transposed_a, transposed_b                     m, n, k, batch, trans_a/b
 //   elementwise (variant = activation name: relu, leaky_relu, gelu, sigmoid, tanh,
 //               softplus, softsign, elu, selu, hardtanh, hardsigmoid, swish, ...;
-//               torch.selu runs as aten::elu with SELU's alpha and scale: variant selu)
-//               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...)
+//               torch.selu runs as aten::elu with SELU's alpha and scale: variant selu;
+//               or a binary op of two tensors that broadcast: mul, add, sub, div,
+//               maximum, minimum, tag broadcast when their shapes differ; a matrix
+//               scaled by a vector along rows or columns is gemm/diag, tag broadcast)
+//               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...);
+//               binary: operand_rank, operand_unsqueeze
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
 //   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2, max:
@@ -93,6 +97,12 @@ struct RecognizedOp {
   // (torch.diag) is on, "left" (diag(d) @ B) or "right" (B @ diag(d)); empty when the
   // signature does not tell (no tensor ids and square operands) or it is another diag.
   std::string diag_side;
+
+  // Elementwise binary ops: per operand (the op's two tensor inputs, in order), the rank
+  // of the tensor it is a view of (a forward input) and the bit mask of the size-1 dims
+  // the views inserted (A.unsqueeze(1): rank 1, mask 0b10).
+  int operand_rank[2] = {0, 0};
+  int64_t operand_unsqueeze[2] = {0, 0};
 
   // Reductions, softmax, norms, scans: the reduced / normalized dim and how many
   // consecutive dims (norms over several trailing dims).

@@ -211,6 +211,16 @@ class Recognizer {
 
   bool Elementwise();
 
+  // A binary pointwise op of two tensors that broadcast (A.unsqueeze(1) * B, B * A,
+  // x[:, None] - y), each a forward input or a view of one that only inserts size-1 dims:
+  // elementwise/<op> with the operands' ranks and inserted dims, or gemm/diag for a row or
+  // column scale of a matrix by a vector.
+  bool BroadcastBinary();
+
+  // The shape of the tensor numbered `id` where the signature first shows it; empty
+  // when none does.
+  std::vector<int64_t> ShapeOfId(int64_t id) const;
+
   // Groups of op names, each with how many ops of the group the recognized pattern runs.
   using Allowance = std::vector<std::pair<std::set<std::string>, int>>;
 

@@ -743,9 +743,67 @@ TEST_CASE("Recognition: a tensor times one number is elementwise scale") {
   CHECK(op.variant == "scale");
   CHECK(ScalarArg(op, "other", 1) == 3.14);
   CHECK_FALSE(op.tags.count("extra_ops"));
-  OpSignature tensors;  // A * B: two tensors, no template
+  OpSignature tensors;  // A * B: two tensors of one shape, elementwise mul
   AddOp(&tensors, "aten::mul", {a, a}, {a});
-  CHECK(Recognize(tensors).variant == "fused");
+  RecognizedOp ab = Recognize(tensors);
+  CHECK(ab.variant == "mul");
+  CHECK_FALSE(ab.tags.count("broadcast"));
+  OpSignature two;  // A * B + C: two ops, fused, no template
+  AddOp(&two, "aten::mul", {a, a}, {a});
+  AddOp(&two, "aten::add", {a, a}, {a}, {{"alpha", 1.0}});
+  CHECK(Recognize(two).variant == "fused");
+}
+
+// Builds one op record with tensor ids (as the harness records them).
+static void AddIdOp(OpSignature* sig, const std::string& op,
+                    std::vector<std::pair<std::vector<int64_t>, int64_t>> in,
+                    std::vector<std::pair<std::vector<int64_t>, int64_t>> out,
+                    std::map<std::string, double> scalars = {}) {
+  std::vector<T> ins, outs;
+  for (const auto& t : in) ins.push_back({t.first});
+  for (const auto& t : out) outs.push_back({t.first});
+  AddOp(sig, op, ins, outs, scalars);
+  auto* r = sig->mutable_ops(sig->ops_size() - 1);
+  for (size_t i = 0; i < in.size(); ++i) r->mutable_inputs(i)->set_id(in[i].second);
+  for (size_t i = 0; i < out.size(); ++i) r->mutable_outputs(i)->set_id(out[i].second);
+}
+
+TEST_CASE("Recognition: binary ops of broadcasting tensors") {
+  // A.unsqueeze(1) * B: a row scale, gemm/diag left; B * A: a column scale, right.
+  OpSignature row;
+  AddIdOp(&row, "aten::unsqueeze", {{{5}, 1}}, {{{5, 1}, 2}}, {{"dim", 1.0}});
+  AddIdOp(&row, "aten::mul", {{{5, 1}, 2}, {{5, 7}, 3}}, {{{5, 7}, 4}});
+  RecognizedOp r = Recognize(row);
+  CHECK(r.op_class == "gemm");
+  CHECK(r.variant == "diag");
+  CHECK(r.diag_side == "left");
+  CHECK(r.n == 7);
+  CHECK(r.tags.count("broadcast"));
+  CHECK_FALSE(r.tags.count("extra_ops"));
+  OpSignature col;
+  AddIdOp(&col, "aten::mul", {{{6, 6}, 1}, {{6}, 2}}, {{{6, 6}, 3}});
+  CHECK(Recognize(col).diag_side == "right");
+  // x[:, None, :] - y over a middle dim: elementwise sub, the inserted dim recorded.
+  OpSignature sub;
+  AddIdOp(&sub, "aten::unsqueeze", {{{4, 7}, 1}}, {{{4, 1, 7}, 2}}, {{"dim", 1.0}});
+  AddIdOp(&sub, "aten::sub", {{{4, 1, 7}, 2}, {{4, 3, 7}, 3}}, {{{4, 3, 7}, 4}}, {{"alpha", 1.0}});
+  RecognizedOp s = Recognize(sub);
+  CHECK(s.op_class == "elementwise");
+  CHECK(s.variant == "sub");
+  CHECK(s.operand_rank[0] == 2);
+  CHECK(s.operand_unsqueeze[0] == 0b10);
+  CHECK(s.operand_rank[1] == 3);
+  CHECK(s.operand_unsqueeze[1] == 0);
+  CHECK(s.tags.count("broadcast"));
+  // A transposed operand, an alpha, a product of a mul (two ops): not this pattern.
+  OpSignature tr;
+  AddIdOp(&tr, "aten::t", {{{6, 6}, 1}}, {{{6, 6}, 2}});
+  AddIdOp(&tr, "aten::unsqueeze", {{{6}, 3}}, {{{6, 1}, 4}}, {{"dim", 1.0}});
+  AddIdOp(&tr, "aten::mul", {{{6, 1}, 4}, {{6, 6}, 2}}, {{{6, 6}, 5}});
+  CHECK(Recognize(tr).variant == "fused");
+  OpSignature alpha;
+  AddIdOp(&alpha, "aten::add", {{{4, 7}, 1}, {{7}, 2}}, {{{4, 7}, 3}}, {{"alpha", 2.0}});
+  CHECK(Recognize(alpha).variant == "fused");
 }
 
 TEST_CASE("Recognition: decomposed losses with other constants are not MSE or hinge") {

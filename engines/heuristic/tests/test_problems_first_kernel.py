@@ -111,6 +111,8 @@ PROBLEMS = {
     # BatchNorm modules in training mode (batch statistics, running statistics updated).
     "67_batchnorm2d_training_fp32": "channel_norm",
     "68_batchnorm1d_training_fp32": "channel_norm",
+    # A diagonal product written as a broadcast multiply: gemm_diag's row scale.
+    "69_diag_broadcast_matmul_fp32": "gemm_diag",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
