@@ -177,6 +177,9 @@ class Recognizer {
   // view op did not make (id itself when none did, or 0).
   int64_t ThroughViews(int64_t id) const;
 
+  // The view op that made tensor `id` (the last one recorded), or null (none, or id 0).
+  const OpRecord* ViewMaker(int64_t id) const;
+
   // True when input `i` of `to` is the tensor `t`, or a view of it: by tensor ids when
   // both have one, else (older signatures) when the shapes are equal.
   bool Consumes(const OpRecord& to, int i, const TensorInfo& t) const;

@@ -297,17 +297,23 @@ bool Recognizer::LpNormalization() {
 // first tensor upstream that a view op did not make (id itself when none did).
 int64_t Recognizer::ThroughViews(int64_t id) const {
   for (int hops = 0; id != 0 && hops < 64; ++hops) {
-    const OpRecord* maker = nullptr;
-    for (const OpRecord& r : sig_.ops()) {
-      if (!ViewOps().count(BaseOpName(r.op())) || r.inputs_size() == 0) continue;
-      for (const TensorInfo& o : r.outputs()) {
-        if (o.id() == id && r.inputs(0).id() != id) maker = &r;
-      }
-    }
+    const OpRecord* maker = ViewMaker(id);
     if (maker == nullptr) return id;
     id = maker->inputs(0).id();
   }
   return id;
+}
+
+// The view op that made tensor `id` (the last one recorded), or null.
+const OpRecord* Recognizer::ViewMaker(int64_t id) const {
+  const OpRecord* maker = nullptr;
+  for (const OpRecord& r : sig_.ops()) {
+    if (id == 0 || !ViewOps().count(BaseOpName(r.op())) || r.inputs_size() == 0) continue;
+    for (const TensorInfo& o : r.outputs()) {
+      if (o.id() == id && r.inputs(0).id() != id) maker = &r;
+    }
+  }
+  return maker;
 }
 
 // True when input `i` of `to` is the tensor `t`, or a view of it: by tensor ids when both

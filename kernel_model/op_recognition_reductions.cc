@@ -245,13 +245,7 @@ bool Recognizer::BroadcastBinary() {
     // expand or cast.
     int64_t id = t.id();
     for (int hops = 0; id != 0 && hops < 64; ++hops) {
-      const OpRecord* maker = nullptr;
-      for (const OpRecord& v : sig_.ops()) {
-        if (!ViewOps().count(BaseOpName(v.op())) || v.inputs_size() == 0) continue;
-        for (const TensorInfo& o : v.outputs()) {
-          if (o.id() == id && v.inputs(0).id() != id) maker = &v;
-        }
-      }
+      const OpRecord* maker = ViewMaker(id);
       if (maker == nullptr) break;
       static const std::set<std::string> kReshapes = {
           "unsqueeze", "view", "reshape", "_unsafe_view", "_reshape_alias", "alias", "detach"};
