@@ -365,7 +365,8 @@ LP_FAMILY = {
     ("l1", "True", "clamp"): lambda x, d, e: x / x.abs().mean(d, keepdim=True).clamp_min(e),
     ("l2", "False", "add_inside"): lambda x, d, e: x / torch.sqrt(torch.sum(x ** 2, dim=d, keepdim=True) + e),
     ("l2", "False", "add"): lambda x, d, e: x / (torch.sqrt(torch.sum(x * x, dim=d, keepdim=True)) + e),
-    ("l2", "False", "clamp"): lambda x, d, e: F.normalize(x, p=2.0, dim=d[0], eps=e) if len(d) == 1 else None,
+    # F.normalize's x / norm(x).clamp_min(eps), over several dims too.
+    ("l2", "False", "clamp"): lambda x, d, e: x / torch.norm(x, p=2, dim=d, keepdim=True).clamp_min(e),
     ("max", "False", "none"): lambda x, d, e: x / torch.amax(torch.abs(x), dim=d, keepdim=True),
     ("max", "False", "add"): lambda x, d, e: x / (torch.amax(torch.abs(x), dim=d, keepdim=True) + e),
 }
@@ -380,8 +381,6 @@ LP_FAMILY = {
 @pytest.mark.parametrize("key", list(LP_FAMILY))
 def test_lp_family(shape, dim, num_dims, blocks, key):
     norm, mean, eps_mode = key
-    if num_dims > 1 and key == ("l2", "False", "clamp"):
-        pytest.skip("F.normalize takes one dim")
     torch.manual_seed(11)
     x = torch.randn(*shape) * 2
     x[0] = 0.0  # a zero slice: eps decides between nan and 0
@@ -390,6 +389,8 @@ def test_lp_family(shape, dim, num_dims, blocks, key):
                            MEAN=mean, EPS_MODE=eps_mode, EPS=eps, **blocks)()
     d = tuple(range(dim % x.dim(), dim % x.dim() + num_dims))
     ref = LP_FAMILY[key](x, d, eps)
+    if num_dims == 1 and key == ("l2", "False", "clamp"):
+        torch.testing.assert_close(ref, F.normalize(x, p=2.0, dim=d[0], eps=eps))
     torch.testing.assert_close(model(x), ref, atol=1e-4, rtol=1e-4, equal_nan=True)
 
 
