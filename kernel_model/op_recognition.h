@@ -11,15 +11,23 @@
 //               transposed_a, transposed_b                     m, n, k, batch, trans_a/b
 //   elementwise (variant = activation name: relu, leaky_relu, gelu, sigmoid, tanh,
 //               softplus, softsign, elu, selu, hardtanh, hardsigmoid, swish, ...;
-//               torch.selu runs as aten::elu with SELU's alpha and scale: variant selu)
-//               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...)
+//               torch.selu runs as aten::elu with SELU's alpha and scale: variant selu;
+//               or a binary op of two tensors that broadcast: mul, add, sub, div,
+//               maximum, minimum, tag broadcast when their shapes differ; a matrix
+//               scaled by a vector along rows or columns is gemm/diag, tag broadcast)
+//               scalars (negative_slope, alpha, scale, min_val, beta, threshold, ...);
+//               binary: operand_rank, operand_unsqueeze
 //   reduction   (variant sum, mean, max, min, prod, argmax, argmin, norm)   dim, keepdim
 //   softmax     (variant softmax, log_softmax)                              dim
-//   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2:
-//               x / ||x||_1,2 along contiguous dims; vector_norm_dim: another
-//               x / norm(x), no template)                                 dim, num_dims
+//   norm        (variant layer, rms, batch, group, instance, frobenius, l1, l2, max:
+//               x / ||x||_1,2,inf along contiguous dims, through a norm op or written
+//               out with abs / pow / sum / mean / amax / sqrt (tag mean_stat: the mean
+//               of |x| instead of the sum), eps as eps_mode says; vector_norm_dim:
+//               another x / norm(x), no template)                         dim, num_dims
 //               has_affine; batch (native_batch_norm, cudnn_batch_norm, ...) and group
-//               with only one of weight/bias: tag partial_affine
+//               with only one of weight/bias: tag partial_affine; batch with an
+//               nn.BatchNorm's num_batches_tracked update (training mode): tag
+//               num_batches_tracked
 //   scan        (variant cumsum, cumprod, reverse_cumsum, exclusive_cumsum, masked_cumsum)
 //   loss        (variant mse, cross_entropy, hinge, hinge_embedding, kl_div, smooth_l1,
 //               huber, cosine_similarity, triplet_margin, ...)         reduction
@@ -100,12 +108,23 @@ struct RecognizedOp {
   // signature does not tell (no tensor ids and square operands) or it is another diag.
   std::string diag_side;
 
+  // Elementwise binary ops: per operand (the op's two tensor inputs, in order), the rank
+  // of the tensor it is a view of (a forward input) and the bit mask of the size-1 dims
+  // the views inserted (A.unsqueeze(1): rank 1, mask 0b10).
+  int operand_rank[2] = {0, 0};
+  int64_t operand_unsqueeze[2] = {0, 0};
+
   // Reductions, softmax, norms, scans: the reduced / normalized dim and how many
   // consecutive dims (norms over several trailing dims).
   int dim = -1;
   int num_dims = 1;
   bool keepdim = false;
   bool has_affine = false;    // norm with weight (and bias) tensors
+  // Norms l1 / l2 / max: where the reference's eps enters the denominator: "" (none),
+  // "add" (norm + eps), "add_inside" (sqrt(sum + eps), l2), "clamp" (max(norm, eps):
+  // clamp_min, F.normalize); and its value.
+  std::string eps_mode;
+  double eps = 0;
 
   // Losses: how the elementwise loss is reduced ("mean", "sum", "batchmean"), from the
   // recorded ops where they show it (sum then div is batchmean), else "mean" (torch's

@@ -67,8 +67,11 @@ bool Recognizer::Performed(Allowance* a, bool* whole) const {
       return main_and({{{"pow", "mul", "square"}, 1}, {{"add"}, 1}, {{"sqrt", "rsqrt"}, 1},
                        {{"div", "mul"}, 1}});
     }
-    if (v == "l1" && m == "sum") return main_and({{{"abs"}, 1}, {{"div"}, 1}});
-    if (v == "frobenius" || v == "l1" || v == "l2") return main_and({{{"div"}, 1}});
+    if (v == "l1" || v == "l2" || v == "max") {  // LpNormalization's forms
+      return main_and({{{"abs", "pow", "square", "mul"}, 1}, {{"sqrt"}, 1},
+                       {{"add", "clamp_min", "clamp"}, 1}, {{"div"}, 1}});
+    }
+    if (v == "frobenius") return main_and({{{"div"}, 1}});
     // F.instance_norm repeats weight, bias and the running statistics per sample and
     // averages the updated statistics back.
     if (v == "instance") return main_and({{{"repeat"}, 4}, {{"mean"}, 2}});

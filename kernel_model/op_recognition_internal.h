@@ -185,11 +185,27 @@ class Recognizer {
 
   bool Norm();
 
-  // True when the model computes x / n, n the reduction `red` of x along one contiguous
-  // range of dims, broadcast back over them (keepdim, or leading dims dropped), and the
-  // compute ops are exactly `ops`: then sets dim, num_dims and keepdim. Else false, with
-  // why.
-  bool DividesAlongDims(const Op& red, std::set<std::string> ops, std::string* why);
+  // x / d along one contiguous range of dims, d the 1-norm, 2-norm or max-norm of x
+  // written out (abs / pow / sum / mean / amax / sqrt) or through a norm op, with an eps
+  // added or clamped: the forms in op_recognition_norms.cc. Sets class, dims, eps.
+  bool LpNormalization();
+
+  // The tensor `id` comes from, through view ops only: the first tensor upstream that a
+  // view op did not make (id itself when none did, or 0).
+  int64_t ThroughViews(int64_t id) const;
+
+  // The view op that made tensor `id` (the last one recorded), or null (none, or id 0).
+  const OpRecord* ViewMaker(int64_t id) const;
+
+  // True when input `i` of `to` is the tensor `t`, or a view of it: by tensor ids when
+  // both have one, else (older signatures) when the shapes are equal.
+  bool Consumes(const OpRecord& to, int i, const TensorInfo& t) const;
+
+  // True when the reduction `r` of x runs along one contiguous range of dims and `div`
+  // divides x by its result (`den_made`: r's output or what eps ops made of it)
+  // broadcast back over them: then sets dim, num_dims and keepdim. Else false, with why.
+  bool AlongDims(const OpRecord& r, const OpRecord& div, const TensorInfo& den_made,
+                 std::string* why);
 
   // F.instance_norm runs as batch_norm on x viewed as (1, N*C, *) (or as
   // aten::instance_norm undecomposed): the model's shape is the final output's; the tensor
@@ -214,6 +230,16 @@ class Recognizer {
   bool Reduction();
 
   bool Elementwise();
+
+  // A binary pointwise op of two tensors that broadcast (A.unsqueeze(1) * B, B * A,
+  // x[:, None] - y), each a forward input or a view of one that only inserts size-1 dims:
+  // elementwise/<op> with the operands' ranks and inserted dims, or gemm/diag for a row or
+  // column scale of a matrix by a vector.
+  bool BroadcastBinary();
+
+  // The shape of the tensor numbered `id` where the signature first shows it; empty
+  // when none does.
+  std::vector<int64_t> ShapeOfId(int64_t id) const;
 
   // Groups of op names, each with how many ops of the group the recognized pattern runs.
   using Allowance = std::vector<std::pair<std::set<std::string>, int>>;

@@ -122,9 +122,15 @@ bool Recognizer::Norm() {
       // Tensor inputs (None is not recorded): x, weight?, bias?, running_mean?,
       // running_var?. Inference always passes the running statistics: 5 = affine,
       // 3 = neither weight nor bias, 4 = only one of them.
+      // Training mode with the running statistics: also 5, 3 or 4. An nn.BatchNorm
+      // module updating them counts its batches (num_batches_tracked += 1): tagged, so
+      // its three tensors are known to be x and the running statistics.
       out_.dim = 1;
       out_.has_affine = r.inputs_size() >= 4;
       if (r.inputs_size() == 4) out_.tags.insert("partial_affine");
+      for (const Op& o : compute_) {
+        if (IsCounterUpdate(*o.record)) out_.tags.insert("num_batches_tracked");
+      }
     } else {
       // group_norm: x, weight?, bias?; 2 = only one of them.
       out_.dim = 1;
@@ -158,10 +164,10 @@ bool Recognizer::Norm() {
     InferDim(*mean->record);
     return true;
   }
-  // Frobenius: x / ||x||_F, the 2-norm over every element (a scalar norm). x / ||x|| along
-  // contiguous dims (KernelBench's L2Norm, x / torch.norm(x, p=2, dim=1, keepdim=True))
-  // is variant l2, of order 1 l1; another order, or a quotient that is not x / norm(x)
-  // alone (F.normalize's clamp_min(eps)), is vector_norm_dim, which has no template.
+  if (LpNormalization()) return true;
+  // Frobenius: x / ||x||_F, the 2-norm over every element (a scalar norm). Along dims,
+  // orders 1 and 2 are LpNormalization's; another order, or an x / norm(x) that is not
+  // one of its forms, is vector_norm_dim, which has no template.
   const Op* nrm = Find({"linalg_vector_norm", "norm", "frobenius_norm"});
   if (nrm != nullptr && Has("div") && nrm->record->inputs_size() > 0 &&
       ShapeOf(nrm->record->inputs(0)) == out_.output_shape) {
@@ -170,57 +176,161 @@ bool Recognizer::Norm() {
     out_.num_dims = out_.input_shape.size();
     const bool scalar_norm = nrm->record->outputs_size() > 0 &&
                              Numel(ShapeOf(nrm->record->outputs(0))) == 1;
-    const double ord = nrm->name == "frobenius_norm"
-                           ? 2.0
-                           : ScalarArg(out_, nrm->name == "norm" ? "p" : "ord", 2.0);
+    const char* ord_name = nrm->name == "norm" ? "p" : "ord";
+    const double ord = nrm->name == "frobenius_norm" ? 2.0 : ScalarArg(out_, ord_name, 2.0);
     if (scalar_norm && ord == 2.0) return true;
-    std::string why;
     // The order must be recorded: the harness leaves +-inf out.
-    const bool ord_recorded = nrm->name != "frobenius_norm" &&
-                              out_.scalars.count(nrm->name == "norm" ? "p" : "ord") > 0;
-    if (!scalar_norm && ord_recorded && (ord == 2.0 || ord == 1.0) &&
-        DividesAlongDims(*nrm, {nrm->name, "div"}, &why)) {
-      out_.variant = ord == 2.0 ? "l2" : "l1";
-      out_.reason = absl::StrCat("x / norm(x, ord ", ord, ") along dims");
-      return true;
-    }
+    const bool ord_recorded = nrm->name != "frobenius_norm" && out_.scalars.count(ord_name) > 0;
     out_.variant = "vector_norm_dim";
-    out_.reason = absl::StrCat("x / norm(x) with ", scalar_norm ? "" : "a norm along dims",
-                               scalar_norm || ord == 2.0 ? "" : " and ",
-                               ord == 2.0 ? "" : absl::StrCat("order ", ord),
-                               !scalar_norm && !ord_recorded ? " (order not recorded: +-inf)" : "",
-                               why.empty() ? "" : absl::StrCat(" (", why, ")"),
-                               "; row_norm has orders 1 and 2 along dims");
+    out_.reason = absl::StrCat(
+        "x / norm(x) with ", scalar_norm ? "" : "a norm along dims",
+        scalar_norm || ord == 2.0 ? "" : " and ", ord == 2.0 ? "" : absl::StrCat("order ", ord),
+        !scalar_norm && !ord_recorded ? " (order not recorded: +-inf)" : "",
+        "; row_norm has orders 1 and 2 along one contiguous range of dims, x / norm(x) "
+        "alone or with an eps added or clamped");
     return true;
-  }
-  // L1: x / sum(|x|, dims, keepdim) (KernelBench's L1Norm), nothing else computed.
-  const Op* sum = Find({"sum"});
-  if (sum != nullptr && Has("abs") && Has("div") && names_.size() == 3 &&
-      sum->record->inputs_size() > 0 && ShapeOf(sum->record->inputs(0)) == out_.output_shape) {
-    std::string why;
-    if (DividesAlongDims(*sum, {"abs", "sum", "div"}, &why)) {
-      Decide(sum, "norm", "l1", "x / sum(|x|) along dims");
-      return true;  // DividesAlongDims set dim, num_dims and keepdim
-    }
   }
   return false;
 }
 
-// True when the model computes x / n, n the reduction `red` of x along one contiguous
-// range of dims, broadcast back over them (keepdim, or leading dims dropped), and the
-// compute ops are exactly `ops`: then sets dim, num_dims and keepdim. Else false, with
-// why.
-bool Recognizer::DividesAlongDims(const Op& red, std::set<std::string> ops, std::string* why) {
+// x / d along one contiguous range of dims, d one of (the compute ops exactly, in order):
+//   [abs] sum|mean [add eps | clamp_min eps] div                      l1 (mean: tag mean_stat)
+//   [pow 2 | square | mul x x] sum|mean [add eps] sqrt [add | clamp] div   l2
+//   linalg_vector_norm|norm (ord 1 or 2, recorded) [add | clamp] div   l1, l2
+//   abs amax|max(dim) [add | clamp] div                                max
+// each op taking the previous one's output (by tensor id through views, else by shape)
+// and the division's numerator the same x. The mean of squares under a root is RMSNorm,
+// decided before this. Sets the class, dims, eps_mode and eps.
+bool Recognizer::LpNormalization() {
+  if (compute_.size() < 2 || compute_.size() > 6 || compute_.back().name != "div") return false;
+  const Op& div = compute_.back();
+  if (div.record->inputs_size() != 2 || div.record->outputs_size() == 0) return false;
+  size_t i = 0;
+  const Op* pre = nullptr;
+  if (std::set<std::string>{"abs", "pow", "square", "mul"}.count(compute_[0].name)) {
+    pre = &compute_[0];
+    i = 1;
+  }
+  const Op& red = compute_[i];
   const OpRecord& r = *red.record;
-  const Op* div = Find({"div"});
-  if (names_ != ops) {
-    *why = "other ops computed";
+  if (r.inputs_size() == 0 || r.outputs_size() == 0) return false;
+  const TensorInfo& x = pre != nullptr ? pre->record->inputs(0) : r.inputs(0);
+  bool squares = false;
+  if (pre != nullptr) {
+    const OpRecord& p = *pre->record;
+    if (p.inputs_size() == 0 || p.outputs_size() == 0 || !Consumes(r, 0, p.outputs(0))) {
+      return false;
+    }
+    squares = pre->name == "square" ||
+              (pre->name == "pow" && RecordsAny("pow", "exponent") &&
+               RecordedIs("pow", "exponent", 2)) ||
+              (pre->name == "mul" && p.inputs_size() == 2 && Consumes(p, 1, p.inputs(0)));
+    if (pre->name != "abs" && !squares) return false;
+  }
+  std::string variant;
+  bool root = false;  // a sqrt must follow (a written-out l2)
+  if (red.name == "linalg_vector_norm" || red.name == "norm") {
+    const char* ord_name = red.name == "norm" ? "p" : "ord";
+    auto ord = r.scalars().find(ord_name);
+    if (pre != nullptr || ord == r.scalars().end()) return false;
+    if (ord->second != 1.0 && ord->second != 2.0) return false;
+    variant = ord->second == 1.0 ? "l1" : "l2";
+  } else if ((red.name == "sum" || red.name == "mean") && pre != nullptr) {
+    variant = squares ? "l2" : "l1";
+    root = squares;
+  } else if ((red.name == "amax" || red.name == "max") && pre != nullptr && !squares) {
+    variant = "max";
+  } else {
     return false;
   }
-  if (r.outputs_size() == 0 || div->record->inputs_size() != 2) {
-    *why = "not a tensor quotient";
+  std::string eps_mode;
+  double eps = 0;
+  bool rooted = false;
+  const TensorInfo* made = &r.outputs(0);
+  for (size_t j = i + 1; j + 1 < compute_.size(); ++j) {
+    const Op& op = compute_[j];
+    const OpRecord& o = *op.record;
+    if (o.inputs_size() != 1 || o.outputs_size() == 0 || !Consumes(o, 0, *made)) return false;
+    auto scalar = [&](const char* name, double* v) {
+      auto it = o.scalars().find(name);
+      if (it == o.scalars().end()) return false;
+      *v = it->second;
+      return true;
+    };
+    double alpha = 1, unused = 0;
+    if (op.name == "sqrt" && root && !rooted) {
+      rooted = true;
+    } else if (op.name == "add" && eps_mode.empty() && scalar("other", &eps) &&
+               (!scalar("alpha", &alpha) || alpha == 1)) {
+      eps_mode = root && !rooted ? "add_inside" : "add";
+    } else if ((op.name == "clamp_min" || (op.name == "clamp" && !scalar("max", &unused))) &&
+               eps_mode.empty() && (!root || rooted) && scalar("min", &eps)) {
+      eps_mode = "clamp";
+    } else {
+      return false;
+    }
+    made = &o.outputs(0);
+  }
+  if (root != rooted) return false;
+  if (!Consumes(*div.record, 0, x) ||
+      (div.record->inputs(1).id() != 0 && made->id() != 0 && !Consumes(*div.record, 1, *made))) {
     return false;
   }
+  std::string why;
+  if (!AlongDims(r, *div.record, *made, &why)) return false;
+  const int dim = out_.dim, num_dims = out_.num_dims;
+  const bool keepdim = out_.keepdim;
+  Decide(&red, "norm", variant,
+         absl::StrCat("x / ", variant == "max" ? "max |x|" : variant, red.name == "mean" ? " mean" : "",
+                      " along dims", eps_mode.empty() ? "" : absl::StrCat(", eps ", eps_mode)));
+  out_.dim = dim;
+  out_.num_dims = num_dims;
+  out_.keepdim = keepdim;
+  out_.input_shape = ShapeOf(x);
+  if (red.name == "mean") out_.tags.insert("mean_stat");
+  out_.eps_mode = eps_mode;
+  out_.eps = eps;
+  return true;
+}
+
+// The tensor `id` comes from, through view ops only (unsqueeze, expand, view, ...): the
+// first tensor upstream that a view op did not make (id itself when none did).
+int64_t Recognizer::ThroughViews(int64_t id) const {
+  for (int hops = 0; id != 0 && hops < 64; ++hops) {
+    const OpRecord* maker = ViewMaker(id);
+    if (maker == nullptr) return id;
+    id = maker->inputs(0).id();
+  }
+  return id;
+}
+
+// The view op that made tensor `id` (the last one recorded), or null.
+const OpRecord* Recognizer::ViewMaker(int64_t id) const {
+  const OpRecord* maker = nullptr;
+  for (const OpRecord& r : sig_.ops()) {
+    if (id == 0 || !ViewOps().count(BaseOpName(r.op())) || r.inputs_size() == 0) continue;
+    for (const TensorInfo& o : r.outputs()) {
+      if (o.id() == id && r.inputs(0).id() != id) maker = &r;
+    }
+  }
+  return maker;
+}
+
+// True when input `i` of `to` is the tensor `t`, or a view of it: by tensor ids when both
+// have one, else (older signatures) when the shapes are equal.
+bool Recognizer::Consumes(const OpRecord& to, int i, const TensorInfo& t) const {
+  if (to.inputs_size() <= i) return false;
+  const TensorInfo& in = to.inputs(i);
+  if (in.id() != 0 && t.id() != 0) return ThroughViews(in.id()) == ThroughViews(t.id());
+  return ShapeOf(in) == ShapeOf(t);
+}
+
+// True when the reduction `r` of x runs along one contiguous range of dims and the
+// quotient `div` divides x by its result `den` (r's output or what the eps ops made of
+// it) broadcast back over them: keepdim, leading dims dropped, or expanded to x's shape.
+// Then sets dim, num_dims and keepdim; else false, with why.
+bool Recognizer::AlongDims(const OpRecord& r, const OpRecord& div, const TensorInfo& den_made,
+                           std::string* why) {
   const std::vector<int64_t> in = ShapeOf(r.inputs(0)), out = ShapeOf(r.outputs(0));
   const int rank = in.size();
   std::vector<int> dims = RecordedDims(r, in.size());
@@ -235,9 +345,23 @@ bool Recognizer::DividesAlongDims(const Op& red, std::set<std::string> ops, std:
   }
   std::vector<int64_t> kept = in;
   for (int d : dims) kept[d] = 1;
-  std::vector<int64_t> den = ShapeOf(div->record->inputs(1));
-  if (static_cast<int>(den.size()) <= rank) den.insert(den.begin(), rank - den.size(), 1);
-  if (ShapeOf(div->record->inputs(0)) != in || den != kept) {
+  auto padded = [&](std::vector<int64_t> s) {
+    if (static_cast<int>(s.size()) <= rank) s.insert(s.begin(), rank - s.size(), 1);
+    return s;
+  };
+  std::vector<int64_t> den = padded(ShapeOf(div.inputs(1)));
+  if (den == in && den != padded(ShapeOf(den_made))) {
+    // Expanded back (F.normalize's expand_as): an expand op made x's shape of den's.
+    for (const OpRecord& e : sig_.ops()) {
+      const std::string name = BaseOpName(e.op());
+      if ((name == "expand" || name == "expand_as") && e.inputs_size() > 0 &&
+          e.outputs_size() > 0 && ShapeOf(e.inputs(0)) == ShapeOf(den_made) &&
+          ShapeOf(e.outputs(0)) == in) {
+        den = padded(ShapeOf(den_made));
+      }
+    }
+  }
+  if (ShapeOf(div.inputs(0)) != in || den != kept) {
     *why = "the quotient does not divide each slice by its own norm";
     return false;
   }

@@ -191,6 +191,7 @@ bool Recognizer::Elementwise() {
     }
     return true;
   }
+  if (BroadcastBinary()) return true;
   // A tensor times one number (x * 3.5, or A * s with s a forward argument): aten::mul
   // with its scalar operand recorded as `other`.
   if (compute_.size() == 1 && compute_.front().name == "mul" &&
@@ -208,6 +209,95 @@ bool Recognizer::Elementwise() {
     return true;
   }
   return false;
+}
+
+std::vector<int64_t> Recognizer::ShapeOfId(int64_t id) const {
+  for (const OpRecord& r : sig_.ops()) {
+    for (const auto* ts : {&r.inputs(), &r.outputs()}) {
+      for (const TensorInfo& t : *ts) {
+        if (t.id() == id) return ShapeOf(t);
+      }
+    }
+  }
+  return {};
+}
+
+bool Recognizer::BroadcastBinary() {
+  static const std::set<std::string> kOps = {"mul", "add", "sub", "div", "maximum", "minimum"};
+  static const std::set<std::string> kFloat = {"float32", "float16", "bfloat16"};
+  if (compute_.size() != 1 || !kOps.count(compute_[0].name)) return false;
+  const Op& op = compute_[0];
+  const OpRecord& r = *op.record;
+  if (r.inputs_size() != 2 || r.outputs_size() == 0 || !kFloat.count(r.outputs(0).dtype())) {
+    return false;
+  }
+  auto alpha = r.scalars().find("alpha");
+  if (alpha != r.scalars().end() && alpha->second != 1) return false;
+  std::vector<int64_t> roots[2];
+  int64_t masks[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const TensorInfo& t = r.inputs(i);
+    const std::vector<int64_t> s = ShapeOf(t);
+    // Without tensor ids a view cannot be traced to its source: only the inputs as given.
+    if (t.id() == 0 && all_.size() > names_.size()) return false;
+    // The views between the source and the operand may only reshape (unsqueeze, view,
+    // reshape; with the shape check below: insert size-1 dims), never transpose, slice,
+    // expand or cast.
+    int64_t id = t.id();
+    for (int hops = 0; id != 0 && hops < 64; ++hops) {
+      const OpRecord* maker = ViewMaker(id);
+      if (maker == nullptr) break;
+      static const std::set<std::string> kReshapes = {
+          "unsqueeze", "view", "reshape", "_unsafe_view", "_reshape_alias", "alias", "detach"};
+      if (!kReshapes.count(BaseOpName(maker->op()))) return false;
+      id = maker->inputs(0).id();
+    }
+    roots[i] = t.id() != 0 ? ShapeOfId(id) : s;
+    // The source's dims in order, size-1 dims inserted between them (greedy from the left).
+    size_t k = 0;
+    for (size_t j = 0; j < s.size(); ++j) {
+      if (k < roots[i].size() && s[j] == roots[i][k]) {
+        ++k;
+      } else if (s[j] == 1 && j < 63) {
+        masks[i] |= int64_t{1} << j;
+      } else {
+        return false;
+      }
+    }
+    if (k != roots[i].size()) return false;
+  }
+  const std::vector<int64_t> a = ShapeOf(r.inputs(0)), b = ShapeOf(r.inputs(1));
+  const std::vector<int64_t> y = ShapeOf(r.outputs(0));
+  // A matrix scaled by a vector: (R, 1) * (R, C) scales rows (diag(d) @ B), (C,) or (1, C)
+  // times (R, C) columns (B @ diag(d)).
+  if (op.name == "mul" && y.size() == 2 && roots[0].size() + roots[1].size() == 3) {
+    const int v = roots[0].size() == 1 ? 0 : 1, m = 1 - v;
+    const std::vector<int64_t>& vs = v == 0 ? a : b;
+    const std::vector<int64_t>& ms = m == 0 ? a : b;
+    if (ms == y && masks[m] == 0) {
+      const bool left = vs == std::vector<int64_t>{y[0], 1};
+      const bool right = vs == std::vector<int64_t>{y[1]} || vs == std::vector<int64_t>{1, y[1]};
+      if (left || right) {
+        Decide(&op, "gemm", "diag", absl::StrCat("a ", left ? "row" : "column",
+                                                 " scale written as a broadcast multiply"));
+        out_.diag_side = left ? "left" : "right";
+        out_.m = y[0];
+        out_.n = y[1];
+        out_.k = left ? y[0] : y[1];
+        out_.input_shape = y;
+        out_.tags.insert("broadcast");
+        return true;
+      }
+    }
+  }
+  Decide(&op, "elementwise", op.name, absl::StrCat("aten::", op.name, " of two tensors"));
+  out_.input_shape = y;
+  for (int i = 0; i < 2; ++i) {
+    out_.operand_rank[i] = static_cast<int>(roots[i].size());
+    out_.operand_unsqueeze[i] = masks[i];
+  }
+  if (a != b) out_.tags.insert("broadcast");
+  return true;
 }
 
 }  // namespace kagent::op_recognition_internal

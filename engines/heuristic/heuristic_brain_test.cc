@@ -1237,14 +1237,28 @@ TEST_CASE("Brain: channel_norm for inference BatchNorm and GroupNorm (problems 2
         {{{256, 64, 56, 56}, "bfloat16"}}, {{"group", 32.0}, {"eps", 1e-6}});
   check(many, {"= 64, 32, 1e-06, False", "SPLIT_R = min(1,"}, "BLOCK", "x2");
 
-  // Refused, with the reason: training mode, an unknown mode, a lone weight, groups
-  // not recorded.
+  // Training mode: batch statistics. nn.BatchNorm2d (its num_batches_tracked counter
+  // update recorded) holds its tensors as self.bn; F.batch_norm(training=True) on the
+  // model's own weight, bias and buffers keeps MODULE none, STATS input.
   v1::OpSignature train;
+  AddOp(&train, "aten::add_", {{{}, "int64"}}, {{{}, "int64"}}, {{"other", 1.0}});
   AddOp(&train, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}},
         {{x}, {{64}}, {{64}}}, {{"training", 1.0}, {"momentum", 0.1}, {"eps", 1e-5}});
-  auto t = first(train);
+  check(train, {"norm, module = \"batch\", \"bn\"", "dims, stats, momentum = 2, \"input\", 0.1",
+                "BLOCK_C = min(1,"}, "BLOCK_R", "/2");
+  v1::OpSignature train_fn;
+  AddOp(&train_fn, "aten::native_batch_norm", {{x}, {{64}}, {{64}}, {{64}}, {{64}}},
+        {{x}, {{64}}, {{64}}}, {{"training", 1.0}, {"momentum", 0.2}, {"eps", 1e-5}});
+  check(train_fn, {"norm, module = \"batch\", \"none\"", "= 2, \"input\", 0.2"}, "SPLIT_R", "x2");
+  // Refused, with the reason: F.batch_norm in training mode with three tensors (weight
+  // and bias, or the running statistics?), an unknown mode, a lone weight, groups not
+  // recorded.
+  v1::OpSignature train3;
+  AddOp(&train3, "aten::native_batch_norm", {{x}, {{64}}, {{64}}}, {{x}, {{64}}, {{64}}},
+        {{"training", 1.0}, {"momentum", 0.1}, {"eps", 1e-5}});
+  auto t = first(train3);
   CHECK(t.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(absl::StrContains(t.status().message(), "training mode"));
+  CHECK(absl::StrContains(t.status().message(), "running statistics is not recorded"));
   v1::OpSignature update;
   AddOp(&update, "aten::_batch_norm_with_update", {{x}, {{64}}, {{64}}, {{64}}, {{64}}}, {{x}});
   CHECK(first(update).status().code() == absl::StatusCode::kFailedPrecondition);

@@ -381,9 +381,23 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   RecognizedOp inf = l2_dims({16, 64}, {16, 1}, {16, 1}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
   CHECK(inf.variant == "vector_norm_dim");
   CHECK(absl::StrContains(inf.reason, "not recorded"));
-  // F.normalize: x / norm.clamp_min(eps).expand_as(x) has an eps: no template.
-  CHECK(l2_dims({16, 64}, {16, 1}, {16, 64}, {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}},
-                {"clamp_min"}).variant == "vector_norm_dim");
+  // F.normalize: x / norm.clamp_min(eps).expand_as(x): l2 with the eps as a lower bound.
+  // Without the expand op (and without tensor ids) the (16, 64) divisor is not the norm.
+  auto normalize = [](bool expand) {
+    OpSignature sig;
+    AddOp(&sig, "aten::linalg_vector_norm", {{{16, 64}}}, {{{16, 1}}},
+          {{"ord", 2.0}, {"dim.0", 1.0}, {"keepdim", 1.0}});
+    AddOp(&sig, "aten::clamp_min", {{{16, 1}}}, {{{16, 1}}}, {{"min", 1e-12}});
+    if (expand) AddOp(&sig, "aten::expand", {{{16, 1}}}, {{{16, 64}}});
+    AddOp(&sig, "aten::div", {{{16, 64}}, {{16, 64}}}, {{{16, 64}}});
+    return Recognize(sig);
+  };
+  RecognizedOp fn = normalize(true);
+  CHECK(fn.variant == "l2");
+  CHECK(fn.eps_mode == "clamp");
+  CHECK(fn.eps == 1e-12);
+  CHECK_FALSE(fn.tags.count("extra_ops"));
+  CHECK(normalize(false).variant == "vector_norm_dim");
 
   // KernelBench's L1Norm: x / torch.sum(torch.abs(x), dim=1, keepdim=True).
   auto l1 = [](std::vector<int64_t> den, std::map<std::string, double> scalars) {
@@ -404,6 +418,50 @@ TEST_CASE("Recognition: softmax, norms, losses") {
   CHECK(l1({16, 1}, {}).variant == "l1");  // dims from the keepdim shape
   // Not a per-row quotient: still the sum reduction it was.
   CHECK(l1({16, 64}, {{"dim.0", 1.0}, {"keepdim", 1.0}}).op_class == "reduction");
+  // The written-out family: the mean of |x| over a middle dim, the max-norm through
+  // torch.max(dim) (values and indices), x / sqrt(sum(x^2) + eps), an eps added after
+  // the root, clamp_min; a cube or another op between is refused.
+  const T x3{{4, 9, 5}}, k3{{4, 1, 5}};
+  OpSignature l1_mean;
+  AddOp(&l1_mean, "aten::abs", {x3}, {x3});
+  AddOp(&l1_mean, "aten::mean.dim", {x3}, {k3}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+  AddOp(&l1_mean, "aten::div.Tensor", {x3, k3}, {x3});
+  RecognizedOp lm = Recognize(l1_mean);
+  CHECK(lm.variant == "l1");
+  CHECK(lm.tags.count("mean_stat"));
+  CHECK(lm.dim == 1);
+  CHECK(lm.eps_mode.empty());
+  CHECK_FALSE(lm.tags.count("extra_ops"));
+  OpSignature max_norm;
+  AddOp(&max_norm, "aten::abs", {x3}, {x3});
+  AddOp(&max_norm, "aten::max.dim", {x3}, {{{4, 9, 1}}, {{{4, 9, 1}}, "int64"}},
+        {{"dim", -1.0}, {"keepdim", 1.0}});
+  AddOp(&max_norm, "aten::add.Tensor", {{{4, 9, 1}}}, {{{4, 9, 1}}}, {{"other", 1e-6}, {"alpha", 1.0}});
+  AddOp(&max_norm, "aten::div.Tensor", {x3, {{4, 9, 1}}}, {x3});
+  RecognizedOp mx_n = Recognize(max_norm);
+  CHECK(mx_n.variant == "max");
+  CHECK(mx_n.dim == 2);
+  CHECK(mx_n.eps_mode == "add");
+  CHECK(mx_n.eps == 1e-6);
+  auto l2_written = [&](std::vector<std::pair<std::string, std::map<std::string, double>>> post,
+                        double exponent = 2.0) {
+    OpSignature sig;
+    AddOp(&sig, "aten::pow", {x3}, {x3}, {{"exponent", exponent}});
+    AddOp(&sig, "aten::sum", {x3}, {k3}, {{"dim.0", 1.0}, {"keepdim", 1.0}});
+    for (const auto& [name, scalars] : post) AddOp(&sig, "aten::" + name, {k3}, {k3}, scalars);
+    AddOp(&sig, "aten::div", {x3, k3}, {x3});
+    return Recognize(sig);
+  };
+  RecognizedOp inside = l2_written({{"add", {{"other", 1e-8}}}, {"sqrt", {}}});
+  CHECK(inside.variant == "l2");
+  CHECK(inside.eps_mode == "add_inside");
+  CHECK(l2_written({{"sqrt", {}}, {"add", {{"other", 1e-8}}}}).eps_mode == "add");
+  CHECK(l2_written({{"sqrt", {}}, {"clamp_min", {{"min", 1e-8}}}}).eps_mode == "clamp");
+  CHECK(l2_written({{"sqrt", {}}}).eps_mode.empty());
+  CHECK(l2_written({{"sqrt", {}}}, 3.0).variant != "l2");                  // a cube
+  CHECK(l2_written({}).variant != "l2");                                   // no root
+  CHECK(l2_written({{"sqrt", {}}, {"exp", {}}}).variant != "l2");          // another op
+  CHECK(l2_written({{"clamp", {{"min", 1e-8}, {"max", 1.0}}}, {"sqrt", {}}}).variant != "l2");
   OpSignature softsign;  // x / (1 + |x|): abs and div without a sum
   AddOp(&softsign, "aten::abs", {{{16, 64}}}, {{{16, 64}}});
   AddOp(&softsign, "aten::add", {{{16, 64}}}, {{{16, 64}}});
@@ -710,9 +768,67 @@ TEST_CASE("Recognition: a tensor times one number is elementwise scale") {
   CHECK(op.variant == "scale");
   CHECK(ScalarArg(op, "other", 1) == 3.14);
   CHECK_FALSE(op.tags.count("extra_ops"));
-  OpSignature tensors;  // A * B: two tensors, no template
+  OpSignature tensors;  // A * B: two tensors of one shape, elementwise mul
   AddOp(&tensors, "aten::mul", {a, a}, {a});
-  CHECK(Recognize(tensors).variant == "fused");
+  RecognizedOp ab = Recognize(tensors);
+  CHECK(ab.variant == "mul");
+  CHECK_FALSE(ab.tags.count("broadcast"));
+  OpSignature two;  // A * B + C: two ops, fused, no template
+  AddOp(&two, "aten::mul", {a, a}, {a});
+  AddOp(&two, "aten::add", {a, a}, {a}, {{"alpha", 1.0}});
+  CHECK(Recognize(two).variant == "fused");
+}
+
+// Builds one op record with tensor ids (as the harness records them).
+static void AddIdOp(OpSignature* sig, const std::string& op,
+                    std::vector<std::pair<std::vector<int64_t>, int64_t>> in,
+                    std::vector<std::pair<std::vector<int64_t>, int64_t>> out,
+                    std::map<std::string, double> scalars = {}) {
+  std::vector<T> ins, outs;
+  for (const auto& t : in) ins.push_back({t.first});
+  for (const auto& t : out) outs.push_back({t.first});
+  AddOp(sig, op, ins, outs, scalars);
+  auto* r = sig->mutable_ops(sig->ops_size() - 1);
+  for (size_t i = 0; i < in.size(); ++i) r->mutable_inputs(i)->set_id(in[i].second);
+  for (size_t i = 0; i < out.size(); ++i) r->mutable_outputs(i)->set_id(out[i].second);
+}
+
+TEST_CASE("Recognition: binary ops of broadcasting tensors") {
+  // A.unsqueeze(1) * B: a row scale, gemm/diag left; B * A: a column scale, right.
+  OpSignature row;
+  AddIdOp(&row, "aten::unsqueeze", {{{5}, 1}}, {{{5, 1}, 2}}, {{"dim", 1.0}});
+  AddIdOp(&row, "aten::mul", {{{5, 1}, 2}, {{5, 7}, 3}}, {{{5, 7}, 4}});
+  RecognizedOp r = Recognize(row);
+  CHECK(r.op_class == "gemm");
+  CHECK(r.variant == "diag");
+  CHECK(r.diag_side == "left");
+  CHECK(r.n == 7);
+  CHECK(r.tags.count("broadcast"));
+  CHECK_FALSE(r.tags.count("extra_ops"));
+  OpSignature col;
+  AddIdOp(&col, "aten::mul", {{{6, 6}, 1}, {{6}, 2}}, {{{6, 6}, 3}});
+  CHECK(Recognize(col).diag_side == "right");
+  // x[:, None, :] - y over a middle dim: elementwise sub, the inserted dim recorded.
+  OpSignature sub;
+  AddIdOp(&sub, "aten::unsqueeze", {{{4, 7}, 1}}, {{{4, 1, 7}, 2}}, {{"dim", 1.0}});
+  AddIdOp(&sub, "aten::sub", {{{4, 1, 7}, 2}, {{4, 3, 7}, 3}}, {{{4, 3, 7}, 4}}, {{"alpha", 1.0}});
+  RecognizedOp s = Recognize(sub);
+  CHECK(s.op_class == "elementwise");
+  CHECK(s.variant == "sub");
+  CHECK(s.operand_rank[0] == 2);
+  CHECK(s.operand_unsqueeze[0] == 0b10);
+  CHECK(s.operand_rank[1] == 3);
+  CHECK(s.operand_unsqueeze[1] == 0);
+  CHECK(s.tags.count("broadcast"));
+  // A transposed operand, an alpha, a product of a mul (two ops): not this pattern.
+  OpSignature tr;
+  AddIdOp(&tr, "aten::t", {{{6, 6}, 1}}, {{{6, 6}, 2}});
+  AddIdOp(&tr, "aten::unsqueeze", {{{6}, 3}}, {{{6, 1}, 4}}, {{"dim", 1.0}});
+  AddIdOp(&tr, "aten::mul", {{{6, 1}, 4}, {{6, 6}, 2}}, {{{6, 6}, 5}});
+  CHECK(Recognize(tr).variant == "fused");
+  OpSignature alpha;
+  AddIdOp(&alpha, "aten::add", {{{4, 7}, 1}, {{7}, 2}}, {{{4, 7}, 3}}, {{"alpha", 2.0}});
+  CHECK(Recognize(alpha).variant == "fused");
 }
 
 TEST_CASE("Recognition: decomposed losses with other constants are not MSE or hinge") {

@@ -173,11 +173,12 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     return "attention_online";
   }
   // row_norm computes LayerNorm and RMSNorm statistics; channel_norm serves BatchNorm
-  // (inference only: TemplateParamsFor refuses training mode), GroupNorm and
-  // InstanceNorm; frobenius_norm x / ||x||_F. row_norm also divides by the 1- or 2-norm
-  // along dims (l1, l2); another order (vector_norm_dim) has no template.
+  // (inference, and training mode with the running statistics' update), GroupNorm and
+  // InstanceNorm; frobenius_norm x / ||x||_F. row_norm also divides by the 1-, 2- or
+  // max-norm along dims (l1, l2, max); another order (vector_norm_dim) has no template.
   if (op.op_class == "norm" && (op.variant == "layer" || op.variant == "rms" ||
-                                op.variant == "l1" || op.variant == "l2")) {
+                                op.variant == "l1" || op.variant == "l2" ||
+                                op.variant == "max")) {
     return "row_norm";
   }
   if (op.op_class == "norm" &&

@@ -1,5 +1,5 @@
-// The sizing rules of elementwise activations: elementwise (declared in
-// family_rules.h).
+// The sizing rules of elementwise activations and broadcasting binary ops: elementwise
+// (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
@@ -41,6 +41,12 @@ std::string OpArgs(const RecognizedOp& op, std::map<std::string, std::string>* p
     (*p)["BETA"] = value("threshold", 20.0);
   } else if (variant == "scale") {
     (*p)["SCALE"] = value("other", 1.0);
+  } else if (variant == "mul" || variant == "add" || variant == "sub" || variant == "div" ||
+             variant == "maximum" || variant == "minimum") {
+    (*p)["A_RANK"] = std::to_string(op.operand_rank[0]);
+    (*p)["B_RANK"] = std::to_string(op.operand_rank[1]);
+    (*p)["A_UNSQ"] = std::to_string(op.operand_unsqueeze[0]);
+    (*p)["B_UNSQ"] = std::to_string(op.operand_unsqueeze[1]);
   } else if (variant == "hardtanh") {
     (*p)["ALPHA_NAME"] = "min_val";
     (*p)["ALPHA"] = value("min_val", -1.0);

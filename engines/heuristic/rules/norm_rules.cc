@@ -18,8 +18,8 @@ absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const Re
   TemplateParams p;
   const int sms = SmCount(gpu);
   if (op.variant != "batch" && op.variant != "group" && op.variant != "instance") {
-    return Precondition(t, absl::StrCat("serves batch (inference), group and instance "
-                                        "norms, the problem is ", DescribeOp(op)));
+    return Precondition(t, absl::StrCat("serves batch, group and instance norms, the "
+                                        "problem is ", DescribeOp(op)));
   }
   const std::vector<int64_t>& s = op.input_shape;
   if (s.size() < 2 || s[0] <= 0 || s[1] <= 0) {
@@ -29,6 +29,7 @@ absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const Re
   const bool instance = op.variant == "instance";
   const int64_t n = s[0], c = s[1], hw = Prod(s, 2, s.size());
   int64_t groups = 1;
+  bool module_counter = false, training_batch = false;
   if (instance) {
     // InstanceNorm: GroupNorm's statistics with one channel per group; the running
     // statistics (a tracking InstanceNorm in eval mode) like BatchNorm inference.
@@ -43,13 +44,19 @@ absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const Re
     const double training = ScalarArg(op, "training", -1);
     const bool inference = op.main_op == "_native_batch_norm_legit_no_training" ||
                            op.main_op == "_batch_norm_no_update" || training == 0;
-    if (!inference) {
-      return Precondition(
-          t, training == 1 ? "BatchNorm in training mode normalizes with batch statistics "
-                             "(and updates the running ones); the template serves inference"
-                           : absl::StrCat("aten::", op.main_op, " without a recorded training "
+    if (!inference && training != 1) {
+      return Precondition(t, absl::StrCat("aten::", op.main_op, " without a recorded training "
                                           "flag: inference cannot be confirmed"));
     }
+    // Training: an nn.BatchNorm module counts its batches (num_batches_tracked), so its
+    // running statistics are among the inputs whatever their count; F.batch_norm's three
+    // tensors could be weight and bias or the running statistics.
+    module_counter = op.tags.count("num_batches_tracked") > 0;
+    if (!inference && !module_counter && !op.has_affine) {
+      return Precondition(t, "F.batch_norm in training mode without both weight and bias: "
+                             "which of its tensors are running statistics is not recorded");
+    }
+    training_batch = !inference;
   } else {
     groups = static_cast<int64_t>(ScalarArg(op, "group", 0));
     if (groups <= 0 || c % groups != 0) {
@@ -68,10 +75,16 @@ absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const Re
   // an nn.GroupNorm named gn, InstanceNorm ones (KernelBench level 1) an
   // nn.InstanceNorm2d named inorm (without affine or tracking its state_dict is empty,
   // so the name only matters for those).
-  p["MODULE"] = batch ? "none" : instance ? "inorm" : "gn";
+  // A training-mode nn.BatchNormNd is KernelBench's self.bn (level 1's BatchNorm).
+  p["MODULE"] = batch ? (module_counter ? "bn" : "none") : instance ? "inorm" : "gn";
   if (instance) {
     p["DIMS"] = std::to_string(s.size() - 2);
     p["STATS"] = op.tags.count("running_stats") ? "running" : "input";
+  }
+  if (batch) {
+    p["DIMS"] = std::to_string(std::clamp<int64_t>(static_cast<int64_t>(s.size()) - 2, 1, 3));
+    p["STATS"] = training_batch ? "input" : "running";
+    p["MOMENTUM"] = FloatText(ScalarArg(op, "momentum", 0.1));
   }
   p["CHANNELS"] = std::to_string(c);
   p["GROUPS"] = std::to_string(groups);
@@ -100,6 +113,20 @@ absl::StatusOr<TemplateParams> ChannelNormParams(const TemplateInfo& t, const Re
   }
   p["BLOCK_R"] = std::to_string(br);
   p["SPLIT_R"] = std::to_string(std::min<int64_t>(split, 1024));
+  if (training_batch) {
+    // Batch statistics: each channel's N * HW elements in [BLOCK_C, BLOCK_R] tiles of
+    // 2048; channels side by side (BLOCK_C up to 32) when HW is small, so a tile's loads
+    // run along contiguous channels (BatchNorm1d on (N, C)); slices for about 4 programs
+    // per SM, each at least 4 tiles. GPU timing unmeasured.
+    const int64_t m = n * hw;
+    const int64_t bc = hw >= 32 ? 1 : std::min<int64_t>(32, NextPow2(c));
+    const int64_t bb = Clamp(NextPow2(m), 16, 2048 / bc);
+    const int64_t blocks = CeilDiv(c, bc);
+    p["BLOCK_C"] = std::to_string(bc);
+    p["BLOCK_R"] = std::to_string(bb);
+    p["SPLIT_R"] = std::to_string(
+        Clamp(CeilDiv(4LL * sms, blocks), 1, std::min<int64_t>(1024, std::max<int64_t>(1, CeilDiv(m, 4 * bb)))));
+  }
   return p;
 }
 
@@ -129,11 +156,14 @@ absl::StatusOr<TemplateParams> FrobeniusNormParams(const TemplateInfo& t, const 
 absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const RecognizedOp& op,
                                              const GpuSpec* /*gpu*/) {
   TemplateParams p;
-  if (op.variant != "layer" && op.variant != "rms" && op.variant != "l1" &&
-      op.variant != "l2") {
+  const bool lp = op.variant == "l1" || op.variant == "l2" || op.variant == "max";
+  if (op.variant != "layer" && op.variant != "rms" && !lp) {
     return Precondition(t, absl::StrCat("normalization '", op.variant,
-                                        "' is not LayerNorm / RMSNorm / x / ||x||_1,2 "
+                                        "' is not LayerNorm / RMSNorm / x / ||x||_1,2,max "
                                         "along dims (batch and group norms: channel_norm)"));
+  }
+  if (lp && op.eps_mode == "add_inside" && op.variant != "l2") {
+    return Precondition(t, "an eps under a root needs the 2-norm");
   }
   if (op.input_shape.empty()) return Precondition(t, "input shape unknown");
   RowView v = ViewOf(op);
@@ -145,11 +175,17 @@ absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const Recogn
   // torch.compile 1.017. Tiled rows (INNER > 1) keep chunks of 4096 elements.
   RowTiles(v, v.inner == 1 ? 16384 : 4096, &p);
   if (v.inner == 1) p["num_warps"] = std::stoll(p["BLOCK_R"]) >= 8192 ? "8" : "4";
-  // l1 / l2 (x / ||x|| along dims, no eps, no weights) take AFFINE none.
+  // l1 / l2 / max (x / ||x|| along dims, no weights) take AFFINE none and the recorded
+  // eps where the reference puts it.
   p["NORM"] = op.variant;
-  p["AFFINE"] = !op.has_affine || op.variant == "l1" || op.variant == "l2" ? "none"
+  p["AFFINE"] = !op.has_affine || lp             ? "none"
                 : op.variant == "layer" ? "layernorm_module"
                                         : "rmsnorm_module";
+  if (lp) {
+    p["MEAN"] = op.tags.count("mean_stat") ? "True" : "False";
+    p["EPS_MODE"] = op.eps_mode.empty() ? "none" : op.eps_mode;
+    p["EPS"] = FloatText(op.eps);
+  }
   p["DIM"] = std::to_string(op.dim);
   p["NUM_DIMS"] = std::to_string(std::max(1, op.num_dims));
   p["num_stages"] = "1";

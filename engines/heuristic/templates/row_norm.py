@@ -1,13 +1,18 @@
 # kagent-template: row_norm
-# LayerNorm / RMSNorm over a contiguous range of dims, and x / ||x||_1 or x / ||x||_2
-# along them (NORM l1: torch's x / x.abs().sum(dims, keepdim=True); l2: x / torch.norm(x,
-# p=2, dim=dims, keepdim=True); no eps, so a zero slice gives nan as in torch; the norm is
-# rounded to the input's dtype, as torch's norm and sum return it, then divides in fp32).
+# LayerNorm / RMSNorm over a contiguous range of dims, and x divided by its 1-norm, 2-norm
+# or max-norm along them (NORM l1: x / x.abs().sum(dims, keepdim=True), or the mean with
+# MEAN; l2: x / torch.norm(x, p=2, dim=dims, keepdim=True) or x / sqrt(sum(x^2)); max:
+# x / x.abs().amax(dims, keepdim=True)). EPS_MODE says where the reference's eps (EPS)
+# enters the denominator: none (a zero slice gives nan as in torch), add (norm + eps),
+# add_inside (sqrt(sum + eps), l2), clamp (max(norm, eps): F.normalize's clamp_min). The
+# denominator is rounded to the input's dtype, as torch's ops return it, then divides in
+# fp32.
 # The input is viewed as (OUTER, R, INNER) with R the normalized elements; each program
 # owns one outer index and BLOCK_I inner columns. Pass 1 walks R in BLOCK_R chunks
 # accumulating statistics in fp32 (LayerNorm: chunked Welford merge of mean and M2,
-# numerically stable; RMSNorm and l2: sum of squares; l1: sum of |x|); pass 2 normalizes
-# and applies the optional affine weight/bias (indexed by r).
+# numerically stable; RMSNorm and l2: sum of squares; l1: sum of |x|; max: max of |x|,
+# NaN propagating); pass 2 normalizes and applies the optional affine weight/bias
+# (indexed by r).
 # When R fits one chunk (R <= BLOCK_R) the program keeps its tile in registers and reads
 # the input once (ONE_PASS): statistics, then normalize from the same values.
 # Chunk layout (_chunk): INNER == 1 (ROW, the normalized elements are contiguous, e.g. the
@@ -57,11 +62,39 @@ def _affine(y, w_ptr, b_ptr, r, R, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
 
 
 @triton.jit
-def _lp_norm(s, dtype, NORM: tl.constexpr):
-    # The l1 / l2 norm from its fp32 sum (of |x| / of x^2), rounded to the input's dtype
-    # (torch's norm and sum return it in that dtype), back in fp32 for the division.
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _lp_stat(x, NORM: tl.constexpr):
+    # One chunk's statistic along axis 0: max |x| (max), else the sum of |x| (l1) or x^2.
+    if NORM == "max":
+        s = tl.reduce(tl.abs(x), 0, _max_nan)
+    elif NORM == "l1":
+        s = tl.sum(tl.abs(x), axis=0)
+    else:
+        s = tl.sum(x * x, axis=0)
+    return s
+
+
+@triton.jit
+def _lp_norm(s, dtype, R, eps, NORM: tl.constexpr, MEAN: tl.constexpr,
+             EPS_MODE: tl.constexpr):
+    # The denominator from its fp32 statistic (sum of |x| or x^2, max |x|): the mean (MEAN),
+    # eps inside the root (add_inside), the root (l2), eps added or clamped below (add,
+    # clamp), rounded to the input's dtype (torch's ops return it in that dtype), back in
+    # fp32 for the division.
+    if MEAN:
+        s = s / R
+    if EPS_MODE == "add_inside":
+        s = s + eps
     if NORM == "l2":
         s = tl.sqrt_rn(s)
+    if EPS_MODE == "add":
+        s = s + eps
+    elif EPS_MODE == "clamp":
+        s = tl.maximum(s, eps, propagate_nan=tl.PropagateNan.ALL)
     return s.to(dtype).to(tl.float32)
 
 
@@ -69,7 +102,7 @@ def _lp_norm(s, dtype, NORM: tl.constexpr):
 def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
                     BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, NORM: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE_PASS: tl.constexpr,
-                    ROW: tl.constexpr):
+                    ROW: tl.constexpr, MEAN: tl.constexpr, EPS_MODE: tl.constexpr):
     pid = tl.program_id(0)
     outer = pid // num_inner_blocks
     offs_i = (pid % num_inner_blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -77,10 +110,10 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
     if ONE_PASS:
         r, offs, mask = _chunk(base, 0, offs_i, R, INNER, BLOCK_R, ROW)
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        if NORM == "l1":
-            y = tl.div_rn(x, _lp_norm(tl.sum(tl.abs(x), axis=0), y_ptr.dtype.element_ty, NORM))
-        elif NORM == "l2":
-            y = tl.div_rn(x, _lp_norm(tl.sum(x * x, axis=0), y_ptr.dtype.element_ty, NORM))
+        if NORM == "l1" or NORM == "l2" or NORM == "max":
+            den = _lp_norm(_lp_stat(x, NORM), y_ptr.dtype.element_ty, R, eps, NORM, MEAN,
+                           EPS_MODE)
+            y = tl.div_rn(x, den)
         else:
             if NORM == "layer":
                 mean = tl.sum(x, axis=0) / R
@@ -104,18 +137,18 @@ def row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, INNER, num_inner_blocks, eps,
             delta = c_mean - mean
             mean = mean + delta * (n_chunk / n_new)
             m2 = m2 + c_m2 + delta * delta * (count * n_chunk / n_new)
-        elif NORM == "l1":
-            m2 += tl.sum(tl.abs(x), axis=0)
+        elif NORM == "max":
+            m2 = _max_nan(m2, _lp_stat(x, NORM))
         else:
-            m2 += tl.sum(x * x, axis=0)
-    if NORM == "l1" or NORM == "l2":
-        den = _lp_norm(m2, y_ptr.dtype.element_ty, NORM)
+            m2 += _lp_stat(x, NORM)
+    if NORM == "l1" or NORM == "l2" or NORM == "max":
+        den = _lp_norm(m2, y_ptr.dtype.element_ty, R, eps, NORM, MEAN, EPS_MODE)
     else:
         rstd = 1.0 / tl.sqrt(m2 / R + eps)
     for r0 in range(0, R, BLOCK_R):
         r, offs, mask = _chunk(base, r0, offs_i, R, INNER, BLOCK_R, ROW)
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        if NORM == "l1" or NORM == "l2":
+        if NORM == "l1" or NORM == "l2" or NORM == "max":
             y = tl.div_rn(x, den)
         else:
             if NORM == "layer":
@@ -154,7 +187,8 @@ class ModelNew(nn.Module):
             d0 = {{DIM}} % x.dim()
             d1 = d0 + {{NUM_DIMS}}
             w = b = None
-            eps = self.eps
+            # l1 / l2 / max: the reference's eps as recorded (EPS_MODE says where it goes).
+            eps = {{EPS}} if "{{NORM}}" in ("l1", "l2", "max") else self.eps
         else:
             d1 = x.dim()
             d0 = d1 - len(self.norm.normalized_shape)
@@ -176,5 +210,5 @@ class ModelNew(nn.Module):
             R, INNER, num_inner_blocks, float(eps),
             BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, NORM="{{NORM}}",
             HAS_W=w is not None, HAS_B=b is not None, ONE_PASS=R <= BLOCK_R, ROW=INNER == 1,
-            num_warps={{num_warps}}, num_stages={{num_stages}})
+            MEAN={{MEAN}}, EPS_MODE="{{EPS_MODE}}", num_warps={{num_warps}}, num_stages={{num_stages}})
         return y

@@ -174,7 +174,8 @@ def main():
              dict(NORM="batch", BLOCK_P=1, BLOCK=4096), 8),
             ("channel_norm batch 2048x1 (N, C)", nsig, dict(NORM="batch", BLOCK_P=2048, BLOCK=1), 8),
             ("channel_norm batch 32x64", nsig, dict(NORM="batch", BLOCK_P=32, BLOCK=64), 8),
-            ("channel_norm group 1x4096", nsig, dict(NORM="group", BLOCK_P=1, BLOCK=4096), 8)]:
+            ("channel_norm group 1x4096", nsig, dict(NORM="group", BLOCK_P=1, BLOCK=4096), 8),
+            ("channel_norm channel 1x4096", nsig, dict(NORM="channel", BLOCK_P=1, BLOCK=4096), 8)]:
         _compile(name, cn.channel_norm_kernel, sig, dict(c, HAS_W=True, HAS_B=True), warps, 1)
     ssig = dict(x_ptr=fp32, part_ptr=fp32, **_ints(["L", "CHUNK", "NUM_PARTS", "SPLIT_R"]))
     _compile("channel_norm stats 2048", cn.channel_norm_stats_kernel, ssig, dict(BLOCK_R=2048), 8, 1)
@@ -184,6 +185,15 @@ def main():
              dict(part_ptr=fp32, w_ptr=fp32, b_ptr=fp32, scale_ptr=fp32, shift_ptr=fp32,
                   **_ints(["P", "C", "CPG", "G", "NUM_PARTS", "SPLIT_R"]), eps="fp32"),
              dict(HAS_W=True, HAS_B=True, BLOCK_M=512, BLOCK_S=4), 4, 3)
+    bsig = dict(x_ptr=fp32, part_ptr=fp32, **_ints(["C", "HW", "M", "CHUNK", "NUM_PARTS", "SPLIT_R"]))
+    for name, c in [("1x2048", dict(BLOCK_C=1, BLOCK_R=2048)),  # BatchNorm2d training
+                    ("32x64 (N, C)", dict(BLOCK_C=32, BLOCK_R=64))]:  # BatchNorm1d on (N, C)
+        _compile(f"channel_norm batch stats {name}", cn.batch_stats_kernel, bsig, c, 8, 1)
+    _compile("channel_norm batch merge 512x4", cn.batch_merge_kernel,
+             dict(part_ptr=fp32, w_ptr=fp32, b_ptr=fp32, rm_ptr=fp32, rv_ptr=fp32,
+                  scale_ptr=fp32, shift_ptr=fp32, **_ints(["C", "NUM_PARTS", "SPLIT_R"]),
+                  eps="fp32", factor="fp32"),
+             dict(HAS_W=True, HAS_B=True, UPDATE=True, BLOCK_M=512, BLOCK_S=4), 4, 1)
 
     gp = _load("gemm_persistent_tma")  # the template's defaults; 8192^3 as the launcher sees it
     gsig = dict(a_ptr=bf16, b_ptr=bf16, c_ptr=bf16,

@@ -1,5 +1,5 @@
-"""channel_norm: inference BatchNorm, GroupNorm and InstanceNorm against torch, under
-Triton's interpreter.
+"""channel_norm: BatchNorm (inference, and training with the running statistics' update),
+GroupNorm and InstanceNorm against torch, under Triton's interpreter.
 
 Shapes include sizes that are not multiples of the blocks, N = 1, C = 1, groups = 1 and
 groups = C, 2-D to 5-D inputs (InstanceNorm1d/2d/3d, batched and unbatched); fp32 and
@@ -68,7 +68,7 @@ def test_batch_norm_inference(shape, blocks, affine, dtype):
     c = shape[1]
     ref = _bn_ref(c, affine == "True", 1e-3)
     model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=c, EPS=1e-3,
-                           AFFINE=affine, **blocks)(c)
+                           AFFINE=affine, STATS="running", **blocks)(c)
     model.load_state_dict({"bn." + k: v for k, v in ref.state_dict().items()})
     x = (torch.randn(*shape) * 2 + 1).to(dtype)
     out = model(x)
@@ -81,7 +81,7 @@ def test_batch_norm_flat_layout_matches_problem_29():
     torch.manual_seed(3)
     ref = FlatBatchNorm(6)
     model = load_model_new("channel_norm", NORM="batch", MODULE="none", CHANNELS=6,
-                           BLOCK=16)(6)
+                           STATS="running", BLOCK=16)(6)
     assert set(model.state_dict()) == set(ref.state_dict())
     model.load_state_dict(ref.state_dict())
     x = torch.randn(3, 6, 7, 5)
@@ -92,7 +92,7 @@ def test_batch_norm_flat_without_affine_and_bf16_params():
     # F.batch_norm(x, rm, rv, None, None): no weight/bias keys; bf16 running stats load.
     ref = _bn_ref(4, False, 1e-5, torch.bfloat16)
     model = load_model_new("channel_norm", NORM="batch", MODULE="none", CHANNELS=4,
-                           AFFINE="False", BLOCK=32)(4)
+                           AFFINE="False", STATS="running", BLOCK=32)(4)
     assert set(model.state_dict()) == {"running_mean", "running_var"}
     model.load_state_dict({k: v for k, v in ref.state_dict().items() if k != "num_batches_tracked"})
     x = torch.randn(2, 4, 6, 6, dtype=torch.bfloat16)
@@ -101,12 +101,89 @@ def test_batch_norm_flat_without_affine_and_bf16_params():
 
 def test_batch_norm_channels_last_and_wrong_channels():
     ref = _bn_ref(8, True, 1e-5)
-    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=8, BLOCK=64)()
+    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=8, BLOCK=64,
+                           STATS="running")()
     model.load_state_dict({"bn." + k: v for k, v in ref.state_dict().items()})
     x = torch.randn(2, 8, 5, 6).to(memory_format=torch.channels_last)
     torch.testing.assert_close(model(x), _batch_norm(x, ref), atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="channels"):
         model(torch.randn(2, 7, 5, 6))
+
+
+# BatchNorm in training mode (STATS input): batch statistics over N and the spatial dims,
+# the running statistics updated in place as nn.BatchNorm updates them.
+_BN_TRAIN = [
+    ((2, 3, 5, 7), 2, dict(BLOCK_R=16, SPLIT_R=1, BLOCK=16)),   # M = 70: partial tile
+    ((2, 3, 5, 7), 2, dict(BLOCK_R=16, SPLIT_R=3, BLOCK_C=2)),  # 3 slices, 2 channels a program
+    ((37, 5), 1, dict(BLOCK_R=16, SPLIT_R=2, BLOCK_C=4, BLOCK=1, BLOCK_P=16)),  # (N, C): HW 1
+    ((3, 4, 1), 1, dict(BLOCK_R=16, BLOCK_C=8)),                # (N, C, L) with L = 1
+    ((1, 3, 41), 1, dict(BLOCK_R=16, SPLIT_R=4)),               # N = 1: 4 slices, one empty
+    ((2, 3, 2, 3, 5), 3, dict(BLOCK_R=16, SPLIT_R=2)),          # BatchNorm3d
+]
+
+
+@pytest.mark.parametrize("shape,dims,blocks", _BN_TRAIN)
+@pytest.mark.parametrize("affine", ["True", "False"])
+def test_batch_norm_training_module(shape, dims, blocks, affine):
+    torch.manual_seed(5)
+    c = shape[1]
+    ref = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)[dims - 1](c, eps=1e-3, momentum=0.2,
+                                                                    affine=affine == "True")
+    if affine == "True":
+        with torch.no_grad():
+            ref.weight.normal_(1.0, 0.3)
+            ref.bias.normal_(0.0, 0.3)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=c, EPS=1e-3,
+                           AFFINE=affine, DIMS=dims, MOMENTUM=0.2, STATS="input", **blocks)(c)
+    model.load_state_dict({"bn." + k: v for k, v in ref.state_dict().items()})
+    for step in range(2):  # twice: the second call starts from updated running statistics
+        x = torch.randn(*shape) * 3 + 2
+        out = model(x)
+        torch.testing.assert_close(out, ref(x), atol=1e-4, rtol=1e-4)
+    for k, v in ref.state_dict().items():
+        torch.testing.assert_close(model.bn.state_dict()[k], v, atol=1e-5, rtol=1e-5)
+    # Eval mode: the running statistics, as torch.
+    model.eval()
+    ref.eval()
+    x = torch.randn(*shape)
+    torch.testing.assert_close(model(x), ref(x), atol=1e-4, rtol=1e-4)
+
+
+def test_batch_norm_training_momentum_none_bf16_and_one_value_raises():
+    # momentum=None: a cumulative average (1 / num_batches_tracked); bf16 input.
+    ref = nn.BatchNorm2d(4, momentum=None)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="bn", CHANNELS=4,
+                           STATS="input", BLOCK_R=32)(4)
+    model.bn.momentum = None
+    for _ in range(3):
+        x = torch.randn(3, 4, 6, 5) + 1
+        torch.testing.assert_close(model(x.bfloat16()).float(), ref(x.bfloat16().float()),
+                                   atol=2e-2, rtol=2e-2)
+    assert int(model.bn.num_batches_tracked) == 3
+    torch.testing.assert_close(model.bn.running_mean, ref.running_mean, atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(model.bn.running_var, ref.running_var, atol=1e-2, rtol=1e-2)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        model(torch.randn(1, 4, 1, 1))
+
+
+class FlatTrainingBatchNorm(FlatBatchNorm):
+    """F.batch_norm(training=True) on the model's own tensors."""
+
+    def forward(self, x):
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=True, momentum=0.3, eps=self.eps)
+
+
+def test_batch_norm_training_flat_layout():
+    torch.manual_seed(4)
+    ref = FlatTrainingBatchNorm(6)
+    model = load_model_new("channel_norm", NORM="batch", MODULE="none", CHANNELS=6,
+                           STATS="input", MOMENTUM=0.3, BLOCK_R=16, SPLIT_R=2)(6)
+    model.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 6, 7, 5)
+    torch.testing.assert_close(model(x), ref(x), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(model.running_mean, ref.running_mean, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.running_var, ref.running_var, atol=1e-5, rtol=1e-5)
 
 
 def _gn_ref(groups, channels, affine, eps=1e-5):

@@ -91,3 +91,48 @@ def test_scale_by_forward_argument_or_constant():
     # differently from torch's).
     torch.testing.assert_close(by_constant(a.bfloat16().t()).float(),
                                (a.bfloat16().t() * -2.5).float(), atol=1e-2, rtol=1e-2)
+
+
+# Binary ops of broadcasting tensors: (forward inputs' shapes, A_UNSQ / B_UNSQ as op
+# recognition records them, the reference).
+BINARY = [
+    ("mul", (5,), (5, 7), 0b10, 0, lambda a, b: a.unsqueeze(1) * b),       # row scale
+    ("mul", (7,), (5, 7), 0, 0, lambda a, b: a * b),                         # column scale
+    ("sub", (4, 7), (4, 3, 7), 0b10, 0, lambda a, b: a[:, None, :] - b),    # middle dim
+    ("div", (3, 1, 6), (3, 5, 1), 0, 0, lambda a, b: a / b),                 # both broadcast
+    ("add", (2, 1, 3, 4, 5), (3, 1, 5), 0, 0, lambda a, b: a + b),           # 5-D, 4 dims left
+    ("add", (2, 3, 4, 5, 6), (6,), 0, 0, lambda a, b: a + b),                # 5-D, 2 dims left
+    ("maximum", (1,), (9, 33), 0, 0, lambda a, b: torch.maximum(a, b)),      # a size-1 dim
+    ("minimum", (6, 1), (6, 11), 0, 0, lambda a, b: torch.minimum(a, b)),
+]
+
+
+@pytest.mark.parametrize("op,sa,sb,ua,ub,ref", BINARY)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_binary_broadcast(op, sa, sb, ua, ub, ref, dtype):
+    torch.manual_seed(3)
+    a = torch.randn(*sa, dtype=dtype)
+    b = torch.randn(*sb, dtype=dtype)
+    if op == "div":
+        b = b.abs() + 0.5
+    model = load_model_new("elementwise", OP=op, A_RANK=len(sa), B_RANK=len(sb), A_UNSQ=ua,
+                           B_UNSQ=ub, BLOCK=64)()
+    want = ref(a, b)
+    got = model(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    tol = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(got, want, **tol)
+
+
+def test_binary_matches_operands_by_rank_and_mixed_dtypes():
+    # forward(B, A) of a model computing A.unsqueeze(1) * B: the ranks tell them apart;
+    # bf16 times fp32 promotes to fp32; a non-contiguous (transposed) input is read by strides.
+    a = torch.randn(6)
+    b = torch.randn(9, 6, dtype=torch.bfloat16).t()
+    model = load_model_new("elementwise", OP="mul", A_RANK=1, B_RANK=2, A_UNSQ=2, BLOCK=64)()
+    want = a.unsqueeze(1) * b
+    got = model(b, a)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    with pytest.raises(ValueError, match="two tensors"):
+        model(a)

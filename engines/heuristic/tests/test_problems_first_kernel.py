@@ -113,6 +113,14 @@ PROBLEMS = {
     # F.scaled_dot_product_attention: on the CPU aten::_scaled_dot_product_flash_attention_for_cpu.
     "63_sdpa_fp32": "attention_online",
     "64_sdpa_causal_bf16": "attention_online",
+    # Normalizations written out: x / mean(|x|) over a middle dim, x / max(|x|) per row.
+    "65_l1_norm_mean_dim_fp32": "row_norm",
+    "66_max_norm_bf16": "row_norm",
+    # BatchNorm modules in training mode (batch statistics, running statistics updated).
+    "67_batchnorm2d_training_fp32": "channel_norm",
+    "68_batchnorm1d_training_fp32": "channel_norm",
+    # A diagonal product written as a broadcast multiply: gemm_diag's row scale.
+    "69_diag_broadcast_matmul_fp32": "gemm_diag",
     # Second shapes (issue 19): other aspect ratios, odd sizes, other constructor forms.
     "73_conv2d_stem_7x7_fp32": "conv2d_implicit_gemm",
     "74_conv2d_asymmetric_input_bf16": "conv2d_implicit_gemm",

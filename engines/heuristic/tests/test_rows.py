@@ -143,7 +143,8 @@ def test_row_norm_row_path_matches_tile_path(R, block_r, norm, has_w, has_b):
     for row in (True, False):
         y = torch.empty_like(x)
         kernel[(4,)](x, w, b, y, R, 1, 1, 1e-5, BLOCK_R=block_r, BLOCK_I=1, NORM=norm,
-                     HAS_W=has_w, HAS_B=has_b, ONE_PASS=R <= block_r, ROW=row)
+                     HAS_W=has_w, HAS_B=has_b, ONE_PASS=R <= block_r, ROW=row, MEAN=False,
+                     EPS_MODE="none")
         outs.append(y)
     torch.testing.assert_close(outs[0], outs[1], atol=1e-6, rtol=1e-6)
     ref = x - x.mean(1, keepdim=True) if norm == "layer" else x
@@ -322,18 +323,20 @@ import compile_sm90 as c
 m = c._load("row_norm", NORM="l2", AFFINE="none")
 sig = dict(x_ptr="*bf16", w_ptr="*bf16", b_ptr="*bf16", y_ptr="*bf16", R="i32", INNER="i32",
            num_inner_blocks="i32", eps="fp32")
-for norm in ("l1", "l2", "layer"):
+for norm, mean, eps_mode in (("l1", False, "none"), ("l2", False, "none"), ("layer", False, "none"),
+                              ("l1", True, "add"), ("l2", False, "add_inside"), ("max", False, "clamp")):
     for name, block_r, block_i, one_pass, row in [("one pass 4096", 4096, 1, True, True),
                                                   ("two passes 4096", 4096, 1, False, True),
                                                   ("tiles 8x64", 8, 64, False, False)]:
-        c._compile(f"row_norm {norm} {name}", m.row_norm_kernel, sig,
+        c._compile(f"row_norm {norm} {eps_mode} {name}", m.row_norm_kernel, sig,
                    dict(BLOCK_R=block_r, BLOCK_I=block_i, NORM=norm, HAS_W=False, HAS_B=False,
-                        ONE_PASS=one_pass, ROW=row), 4, 1, aligned=("x_ptr", "y_ptr", "R"))
+                        ONE_PASS=one_pass, ROW=row, MEAN=mean, EPS_MODE=eps_mode), 4, 1,
+                   aligned=("x_ptr", "y_ptr", "R"))
 """
 
 
 def test_lp_norm_compiles_for_sm90_without_spills():
-    """NORM l1 / l2 (tl.div_rn, tl.sqrt_rn, the norm rounded to bf16) compile for Hopper on
+    """NORM l1 / l2 / max (tl.div_rn, tl.sqrt_rn, the norm rounded to bf16; MEAN, EPS_MODE) compile for Hopper on
     both paths, as LayerNorm does (compile_sm90.py's helpers in a subprocess without the
     interpreter; needs triton's NVIDIA backend tools, no GPU)."""
     import json
@@ -350,5 +353,67 @@ def test_lp_norm_compiles_for_sm90_without_spills():
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 9, r.stdout + r.stderr[-3000:]
+    assert len(rows) == 18, r.stdout + r.stderr[-3000:]
     assert not [row for row in rows if "error" in row or row["stack"] != 0], rows
+
+
+# The written-out family (op recognition's l1 / l2 / max with MEAN and EPS_MODE): any dim,
+# eps added, under the root or as a lower bound, the mean instead of the sum.
+LP_FAMILY = {
+    ("l1", "True", "none"): lambda x, d, e: x / torch.mean(torch.abs(x), dim=d, keepdim=True),
+    ("l1", "False", "add"): lambda x, d, e: x / (torch.sum(x.abs(), dim=d, keepdim=True) + e),
+    ("l1", "True", "clamp"): lambda x, d, e: x / x.abs().mean(d, keepdim=True).clamp_min(e),
+    ("l2", "False", "add_inside"): lambda x, d, e: x / torch.sqrt(torch.sum(x ** 2, dim=d, keepdim=True) + e),
+    ("l2", "False", "add"): lambda x, d, e: x / (torch.sqrt(torch.sum(x * x, dim=d, keepdim=True)) + e),
+    # F.normalize's x / norm(x).clamp_min(eps), over several dims too.
+    ("l2", "False", "clamp"): lambda x, d, e: x / torch.norm(x, p=2, dim=d, keepdim=True).clamp_min(e),
+    ("max", "False", "none"): lambda x, d, e: x / torch.amax(torch.abs(x), dim=d, keepdim=True),
+    ("max", "False", "add"): lambda x, d, e: x / (torch.amax(torch.abs(x), dim=d, keepdim=True) + e),
+}
+
+
+@pytest.mark.parametrize("shape,dim,num_dims,blocks", [
+    ((5, 37), 1, 1, dict(BLOCK_R=8)),               # rows, 5 chunks, the last partial
+    ((3, 33, 7), 1, 1, dict(BLOCK_R=8, BLOCK_I=4)),  # a middle dim: 2-D tiles, two passes
+    ((9, 6), 0, 1, dict(BLOCK_R=16, BLOCK_I=2)),    # dim 0, one pass
+    ((2, 1, 3, 5), 1, 2, dict(BLOCK_R=2)),          # a size-1 dim inside the range, R = 3
+])
+@pytest.mark.parametrize("key", list(LP_FAMILY))
+def test_lp_family(shape, dim, num_dims, blocks, key):
+    norm, mean, eps_mode = key
+    torch.manual_seed(11)
+    x = torch.randn(*shape) * 2
+    x[0] = 0.0  # a zero slice: eps decides between nan and 0
+    eps = 1e-3
+    model = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=dim, NUM_DIMS=num_dims,
+                           MEAN=mean, EPS_MODE=eps_mode, EPS=eps, **blocks)()
+    d = tuple(range(dim % x.dim(), dim % x.dim() + num_dims))
+    ref = LP_FAMILY[key](x, d, eps)
+    if num_dims == 1 and key == ("l2", "False", "clamp"):
+        torch.testing.assert_close(ref, F.normalize(x, p=2.0, dim=d[0], eps=eps))
+    torch.testing.assert_close(model(x), ref, atol=1e-4, rtol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("key", [("l1", "True", "none"), ("max", "False", "clamp"),
+                                 ("l2", "False", "add_inside")])
+@pytest.mark.parametrize("blocks", [dict(BLOCK_R=16), dict(BLOCK_R=8, BLOCK_I=4)])
+def test_lp_family_bf16(key, blocks):
+    norm, mean, eps_mode = key
+    torch.manual_seed(12)
+    x = torch.randn(4, 40, 3, dtype=torch.bfloat16)
+    ref_fn = LP_FAMILY.get(key) or (lambda x, d, e: x / x.abs().amax(d, keepdim=True).clamp_min(e))
+    model = load_model_new("row_norm", NORM=norm, AFFINE="none", DIM=1, MEAN=mean,
+                           EPS_MODE=eps_mode, EPS=1e-6, **blocks)()
+    out = model(x)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), ref_fn(x, (1,), 1e-6).float(), atol=1e-2, rtol=1e-2)
+
+
+def test_max_norm_nan_propagates():
+    x = torch.randn(3, 20)
+    x[1, 7] = float("nan")
+    for blocks in (dict(BLOCK_R=4), dict(BLOCK_R=32)):
+        out = load_model_new("row_norm", NORM="max", AFFINE="none", DIM=1, **blocks)()(x)
+        ref = x / x.abs().amax(1, keepdim=True)
+        assert out[1].isnan().all()
+        torch.testing.assert_close(out, ref, equal_nan=True)
