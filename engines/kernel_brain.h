@@ -73,6 +73,9 @@ struct FixRequest {
   // (the fallback): the optimization manager passes the assignment's index among the
   // assignments of the same parent, so that fallbacks of one round differ.
   int fallback_alternative = 0;
+  // The assignment's worker index in the round: a brain asking several models spreads a
+  // round's candidates over them by it.
+  int worker_index = 0;
 };
 
 class KernelBrain {

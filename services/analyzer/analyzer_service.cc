@@ -5,12 +5,14 @@
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "services/analyzer/prescribe_agent.h"
 
 namespace kagent {
 
 AnalyzerServiceImpl::AnalyzerServiceImpl(std::shared_ptr<const Prescriber> prescriber,
-                                         const Authenticator* auth, prometheus::Registry* registry)
-    : prescriber_(std::move(prescriber)), auth_(auth) {
+                                         const Authenticator* auth, prometheus::Registry* registry,
+                                         PrescriptionRanker* ranker)
+    : prescriber_(std::move(prescriber)), auth_(auth), ranker_(ranker) {
   KAGENT_CHECK(prescriber_ != nullptr) << "AnalyzerServiceImpl needs a prescriber";
   if (registry == nullptr) return;
   auto& requests = prometheus::BuildCounter()
@@ -31,7 +33,8 @@ grpc::Status AnalyzerServiceImpl::Prescribe(grpc::ServerContext* context,
                                             kagent::v1::PrescribeResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
-  absl::StatusOr<kagent::v1::PrescribeResponse> result = prescriber_->Prescribe(*request);
+  absl::StatusOr<kagent::v1::PrescribeResponse> result =
+      PrescribeWithAgent(*prescriber_, ranker_, *request);
   if (!result.ok()) {
     if (invalid_ != nullptr) invalid_->Increment();
     KLOG(WARNING) << "prescribe failed: " << result.status().ToString();

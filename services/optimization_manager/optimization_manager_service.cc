@@ -209,6 +209,7 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       fr.memory = &memory;
       fr.alternative = alternatives[i];
       fr.fallback_alternative = fallback_alternatives[i];
+      fr.worker_index = a.worker_index();
       r = brain_->ApplyFix(fr);
     }
     if (!r.ok()) {

@@ -23,6 +23,7 @@ grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
                                               const v1::ReflectRequest* request,
                                               v1::ReflectResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   if (!request->has_attempt() || request->attempt().id().empty()) {
     return ToGrpcStatus(absl::InvalidArgumentError("attempt with an id is required"));
   }
@@ -30,9 +31,9 @@ grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError(
         "attempt.measurement.verdict is required: reflect only on measured attempts"));
   }
-  absl::StatusOr<v1::Reflexion> r = reflector_->Reflect(request->parent(), request->attempt(), request->gpu());
+  absl::StatusOr<v1::ReflectResponse> r = reflector_->Reflect(*request);
   if (!r.ok()) return ToGrpcStatus(r.status());
-  *response->mutable_reflexion() = *std::move(r);
+  *response = *std::move(r);
   return grpc::Status::OK;
 }
 
