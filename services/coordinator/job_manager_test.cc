@@ -120,6 +120,11 @@ class ScriptedServices : public LoopServices {
   // e.g. a real optimization manager over a loopback LLM server.
   std::function<absl::StatusOr<v1::GenerateResponse>(const v1::GenerateRequest&)> generate_with;
 
+  // When set, Prescribe and Reflect answer as LLM agents would: with an exchange whose
+  // prompt holds what the request carried (the kernel's source; the memory's size), and
+  // the reflexion's a fallback.
+  bool agent_exchanges = false;
+
   // The LLM budget each request carried: -1 when absent.
   absl::Mutex mu;
   std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
@@ -151,9 +156,14 @@ class ScriptedServices : public LoopServices {
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
   }
-  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CancelToken*) override {
+  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r, CancelToken*) override {
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     v1::PrescribeResponse out;
+    if (agent_exchanges) {
+      out.mutable_exchange()->set_agent("prescribe");
+      out.mutable_exchange()->set_prompt(absl::StrCat("rank for:\n", r.kernel_source()));
+      out.mutable_exchange()->set_reply("{\"prescriptions\": []}");
+    }
     for (const auto& f : fixes) {
       auto* p = out.add_prescriptions();
       p->set_pattern_id(f);
@@ -179,6 +189,15 @@ class ScriptedServices : public LoopServices {
     x->set_actual_speedup(ok && a > 0 ? p / a : 0);
     x->set_lesson(ok ? "measured" : "failed");
     if (!x->fix_effective()) x->add_avoid_patterns(r.attempt().prescription().pattern_id());
+    if (agent_exchanges) {
+      v1::AgentExchange* e = out.mutable_exchange();
+      e->set_agent("reflect");
+      e->set_brain("llm:test");
+      e->set_prompt(absl::StrCat("reflect on ", r.attempt().id(), " with ", r.memory_size(),
+                                 " earlier reflexion(s)"));
+      e->set_reply("{\"fix_worked\": true}");
+      e->set_fallback("the reply was refused");
+    }
     return out;
   }
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CancelToken*) override {
@@ -430,6 +449,37 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   CHECK(loop.gpu_a.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_b.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_a.calls + loop.gpu_b.calls > 0);
+}
+
+TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as artifacts") {
+  Loop loop;
+  loop.services.agent_exchanges = true;
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const std::string c0 = job.id() + "-c0";
+  auto prescribe = loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/prescribe/", c0, "/prompt.txt"));
+  REQUIRE(prescribe.ok());
+  CHECK(prescribe->content() == absl::StrCat("rank for:\n", kStart));  // the kernel's source went along
+  CHECK(prescribe->content_type() == "text/plain");
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/prescribe/", c0, "/reply.txt")).ok());
+  auto refl = *loop.storage->ListReflexions(job.id());
+  REQUIRE(refl.size() >= 2);
+  int with_memory = 0;
+  for (const v1::Reflexion& r : refl) {
+    auto prompt = loop.storage->GetArtifact(
+        job.id(), absl::StrCat("round-", r.round(), "/", r.candidate_id(), "/reflect-prompt.txt"));
+    REQUIRE(prompt.ok());
+    with_memory += absl::StrContains(prompt->content(), " with 0 ") ? 0 : 1;
+    CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-", r.round(), "/", r.candidate_id(),
+                                                           "/reflect-reply.txt")).ok());
+  }
+  CHECK(with_memory == static_cast<int>(refl.size()) - 1);  // each later one saw the earlier ones
+  int fallbacks = 0;
+  for (const v1::JobEvent& e : loop.Events(job.id())) {
+    fallbacks += absl::StrContains(e.message(), "the reflect agent (llm:test) fell back to the heuristic "
+                                                "for the reflexion on ") ? 1 : 0;
+  }
+  CHECK(fallbacks == static_cast<int>(refl.size()));
 }
 
 TEST_CASE("loop: a duplicate kernel is its own verdict, never measured") {

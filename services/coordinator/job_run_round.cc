@@ -168,7 +168,7 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
                                   std::string* stop_reason) {
   for (auto& c : beam) {
     std::vector<v1::Prescription> rx;
-    absl::Status ds = EnsureDiagnosed(c, &rx);
+    absl::Status ds = EnsureDiagnosed(plan->round(), c, &rx);
     if (!ds.ok()) return StopFromStatus(ds);
     // The useful figure, not SOL: SOL counts redundant cache traffic (kernel_model/roofline.h).
     if (&c == &beam.front() && c.has_metrics() &&
@@ -316,6 +316,10 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
   if (parent != nullptr) *rr.mutable_parent() = *parent;
   *rr.mutable_attempt() = c;
   *rr.mutable_gpu() = gpu_;
+  if (absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
+      memory.ok()) {
+    for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
+  }
   absl::StatusOr<v1::ReflectResponse> refl = deps_.services->Reflect(rr, cancel_);
   if (!refl.ok()) {
     if (Stopping()) return refl.status();
@@ -334,6 +338,10 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
                                                job_id_, r);
   }
   StoreArtifact(absl::StrCat("round-", round, "/", c.id(), "/reflexion.json"), "reflexion", ToPrettyJson(r));
+  if (refl->has_exchange()) {
+    StoreExchange(absl::StrCat("round-", round, "/", c.id(), "/"), "reflect-", refl->exchange(),
+                  absl::StrCat("the reflexion on ", c.id()));
+  }
   v1::JobEvent re;
   re.set_type(v1::JOB_EVENT_REFLEXION_WRITTEN);
   re.set_state(v1::JOB_STATE_ROUNDS);
