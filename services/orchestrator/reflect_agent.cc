@@ -70,7 +70,13 @@ absl::StatusOr<v1::ReflectResponse> ReflectAgent::Reflect(const v1::ReflectReque
   const v1::Candidate& parent = request.parent();
   bool parent_ok = parent.measurement().verdict() == v1::VERDICT_CORRECT &&
                    parent.measurement().candidate().median_ms() > 0;
-  if (writer_ == nullptr || !parent_ok) return response;
+  // A duplicate was never measured and an infrastructure error is not the kernel's:
+  // neither says anything about the fix for a model to judge.
+  const v1::Verdict verdict = request.attempt().measurement().verdict();
+  if (writer_ == nullptr || !parent_ok || verdict == v1::VERDICT_DUPLICATE ||
+      verdict == v1::VERDICT_INFRA_ERROR) {
+    return response;
+  }
   std::vector<v1::Reflexion> memory(request.memory().begin(), request.memory().end());
   ReflexionInput input;
   input.round = request.attempt().round();

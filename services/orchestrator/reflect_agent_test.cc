@@ -190,15 +190,26 @@ TEST_CASE("the reflect agent keeps the heuristic reflexion when the reply cannot
   CHECK_THAT(r->exchange().prompt(), Catch::Contains("max abs error 3.2"));
 }
 
-TEST_CASE("the reflect agent does not ask without a correct parent", "[orchestrator][llm]") {
+TEST_CASE("the reflect agent does not ask without a correct parent, for a duplicate or an "
+          "infrastructure error", "[orchestrator][llm]") {
   Rig rig;
   ReflectRequest request = FailedAttempt();
-  request.clear_parent();
-  absl::StatusOr<ReflectResponse> r = rig.agent->Reflect(request);
-  REQUIRE(r.ok());
-  CHECK_FALSE(r->has_exchange());
+  SECTION("no parent") {
+    request.clear_parent();
+    absl::StatusOr<ReflectResponse> r = rig.agent->Reflect(request);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->has_exchange());
+    CHECK_THAT(r->reflexion().lesson(), Catch::Contains("no correct parent"));
+  }
+  for (v1::Verdict v : {v1::VERDICT_DUPLICATE, v1::VERDICT_INFRA_ERROR}) {
+    DYNAMIC_SECTION(v1::Verdict_Name(v)) {
+      request.mutable_attempt()->mutable_measurement()->set_verdict(v);
+      absl::StatusOr<ReflectResponse> r = rig.agent->Reflect(request);
+      REQUIRE(r.ok());
+      CHECK_FALSE(r->has_exchange());
+    }
+  }
   CHECK(rig.server->request_count() == 0);
-  CHECK_THAT(r->reflexion().lesson(), Catch::Contains("no correct parent"));
 }
 
 }  // namespace
