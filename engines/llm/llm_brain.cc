@@ -65,6 +65,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   std::string title = !p.title().empty()       ? p.title()
                       : !p.pattern_id().empty() ? p.pattern_id()
                                                 : std::string("the prescribed fix");
+  if (request.repair != nullptr) return Repair(request, title);
   const std::vector<std::string> knobs = llm_engine::KernelKnobs(request.parent->source());
   std::string diagnosis = llm_engine::DescribeReport(request.report);
   if (std::string roofline = llm_engine::DescribeRoofline(request.metrics, request.gpu);
@@ -98,6 +99,26 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
     result->fallback = *std::move(unapplied);
   }
   return result;
+}
+
+absl::StatusOr<BrainResult> LlmKernelBrain::Repair(const FixRequest& request,
+                                                   const std::string& title) {
+  const RepairRequest& repair = *request.repair;
+  llm::PromptValues values = {
+      {"gpu", llm_engine::DescribeGpu(request.gpu)},
+      {"attempt", absl::StrCat(repair.attempt)},
+      {"problem_source", request.problem != nullptr && !request.problem->source().empty()
+                             ? request.problem->source()
+                             : std::string("# (the reference was not given)")},
+      {"fix_title", title},
+      {"fix_description", llm_engine::DescribeFix(*request.prescription, 0)},
+      {"kernel_source", request.parent->source()},
+      {"verdict", repair.verdict.empty() ? std::string("(not given)") : repair.verdict},
+      {"error", repair.error.empty() ? std::string("(no message)") : repair.error},
+  };
+  return Generate("repair_kernel", values,
+                  absl::StrCat(options_.name, " repair ", repair.attempt, ": ", title),
+                  request.worker_index);
 }
 
 absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_name,

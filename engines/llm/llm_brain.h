@@ -1,7 +1,8 @@
 // LlmKernelBrain: a KernelBrain that asks a language model for kernels.
 //
 // FirstKernel renders the "first_kernel" prompt template and ApplyFix the
-// "rewrite_kernel" one (prompts/, documented in docs/llm.md), under the "system" prompt,
+// "rewrite_kernel" one, or "repair_kernel" for a repair turn (FixRequest.repair: the
+// parent failed the gate) (prompts/, documented in docs/llm.md), under the "system" prompt,
 // and asks for one JSON object through llm::ChatForJson:
 //   {"explanation": "...", "code": "<the complete Python file>"}
 // ("code" is required; "explanation" becomes the expected effect, or "expected_effect"
@@ -82,6 +83,9 @@ class LlmKernelBrain : public KernelBrain {
   const LlmBrainOptions& options() const { return options_; }
 
  private:
+  // A repair turn (request.repair set): renders "repair_kernel" with the failed parent,
+  // its verdict and error, and the fix it was written for.
+  absl::StatusOr<BrainResult> Repair(const FixRequest& request, const std::string& title);
   // Renders `template_name`, asks, validates, re-asks; fills kernel, prompt, reply and
   // expected effect. `move` is the BrainResult's one move line.
   absl::StatusOr<BrainResult> Generate(absl::string_view template_name,

@@ -243,6 +243,44 @@ TEST_CASE("LLM brain: several models spread a round's rewrites, each recorded", 
   CHECK(rig.server->requests().back().Json()["model"] == "model-c");
 }
 
+TEST_CASE("LLM brain: a repair turn sends the failed kernel with its verdict and error",
+          "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  const std::string repaired = Kernel("repaired");
+  rig.server->Enqueue(Reply(f, Answer(repaired, "the tail was not masked")));
+  ProblemInputs in;
+  v1::KernelSource failed;
+  failed.set_source(Kernel("failed-without-mask"));
+  v1::Prescription p;
+  p.set_title("wider blocks");
+  (*p.mutable_knob_changes())["BLOCK"] = "4096";
+  RepairRequest repair{.verdict = "VERDICT_INCORRECT",
+                       .error = "max abs error 3.2 at [4095] (atol 1e-4)",
+                       .attempt = 1};
+  FixRequest fr;
+  fr.parent = &failed;
+  fr.prescription = &p;
+  fr.problem = &in.problem;
+  fr.gpu = &in.gpu;
+  fr.repair = &repair;
+  auto r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.source() == repaired);
+  CHECK(r->moves == std::vector<std::string>{"llm repair 1: wider blocks"});
+  CHECK(r->fallback.empty());  // the repair is judged by the gate, not by the knob check
+  REQUIRE(rig.server->request_count() == 1);
+  const std::string sent = Conversation(f, rig.server->requests()[0])[0]["content"].get<std::string>();
+  CHECK_THAT(sent, Catch::Contains("failed kagent's correctness gate (repair 1)"));
+  CHECK_THAT(sent, Catch::Contains("The gate's verdict: VERDICT_INCORRECT"));
+  CHECK_THAT(sent, Catch::Contains("max abs error 3.2 at [4095] (atol 1e-4)"));
+  CHECK_THAT(sent, Catch::Contains(Kernel("failed-without-mask")));
+  CHECK_THAT(sent, Catch::Contains("The kernel was written to apply this fix: wider blocks"));
+  CHECK_THAT(sent, Catch::Contains(kProblem));
+  CHECK_THAT(r->prompt, Catch::Contains("[user]"));
+}
+
 TEST_CASE("LLM brain: a knob the kernel lacks is named as missing", "[llm_brain]") {
   const WireFormat f = ANY_FORMAT();
   INFO(FormatName(f));

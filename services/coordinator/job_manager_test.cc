@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/status.h"
@@ -124,6 +125,11 @@ class ScriptedServices : public LoopServices {
   // prompt holds what the request carried (the kernel's source; the memory's size), and
   // the reflexion's a fallback.
   bool agent_exchanges = false;
+  // When set, round kernels come from an LLM brain (origin "brain:llm"), and a repair
+  // turn answers with the failed kernel's "crash" replaced by "fixed" unless
+  // `repairs_fail` (then the repair crashes again).
+  bool llm_origin = false;
+  bool repairs_fail = false;
 
   // The LLM budget each request carried: -1 when absent.
   absl::Mutex mu;
@@ -131,6 +137,7 @@ class ScriptedServices : public LoopServices {
   std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
+  std::vector<v1::GenerateRequest> repair_requests ABSL_GUARDED_BY(mu);
   // Per parent of each round's Generate: whether its judge's report came along.
   std::vector<bool> parents_with_report ABSL_GUARDED_BY(mu);
 
@@ -250,6 +257,20 @@ class ScriptedServices : public LoopServices {
       for (const auto& [id, kernel] : r.parents()) {
         parents_with_report.push_back(r.parent_reports().count(id) > 0);
       }
+      if (!r.repairs().empty()) repair_requests.push_back(r);
+    }
+    if (!r.repairs().empty()) {
+      for (const auto& a : r.plan().assignments()) {
+        auto* g = out.add_kernels();
+        *g->mutable_assignment() = a;
+        std::string source = r.parents().at(a.parent_kernel_id()).source();
+        g->mutable_kernel()->set_source(
+            repairs_fail ? absl::StrCat(source, "# still crash\n")
+                         : absl::StrReplaceAll(source, {{"crash", "fixed"}}));
+        g->mutable_kernel()->set_origin("brain:llm");
+        g->set_prompt(absl::StrCat("repair ", r.repairs().at(a.parent_kernel_id()).attempt()));
+      }
+      return out;
     }
     for (const auto& a : r.plan().assignments()) {
       auto* g = out.add_kernels();
@@ -269,6 +290,7 @@ class ScriptedServices : public LoopServices {
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
                                                    "# fix:", a.prescription().pattern_id(), "\n"));
+      if (llm_origin) g->mutable_kernel()->set_origin("brain:llm");
       if (variants_for) {
         for (const auto& v : variants_for(g->kernel().source())) {
           auto* k = g->add_variants();
@@ -480,6 +502,66 @@ TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as a
                                                 "for the reflexion on ") ? 1 : 0;
   }
   CHECK(fallbacks == static_cast<int>(refl.size()));
+}
+
+TEST_CASE("loop: a candidate an LLM wrote that fails the gate gets a repair turn in its round") {
+  JobDefaults defaults;
+  SECTION("one repair, which passes") {}
+  SECTION("repairs that keep failing stop at llm_repairs") { defaults.llm_repairs = 2; }
+  SECTION("no repairs") { defaults.llm_repairs = 0; }
+  Loop loop(":memory:", absl::Milliseconds(2), defaults);
+  loop.services.llm_origin = true;
+  loop.services.repairs_fail = defaults.llm_repairs == 2;
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  auto cands = *loop.storage->ListCandidates(job.id(), 1);
+  std::map<std::string, v1::Candidate> by_id;
+  const v1::Candidate* crashed = nullptr;
+  for (const auto& c : cands) by_id[c.id()] = c;
+  for (const auto& [id, c] : by_id) {
+    if (c.prescription().pattern_id() == "crash-1" && !absl::StrContains(id, "-fix")) crashed = &c;
+  }
+  REQUIRE(crashed != nullptr);
+  CHECK(crashed->measurement().verdict() == v1::VERDICT_CRASH);
+  const std::string fix1 = crashed->id() + "-fix1", fix2 = fix1 + "-fix2";
+  std::vector<v1::GenerateRequest> repairs;
+  {
+    absl::MutexLock lock(&loop.services.mu);
+    repairs = loop.services.repair_requests;
+  }
+  auto refl = *loop.storage->ListReflexions(job.id());
+  if (defaults.llm_repairs == 0) {
+    CHECK(repairs.empty());
+    CHECK(by_id.count(fix1) == 0);
+    return;
+  }
+  // The first repair: the crashed kernel sent back with its verdict, as a new candidate
+  // of the same parent and fix, measured, reflected on, its record kept.
+  REQUIRE(by_id.count(fix1) == 1);
+  const v1::Candidate& r1 = by_id[fix1];
+  CHECK(r1.parent_id() == crashed->parent_id());
+  CHECK(r1.prescription().pattern_id() == "crash-1");
+  CHECK(r1.round() == 1);
+  REQUIRE(repairs.size() == static_cast<size_t>(defaults.llm_repairs));
+  REQUIRE(repairs[0].repairs().count(crashed->id()) == 1);
+  CHECK(repairs[0].repairs().at(crashed->id()).verdict() == "VERDICT_CRASH");
+  CHECK(repairs[0].repairs().at(crashed->id()).attempt() == 1);
+  CHECK(repairs[0].parents().at(crashed->id()).source() == crashed->kernel().source());
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/", fix1, "/prompt.txt"))->content() ==
+        "repair 1");
+  CHECK(std::count_if(refl.begin(), refl.end(), [&](const v1::Reflexion& x) {
+          return x.candidate_id() == fix1;
+        }) == 1);
+  if (defaults.llm_repairs == 1) {
+    CHECK(r1.measurement().verdict() == v1::VERDICT_CORRECT);
+    CHECK(by_id.count(fix2) == 0);
+  } else {
+    CHECK(r1.measurement().verdict() == v1::VERDICT_CRASH);
+    REQUIRE(by_id.count(fix2) == 1);
+    CHECK(by_id[fix2].measurement().verdict() == v1::VERDICT_CRASH);
+    CHECK(repairs[1].repairs().at(fix1).attempt() == 2);
+    CHECK(by_id.count(fix2 + "-fix3") == 0);
+  }
 }
 
 TEST_CASE("loop: a duplicate kernel is its own verdict, never measured") {

@@ -233,9 +233,20 @@ class JobRun {
                 v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
   // Screens (when it has variants) and measures every candidate without a measurement, in
   // parallel (the scheduler spreads them over the GPUs); one measured before a restart is
-  // taken from storage.
+  // taken from storage. `task_suffix` follows each GPU task's id ("<job>/r<R>/w<W>"), so
+  // that a repaired kernel is not taken for the one it repairs.
   Stop MeasureCandidates(int round, const std::vector<v1::Candidate>& beam,
-                         const v1::GenerateResponse& variants, std::vector<v1::Candidate>* cands);
+                         const v1::GenerateResponse& variants, std::vector<v1::Candidate>* cands,
+                         const std::string& task_suffix = "");
+  // Repair turns (docs/llm.md): up to defaults.llm_repairs times, each candidate of the
+  // round that an LLM brain wrote (origin "brain:..." but not the heuristic's) and that
+  // failed the gate (a compile error with a kernel, a wrong result, a crash) goes back to
+  // the brain with its verdict and error (GenerateRequest.repairs); the repaired kernel
+  // is a new candidate "<id>-fix<N>" of the same parent and prescription, measured and
+  // appended to `cands`, its prompt and reply stored. One measured before a restart is
+  // not asked for again.
+  Stop RepairCandidates(int round, const std::vector<v1::Candidate>& beam,
+                        std::vector<v1::Candidate>* cands);
   // Stores and announces every attempt and has the orchestrator reflect on each one not
   // reflected on before.
   Stop RecordAttempts(int round, const std::vector<v1::Candidate>& beam,
