@@ -15,6 +15,7 @@
 #include "engines/llm/llm_prescriber.h"
 #include "engines/llm/testing/llm_test_rig.h"
 #include "kernel_model/prescriber.h"
+#include "services/analyzer/analyzer_service.h"
 #include "services/analyzer/prescribe_agent.h"
 #include "services/judge/judge.h"
 
@@ -28,14 +29,16 @@ using llm::testing::OpenAiError;
 using llm::testing::OpenAiReply;
 using llm::testing::WireFormat;
 
-const Prescriber& TheDatabase() {
-  static const Prescriber* prescriber = [] {
+std::shared_ptr<const Prescriber> Database() {
+  static std::shared_ptr<const Prescriber> prescriber = [] {
     auto p = Prescriber::FromFile(testing::SourceDir() + "/data/optimization_db.json");
     REQUIRE(p.ok());
-    return p->release();
+    return std::shared_ptr<const Prescriber>(std::move(*p));
   }();
-  return *prescriber;
+  return prescriber;
 }
+
+const Prescriber& TheDatabase() { return *Database(); }
 
 PrescribeRequest MatvecRequest() {
   kagent::v1::DiagnoseRequest diagnose;
@@ -154,6 +157,35 @@ TEST_CASE("the prescribe agent falls back to the database's ranking per call", "
   REQUIRE(next.ok());
   CHECK(Ids(*next) == std::vector<std::string>{heuristic->prescriptions(1).pattern_id()});
   CHECK(next->exchange().fallback().empty());
+}
+
+TEST_CASE("the analyzer service bounds the agent by what is left of the job's LLM budget",
+          "[analyzer][llm]") {
+  Agent agent;
+  AnalyzerServiceImpl service(Database(), nullptr, nullptr, agent.ranker.get());
+  PrescribeRequest request = MatvecRequest();
+  const std::string first = TheDatabase().Prescribe(request)->prescriptions(0).pattern_id();
+  agent.server->SetDefault(OpenAiReply(
+      nlohmann::json{{"prescriptions", {{{"pattern_id", first}}}}}.dump()));
+  grpc::ServerContext context;
+  PrescribeResponse response;
+  SECTION("tokens left: the call is made and reported") {
+    request.set_llm_tokens_left(1000);
+    REQUIRE(service.Prescribe(&context, &request, &response).ok());
+    CHECK(response.exchange().fallback().empty());
+    CHECK(response.llm_usage().calls() == 1);
+    CHECK(response.llm_usage().input_tokens() + response.llm_usage().output_tokens() ==
+          llm_testing::kCallTokens);
+    CHECK(agent.server->request_count() == 1);
+  }
+  SECTION("nothing left: no call, the database's ranking") {
+    request.set_llm_tokens_left(0);
+    REQUIRE(service.Prescribe(&context, &request, &response).ok());
+    CHECK_THAT(response.exchange().fallback(), Catch::Contains("what its budget had left for this prescription"));
+    CHECK(Ids(response) == Ids(*TheDatabase().Prescribe(request)));
+    CHECK(response.llm_usage().calls() == 0);
+    CHECK(agent.server->request_count() == 0);
+  }
 }
 
 TEST_CASE("without a ranker, or with nothing to rank, the LLM is not asked", "[analyzer][llm]") {

@@ -125,6 +125,10 @@ class ScriptedServices : public LoopServices {
   // prompt holds what the request carried (the kernel's source; the memory's size), and
   // the reflexion's a fallback.
   bool agent_exchanges = false;
+  int64_t tokens_per_prescribe = 0;  // the usage Prescribe and Reflect report
+  int64_t tokens_per_reflect = 0;
+  std::atomic<int> prescribe_calls{0};
+  std::atomic<int> reflect_calls{0};
   // When set, round kernels come from an LLM brain (origin "brain:llm"), and a repair
   // turn answers with the failed kernel's "crash" replaced by "fixed" unless
   // `repairs_fail` (then the repair crashes again).
@@ -136,6 +140,8 @@ class ScriptedServices : public LoopServices {
   std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> prescribe_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> reflect_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> repair_requests ABSL_GUARDED_BY(mu);
   // Per parent of each round's Generate: whether its judge's report came along.
@@ -166,6 +172,12 @@ class ScriptedServices : public LoopServices {
   absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r, CancelToken*) override {
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     v1::PrescribeResponse out;
+    ++prescribe_calls;
+    *out.mutable_llm_usage() = Usage(tokens_per_prescribe, 0);
+    {
+      absl::MutexLock lock(&mu);
+      prescribe_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    }
     if (agent_exchanges) {
       out.mutable_exchange()->set_agent("prescribe");
       out.mutable_exchange()->set_prompt(absl::StrCat("rank for:\n", r.kernel_source()));
@@ -188,6 +200,12 @@ class ScriptedServices : public LoopServices {
   }
   absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CancelToken*) override {
     v1::ReflectResponse out;
+    ++reflect_calls;
+    *out.mutable_llm_usage() = Usage(tokens_per_reflect, 0);
+    {
+      absl::MutexLock lock(&mu);
+      reflect_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    }
     auto* x = out.mutable_reflexion();
     bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
     double a = r.attempt().measurement().candidate().median_ms();
@@ -502,6 +520,29 @@ TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as a
                                                 "for the reflexion on ") ? 1 : 0;
   }
   CHECK(fallbacks == static_cast<int>(refl.size()));
+}
+
+TEST_CASE("loop: the prescribe and reflect agents' LLM usage is charged and bounded by the job's "
+          "budget") {
+  Loop loop;
+  loop.services.tokens_per_prescribe = 30;
+  loop.services.tokens_per_reflect = 7;
+  v1::Budget budget;
+  budget.set_max_llm_tokens(100000);
+  v1::Job job = loop.WaitDone(loop.Submit(2, kStart, 2, budget).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const int prescribes = loop.services.prescribe_calls, reflects = loop.services.reflect_calls;
+  REQUIRE(prescribes >= 2);
+  REQUIRE(reflects >= 2);
+  CHECK(job.llm_tokens_used() == prescribes * 30 + reflects * 7);
+  // Each request carried what was left, less what the earlier ones had used.
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE(loop.services.prescribe_tokens_left.size() == static_cast<size_t>(prescribes));
+  CHECK(loop.services.prescribe_tokens_left.front() == 100000);
+  CHECK(loop.services.prescribe_tokens_left.back() < 100000);
+  REQUIRE(loop.services.reflect_tokens_left.size() == static_cast<size_t>(reflects));
+  CHECK(loop.services.reflect_tokens_left.front() == 100000 - 30);
+  CHECK(loop.services.reflect_tokens_left.back() < loop.services.reflect_tokens_left.front());
 }
 
 TEST_CASE("loop: a candidate an LLM wrote that fails the gate gets a repair turn in its round") {

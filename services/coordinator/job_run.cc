@@ -597,8 +597,9 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
   for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
   p.set_job_id(job_id_);
   p.set_kernel_source(c.kernel().source());
+  SetLlmBudgetLeft(p);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
-                          CallService<v1::PrescribeResponse>("analyzer", [&] {
+                          CallCharged<v1::PrescribeResponse>("analyzer", [&] {
                             return deps_.services->Prescribe(p, cancel_);
                           }));
   if (pr.has_exchange()) {
@@ -615,5 +616,6 @@ template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallService(
 template absl::StatusOr<v1::GenerateResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::GenerateResponse>()>&);
 template void JobRun::SetLlmBudgetLeft(v1::GenerateRequest&) const;
+template void JobRun::SetLlmBudgetLeft(v1::ReflectRequest&) const;
 
 }  // namespace kagent

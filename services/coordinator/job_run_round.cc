@@ -4,6 +4,7 @@
 
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/proto_json.h"
 #include "common/status.h"
@@ -417,7 +419,13 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
       memory.ok()) {
     for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
   }
+  SetLlmBudgetLeft(rr);
   absl::StatusOr<v1::ReflectResponse> refl = deps_.services->Reflect(rr, cancel_);
+  if (refl.ok()) {
+    ChargeLlm(refl->llm_usage());
+  } else if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(refl.status())) {
+    ChargeLlm(*u);
+  }
   if (!refl.ok()) {
     if (Stopping()) return refl.status();
     EmitLog(absl::StrCat("no reflexion for ", c.id(), ": ", refl.status().message()));

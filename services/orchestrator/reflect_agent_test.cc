@@ -160,6 +160,32 @@ TEST_CASE("the reflect agent sends the facts and merges the model's judgement", 
   }
 }
 
+TEST_CASE("the orchestrator service bounds the agent by what is left of the job's LLM budget",
+          "[orchestrator][llm]") {
+  Rig rig;
+  OrchestratorServiceImpl service(rig.agent.get(), nullptr);
+  ReflectRequest request = FailedAttempt();
+  rig.server->SetDefault(OpenAiReply(Reply(false, "rewrite", {})));
+  grpc::ServerContext context;
+  ReflectResponse response;
+  SECTION("tokens left: the call is made and reported") {
+    request.set_llm_tokens_left(1000);
+    REQUIRE(service.Reflect(&context, &request, &response).ok());
+    CHECK(response.exchange().fallback().empty());
+    CHECK_FALSE(Has(response.reflexion().avoid_patterns(), kPattern));
+    CHECK(response.llm_usage().calls() == 1);
+    CHECK(rig.server->request_count() == 1);
+  }
+  SECTION("nothing left: no call, the heuristic reflexion") {
+    request.set_llm_tokens_left(0);
+    REQUIRE(service.Reflect(&context, &request, &response).ok());
+    CHECK_THAT(response.exchange().fallback(), Catch::Contains("what its budget had left for this reflexion"));
+    CHECK(Has(response.reflexion().avoid_patterns(), kPattern));
+    CHECK(response.llm_usage().calls() == 0);
+    CHECK(rig.server->request_count() == 0);
+  }
+}
+
 TEST_CASE("the reflect agent keeps the heuristic reflexion when the reply cannot be used",
           "[orchestrator][llm]") {
   Rig rig;
