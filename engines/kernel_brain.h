@@ -49,6 +49,14 @@ struct BrainResult {
   std::vector<kagent::v1::KernelSource> variants;
 };
 
+// A repair turn: the parent is a kernel that failed the correctness gate with this
+// verdict and error, and the fix is the one it was written for.
+struct RepairRequest {
+  std::string verdict;
+  std::string error;
+  int attempt = 1;
+};
+
 struct FirstKernelRequest {
   const kagent::v1::Problem* problem = nullptr;           // required
   const kagent::v1::OpSignature* signature = nullptr;     // required
@@ -73,6 +81,11 @@ struct FixRequest {
   // (the fallback): the optimization manager passes the assignment's index among the
   // assignments of the same parent, so that fallbacks of one round differ.
   int fallback_alternative = 0;
+  // The assignment's worker index in the round: a brain asking several models spreads a
+  // round's candidates over them by it.
+  int worker_index = 0;
+  // Set for a repair turn (may be null): a brain that writes code repairs the parent.
+  const RepairRequest* repair = nullptr;
 };
 
 class KernelBrain {

@@ -10,14 +10,16 @@
 // worker_ports (one per worker, in order). The internal servers accept only the internal
 // token when auth is on (kagentd makes one when a tokens file is given without it). With no GPU (or --gpus=cpu), one worker runs candidates on the
 // CPU under Triton's interpreter: correctness is real, timings are plumbing only.
-// --llm-config adds the LLM brain to the optimization manager and makes the judge narrate
-// through the same LLM (docs/llm.md).
+// --llm-config makes the agents --llm-agents names ask the LLM (docs/llm.md): by default
+// all of them, the optimization manager's brain, the analyzer's prescriptions, the
+// orchestrator's reflexions and the judge's narrative.
 #include <signal.h>
 
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -32,6 +34,8 @@
 #include "common/llm/circuit_breaker.h"
 #include "common/llm/llm_metrics.h"
 #include "common/subprocess/subprocess.h"
+#include "common/llm/endpoint_probe.h"
+#include "engines/llm/llm_agents.h"
 #include "engines/llm/llm_brain.h"
 #include "services/analyzer/analyzer_setup.h"
 #include "services/benchmark/worker_setup.h"
@@ -71,6 +75,7 @@ struct DaemonOptions {
   std::string worker_listen = "127.0.0.1:0";    // the first worker's server; port+i for worker i
   HarnessServerFlags harness_server;  // the workers' harness servers
   SandboxFlags sandbox;               // the workers' candidate sandbox
+  std::string llm_agents = kAllLlmAgents;  // which agents ask the LLM (--llm-config)
 
   void Register(OptionSet& o) {
     o.AddString("gpus", &gpus,
@@ -87,9 +92,14 @@ struct DaemonOptions {
     o.AddString("worker-listen", &worker_listen,
                 "host:port of the first GPU worker's server; worker i listens on port+i "
                 "(port 0: each picks one)");
+    o.AddString("llm-agents", &llm_agents,
+                "with --llm-config, the agents that ask the LLM, each optionally with its own "
+                "model: rewrite, prescribe, reflect, narrate (e.g. rewrite,prescribe=qwen-small; "
+                "rewrite=model-a|model-b spreads a round's rewrites over both)");
     harness_server.Register(o);
     sandbox.Register(o);
     o.AddValidator([this]() -> absl::Status {
+      if (absl::Status s = ParseLlmAgents(llm_agents).status(); !s.ok()) return s;
       for (const std::string* listen : {&internal_listen, &worker_listen}) {
         if (!ParseListen(*listen).ok()) {
           return absl::InvalidArgumentError(
@@ -148,6 +158,31 @@ void RunStopHooks(ServiceContext& ctx) {
   for (auto it = ctx.stop_hooks_.rbegin(); it != ctx.stop_hooks_.rend(); ++it) (*it)();
 }
 
+// Probes the endpoint for each model the agents other than "rewrite" use that the rewrite
+// does not (the optimization manager probes the rewrite's when it sets up its brain):
+// a model the endpoint does not serve refuses the start. Nothing with "probe": false or
+// a replayed cassette.
+absl::Status ProbeAgentModels(const llm::LlmConfig& config, const LlmAgents& agents) {
+  if (!config.probe || config.cassette_mode == llm::CassetteMode::kReplay) return absl::OkStatus();
+  auto model_of = [&](const std::string& agent) {
+    std::string m = agents.Model(agent);
+    return m.empty() ? config.model : m;
+  };
+  std::set<std::string> probed;  // the rewrite's, one or several separated by '|'
+  if (agents.Uses("rewrite")) {
+    for (absl::string_view m : absl::StrSplit(model_of("rewrite"), '|')) probed.insert(std::string(m));
+  }
+  for (const auto& [agent, unused] : agents.models) {
+    if (agent == "rewrite" || !probed.insert(model_of(agent)).second) continue;
+    llm::LlmConfig c = config;
+    c.model = model_of(agent);
+    if (absl::Status s = llm::ProbeLlmEndpoint(c); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("agent ", agent, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
   SetLogService("kagentd");
@@ -204,28 +239,44 @@ int Main(int argc, char** argv) {
   // narrates through the same LLM; both draw on one Accountant (the configuration's
   // default budgets), one breaker registry and one set of kagent_llm_* metrics, so a
   // job's and a tenant's budgets cover both and an endpoint has one breaker.
+  // --llm-agents says which agents ask the LLM (each with its model); the others keep
+  // their heuristic brains.
   JudgeServerOptions jo;
+  AnalyzerServerOptions ao;
+  ao.optimization_db = dopts.optimization_db;
+  OrchestratorOptions oo;
+  oo.optimization_db = dopts.optimization_db;
+  OptimizationManagerSetupOptions om = mo;
   if (!mo.llm_config.empty()) {
     absl::StatusOr<llm::LlmConfig> config = LoadLlmConfigFile(mo.llm_config);
     if (!config.ok()) {
       KLOG(ERROR) << config.status();
       return 1;
     }
-    mo.llm_deps.accountant =
-        std::make_shared<llm::Accountant>(config->job_budget, config->tenant_budget);
-    mo.llm_deps.breakers = std::make_shared<llm::CircuitBreakerRegistry>();
-    mo.llm_deps.metrics = std::make_shared<llm::LlmMetrics>(m->registry());
-    jo.llm_config = mo.llm_config;
-    jo.llm_deps = mo.llm_deps;
+    LlmAgents agents = *ParseLlmAgents(dopts.llm_agents);  // validated with the options
+    if (absl::Status probed = ProbeAgentModels(*config, agents); !probed.ok()) {
+      KLOG(ERROR) << "LLM agents from " << mo.llm_config << ": " << probed;
+      return 1;
+    }
+    llm::LlmDeps deps;
+    deps.accountant = std::make_shared<llm::Accountant>(config->job_budget, config->tenant_budget);
+    deps.breakers = std::make_shared<llm::CircuitBreakerRegistry>();
+    deps.metrics = std::make_shared<llm::LlmMetrics>(m->registry());
+    om.llm_deps = jo.llm_deps = ao.llm_deps = oo.llm_deps = deps;
+    if (!agents.Uses("rewrite")) om.llm_config.clear();
+    om.llm_model = agents.Model("rewrite");
+    if (agents.Uses("narrate")) jo.llm_config = mo.llm_config;
+    jo.llm_model = agents.Model("narrate");
+    if (agents.Uses("prescribe")) ao.llm_config = mo.llm_config;
+    ao.llm_model = agents.Model("prescribe");
+    if (agents.Uses("reflect")) oo.llm_config = mo.llm_config;
+    oo.llm_model = agents.Model("reflect");
+    KLOG(INFO).With("agents", dopts.llm_agents) << "LLM agents";
   }
   absl::Status s = SetUpJudge(jo, in.ctx);
-  if (s.ok()) s = SetUpAnalyzer(dopts.optimization_db, in.ctx);
-  if (s.ok()) {
-    OrchestratorOptions oo;
-    oo.optimization_db = dopts.optimization_db;
-    s = SetUpOrchestrator(oo, in.ctx);
-  }
-  if (s.ok()) s = SetUpOptimizationManager(mo, in.ctx);
+  if (s.ok()) s = SetUpAnalyzer(ao, in.ctx);
+  if (s.ok()) s = SetUpOrchestrator(oo, in.ctx);
+  if (s.ok()) s = SetUpOptimizationManager(om, in.ctx);
   if (s.ok()) s = in.host->Start();
   if (!s.ok()) {
     KLOG(ERROR) << "internal services failed to start: " << s;

@@ -15,16 +15,33 @@
 #ifndef KAGENT_COMMON_LLM_USAGE_STATUS_H_
 #define KAGENT_COMMON_LLM_USAGE_STATUS_H_
 
+#include <memory>
 #include <optional>
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/llm/accounting.h"
 #include "kagent/v1/common.pb.h"
 
 namespace kagent::llm {
+
+// The meter of one request that may carry what is left of its job's LLM budget
+// (`llm_tokens_left` / `llm_cost_usd_left`, optional fields, as DiagnoseRequest,
+// PrescribeRequest and ReflectRequest have), labelled with the job and `what` the request
+// is for (e.g. "prescription").
+template <typename Request>
+std::unique_ptr<UsageMeter> RequestMeter(const Request& request, absl::string_view what) {
+  MeterLimits limits;
+  if (request.has_llm_tokens_left()) limits.max_tokens = request.llm_tokens_left();
+  if (request.has_llm_cost_usd_left()) limits.max_cost_usd = request.llm_cost_usd_left();
+  return std::make_unique<UsageMeter>(
+      limits, absl::StrCat("job ", request.job_id().empty() ? "(none)" : request.job_id(),
+                           " (what its budget had left for this ", what, ")"));
+}
 
 // The trailer key (binary: gRPC base64-encodes it on the wire).
 inline constexpr char kLlmUsageTrailer[] = "kagent-llm-usage-bin";

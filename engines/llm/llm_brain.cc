@@ -7,29 +7,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/llm/endpoint_failure.h"
+#include "common/llm/llm_metrics.h"
 #include "common/llm/structured_output.h"
 #include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm/agent_call.h"
 #include "engines/llm/prompt_values.h"
 
 namespace kagent {
 namespace {
 
-using llm::ChatMessage;
 using llm::ChatRequest;
 using llm::Role;
-
-// The conversation of `request` with role headers, for GeneratedKernel.prompt.
-std::string Transcript(const ChatRequest& request) {
-  std::string out;
-  if (!request.system.empty()) absl::StrAppend(&out, "[system]\n", request.system, "\n\n");
-  for (size_t i = 0; i < request.messages.size(); ++i) {
-    const ChatMessage& m = request.messages[i];
-    absl::StrAppend(&out, i == 0 ? "" : "\n\n", "[", llm::RoleName(m.role), "]\n", m.content);
-  }
-  return out;
-}
+using llm_engine::Transcript;
 
 std::string StringField(const nlohmann::json& value, const char* key) {
   auto it = value.find(key);
@@ -59,7 +50,8 @@ absl::StatusOr<BrainResult> LlmKernelBrain::FirstKernel(const FirstKernelRequest
       {"problem_source", request.problem->source()},
       {"op_summary", llm_engine::SummarizeOps(request.signature)},
   };
-  return Generate("first_kernel", values, absl::StrCat("first kernel written by ", options_.name));
+  return Generate("first_kernel", values, absl::StrCat("first kernel written by ", options_.name),
+                  /*worker_index=*/0);
 }
 
 absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) {
@@ -73,6 +65,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   std::string title = !p.title().empty()       ? p.title()
                       : !p.pattern_id().empty() ? p.pattern_id()
                                                 : std::string("the prescribed fix");
+  if (request.repair != nullptr) return Repair(request, title);
   const std::vector<std::string> knobs = llm_engine::KernelKnobs(request.parent->source());
   std::string diagnosis = llm_engine::DescribeReport(request.report);
   if (std::string roofline = llm_engine::DescribeRoofline(request.metrics, request.gpu);
@@ -94,7 +87,8 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   };
   std::string move = absl::StrCat(options_.name, " rewrite: ", title);
   if (request.alternative > 0) absl::StrAppend(&move, " (variant ", request.alternative + 1, ")");
-  absl::StatusOr<BrainResult> result = Generate("rewrite_kernel", values, std::move(move));
+  absl::StatusOr<BrainResult> result =
+      Generate("rewrite_kernel", values, std::move(move), request.worker_index);
   if (!result.ok()) return result;
   // The model's own omission is not the pattern's failure: recorded as another move made
   // (a fallback), the reflexion judges the rewrite and keeps the pattern off the
@@ -107,15 +101,40 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   return result;
 }
 
+absl::StatusOr<BrainResult> LlmKernelBrain::Repair(const FixRequest& request,
+                                                   const std::string& title) {
+  const RepairRequest& repair = *request.repair;
+  llm::PromptValues values = {
+      {"gpu", llm_engine::DescribeGpu(request.gpu)},
+      {"attempt", absl::StrCat(repair.attempt)},
+      {"problem_source", request.problem != nullptr && !request.problem->source().empty()
+                             ? request.problem->source()
+                             : std::string("# (the reference was not given)")},
+      {"fix_title", title},
+      {"fix_description", llm_engine::DescribeFix(*request.prescription, 0)},
+      {"kernel_source", request.parent->source()},
+      {"verdict", repair.verdict.empty() ? std::string("(not given)") : repair.verdict},
+      {"error", repair.error.empty() ? std::string("(no message)") : repair.error},
+  };
+  return Generate("repair_kernel", values,
+                  absl::StrCat(options_.name, " repair ", repair.attempt, ": ", title),
+                  request.worker_index);
+}
+
 absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_name,
                                                      const llm::PromptValues& values,
-                                                     std::string move) {
+                                                     std::string move, int worker_index) {
   KAGENT_ASSIGN_OR_RETURN(std::string system, prompts_->Render("system", {}));
   KAGENT_ASSIGN_OR_RETURN(std::string prompt, prompts_->Render(template_name, values));
   ChatRequest request;
   request.system = std::move(system);
   request.messages.push_back({Role::kUser, std::move(prompt)});
   request.model = options_.model;
+  const size_t n_models = options_.models.size();
+  if (n_models > 0) {
+    request.model = options_.models[static_cast<size_t>(std::max(0, worker_index)) % n_models];
+  }
+  if (n_models > 1) absl::StrAppend(&move, " (model ", request.model, ")");
   request.max_tokens = options_.max_tokens;
   request.temperature = options_.temperature;
   const LogContext& log = CurrentLogContext();
@@ -134,13 +153,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
   std::vector<std::string> replies;
   json_options.replies = &replies;
   auto with_transcript = [&](absl::Status failed) {
-    std::string all;
-    for (size_t i = 0; i < replies.size(); ++i) {
-      absl::StrAppend(&all, i == 0 ? "" : "\n\n",
-                      replies.size() > 1 ? absl::StrCat("[reply ", i + 1, "]\n") : "",
-                      replies[i]);
-    }
-    llm::AttachLlmTranscript({Transcript(request), std::move(all)}, &failed);
+    llm::AttachLlmTranscript({Transcript(request), llm_engine::JoinReplies(replies)}, &failed);
     return failed;
   };
   const int questions = 1 + std::max(0, options_.max_source_retries);
@@ -170,7 +183,8 @@ absl::StatusOr<BrainResult> LlmKernelBrain::Generate(absl::string_view template_
       BrainResult result;
       result.kernel.set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
       result.kernel.set_source(std::move(code));
-      result.kernel.set_origin(absl::StrCat("brain:", options_.name));
+      result.kernel.set_origin(n_models > 1 ? absl::StrCat("brain:", options_.name, "/", request.model)
+                                            : absl::StrCat("brain:", options_.name));
       result.expected_effect = StringField(value, "expected_effect");
       if (result.expected_effect.empty()) result.expected_effect = StringField(value, "explanation");
       auto speedup = value.find("expected_speedup");
@@ -218,6 +232,20 @@ absl::StatusOr<llm::LlmConfig> LoadLlmConfigFile(const std::string& path) {
                         absl::StrCat("LLM config ", path, ": ", config.status().message()));
   }
   return config;
+}
+
+absl::StatusOr<ConfiguredLlm> LoadLlmStack(const std::string& path, llm::LlmDeps deps,
+                                           prometheus::Registry* registry, absl::string_view what) {
+  KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(path));
+  if (deps.metrics == nullptr && registry != nullptr) {  // kagent_llm_* on /metrics
+    deps.metrics = std::make_shared<llm::LlmMetrics>(*registry);
+  }
+  absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, deps);
+  if (!stack.ok()) {
+    return absl::Status(stack.status().code(),
+                        absl::StrCat(what, " from ", path, ": ", stack.status().message()));
+  }
+  return ConfiguredLlm{std::move(config), *std::move(stack)};
 }
 
 }  // namespace kagent

@@ -1,7 +1,8 @@
 // LlmKernelBrain: a KernelBrain that asks a language model for kernels.
 //
 // FirstKernel renders the "first_kernel" prompt template and ApplyFix the
-// "rewrite_kernel" one (prompts/, documented in docs/llm.md), under the "system" prompt,
+// "rewrite_kernel" one, or "repair_kernel" for a repair turn (FixRequest.repair: the
+// parent failed the gate) (prompts/, documented in docs/llm.md), under the "system" prompt,
 // and asks for one JSON object through llm::ChatForJson:
 //   {"explanation": "...", "code": "<the complete Python file>"}
 // ("code" is required; "explanation" becomes the expected effect, or "expected_effect"
@@ -31,9 +32,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include <prometheus/registry.h>
+
 #include "common/llm/factory.h"
 #include "common/llm/llm_client.h"
 #include "common/llm/prompt_templates.h"
@@ -47,6 +51,11 @@ struct LlmBrainOptions {
   std::string name = "llm";
   // Empty / 0 / unset: the client's configured model, max_tokens and temperature.
   std::string model{};
+  // Several models for diversity in a round (overrides `model` when not empty): a
+  // rewrite asks models[worker_index % size], a first kernel models[0]. With two or
+  // more, each kernel records the model that wrote it: origin "brain:<name>/<model>" and
+  // its move line ends with " (model <model>)".
+  std::vector<std::string> models{};
   int max_tokens = 0;
   std::optional<double> temperature{};
   // Replies ChatForJson may request per question (>= 1).
@@ -74,10 +83,14 @@ class LlmKernelBrain : public KernelBrain {
   const LlmBrainOptions& options() const { return options_; }
 
  private:
+  // A repair turn (request.repair set): renders "repair_kernel" with the failed parent,
+  // its verdict and error, and the fix it was written for.
+  absl::StatusOr<BrainResult> Repair(const FixRequest& request, const std::string& title);
   // Renders `template_name`, asks, validates, re-asks; fills kernel, prompt, reply and
   // expected effect. `move` is the BrainResult's one move line.
   absl::StatusOr<BrainResult> Generate(absl::string_view template_name,
-                                       const llm::PromptValues& values, std::string move);
+                                       const llm::PromptValues& values, std::string move,
+                                       int worker_index);
 
   const std::shared_ptr<llm::LlmClient> client_;
   const std::shared_ptr<const llm::PromptLibrary> prompts_;
@@ -88,6 +101,17 @@ class LlmKernelBrain : public KernelBrain {
 // accepts). NOT_FOUND / INTERNAL when it cannot be read; INVALID_ARGUMENT prefixed with
 // the path when it does not parse.
 absl::StatusOr<llm::LlmConfig> LoadLlmConfigFile(const std::string& path);
+
+// A service's LLM stack from the configuration file at `path`: LoadLlmConfigFile, then
+// llm::MakeLlmStack with `deps`, whose metrics default to kagent_llm_* on `registry` (may
+// be null: none). The stack's errors are prefixed with "<what> from <path>: " (e.g. "LLM
+// narrator from /etc/kagent/llm.json: ...").
+struct ConfiguredLlm {
+  llm::LlmConfig config;
+  llm::LlmStack stack;
+};
+absl::StatusOr<ConfiguredLlm> LoadLlmStack(const std::string& path, llm::LlmDeps deps,
+                                           prometheus::Registry* registry, absl::string_view what);
 
 }  // namespace kagent
 

@@ -203,6 +203,84 @@ TEST_CASE("LLM brain: a reply that changes the named knob applied the fix", "[ll
   CHECK(r->fallback.empty());
 }
 
+TEST_CASE("LLM brain: several models spread a round's rewrites, each recorded", "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  LlmKernelBrain brain(rig.stack.client, rig.stack.prompts,
+                       {.name = "llm", .models = {"model-a", "model-b"}});
+  v1::KernelSource parent;
+  parent.set_source(Kernel("parent"));
+  v1::Prescription p;
+  p.set_title("wider blocks");
+  std::vector<std::string> origins, moves;
+  for (int worker = 0; worker < 3; ++worker) {
+    rig.server->Enqueue(Reply(f, Answer(Kernel("w" + std::to_string(worker)))));
+    FixRequest fr;
+    fr.parent = &parent;
+    fr.prescription = &p;
+    fr.worker_index = worker;
+    auto r = brain.ApplyFix(fr);
+    REQUIRE(r.ok());
+    origins.push_back(r->kernel.origin());
+    REQUIRE(r->moves.size() == 1);
+    moves.push_back(r->moves[0]);
+  }
+  std::vector<std::string> asked;
+  for (const ReceivedRequest& r : rig.server->requests()) asked.push_back(r.Json()["model"].get<std::string>());
+  CHECK(asked == std::vector<std::string>{"model-a", "model-b", "model-a"});
+  CHECK(origins == std::vector<std::string>{"brain:llm/model-a", "brain:llm/model-b", "brain:llm/model-a"});
+  CHECK(moves[1] == "llm rewrite: wider blocks (model model-b)");
+  // One model: the configuration's name is kept out of the record, as before.
+  rig.server->Enqueue(Reply(f, Answer(Kernel("one"))));
+  LlmKernelBrain single(rig.stack.client, rig.stack.prompts, {.name = "llm", .models = {"model-c"}});
+  FixRequest fr;
+  fr.parent = &parent;
+  fr.prescription = &p;
+  auto r = single.ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "brain:llm");
+  CHECK(rig.server->requests().back().Json()["model"] == "model-c");
+}
+
+TEST_CASE("LLM brain: a repair turn sends the failed kernel with its verdict and error",
+          "[llm_brain]") {
+  const WireFormat f = ANY_FORMAT();
+  INFO(FormatName(f));
+  Rig rig = MakeRig(f);
+  const std::string repaired = Kernel("repaired");
+  rig.server->Enqueue(Reply(f, Answer(repaired, "the tail was not masked")));
+  ProblemInputs in;
+  v1::KernelSource failed;
+  failed.set_source(Kernel("failed-without-mask"));
+  v1::Prescription p;
+  p.set_title("wider blocks");
+  (*p.mutable_knob_changes())["BLOCK"] = "4096";
+  RepairRequest repair{.verdict = "VERDICT_INCORRECT",
+                       .error = "max abs error 3.2 at [4095] (atol 1e-4)",
+                       .attempt = 1};
+  FixRequest fr;
+  fr.parent = &failed;
+  fr.prescription = &p;
+  fr.problem = &in.problem;
+  fr.gpu = &in.gpu;
+  fr.repair = &repair;
+  auto r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->kernel.source() == repaired);
+  CHECK(r->moves == std::vector<std::string>{"llm repair 1: wider blocks"});
+  CHECK(r->fallback.empty());  // the repair is judged by the gate, not by the knob check
+  REQUIRE(rig.server->request_count() == 1);
+  const std::string sent = Conversation(f, rig.server->requests()[0])[0]["content"].get<std::string>();
+  CHECK_THAT(sent, Catch::Contains("failed kagent's correctness gate (repair 1)"));
+  CHECK_THAT(sent, Catch::Contains("The gate's verdict: VERDICT_INCORRECT"));
+  CHECK_THAT(sent, Catch::Contains("max abs error 3.2 at [4095] (atol 1e-4)"));
+  CHECK_THAT(sent, Catch::Contains(Kernel("failed-without-mask")));
+  CHECK_THAT(sent, Catch::Contains("The kernel was written to apply this fix: wider blocks"));
+  CHECK_THAT(sent, Catch::Contains(kProblem));
+  CHECK_THAT(r->prompt, Catch::Contains("[user]"));
+}
+
 TEST_CASE("LLM brain: a knob the kernel lacks is named as missing", "[llm_brain]") {
   const WireFormat f = ANY_FORMAT();
   INFO(FormatName(f));

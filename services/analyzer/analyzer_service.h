@@ -1,5 +1,7 @@
 // AnalyzerServiceImpl: the gRPC face (kagent.v1.AnalyzerService) of the prescriber
-// (kernel_model/prescriber.h).
+// (kernel_model/prescriber.h), through the prescribe agent (prescribe_agent.h): with a
+// PrescriptionRanker (an LLM) the ranker orders the prescriber's candidates, falling back
+// to the prescriber's ranking per call.
 //
 // Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts requests in
@@ -15,6 +17,7 @@
 #include <prometheus/registry.h>
 
 #include "common/auth.h"
+#include "engines/prescription_ranker.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
 #include "kernel_model/prescriber.h"
 
@@ -23,10 +26,12 @@ namespace kagent {
 class AnalyzerServiceImpl final : public kagent::v1::AnalyzerService::Service {
  public:
   // `prescriber` must not be null. Borrowed pointers must outlive the service; `auth` may
-  // be null (auth off), `registry` may be null (no metrics).
+  // be null (auth off), `registry` may be null (no metrics), `ranker` may be null (the
+  // prescriber's ranking).
   explicit AnalyzerServiceImpl(std::shared_ptr<const Prescriber> prescriber,
                                const Authenticator* auth = nullptr,
-                               prometheus::Registry* registry = nullptr);
+                               prometheus::Registry* registry = nullptr,
+                               PrescriptionRanker* ranker = nullptr);
 
   grpc::Status Prescribe(grpc::ServerContext* context, const kagent::v1::PrescribeRequest* request,
                          kagent::v1::PrescribeResponse* response) override;
@@ -36,6 +41,7 @@ class AnalyzerServiceImpl final : public kagent::v1::AnalyzerService::Service {
  private:
   std::shared_ptr<const Prescriber> prescriber_;
   const Authenticator* auth_;
+  PrescriptionRanker* ranker_;
   prometheus::Counter* ok_ = nullptr;
   prometheus::Counter* invalid_ = nullptr;
   prometheus::Counter* prescriptions_ = nullptr;

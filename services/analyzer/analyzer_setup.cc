@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm/llm_brain.h"
+#include "engines/llm/llm_prescriber.h"
 #include "kagent/v1/analyzer_service.grpc.pb.h"
 #include "kernel_model/optimization_db.h"
 #include "services/analyzer/analyzer_service.h"
@@ -17,6 +19,8 @@ void AnalyzerServerOptions::Register(OptionSet& o) {
               "the optimization database (JSON); empty: data/optimization_db.json of the install");
   o.AddInt("analyzer-default-results", &default_max_results,
            "prescriptions returned when a request leaves max_results at 0 (1..64)");
+  o.AddString("llm-config", &llm_config,
+              "LLM configuration file (JSON, docs/llm.md): an LLM ranks the database's candidates");
   o.AddValidator([this] { return Validate(); });
 }
 
@@ -40,7 +44,20 @@ absl::Status SetUpAnalyzer(const AnalyzerServerOptions& options, ServiceContext&
       << "optimization database loaded from " << path;
   std::shared_ptr<const Prescriber> shared(std::move(prescriber));
   prometheus::Registry* registry = ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr;
-  auto* svc = ctx.Keep(std::make_unique<AnalyzerServiceImpl>(shared, ctx.auth, registry));
+  PrescriptionRanker* ranker = nullptr;
+  if (!options.llm_config.empty()) {
+    KAGENT_ASSIGN_OR_RETURN(
+        ConfiguredLlm llm,
+        LoadLlmStack(options.llm_config, options.llm_deps, registry, "LLM prescriber"));
+    ranker = ctx.Keep(std::make_unique<LlmPrescriber>(
+        llm.stack.client, llm.stack.prompts,
+        llm_engine::AgentOptions{.name = absl::StrCat("llm:", llm.config.provider),
+                                 .model = options.llm_model}));
+    KLOG(INFO).With("agent", ranker->Name())
+            .With("model", options.llm_model.empty() ? llm.config.model : options.llm_model)
+        << "the analyzer prescribes through the LLM";
+  }
+  auto* svc = ctx.Keep(std::make_unique<AnalyzerServiceImpl>(shared, ctx.auth, registry, ranker));
   ctx.host->AddService(svc, kagent::v1::AnalyzerService::service_full_name());
   return absl::OkStatus();
 }

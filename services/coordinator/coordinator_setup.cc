@@ -50,6 +50,9 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddInt("default-fixes", &default_fixes, "fixes per kernel M when a job sets none");
   o.AddInt("correctness-trials", &correctness_trials, "seeded correctness trials per measurement");
   o.AddInt("timing-reps", &timing_reps, "timed repetitions per measurement");
+  o.AddInt("llm-repairs", &llm_repairs,
+           "times a candidate an LLM wrote that failed the gate is sent back to it with its "
+           "verdict and error, within the round (0..5; 0: never)");
   o.AddString("brains", &brains, "accepted JobConfig.brain values, comma-separated");
   o.AddBool("leader-election", &leader_election,
             "run as one of several coordinator replicas on one PostgreSQL --db: the replica "
@@ -88,6 +91,9 @@ absl::Status CoordinatorOptions::Validate() const {
   if (correctness_trials < 5 || correctness_trials > 100 || timing_reps < 100 || timing_reps > 100000) {
     return absl::InvalidArgumentError(
         "--correctness-trials must be in [5,100] and --timing-reps in [100,100000]");
+  }
+  if (llm_repairs < 0 || llm_repairs > 5) {
+    return absl::InvalidArgumentError(absl::StrCat("--llm-repairs must be in [0,5], got ", llm_repairs));
   }
   if (leader_election) {
     absl::StatusOr<StorageUrl> url = ParseStorageUrl(db);
@@ -179,6 +185,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   d.max_concurrent_jobs = o.max_concurrent_jobs;
   d.correctness_trials = o.correctness_trials;
   d.timing_reps = o.timing_reps;
+  d.llm_repairs = o.llm_repairs;
   JobManager* jobs = ctx.Keep(std::make_unique<JobManager>(d, store, scheduler, services,
                                                            &ctx.metrics->registry()));
   JobServiceLimits limits;

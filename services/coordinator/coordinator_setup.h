@@ -39,6 +39,7 @@ struct CoordinatorOptions {
   int default_fixes = 2;
   int correctness_trials = 5;
   int timing_reps = 100;
+  int llm_repairs = 1;  // repair turns per failing LLM-written candidate (0..5)
   std::string brains = "heuristic";            // comma-separated accepted JobConfig.brain
   // High availability (services/coordinator/leader_election.h): replicas on one
   // PostgreSQL database elect a leader by lease; followers serve reads and forward

@@ -38,6 +38,8 @@ struct JobDefaults {
   // the job fails saying the LLM endpoint is at fault (job_run.h).
   double llm_outage_seconds = 600;
   double llm_retry_backoff_seconds = 5;
+  // Repair turns per failing LLM-written candidate within its round (--llm-repairs).
+  int llm_repairs = 1;
 };
 
 }  // namespace kagent

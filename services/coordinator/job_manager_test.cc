@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/status.h"
@@ -120,12 +121,29 @@ class ScriptedServices : public LoopServices {
   // e.g. a real optimization manager over a loopback LLM server.
   std::function<absl::StatusOr<v1::GenerateResponse>(const v1::GenerateRequest&)> generate_with;
 
+  // When set, Prescribe and Reflect answer as LLM agents would: with an exchange whose
+  // prompt holds what the request carried (the kernel's source; the memory's size), and
+  // the reflexion's a fallback.
+  bool agent_exchanges = false;
+  int64_t tokens_per_prescribe = 0;  // the usage Prescribe and Reflect report
+  int64_t tokens_per_reflect = 0;
+  std::atomic<int> prescribe_calls{0};
+  std::atomic<int> reflect_calls{0};
+  // When set, round kernels come from an LLM brain (origin "brain:llm"), and a repair
+  // turn answers with the failed kernel's "crash" replaced by "fixed" unless
+  // `repairs_fail` (then the repair crashes again).
+  bool llm_origin = false;
+  bool repairs_fail = false;
+
   // The LLM budget each request carried: -1 when absent.
   absl::Mutex mu;
   std::vector<int64_t> generate_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<double> generate_cost_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> prescribe_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> reflect_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
+  std::vector<v1::GenerateRequest> repair_requests ABSL_GUARDED_BY(mu);
   // Per parent of each round's Generate: whether its judge's report came along.
   std::vector<bool> parents_with_report ABSL_GUARDED_BY(mu);
 
@@ -151,9 +169,20 @@ class ScriptedServices : public LoopServices {
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
   }
-  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest&, CancelToken*) override {
+  absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r, CancelToken*) override {
     if (absl::Status s = TransportFailure(); !s.ok()) return s;
     v1::PrescribeResponse out;
+    ++prescribe_calls;
+    *out.mutable_llm_usage() = Usage(tokens_per_prescribe, 0);
+    {
+      absl::MutexLock lock(&mu);
+      prescribe_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    }
+    if (agent_exchanges) {
+      out.mutable_exchange()->set_agent("prescribe");
+      out.mutable_exchange()->set_prompt(absl::StrCat("rank for:\n", r.kernel_source()));
+      out.mutable_exchange()->set_reply("{\"prescriptions\": []}");
+    }
     for (const auto& f : fixes) {
       auto* p = out.add_prescriptions();
       p->set_pattern_id(f);
@@ -171,6 +200,12 @@ class ScriptedServices : public LoopServices {
   }
   absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CancelToken*) override {
     v1::ReflectResponse out;
+    ++reflect_calls;
+    *out.mutable_llm_usage() = Usage(tokens_per_reflect, 0);
+    {
+      absl::MutexLock lock(&mu);
+      reflect_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    }
     auto* x = out.mutable_reflexion();
     bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
     double a = r.attempt().measurement().candidate().median_ms();
@@ -179,6 +214,15 @@ class ScriptedServices : public LoopServices {
     x->set_actual_speedup(ok && a > 0 ? p / a : 0);
     x->set_lesson(ok ? "measured" : "failed");
     if (!x->fix_effective()) x->add_avoid_patterns(r.attempt().prescription().pattern_id());
+    if (agent_exchanges) {
+      v1::AgentExchange* e = out.mutable_exchange();
+      e->set_agent("reflect");
+      e->set_brain("llm:test");
+      e->set_prompt(absl::StrCat("reflect on ", r.attempt().id(), " with ", r.memory_size(),
+                                 " earlier reflexion(s)"));
+      e->set_reply("{\"fix_worked\": true}");
+      e->set_fallback("the reply was refused");
+    }
     return out;
   }
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& r, CancelToken*) override {
@@ -231,6 +275,20 @@ class ScriptedServices : public LoopServices {
       for (const auto& [id, kernel] : r.parents()) {
         parents_with_report.push_back(r.parent_reports().count(id) > 0);
       }
+      if (!r.repairs().empty()) repair_requests.push_back(r);
+    }
+    if (!r.repairs().empty()) {
+      for (const auto& a : r.plan().assignments()) {
+        auto* g = out.add_kernels();
+        *g->mutable_assignment() = a;
+        std::string source = r.parents().at(a.parent_kernel_id()).source();
+        g->mutable_kernel()->set_source(
+            repairs_fail ? absl::StrCat(source, "# still crash\n")
+                         : absl::StrReplaceAll(source, {{"crash", "fixed"}}));
+        g->mutable_kernel()->set_origin("brain:llm");
+        g->set_prompt(absl::StrCat("repair ", r.repairs().at(a.parent_kernel_id()).attempt()));
+      }
+      return out;
     }
     for (const auto& a : r.plan().assignments()) {
       auto* g = out.add_kernels();
@@ -250,6 +308,7 @@ class ScriptedServices : public LoopServices {
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
       g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
                                                    "# fix:", a.prescription().pattern_id(), "\n"));
+      if (llm_origin) g->mutable_kernel()->set_origin("brain:llm");
       if (variants_for) {
         for (const auto& v : variants_for(g->kernel().source())) {
           auto* k = g->add_variants();
@@ -430,6 +489,120 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   CHECK(loop.gpu_a.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_b.max_in_flight <= SchedulerOptions().tasks_per_worker);
   CHECK(loop.gpu_a.calls + loop.gpu_b.calls > 0);
+}
+
+TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as artifacts") {
+  Loop loop;
+  loop.services.agent_exchanges = true;
+  v1::Job job = loop.WaitDone(loop.Submit(2).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const std::string c0 = job.id() + "-c0";
+  auto prescribe = loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/prescribe/", c0, "/prompt.txt"));
+  REQUIRE(prescribe.ok());
+  CHECK(prescribe->content() == absl::StrCat("rank for:\n", kStart));  // the kernel's source went along
+  CHECK(prescribe->content_type() == "text/plain");
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/prescribe/", c0, "/reply.txt")).ok());
+  auto refl = *loop.storage->ListReflexions(job.id());
+  REQUIRE(refl.size() >= 2);
+  int with_memory = 0;
+  for (const v1::Reflexion& r : refl) {
+    auto prompt = loop.storage->GetArtifact(
+        job.id(), absl::StrCat("round-", r.round(), "/", r.candidate_id(), "/reflect-prompt.txt"));
+    REQUIRE(prompt.ok());
+    with_memory += absl::StrContains(prompt->content(), " with 0 ") ? 0 : 1;
+    CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-", r.round(), "/", r.candidate_id(),
+                                                           "/reflect-reply.txt")).ok());
+  }
+  CHECK(with_memory == static_cast<int>(refl.size()) - 1);  // each later one saw the earlier ones
+  int fallbacks = 0;
+  for (const v1::JobEvent& e : loop.Events(job.id())) {
+    fallbacks += absl::StrContains(e.message(), "the reflect agent (llm:test) fell back to the heuristic "
+                                                "for the reflexion on ") ? 1 : 0;
+  }
+  CHECK(fallbacks == static_cast<int>(refl.size()));
+}
+
+TEST_CASE("loop: the prescribe and reflect agents' LLM usage is charged and bounded by the job's "
+          "budget") {
+  Loop loop;
+  loop.services.tokens_per_prescribe = 30;
+  loop.services.tokens_per_reflect = 7;
+  v1::Budget budget;
+  budget.set_max_llm_tokens(100000);
+  v1::Job job = loop.WaitDone(loop.Submit(2, kStart, 2, budget).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  const int prescribes = loop.services.prescribe_calls, reflects = loop.services.reflect_calls;
+  REQUIRE(prescribes >= 2);
+  REQUIRE(reflects >= 2);
+  CHECK(job.llm_tokens_used() == prescribes * 30 + reflects * 7);
+  // Each request carried what was left, less what the earlier ones had used.
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE(loop.services.prescribe_tokens_left.size() == static_cast<size_t>(prescribes));
+  CHECK(loop.services.prescribe_tokens_left.front() == 100000);
+  CHECK(loop.services.prescribe_tokens_left.back() < 100000);
+  REQUIRE(loop.services.reflect_tokens_left.size() == static_cast<size_t>(reflects));
+  CHECK(loop.services.reflect_tokens_left.front() == 100000 - 30);
+  CHECK(loop.services.reflect_tokens_left.back() < loop.services.reflect_tokens_left.front());
+}
+
+TEST_CASE("loop: a candidate an LLM wrote that fails the gate gets a repair turn in its round") {
+  JobDefaults defaults;
+  SECTION("one repair, which passes") {}
+  SECTION("repairs that keep failing stop at llm_repairs") { defaults.llm_repairs = 2; }
+  SECTION("no repairs") { defaults.llm_repairs = 0; }
+  Loop loop(":memory:", absl::Milliseconds(2), defaults);
+  loop.services.llm_origin = true;
+  loop.services.repairs_fail = defaults.llm_repairs == 2;
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  auto cands = *loop.storage->ListCandidates(job.id(), 1);
+  std::map<std::string, v1::Candidate> by_id;
+  const v1::Candidate* crashed = nullptr;
+  for (const auto& c : cands) by_id[c.id()] = c;
+  for (const auto& [id, c] : by_id) {
+    if (c.prescription().pattern_id() == "crash-1" && !absl::StrContains(id, "-fix")) crashed = &c;
+  }
+  REQUIRE(crashed != nullptr);
+  CHECK(crashed->measurement().verdict() == v1::VERDICT_CRASH);
+  const std::string fix1 = crashed->id() + "-fix1", fix2 = fix1 + "-fix2";
+  std::vector<v1::GenerateRequest> repairs;
+  {
+    absl::MutexLock lock(&loop.services.mu);
+    repairs = loop.services.repair_requests;
+  }
+  auto refl = *loop.storage->ListReflexions(job.id());
+  if (defaults.llm_repairs == 0) {
+    CHECK(repairs.empty());
+    CHECK(by_id.count(fix1) == 0);
+    return;
+  }
+  // The first repair: the crashed kernel sent back with its verdict, as a new candidate
+  // of the same parent and fix, measured, reflected on, its record kept.
+  REQUIRE(by_id.count(fix1) == 1);
+  const v1::Candidate& r1 = by_id[fix1];
+  CHECK(r1.parent_id() == crashed->parent_id());
+  CHECK(r1.prescription().pattern_id() == "crash-1");
+  CHECK(r1.round() == 1);
+  REQUIRE(repairs.size() == static_cast<size_t>(defaults.llm_repairs));
+  REQUIRE(repairs[0].repairs().count(crashed->id()) == 1);
+  CHECK(repairs[0].repairs().at(crashed->id()).verdict() == "VERDICT_CRASH");
+  CHECK(repairs[0].repairs().at(crashed->id()).attempt() == 1);
+  CHECK(repairs[0].parents().at(crashed->id()).source() == crashed->kernel().source());
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/", fix1, "/prompt.txt"))->content() ==
+        "repair 1");
+  CHECK(std::count_if(refl.begin(), refl.end(), [&](const v1::Reflexion& x) {
+          return x.candidate_id() == fix1;
+        }) == 1);
+  if (defaults.llm_repairs == 1) {
+    CHECK(r1.measurement().verdict() == v1::VERDICT_CORRECT);
+    CHECK(by_id.count(fix2) == 0);
+  } else {
+    CHECK(r1.measurement().verdict() == v1::VERDICT_CRASH);
+    REQUIRE(by_id.count(fix2) == 1);
+    CHECK(by_id[fix2].measurement().verdict() == v1::VERDICT_CRASH);
+    CHECK(repairs[1].repairs().at(fix1).attempt() == 2);
+    CHECK(by_id.count(fix2 + "-fix3") == 0);
+  }
 }
 
 TEST_CASE("loop: a duplicate kernel is its own verdict, never measured") {

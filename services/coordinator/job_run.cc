@@ -416,6 +416,16 @@ void JobRun::StoreArtifact(const std::string& name, const std::string& kind,
   if (!s.ok()) KLOG(WARNING) << "artifact " << name << " not stored: " << s;
 }
 
+void JobRun::StoreExchange(const std::string& dir, const std::string& prefix,
+                           const v1::AgentExchange& exchange, const std::string& subject) {
+  if (!exchange.prompt().empty()) StoreArtifact(dir + prefix + "prompt.txt", "prompt", exchange.prompt());
+  if (!exchange.reply().empty()) StoreArtifact(dir + prefix + "reply.txt", "reply", exchange.reply());
+  if (!exchange.fallback().empty()) {
+    EmitLog(absl::StrCat("the ", exchange.agent(), " agent (", exchange.brain(),
+                         ") fell back to the heuristic for ", subject, ": ", exchange.fallback()));
+  }
+}
+
 absl::Status JobRun::SaveCandidate(const v1::Candidate& c) {
   KAGENT_RETURN_IF_ERROR(deps_.storage->PutCandidate(c));
   std::string dir = absl::StrCat("round-", c.round(), "/", c.id(), "/");
@@ -550,7 +560,8 @@ void JobRun::EnsureGpuSpec() {
   if (spec.ok()) gpu_ = *spec;
 }
 
-absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx) {
+absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
+                                     std::vector<v1::Prescription>* rx) {
   if (!c.has_metrics() && MeasuredOnCpuWorker(c.measurement())) {
     // No counters to read: the kernel ran under Triton's interpreter, with no GPU.
     EmitLog(absl::StrCat("no profile of ", c.id(), ": it ran on a CPU worker (Triton's "
@@ -585,10 +596,16 @@ absl::Status JobRun::EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescript
   // The job's avoid-list is applied here, by the analyzer, and nowhere else (job_run.h).
   for (const auto& a : cfg_.avoid_patterns()) p.add_avoid_patterns(a);
   p.set_job_id(job_id_);
+  p.set_kernel_source(c.kernel().source());
+  SetLlmBudgetLeft(p);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
-                          CallService<v1::PrescribeResponse>("analyzer", [&] {
+                          CallCharged<v1::PrescribeResponse>("analyzer", [&] {
                             return deps_.services->Prescribe(p, cancel_);
                           }));
+  if (pr.has_exchange()) {
+    StoreExchange(absl::StrCat("round-", round, "/prescribe/", c.id(), "/"), "", pr.exchange(),
+                  absl::StrCat("the prescriptions for ", c.id()));
+  }
   rx->assign(pr.prescriptions().begin(), pr.prescriptions().end());
   return absl::OkStatus();
 }
@@ -599,5 +616,6 @@ template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallService(
 template absl::StatusOr<v1::GenerateResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::GenerateResponse>()>&);
 template void JobRun::SetLlmBudgetLeft(v1::GenerateRequest&) const;
+template void JobRun::SetLlmBudgetLeft(v1::ReflectRequest&) const;
 
 }  // namespace kagent

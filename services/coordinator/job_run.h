@@ -127,13 +127,19 @@ class JobRun {
       const v1::Candidate& c, const google::protobuf::RepeatedPtrField<v1::KernelSource>& variants,
       const std::string& parent_source);
   // Profiles `c` unless it has metrics (or ran on a CPU worker), has the judge diagnose it
-  // unless it has a report, stores it, and has the analyzer prescribe fixes into `rx`.
-  absl::Status EnsureDiagnosed(v1::Candidate& c, std::vector<v1::Prescription>* rx);
+  // unless it has a report, stores it, and has the analyzer prescribe fixes into `rx` for
+  // round `round` (an LLM prescribe agent's exchange stored under
+  // round-R/prescribe/<id>/).
+  absl::Status EnsureDiagnosed(int round, v1::Candidate& c, std::vector<v1::Prescription>* rx);
   // Profiles `c` on a GPU worker into its metrics (a failed profile is logged, not an
   // error, unless the job is stopping).
   absl::Status Profile(v1::Candidate& c);
   absl::Status SaveCandidate(const v1::Candidate& c);
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
+  // An LLM agent's exchange (analyzer, orchestrator) as `dir`<prefix>prompt.txt and
+  // <prefix>reply.txt; a fallback is logged as an event naming `subject`.
+  void StoreExchange(const std::string& dir, const std::string& prefix,
+                     const v1::AgentExchange& exchange, const std::string& subject);
   absl::Status SaveCheckpoint();
   // Fills gpu_ when no profile gave it yet: from any worker, else from the spec table by
   // the GPU the baseline ran on (kernel_model/gpu_spec.h).
@@ -227,9 +233,20 @@ class JobRun {
                 v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
   // Screens (when it has variants) and measures every candidate without a measurement, in
   // parallel (the scheduler spreads them over the GPUs); one measured before a restart is
-  // taken from storage.
+  // taken from storage. `task_suffix` follows each GPU task's id ("<job>/r<R>/w<W>"), so
+  // that a repaired kernel is not taken for the one it repairs.
   Stop MeasureCandidates(int round, const std::vector<v1::Candidate>& beam,
-                         const v1::GenerateResponse& variants, std::vector<v1::Candidate>* cands);
+                         const v1::GenerateResponse& variants, std::vector<v1::Candidate>* cands,
+                         const std::string& task_suffix = "");
+  // Repair turns (docs/llm.md): up to defaults.llm_repairs times, each candidate of the
+  // round that an LLM brain wrote (origin "brain:..." but not the heuristic's) and that
+  // failed the gate (a compile error with a kernel, a wrong result, a crash) goes back to
+  // the brain with its verdict and error (GenerateRequest.repairs); the repaired kernel
+  // is a new candidate "<id>-fix<N>" of the same parent and prescription, measured and
+  // appended to `cands`, its prompt and reply stored. One measured before a restart is
+  // not asked for again.
+  Stop RepairCandidates(int round, const std::vector<v1::Candidate>& beam,
+                        std::vector<v1::Candidate>* cands);
   // Stores and announces every attempt and has the orchestrator reflect on each one not
   // reflected on before.
   Stop RecordAttempts(int round, const std::vector<v1::Candidate>& beam,

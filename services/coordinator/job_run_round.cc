@@ -4,13 +4,16 @@
 
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include <google/protobuf/util/time_util.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/proto_json.h"
 #include "common/status.h"
@@ -90,6 +93,7 @@ JobRun::Stop JobRun::Round(int round, std::string* stop_reason) {
   if (Stop stop = MeasureCandidates(round, beam, variants, &cands); stop.kind != Stop::kNone) {
     return stop;
   }
+  if (Stop stop = RepairCandidates(round, beam, &cands); stop.kind != Stop::kNone) return stop;
   if (Stop stop = RecordAttempts(round, beam, cands); stop.kind != Stop::kNone) return stop;
   return CloseRound(round, beam, cands);
 }
@@ -168,7 +172,7 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
                                   std::string* stop_reason) {
   for (auto& c : beam) {
     std::vector<v1::Prescription> rx;
-    absl::Status ds = EnsureDiagnosed(c, &rx);
+    absl::Status ds = EnsureDiagnosed(plan->round(), c, &rx);
     if (!ds.ok()) return StopFromStatus(ds);
     // The useful figure, not SOL: SOL counts redundant cache traffic (kernel_model/roofline.h).
     if (&c == &beam.front() && c.has_metrics() &&
@@ -239,7 +243,8 @@ JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
 
 JobRun::Stop JobRun::MeasureCandidates(int round, const std::vector<v1::Candidate>& beam,
                                        const v1::GenerateResponse& variants,
-                                       std::vector<v1::Candidate>* cands) {
+                                       std::vector<v1::Candidate>* cands,
+                                       const std::string& task_suffix) {
   std::map<int, const v1::GeneratedKernel*> variants_of;  // by worker index
   for (const auto& v : variants.kernels()) variants_of[v.assignment().worker_index()] = &v;
   std::map<std::string, std::string> beam_sources;  // parent id -> source
@@ -257,7 +262,7 @@ JobRun::Stop JobRun::MeasureCandidates(int round, const std::vector<v1::Candidat
     auto parent = beam_sources.find(c.parent_id());
     const std::string parent_source = parent == beam_sources.end() ? "" : parent->second;
     futures.push_back(std::async(std::launch::async, [this, &c, round, with_variants,
-                                                      parent_source]() -> absl::Status {
+                                                      parent_source, task_suffix]() -> absl::Status {
       LogScope scope({.job_id = job_id_, .request_id = c.id()});
       if (with_variants != nullptr) {
         absl::StatusOr<v1::KernelSource> chosen =
@@ -266,7 +271,7 @@ JobRun::Stop JobRun::MeasureCandidates(int round, const std::vector<v1::Candidat
         *c.mutable_kernel() = *std::move(chosen);
       }
       absl::StatusOr<v1::Measurement> m =
-          Measure(absl::StrCat(job_id_, "/r", round, "/w", c.worker_index()), c.kernel(),
+          Measure(absl::StrCat(job_id_, "/r", round, "/w", c.worker_index(), task_suffix), c.kernel(),
                   /*baselines=*/false, "", nullptr);
       if (!m.ok()) return m.status();
       *c.mutable_measurement() = *m;
@@ -279,6 +284,100 @@ JobRun::Stop JobRun::MeasureCandidates(int round, const std::vector<v1::Candidat
     if (!st.ok() && first_error.ok()) first_error = st;
   }
   if (!first_error.ok()) return StopFromStatus(first_error);
+  return {};
+}
+
+namespace {
+
+// A candidate an LLM brain wrote that failed the gate with a kernel to repair.
+bool Repairable(const v1::Candidate& c) {
+  const v1::Verdict v = c.measurement().verdict();
+  const std::string& origin = c.kernel().origin();
+  return !c.kernel().source().empty() &&
+         (v == v1::VERDICT_COMPILE_ERROR || v == v1::VERDICT_INCORRECT || v == v1::VERDICT_CRASH) &&
+         absl::StartsWith(origin, "brain:") && origin != "brain:heuristic";
+}
+
+// What the gate reported: its reason, then the tail of the harness's log.
+std::string FailureText(const v1::Measurement& m) {
+  constexpr size_t kMaxLog = 2000;
+  std::string out = m.correctness().reason();
+  if (!m.log().empty()) {
+    absl::StrAppend(&out, out.empty() ? "" : "\n", "the harness's log (tail):\n",
+                    m.log().size() > kMaxLog ? m.log().substr(m.log().size() - kMaxLog) : m.log());
+  }
+  return out;
+}
+
+}  // namespace
+
+JobRun::Stop JobRun::RepairCandidates(int round, const std::vector<v1::Candidate>& beam,
+                                      std::vector<v1::Candidate>* cands) {
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (Repairable((*cands)[i])) pending.push_back(i);
+  }
+  for (int attempt = 1; attempt <= deps_.defaults.llm_repairs && !pending.empty(); ++attempt) {
+    v1::GenerateRequest g;
+    g.set_job_id(job_id_);
+    *g.mutable_problem() = job_.problem();
+    *g.mutable_op_signature() = signature_;
+    *g.mutable_gpu() = gpu_;
+    g.set_brain(cfg_.brain());
+    g.mutable_plan()->set_round(round);
+    std::vector<v1::Candidate> repaired;
+    std::map<std::string, const v1::Candidate*> failed_by_id;
+    for (size_t i : pending) {
+      const v1::Candidate& f = (*cands)[i];
+      const std::string id = absl::StrCat(f.id(), "-fix", attempt);
+      absl::StatusOr<v1::Candidate> existing = deps_.storage->GetCandidate(id);
+      if (existing.ok() && existing->has_measurement()) {  // repaired before a restart
+        repaired.push_back(*std::move(existing));
+        continue;
+      }
+      failed_by_id[f.id()] = &f;
+      v1::Assignment* a = g.mutable_plan()->add_assignments();
+      a->set_parent_kernel_id(f.id());
+      *a->mutable_prescription() = f.prescription();
+      a->set_worker_index(f.worker_index());
+      (*g.mutable_parents())[f.id()] = f.kernel();
+      v1::Repair& r = (*g.mutable_repairs())[f.id()];
+      r.set_verdict(v1::Verdict_Name(f.measurement().verdict()));
+      r.set_error(FailureText(f.measurement()));
+      r.set_attempt(attempt);
+    }
+    if (g.plan().assignments_size() > 0) {
+      EmitLog(absl::StrCat("round ", round, ", repair turn ", attempt, ": ",
+                           g.plan().assignments_size(),
+                           " candidate(s) that failed the gate sent back to the brain with "
+                           "their verdict and error"));
+      absl::StatusOr<v1::GenerateResponse> gen =
+          GenerateAwaitingEndpoint(std::move(g), absl::StrCat("round ", round, " repair ", attempt));
+      if (!gen.ok()) return StopFromStatus(gen.status());
+      if (absl::Status ps = Persist([](v1::Job&) {}); !ps.ok()) return StopFromStatus(ps);
+      for (const auto& gk : gen->kernels()) {
+        auto failed = failed_by_id.find(gk.assignment().parent_kernel_id());
+        if (failed == failed_by_id.end()) continue;
+        v1::Candidate c = GeneratedCandidate(job_id_, round, gk);
+        c.set_id(absl::StrCat(failed->second->id(), "-fix", attempt));
+        c.set_parent_id(failed->second->parent_id());
+        const std::string dir = absl::StrCat("round-", round, "/", c.id(), "/");
+        if (!gk.prompt().empty()) StoreArtifact(dir + "prompt.txt", "prompt", gk.prompt());
+        if (!gk.reply().empty()) StoreArtifact(dir + "reply.txt", "reply", gk.reply());
+        repaired.push_back(std::move(c));
+      }
+    }
+    if (Stop stop = MeasureCandidates(round, beam, v1::GenerateResponse(), &repaired,
+                                      absl::StrCat("/fix", attempt));
+        stop.kind != Stop::kNone) {
+      return stop;
+    }
+    pending.clear();
+    for (v1::Candidate& c : repaired) {
+      cands->push_back(std::move(c));
+      if (Repairable(cands->back())) pending.push_back(cands->size() - 1);
+    }
+  }
   return {};
 }
 
@@ -316,7 +415,17 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
   if (parent != nullptr) *rr.mutable_parent() = *parent;
   *rr.mutable_attempt() = c;
   *rr.mutable_gpu() = gpu_;
+  if (absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
+      memory.ok()) {
+    for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
+  }
+  SetLlmBudgetLeft(rr);
   absl::StatusOr<v1::ReflectResponse> refl = deps_.services->Reflect(rr, cancel_);
+  if (refl.ok()) {
+    ChargeLlm(refl->llm_usage());
+  } else if (std::optional<v1::LlmUsage> u = llm::LlmUsageOf(refl.status())) {
+    ChargeLlm(*u);
+  }
   if (!refl.ok()) {
     if (Stopping()) return refl.status();
     EmitLog(absl::StrCat("no reflexion for ", c.id(), ": ", refl.status().message()));
@@ -334,6 +443,10 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
                                                job_id_, r);
   }
   StoreArtifact(absl::StrCat("round-", round, "/", c.id(), "/reflexion.json"), "reflexion", ToPrettyJson(r));
+  if (refl->has_exchange()) {
+    StoreExchange(absl::StrCat("round-", round, "/", c.id(), "/"), "reflect-", refl->exchange(),
+                  absl::StrCat("the reflexion on ", c.id()));
+  }
   v1::JobEvent re;
   re.set_type(v1::JOB_EVENT_REFLEXION_WRITTEN);
   re.set_state(v1::JOB_STATE_ROUNDS);

@@ -1,5 +1,6 @@
 #include "services/judge/judge_service.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,18 +39,13 @@ grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   // What is left of the job's LLM budget bounds the narrator's calls (a spent budget
   // makes the narrative the heuristic one); the meter also counts them for the reply.
-  llm::MeterLimits limits;
-  if (request->has_llm_tokens_left()) limits.max_tokens = request->llm_tokens_left();
-  if (request->has_llm_cost_usd_left()) limits.max_cost_usd = request->llm_cost_usd_left();
-  llm::UsageMeter meter(limits, absl::StrCat("job ", request->job_id().empty() ? "(none)"
-                                                                                : request->job_id(),
-                                             " (what its budget had left for this diagnosis)"));
+  std::unique_ptr<llm::UsageMeter> meter = llm::RequestMeter(*request, "diagnosis");
   absl::StatusOr<kagent::v1::BottleneckReport> report;
   {
-    llm::ScopedUsageMeter metered(&meter);
+    llm::ScopedUsageMeter metered(meter.get());
     report = judge_.Diagnose(*request);
   }
-  const llm::UsageTotals used = meter.Totals();
+  const llm::UsageTotals used = meter->Totals();
   *response->mutable_llm_usage() = llm::ToLlmUsage(used);
   if (!report.ok()) {
     Count("error");

@@ -51,21 +51,16 @@ absl::Status JudgeServerOptions::Validate() const {
 absl::Status SetUpJudge(const JudgeServerOptions& options, ServiceContext& ctx, JudgeNarrator* narrator) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (narrator == nullptr && !options.llm_config.empty()) {
-    KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(options.llm_config));
-    llm::LlmDeps deps = options.llm_deps;
-    if (deps.metrics == nullptr && ctx.metrics != nullptr) {  // kagent_llm_* on /metrics
-      deps.metrics = std::make_shared<llm::LlmMetrics>(ctx.metrics->registry());
-    }
-    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, deps);
-    if (!stack.ok()) {
-      return absl::Status(stack.status().code(),
-                          absl::StrCat("LLM narrator from ", options.llm_config, ": ",
-                                       stack.status().message()));
-    }
+    KAGENT_ASSIGN_OR_RETURN(
+        ConfiguredLlm llm,
+        LoadLlmStack(options.llm_config, options.llm_deps,
+                     ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr, "LLM narrator"));
     narrator = ctx.Keep(std::make_unique<LlmNarrator>(
-        stack->client, stack->prompts,
-        LlmNarratorOptions{.name = absl::StrCat("llm:", config.provider)}));
-    KLOG(INFO).With("narrator", narrator->Name()).With("model", config.model)
+        llm.stack.client, llm.stack.prompts,
+        LlmNarratorOptions{.name = absl::StrCat("llm:", llm.config.provider),
+                           .model = options.llm_model}));
+    KLOG(INFO).With("narrator", narrator->Name())
+            .With("model", options.llm_model.empty() ? llm.config.model : options.llm_model)
         << "judge narrates through the LLM";
   }
   prometheus::Registry* registry = ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr;

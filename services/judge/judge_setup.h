@@ -27,6 +27,8 @@ struct JudgeServerOptions {
   JudgeOptions rules;
   // LLM configuration file (docs/llm.md); empty: the heuristic narrative.
   std::string llm_config;
+  // The narrator's model; empty: the configuration's `model` (kagentd's --llm-agents).
+  std::string llm_model;
   // Shared LLM pieces (not options): kagentd passes the Accountant (and breaker
   // registry) it gives the optimization manager, so the narrator's calls count against
   // the same job and tenant budgets as the brain's.

@@ -209,6 +209,12 @@ absl::Status OptimizationManagerServiceImpl::DoGenerate(const GenerateRequest& r
       fr.memory = &memory;
       fr.alternative = alternatives[i];
       fr.fallback_alternative = fallback_alternatives[i];
+      fr.worker_index = a.worker_index();
+      RepairRequest repair;
+      if (auto rp = request.repairs().find(a.parent_kernel_id()); rp != request.repairs().end()) {
+        repair = {rp->second.verdict(), rp->second.error(), rp->second.attempt()};
+        fr.repair = &repair;
+      }
       r = brain_->ApplyFix(fr);
     }
     if (!r.ok()) {

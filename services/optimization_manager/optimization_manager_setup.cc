@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/grpc_status.h"
 #include "common/install_paths.h"
 #include "common/llm/endpoint_probe.h"
@@ -65,30 +66,40 @@ absl::Status SetUpOptimizationManager(const OptimizationManagerSetupOptions& o,
               std::make_unique<OptimizationManagerServiceImpl>(mo, heuristic, ctx.auth));
 
   if (!o.llm_config.empty()) {
-    KAGENT_ASSIGN_OR_RETURN(llm::LlmConfig config, LoadLlmConfigFile(o.llm_config));
-    llm::LlmDeps deps = o.llm_deps;
-    if (deps.metrics == nullptr && ctx.metrics != nullptr) {  // kagent_llm_* on /metrics
-      deps.metrics = std::make_shared<llm::LlmMetrics>(ctx.metrics->registry());
-    }
-    absl::StatusOr<llm::LlmStack> stack = llm::MakeLlmStack(config, deps);
-    if (!stack.ok()) {
-      return absl::Status(stack.status().code(),
-                          absl::StrCat("LLM brain from ", o.llm_config, ": ",
-                                       stack.status().message()));
+    KAGENT_ASSIGN_OR_RETURN(
+        ConfiguredLlm llm,
+        LoadLlmStack(o.llm_config, o.llm_deps,
+                     ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr, "LLM brain"));
+    llm::LlmConfig& config = llm.config;
+    const llm::LlmStack* stack = &llm.stack;
+    // One model, or several separated by '|' that a round's candidates spread over.
+    std::vector<std::string> models;
+    if (!o.llm_model.empty()) models = absl::StrSplit(o.llm_model, '|');
+    for (const std::string& m : models) {
+      if (m.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the LLM brain's models '", o.llm_model, "' hold an empty name"));
+      }
     }
     if (o.llm_brain_name == kHeuristic) {
       return absl::InvalidArgumentError("the LLM brain cannot be named \"heuristic\"");
     }
     // A wrong model, a refused key or a dead endpoint is a refusal to start, not a
-    // failure of every job (a replayed cassette needs no endpoint).
+    // failure of every job (a replayed cassette needs no endpoint). Each model is probed.
+    if (!models.empty()) config.model = models.front();
     if (config.probe && config.cassette_mode != llm::CassetteMode::kReplay) {
-      if (absl::Status probe = llm::ProbeLlmEndpoint(config, o.llm_deps.transport); !probe.ok()) {
-        return absl::Status(probe.code(), absl::StrCat("LLM brain from ", o.llm_config, ": ",
-                                                       probe.message()));
+      std::vector<std::string> probed = models.empty() ? std::vector<std::string>{config.model} : models;
+      for (const std::string& m : probed) {
+        llm::LlmConfig c = config;
+        c.model = m;
+        if (absl::Status probe = llm::ProbeLlmEndpoint(c, o.llm_deps.transport); !probe.ok()) {
+          return absl::Status(probe.code(), absl::StrCat("LLM brain from ", o.llm_config, ": ",
+                                                         probe.message()));
+        }
       }
     }
     auto* brain = ctx.Keep(std::make_unique<LlmKernelBrain>(
-        stack->client, stack->prompts, LlmBrainOptions{.name = o.llm_brain_name}));
+        stack->client, stack->prompts, LlmBrainOptions{.name = o.llm_brain_name, .models = models}));
     router->Add(o.llm_brain_name,
                 std::make_unique<OptimizationManagerServiceImpl>(mo, brain, ctx.auth),
                 {config.provider});

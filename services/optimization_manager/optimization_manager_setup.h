@@ -30,6 +30,10 @@ struct OptimizationManagerSetupOptions {
   std::string llm_config;
   // The name the LLM brain answers to in GenerateRequest.brain / JobConfig.brain.
   std::string llm_brain_name = "llm";
+  // The LLM brain's model, or several separated by '|' over which a round's candidates
+  // are spread (LlmBrainOptions.models); empty: the configuration's `model` (kagentd's
+  // --llm-agents). Each is probed.
+  std::string llm_model;
   // Shared LLM pieces (not options): kagentd passes one Accountant (and breaker
   // registry) to every LLM stack of the process so a job's budget covers all of them.
   llm::LlmDeps llm_deps;

@@ -16,9 +16,7 @@ class HeuristicReflector : public Reflector {
   // `prescriber` may be null (no try-patterns).
   explicit HeuristicReflector(std::shared_ptr<const Prescriber> prescriber)
       : prescriber_(std::move(prescriber)) {}
-  absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
-                                        const v1::Candidate& attempt,
-                                        const v1::GpuSpec& gpu) override;
+  absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& request) override;
 
  private:
   std::shared_ptr<const Prescriber> prescriber_;

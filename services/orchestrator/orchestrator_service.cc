@@ -1,6 +1,9 @@
 #include "services/orchestrator/orchestrator_service.h"
 
+#include <memory>
+
 #include "common/grpc_status.h"
+#include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "services/orchestrator/planner.h"
 
@@ -23,6 +26,7 @@ grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
                                               const v1::ReflectRequest* request,
                                               v1::ReflectResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
   if (!request->has_attempt() || request->attempt().id().empty()) {
     return ToGrpcStatus(absl::InvalidArgumentError("attempt with an id is required"));
   }
@@ -30,9 +34,17 @@ grpc::Status OrchestratorServiceImpl::Reflect(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError(
         "attempt.measurement.verdict is required: reflect only on measured attempts"));
   }
-  absl::StatusOr<v1::Reflexion> r = reflector_->Reflect(request->parent(), request->attempt(), request->gpu());
+  // What is left of the job's LLM budget bounds the agent's calls (a spent budget keeps
+  // the heuristic reflexion); the meter also counts them for the reply.
+  std::unique_ptr<llm::UsageMeter> meter = llm::RequestMeter(*request, "reflexion");
+  absl::StatusOr<v1::ReflectResponse> r;
+  {
+    llm::ScopedUsageMeter metered(meter.get());
+    r = reflector_->Reflect(*request);
+  }
   if (!r.ok()) return ToGrpcStatus(r.status());
-  *response->mutable_reflexion() = *std::move(r);
+  *response = *std::move(r);
+  *response->mutable_llm_usage() = llm::ToLlmUsage(meter->Totals());
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,6 @@
 // OrchestratorServiceImpl: plans rounds (planner.h) and writes one reflexion per
-// measured attempt through a Reflector (the heuristic one by default; an LLM brain may
-// implement the same interface). Thread-safe.
+// measured attempt through a Reflector (reflect_agent.h: the heuristic reflexion, with an
+// LLM's judgement merged in when one is configured). Thread-safe.
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 
@@ -13,11 +13,10 @@ namespace kagent {
 class Reflector {
  public:
   virtual ~Reflector() = default;
-  // `parent` may be empty (a first kernel has none); `gpu` may be empty (unknown).
-  // Must handle every verdict.
-  virtual absl::StatusOr<v1::Reflexion> Reflect(const v1::Candidate& parent,
-                                                const v1::Candidate& attempt,
-                                                const v1::GpuSpec& gpu) = 0;
+  // The reflexion on `request.attempt` (and the agent's exchange, when one was asked).
+  // `request.parent` may be empty (a first kernel has none); `request.gpu` may be empty
+  // (unknown). Must handle every verdict.
+  virtual absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& request) = 0;
 };
 
 class OrchestratorServiceImpl final : public v1::OrchestratorService::Service {

@@ -1,11 +1,17 @@
 #include "services/orchestrator/orchestrator_setup.h"
 
+#include <memory>
+
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/status.h"
+#include "engines/llm/llm_brain.h"
+#include "engines/llm/llm_reflector.h"
 #include "kagent/v1/orchestrator_service.grpc.pb.h"
 #include "kernel_model/optimization_db.h"
 #include "kernel_model/prescriber.h"
-#include "services/orchestrator/heuristic_reflector.h"
+#include "services/orchestrator/reflect_agent.h"
 #include "services/orchestrator/orchestrator_service.h"
 
 namespace kagent {
@@ -13,13 +19,29 @@ namespace kagent {
 void OrchestratorOptions::Register(OptionSet& o) {
   o.AddString("optimization-db", &optimization_db,
               "optimization database file (default: data/optimization_db.json of the install)");
+  o.AddString("llm-config", &llm_config,
+              "LLM configuration file (JSON, docs/llm.md): an LLM writes the reflexions");
 }
 
 absl::Status SetUpOrchestrator(const OrchestratorOptions& o, ServiceContext& ctx) {
   std::string path = o.optimization_db.empty() ? DefaultOptimizationDbPath() : o.optimization_db;
   KAGENT_ASSIGN_OR_RETURN(std::unique_ptr<Prescriber> prescriber, Prescriber::FromFile(path));
-  auto* reflector = ctx.Keep(
-      std::make_unique<HeuristicReflector>(std::shared_ptr<const Prescriber>(std::move(prescriber))));
+  ReflexionWriter* writer = nullptr;
+  if (!o.llm_config.empty()) {
+    KAGENT_ASSIGN_OR_RETURN(
+        ConfiguredLlm llm,
+        LoadLlmStack(o.llm_config, o.llm_deps,
+                     ctx.metrics != nullptr ? &ctx.metrics->registry() : nullptr, "LLM reflector"));
+    writer = ctx.Keep(std::make_unique<LlmReflexionWriter>(
+        llm.stack.client, llm.stack.prompts,
+        llm_engine::AgentOptions{.name = absl::StrCat("llm:", llm.config.provider),
+                                 .model = o.llm_model}));
+    KLOG(INFO).With("agent", writer->Name())
+            .With("model", o.llm_model.empty() ? llm.config.model : o.llm_model)
+        << "the orchestrator reflects through the LLM";
+  }
+  auto* reflector = ctx.Keep(std::make_unique<ReflectAgent>(
+      std::shared_ptr<const Prescriber>(std::move(prescriber)), writer));
   auto* svc = ctx.Keep(std::make_unique<OrchestratorServiceImpl>(reflector, ctx.auth));
   ctx.host->AddService(svc, v1::OrchestratorService::service_full_name());
   return absl::OkStatus();

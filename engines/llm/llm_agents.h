@@ -1,0 +1,42 @@
+// Which of kagent's agents ask the LLM, and with which model: the value of kagentd's
+// --llm-agents, e.g. "rewrite,prescribe=qwen-small,reflect,narrate".
+//
+// The agents: "rewrite" (the optimization manager's LLM brain: first kernels and
+// rewrites), "prescribe" (the analyzer ranks the database's candidates), "reflect" (the
+// orchestrator's reflexions) and "narrate" (the judge's narrative). An agent left out
+// keeps its heuristic brain. "agent=model" gives the agent its own model instead of the
+// configuration's `model`; the rewrite may name several, "rewrite=model-a|model-b", over
+// which a round's candidates are spread (LlmBrainOptions.models).
+//
+// Pure; thread-safe.
+#ifndef KAGENT_ENGINES_LLM_LLM_AGENTS_H_
+#define KAGENT_ENGINES_LLM_LLM_AGENTS_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kagent {
+
+// Every agent, the default of --llm-agents.
+inline constexpr char kAllLlmAgents[] = "rewrite,prescribe,reflect,narrate";
+
+struct LlmAgents {
+  // The agents that ask the LLM, each with its model ("" for the configuration's).
+  std::map<std::string, std::string> models;
+
+  bool Uses(const std::string& agent) const { return models.count(agent) > 0; }
+  // The agent's model; "" when it uses the configuration's or is not listed.
+  std::string Model(const std::string& agent) const;
+};
+
+// INVALID_ARGUMENT naming the entry for an unknown agent (listing the known ones), an
+// agent listed twice, an empty entry, an empty model after "=" or between '|', or several
+// models for an agent other than the rewrite. An empty `spec` lists no agent.
+absl::StatusOr<LlmAgents> ParseLlmAgents(absl::string_view spec);
+
+}  // namespace kagent
+
+#endif  // KAGENT_ENGINES_LLM_LLM_AGENTS_H_
