@@ -55,6 +55,43 @@ void ConvTiles(bool half, int sm, int64_t cin, int64_t cout, int64_t pixels,
   (*p)["INPUT_PRECISION"] = tf32x3 ? "tf32x3" : "ieee";
 }
 
+// Stride, padding and dilation of a 2-D convolution into p as the templates take them
+// (STRIDE, PADDING, DILATION for H; STRIDE_W, PADDING_W, DILATION_W for W, -1 when equal
+// to H's): aten::convolution's recorded scalars (name.0 for H, name.1 for W, name.0 for
+// both where only one is recorded); without them (an older harness) the square stride and
+// padding inferred from the shapes, dilation 1. Sets *recorded. FAILED_PRECONDITION when
+// neither is there or a value is outside the templates' range (stride and dilation
+// [1, 16], padding [0, 64]): a clamped value would be a wrong convolution.
+absl::Status Conv2dArgs(const TemplateInfo& t, const RecognizedOp& op, bool* recorded,
+                        std::map<std::string, std::string>* p) {
+  *recorded = op.scalars.count("stride.0") > 0;
+  if (!*recorded && !op.tags.count("conv_params_inferred")) {
+    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
+  }
+  struct Arg {
+    const char* scalar;
+    const char* param;
+    int64_t lo, hi, inferred;
+  };
+  const Arg args[] = {{"stride", "STRIDE", 1, 16, op.stride},
+                      {"padding", "PADDING", 0, 64, op.padding},
+                      {"dilation", "DILATION", 1, 16, op.dilation}};
+  for (const Arg& a : args) {
+    double h = a.inferred, w = a.inferred;
+    if (*recorded) {
+      h = ScalarArg(op, absl::StrCat(a.scalar, ".0"), NAN);
+      w = ScalarArg(op, absl::StrCat(a.scalar, ".1"), h);
+    }
+    if (std::isnan(h) || h < a.lo || h > a.hi || w < a.lo || w > a.hi) {
+      return Precondition(t, absl::StrCat(a.scalar, " not recorded or outside [", a.lo, ", ",
+                                          a.hi, "]"));
+    }
+    (*p)[a.param] = absl::StrCat(static_cast<int64_t>(h));
+    (*p)[absl::StrCat(a.param, "_W")] = w == h ? "-1" : absl::StrCat(static_cast<int64_t>(w));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, const RecognizedOp& op,
@@ -68,9 +105,11 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || o.size() != 4) {
     return Precondition(t, "convolution shapes unknown");
   }
-  if (!op.tags.count("conv_params_inferred")) {
-    return Precondition(t, "no stride and padding reproduce the recorded output shape");
+  if (op.weight_shape[2] > 64 || op.weight_shape[3] > 64) {
+    return Precondition(t, "kernel larger than 64 (the template unrolls its taps)");
   }
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
   const int64_t c = op.input_shape[1];
   int64_t bw = Clamp(NextPow2(o[3]), 16, 128);
   int64_t bh = Clamp(NextPow2(o[2]), 1, std::max<int64_t>(1, 1024 / bw));
@@ -78,9 +117,6 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   p["MULT"] = std::to_string(std::max<int64_t>(1, op.weight_shape[0] / c));
   p["KH"] = std::to_string(op.weight_shape[2]);
   p["KW"] = std::to_string(op.weight_shape[3]);
-  p["STRIDE"] = std::to_string(Clamp(op.stride, 1, 16));
-  p["PADDING"] = std::to_string(Clamp(op.padding, 0, 32));
-  p["DILATION"] = std::to_string(Clamp(op.dilation, 1, 16));
   p["BIAS"] = op.has_bias ? "True" : "False";
   p["BLOCK_W"] = std::to_string(bw);
   p["BLOCK_H"] = std::to_string(bh);
@@ -215,18 +251,22 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
   // tiles are sized for one group.
   const int64_t groups = op.input_shape[1] / op.weight_shape[1];
   const int64_t cin = op.weight_shape[1], cout = op.weight_shape[0] / groups;
-  // Tiles per group (ConvTiles). Stride, padding and dilation: aten::convolution's
-  // recorded values (the H dim's; the candidate builds its nn.Conv2d from the
-  // constructor's arguments where the reference's constructor gives them), else the ones
-  // inferred from the shapes.
+  if (groups > 65535) return Precondition(t, "more than 65535 groups (the grid's axis-1 limit)");
+  // Tiles per group (ConvTiles). The layer comes from the params alone where the
+  // signature records aten::convolution's scalars (CTOR recorded: any constructor order,
+  // KernelBench's (num_classes) or (in, out) of a pointwise conv included), else from the
+  // constructor in nn.Conv2d order with the stride and padding inferred from the shapes.
   const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
   ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
-  auto recorded = [&](const char* name, int64_t inferred) {
-    return static_cast<int64_t>(ScalarArg(op, name, static_cast<double>(inferred)));
-  };
-  p["STRIDE"] = std::to_string(Clamp(recorded("stride.0", op.stride), 1, 16));
-  p["PADDING"] = std::to_string(Clamp(recorded("padding.0", op.padding), 0, 32));
-  p["DILATION"] = std::to_string(Clamp(recorded("dilation.0", op.dilation), 1, 16));
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
+  const std::vector<int64_t>& w = op.weight_shape;
+  if (w[2] > 64 || w[3] > 64) return Precondition(t, "kernel larger than 64");
+  p["CTOR"] = recorded ? "recorded" : "torch";
+  p["IN_CHANNELS"] = std::to_string(op.input_shape[1]);
+  p["OUT_CHANNELS"] = std::to_string(w[0]);
+  p["KERNEL_H"] = std::to_string(w[2]);
+  p["KERNEL_W"] = std::to_string(w[3]);
   p["BIAS"] = op.has_bias ? "True" : "False";
   p["GROUPS"] = std::to_string(groups);
   return p;

@@ -1,6 +1,8 @@
 """The heuristic brain's first kernel for ops beyond the suite's problems, end to end:
 KernelBench-style models of InstanceNorm, Frobenius, L1 and L2 normalization, p-norm /
-var / std reductions, transposed, grouped, 3-D and 1-D convolutions and the tanh GELU
+var / std reductions, transposed, grouped, 3-D and 1-D convolutions, 2-D convolutions
+whose constructors are not nn.Conv2d's (pointwise, per-dim tuples, 'same' padding, a
+classifier's fixed conv) and the tanh GELU
 (and models with extra compute ops, which must be refused). For each:
 record the op signature with the harness, ask the C++ brain for its first kernel
 (`kagent-template-render --first-kernel`), check the template it chose, and compare the
@@ -87,6 +89,70 @@ class Conv1dDilatedStrided(nn.Module):  # KernelBench level 1's order: no paddin
         return self.conv1d(x)
 
 
+class ConvInsideClassifier(nn.Module):  # KernelBench level 1: Model(num_classes), a fixed conv
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels=3, out_channels=10, kernel_size=5, stride=4, padding=2)
+
+    def forward(self, x):
+        return self.conv1(x)
+
+
+class PointwiseConv(nn.Module):  # KernelBench level 1: Model(in, out, bias), kernel_size 1
+    def __init__(self, in_channels, out_channels, bias=False):
+        super().__init__()
+        self.conv1d = nn.Conv2d(in_channels, out_channels, kernel_size=1, stride=1, padding=0,
+                                bias=bias)
+
+    def forward(self, x):
+        return self.conv1d(x)
+
+
+class ConvDilatedPadded(nn.Module):  # KernelBench level 1: no groups argument, tuples
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=(0, 0),
+                 dilation=(1, 1), bias=False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride,
+                                padding=padding, dilation=dilation, bias=bias)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+class DepthwisePerDim(nn.Module):  # KernelBench level 1: every argument per dim
+    def __init__(self, in_channels, out_channels, kernel_size_h, kernel_size_w, stride_h=1,
+                 stride_w=1, padding_h=0, padding_w=0, dilation_h=1, dilation_w=1, groups=1,
+                 bias=False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, in_channels, (kernel_size_h, kernel_size_w),
+                                stride=(stride_h, stride_w), padding=(padding_h, padding_w),
+                                dilation=(dilation_h, dilation_w), groups=in_channels,
+                                bias=bias)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+class DepthwiseKx1(nn.Module):  # KernelBench level 1: (in, kernel, stride, padding, dilation)
+    def __init__(self, in_channels, kernel_size, stride=1, padding=0, dilation=1, bias=False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, in_channels, kernel_size=(kernel_size, 1),
+                                stride=stride, padding=padding, dilation=dilation,
+                                groups=in_channels, bias=bias)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+class ConvSame(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding="same")
+
+    def forward(self, x):
+        return self.conv(x)
+
+
 def _x(*shape):
     return torch.randn(*shape)
 
@@ -147,6 +213,27 @@ CASES = {
                              lambda: [_x(1, 4, 4, 5, 6)], "conv3d_implicit_gemm"),
     "conv1d_dilated_strided": (Conv1dDilatedStrided, [6, 10, 3, 2, 3, True],
                                lambda: [_x(2, 6, 40)], "conv3d_implicit_gemm"),
+    # KernelBench level 1's convolutions whose constructors are not nn.Conv2d's order: the
+    # candidate builds its layer from the recorded op (CTOR recorded). Before it, the first
+    # two raised in the host code (nn.Conv2d(1000, None, None): "unsupported operand
+    # type(s) for %: 'NoneType' and 'int'"; nn.Conv2d(in, out, None): torch.empty() given a
+    # None size).
+    "conv_inside_classifier": (ConvInsideClassifier, [1000], lambda: [_x(2, 3, 23, 21)],
+                               "conv2d_implicit_gemm"),
+    "pointwise_conv_non_square": (PointwiseConv, [6, 10], lambda: [_x(2, 6, 9, 17)],
+                                  "conv2d_implicit_gemm"),
+    "pointwise_conv_bias_row": (PointwiseConv, [5, 3, True], lambda: [_x(1, 5, 1, 31)],
+                                "conv2d_implicit_gemm"),
+    "conv_tuple_padding_dilation": (ConvDilatedPadded, [4, 6, (3, 5), 1, (2, 4), (2, 3)],
+                                    lambda: [_x(1, 4, 11, 17)], "conv2d_implicit_gemm"),
+    "conv_stride_per_dim": (ConvDilatedPadded, [3, 5, (2, 4), (3, 1), (0, 2), (1, 2)],
+                            lambda: [_x(2, 3, 10, 7)], "conv2d_implicit_gemm"),
+    "conv_same_padding": (ConvSame, [3, 4, (3, 5)], lambda: [_x(1, 3, 6, 17)],
+                          "conv2d_implicit_gemm"),
+    "depthwise_per_dim": (DepthwisePerDim, [6, 6, 3, 5, 1, 2, 1, 2, 2, 1, 6],
+                          lambda: [_x(2, 6, 11, 13)], "conv2d_depthwise"),
+    "depthwise_kx1": (DepthwiseKx1, [6, 3, 2, 1, 2], lambda: [_x(2, 6, 9, 11)],
+                      "conv2d_depthwise"),
     # KernelBench level 1's L2Norm and L1Norm (`__init__(self)`), rows of 5000 (two
     # passes), over a middle dim (2-D tiles), bf16.
     "l2_normalize": (Lambda(lambda x: x / torch.norm(x, p=2, dim=1, keepdim=True)), [],
