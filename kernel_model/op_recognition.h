@@ -25,8 +25,11 @@
 //               huber, cosine_similarity, triplet_margin, ...)         reduction
 //   pooling     (variant max1d/2d/3d, avg1d/2d/3d; 1-D pooling runs as a 2-D aten op on
 //               an unsqueezed input and is recognized as 1-d; tag adaptive)
-//   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed)
-//               weight_shape, has_bias, stride, padding, dilation
+//   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed,
+//               depthwise_separable: a depthwise 2-D conv whose output only a pointwise
+//               1x1 conv takes)
+//               weight_shape, has_bias, stride, padding, dilation; pointwise_weight_shape,
+//               pointwise_has_bias
 //   unknown     (nothing matched; `reason` lists the ops seen)
 //
 // Unexpressed compute: the templates of a class perform its main op and the helper ops of
@@ -109,6 +112,12 @@ struct RecognizedOp {
   std::vector<int64_t> weight_shape;
   bool has_bias = false;
   int64_t stride = 1, padding = 0, dilation = 1;
+  // Tag depthwise_separable (two convolutions: the depthwise one above, then a 1x1 conv
+  // with stride 1, padding 0, dilation 1 and groups 1 taking its output): the 1x1 conv's
+  // weight shape (C_out, C_in * multiplier, 1, 1) and whether it has a bias. Empty
+  // otherwise.
+  std::vector<int64_t> pointwise_weight_shape;
+  bool pointwise_has_bias = false;
 
   // Compute ops the recognized class's templates do not perform ("aten::abs", in the
   // order the model runs them; tag "extra_ops"), and one sentence saying which run before

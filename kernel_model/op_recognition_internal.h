@@ -142,6 +142,12 @@ class Recognizer {
 
   bool Conv();
 
+  // Tags depthwise_separable (and sets pointwise_weight_shape / pointwise_has_bias) when
+  // the model computes exactly two convolutions, `first` a depthwise 2-D one and the other
+  // a 1x1 conv (stride 1, padding 0, dilation 1, groups 1, not transposed) whose input is
+  // first's output (by tensor id where the signature records ids, else by shape).
+  void DepthwiseSeparable(const Op& first);
+
   // The smallest stride, then padding (dilation 1), that maps every spatial dim of x to
   // y's under weight w: out = (in + 2p - (k - 1) - 1) / s + 1.
   void InferConvParams(const std::vector<int64_t>& x, const std::vector<int64_t>& w,

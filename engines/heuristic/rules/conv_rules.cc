@@ -1,5 +1,6 @@
-// The sizing rules of convolutions: conv2d_depthwise, conv_transpose2d,
-// conv3d_implicit_gemm, conv2d_implicit_gemm (declared in family_rules.h).
+// The sizing rules of convolutions: conv2d_depthwise, conv2d_depthwise_separable,
+// conv_transpose2d, conv3d_implicit_gemm, conv2d_implicit_gemm (declared in
+// family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
@@ -97,9 +98,12 @@ absl::Status Conv2dArgs(const TemplateInfo& t, const RecognizedOp& op, bool* rec
 absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, const RecognizedOp& op,
                                                      const GpuSpec* /*gpu*/) {
   TemplateParams p;
-  if (op.variant != "conv2d" || op.tags.count("transposed") || !op.tags.count("depthwise")) {
+  if (op.variant != "conv2d" || op.tags.count("transposed") || !op.tags.count("depthwise") ||
+      op.tags.count("depthwise_separable")) {
     return Precondition(t, absl::StrCat("serves depthwise 2-D convolutions (groups = in "
-                                        "channels), the problem is ", DescribeOp(op)));
+                                        "channels) alone (then a pointwise conv: "
+                                        "conv2d_depthwise_separable), the problem is ",
+                                        DescribeOp(op)));
   }
   const std::vector<int64_t>& o = op.output_shape;
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || o.size() != 4) {
@@ -121,6 +125,56 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   p["BLOCK_W"] = std::to_string(bw);
   p["BLOCK_H"] = std::to_string(bh);
   p["num_warps"] = "4";
+  return p;
+}
+
+absl::StatusOr<TemplateParams> Conv2dDepthwiseSeparableParams(const TemplateInfo& t,
+                                                              const RecognizedOp& op,
+                                                              const GpuSpec* /*gpu*/) {
+  TemplateParams p;
+  if (op.variant != "conv2d" || !op.tags.count("depthwise_separable")) {
+    return Precondition(t, absl::StrCat("serves a depthwise 2-D convolution followed by a "
+                                        "pointwise 1x1 one, the problem is ", DescribeOp(op)));
+  }
+  const std::vector<int64_t>& x = op.input_shape;
+  const std::vector<int64_t>& w = op.weight_shape;
+  const std::vector<int64_t>& pw = op.pointwise_weight_shape;
+  const std::vector<int64_t>& o = op.output_shape;
+  if (x.size() != 4 || w.size() != 4 || pw.size() != 4 || o.size() != 4 || x[1] <= 0 ||
+      w[0] % x[1] != 0 || pw[1] != w[0] || w[0] / x[1] > 1024 || x[1] > 1048576 ||
+      pw[0] > 1048576) {
+    return Precondition(t, "convolution shapes unknown");
+  }
+  if (w[2] > 64 || w[3] > 64) {
+    return Precondition(t, "kernel larger than 64 (the template unrolls its taps)");
+  }
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
+  // Sized from the register budget (not yet measured on a GPU): the accumulator is
+  // BLOCK_P x BLOCK_CO fp32 and the depthwise tile BLOCK_P x BLOCK_C fp32. BLOCK_CO covers
+  // CO up to 128 so the depthwise stage is computed once per pixel tile (KernelBench's
+  // 64 -> 128); wider CO repeats it per 128-channel tile (KH*KW MACs per intermediate
+  // element against 128 for the pointwise stage). BLOCK_C: 32 intermediate channels per
+  // tl.dot step (16, tl.dot's minimum, below that). BLOCK_P: 128 pixels where the
+  // accumulator stays at 8192 elements (8 warps, 32 fp32 registers a thread), else 64.
+  // The pixel tile spans rows (OH*OW flattened), so narrow images waste no lanes.
+  const int64_t cm = w[0], cout = pw[0], pixels = o[2] * o[3];
+  const int64_t bco = Clamp(NextPow2(cout), 16, 128);
+  const int64_t bc = Clamp(NextPow2(cm), 16, 32);
+  const int64_t bp = Clamp(NextPow2(pixels), 16, bco <= 64 ? 128 : 64);
+  p["BLOCK_P"] = std::to_string(bp);
+  p["BLOCK_C"] = std::to_string(bc);
+  p["BLOCK_CO"] = std::to_string(bco);
+  p["num_warps"] = bp * bco >= 8192 ? "8" : "4";
+  p["num_stages"] = "2";
+  p["CHANNELS"] = std::to_string(x[1]);
+  p["MULT"] = std::to_string(cm / x[1]);
+  p["KH"] = std::to_string(w[2]);
+  p["KW"] = std::to_string(w[3]);
+  p["DW_BIAS"] = op.has_bias ? "True" : "False";
+  p["OUT_CHANNELS"] = std::to_string(cout);
+  p["PW_BIAS"] = op.pointwise_has_bias ? "True" : "False";
+  p["INPUT_PRECISION"] = "ieee";
   return p;
 }
 

@@ -144,6 +144,40 @@ class DepthwiseKx1(nn.Module):  # KernelBench level 1: (in, kernel, stride, padd
         return self.conv2d(x)
 
 
+class DepthwiseSeparable(nn.Module):  # KernelBench level 1's order and attribute names
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 bias=False):
+        super().__init__()
+        self.depthwise = nn.Conv2d(in_channels, in_channels, kernel_size, stride=stride,
+                                   padding=padding, dilation=dilation, groups=in_channels,
+                                   bias=bias)
+        self.pointwise = nn.Conv2d(in_channels, out_channels, kernel_size=1, bias=bias)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(x))
+
+
+class SeparableOtherNames(nn.Module):  # other names, a depth multiplier, per-dim arguments
+    def __init__(self, channels, out_channels):
+        super().__init__()
+        self.dw = nn.Conv2d(channels, 2 * channels, (3, 5), stride=(2, 1), padding=(1, 2),
+                            dilation=(1, 2), groups=channels, bias=True)
+        self.pw = nn.Conv2d(2 * channels, out_channels, 1, bias=False)
+
+    def forward(self, x):
+        return self.pw(self.dw(x))
+
+
+class DepthwiseThenConv3x3(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(4, 4, 3, groups=4)
+        self.conv = nn.Conv2d(4, 8, 3)
+
+    def forward(self, x):
+        return self.conv(self.dw(x))
+
+
 class ConvSame(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size):
         super().__init__()
@@ -234,6 +268,15 @@ CASES = {
                           lambda: [_x(2, 6, 11, 13)], "conv2d_depthwise"),
     "depthwise_kx1": (DepthwiseKx1, [6, 3, 2, 1, 2], lambda: [_x(2, 6, 9, 11)],
                       "conv2d_depthwise"),
+    # Depthwise then pointwise: one fused kernel. Odd channels and pixels, 40 output
+    # channels (a masked 64-wide tile), biases, a multiplier, per-dim arguments.
+    "depthwise_separable": (DepthwiseSeparable, [6, 10, 3, 1, 1, 1], lambda: [_x(2, 6, 9, 11)],
+                            "conv2d_depthwise_separable"),
+    "depthwise_separable_bias_strided": (DepthwiseSeparable, [5, 40, 3, 2, 0, 2, True],
+                                         lambda: [_x(1, 5, 13, 10)],
+                                         "conv2d_depthwise_separable"),
+    "depthwise_separable_multiplier": (SeparableOtherNames, [3, 7], lambda: [_x(2, 3, 11, 8)],
+                                       "conv2d_depthwise_separable"),
     # KernelBench level 1's L2Norm and L1Norm (`__init__(self)`), rows of 5000 (two
     # passes), over a middle dim (2-D tiles), bf16.
     "l2_normalize": (Lambda(lambda x: x / torch.norm(x, p=2, dim=1, keepdim=True)), [],
@@ -310,6 +353,9 @@ EXTRA_OPS = {
     "relu_times_two": (Lambda(lambda x: torch.relu(x) * 2)(), [_x(8, 64)],
                        "aten::mul after aten::relu"),
     "conv_relu": (_ConvRelu(), [_x(2, 4, 9, 9)], "aten::relu after aten::convolution"),
+    # Two convolutions that are not depthwise then pointwise.
+    "depthwise_then_conv3x3": (DepthwiseThenConv3x3(), [_x(1, 4, 9, 9)],
+                               "aten::convolution after aten::convolution"),
     "layer_norm_gelu": (_LayerNormGelu(), [_x(4, 32)], "aten::gelu after aten::native_layer_norm"),
     "linear_relu": (_LinearRelu(), [_x(4, 64)], "aten::relu after aten::addmm"),
     "matmul_relu": (_MatmulRelu(), [_x(32, 64), _x(64, 32)], "aten::relu after aten::mm"),
