@@ -105,6 +105,12 @@ PROBLEMS = {
     "57_reverse_cumsum_fp32": "scan_rows",
     "58_masked_cumsum_fp32": "scan_rows",
     "59_triplet_margin_loss_fp32": "loss_rows",
+    # KernelBench level 1's depthwise-separable conv (one fused kernel), its pointwise conv
+    # built from (in, out) and its stem conv built from (num_classes): the layer comes from
+    # the recorded op, whatever the constructor takes.
+    "70_conv2d_depthwise_separable_fp32": "conv2d_depthwise_separable",
+    "71_conv2d_pointwise_fp32": "conv2d_implicit_gemm",
+    "72_conv2d_stem_asymmetric_fp32": "conv2d_implicit_gemm",
 }
 SCALES = {"43_cumsum_fp32": "100000", "44_cumprod_fp32": "100000",
           "57_reverse_cumsum_fp32": "100000", "58_masked_cumsum_fp32": "100000"}
