@@ -52,7 +52,10 @@ bool Recognizer::Conv() {
     out_.weight_shape = w;
     out_.has_bias = r.inputs_size() >= 3 && r.inputs(2).shape_size() == 1;
     if (!out_.tags.count("transposed")) InferConvParams(x, w, y);
-    if (out_.tags.count("depthwise") && variant == "conv2d") DepthwiseSeparable(*op);
+    // A one-channel first conv (w[1] = 1, groups 1) is depthwise too, untagged.
+    if (!transposed && variant == "conv2d" && w.size() == 4 && w[1] == 1) {
+      DepthwiseSeparable(*op);
+    }
   }
   return true;
 }

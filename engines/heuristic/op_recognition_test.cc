@@ -610,6 +610,13 @@ TEST_CASE("Recognition: a depthwise conv then a pointwise one is depthwise_separ
   AddOp(&other_input, "aten::convolution", {{{2, 6, 9, 11}}, {{10, 6, 1, 1}}},
         {{{2, 10, 9, 11}}}, pw_args);
   CHECK_FALSE(Recognize(other_input).tags.count("depthwise_separable"));
+  OpSignature one_channel;  // a one-channel first conv is depthwise too (groups 1)
+  AddOp(&one_channel, "aten::convolution", {{{2, 1, 9, 11}}, {{1, 1, 3, 3}}}, {{{2, 1, 9, 11}}},
+        dw_args);
+  AddOp(&one_channel, "aten::convolution", {{{2, 1, 9, 11}}, {{4, 1, 1, 1}}}, {{{2, 4, 9, 11}}},
+        pw_args);
+  CHECK(Recognize(one_channel).tags.count("depthwise_separable"));
+  CHECK_FALSE(Recognize(one_channel).tags.count("extra_ops"));
 }
 
 TEST_CASE("Recognition: exclusive scans that change the shape are tagged") {

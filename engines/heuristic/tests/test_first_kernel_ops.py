@@ -228,6 +228,12 @@ CASES = {
                                 lambda: [_x(100, 70), _x(70, 130)], "gemm_tiled"),
     "tril_offset_batched": (Lambda(lambda a, b: torch.tril(torch.bmm(a, b), 5)), [],
                             lambda: [_x(3, 90, 40), _x(3, 40, 90)], "gemm_tiled"),
+    # A.T @ B with a size-1 dim: the transpose's layout is ambiguous ((1, 70) viewed as
+    # (70, 1) has a contiguous tensor's strides), the tensor ids tell.
+    "transposed_a_k1": (Lambda(lambda a, b: a.T @ b), [], lambda: [_x(1, 70), _x(1, 33)],
+                        "gemm_tiled"),
+    "transposed_a_m1": (Lambda(lambda a, b: a.T @ b), [], lambda: [_x(70, 1), _x(70, 33)],
+                        "gemm_tiled"),
     # KernelBench level 1's diag(A) @ B: square, so only the tensor ids tell the side; the
     # other side; bf16.
     "diag_left_square": (Lambda(lambda a, b: torch.diag(a) @ b), [],
