@@ -215,7 +215,10 @@ bool Recognizer::Matmul() {
   out_.k = as.empty() ? 0 : as.back();
   out_.n = bs.empty() ? 0 : bs.back();
   if (op->name == "addmm") out_.variant = "addmm";
-  if (out_.n == 1 && out_.batch == 1 && !out_.trans_b) {
+  // One output column is a matvec, unless the product is a diagonal or triangular one
+  // (gemm variants diag, triangular: a matvec template would leave the diag / triu out).
+  if (out_.n == 1 && out_.batch == 1 && !out_.trans_b &&
+      !HasAny({"diag", "diag_embed", "diagonal", "tril", "triu"})) {
     out_.op_class = "matvec";
     out_.variant = "mm_n1";
     out_.reason = absl::StrCat("aten::", op->name, " [", out_.m, "x", out_.k, "] @ [",

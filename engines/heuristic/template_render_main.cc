@@ -15,10 +15,12 @@
 //                                                   ORIGIN, "variants": [{"source":
 //                                                   SOURCE, "change": "BLOCK_K 2048 ->
 //                                                   4096"}, ...]}
-//   kagent-template-render --first-kernel [SMS] [--arch ARCH] --batch
+//   kagent-template-render --first-kernel [SMS] [--arch ARCH] [--template ID] --batch
 //                                                   the first kernel of each OpSignature of
-//                                                   the JSON array on stdin, on a GPU of
-//                                                   arch ARCH (sm_90; default none): a JSON
+//                                                   the JSON array on stdin (with --template,
+//                                                   template ID rendered for it, as a
+//                                                   template_switch does), on a GPU of arch
+//                                                   ARCH (sm_90; default none): a JSON
 //                                                   array on stdout, one {"source": SOURCE}
 //                                                   or {"error": STATUS} per signature
 //                                                   (exit 0 unless the input is malformed)
@@ -69,20 +71,22 @@ absl::StatusOr<kagent::v1::OpSignature> ParseSignature(const std::string& json) 
   return sig;
 }
 
+// The brain's first kernel for sig, or template `id`'s render for it when id is not empty.
 absl::StatusOr<kagent::BrainResult> Brain(std::shared_ptr<const kagent::TemplateLibrary> lib,
                                           const kagent::v1::OpSignature& sig, int sms,
-                                          const std::string& arch) {
+                                          const std::string& arch, const std::string& id = "") {
   kagent::v1::GpuSpec gpu;
   gpu.set_sm_count(sms);
   if (!arch.empty()) gpu.set_arch(arch);
   kagent::v1::Problem problem;
   kagent::HeuristicBrain brain(lib);
+  if (!id.empty()) return brain.RenderFor(id, sig, &gpu);
   return brain.FirstKernel({&problem, &sig, &gpu});
 }
 
 // --batch: a JSON array of signatures in, a JSON array of {"source"} / {"error"} out.
 int FirstKernels(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms,
-                 const std::string& arch) {
+                 const std::string& arch, const std::string& id) {
   nlohmann::json in = nlohmann::json::parse(std::cin, nullptr, /*allow_exceptions=*/false);
   if (!in.is_array()) {
     std::cerr << "--batch wants a JSON array of OpSignatures on stdin\n";
@@ -92,7 +96,8 @@ int FirstKernels(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms,
   for (const nlohmann::json& j : in) {
     auto sig = ParseSignature(j.dump());
     absl::StatusOr<kagent::BrainResult> r =
-        sig.ok() ? Brain(lib, *sig, sms, arch) : absl::StatusOr<kagent::BrainResult>(sig.status());
+        sig.ok() ? Brain(lib, *sig, sms, arch, id)
+                 : absl::StatusOr<kagent::BrainResult>(sig.status());
     out.push_back(r.ok() ? nlohmann::json{{"source", r->kernel.source()}}
                          : nlohmann::json{{"error", r.status().ToString()}});
   }
@@ -178,7 +183,7 @@ int main(int argc, char** argv) {
   if (i < argc && std::string(argv[i]) == "--first-kernel") {
     bool variants = false, batch = false;
     int sms = 132;
-    std::string arch;
+    std::string arch, id;
     for (int j = i + 1; j < argc; ++j) {
       if (std::string(argv[j]) == "--variants") {
         variants = true;
@@ -186,11 +191,17 @@ int main(int argc, char** argv) {
         batch = true;
       } else if (std::string(argv[j]) == "--arch" && j + 1 < argc) {
         arch = argv[++j];
+      } else if (std::string(argv[j]) == "--template" && j + 1 < argc) {
+        id = argv[++j];
       } else if (int n = std::atoi(argv[j]); n > 0) {
         sms = n;
       }
     }
-    return batch ? FirstKernels(*lib, sms, arch) : FirstKernel(*lib, sms, variants, arch);
+    if (!id.empty() && !batch) {
+      std::cerr << "--template goes with --batch\n";
+      return 2;
+    }
+    return batch ? FirstKernels(*lib, sms, arch, id) : FirstKernel(*lib, sms, variants, arch);
   }
   if (i < argc && std::string(argv[i]) == "--tune") {
     std::map<std::string, std::string> changes;
@@ -203,7 +214,7 @@ int main(int argc, char** argv) {
   }
   if (i >= argc) {
     std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list | "
-                 "--first-kernel [SMS] [--arch ARCH] [--variants | --batch] | "
+                 "--first-kernel [SMS] [--arch ARCH] [--variants | [--template ID] --batch] | "
                  "--tune KNOB=CHANGE ...\n";
     return 2;
   }

@@ -292,9 +292,11 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const GpuSpec* gpu) {
   TemplateParams p;
   const bool half = Is16Bit(op.dtype);
-  if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise")) {
+  if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise") ||
+      op.tags.count("depthwise_separable")) {
     return Precondition(t, absl::StrCat("implicit GEMM serves standard and grouped 2-D "
-                                        "convolutions (depthwise: conv2d_depthwise), the "
+                                        "convolutions (depthwise: conv2d_depthwise; then a "
+                                        "pointwise conv: conv2d_depthwise_separable), the "
                                         "problem is ", DescribeOp(op)));
   }
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || op.weight_shape[1] <= 0 ||

@@ -234,6 +234,12 @@ CASES = {
                         "gemm_tiled"),
     "transposed_a_m1": (Lambda(lambda a, b: a.T @ b), [], lambda: [_x(70, 1), _x(70, 33)],
                         "gemm_tiled"),
+    # One output column is a matvec, but not with a diag or a triangle: those stay the
+    # GEMM variants (the matvec templates would drop them).
+    "diag_left_one_column": (Lambda(lambda a, b: torch.diag(a) @ b), [],
+                             lambda: [_x(45), _x(45, 1)], "gemm_diag"),
+    "triu_of_product_one_column": (Lambda(lambda a, b: torch.triu(a @ b)), [],
+                                   lambda: [_x(37, 20), _x(20, 1)], "gemm_tiled"),
     # KernelBench level 1's diag(A) @ B: square, so only the tensor ids tell the side; the
     # other side; bf16.
     "diag_left_square": (Lambda(lambda a, b: torch.diag(a) @ b), [],
