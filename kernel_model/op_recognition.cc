@@ -164,6 +164,11 @@ std::string DescribeOp(const RecognizedOp& op) {
     if (op.op_class == "conv" && op.weight_shape.size() >= 3) {
       absl::StrAppend(&s, " weight=[", absl::StrJoin(op.weight_shape, ","), "] stride=", op.stride,
                       " padding=", op.padding, op.has_bias ? " bias" : "");
+      if (!op.pointwise_weight_shape.empty()) {
+        absl::StrAppend(&s, " then pointwise weight=[",
+                        absl::StrJoin(op.pointwise_weight_shape, ","), "]",
+                        op.pointwise_has_bias ? " bias" : "");
+      }
     }
     if (op.op_class == "loss" && !op.reduction.empty()) {
       absl::StrAppend(&s, " reduction=", op.reduction);

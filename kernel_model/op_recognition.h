@@ -33,8 +33,11 @@
 //               huber, cosine_similarity, triplet_margin, ...)         reduction
 //   pooling     (variant max1d/2d/3d, avg1d/2d/3d; 1-D pooling runs as a 2-D aten op on
 //               an unsqueezed input and is recognized as 1-d; tag adaptive)
-//   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed)
-//               weight_shape, has_bias, stride, padding, dilation
+//   conv        (variant conv1d/2d/3d, + tags depthwise, grouped, transposed,
+//               depthwise_separable: a depthwise 2-D conv whose output only a pointwise
+//               1x1 conv takes)
+//               weight_shape, has_bias, stride, padding, dilation; pointwise_weight_shape,
+//               pointwise_has_bias
 //   attention   (variant sdpa: F.scaled_dot_product_attention as one aten op, the CUDA
 //               _scaled_dot_product_efficient/flash/cudnn_attention or the CPU
 //               _scaled_dot_product_flash_attention_for_cpu; written_out: softmax(Q @ K^T
@@ -138,6 +141,12 @@ struct RecognizedOp {
   std::vector<int64_t> weight_shape;
   bool has_bias = false;
   int64_t stride = 1, padding = 0, dilation = 1;
+  // Tag depthwise_separable (two convolutions: the depthwise one above, then a 1x1 conv
+  // with stride 1, padding 0, dilation 1 and groups 1 taking its output): the 1x1 conv's
+  // weight shape (C_out, C_in * multiplier, 1, 1) and whether it has a bias. Empty
+  // otherwise.
+  std::vector<int64_t> pointwise_weight_shape;
+  bool pointwise_has_bias = false;
 
   // Attention: batch = the product of Q's leading dims (batch x heads), m = query length,
   // n = key length, k = the head dim of Q and K, head_dim_v = V's. causal: is_causal

@@ -30,6 +30,8 @@ bool Recognizer::Performed(Allowance* a, bool* whole) const {
     *a = std::move(helpers);
     return true;
   };
+  // A depthwise-separable chain performs its second (pointwise) convolution too.
+  if (c == "conv" && out_.tags.count("depthwise_separable")) return main_and({{{m}, 1}});
   if (c == "conv" || c == "matvec" || c == "pooling" || c == "softmax" || c == "reduction") {
     return main_and({});
   }

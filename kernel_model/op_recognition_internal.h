@@ -128,13 +128,16 @@ class Recognizer {
       out_.dtype = op->record->inputs(0).dtype();
     }
   }
-  // True when a transpose-like view produced a tensor of exactly this shape.
+  // True when a transpose-like view produced t: a column-major tensor of exactly this
+  // shape, or, where the signature records tensor ids, a transpose-like view's output that is t
+  // (its layout is ambiguous when a dim has size 1: a (1000, 1) tensor transposed has the
+  // strides of a contiguous (1, 1000) one).
   bool TransposedByModel(const TensorInfo& t) const {
-    if (!IsColumnMajor(t)) return false;
     for (const OpRecord& r : sig_.ops()) {
       if (!TransposeOps().count(BaseOpName(r.op()))) continue;
       for (const TensorInfo& o : r.outputs()) {
-        if (ShapeOf(o) == ShapeOf(t) && IsColumnMajor(o)) return true;
+        if (t.id() != 0 && o.id() == t.id()) return true;
+        if (IsColumnMajor(t) && ShapeOf(o) == ShapeOf(t) && IsColumnMajor(o)) return true;
       }
     }
     return false;
@@ -158,6 +161,12 @@ class Recognizer {
   // Sets tag grouped_kv when a leading dim of K or V neither equals Q's nor is 1.
   void CheckKvBroadcast(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
                         const std::vector<int64_t>& v);
+  // Tags depthwise_separable (and sets pointwise_weight_shape / pointwise_has_bias) when
+  // the model computes exactly two convolutions, `first` a depthwise 2-D one (weight
+  // (C * multiplier, 1, KH, KW), C = 1 included) and the other a 1x1 conv (stride 1,
+  // padding 0, dilation 1, groups 1, not transposed) whose input is first's output (by
+  // tensor id where the signature records ids, else by shape).
+  void DepthwiseSeparable(const Op& first);
 
   // The smallest stride, then padding (dilation 1), that maps every spatial dim of x to
   // y's under weight w: out = (in + 2p - (k - 1) - 1) / s + 1.

@@ -56,8 +56,54 @@ bool Recognizer::Conv() {
     out_.weight_shape = w;
     out_.has_bias = r.inputs_size() >= 3 && r.inputs(2).shape_size() == 1;
     if (!out_.tags.count("transposed")) InferConvParams(x, w, y);
+    // A one-channel first conv (w[1] = 1, groups 1) is depthwise too, untagged.
+    if (!transposed && variant == "conv2d" && w.size() == 4 && w[1] == 1) {
+      DepthwiseSeparable(*op);
+    }
   }
   return true;
+}
+
+void Recognizer::DepthwiseSeparable(const Op& first) {
+  const Op* second = nullptr;
+  int convs = 0;
+  for (const Op& o : compute_) {
+    if (o.name != first.name && o.name != "convolution" && o.name != "_convolution" &&
+        o.name != "conv2d") {
+      continue;
+    }
+    ++convs;
+    if (&o != &first) second = &o;
+  }
+  if (convs != 2 || second == nullptr || second->record->inputs_size() < 2 ||
+      second->record->outputs_size() < 1 || first.record->outputs_size() < 1) {
+    return;
+  }
+  const OpRecord& a = *first.record;
+  const OpRecord& b = *second->record;
+  const TensorInfo& mid = a.outputs(0);
+  const std::vector<int64_t> y = ShapeOf(mid), x2 = ShapeOf(b.inputs(0)),
+                             w2 = ShapeOf(b.inputs(1)), y2 = ShapeOf(b.outputs(0));
+  const bool same_tensor = mid.id() != 0 && b.inputs(0).id() != 0 ? mid.id() == b.inputs(0).id()
+                                                                   : x2 == y;
+  if (!same_tensor || x2 != y || y.size() != 4 || w2.size() != 4 || w2[1] != y[1] ||
+      w2[2] != 1 || w2[3] != 1 || y2.size() != 4 || y2[0] != y[0] || y2[1] != w2[0] ||
+      y2[2] != y[2] || y2[3] != y[3]) {
+    return;
+  }
+  // The recorded scalars, where there are any, must say a plain 1x1 conv.
+  for (const auto& [name, v] : b.scalars()) {
+    const bool unit = absl::StartsWith(name, "stride.") || absl::StartsWith(name, "dilation.") ||
+                      name == "groups";
+    const bool zero = absl::StartsWith(name, "padding.") ||
+                      absl::StartsWith(name, "output_padding.") || name == "transposed";
+    if ((unit && v != 1) || (zero && v != 0)) return;
+  }
+  out_.tags.insert("depthwise_separable");
+  out_.pointwise_weight_shape = w2;
+  out_.pointwise_has_bias = b.inputs_size() >= 3 && b.inputs(2).shape_size() == 1;
+  out_.reason = absl::StrCat(out_.reason, ", then a pointwise 1x1 aten::", second->name,
+                             " on its output (depthwise-separable)");
 }
 
 // The smallest stride, then padding (dilation 1), that maps every spatial dim of x to
@@ -173,7 +219,10 @@ bool Recognizer::Matmul() {
   out_.k = as.empty() ? 0 : as.back();
   out_.n = bs.empty() ? 0 : bs.back();
   if (op->name == "addmm") out_.variant = "addmm";
-  if (out_.n == 1 && out_.batch == 1 && !out_.trans_b) {
+  // One output column is a matvec, unless the product is a diagonal or triangular one
+  // (gemm variants diag, triangular: a matvec template would leave the diag / triu out).
+  if (out_.n == 1 && out_.batch == 1 && !out_.trans_b &&
+      !HasAny({"diag", "diag_embed", "diagonal", "tril", "triu"})) {
     out_.op_class = "matvec";
     out_.variant = "mm_n1";
     out_.reason = absl::StrCat("aten::", op->name, " [", out_.m, "x", out_.k, "] @ [",

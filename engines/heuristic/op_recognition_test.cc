@@ -632,6 +632,76 @@ TEST_CASE("Recognition: conv stride, padding and bias from the shapes") {
   CHECK(Recognize(g).padding == 0);
 }
 
+TEST_CASE("Recognition: a depthwise conv then a pointwise one is depthwise_separable") {
+  const std::map<std::string, double> dw_args = {
+      {"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 1.0}, {"padding.1", 1.0},
+      {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 6.0}};
+  const std::map<std::string, double> pw_args = {
+      {"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 0.0}, {"padding.1", 0.0},
+      {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 1.0}};
+  OpSignature sep;  // KernelBench level 1's depthwise-separable conv, a pointwise bias
+  AddOp(&sep, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 1, 3, 3}}}, {{{2, 6, 9, 11}}}, dw_args);
+  AddOp(&sep, "aten::convolution", {{{2, 6, 9, 11}}, {{10, 6, 1, 1}}, {{10}}},
+        {{{2, 10, 9, 11}}}, pw_args);
+  RecognizedOp r = Recognize(sep);
+  CHECK(r.variant == "conv2d");
+  CHECK(r.tags.count("depthwise"));
+  CHECK(r.tags.count("depthwise_separable"));
+  CHECK_FALSE(r.tags.count("extra_ops"));
+  CHECK(r.weight_shape == std::vector<int64_t>{6, 1, 3, 3});
+  CHECK_FALSE(r.has_bias);
+  CHECK(r.pointwise_weight_shape == std::vector<int64_t>{10, 6, 1, 1});
+  CHECK(r.pointwise_has_bias);
+  CHECK(r.scalars.at("padding.0") == 1.0);  // the depthwise conv's
+  CHECK(r.output_shape == std::vector<int64_t>{2, 10, 9, 11});
+  CHECK(absl::StrContains(DescribeOp(r), "then pointwise weight=[10,6,1,1] bias"));
+
+  // Not a chain the template computes: the second conv is 3x3, strided, grouped, or
+  // first; a third conv; the second takes another tensor's shape. Each stays refused.
+  auto second = [&](std::vector<int64_t> w, std::vector<int64_t> y,
+                    std::map<std::string, double> args) {
+    OpSignature s;
+    AddOp(&s, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 1, 3, 3}}}, {{{2, 6, 9, 11}}}, dw_args);
+    AddOp(&s, "aten::convolution", {{{2, 6, 9, 11}}, {w}}, {{y}}, args);
+    return Recognize(s);
+  };
+  auto strided = pw_args;
+  strided["stride.0"] = strided["stride.1"] = 2;
+  auto grouped = pw_args;
+  grouped["groups"] = 2;
+  for (const RecognizedOp& o :
+       {second({10, 6, 3, 3}, {2, 10, 7, 9}, {}), second({10, 6, 1, 1}, {2, 10, 5, 6}, strided),
+        second({10, 3, 1, 1}, {2, 10, 9, 11}, grouped)}) {
+    CHECK_FALSE(o.tags.count("depthwise_separable"));
+    CHECK(o.tags.count("extra_ops"));
+  }
+  OpSignature pw_first;
+  AddOp(&pw_first, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 6, 1, 1}}}, {{{2, 6, 9, 11}}},
+        pw_args);
+  AddOp(&pw_first, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 1, 3, 3}}}, {{{2, 6, 9, 11}}},
+        dw_args);
+  CHECK_FALSE(Recognize(pw_first).tags.count("depthwise_separable"));
+  CHECK(Recognize(pw_first).tags.count("extra_ops"));
+  OpSignature three = sep;
+  AddOp(&three, "aten::convolution", {{{2, 10, 9, 11}}, {{10, 10, 1, 1}}}, {{{2, 10, 9, 11}}},
+        pw_args);
+  CHECK_FALSE(Recognize(three).tags.count("depthwise_separable"));
+  CHECK(Recognize(three).tags.count("extra_ops"));
+  OpSignature other_input;  // the pointwise conv takes a tensor of another shape
+  AddOp(&other_input, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 1, 3, 3}}},
+        {{{2, 6, 7, 9}}}, dw_args);
+  AddOp(&other_input, "aten::convolution", {{{2, 6, 9, 11}}, {{10, 6, 1, 1}}},
+        {{{2, 10, 9, 11}}}, pw_args);
+  CHECK_FALSE(Recognize(other_input).tags.count("depthwise_separable"));
+  OpSignature one_channel;  // a one-channel first conv is depthwise too (groups 1)
+  AddOp(&one_channel, "aten::convolution", {{{2, 1, 9, 11}}, {{1, 1, 3, 3}}}, {{{2, 1, 9, 11}}},
+        dw_args);
+  AddOp(&one_channel, "aten::convolution", {{{2, 1, 9, 11}}, {{4, 1, 1, 1}}}, {{{2, 4, 9, 11}}},
+        pw_args);
+  CHECK(Recognize(one_channel).tags.count("depthwise_separable"));
+  CHECK_FALSE(Recognize(one_channel).tags.count("extra_ops"));
+}
+
 TEST_CASE("Recognition: exclusive scans that change the shape are tagged") {
   OpSignature good;  // cat((0, x[:, :-1]), 1).cumsum(1): the input's shape
   AddOp(&good, "aten::slice", {{{4, 6}}}, {{{4, 1}}});

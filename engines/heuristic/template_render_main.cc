@@ -15,6 +15,15 @@
 //                                                   ORIGIN, "variants": [{"source":
 //                                                   SOURCE, "change": "BLOCK_K 2048 ->
 //                                                   4096"}, ...]}
+//   kagent-template-render --first-kernel [SMS] [--arch ARCH] [--template ID] --batch
+//                                                   the first kernel of each OpSignature of
+//                                                   the JSON array on stdin (with --template,
+//                                                   template ID rendered for it, as a
+//                                                   template_switch does), on a GPU of arch
+//                                                   ARCH (sm_90; default none): a JSON
+//                                                   array on stdout, one {"source": SOURCE}
+//                                                   or {"error": STATUS} per signature
+//                                                   (exit 0 unless the input is malformed)
 //   kagent-template-render --tune KNOB=CHANGE ...  the knob tuner on the Triton source on
 //                                                   stdin (a user's kernel or a rendered
 //                                                   template): the tuned source to stdout,
@@ -28,8 +37,10 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/template_library.h"
@@ -51,21 +62,58 @@ std::string Change(const kagent::TemplateLibrary& lib, const std::string& kernel
   return out;
 }
 
-int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms, bool variants) {
-  std::string json((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+absl::StatusOr<kagent::v1::OpSignature> ParseSignature(const std::string& json) {
   kagent::v1::OpSignature sig;
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;
   auto st = google::protobuf::util::JsonStringToMessage(json, &sig, opts);
-  if (!st.ok()) {
-    std::cerr << "bad OpSignature JSON: " << st.ToString() << "\n";
-    return 2;
-  }
+  if (!st.ok()) return absl::InvalidArgumentError("bad OpSignature JSON: " + st.ToString());
+  return sig;
+}
+
+// The brain's first kernel for sig, or template `id`'s render for it when id is not empty.
+absl::StatusOr<kagent::BrainResult> Brain(std::shared_ptr<const kagent::TemplateLibrary> lib,
+                                          const kagent::v1::OpSignature& sig, int sms,
+                                          const std::string& arch, const std::string& id = "") {
   kagent::v1::GpuSpec gpu;
   gpu.set_sm_count(sms);
+  if (!arch.empty()) gpu.set_arch(arch);
   kagent::v1::Problem problem;
   kagent::HeuristicBrain brain(lib);
-  auto r = brain.FirstKernel({&problem, &sig, &gpu});
+  if (!id.empty()) return brain.RenderFor(id, sig, &gpu);
+  return brain.FirstKernel({&problem, &sig, &gpu});
+}
+
+// --batch: a JSON array of signatures in, a JSON array of {"source"} / {"error"} out.
+int FirstKernels(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms,
+                 const std::string& arch, const std::string& id) {
+  nlohmann::json in = nlohmann::json::parse(std::cin, nullptr, /*allow_exceptions=*/false);
+  if (!in.is_array()) {
+    std::cerr << "--batch wants a JSON array of OpSignatures on stdin\n";
+    return 2;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& j : in) {
+    auto sig = ParseSignature(j.dump());
+    absl::StatusOr<kagent::BrainResult> r =
+        sig.ok() ? Brain(lib, *sig, sms, arch, id)
+                 : absl::StatusOr<kagent::BrainResult>(sig.status());
+    out.push_back(r.ok() ? nlohmann::json{{"source", r->kernel.source()}}
+                         : nlohmann::json{{"error", r.status().ToString()}});
+  }
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
+int FirstKernel(std::shared_ptr<const kagent::TemplateLibrary> lib, int sms, bool variants,
+                const std::string& arch) {
+  std::string json((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  auto sig = ParseSignature(json);
+  if (!sig.ok()) {
+    std::cerr << sig.status().message() << "\n";
+    return 2;
+  }
+  auto r = Brain(lib, *sig, sms, arch);
   if (!r.ok()) {
     std::cerr << r.status().ToString() << "\n";
     return 2;
@@ -133,16 +181,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (i < argc && std::string(argv[i]) == "--first-kernel") {
-    bool variants = false;
+    bool variants = false, batch = false;
     int sms = 132;
+    std::string arch, id;
     for (int j = i + 1; j < argc; ++j) {
       if (std::string(argv[j]) == "--variants") {
         variants = true;
+      } else if (std::string(argv[j]) == "--batch") {
+        batch = true;
+      } else if (std::string(argv[j]) == "--arch" && j + 1 < argc) {
+        arch = argv[++j];
+      } else if (std::string(argv[j]) == "--template" && j + 1 < argc) {
+        id = argv[++j];
       } else if (int n = std::atoi(argv[j]); n > 0) {
         sms = n;
       }
     }
-    return FirstKernel(*lib, sms, variants);
+    if (!id.empty() && !batch) {
+      std::cerr << "--template goes with --batch\n";
+      return 2;
+    }
+    return batch ? FirstKernels(*lib, sms, arch, id) : FirstKernel(*lib, sms, variants, arch);
   }
   if (i < argc && std::string(argv[i]) == "--tune") {
     std::map<std::string, std::string> changes;
@@ -155,7 +214,8 @@ int main(int argc, char** argv) {
   }
   if (i >= argc) {
     std::cerr << "usage: kagent-template-render [--dir DIR] <id> [NAME=VALUE ...] | --list | "
-                 "--first-kernel [SMS] [--variants] | --tune KNOB=CHANGE ...\n";
+                 "--first-kernel [SMS] [--arch ARCH] [--variants | [--template ID] --batch] | "
+                 "--tune KNOB=CHANGE ...\n";
     return 2;
   }
   std::string id = argv[i++];

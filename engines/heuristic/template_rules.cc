@@ -79,6 +79,8 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"conv_transpose_grouped", "conv_transpose_nd"},
       {"conv_depthwise", "conv2d_depthwise"},
       {"dwconv", "conv2d_depthwise"},
+      {"depthwise_separable", "conv2d_depthwise_separable"},
+      {"separable", "conv2d_depthwise_separable"},
       {"conv3d", "conv3d_implicit_gemm"},
       {"conv1d", "conv3d_implicit_gemm"},
       {"conv1d_implicit_gemm", "conv3d_implicit_gemm"},
@@ -114,6 +116,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"frobenius_norm", rules::FrobeniusNormParams},
       {"loss_rows", rules::LossRowsParams},
       {"conv2d_depthwise", rules::Conv2dDepthwiseParams},
+      {"conv2d_depthwise_separable", rules::Conv2dDepthwiseSeparableParams},
       {"conv_transpose2d", rules::ConvTranspose2dParams},
       {"conv_transpose_nd", rules::ConvTransposeNdParams},
       {"conv3d_implicit_gemm", rules::Conv3dImplicitGemmParams},
@@ -213,6 +216,7 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
     }
   }
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {
+    if (op.tags.count("depthwise_separable")) return "conv2d_depthwise_separable";
     return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";
   }
   // 3-D and 1-D convolutions (1-D runs as 3-D with unit depth and height), groups >= 1.

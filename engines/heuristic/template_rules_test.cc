@@ -279,6 +279,20 @@ std::vector<std::pair<std::string, OpSignature>> Signatures() {
         {{{4, 3, 224, 224}}, {{32, 3, 5, 5}}, {{32}}}, {{{4, 32, 112, 112}}});
   AddOp(add("conv2d_grouped_4"), "aten::convolution", {{{1, 32, 8, 8}}, {{64, 8, 3, 3}}},
         {{{1, 64, 6, 6}}});
+  {  // KernelBench level 1's depthwise-separable conv (64 -> 128 channels, 3x3, padding 1)
+    OpSignature* s = add("conv2d_depthwise_separable_64_to_128");
+    AddOp(s, "aten::convolution", {{{16, 64, 512, 512}}, {{64, 1, 3, 3}}},
+          {{{16, 64, 512, 512}}},
+          {{"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 1.0}, {"padding.1", 1.0},
+           {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 64.0}});
+    AddOp(s, "aten::convolution", {{{16, 64, 512, 512}}, {{128, 64, 1, 1}}},
+          {{{16, 128, 512, 512}}});
+  }
+  // KernelBench level 1's pointwise conv (Model(in, out)), non-square.
+  AddOp(add("conv2d_pointwise_64_to_128"), "aten::convolution",
+        {{{16, 64, 1024, 512}}, {{128, 64, 1, 1}}}, {{{16, 128, 1024, 512}}},
+        {{"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 0.0}, {"padding.1", 0.0},
+         {"dilation.0", 1.0}, {"dilation.1", 1.0}, {"transposed", 0.0}, {"groups", 1.0}});
   AddOp(add("conv2d_fp32_large_64_to_128"), "aten::convolution",
         {{{16, 64, 256, 256}}, {{128, 64, 3, 3}}}, {{{16, 128, 256, 256}}},
         {{"stride.0", 1.0}, {"stride.1", 1.0}, {"padding.0", 1.0}, {"padding.1", 1.0},

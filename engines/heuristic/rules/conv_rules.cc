@@ -1,5 +1,6 @@
-// The sizing rules of convolutions: conv2d_depthwise, conv_transpose2d,
-// conv_transpose_nd, conv3d_implicit_gemm, conv2d_implicit_gemm (declared in family_rules.h).
+// The sizing rules of convolutions: conv2d_depthwise, conv2d_depthwise_separable,
+// conv_transpose2d, conv_transpose_nd, conv3d_implicit_gemm, conv2d_implicit_gemm
+// (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
@@ -112,33 +113,50 @@ absl::Status PerDimPair(const TemplateInfo& t, const RecognizedOp& op, const cha
   return absl::OkStatus();
 }
 
+// Stride, padding and dilation of a 2-D convolution into p as the templates take them
+// (STRIDE, PADDING, DILATION for H; STRIDE_W, PADDING_W, DILATION_W for W, -1 when equal
+// to H's): aten::convolution's recorded scalars (PerDimPair); without them (an older
+// harness) the square stride and padding inferred from the shapes, dilation 1. Sets
+// *recorded. FAILED_PRECONDITION when neither is there or a value is outside the
+// templates' range (stride and dilation [1, 16], padding [0, 64]).
+absl::Status Conv2dArgs(const TemplateInfo& t, const RecognizedOp& op, bool* recorded,
+                        std::map<std::string, std::string>* p) {
+  *recorded = op.scalars.count("stride.0") > 0;
+  if (!*recorded && !op.tags.count("conv_params_inferred")) {
+    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
+  }
+  auto fallback = [&](int64_t inferred) {
+    return *recorded ? NAN : static_cast<double>(inferred);
+  };
+  KAGENT_RETURN_IF_ERROR(
+      PerDimPair(t, op, "stride", 1, 16, fallback(op.stride), "STRIDE", "STRIDE_W", p));
+  KAGENT_RETURN_IF_ERROR(
+      PerDimPair(t, op, "padding", 0, 64, fallback(op.padding), "PADDING", "PADDING_W", p));
+  return PerDimPair(t, op, "dilation", 1, 16, fallback(op.dilation), "DILATION", "DILATION_W",
+                    p);
+}
+
 }  // namespace
 
 absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, const RecognizedOp& op,
                                                      const GpuSpec* /*gpu*/) {
   TemplateParams p;
-  if (op.variant != "conv2d" || op.tags.count("transposed") || !op.tags.count("depthwise")) {
+  if (op.variant != "conv2d" || op.tags.count("transposed") || !op.tags.count("depthwise") ||
+      op.tags.count("depthwise_separable")) {
     return Precondition(t, absl::StrCat("serves depthwise 2-D convolutions (groups = in "
-                                        "channels), the problem is ", DescribeOp(op)));
+                                        "channels) alone (then a pointwise conv: "
+                                        "conv2d_depthwise_separable), the problem is ",
+                                        DescribeOp(op)));
   }
   const std::vector<int64_t>& o = op.output_shape;
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || o.size() != 4) {
     return Precondition(t, "convolution shapes unknown");
   }
-  // Stride, padding and dilation per dim from aten::convolution's recorded scalars (KernelBench
-  // builds (k, 1) kernels, stride (2, 1), padding (1, 3), dilation 2); without them (an
-  // older harness) the ones inferred from the shapes, the same for both dims.
-  const bool recorded = op.scalars.count("stride.0") > 0;
-  if (!recorded && !op.tags.count("conv_params_inferred")) {
-    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
+  if (op.weight_shape[2] > 64 || op.weight_shape[3] > 64) {
+    return Precondition(t, "kernel larger than 64 (the template unrolls its taps)");
   }
-  auto inferred = [&](int64_t v) { return recorded ? NAN : static_cast<double>(v); };
-  KAGENT_RETURN_IF_ERROR(
-      PerDimPair(t, op, "stride", 1, 16, inferred(op.stride), "STRIDE", "STRIDE_W", &p));
-  KAGENT_RETURN_IF_ERROR(
-      PerDimPair(t, op, "padding", 0, 32, inferred(op.padding), "PADDING", "PADDING_W", &p));
-  KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "dilation", 1, 16, inferred(op.dilation), "DILATION",
-                                    "DILATION_W", &p));
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
   const int64_t c = op.input_shape[1];
   int64_t bw = Clamp(NextPow2(o[3]), 16, 128);
   int64_t bh = Clamp(NextPow2(o[2]), 1, std::max<int64_t>(1, 1024 / bw));
@@ -150,6 +168,55 @@ absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, cons
   p["BLOCK_W"] = std::to_string(bw);
   p["BLOCK_H"] = std::to_string(bh);
   p["num_warps"] = "4";
+  return p;
+}
+
+absl::StatusOr<TemplateParams> Conv2dDepthwiseSeparableParams(const TemplateInfo& t,
+                                                              const RecognizedOp& op,
+                                                              const GpuSpec* /*gpu*/) {
+  TemplateParams p;
+  if (op.variant != "conv2d" || !op.tags.count("depthwise_separable")) {
+    return Precondition(t, absl::StrCat("serves a depthwise 2-D convolution followed by a "
+                                        "pointwise 1x1 one, the problem is ", DescribeOp(op)));
+  }
+  const std::vector<int64_t>& x = op.input_shape;
+  const std::vector<int64_t>& w = op.weight_shape;
+  const std::vector<int64_t>& pw = op.pointwise_weight_shape;
+  const std::vector<int64_t>& o = op.output_shape;
+  if (x.size() != 4 || w.size() != 4 || pw.size() != 4 || o.size() != 4 || x[1] <= 0 ||
+      w[0] % x[1] != 0 || pw[1] != w[0] || w[0] / x[1] > 1024 || x[1] > 1048576 ||
+      pw[0] > 1048576) {
+    return Precondition(t, "convolution shapes unknown");
+  }
+  if (w[2] > 64 || w[3] > 64) {
+    return Precondition(t, "kernel larger than 64 (the template unrolls its taps)");
+  }
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
+  // Sized by compiling for sm_90 (compile_sm90.py; not yet timed on a GPU): BLOCK_P 64
+  // pixels, BLOCK_C up to 32 intermediate channels per tl.dot step (16, its minimum,
+  // below that), BLOCK_CO = C_out up to 128, so the depthwise stage is computed once per
+  // pixel tile for KernelBench's 64 -> 128 (wider C_out repeats it per 128-channel tile:
+  // KH*KW MACs per intermediate element against 128 for the pointwise stage); 8 warps
+  // from a 4096-element accumulator. No spills in fp32 or bf16 with 3x3 and 7x7 kernels
+  // and both biases; BLOCK_P 128 with BLOCK_C 32 spilled 200 bytes (bf16, 7x7).
+  const int64_t cm = w[0], cout = pw[0];
+  const int64_t bco = Clamp(NextPow2(cout), 16, 128);
+  const int64_t bc = Clamp(NextPow2(cm), 16, 32);
+  const int64_t bp = 64;
+  p["BLOCK_P"] = std::to_string(bp);
+  p["BLOCK_C"] = std::to_string(bc);
+  p["BLOCK_CO"] = std::to_string(bco);
+  p["num_warps"] = bp * bco >= 4096 ? "8" : "4";
+  p["num_stages"] = "2";
+  p["CHANNELS"] = std::to_string(x[1]);
+  p["MULT"] = std::to_string(cm / x[1]);
+  p["KH"] = std::to_string(w[2]);
+  p["KW"] = std::to_string(w[3]);
+  p["DW_BIAS"] = op.has_bias ? "True" : "False";
+  p["OUT_CHANNELS"] = std::to_string(cout);
+  p["PW_BIAS"] = op.pointwise_has_bias ? "True" : "False";
+  p["INPUT_PRECISION"] = "ieee";
   return p;
 }
 
@@ -310,9 +377,11 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const GpuSpec* gpu) {
   TemplateParams p;
   const bool half = Is16Bit(op.dtype);
-  if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise")) {
+  if (op.variant != "conv2d" || op.tags.count("transposed") || op.tags.count("depthwise") ||
+      op.tags.count("depthwise_separable")) {
     return Precondition(t, absl::StrCat("implicit GEMM serves standard and grouped 2-D "
-                                        "convolutions (depthwise: conv2d_depthwise), the "
+                                        "convolutions (depthwise: conv2d_depthwise; then a "
+                                        "pointwise conv: conv2d_depthwise_separable), the "
                                         "problem is ", DescribeOp(op)));
   }
   if (op.weight_shape.size() != 4 || op.input_shape.size() != 4 || op.weight_shape[1] <= 0 ||
@@ -323,18 +392,22 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
   // tiles are sized for one group.
   const int64_t groups = op.input_shape[1] / op.weight_shape[1];
   const int64_t cin = op.weight_shape[1], cout = op.weight_shape[0] / groups;
-  // Tiles per group (ConvTiles). Stride, padding and dilation: aten::convolution's
-  // recorded values (the H dim's; the candidate builds its nn.Conv2d from the
-  // constructor's arguments where the reference's constructor gives them), else the ones
-  // inferred from the shapes.
+  if (groups > 65535) return Precondition(t, "more than 65535 groups (the grid's axis-1 limit)");
+  // Tiles per group (ConvTiles). The layer comes from the params alone where the
+  // signature records aten::convolution's scalars (CTOR recorded: any constructor order,
+  // KernelBench's (num_classes) or (in, out) of a pointwise conv included), else from the
+  // constructor in nn.Conv2d order with the stride and padding inferred from the shapes.
   const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
   ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
-  auto recorded = [&](const char* name, int64_t inferred) {
-    return static_cast<int64_t>(ScalarArg(op, name, static_cast<double>(inferred)));
-  };
-  p["STRIDE"] = std::to_string(Clamp(recorded("stride.0", op.stride), 1, 16));
-  p["PADDING"] = std::to_string(Clamp(recorded("padding.0", op.padding), 0, 32));
-  p["DILATION"] = std::to_string(Clamp(recorded("dilation.0", op.dilation), 1, 16));
+  bool recorded = false;
+  KAGENT_RETURN_IF_ERROR(Conv2dArgs(t, op, &recorded, &p));
+  const std::vector<int64_t>& w = op.weight_shape;
+  if (w[2] > 64 || w[3] > 64) return Precondition(t, "kernel larger than 64");
+  p["CTOR"] = recorded ? "recorded" : "torch";
+  p["IN_CHANNELS"] = std::to_string(op.input_shape[1]);
+  p["OUT_CHANNELS"] = std::to_string(w[0]);
+  p["KERNEL_H"] = std::to_string(w[2]);
+  p["KERNEL_W"] = std::to_string(w[3]);
   p["BIAS"] = op.has_bias ? "True" : "False";
   p["GROUPS"] = std::to_string(groups);
   return p;

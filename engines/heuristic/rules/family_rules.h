@@ -71,11 +71,15 @@ absl::StatusOr<TemplateParams> LossRowsParams(const TemplateInfo& t, const Recog
 absl::StatusOr<TemplateParams> LossReduceParams(const TemplateInfo& t, const RecognizedOp& op,
                                                 const kagent::v1::GpuSpec* gpu);
 
-// conv_rules.cc: conv2d_depthwise, conv_transpose2d, conv_transpose_nd,
+// conv_rules.cc: conv2d_depthwise, conv2d_depthwise_separable, conv_transpose2d,
+// conv_transpose_nd,
 // conv3d_implicit_gemm; the rest of the conv class (conv2d_implicit_gemm).
 absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t,
                                                      const RecognizedOp& op,
                                                      const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> Conv2dDepthwiseSeparableParams(const TemplateInfo& t,
+                                                              const RecognizedOp& op,
+                                                              const kagent::v1::GpuSpec* gpu);
 absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t,
                                                      const RecognizedOp& op,
                                                      const kagent::v1::GpuSpec* gpu);

@@ -72,7 +72,9 @@ absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const Recognize
   // Large 16-bit GEMMs: 128 x 256 tiles. Measured on an H200 (problems/02, 8192^3 bf16,
   // 8 warps, 4 stages): BLOCK_N 128 -> 256 took 2.136 ms to 1.534 (cuBLAS 1.537);
   // BLOCK_M 256 instead gave 1.974.
-  if (half && op.m >= 2048 && op.n >= 2048 && op.k >= 1024) bn = 256;
+  // Not for split-K: 128 x 256 x 64 is over its max_tile_elements (its partial sums in
+  // fp32 are a second output tile).
+  if (half && t.id != "gemm_split_k" && op.m >= 2048 && op.n >= 2048 && op.k >= 1024) bn = 256;
   int64_t bk = half ? 64 : 32;
   // fp32 GEMMs that are batched or have a short K, on sm_80+: 128 x 64 x 32 tiles, 4
   // warps, 4 stages with 3xTF32 dots (tf32x3: split operands on the tensor cores, about

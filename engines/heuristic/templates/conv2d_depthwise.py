@@ -4,9 +4,10 @@
 # program computes a BLOCK_H x BLOCK_W output tile of one output channel; the KH x KW taps
 # are unrolled, each a masked load of the tile's inputs (padding by masks; neighbouring
 # taps share cache lines) times one scalar weight, accumulated in fp32; bias added at the
-# end. The layer is built from the recorded shapes (nn.Conv2d with the reference's
-# channels, kernel, groups and bias), so the harness's seed gives the reference's weights
-# whatever order the constructor takes its arguments in.
+# end. The layer is built from the recorded shapes and scalars (nn.Conv2d with the
+# reference's channels, kernel, stride, padding, dilation, groups and bias), so the
+# harness's seed gives the reference's weights whatever order the constructor takes its
+# arguments in.
 import torch
 import torch.nn as nn
 import triton
@@ -48,24 +49,19 @@ def dwconv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW,
 
 
 def _pair(h, w):
-    """(h, w), w < 0 meaning as h."""
     return (h, h if w < 0 else w)
 
 
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        # Constructors of depthwise problems order their arguments differently (KernelBench
-        # passes kernel_size_h, kernel_size_w, stride_h, ...): the layer comes from the
-        # recorded shapes and the recorded (else inferred) stride, padding and dilation per
-        # dim. Keywords stride=/padding=/dilation=/bias= override them.
+        # Constructors of depthwise problems order their arguments differently; the shapes
+        # and scalars the brain recorded are unambiguous.
         channels = {{CHANNELS}}
         self.conv = nn.Conv2d(
             channels, channels * {{MULT}}, ({{KH}}, {{KW}}),
-            stride=kwargs.get("stride", _pair({{STRIDE}}, {{STRIDE_W}})),
-            padding=kwargs.get("padding", _pair({{PADDING}}, {{PADDING_W}})),
-            dilation=kwargs.get("dilation", _pair({{DILATION}}, {{DILATION_W}})), groups=channels,
-            bias=bool(kwargs.get("bias", {{BIAS}})))
+            stride=_pair({{STRIDE}}, {{STRIDE_W}}), padding=_pair({{PADDING}}, {{PADDING_W}}),
+            dilation=_pair({{DILATION}}, {{DILATION_W}}), groups=channels, bias={{BIAS}})
 
     def forward(self, x):
         w = self.conv.weight

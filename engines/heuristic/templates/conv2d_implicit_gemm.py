@@ -94,21 +94,47 @@ def _arg(args, kwargs, index, name, default):
     return args[index] if len(args) > index else default
 
 
+def _pair(h, w):
+    return (h, h if w < 0 else w)
+
+
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        # KernelBench order: (in_channels, out_channels, kernel_size, stride, padding,
-        # dilation, groups, bias), as nn.Conv2d; what the constructor does not give comes
-        # from the reference's shapes (STRIDE, PADDING, DILATION, GROUPS, BIAS). The
-        # nn.Conv2d is built like the reference's, so the same seed gives the same weights.
-        self.conv = nn.Conv2d(
-            _arg(args, kwargs, 0, "in_channels", None), _arg(args, kwargs, 1, "out_channels", None),
-            _arg(args, kwargs, 2, "kernel_size", None),
-            stride=_arg(args, kwargs, 3, "stride", {{STRIDE}}),
-            padding=_arg(args, kwargs, 4, "padding", {{PADDING}}),
-            dilation=_arg(args, kwargs, 5, "dilation", {{DILATION}}),
-            groups=_arg(args, kwargs, 6, "groups", {{GROUPS}}),
-            bias=bool(_arg(args, kwargs, 7, "bias", {{BIAS}})))
+        # CTOR recorded (the brain's choice where the signature records aten::convolution's
+        # scalars): the layer comes from the params alone (channels, kernel, stride,
+        # padding, dilation, groups and bias as the recorded op had them), whatever the
+        # reference's constructor takes (KernelBench: (num_classes), (in, out) for a 1x1
+        # conv, (in, out, kernel, stride, padding, dilation, bias), ...). CTOR torch: the
+        # constructor's arguments in nn.Conv2d order (in_channels, out_channels,
+        # kernel_size, stride, padding, dilation, groups, bias), what it omits from the
+        # params. Either way nn.Conv2d is built like the reference's, so the same seed
+        # gives the same weights (stride and the like draw nothing).
+        stride = _pair({{STRIDE}}, {{STRIDE_W}})
+        padding = _pair({{PADDING}}, {{PADDING_W}})
+        dilation = _pair({{DILATION}}, {{DILATION_W}})
+        groups = {{GROUPS}}
+        bias = {{BIAS}}
+        if "{{CTOR}}" == "torch":
+            in_channels = _arg(args, kwargs, 0, "in_channels", None)
+            out_channels = _arg(args, kwargs, 1, "out_channels", None)
+            kernel_size = _arg(args, kwargs, 2, "kernel_size", None)
+            stride = _arg(args, kwargs, 3, "stride", stride)
+            padding = _arg(args, kwargs, 4, "padding", padding)
+            dilation = _arg(args, kwargs, 5, "dilation", dilation)
+            groups = _arg(args, kwargs, 6, "groups", groups)
+            bias = _arg(args, kwargs, 7, "bias", bias)
+            if None in (in_channels, out_channels, kernel_size):
+                raise TypeError("conv2d_implicit_gemm (CTOR torch): the constructor gives no "
+                                "in_channels, out_channels and kernel_size in nn.Conv2d order")
+        else:
+            in_channels, out_channels = {{IN_CHANNELS}}, {{OUT_CHANNELS}}
+            kernel_size = ({{KERNEL_H}}, {{KERNEL_W}})
+        if kwargs.get("padding_mode", "zeros") != "zeros":
+            raise NotImplementedError("conv2d_implicit_gemm: only padding_mode='zeros'")
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride,
+                              padding=padding, dilation=dilation, groups=groups,
+                              bias=bool(bias))
         if isinstance(self.conv.padding, str):
             raise NotImplementedError("conv2d_implicit_gemm: string padding is not supported")
 

@@ -1,6 +1,7 @@
-"""Compiles the channel-norm, scan, pooling, loss, conv, persistent-GEMM, triangular
-gemm_tiled, gemm_diag and attention templates' kernels for sm_90 (Hopper) on a machine without a
-GPU, at the sizes the brain picks for problems 29-44, 63 and 64 (the persistent GEMM at its
+"""Compiles the channel-norm, scan, pooling, loss, conv (depthwise-separable included),
+persistent-GEMM, triangular gemm_tiled, gemm_diag and attention templates' kernels for sm_90
+(Hopper) on a machine without a GPU, at the sizes the brain picks for problems 29-44, 63 and
+64 (the persistent GEMM at its
 defaults), and prints one JSON line per kernel: name, registers, stack bytes (spills),
 shared memory, or the error.
 
@@ -163,6 +164,21 @@ def main():
     _compile("conv2d_depthwise 8x128", dw.dwconv_kernel, dsig,  # problems/36
              dict(SH=1, SW=1, PH=1, PW=1, DH=1, DW=1, KH=3, KW=3, MULT=1, HAS_BIAS=True,
                   BLOCK_H=8, BLOCK_W=128), 4, 3)
+
+    sep = _load("conv2d_depthwise_separable")
+    ssig = dict(x_ptr=fp32, wd_ptr=fp32, bd_ptr=fp32, wp_ptr=fp32, bp_ptr=fp32, y_ptr=fp32,
+                **_ints(["CM", "H", "W", "CO", "OH", "OW", "sxn", "sxc", "sxh", "sxw", "swo",
+                         "swc", "tiles_p", "tiles_co"]))
+    sconst = dict(SH=1, SW=1, PH=1, PW=1, DH=1, DW=1, KH=3, KW=3, MULT=1, DW_BIAS=False,
+                  PW_BIAS=False, INPUT_PRECISION="ieee", UPCAST=False)
+    _compile("conv2d_depthwise_separable fp32 64x32x128", sep.dwsep_kernel, ssig,  # problems/70
+             dict(sconst, BLOCK_P=64, BLOCK_C=32, BLOCK_CO=128), 8, 2)
+    _compile("conv2d_depthwise_separable bf16 64x32x128 7x7", sep.dwsep_kernel,
+             {k: (bf16 if v == fp32 else v) for k, v in ssig.items()},
+             dict(sconst, KH=7, KW=7, PH=3, PW=3, DW_BIAS=True, PW_BIAS=True, BLOCK_P=64,
+                  BLOCK_C=32, BLOCK_CO=128), 8, 2)
+    _compile("conv2d_depthwise_separable fp32 64x32x32", sep.dwsep_kernel, ssig,
+             dict(sconst, BLOCK_P=64, BLOCK_C=32, BLOCK_CO=32), 4, 2)
 
     cn = _load("channel_norm")
     nsig = dict(x_ptr=fp32, y_ptr=fp32, w_ptr=fp32, b_ptr=fp32, rm_ptr=fp32, rv_ptr=fp32,

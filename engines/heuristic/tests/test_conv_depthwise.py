@@ -5,14 +5,20 @@ import torch.nn as nn
 from template_render import load_model_new
 
 
+def _hw(v):
+    return (v, v) if isinstance(v, int) else v
+
+
 def _run(x, channels, mult, k, stride, padding, bias, dilation=1, blocks=None, ctor=(), kw=None):
-    """Reference depthwise nn.Conv2d and the candidate built with the same seed."""
-    kh, kw_ = (k, k) if isinstance(k, int) else k
+    """Reference depthwise nn.Conv2d and the candidate built with the same seed; k, stride,
+    padding, dilation an int or an (H, W) pair."""
+    (kh, kw_), (sh, sw), (ph, pw), (dh, dw) = map(_hw, (k, stride, padding, dilation))
     torch.manual_seed(7)
     ref = nn.Conv2d(channels, channels * mult, (kh, kw_), stride=stride, padding=padding,
                     dilation=dilation, groups=channels, bias=bias)
-    params = dict(CHANNELS=channels, MULT=mult, KH=kh, KW=kw_, STRIDE=stride, PADDING=padding,
-                  DILATION=dilation, BIAS=str(bias), **(blocks or dict(BLOCK_H=4, BLOCK_W=16)))
+    params = dict(CHANNELS=channels, MULT=mult, KH=kh, KW=kw_, STRIDE=sh, PADDING=ph,
+                  DILATION=dh, STRIDE_W=sw, PADDING_W=pw, DILATION_W=dw, BIAS=str(bias),
+                  **(blocks or dict(BLOCK_H=4, BLOCK_W=16)))
     torch.manual_seed(7)
     cand = load_model_new("conv2d_depthwise", **params)(*ctor, **(kw or {}))
     assert torch.equal(cand.conv.weight, ref.weight)
@@ -26,6 +32,9 @@ def _run(x, channels, mult, k, stride, padding, bias, dilation=1, blocks=None, c
     ((1, 4, 9, 10), 2, 3, 2, 1, False),   # depth multiplier 2, stride 2
     ((1, 2, 1, 1), 1, 1, 1, 0, True),     # 1x1 everything
     ((2, 3, 8, 7), 1, (5, 3), 1, 2, False),  # non-square kernel, padding 2
+    # KernelBench's per-dim constructors: stride, padding (dilation below) differ by dim.
+    ((2, 4, 11, 13), 1, (3, 5), (1, 2), (2, 0), True),
+    ((1, 3, 7, 20), 2, (1, 3), (3, 1), (0, 1), False),
 ])
 def test_depthwise(shape, mult, k, stride, padding, bias):
     torch.manual_seed(0)
@@ -37,8 +46,10 @@ def test_depthwise(shape, mult, k, stride, padding, bias):
 def test_depthwise_keywords_dilation_noncontiguous_bf16():
     torch.manual_seed(1)
     x = torch.randn(2, 9, 12, 5).permute(0, 3, 1, 2)   # (2, 5, 9, 12) channels-last strides
-    # Keyword arguments override the inferred ones (KernelBench passes stride/padding).
-    ref, out = _run(x, 5, 1, 3, 1, 2, True, dilation=2, kw=dict(padding=2, dilation=2))
+    # The constructor's arguments play no part: the params are the recorded op's.
+    ref, out = _run(x, 5, 1, 3, 1, 2, True, dilation=2, ctor=(5, 7, 3), kw=dict(padding=0))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    ref, out = _run(x, 5, 1, (3, 2), 1, (2, 1), False, dilation=(1, 3))
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     xb = torch.randn(1, 6, 10, 17, dtype=torch.bfloat16)
     torch.manual_seed(3)

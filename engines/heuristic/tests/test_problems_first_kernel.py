@@ -121,6 +121,12 @@ PROBLEMS = {
     "68_batchnorm1d_training_fp32": "channel_norm",
     # A diagonal product written as a broadcast multiply: gemm_diag's row scale.
     "69_diag_broadcast_matmul_fp32": "gemm_diag",
+    # KernelBench level 1's depthwise-separable conv (one fused kernel), its pointwise conv
+    # built from (in, out) and its stem conv built from (num_classes): the layer comes from
+    # the recorded op, whatever the constructor takes.
+    "70_conv2d_depthwise_separable_fp32": "conv2d_depthwise_separable",
+    "71_conv2d_pointwise_fp32": "conv2d_implicit_gemm",
+    "72_conv2d_stem_asymmetric_fp32": "conv2d_implicit_gemm",
     # Second shapes (issue 19): other aspect ratios, odd sizes, other constructor forms.
     "73_conv2d_stem_7x7_fp32": "conv2d_implicit_gemm",
     "74_conv2d_asymmetric_input_bf16": "conv2d_implicit_gemm",

@@ -1,0 +1,369 @@
+"""The sizing rules against a grid of shapes, render only: no kernel runs.
+
+For every op class a generated grid of KernelBench-style models (tiny, odd, non-power-of-two,
+huge, size-1 dims, aspect ratios from 1:1000 to 1000:1, every dtype the class's templates
+serve) is recorded by the harness on the meta device (shapes only, no memory), given to the
+C++ brain (`kagent-template-render --first-kernel`) and the rendered first kernel is checked
+without running it: the candidate is built and its forward runs on meta tensors with every
+Triton kernel replaced by a recorder of its launches. A launch fails the test when it
+breaks what the templates assume:
+  - an argument is None (a param or shape that did not reach the host code);
+  - a BLOCK_* constexpr is not a power of two (tl.arange), or below 16 in a kernel that
+    calls tl.dot (its minimum);
+  - num_warps is not a power of two in [1, 32];
+  - a grid dim is below 1 or over CUDA's limits (2**31 - 1 on axis 0, 65535 on axes 1, 2);
+and the forward must return the reference's output shape and dtype (a param larger or
+smaller than the shape allows shows there). Every model of the grid is an op the brain
+serves: a refusal fails too, with the brain's reason. Seconds on the CPU: one render per
+model, no interpretation.
+"""
+import inspect
+import json
+import subprocess
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from template_render import exec_source, load_meta
+from test_problems_first_kernel import BINARY, record
+
+pytestmark = pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+
+META = torch.device("meta")
+FP = (torch.float32, torch.bfloat16, torch.float16)
+# Aspect ratios from 1:1000 to 1000:1, odd sizes, powers of two, size-1 dims, and a tensor
+# of 2**31 elements or more (64-bit offsets).
+MATRICES = [(1, 1), (1, 1000), (1000, 1), (7, 13), (33, 65), (127, 4096), (4096, 127),
+            (1024, 1024), (3, 3000), (3000, 3), (65536, 32768)]
+
+
+def Fn(fn):
+    """A model class whose forward is fn (no parameters, no constructor arguments)."""
+    class Model(nn.Module):
+        def forward(self, *xs):
+            return fn(*xs)
+    return Model
+
+
+class BatchNormEval(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(channels).eval()
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+class Separable(nn.Module):  # KernelBench level 1's depthwise-separable conv
+    def __init__(self, channels, out_channels, dtype):
+        super().__init__()
+        self.depthwise = nn.Conv2d(channels, channels, 3, padding=1, groups=channels, dtype=dtype)
+        self.pointwise = nn.Conv2d(channels, out_channels, 1, dtype=dtype)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(x))
+
+
+def _x(shape, dtype=torch.float32):
+    return torch.empty(shape, dtype=dtype, device=META)
+
+
+def _hw(v):
+    return (v, v) if isinstance(v, int) else v
+
+
+def _cases():
+    """name -> (model class, constructor arguments, input factory)."""
+    c = {}
+    # GEMM (every dtype), batched, transposed; matvec.
+    for m, k in MATRICES:
+        for n in (1, 17, 4096):
+            if m * n > 2 ** 33:
+                continue
+            for dt in FP:
+                c[f"mm_{m}x{k}x{n}_{dt}"] = (Fn(torch.matmul), [], lambda m=m, k=k, n=n, dt=dt: [
+                    _x((m, k), dt), _x((k, n), dt)])
+        c[f"mm_ta_{m}x{k}"] = (Fn(lambda a, b: a.T @ b), [],
+                               lambda m=m, k=k: [_x((k, m)), _x((k, 64))])
+        c[f"bmm_3x{m}x{k}"] = (Fn(torch.bmm), [], lambda m=m, k=k: [_x((3, m, k)), _x((3, k, 33))])
+        c[f"matvec_{m}x{k}"] = (Fn(torch.matmul), [], lambda m=m, k=k: [_x((m, k)), _x((k, 1))])
+    # Elementwise, reductions, softmax, scans, row norms over the grid and 3-D shapes.
+    shapes = MATRICES + [(5,), (2, 1, 3), (16, 4096, 4096), (1, 1, 100003), (100003, 1, 1)]
+    for s in shapes:
+        for dt in FP:
+            c[f"relu_{s}_{dt}"] = (Fn(torch.relu), [], lambda s=s, dt=dt: [_x(s, dt)])
+        c[f"gelu_{s}"] = (Fn(F.gelu), [], lambda s=s: [_x(s)])
+        c[f"leaky_{s}_bf16"] = (Fn(lambda x: F.leaky_relu(x, 0.1)), [],
+                                lambda s=s: [_x(s, torch.bfloat16)])
+        for d in range(len(s)):
+            c[f"sum_{s}_d{d}"] = (Fn(lambda x, d=d: torch.sum(x, dim=d)), [], lambda s=s: [_x(s)])
+            c[f"argmax_{s}_d{d}"] = (Fn(lambda x, d=d: torch.argmax(x, dim=d)), [],
+                                     lambda s=s: [_x(s)])
+            c[f"mean_{s}_d{d}_bf16"] = (Fn(lambda x, d=d: torch.mean(x, dim=d)), [],
+                                        lambda s=s: [_x(s, torch.bfloat16)])
+            c[f"softmax_{s}_d{d}"] = (Fn(lambda x, d=d: torch.softmax(x, dim=d)), [],
+                                      lambda s=s: [_x(s)])
+            c[f"log_softmax_{s}_d{d}_bf16"] = (Fn(lambda x, d=d: torch.log_softmax(x, dim=d)), [],
+                                               lambda s=s: [_x(s, torch.bfloat16)])
+            c[f"cumsum_{s}_d{d}"] = (Fn(lambda x, d=d: torch.cumsum(x, dim=d)), [],
+                                     lambda s=s: [_x(s)])
+        if len(s) >= 2:
+            c[f"layernorm_{s}"] = (nn.LayerNorm, [s[-1]], lambda s=s: [_x(s)])
+            c[f"l2_normalize_{s}"] = (Fn(lambda x: x / torch.norm(x, p=2, dim=1, keepdim=True)),
+                                      [], lambda s=s: [_x(s)])
+            c[f"mse_{s}"] = (Fn(lambda a, b: torch.mean((a - b) ** 2)), [],
+                             lambda s=s: [_x(s), _x(s)])
+    for rows, cls in ((1, 1), (7, 1000), (1000, 3), (4096, 32768), (65536, 32768)):
+        c[f"cross_entropy_{rows}x{cls}"] = (Fn(F.cross_entropy), [], lambda r=rows, k=cls: [
+            _x((r, k)), torch.empty((r,), dtype=torch.long, device=META)])
+        c[f"cosine_loss_{rows}x{cls}"] = (
+            Fn(lambda a, b: torch.mean(1 - F.cosine_similarity(a, b))), [],
+            lambda r=rows, k=cls: [_x((r, k)), _x((r, k))])
+    # The rest of the families: diagonal and triangular products, Frobenius and RMS
+    # normalization, instance norm, other losses.
+    for m, k in MATRICES:
+        if m * k > 2 ** 31:
+            continue
+        c[f"diag_left_{m}x{k}"] = (Fn(lambda d, b: torch.diag(d) @ b), [],
+                                   lambda m=m, k=k: [_x((m,)), _x((m, k))])
+        c[f"triu_{m}x{k}"] = (Fn(lambda a, b: torch.triu(a @ b)), [],
+                              lambda m=m, k=k: [_x((m, k)), _x((k, m))])
+        c[f"frobenius_{m}x{k}"] = (Fn(lambda x: x / torch.norm(x, p="fro")), [],
+                                   lambda m=m, k=k: [_x((m, k))])
+        c[f"rmsnorm_{m}x{k}"] = (
+            Fn(lambda x: x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)), [],
+            lambda m=m, k=k: [_x((m, k))])
+        c[f"hinge_{m}x{k}"] = (Fn(lambda p, t: torch.mean(torch.clamp(1 - p * t, min=0))), [],
+                               lambda m=m, k=k: [_x((m, k)), _x((m, k))])
+        c[f"kl_div_{m}x{k}"] = (
+            Fn(lambda p, t: F.kl_div(torch.log(p), t, reduction="batchmean")), [],
+            lambda m=m, k=k: [_x((m, k)), _x((m, k))])
+    # Channel norms, pooling and convolutions on NC(D)HW shapes.
+    images = [(1, 1, 1, 1), (1, 3, 7, 5), (2, 16, 1, 1000), (2, 16, 1000, 1), (16, 64, 256, 256),
+              (128, 64, 512, 512), (1, 3, 224, 224)]
+    for s in images:
+        n, ch, h, w = s
+        c[f"batchnorm_eval_{s}"] = (BatchNormEval, [ch], lambda s=s: [_x(s)])
+        if h * w > 1:
+            c[f"instancenorm_{s}"] = (nn.InstanceNorm2d, [ch], lambda s=s: [_x(s)])
+        if ch * h * w > 1 and (ch < 4 or h * w > 1):  # statistics of more than one value
+            c[f"groupnorm_{s}"] = (nn.GroupNorm, [1 if ch < 4 else 4, ch], lambda s=s: [_x(s)])
+        for k, st, p in ((1, 1, 0), (2, 2, 0), (3, 2, 1)):
+            if h + 2 * p >= k and w + 2 * p >= k:
+                c[f"maxpool2d_{s}_k{k}s{st}p{p}"] = (nn.MaxPool2d, [k, st, p], lambda s=s: [_x(s)])
+                c[f"avgpool2d_{s}_k{k}s{st}p{p}_bf16"] = (nn.AvgPool2d, [k, st, p],
+                                                          lambda s=s: [_x(s, torch.bfloat16)])
+        for dt in (torch.float32, torch.bfloat16):
+            for co, k, st, p, d in ((1, 1, 1, 0, 1), (7, 3, 1, 1, 1),
+                                    (128, (5, 3), (2, 1), (2, 0), 1),
+                                    (64, 3, 1, (1, 2), (1, 2))):
+                (kh, kw), (ph, pw), (dh, dw) = _hw(k), _hw(p), _hw(d)
+                if h + 2 * ph < dh * (kh - 1) + 1 or w + 2 * pw < dw * (kw - 1) + 1:
+                    continue
+                c[f"conv2d_{s}_{co}_{k}_{st}_{p}_{d}_{dt}"] = (
+                    nn.Conv2d, [ch, co, k, st, p, d, 1, True, "zeros", None, dt],
+                    lambda s=s, dt=dt: [_x(s, dt)])
+            if h >= 3 and w >= 3:
+                c[f"depthwise_{s}_{dt}"] = (
+                    nn.Conv2d, [ch, 2 * ch, 3, 1, 0, 1, ch, False, "zeros", None, dt],
+                    lambda s=s, dt=dt: [_x(s, dt)])
+            c[f"separable_{s}_{dt}"] = (Separable, [ch, 129, dt], lambda s=s, dt=dt: [_x(s, dt)])
+            if ch % 2 == 0:
+                c[f"grouped_{s}_{dt}"] = (
+                    nn.Conv2d, [ch, ch * 3, 1, 1, 0, 1, 2, True, "zeros", None, dt],
+                    lambda s=s, dt=dt: [_x(s, dt)])
+        c[f"conv_transpose2d_{s}"] = (nn.ConvTranspose2d, [ch, 5, 3, 2, 1], lambda s=s: [_x(s)])
+    for s in ((1, 1, 1), (2, 3, 1000), (16, 64, 131072)):
+        c[f"conv1d_{s}"] = (nn.Conv1d, [s[1], 9, 1], lambda s=s: [_x(s)])
+        c[f"maxpool1d_{s}"] = (nn.MaxPool1d, [1], lambda s=s: [_x(s)])
+    for s in ((1, 1, 1), (2, 3, 1000), (16, 64, 131072)):
+        groups = 3 if s[1] % 3 == 0 else 1
+        c[f"conv_transpose1d_{s}"] = (nn.ConvTranspose1d, [s[1], 6, 3, 2, 1, 1, groups],
+                                      lambda s=s: [_x(s)])
+    for s in ((1, 1, 1, 1, 1), (2, 3, 5, 7, 9), (8, 32, 32, 64, 64)):
+        c[f"conv3d_{s}"] = (nn.Conv3d, [s[1], 5, 1], lambda s=s: [_x(s)])
+        c[f"conv_transpose3d_{s}"] = (nn.ConvTranspose3d, [s[1], 4, (3, 1, 2), (2, 1, 3)],
+                                      lambda s=s: [_x(s)])
+        c[f"maxpool3d_{s}"] = (nn.MaxPool3d, [1], lambda s=s: [_x(s)])
+        c[f"avgpool3d_{s}"] = (nn.AvgPool3d, [1], lambda s=s: [_x(s)])
+    # Attention: F.scaled_dot_product_attention over head dims 1-256, lengths 1 to 8192,
+    # query and key lengths apart, causal or not, every dtype; the written-out form.
+    for b, h, lq, lk, d in ((1, 1, 1, 1, 1), (2, 3, 17, 100, 80), (4, 16, 1024, 1024, 64),
+                            (1, 2, 8192, 33, 256), (3, 1, 33, 8192, 128)):
+        for dt in FP:
+            for causal in (False, True):
+                c[f"sdpa_{b}x{h}x{lq}x{lk}x{d}_{causal}_{dt}"] = (
+                    Fn(lambda q, k, v, causal=causal: F.scaled_dot_product_attention(
+                        q, k, v, is_causal=causal)), [],
+                    lambda b=b, h=h, lq=lq, lk=lk, d=d, dt=dt: [
+                        _x((b, h, lq, d), dt), _x((b, h, lk, d), dt), _x((b, h, lk, d), dt)])
+        c[f"attention_written_{b}x{h}x{lq}x{lk}x{d}"] = (
+            Fn(lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1) @ v), [],
+            lambda b=b, h=h, lq=lq, lk=lk, d=d: [
+                _x((b, h, lq, d)), _x((b, h, lk, d)), _x((b, h, lk, d))])
+    return c
+
+
+CASES = _cases()
+
+
+class _Launches:
+    """Stands in for a Triton kernel: records each launch's grid and arguments."""
+
+    def __init__(self, kernel, log):
+        self.kernel = kernel
+        fn = getattr(kernel, "fn", kernel)
+        while hasattr(fn, "fn"):
+            fn = fn.fn
+        self.signature = inspect.signature(fn)
+        self.name = fn.__name__
+        self.log = log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages", "num_ctas")
+                       if k in kwargs}
+            bound = self.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = dict(bound.arguments)
+            g = grid(values) if callable(grid) else grid
+            self.log.append((self.name, tuple(g), values, options))
+        return launch
+
+
+def _check_launch(case, source, name, grid, values, options):
+    where = f"{case}: kernel {name}"
+    for k, v in values.items():
+        assert v is not None, f"{where}: argument {k} is None"
+    dot = "tl.dot(" in source
+    for k, v in values.items():
+        if k.startswith("BLOCK") and isinstance(v, int):
+            assert v >= 1 and v & (v - 1) == 0, f"{where}: {k}={v} is not a power of two"
+            if dot:
+                assert v >= 16, f"{where}: {k}={v} below tl.dot's 16"
+    w = options.get("num_warps", 4)
+    assert w in (1, 2, 4, 8, 16, 32), f"{where}: num_warps={w}"
+    g = tuple(int(x) for x in grid) + (1,) * (3 - len(grid))
+    assert all(x >= 1 for x in g), f"{where}: grid {g}"
+    assert g[0] <= 2 ** 31 - 1 and g[1] <= 65535 and g[2] <= 65535, \
+        f"{where}: grid {g} over CUDA's limits"
+
+
+def _render_all(sigs, arch):
+    """The first kernels of `sigs` (one batch call): {"source": ...} or {"error": ...} each."""
+    args = [BINARY, "--first-kernel", "132", "--batch"] + (["--arch", arch] if arch else [])
+    r = subprocess.run(args, input=json.dumps(sigs), capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def _signature(name):
+    cls, init, make_inputs = CASES[name]
+    with torch.device(META):
+        model = cls(*init)
+    inputs = make_inputs()
+    with torch.no_grad():
+        ref = model(*inputs)
+    return inputs, ref, record(model, inputs)
+
+
+@pytest.fixture(scope="module")
+def signatures():
+    return {n: _signature(n) for n in CASES}
+
+
+_MODULES = {}
+
+
+def _template_id(source):
+    return source.split("\n", 1)[0].split(": ")[-1]
+
+
+def _check_rendered(signatures, names, rendered, refusals=()):
+    """Builds and runs (on meta tensors, kernels recorded) every rendered candidate; returns
+    the failures. An error whose status starts with one of `refusals` is accepted."""
+    failures = []
+    for case, r in zip(names, rendered):
+        inputs, ref, _ = signatures[case]
+        init = CASES[case][1]
+        try:
+            if "source" not in r and r["error"].startswith(tuple(refusals) or ("-",)):
+                continue
+            assert "source" in r, f"refused: {r.get('error')}"
+            source = r["source"]
+            _SEEN.add(_template_id(source))
+            mod = _MODULES.get(source)
+            if mod is None:
+                mod = _MODULES[source] = exec_source(source, "grid_candidate")
+            log = []
+            patched = {k: _Launches(v, log) for k, v in vars(mod).items()
+                       if type(v).__name__ in ("JITFunction", "InterpretedFunction",
+                                               "Autotuner", "Heuristics")}
+            saved = {k: getattr(mod, k) for k in patched}
+            try:
+                vars(mod).update(patched)
+                with torch.device(META):
+                    cand = mod.ModelNew(*init)
+                with torch.no_grad():
+                    out = cand(*inputs)
+            finally:
+                vars(mod).update(saved)
+            assert out.shape == ref.shape and out.dtype == ref.dtype, \
+                f"output {tuple(out.shape)} {out.dtype}, the reference's " \
+                f"{tuple(ref.shape)} {ref.dtype}"
+            assert log or out.numel() == 0, "no kernel launched"
+            for name, grid, values, options in log:
+                _check_launch(case, source, name, grid, values, options)
+        except Exception as e:  # noqa: BLE001 - collect every broken case, then fail once
+            where = _template_id(r["source"]) if "source" in r else "-"
+            failures.append(f"{case} ({where}): {type(e).__name__}: {e}"[:400])
+    return failures
+
+
+_SEEN = set()
+_FIRST = {}
+
+
+# An unknown GPU (the CPU worker's) and an H200's arch: the rules size tiles by both.
+@pytest.mark.parametrize("arch", ["", "sm_90"])
+def test_every_first_kernel_launches_within_the_templates_assumptions(signatures, arch):
+    names = sorted(signatures)
+    rendered = _render_all([signatures[n][2] for n in names], arch)
+    _FIRST.update({n: _template_id(r["source"]) for n, r in zip(names, rendered) if "source" in r})
+    failures = _check_rendered(signatures, names, rendered)
+    assert not failures, f"{len(failures)} of {len(names)} cases:\n" + "\n".join(failures)
+
+
+def test_every_template_of_the_class_renders_within_its_assumptions(signatures):
+    # The other templates of each case's op class, as a template_switch renders them on
+    # sm_90: a stated condition of use may refuse (FAILED_PRECONDITION), anything rendered
+    # must launch within the template's assumptions.
+    if not _FIRST:
+        pytest.skip("the first-kernel tests did not run")
+    ids = subprocess.run([BINARY, "--list"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    op_class = {i: load_meta(i)["op_class"] for i in ids}
+    failures, total = [], 0
+    for tid in ids:
+        names = sorted(n for n, first in _FIRST.items()
+                       if op_class.get(first) == op_class[tid] and first != tid)
+        if not names:
+            continue
+        args = [BINARY, "--first-kernel", "132", "--arch", "sm_90", "--template", tid, "--batch"]
+        r = subprocess.run(args, input=json.dumps([signatures[n][2] for n in names]),
+                           capture_output=True, text=True, check=True)
+        total += len(names)
+        failures += _check_rendered(signatures, names, json.loads(r.stdout),
+                                    refusals=("FAILED_PRECONDITION",))
+    assert not failures, f"{len(failures)} of {total} renders:\n" + "\n".join(failures)
+
+
+def test_the_grid_reaches_every_template():
+    # After the tests above (pytest runs a file's tests in order): a family that no case
+    # reaches is a family whose rule this file does not check; add cases for it.
+    if not _SEEN:
+        pytest.skip("the grid tests did not run")
+    ids = subprocess.run([BINARY, "--list"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert sorted(set(ids) - _SEEN) == []
