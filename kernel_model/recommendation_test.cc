@@ -67,7 +67,7 @@ TEST_CASE("recommendation: ties keep PyTorch, eager before torch.compile") {
   CHECK(all.runner_up() == v1::DEPLOY_TORCH_COMPILE);
 }
 
-TEST_CASE("recommendation: untimed paths take no part; nothing timed, no recommendation") {
+TEST_CASE("recommendation: untimed paths take no part, and nothing timed gives none") {
   v1::Recommendation k = Recommend(Run(1.0, 0, 0));
   CHECK(k.deploy() == v1::DEPLOY_KERNEL);
   CHECK(k.runner_up() == v1::DEPLOY_UNSPECIFIED);

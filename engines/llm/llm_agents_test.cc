@@ -6,7 +6,7 @@
 namespace kagent {
 namespace {
 
-TEST_CASE("--llm-agents lists the agents and their models", "[llm_agents]") {
+TEST_CASE("llm agents flag: --llm-agents lists the agents and their models", "[llm_agents]") {
   absl::StatusOr<LlmAgents> all = ParseLlmAgents(kAllLlmAgents);
   REQUIRE(all.ok());
   for (const char* agent : {"rewrite", "prescribe", "reflect", "narrate"}) {
@@ -29,7 +29,7 @@ TEST_CASE("--llm-agents lists the agents and their models", "[llm_agents]") {
   CHECK(none->models.empty());
 }
 
-TEST_CASE("--llm-agents refuses what it does not know", "[llm_agents]") {
+TEST_CASE("llm agents flag: --llm-agents refuses what it does not know", "[llm_agents]") {
   auto message = [](const char* spec) {
     absl::StatusOr<LlmAgents> r = ParseLlmAgents(spec);
     REQUIRE_FALSE(r.ok());
