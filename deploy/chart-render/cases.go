@@ -195,13 +195,17 @@ var cases = []testCase{
 			e.want(len(envFrom) == 1 && str(get(envFrom[0], "secretRef", "name")) == fullname+"-llm", "LLM keys not in envFrom: %v", envFrom)
 			e.want(idx["ConfigMap/"+fullname+"-llm"] != nil, "no LLM config ConfigMap")
 			// The LLM configuration is turned on where a binary takes it, and only there.
-			for _, comp := range []string{"judge", "optimization-manager"} {
+			// (every LLM agent's service: the judge's narrative, the analyzer's prescriptions,
+			// the orchestrator's reflexions, the optimization manager's rewrite).
+			for _, comp := range []string{"judge", "analyzer", "orchestrator", "optimization-manager"} {
 				c := firstContainer(idx["Deployment/"+fullname+"-"+comp])
 				e.want(hasArg(c, "--llm-config=/etc/kagent/llm/llm.json"), "%s without --llm-config", comp)
 			}
-			for _, comp := range []string{"analyzer", "orchestrator"} {
-				c := firstContainer(idx["Deployment/"+fullname+"-"+comp])
-				e.want(!hasArg(c, "--llm-config=/etc/kagent/llm/llm.json"), "%s given --llm-config", comp)
+			for _, wl := range workloadsOf(idx) {
+				if name := str(get(wl, "metadata", "name")); strings.HasSuffix(name, "-coordinator") {
+					e.want(!hasArg(firstContainer(wl), "--llm-config=/etc/kagent/llm/llm.json"),
+						"%s given --llm-config", name)
+				}
 			}
 			e.want(idx["Secret/"+fullname+"-internal-token"] != nil &&
 				str(get(idx["Secret/"+fullname+"-internal-token"], "data", "internal-token")) == "c2VjcmV0LWludGVybmFs",
