@@ -464,8 +464,8 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (seen != s.last_seen || done) {
         s.last_seen = seen;
         std::string what =
-            done ? absl::StrFormat("%s  best %s ms  %s, %s  deploy %s  %d measured, %s/GPU-min, "
-                                   "GPU busy %s, %d screened%s",
+            done ? absl::StrFormat("%s  best %s ms  %s, %s  deploy %s  %d measured, %s/%s-min, "
+                                   "%s, %d screened%s",
                                    s.row.state, FormatMs(s.row.best_ms),
                                    FormatVersus(s.row.speedup_vs_start, "the start"),
                                    FormatVersus(s.row.speedup_vs_compile, "torch.compile"),
@@ -473,7 +473,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
                                    s.row.candidates_measured,
                                    FormatPerGpuMinute(CandidatesPerGpuMinute(s.row.candidates_measured,
                                                                              s.row.gpu_seconds)),
-                                   FormatBusyFraction(GpuBusyFraction(s.row.gpu_busy_seconds, s.row.gpu_seconds)),
+                                   s.row.cpu_worker ? "worker" : "GPU",
+                                   s.row.cpu_worker
+                                       ? std::string("CPU worker (no GPU)")
+                                       : absl::StrCat("GPU busy ",
+                                                      FormatBusyFraction(GpuBusyFraction(
+                                                          s.row.gpu_busy_seconds, s.row.gpu_seconds))),
                                    s.row.variants_screened,
                                    s.row.error.empty() ? "" : "  (" + s.row.error + ")")
                  : absl::StrFormat("%s round %d/%d", s.row.state, job.current_round(),

@@ -105,6 +105,9 @@ struct BenchRow {
   int rounds = 0;
   double gpu_seconds = 0;       // Job.gpu_seconds_used: the time its GPU work held a GPU
   double gpu_busy_seconds = 0;  // Job.gpu_busy_seconds_used: of it, kernels running (NVML)
+  // Measured on the CPU worker (Triton's interpreter, kernel_model/gpu_spec.h's
+  // MeasuredOnCpuWorker): gpu_seconds are the worker's slot seconds, not a GPU's.
+  bool cpu_worker = false;
   int64_t candidates_measured = 0;  // Job.candidates_measured
   int64_t variants_screened = 0;    // Job.variants_screened
   std::string stop_reason;
@@ -196,10 +199,16 @@ struct BenchSummary {
   double gpu_busy_seconds = 0;
   double gpu_busy_fraction = 0;
   int busy_rows = 0;
+  int cpu_worker_rows = 0;  // rows measured on the CPU worker (BenchRow::cpu_worker)
   // KernelBench's figures, for the suite and per op class (Coverage, CoverageByOpClass).
   BenchCoverage coverage;
   std::vector<BenchCoverage> by_op_class;
 };
+
+// "worker" when every row of `s` ran on the CPU worker (the held time is a CPU worker's
+// slot, as `kagent get` and the report say), else "GPU": the unit of the summary's
+// "-s" and "per -minute" figures.
+std::string HeldTimeUnit(const BenchSummary& s);
 
 // The geometric mean of the positive values; 0 when there are none.
 double GeometricMean(const std::vector<double>& values);
@@ -238,7 +247,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // the other fields are optional (files from before they existed still parse) but must have
 // the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
 // 0; candidates_measured, variants_screened and rounds must be integers; op_class and
-// deploy strings). The derived candidates_per_gpu_minute, gpu_busy_fraction and
+// deploy strings; cpu_worker a boolean, false when absent). The derived candidates_per_gpu_minute, gpu_busy_fraction and
 // speedup_vs_best_baseline are not read: they are recomputed. "settings" must be an
 // object when present ({} when absent). "summary" (with its "kernelbench" and
 // "by_op_class" figures) and "suite_trajectory" are not read: they are recomputed from the

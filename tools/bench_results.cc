@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "kernel_model/gpu_spec.h"
 #include "kernel_model/op_recognition.h"
 #include "kernel_model/recommendation.h"
 #include "tools/enum_names.h"
@@ -55,6 +56,7 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
   r.stop_reason = res.stop_reason();
   const v1::Measurement& best = res.best_measurement();
   const v1::Measurement& base = job.baseline();
+  r.cpu_worker = MeasuredOnCpuWorker(best) || MeasuredOnCpuWorker(base);
   if (!res.best_candidate_id().empty() && best.candidate().median_ms() > 0) {
     r.best_ms = best.candidate().median_ms();
     r.start_ms = best.reference_kernel().median_ms() > 0 ? best.reference_kernel().median_ms()
@@ -139,6 +141,7 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
     s.gpu_seconds += r.gpu_seconds;
     s.candidates_measured += r.candidates_measured;
     s.variants_screened += r.variants_screened;
+    if (r.cpu_worker) ++s.cpu_worker_rows;
     if (r.gpu_busy_seconds > 0 && r.gpu_seconds > 0) {
       s.gpu_busy_seconds += r.gpu_busy_seconds;
       busy_held += r.gpu_seconds;
@@ -206,10 +209,11 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
        "come from one final run that timed them side by side.\n\n";
   const bool with_run =
       std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.run.empty(); });
+  const std::string held = HeldTimeUnit(s);  // "GPU", or "worker" on the CPU worker
   o += absl::StrCat("| problem | ", with_run ? "run | " : "",
                     "state | op class | start ms | eager ms | compile ms | best ms | vs start | "
-                    "vs eager | vs compile | deploy | roofline | AI roofline | rounds | GPU-s | "
-                    "cand/GPU-min | GPU busy | variants | notes |\n");
+                    "vs eager | vs compile | deploy | roofline | AI roofline | rounds | ", held,
+                    "-s | cand/", held, "-min | GPU busy | variants | notes |\n");
   o += absl::StrCat("|---|", with_run ? "---|" : "",
                     "---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
                     "---|\n");
@@ -249,9 +253,15 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
   o += absl::StrFormat("- mean roofline efficiency of the final kernels: %s\n", Pct(s.mean_roofline_pct));
   o += absl::StrFormat("- mean arithmetic-intensity roofline of the final kernels (where known): %s\n",
                        Pct(s.mean_ai_roofline_pct));
-  o += absl::StrFormat("- GPU time: %.1f GPU-s\n", s.gpu_seconds);
-  o += absl::StrFormat("- candidates measured: %d, %s per GPU-minute\n", s.candidates_measured,
-                       FormatPerGpuMinute(s.candidates_per_gpu_minute));
+  if (held == "worker") {
+    o += absl::StrFormat(
+        "- worker time: %.1f worker-s (the CPU worker's slot, Triton's interpreter; no GPU)\n",
+        s.gpu_seconds);
+  } else {
+    o += absl::StrFormat("- GPU time: %.1f GPU-s\n", s.gpu_seconds);
+  }
+  o += absl::StrFormat("- candidates measured: %d, %s per %s-minute\n", s.candidates_measured,
+                       FormatPerGpuMinute(s.candidates_per_gpu_minute), held);
   o += absl::StrFormat("- GPU busy (kernels running, NVML) of the GPU time held: %s%s\n",
                        FormatBusyFraction(s.gpu_busy_fraction),
                        s.busy_rows == 0
@@ -330,6 +340,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                    {"rounds", r.rounds},
                    {"gpu_seconds", r.gpu_seconds},
                    {"gpu_busy_seconds", r.gpu_busy_seconds},
+                   {"cpu_worker", r.cpu_worker},
                    {"candidates_measured", r.candidates_measured},
                    {"variants_screened", r.variants_screened},
                    {"candidates_per_gpu_minute",
@@ -427,6 +438,10 @@ absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
     num("gpu_busy_seconds", false, &r.gpu_busy_seconds);
     if (!st.ok()) return st;
     if (r.name.empty()) return bad(absl::StrCat(at, ".name"), "empty");
+    if (auto it = p.find("cpu_worker"); it != p.end()) {
+      if (!it->is_boolean()) return bad(absl::StrCat(at, ".cpu_worker"), "expected true or false");
+      r.cpu_worker = it->get<bool>();
+    }
     if (auto it = p.find("rounds"); it != p.end()) {
       if (!it->is_number_integer()) return bad(absl::StrCat(at, ".rounds"), "expected an integer");
       r.rounds = it->get<int>();
@@ -595,14 +610,29 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
 
 std::string FormatMs(double v) { return Ms(v); }
 
+std::string HeldTimeUnit(const BenchSummary& s) {
+  return s.problems > 0 && s.cpu_worker_rows == s.problems ? "worker" : "GPU";
+}
+
 std::string ThroughputLine(const BenchSummary& s) {
+  if (HeldTimeUnit(s) == "worker") {
+    return absl::StrFormat(
+        "%d candidates measured in %.1f worker-s on the CPU worker (Triton's interpreter, no "
+        "GPU): %s per worker-minute; %d variants screened",
+        s.candidates_measured, s.gpu_seconds, FormatPerGpuMinute(s.candidates_per_gpu_minute),
+        s.variants_screened);
+  }
   return absl::StrFormat(
       "%d candidates measured in %.1f GPU-s: %s per GPU-minute; GPU busy %s%s; %d variants "
-      "screened",
+      "screened%s",
       s.candidates_measured, s.gpu_seconds, FormatPerGpuMinute(s.candidates_per_gpu_minute),
       FormatBusyFraction(s.gpu_busy_fraction),
       s.busy_rows > 0 ? absl::StrFormat(" (%d problems with NVML figures)", s.busy_rows) : "",
-      s.variants_screened);
+      s.variants_screened,
+      s.cpu_worker_rows > 0
+          ? absl::StrFormat(" (%d problem%s on the CPU worker: its slot's seconds, not a GPU's)",
+                            s.cpu_worker_rows, s.cpu_worker_rows == 1 ? "" : "s")
+          : "");
 }
 
 std::string SummaryLine(const BenchSummary& s) {

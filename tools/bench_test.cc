@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "kagent/v1/common.pb.h"
+#include "kernel_model/gpu_spec.h"
 #include "tools/bench.h"
 
 namespace kagent::cli {
@@ -153,11 +154,14 @@ TEST_CASE("bench: a row from a finished job uses the final side-by-side measurem
   CHECK(row.gpu_busy_seconds == 34);
   CHECK(row.candidates_measured == 17);
   CHECK(row.variants_screened == 40);
+  CHECK_FALSE(row.cpu_worker);
   REQUIRE(row.trajectory.size() == 2);
   CHECK(row.trajectory[0].first == 1);  // sorted by round
 
   res->set_speedup_vs_start(3.9);  // the server's figure wins when set
   CHECK(RowFromJob("p", job).speedup_vs_start == Approx(3.9));
+  m->set_gpu_name(kCpuWorkerGpuName);  // the CPU worker measured it
+  CHECK(RowFromJob("p", job).cpu_worker);
 }
 
 TEST_CASE("bench: a failed job without a best kernel keeps its baseline and error") {
@@ -440,6 +444,7 @@ std::vector<BenchRow> ThroughputRows() {
   rows[0].variants_screened = 40;
   rows[1].gpu_seconds = 60;
   rows[1].candidates_measured = 6;
+  rows[1].cpu_worker = true;
   BenchRow c;
   c.name = "c";
   c.state = "FAILED";
@@ -462,12 +467,25 @@ TEST_CASE("bench: the summary's throughput is over every row, busy over the rows
   CHECK(s.gpu_busy_fraction == Approx(120.0 / 180));  // b's 60 CPU seconds left out
   CHECK(ThroughputLine(s) ==
         "37 candidates measured in 240.0 GPU-s: 9.25 per GPU-minute; GPU busy 67% (2 problems "
-        "with NVML figures); 40 variants screened");
-  // Nothing reports busy time: n/a, not 0%.
+        "with NVML figures); 40 variants screened (1 problem on the CPU worker: its slot's "
+        "seconds, not a GPU's)");
+  CHECK(HeldTimeUnit(s) == "GPU");
+  // Only the CPU worker: its seconds, no busy figure, the report's and `kagent get`'s words.
   BenchSummary cpu = Summarize({rows[1]});
   CHECK(cpu.gpu_busy_fraction == 0);
+  CHECK(HeldTimeUnit(cpu) == "worker");
   CHECK(ThroughputLine(cpu) ==
-        "6 candidates measured in 60.0 GPU-s: 6.00 per GPU-minute; GPU busy n/a; 0 variants screened");
+        "6 candidates measured in 60.0 worker-s on the CPU worker (Triton's interpreter, no GPU): "
+        "6.00 per worker-minute; 0 variants screened");
+  CHECK(RenderBenchMarkdown({rows[1]}, cpu, "").find(
+            "- worker time: 60.0 worker-s (the CPU worker's slot, Triton's interpreter; no GPU)\n"
+            "- candidates measured: 6, 6.00 per worker-minute\n") != std::string::npos);
+  CHECK(RenderBenchMarkdown({rows[1]}, cpu, "").find("| rounds | worker-s | cand/worker-min |") !=
+        std::string::npos);
+  // A row without a GPU behind it is not a GPU row, whatever its counters say.
+  BenchRow gpu_row = rows[1];
+  gpu_row.cpu_worker = false;
+  CHECK(HeldTimeUnit(Summarize({gpu_row})) == "GPU");
 }
 
 TEST_CASE("bench: Markdown and JSON carry the throughput per problem and for the run") {
@@ -510,6 +528,8 @@ TEST_CASE("bench: the throughput fields read back, default to 0 in older files, 
   CHECK((*back)[0].gpu_busy_seconds == 90);
   CHECK((*back)[0].variants_screened == 40);
   CHECK((*back)[2].gpu_busy_seconds == 30);
+  CHECK_FALSE((*back)[0].cpu_worker);
+  CHECK((*back)[1].cpu_worker);
   const std::string old_row =
       R"("name": "a", "state": "DONE", "start_ms": 2, "eager_ms": 1, "compile_ms": 1,
          "best_ms": 1, "speedup_vs_start": 2, "speedup_vs_eager": 1, "speedup_vs_compile": 1)";
@@ -517,6 +537,10 @@ TEST_CASE("bench: the throughput fields read back, default to 0 in older files, 
   REQUIRE(old.ok());
   CHECK((*old)[0].candidates_measured == 0);
   CHECK((*old)[0].gpu_busy_seconds == 0);
+  CHECK_FALSE((*old)[0].cpu_worker);
+  CHECK_FALSE(ParseBenchJson("{\"problems\": [{" + old_row + ", \"cpu_worker\": 1}]}", "c.json",
+                             nullptr)
+                  .ok());
   CHECK(FormatBusyFraction(Summarize(*old).gpu_busy_fraction) == "n/a");
   auto bad = ParseBenchJson("{\"problems\": [{" + old_row + ", \"candidates_measured\": 2.5}]}",
                             "bad.json", nullptr);
