@@ -5,6 +5,9 @@
 // fake GPU times it from them: "good" fixes take 20% off, "bad" ones add 30%, "crash"
 // makes it crash. The scripted analyzer prescribes the fixes listed in `fixes`.
 #include <catch2/catch.hpp>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -1912,6 +1916,51 @@ TEST_CASE("job service: a storage error reaches the client without the database'
   absl::StatusOr<CreateJobResult> direct = loop.storage->CreateJob(j, "");
   REQUIRE(direct.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK(absl::StrContains(direct.status().message(), disk.path()));
+}
+
+// The loop persists a finished job's state a moment before it appends JOB_FINISHED (two
+// writes); a watch that sees the job finished in between waits for the event instead of
+// ending the stream without it (seen once in the end-to-end CPU job: a client read every
+// event but the last).
+TEST_CASE("job service: a watch of a job just seen finished still gets its JOB_FINISHED") {
+  Loop loop;
+  JobServiceImpl service(JobServiceLimits(), loop.storage.get(), loop.manager.get(),
+                         loop.scheduler.get(), nullptr);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+  std::unique_ptr<v1::JobService::Stub> stub =
+      v1::JobService::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+  v1::Job j = FullDiskJob();
+  j.set_id("job-finishing");
+  j.set_tenant(kDefaultTenant);
+  j.set_state(v1::JOB_STATE_DONE);
+  REQUIRE(loop.storage->CreateJob(j, "").ok());
+  v1::JobEvent log;
+  log.set_type(v1::JOB_EVENT_LOG);
+  log.set_message("final run");
+  REQUIRE(loop.manager->Emit(j.id(), log).ok());
+  std::thread finisher([&] {
+    absl::SleepFor(absl::Milliseconds(1500));  // the watch has seen DONE and no event by now
+    v1::JobEvent finished;
+    finished.set_type(v1::JOB_EVENT_JOB_FINISHED);
+    finished.set_state(v1::JOB_STATE_DONE);
+    CHECK(loop.manager->Emit(j.id(), finished).ok());
+  });
+  grpc::ClientContext context;
+  v1::WatchJobRequest request;
+  request.set_job_id(j.id());
+  request.set_from_sequence(1);
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = stub->WatchJob(&context, request);
+  std::vector<v1::JobEvent> got;
+  for (v1::JobEvent e; reader->Read(&e);) got.push_back(e);
+  grpc::Status status = reader->Finish();
+  finisher.join();
+  CHECK(status.ok());
+  REQUIRE(got.size() == 2);
+  CHECK(got.back().type() == v1::JOB_EVENT_JOB_FINISHED);
+  server->Shutdown();
 }
 
 TEST_CASE("job service: contradictory or empty settings are refused, and nothing is stored") {

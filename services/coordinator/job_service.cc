@@ -1,10 +1,14 @@
 #include "services/coordinator/job_service.h"
 
+#include <algorithm>
+#include <optional>
 #include <random>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -263,6 +267,12 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   int64_t next = std::max<int64_t>(1, request->from_sequence());
+  // The loop persists a job's final state a moment before it appends the JOB_FINISHED
+  // event (two writes): a job seen finished without that event yet is waited on this long
+  // for it, then the stream ends (a job from before the event existed, or a client that
+  // resumed past it).
+  constexpr absl::Duration kFinishedEventGrace = absl::Seconds(5);
+  std::optional<absl::Time> finished_seen;
   while (!context->IsCancelled()) {
     absl::StatusOr<std::vector<v1::JobEvent>> events =
         storage_->ListEvents(request->job_id(), next, 500);
@@ -273,12 +283,18 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
       if (e.type() == v1::JOB_EVENT_JOB_FINISHED) return grpc::Status::OK;
     }
     if (!events->empty()) continue;
-    // Nothing new: a finished job whose final event was already sent ends the stream.
+    // Nothing new on a finished job: its JOB_FINISHED event may still be on its way
+    // (kFinishedEventGrace); past that, the stream ends.
     absl::StatusOr<StoredJob> now = storage_->GetJob(request->job_id());
     if (now.ok() && !IsUnfinishedJobState(now->job.state())) {
       absl::StatusOr<std::vector<v1::JobEvent>> tail =
           storage_->ListEvents(request->job_id(), next, 1);
-      if (tail.ok() && tail->empty()) return grpc::Status::OK;
+      if (!tail.ok() || !tail->empty()) continue;
+      if (!finished_seen) finished_seen = absl::Now();
+      const absl::Duration left = kFinishedEventGrace - (absl::Now() - *finished_seen);
+      if (left <= absl::ZeroDuration()) return grpc::Status::OK;
+      jobs_->WaitForEvent(request->job_id(), next - 1, std::min(left, absl::Seconds(1)),
+                          [context] { return context->IsCancelled(); });
       continue;
     }
     // Wakes within 100 ms of a cancellation (the client's, or the server's at shutdown).
