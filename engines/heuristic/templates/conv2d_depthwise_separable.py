@@ -81,8 +81,7 @@ def dwsep_kernel(x_ptr, wd_ptr, bd_ptr, wp_ptr, bp_ptr, y_ptr, CM, H, W, CO, OH,
              mask=p_mask[:, None] & co_mask[None, :])
 
 
-def _pair(h, w):
-    return (h, h if w < 0 else w)
+{{> pair_as_h}}
 
 
 class ModelNew(nn.Module):

@@ -88,14 +88,10 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, CG, H, W, CO, COG, OH, OW, M,
              mask=m_mask[:, None] & n_mask[None, :])
 
 
-def _arg(args, kwargs, index, name, default):
-    if name in kwargs:
-        return kwargs[name]
-    return args[index] if len(args) > index else default
+{{> ctor_arg}}
 
 
-def _pair(h, w):
-    return (h, h if w < 0 else w)
+{{> pair_as_h}}
 
 
 class ModelNew(nn.Module):

@@ -99,10 +99,7 @@ def conv3d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, CG, D, H, W, CO, COG, OD, OH, OW, 
              mask=m_mask[:, None] & n_mask[None, :])
 
 
-def _arg(args, kwargs, index, name, default):
-    if name in kwargs:
-        return kwargs[name]
-    return args[index] if len(args) > index else default
+{{> ctor_arg}}
 
 
 def _per_dim(dims, d, h, w):

@@ -146,10 +146,7 @@ def conv_transpose_nd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, CG, D, H, W, CO, COG,
              mask=(y_row >= 0)[:, None] & n_mask[None, :])
 
 
-def _arg(args, kwargs, index, name, default):
-    if name in kwargs:
-        return kwargs[name]
-    return args[index] if len(args) > index else default
+{{> ctor_arg}}
 
 
 def _per_dim(dims, d, h, w):

@@ -159,10 +159,7 @@ def _broadcast(a, b):
     return a, b, y, _coalesce(out_shape, a.stride(), b.stride())
 
 
-def _arg(args, kwargs, index, name, default):
-    if name in kwargs:
-        return kwargs[name]
-    return args[index] if len(args) > index else default
+{{> ctor_arg}}
 
 
 class ModelNew(nn.Module):

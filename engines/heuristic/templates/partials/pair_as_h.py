@@ -1,0 +1,2 @@
+def _pair(h, w):
+    return (h, h if w < 0 else w)
