@@ -496,7 +496,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             # atol is in units of the output's RMS where that exceeds 1: long reductions
             # (a 1M-term dot product) carry rounding error proportional to the partial
             # sums' magnitude, which per-element rtol does not cover near zero.
-            t_atol = atol * max(1.0, rms(ref_out))
+            t_atol = atol * max(1.0, job.rms_of(trial, ref_out))
             corr_atol_eff = max(corr_atol_eff, t_atol)
             with ph("gate: compare"):
                 c = compare(ref_out, got, t_atol, rtol)

@@ -92,8 +92,9 @@ class Server:
     def _warm_up(log):
         """Pays once, at start, for what every job's first measurement would otherwise
         pay under the GPU slot: the random number generators' and common kernels' lazy
-        loading, and torch.compile's own start (inductor's import and first compile;
-        each problem's graph still compiles in its job's baseline run)."""
+        loading, torch.compile's own start (inductor's import and first compile;
+        each problem's graph still compiles in its job's baseline run) and the gate's
+        comparison kernel (compare_fused.py)."""
         import torch
         t = time.monotonic()
         try:
@@ -101,9 +102,13 @@ class Server:
             torch.randint(0, 7, (1024,), device="cuda")
             torch.compile(lambda a: torch.relu(a) * 2 + 1, mode="default",
                           dynamic=False)(x)
+            from kagent_harness import compare_fused
+            for dtype in compare_fused.DTYPES:  # the gate's comparison kernel, compiled
+                compare_fused.float_stats(x.to(dtype), x.to(dtype), 1e-4, 1e-4)
             torch.cuda.synchronize()
             torch._dynamo.reset()
-            log.add(f"warmed up in {time.monotonic() - t:.1f} s (RNG, torch.compile)")
+            log.add(f"warmed up in {time.monotonic() - t:.1f} s (RNG, torch.compile, "
+                    "the comparison kernel)")
         except Exception as e:  # noqa: BLE001 - a warm-up only
             log.add(f"warm-up incomplete: {type(e).__name__}: {e}")
 

@@ -100,6 +100,7 @@ class Trial:
         self.alt_seed = alt_seed  # the variant's own seed (wide; timing's randn fallback)
         self.inputs = None        # kept device tensors, or None
         self.ref_out = None       # kept reference outputs, or None
+        self.ref_rms = None       # rms(ref_out) while ref_out is kept (JobTrials.rms_of)
         self.skipped = None       # wide: True once the reference is known not finite
         self.randn_instead = None  # timing: True once get_inputs is known constant
 
@@ -267,6 +268,17 @@ class JobTrials:
                 trial.ref_out = out
             return out
 
+    def rms_of(self, trial, out):
+        """rms(out) for the reference outputs `out` of `trial`: computed once while the
+        trial keeps them (every candidate's gate asks for it again), else each time."""
+        with self.lock:
+            if trial.ref_out is out and trial.ref_rms is not None:
+                return trial.ref_rms
+            value = rms(out)
+            if trial.ref_out is out:
+                trial.ref_rms = value
+            return value
+
     def timing_trial(self):
         return self.trials[-1]
 
@@ -376,7 +388,7 @@ class JobTrials:
             freed = self.kept_bytes
             for t in self.trials:
                 t.inputs = None
-                t.ref_out = None
+                t.ref_out = t.ref_rms = None
             self.kept_bytes = 0
             return freed
 
@@ -459,7 +471,7 @@ class TrialCache:
                 freed = other.kept_bytes
                 for t in other.trials:
                     t.inputs = None
-                    t.ref_out = None
+                    t.ref_out = t.ref_rms = None
                 other.kept_bytes = 0
                 self.used -= freed
                 self.log.add(f"trial cache: dropped {freed >> 20} MiB of job "

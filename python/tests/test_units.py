@@ -484,6 +484,59 @@ def test_compare_in_chunks_agrees_with_one_pass(monkeypatch):
     assert "non-finite reference" in results[0][4]["reason"]
 
 
+def test_fused_comparison_kernel_agrees_with_the_torch_path(monkeypatch):
+    # On the GPU, fp32/fp16/bf16 outputs are compared by one Triton kernel
+    # (compare_fused.py; here under Triton's interpreter): every statistic compare() reads
+    # must equal the torch path's, over NaN/Inf patterns, block edges and failing outputs,
+    # and compare() built on it gives the same verdicts and messages.
+    import math
+    import torch
+    from kagent_harness import compare as C
+    from kagent_harness import compare_fused as F
+    g = torch.Generator().manual_seed(5)
+
+    def pair(n, dtype, noise):
+        r = torch.randn(n, generator=g).to(dtype)
+        c = (r.float() + noise * torch.randn(n, generator=g)).to(dtype)
+        return r, c
+
+    cases = []
+    for n in (1, F.BLOCK - 1, F.BLOCK, 3 * F.BLOCK + 5):
+        for dtype in F.DTYPES:
+            cases.append(pair(n, dtype, 1e-6))
+    r, c = pair(2 * F.BLOCK + 9, torch.float32, 1e-3)       # fails: many over the bound
+    cases.append((r, c))
+    r, c = pair(F.BLOCK + 100, torch.float32, 0.0)
+    c[F.BLOCK + 3] = float("nan")                            # NaN where the reference is finite
+    c[7] = float("inf")
+    cases.append((r, c))
+    r, c = pair(F.BLOCK + 100, torch.float16, 0.0)
+    r[50], c[50] = float("nan"), float("nan")                # matched non-finite reference
+    r[F.BLOCK + 1], c[F.BLOCK + 1] = float("-inf"), 2.0      # unmatched one
+    cases.append((r, c))
+    r, c = pair(5000, torch.float32, 0.0)
+    c[4321] += 1.0                                           # one element off
+    cases.append((r.reshape(50, 100), c.reshape(50, 100)))
+    for r, c in cases:
+        want = C._float_stats_torch(r, c, 1e-4, 1e-4)
+        got = F.float_stats(r, c, 1e-4, 1e-4)
+        assert set(got) == set(want)
+        for key, w in want.items():
+            if isinstance(w, float):
+                assert math.isclose(got[key], w, rel_tol=1e-6, abs_tol=1e-12), (key, got, want)
+            else:
+                assert got[key] == w, (key, got, want)
+    # compare() through the fused path (as on the GPU) and through torch's agree.
+    monkeypatch.setattr(C, "_float_stats_torch", F.float_stats)
+    fused = [C.compare([r], [c], 1e-4, 1e-4) for r, c in cases]
+    monkeypatch.undo()
+    plain = [C.compare([r], [c], 1e-4, 1e-4) for r, c in cases]
+    assert [f["ok"] for f in fused] == [p["ok"] for p in plain]
+    assert [f["reason"] for f in fused] == [p["reason"] for p in plain]
+    assert [f["worst_index"] for f in fused] == [p["worst_index"] for p in plain]
+    assert [p["ok"] for p in plain[-4:]] == [False, False, False, False]
+
+
 def test_compile_dry_run_turns_triton_launches_into_compilations():
     # Inside the dry run a Triton launch only compiles (under the interpreter: does
     # nothing); once it is over, launches run again.
