@@ -82,6 +82,10 @@ class ScriptedServices : public LoopServices {
     return out;
   }
   std::atomic<int> generate_calls{0};
+  // Each fix also adds a line of code of its own (else a fix differs from its parent only
+  // in a comment, and the beam keeps one of such twins).
+  bool fixes_change_code = false;
+  std::atomic<int> generated{0};
   std::atomic<int> diagnose_calls{0};
   // Prescribe, PlanRound and Generate answer as a cut-off host would (UNAVAILABLE, then
   // DEADLINE_EXCEEDED, alternating) while this is above 0, counting it down.
@@ -310,8 +314,11 @@ class ScriptedServices : public LoopServices {
         continue;
       }
       g->mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
-      g->mutable_kernel()->set_source(absl::StrCat(r.parents().at(a.parent_kernel_id()).source(),
-                                                   "# fix:", a.prescription().pattern_id(), "\n"));
+      g->mutable_kernel()->set_source(absl::StrCat(
+          r.parents().at(a.parent_kernel_id()).source(),
+          fixes_change_code ? absl::StrCat("F_", generated++, " = 1\n")
+                            : "",
+          "# fix:", a.prescription().pattern_id(), "\n"));
       if (llm_origin) g->mutable_kernel()->set_origin("brain:llm");
       if (variants_for) {
         for (const auto& v : variants_for(g->kernel().source())) {
@@ -2050,6 +2057,45 @@ TEST_CASE("loop: a best kernel slower than the start in its final run leaves the
       }
       CHECK(logged);
     }
+  }
+}
+
+TEST_CASE("loop: the beam's final runs stop at the first kernel, fastest first, that passes") {
+  for (int failing : {0, 1}) {
+    INFO("final runs that fail first: " << failing);
+    Loop loop;
+    loop.services.fixes = ScriptedServices::ManyGoodFixes();
+    loop.services.fixes_change_code = true;
+    auto seen = std::make_shared<std::atomic<int>>(0);
+    for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+      g->final_fails = [seen, failing](const std::string&) { return (*seen)++ < failing; };
+    }
+    v1::Job job = loop.WaitDone(loop.Submit(1).id());
+    REQUIRE(job.state() == v1::JOB_STATE_DONE);
+    std::vector<std::string> finals;
+    for (const auto& r : loop.MeasureRequests()) {
+      if (absl::StrContains(r.task_id(), "/final/")) finals.push_back(r.kernel().source());
+    }
+    // The beam: the two fastest correct kernels of the round (the start among them).
+    std::vector<v1::Candidate> cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
+    std::vector<v1::Candidate> correct;
+    for (const auto& c : cands) {
+      if (c.measurement().verdict() == v1::VERDICT_CORRECT && !absl::StrContains(c.id(), "/")) {
+        correct.push_back(c);
+      }
+    }
+    std::sort(correct.begin(), correct.end(), [](const v1::Candidate& a, const v1::Candidate& b) {
+      return a.measurement().candidate().median_ms() < b.measurement().candidate().median_ms();
+    });
+    REQUIRE(correct.size() >= 3);
+    const v1::Candidate& first = correct[0];
+    const v1::Candidate& second = correct[1];
+    REQUIRE(first.kernel().source() != kStart);
+    REQUIRE(second.kernel().source() != kStart);
+    // The beam's fastest is run first; it passes, or, failing, the next one is run.
+    REQUIRE(finals.size() == static_cast<size_t>(1 + failing));
+    CHECK(finals[0] == first.kernel().source());
+    CHECK(job.result().best_candidate_id() == (failing ? second.id() : first.id()));
   }
 }
 

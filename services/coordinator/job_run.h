@@ -263,8 +263,9 @@ class JobRun {
   // Verifies the beam again, measures the best on the extra shapes, and stores DONE with
   // the result.
   Stop Finish(const std::string& stop_reason);
-  // Each beam kernel's final run (timed beside the start, eager and torch.compile): the
-  // fastest that passes goes to *best / *final_m. A stop when none passed.
+  // The beam's final runs, fastest first (each timed beside the start, eager and
+  // torch.compile) until one passes: that kernel and its run go to *best / *final_m. A
+  // stop when none passed.
   Stop VerifyBeam(const v1::Candidate& start, v1::Candidate* best, v1::Measurement* final_m);
 
   const JobRunDeps& deps_;

@@ -42,6 +42,8 @@ struct FakeGpu {
   // timed beside it is not scaled): a kernel that measured fast in its round and slower
   // than the start in its final run.
   double final_time_factor = 1.0;
+  // When set and true for a final run's task id, that run answers INCORRECT.
+  std::function<bool(const std::string& task_id)> final_fails;
   // What Profile answers with instead of profiling, when not OK (e.g. ncu's "no kernels
   // captured" as FAILED_PRECONDITION).
   absl::Status profile_error;
@@ -91,6 +93,10 @@ class FakeWorker : public GpuWorker {
     if (absl::StrContains(r.task_id(), "/final/")) {
       v1::TimingStats* t = out.mutable_measurement()->mutable_candidate();
       t->set_median_ms(t->median_ms() * gpu_->final_time_factor);
+      if (gpu_->final_fails && gpu_->final_fails(r.task_id())) {
+        out.mutable_measurement()->set_verdict(v1::VERDICT_INCORRECT);
+        out.mutable_measurement()->mutable_correctness()->set_reason("final run: wrong");
+      }
     }
     if (r.measure_baselines()) {
       out.mutable_measurement()->mutable_eager()->set_median_ms(2.0);
