@@ -69,7 +69,7 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
   CHECK((*j)["signature"] == false);
 }
 
-TEST_CASE("profile request: cupti_counters only when asked; the result's collection") {
+TEST_CASE("profile request: cupti_counters only when asked and the collection result parsed") {
   kagent::v1::ProfileRequest request;
   request.mutable_problem()->set_source("class Model: ...");
   request.mutable_kernel()->set_source("class ModelNew: ...");

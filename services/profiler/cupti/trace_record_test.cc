@@ -52,7 +52,7 @@ TEST_CASE("Names are escaped into valid JSON", "[cupti_record]") {
   CHECK(marker["ts_ns"] == 5);
 }
 
-TEST_CASE("Counters lines are valid JSON; non-finite values become null", "[cupti_record]") {
+TEST_CASE("Counters lines are valid JSON with non-finite values as null", "[cupti_record]") {
   CountersRecord record;
   record.range = 3;
   record.name = "0/\"k\"";
@@ -76,7 +76,7 @@ TEST_CASE("Counters lines are valid JSON; non-finite values become null", "[cupt
   CHECK(parsed["chip"] == "GH100");
 }
 
-TEST_CASE("Metric lists split on commas, trimmed, without empties or repeats", "[cupti_record]") {
+TEST_CASE("Metric lists split on commas and are trimmed without empties or repeats", "[cupti_record]") {
   CHECK(SplitMetricList(nullptr).empty());
   CHECK(SplitMetricList("").empty());
   CHECK(SplitMetricList(" a.sum, b.pct ,,a.sum,c ") ==
