@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,10 +126,34 @@ std::string InitializeHost(Collection* c) {
   return "";
 }
 
-// Adds the metrics one at a time, so a name the chip lacks (CUPTI refuses it) is listed
-// as missing instead of failing the whole set; then builds the config image.
+// The chip's base metric names (counters, ratios, throughputs): a metric "base.rollup"
+// exists only when its base is among them. Empty when CUPTI cannot list them.
+std::set<std::string> BaseMetrics(CUpti_Profiler_Host_Object* host) {
+  std::set<std::string> names;
+  for (CUpti_MetricType type :
+       {CUPTI_METRIC_TYPE_COUNTER, CUPTI_METRIC_TYPE_RATIO, CUPTI_METRIC_TYPE_THROUGHPUT}) {
+    CUpti_Profiler_Host_GetBaseMetrics_Params base = {
+        CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE};
+    base.pHostObject = host;
+    base.metricType = type;
+    if (cuptiProfilerHostGetBaseMetrics(&base) != CUPTI_SUCCESS) return {};
+    for (size_t i = 0; i < base.numMetrics; ++i) {
+      if (base.ppMetricNames[i] != nullptr) names.insert(base.ppMetricNames[i]);
+    }
+  }
+  return names;
+}
+
+// Adds the metrics one at a time, so a name the chip lacks is listed as missing instead
+// of failing the whole set: a name whose base the chip does not list is not even offered
+// to CUPTI, and one CUPTI refuses is left out too. Then builds the config image.
 std::string BuildConfig(Collection* c, const std::vector<std::string>& requested) {
+  const std::set<std::string> bases = BaseMetrics(c->host);
   for (const std::string& name : requested) {
+    if (!bases.empty() && !bases.contains(name.substr(0, name.find('.')))) {
+      c->missing.push_back(name);
+      continue;
+    }
     const char* one = name.c_str();
     CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
         CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
