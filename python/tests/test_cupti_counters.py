@@ -137,3 +137,40 @@ def test_profile_mode_reports_the_collection_and_logs_it():
     assert not missing["ok"] and "no counter passes" in missing["error"]
     text = "\n".join(sup.log.lines)
     assert "14 passes" in text and "begin: no context" in text
+
+
+def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forwards(
+        tmp_path, monkeypatch):
+    # The GPU calls of the command are no-ops here (no GPU); the order of the forwards,
+    # the passes and the markers is the child's own.
+    import torch
+    from kagent_harness import loader
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: events.append("sync"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    monkeypatch.setenv("KAGENT_CUPTI_OUT", str(tmp_path / "cupti.jsonl"))
+    monkeypatch.delenv("KAGENT_CUPTI_LIB", raising=False)
+    st = child._State()
+    st.device, st.inputs = "cuda", None
+    st.model = lambda *xs: events.append("forward")
+    st.launches = child._Launches(None)
+    st.cupti = child._Cupti()
+    st.cupti.mark = lambda name: events.append(name)
+    st.cupti.flush = lambda: None
+    lib = FakeCountersLib(passes=2)
+    st.cupti.counters_lib = lib
+    inputs = tmp_path / "inputs.pt"
+    torch.save([], inputs)
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 1, "iters": 1,
+                                    "counters": ["dram__bytes_read.sum"]}, torch, loader)
+    assert reply["counters"]["ok"] and reply["counters"]["passes"] == 2
+    assert events == ["forward", "sync", "forward", "sync", "forward", "sync",
+                      "profile_begin", "forward", "sync", "profile_end"]
+    assert lib.calls[-1] == ("end", str(tmp_path / "cupti.jsonl"))
+    # Without "counters": no passes, no field.
+    events.clear()
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 1, "iters": 1},
+                               torch, loader)
+    assert "counters" not in reply
+    assert events == ["forward", "sync", "profile_begin", "forward", "sync", "profile_end"]
