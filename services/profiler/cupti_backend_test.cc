@@ -208,35 +208,39 @@ TEST_CASE("Runs the harness with the tracer injected", "[cupti_backend]") {
   REQUIRE(from_result->kernels.size() == 1);
   CHECK(from_result->kernels[0].duration_ns() == 5);
 
-  // With counters: merged when the collection worked, else the trace alone, with why.
-  FakeRunner counted;
-  counted.cupti_trace = kTraceWithCounters;
-  counted.harness_result = R"({"ok":true,"cupti_counters":{"ok":true,"passes":12}})";
-  auto third = *ScopedTempDir::Create("kagent-cupti-test-");
-  ProfileRun third_run{third->path(), third->path() + "/request.json", absl::Seconds(30),
-                       nullptr};
-  absl::StatusOr<CuptiProfile> with_counters =
-      RunCuptiProfile(&counted, CuptiBackendOptions{library}, harness, third_run);
-  REQUIRE(with_counters.ok());
-  CHECK(with_counters->counter_passes == 12);
-  CHECK(with_counters->kernels.at(3).values().at("dram__bytes_read.sum") == 4096);
-  CHECK(CuptiAuditHeader(*with_counters)
+  CHECK(RunCuptiProfile(&runner, CuptiBackendOptions{"/nonexistent.so"}, harness, run)
+            .status()
+            .code() == absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("Counters are merged when collected and the trace stands alone when not",
+          "[cupti_backend]") {
+  const std::string library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
+  // One profile whose harness returned `result`, over kTraceWithCounters.
+  auto profile_with = [&library](const char* result) {
+    auto dir = *ScopedTempDir::Create("kagent-cupti-test-");
+    FakeRunner runner;
+    runner.cupti_trace = kTraceWithCounters;
+    runner.harness_result = result;
+    ProfileRun run{dir->path(), dir->path() + "/request.json", absl::Seconds(30), nullptr};
+    return RunCuptiProfile(&runner, CuptiBackendOptions{library}, {"python3", "", "0", {}, 0},
+                           run);
+  };
+  absl::StatusOr<CuptiProfile> counted =
+      profile_with(R"({"ok":true,"cupti_counters":{"ok":true,"passes":12}})");
+  REQUIRE(counted.ok());
+  CHECK(counted->counter_passes == 12);
+  CHECK(counted->kernels.at(3).values().at("dram__bytes_read.sum") == 4096);
+  CHECK(CuptiAuditHeader(*counted)
             .rfind("# backend cupti: counters via the range profiler (12 passes", 0) == 0);
-  counted.harness_result =
-      R"({"ok":true,"cupti_counters":{"ok":false,"passes":0,"error":"begin: no context"}})";
-  auto fourth = *ScopedTempDir::Create("kagent-cupti-test-");
-  ProfileRun fourth_run{fourth->path(), fourth->path() + "/request.json", absl::Seconds(30),
-                        nullptr};
-  absl::StatusOr<CuptiProfile> failed =
-      RunCuptiProfile(&counted, CuptiBackendOptions{library}, harness, fourth_run);
+  absl::StatusOr<CuptiProfile> failed = profile_with(
+      R"({"ok":true,"cupti_counters":{"ok":false,"passes":0,"error":"begin: no context"}})");
   REQUIRE(failed.ok());
   CHECK(failed->kernels.size() == 4);
   CHECK_FALSE(failed->kernels[0].values().contains("dram__bytes_read.sum"));
   CHECK(failed->counters_note == "counters not collected: begin: no context");
-
-  CHECK(RunCuptiProfile(&runner, CuptiBackendOptions{"/nonexistent.so"}, harness, run)
-            .status()
-            .code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(CuptiAuditHeader(*failed).rfind(
+            "# backend cupti: trace only (counters not collected: begin: no context)", 0) == 0);
 }
 
 }  // namespace
