@@ -329,7 +329,10 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int
   Api& api = kagent::cupti::State();
   std::lock_guard<std::mutex> lock(api.mutex);
   api.error.clear();
-  if (api.active != nullptr) return Finish(api, "a counter collection is already running", 0);
+  if (api.active != nullptr) {
+    api.error = "a counter collection is already running";  // and keeps running
+    return -1;
+  }
   const std::vector<std::string> requested = kagent::cupti::SplitMetricList(metrics_csv);
   if (requested.empty()) {
     api.error = "no metric names given";

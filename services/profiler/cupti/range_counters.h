@@ -17,7 +17,8 @@
 //       Decodes the passes, evaluates every range and appends one "counters" line per
 //       range and one "counters_meta" line (formats in trace_record.h) to `out_path`;
 //       turns the profiler off. 0, or -1. After an error anywhere, the collection is
-//       torn down and a new begin may follow.
+//       torn down and a new begin may follow (a begin while one runs is refused and
+//       leaves that one running).
 //   const char* kagent_cupti_counters_error(void)
 //       The last error's text ("" when none); valid until the next call of this API.
 //
