@@ -36,6 +36,7 @@ struct Collection {
   std::vector<std::string> metrics;       // the ones the chip has, in request order
   std::vector<const char*> metric_names;  // pointers into `metrics`
   std::vector<std::string> missing;
+  std::vector<uint8_t> availability;  // the context's counter availability image
   std::vector<uint8_t> config;
   std::vector<uint8_t> counter_data;
   int passes = 0;
@@ -62,6 +63,15 @@ std::string Failed(const char* what, CUptiResult result) {
   return std::string(what) + " failed: " + (text != nullptr ? text : "unknown CUPTI error");
 }
 
+void DropHostObject(Collection* c) {
+  if (c->host == nullptr) return;
+  CUpti_Profiler_Host_Deinitialize_Params p = {
+      CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+  p.pHostObject = c->host;
+  cuptiProfilerHostDeinitialize(&p);
+  c->host = nullptr;
+}
+
 // Turns off whatever `c` set up; errors here are ignored (nothing left to report to).
 void TearDown(Collection* c) {
   if (c->profiler != nullptr) {
@@ -69,17 +79,36 @@ void TearDown(Collection* c) {
     p.pRangeProfilerObject = c->profiler;
     cuptiRangeProfilerDisable(&p);
   }
-  if (c->host != nullptr) {
-    CUpti_Profiler_Host_Deinitialize_Params p = {
-        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-    p.pHostObject = c->host;
-    cuptiProfilerHostDeinitialize(&p);
-  }
+  DropHostObject(c);
   if (c->profiler_initialized) {
     CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
     cuptiProfilerDeInitialize(&p);
   }
   delete c;
+}
+
+// A fresh host object for the chip and its counter availability (replacing any).
+std::string NewHostObject(Collection* c) {
+  DropHostObject(c);
+  CUpti_Profiler_Host_Initialize_Params host = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  host.pChipName = c->chip.c_str();
+  host.pCounterAvailabilityImage = c->availability.data();
+  if (std::string e = Failed("cuptiProfilerHostInitialize", cuptiProfilerHostInitialize(&host));
+      !e.empty()) {
+    return e;
+  }
+  c->host = host.pHostObject;
+  return "";
+}
+
+bool AddMetrics(CUpti_Profiler_Host_Object* host, const char** names, size_t count) {
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  add.pHostObject = host;
+  add.ppMetricNames = names;
+  add.numMetrics = count;
+  return cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS;
 }
 
 // Fills the chip name and the host object (on the context's counter availability).
@@ -107,23 +136,14 @@ std::string InitializeHost(Collection* c) {
       !e.empty()) {
     return e;
   }
-  std::vector<uint8_t> image(availability.counterAvailabilityImageSize);
-  availability.pCounterAvailabilityImage = image.data();
+  c->availability.resize(availability.counterAvailabilityImageSize);
+  availability.pCounterAvailabilityImage = c->availability.data();
   if (std::string e = Failed("cuptiProfilerGetCounterAvailability",
                              cuptiProfilerGetCounterAvailability(&availability));
       !e.empty()) {
     return e;
   }
-  CUpti_Profiler_Host_Initialize_Params host = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  host.pChipName = c->chip.c_str();
-  host.pCounterAvailabilityImage = image.data();
-  if (std::string e = Failed("cuptiProfilerHostInitialize", cuptiProfilerHostInitialize(&host));
-      !e.empty()) {
-    return e;
-  }
-  c->host = host.pHostObject;
-  return "";
+  return NewHostObject(c);
 }
 
 // The chip's base metric names (counters, ratios, throughputs): a metric "base.rollup"
@@ -146,7 +166,9 @@ std::set<std::string> BaseMetrics(CUpti_Profiler_Host_Object* host) {
 
 // Adds the metrics one at a time, so a name the chip lacks is listed as missing instead
 // of failing the whole set: a name whose base the chip does not list is not even offered
-// to CUPTI, and one CUPTI refuses is left out too. Then builds the config image.
+// to CUPTI; one CUPTI refuses is left out too, and since a refused name leaves the host
+// object unusable (CUDA 13.0's host API: every later call fails), the object is then
+// made anew with the names accepted so far. Then builds the config image.
 std::string BuildConfig(Collection* c, const std::vector<std::string>& requested) {
   const std::set<std::string> bases = BaseMetrics(c->host);
   for (const std::string& name : requested) {
@@ -155,15 +177,16 @@ std::string BuildConfig(Collection* c, const std::vector<std::string>& requested
       continue;
     }
     const char* one = name.c_str();
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
-        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = c->host;
-    add.ppMetricNames = &one;
-    add.numMetrics = 1;
-    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) {
+    if (AddMetrics(c->host, &one, 1)) {
       c->metrics.push_back(name);
-    } else {
-      c->missing.push_back(name);
+      continue;
+    }
+    c->missing.push_back(name);
+    if (std::string e = NewHostObject(c); !e.empty()) return e;
+    std::vector<const char*> accepted;
+    for (const std::string& m : c->metrics) accepted.push_back(m.c_str());
+    if (!accepted.empty() && !AddMetrics(c->host, accepted.data(), accepted.size())) {
+      return "cuptiProfilerHostConfigAddMetrics failed again for the accepted metrics";
     }
   }
   if (c->metrics.empty()) return "the chip " + c->chip + " has none of the requested metrics";
