@@ -1,6 +1,6 @@
 // The Range Profiler collection behind range_counters.h. The call order is CUPTI's
-// (cupti_range_profiler.h, cupti_profiler_host.h): profiler and host initialization on
-// the chip's counter availability, the config image from the metrics, enable on the
+// (cupti_range_profiler.h, cupti_profiler_host.h): profiler initialization, the config
+// image from the metrics for the chip's counter availability (counter_config.h), enable on the
 // context, the counter data image, SetConfig (auto range, user replay), then per pass
 // Start / the caller's kernels / Stop, and at the end DecodeData and one
 // EvaluateToGpuValues per range.
@@ -15,10 +15,10 @@
 
 #include <cstdint>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "services/profiler/cupti/counter_config.h"
 #include "services/profiler/cupti/trace_record.h"
 
 #define KAGENT_CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
@@ -31,15 +31,9 @@ struct Collection {
   CUcontext context = nullptr;
   std::string chip;
   bool profiler_initialized = false;
-  CUpti_Profiler_Host_Object* host = nullptr;
+  CounterConfig config;
   CUpti_RangeProfiler_Object* profiler = nullptr;
-  std::vector<std::string> metrics;       // the ones the chip has, in request order
-  std::vector<const char*> metric_names;  // pointers into `metrics`
-  std::vector<std::string> missing;
-  std::vector<uint8_t> availability;  // the context's counter availability image
-  std::vector<uint8_t> config;
   std::vector<uint8_t> counter_data;
-  int passes = 0;
   bool in_pass = false;
   bool all_submitted = false;
 };
@@ -55,23 +49,6 @@ Api& State() {
   return *api;
 }
 
-// "what: CUPTI's text" for a failed call, else "".
-std::string Failed(const char* what, CUptiResult result) {
-  if (result == CUPTI_SUCCESS) return "";
-  const char* text = nullptr;
-  cuptiGetResultString(result, &text);
-  return std::string(what) + " failed: " + (text != nullptr ? text : "unknown CUPTI error");
-}
-
-void DropHostObject(Collection* c) {
-  if (c->host == nullptr) return;
-  CUpti_Profiler_Host_Deinitialize_Params p = {
-      CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-  p.pHostObject = c->host;
-  cuptiProfilerHostDeinitialize(&p);
-  c->host = nullptr;
-}
-
 // Turns off whatever `c` set up; errors here are ignored (nothing left to report to).
 void TearDown(Collection* c) {
   if (c->profiler != nullptr) {
@@ -79,42 +56,19 @@ void TearDown(Collection* c) {
     p.pRangeProfilerObject = c->profiler;
     cuptiRangeProfilerDisable(&p);
   }
-  DropHostObject(c);
-  if (c->profiler_initialized) {
+  const bool profiler_initialized = c->profiler_initialized;
+  delete c;  // its CounterConfig releases the host object
+  if (profiler_initialized) {
     CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
     cuptiProfilerDeInitialize(&p);
   }
-  delete c;
 }
 
-// A fresh host object for the chip and its counter availability (replacing any).
-std::string NewHostObject(Collection* c) {
-  DropHostObject(c);
-  CUpti_Profiler_Host_Initialize_Params host = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  host.pChipName = c->chip.c_str();
-  host.pCounterAvailabilityImage = c->availability.data();
-  if (std::string e = Failed("cuptiProfilerHostInitialize", cuptiProfilerHostInitialize(&host));
-      !e.empty()) {
-    return e;
-  }
-  c->host = host.pHostObject;
-  return "";
-}
-
-bool AddMetrics(CUpti_Profiler_Host_Object* host, const char** names, size_t count) {
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
-      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  add.pHostObject = host;
-  add.ppMetricNames = names;
-  add.numMetrics = count;
-  return cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS;
-}
-
-// Fills the chip name and the host object (on the context's counter availability).
-std::string InitializeHost(Collection* c) {
+// Initializes the profiler and builds the configuration for the context's chip and
+// counter availability.
+std::string Configure(Collection* c, const std::vector<std::string>& requested) {
   CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  if (std::string e = Failed("cuptiProfilerInitialize", cuptiProfilerInitialize(&init));
+  if (std::string e = CuptiFailure("cuptiProfilerInitialize", cuptiProfilerInitialize(&init));
       !e.empty()) {
     return e;
   }
@@ -123,7 +77,7 @@ std::string InitializeHost(Collection* c) {
   if (cuCtxGetDevice(&device) != CUDA_SUCCESS) return "cuCtxGetDevice failed";
   CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = static_cast<size_t>(device);
-  if (std::string e = Failed("cuptiDeviceGetChipName", cuptiDeviceGetChipName(&chip));
+  if (std::string e = CuptiFailure("cuptiDeviceGetChipName", cuptiDeviceGetChipName(&chip));
       !e.empty()) {
     return e;
   }
@@ -131,96 +85,19 @@ std::string InitializeHost(Collection* c) {
   CUpti_Profiler_GetCounterAvailability_Params availability = {
       CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   availability.ctx = c->context;
-  if (std::string e = Failed("cuptiProfilerGetCounterAvailability (size)",
+  if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability (size)",
                              cuptiProfilerGetCounterAvailability(&availability));
       !e.empty()) {
     return e;
   }
-  c->availability.resize(availability.counterAvailabilityImageSize);
-  availability.pCounterAvailabilityImage = c->availability.data();
-  if (std::string e = Failed("cuptiProfilerGetCounterAvailability",
+  std::vector<uint8_t> image(availability.counterAvailabilityImageSize);
+  availability.pCounterAvailabilityImage = image.data();
+  if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability",
                              cuptiProfilerGetCounterAvailability(&availability));
       !e.empty()) {
     return e;
   }
-  return NewHostObject(c);
-}
-
-// The chip's base metric names (counters, ratios, throughputs): a metric "base.rollup"
-// exists only when its base is among them. Empty when CUPTI cannot list them.
-std::set<std::string> BaseMetrics(CUpti_Profiler_Host_Object* host) {
-  std::set<std::string> names;
-  for (CUpti_MetricType type :
-       {CUPTI_METRIC_TYPE_COUNTER, CUPTI_METRIC_TYPE_RATIO, CUPTI_METRIC_TYPE_THROUGHPUT}) {
-    CUpti_Profiler_Host_GetBaseMetrics_Params base = {
-        CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE};
-    base.pHostObject = host;
-    base.metricType = type;
-    if (cuptiProfilerHostGetBaseMetrics(&base) != CUPTI_SUCCESS) return {};
-    for (size_t i = 0; i < base.numMetrics; ++i) {
-      if (base.ppMetricNames[i] != nullptr) names.insert(base.ppMetricNames[i]);
-    }
-  }
-  return names;
-}
-
-// Adds the metrics one at a time, so a name the chip lacks is listed as missing instead
-// of failing the whole set: a name whose base the chip does not list is not even offered
-// to CUPTI; one CUPTI refuses is left out too, and since a refused name leaves the host
-// object unusable (CUDA 13.0's host API: every later call fails), the object is then
-// made anew with the names accepted so far. Then builds the config image.
-std::string BuildConfig(Collection* c, const std::vector<std::string>& requested) {
-  const std::set<std::string> bases = BaseMetrics(c->host);
-  for (const std::string& name : requested) {
-    if (!bases.empty() && !bases.contains(name.substr(0, name.find('.')))) {
-      c->missing.push_back(name);
-      continue;
-    }
-    const char* one = name.c_str();
-    if (AddMetrics(c->host, &one, 1)) {
-      c->metrics.push_back(name);
-      continue;
-    }
-    c->missing.push_back(name);
-    if (std::string e = NewHostObject(c); !e.empty()) return e;
-    std::vector<const char*> accepted;
-    for (const std::string& m : c->metrics) accepted.push_back(m.c_str());
-    if (!accepted.empty() && !AddMetrics(c->host, accepted.data(), accepted.size())) {
-      return "cuptiProfilerHostConfigAddMetrics failed again for the accepted metrics";
-    }
-  }
-  if (c->metrics.empty()) return "the chip " + c->chip + " has none of the requested metrics";
-  for (const std::string& name : c->metrics) c->metric_names.push_back(name.c_str());
-  CUpti_Profiler_Host_GetConfigImageSize_Params size = {
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  size.pHostObject = c->host;
-  if (std::string e = Failed("cuptiProfilerHostGetConfigImageSize",
-                             cuptiProfilerHostGetConfigImageSize(&size));
-      !e.empty()) {
-    return e;
-  }
-  c->config.resize(size.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params image = {
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  image.pHostObject = c->host;
-  image.configImageSize = c->config.size();
-  image.pConfigImage = c->config.data();
-  if (std::string e = Failed("cuptiProfilerHostGetConfigImage",
-                             cuptiProfilerHostGetConfigImage(&image));
-      !e.empty()) {
-    return e;
-  }
-  CUpti_Profiler_Host_GetNumOfPasses_Params passes = {
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  passes.configImageSize = c->config.size();
-  passes.pConfigImage = c->config.data();
-  if (std::string e = Failed("cuptiProfilerHostGetNumOfPasses",
-                             cuptiProfilerHostGetNumOfPasses(&passes));
-      !e.empty()) {
-    return e;
-  }
-  c->passes = static_cast<int>(passes.numOfPasses);
-  return "";
+  return c->config.Build(c->chip, std::move(image), requested);
 }
 
 // Enables the range profiler on the context, sizes and initializes the counter data
@@ -228,7 +105,7 @@ std::string BuildConfig(Collection* c, const std::vector<std::string>& requested
 std::string EnableProfiler(Collection* c, int max_ranges) {
   CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   enable.ctx = c->context;
-  if (std::string e = Failed("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&enable));
+  if (std::string e = CuptiFailure("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&enable));
       !e.empty()) {
     return e;
   }
@@ -236,11 +113,11 @@ std::string EnableProfiler(Collection* c, int max_ranges) {
   CUpti_RangeProfiler_GetCounterDataSize_Params size = {
       CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
   size.pRangeProfilerObject = c->profiler;
-  size.pMetricNames = c->metric_names.data();
-  size.numMetrics = c->metric_names.size();
+  size.pMetricNames = const_cast<const char**>(c->config.metric_names().data());
+  size.numMetrics = c->config.metric_names().size();
   size.maxNumOfRanges = static_cast<size_t>(max_ranges);
   size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
-  if (std::string e = Failed("cuptiRangeProfilerGetCounterDataSize",
+  if (std::string e = CuptiFailure("cuptiRangeProfilerGetCounterDataSize",
                              cuptiRangeProfilerGetCounterDataSize(&size));
       !e.empty()) {
     return e;
@@ -251,7 +128,7 @@ std::string EnableProfiler(Collection* c, int max_ranges) {
   init.pRangeProfilerObject = c->profiler;
   init.counterDataSize = c->counter_data.size();
   init.pCounterData = c->counter_data.data();
-  if (std::string e = Failed("cuptiRangeProfilerCounterDataImageInitialize",
+  if (std::string e = CuptiFailure("cuptiRangeProfilerCounterDataImageInitialize",
                              cuptiRangeProfilerCounterDataImageInitialize(&init));
       !e.empty()) {
     return e;
@@ -259,8 +136,8 @@ std::string EnableProfiler(Collection* c, int max_ranges) {
   CUpti_RangeProfiler_SetConfig_Params config = {
       CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
   config.pRangeProfilerObject = c->profiler;
-  config.configSize = c->config.size();
-  config.pConfig = c->config.data();
+  config.configSize = c->config.image().size();
+  config.pConfig = c->config.image().data();
   config.counterDataImageSize = c->counter_data.size();
   config.pCounterDataImage = c->counter_data.data();
   config.range = CUPTI_AutoRange;
@@ -270,7 +147,7 @@ std::string EnableProfiler(Collection* c, int max_ranges) {
   config.minNestingLevel = 1;
   config.passIndex = 0;
   config.targetNestingLevel = 1;
-  return Failed("cuptiRangeProfilerSetConfig", cuptiRangeProfilerSetConfig(&config));
+  return CuptiFailure("cuptiRangeProfilerSetConfig", cuptiRangeProfilerSetConfig(&config));
 }
 
 // Decodes the passes and writes one line per range plus the meta line to `out_path`.
@@ -278,7 +155,7 @@ std::string DecodeAndWrite(Collection* c, const char* out_path) {
   CUpti_RangeProfiler_DecodeData_Params decode = {
       CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = c->profiler;
-  if (std::string e = Failed("cuptiRangeProfilerDecodeData", cuptiRangeProfilerDecodeData(&decode));
+  if (std::string e = CuptiFailure("cuptiRangeProfilerDecodeData", cuptiRangeProfilerDecodeData(&decode));
       !e.empty()) {
     return e;
   }
@@ -286,13 +163,14 @@ std::string DecodeAndWrite(Collection* c, const char* out_path) {
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
   info.pCounterDataImage = c->counter_data.data();
   info.counterDataImageSize = c->counter_data.size();
-  if (std::string e = Failed("cuptiRangeProfilerGetCounterDataInfo",
+  if (std::string e = CuptiFailure("cuptiRangeProfilerGetCounterDataInfo",
                              cuptiRangeProfilerGetCounterDataInfo(&info));
       !e.empty()) {
     return e;
   }
   std::string lines;
-  std::vector<double> values(c->metric_names.size());
+  const CounterConfig& cfg = c->config;
+  std::vector<double> values(cfg.metric_names().size());
   for (size_t range = 0; range < info.numTotalRanges; ++range) {
     CountersRecord record;
     record.range = range;
@@ -307,25 +185,25 @@ std::string DecodeAndWrite(Collection* c, const char* out_path) {
     }
     CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    eval.pHostObject = c->host;
+    eval.pHostObject = cfg.host();
     eval.pCounterDataImage = c->counter_data.data();
     eval.counterDataImageSize = c->counter_data.size();
     eval.rangeIndex = range;
-    eval.ppMetricNames = c->metric_names.data();
-    eval.numMetrics = c->metric_names.size();
+    eval.ppMetricNames = const_cast<const char**>(cfg.metric_names().data());
+    eval.numMetrics = cfg.metric_names().size();
     eval.pMetricValues = values.data();
-    if (std::string e = Failed("cuptiProfilerHostEvaluateToGpuValues",
+    if (std::string e = CuptiFailure("cuptiProfilerHostEvaluateToGpuValues",
                                cuptiProfilerHostEvaluateToGpuValues(&eval));
         !e.empty()) {
       return e + " (range " + std::to_string(range) + ")";
     }
-    for (size_t i = 0; i < c->metrics.size(); ++i) {
-      record.values.emplace_back(c->metrics[i], values[i]);
+    for (size_t i = 0; i < cfg.metrics().size(); ++i) {
+      record.values.emplace_back(cfg.metrics()[i], values[i]);
     }
     lines += FormatCountersRecord(record);
   }
   lines += FormatCountersMeta(
-      {c->passes, info.numTotalRanges, decode.numOfRangeDropped, c->missing, c->chip});
+      {cfg.passes(), info.numTotalRanges, decode.numOfRangeDropped, cfg.missing(), c->chip});
   TraceWriter writer(out_path);
   if (!writer.Write(lines)) return std::string("cannot write ") + out_path;
   return "";
@@ -345,7 +223,7 @@ int Finish(Api& api, const std::string& error, int ok_value) {
 
 using kagent::cupti::Api;
 using kagent::cupti::Collection;
-using kagent::cupti::Failed;
+using kagent::cupti::CuptiFailure;
 using kagent::cupti::Finish;
 
 KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges) {
@@ -369,10 +247,9 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int
   if (cuCtxGetCurrent(&api.active->context) != CUDA_SUCCESS || api.active->context == nullptr) {
     return Finish(api, "no current CUDA context on this thread", 0);
   }
-  std::string error = kagent::cupti::InitializeHost(api.active);
-  if (error.empty()) error = kagent::cupti::BuildConfig(api.active, requested);
+  std::string error = kagent::cupti::Configure(api.active, requested);
   if (error.empty()) error = kagent::cupti::EnableProfiler(api.active, max_ranges);
-  return Finish(api, error, api.active->passes);
+  return Finish(api, error, error.empty() ? api.active->config.passes() : 0);
 }
 
 KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_begin(void) {
@@ -385,7 +262,7 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_begin(void) {
   if (c->all_submitted) return Finish(api, "every pass was already submitted", 0);
   CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
   start.pRangeProfilerObject = c->profiler;
-  const std::string error = Failed("cuptiRangeProfilerStart", cuptiRangeProfilerStart(&start));
+  const std::string error = CuptiFailure("cuptiRangeProfilerStart", cuptiRangeProfilerStart(&start));
   c->in_pass = error.empty();
   return Finish(api, error, 0);
 }
@@ -398,7 +275,7 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_end(void) {
   if (c == nullptr || !c->in_pass) return Finish(api, "pass_end without pass_begin", 0);
   CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = c->profiler;
-  const std::string error = Failed("cuptiRangeProfilerStop", cuptiRangeProfilerStop(&stop));
+  const std::string error = CuptiFailure("cuptiRangeProfilerStop", cuptiRangeProfilerStop(&stop));
   c->in_pass = false;
   c->all_submitted = error.empty() && stop.isAllPassSubmitted != 0;
   return Finish(api, error, c->all_submitted ? 1 : 0);
