@@ -353,6 +353,7 @@ std::string BuildHarnessProfileRequest(const kagent::v1::ProfileRequest& request
   if (!params.cuda_visible_devices.empty()) {
     json["cuda_visible_devices"] = params.cuda_visible_devices;
   }
+  if (!params.cupti_counters.empty()) json["cupti_counters"] = params.cupti_counters;
   if (!request.task_id().empty()) json["task_id"] = request.task_id();
   if (!request.job_id().empty()) json["job_id"] = request.job_id();
   // A signature the caller already has is not recorded again (the profiler uses the
@@ -385,6 +386,16 @@ absl::StatusOr<HarnessProfileResult> ParseHarnessProfileResult(absl::string_view
   if (auto it = json.find("cupti_records"); it != json.end() && it->is_array()) {
     for (const auto& record : *it) {
       if (record.is_object()) result.cupti_trace_jsonl += record.dump() + "\n";
+    }
+  }
+  if (auto it = json.find("cupti_counters"); it != json.end() && it->is_object()) {
+    result.cupti_counters_ran = true;
+    result.cupti_counters_ok = it->value("ok", false);
+    if (auto passes = it->find("passes"); passes != it->end() && passes->is_number_integer()) {
+      result.cupti_counter_passes = passes->get<int>();
+    }
+    if (auto error = it->find("error"); error != it->end() && error->is_string()) {
+      result.cupti_counters_error = error->get<std::string>();
     }
   }
   if (auto it = json.find("op_signature"); it != json.end() && it->is_object()) {

@@ -113,6 +113,10 @@ struct HarnessProfileParams {
   // empty mode: neither is sent.
   std::string sandbox;
   std::vector<std::string> sandbox_hide;
+  // The CUPTI backend's hardware counters ("cupti_counters": metric names the candidate's
+  // process collects with the range profiler after its warm-up); empty: not sent, no
+  // counters.
+  std::vector<std::string> cupti_counters;
 };
 
 // {"mode":"profile","problem_source":...,"kernel_source":...,"language":...,...}
@@ -129,6 +133,12 @@ struct HarnessProfileResult {
   // The CUPTI tracer's records the harness returns ("cupti_records": the trace's JSON
   // objects, kernels and markers), re-serialized one per line; empty when absent.
   std::string cupti_trace_jsonl;
+  // The counter collection ("cupti_counters": {"ok":..,"passes":..,"error":..}); absent
+  // when none was asked for. A failed one leaves the trace usable.
+  bool cupti_counters_ran = false;
+  bool cupti_counters_ok = false;
+  int cupti_counter_passes = 0;
+  std::string cupti_counters_error;
   bool has_op_signature = false;
   kagent::v1::OpSignature op_signature;
   std::map<std::string, double> phases_ms;  // "phases_ms": where the run's wall time went

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "kagent/v1/profiler_service.pb.h"
+#include "nlohmann/json.hpp"
+
 namespace kagent {
 namespace {
 
@@ -64,6 +67,34 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
   REQUIRE(j->contains("signature"));
   CHECK((*j)["signature"].is_boolean());
   CHECK((*j)["signature"] == false);
+}
+
+TEST_CASE("profile request: cupti_counters only when asked and the collection result parsed") {
+  kagent::v1::ProfileRequest request;
+  request.mutable_problem()->set_source("class Model: ...");
+  request.mutable_kernel()->set_source("class ModelNew: ...");
+  HarnessProfileParams params;
+  nlohmann::json plain = nlohmann::json::parse(BuildHarnessProfileRequest(request, params));
+  CHECK_FALSE(plain.contains("cupti_counters"));
+  params.cupti_counters = {"dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"};
+  nlohmann::json asked = nlohmann::json::parse(BuildHarnessProfileRequest(request, params));
+  CHECK(asked["cupti_counters"] ==
+        nlohmann::json::array({"dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"}));
+
+  absl::StatusOr<HarnessProfileResult> none = ParseHarnessProfileResult(R"({"ok":true})");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->cupti_counters_ran);
+  absl::StatusOr<HarnessProfileResult> failed = ParseHarnessProfileResult(
+      R"({"ok":true,"cupti_counters":{"ok":false,"passes":0,"error":"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}})");
+  REQUIRE(failed.ok());
+  CHECK(failed->cupti_counters_ran);
+  CHECK_FALSE(failed->cupti_counters_ok);
+  CHECK(failed->cupti_counters_error == "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  absl::StatusOr<HarnessProfileResult> ran =
+      ParseHarnessProfileResult(R"({"ok":true,"cupti_counters":{"ok":true,"passes":14}})");
+  REQUIRE(ran.ok());
+  CHECK(ran->cupti_counters_ok);
+  CHECK(ran->cupti_counter_passes == 14);
 }
 
 }  // namespace

@@ -138,6 +138,14 @@ class _Cupti:
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"kagent child: CUPTI library not usable: {e}\n")
                 self.lib = None
+        self.counters_lib = None
+        if self.lib is not None:
+            from kagent_harness import cupti_counters
+            try:
+                cupti_counters.declare(self.lib)
+                self.counters_lib = self.lib
+            except AttributeError as e:
+                sys.stderr.write(f"kagent child: CUPTI library has no counters: {e}\n")
 
     def mark(self, name):
         if self.lib is not None:
@@ -146,6 +154,13 @@ class _Cupti:
     def flush(self):
         if self.lib is not None:
             self.lib.kagent_cupti_flush()
+
+    def counters(self, metrics, forward, synchronize):
+        """The range profiler's passes over `forward` (cupti_counters.collect), written to
+        the tracer's file; the collection's result, a failure included."""
+        from kagent_harness import cupti_counters
+        return cupti_counters.collect(self.counters_lib, metrics, forward, synchronize,
+                                      os.environ.get("KAGENT_CUPTI_OUT", ""))
 
 
 class _State:
@@ -612,6 +627,13 @@ def _cmd_profile(st, msg, torch, loader):
     cuda = st.device == "cuda"
     if cuda:
         torch.cuda.synchronize()
+    counters = None
+    if msg.get("counters"):
+        # The CUPTI backend's hardware counters: one forward per pass, before the traced
+        # window (the trace's kernels stay those of the profiled forwards below).
+        counters = (st.cupti.counters(list(msg["counters"]), lambda: st.model(*st.inputs),
+                                      torch.cuda.synchronize) if cuda else
+                    {"ok": False, "passes": 0, "error": "hardware counters need a GPU"})
     iters = int(msg.get("iters", 3))
     # Both the ncu backend (NVTX range) and the CUPTI backend (profile_begin/profile_end
     # markers) select exactly the kernels of these forwards.
@@ -625,8 +647,11 @@ def _cmd_profile(st, msg, torch, loader):
             torch.cuda.synchronize()
     st.cupti.mark("profile_end")
     st.cupti.flush()
-    return {"ok": True, "iters": iters, "own_launches": st.launches.own,
-            "launch_names": sorted(st.launches.names)}
+    reply = {"ok": True, "iters": iters, "own_launches": st.launches.own,
+             "launch_names": sorted(st.launches.names)}
+    if counters is not None:
+        reply["counters"] = counters
+    return reply
 
 
 if __name__ == "__main__":

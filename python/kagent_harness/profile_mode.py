@@ -61,11 +61,14 @@ class ProfileMixin:
                 in_field = self.inputs_field(inputs, "profile")
             # The warm-up and profiled forwards, the profiler's replays included.
             with self.phases("profile: forwards"):
-                reply = self.child.request({"cmd": "profile", **in_field,
-                                            "iters": req.profile_iters, "range": NVTX_RANGE,
-                                            "warmup_iters": req.profile_warmup_iters},
-                                           phase="profile")
+                cmd = {"cmd": "profile", **in_field, "iters": req.profile_iters,
+                       "range": NVTX_RANGE, "warmup_iters": req.profile_warmup_iters}
+                if req.cupti_counters:
+                    cmd["counters"] = req.cupti_counters
+                reply = self.child.request(cmd, phase="profile")
             self.release_inputs(in_field)
+            if req.cupti_counters:
+                res["cupti_counters"] = self.counters_result(reply.get("counters"))
             res["kernels_launched"] = [str(n) for n in reply.get("launch_names") or []][:100]
             res["ok"] = True
         except ChildFailure as f:
@@ -83,3 +86,16 @@ class ProfileMixin:
         res["phases_ms"] = r["harness"]["phases_ms"]
         res["log"] = r["log"]
         return res
+
+    def counters_result(self, counters):
+        """The child's counter collection as the result's "cupti_counters" (ok, passes,
+        error, ms), logged; a failed one is reported, never fatal: the trace stands."""
+        if not isinstance(counters, dict):
+            counters = {"ok": False, "passes": 0, "error": "the child ran no counter passes"}
+        out = {"ok": bool(counters.get("ok")), "passes": int(counters.get("passes") or 0),
+               "error": str(counters.get("error") or ""), "ms": counters.get("ms")}
+        if out["ok"]:
+            self.log.add(f"CUPTI counters: {out['passes']} passes in {out['ms']} ms")
+        else:
+            self.log.add(f"CUPTI counters not collected: {out['error']}")
+        return out

@@ -117,6 +117,15 @@ class Request:
         self.profile_iters = _get(raw, "profile_iters", int, 3)
         self.profile_warmup_iters = _get(raw, "profile_warmup_iters", int, 3)
         self.measure_ceilings = _get(raw, "measure_ceilings", bool, False)
+        # Profile mode under the CUPTI backend: the metric names the candidate's process
+        # collects with the range profiler after its warm-up (child.py); empty: none.
+        counters = raw.get("cupti_counters", [])
+        if counters is None:
+            counters = []
+        if not isinstance(counters, list) or not all(
+                isinstance(c, str) and c and "," not in c for c in counters):
+            raise RequestError("cupti_counters must be a list of metric names (no commas)")
+        self.cupti_counters = list(counters)
         self.do_bench_check = _get(raw, "do_bench_check", bool, False)
         # None: the default, on when the harness runs as root (the candidate runs as
         # nobody, or $KAGENT_CHILD_USER).

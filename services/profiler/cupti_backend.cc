@@ -6,7 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/harness/protocol.h"
 #include "common/logging.h"
@@ -42,6 +44,7 @@ struct Window {
 
 CuptiTrace ParseCuptiTrace(absl::string_view text) {
   CuptiTrace trace;
+  std::vector<CuptiTrace::Counters> pending;  // counters lines not yet closed by a meta line
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     nlohmann::json json = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
     if (json.is_discarded() || !json.is_object()) {
@@ -59,9 +62,38 @@ CuptiTrace ParseCuptiTrace(absl::string_view text) {
       kernel.correlation = json.value("correlation", int64_t{0});
       if (auto it = json.find("grid"); it != json.end()) kernel.grid = Dim3(*it);
       if (auto it = json.find("block"); it != json.end()) kernel.block = Dim3(*it);
+      kernel.registers = json.value("registers", int64_t{-1});
+      kernel.static_smem = json.value("static_smem", int64_t{-1});
+      kernel.dynamic_smem = json.value("dynamic_smem", int64_t{-1});
       trace.kernels.push_back(std::move(kernel));
     } else if (type == "marker") {
       trace.markers.push_back({json.value("name", std::string()), json.value("ts_ns", uint64_t{0})});
+    } else if (type == "counters") {
+      CuptiTrace::Counters counters;
+      counters.range = json.value("range", int64_t{0});
+      counters.name = json.value("name", std::string());
+      if (auto it = json.find("values"); it != json.end() && it->is_object()) {
+        for (const auto& [name, value] : it->items()) {
+          if (value.is_number()) counters.values[name] = value.get<double>();
+        }
+      }
+      pending.push_back(std::move(counters));
+    } else if (type == "counters_meta") {
+      CuptiTrace::CountersMeta meta;
+      meta.passes = json.value("passes", 0);
+      meta.ranges = json.value("ranges", int64_t{0});
+      meta.dropped = json.value("dropped", int64_t{0});
+      meta.chip = json.value("chip", std::string());
+      if (auto it = json.find("missing"); it != json.end() && it->is_array()) {
+        for (const auto& name : *it) {
+          if (name.is_string()) meta.missing.push_back(name.get<std::string>());
+        }
+      }
+      trace.counters_meta = std::move(meta);
+      trace.counters = std::move(pending);
+      pending.clear();
+      std::stable_sort(trace.counters.begin(), trace.counters.end(),
+                       [](const auto& a, const auto& b) { return a.range < b.range; });
     } else {
       ++trace.malformed_lines;
     }
@@ -121,19 +153,77 @@ absl::StatusOr<std::vector<kagent::v1::KernelMetrics>> CuptiKernelsInWindows(
     if (!kernel->block.empty()) {
       values[metric::kBlockSize] = static_cast<double>(Product(kernel->block));
     }
+    if (kernel->registers >= 0) {
+      values[metric::kRegistersPerThread] = static_cast<double>(kernel->registers);
+    }
+    if (kernel->static_smem >= 0) {
+      values[metric::kSharedMemStatic] = static_cast<double>(kernel->static_smem);
+    }
+    if (kernel->dynamic_smem >= 0) {
+      values[metric::kSharedMemDynamic] = static_cast<double>(kernel->dynamic_smem);
+    }
     kernels.push_back(std::move(metrics));
   }
   return kernels;
 }
 
-std::vector<std::string> CuptiMissingMetrics(int cc) {
-  std::vector<std::string> missing;
-  for (const std::string& name : NcuMetricsForArch(cc)) {
-    if (name != metric::kDuration && name != metric::kGridSize && name != metric::kBlockSize) {
-      missing.push_back(name);
+absl::Status MergeCuptiCounters(const CuptiTrace& trace,
+                                std::vector<kagent::v1::KernelMetrics>* kernels) {
+  if (!trace.counters_meta.has_value()) {
+    return absl::FailedPreconditionError("the trace has no counters_meta line");
+  }
+  const size_t ranges = trace.counters.size();
+  if (trace.counters_meta->dropped > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the range profiler dropped ", trace.counters_meta->dropped,
+        " ranges (more kernels per forward than it was sized for)"));
+  }
+  if (ranges == 0) {
+    return absl::FailedPreconditionError("the range profiler recorded no ranges");
+  }
+  if (kernels->size() % ranges != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the range profiler saw ", ranges, " kernels per pass (one forward) but the profiled "
+        "forwards launched ", kernels->size(), ", not a multiple: the forward does not "
+        "launch the same kernels every time"));
+  }
+  for (size_t k = 0; k < kernels->size(); ++k) {
+    auto& values = *(*kernels)[k].mutable_values();
+    for (const auto& [name, value] : trace.counters[k % ranges].values) {
+      values.insert({name, value});  // the trace's own values stay
     }
   }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> CuptiCounterMetrics(int cc) {
+  std::vector<std::string> names;
+  for (const std::string& name : NcuMetricsForArch(cc)) {
+    if (absl::StartsWith(name, "launch__") || name == metric::kDuration) continue;
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> CuptiMissingMetrics(int cc,
+                                             const std::vector<kagent::v1::KernelMetrics>& kernels) {
+  std::vector<std::string> missing;
+  for (const std::string& name : NcuMetricsForArch(cc)) {
+    bool present = false;
+    for (const auto& kernel : kernels) present = present || kernel.values().contains(name);
+    if (!present) missing.push_back(name);
+  }
   return missing;
+}
+
+std::string CuptiAuditHeader(const CuptiProfile& profile) {
+  std::string how =
+      profile.counter_passes > 0
+          ? absl::StrCat("counters via the range profiler (", profile.counter_passes,
+                         " passes, user replay in the candidate's process)")
+          : absl::StrCat("trace only (", profile.counters_note, ")");
+  return absl::StrCat("# backend cupti: ", how,
+                      "; missing: ", absl::StrJoin(profile.missing_metrics, ","), "\n");
 }
 
 absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
@@ -185,6 +275,21 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
     return absl::FailedPreconditionError(
         "no kernels captured: the candidate launched no GPU kernel inside the profiled range");
   }
+  // The counters are extra: without them the trace's figures still make a profile.
+  const HarnessProfileResult& h = profile.harness;
+  if (!h.cupti_counters_ran) {
+    profile.counters_note = "no counters asked for";
+  } else if (!h.cupti_counters_ok) {
+    profile.counters_note = absl::StrCat("counters not collected: ", h.cupti_counters_error);
+  } else if (absl::Status merged = MergeCuptiCounters(trace, &profile.kernels); !merged.ok()) {
+    profile.counters_note = absl::StrCat("counters left out: ", merged.message());
+  } else {
+    profile.counter_passes = std::max(1, h.cupti_counter_passes);
+  }
+  if (!profile.counters_note.empty() && h.cupti_counters_ran) {
+    KLOG(WARNING) << "CUPTI backend: " << profile.counters_note;
+  }
+  profile.missing_metrics = CuptiMissingMetrics(options.compute_capability, profile.kernels);
   profile.raw_trace = std::move(*trace_text);
   return profile;
 }

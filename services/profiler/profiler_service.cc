@@ -175,6 +175,8 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   params.network_isolation = !use_ncu;  // ncu reaches its target over loopback TCP
   params.sandbox = options_.sandbox;
   params.sandbox_hide = options_.sandbox_hide;
+  // The CUPTI backend collects the hardware counters in the candidate's process.
+  if (!use_ncu) params.cupti_counters = CuptiCounterMetrics(cc);
   const std::string request_path = dir->path() + "/request.json";
   KAGENT_RETURN_IF_ERROR(WriteFileAtomically(request_path, BuildHarnessProfileRequest(request, params)));
 
@@ -200,19 +202,17 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     }
     response.mutable_metrics()->set_raw_csv(std::move(profile.raw_csv));
   } else {
-    CuptiBackendOptions cupti{options_.cupti_library};
+    CuptiBackendOptions cupti{options_.cupti_library, cc};
     KAGENT_ASSIGN_OR_RETURN(CuptiProfile profile, RunCuptiProfile(runner_, cupti, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
     response.mutable_phases_ms()->insert(profile.harness.phases_ms.begin(),
                                          profile.harness.phases_ms.end());
+    std::string audit = CuptiAuditHeader(profile) + profile.raw_trace;
     KAGENT_ASSIGN_OR_RETURN(*response.mutable_metrics(),
                             BuildHardwareMetrics(std::move(profile.kernels), "cupti", signature,
                                                  spec.has_value() ? &*spec : nullptr));
-    // The audit field says what this backend could not measure, then holds the trace.
-    std::string audit = absl::StrCat("# backend cupti: collected gpu__time_duration.sum, ",
-                                     "launch__grid_size, launch__block_size; missing: ",
-                                     absl::StrJoin(CuptiMissingMetrics(cc), ","), "\n",
-                                     profile.raw_trace);
+    // The audit field says how the counters came (or why not) and what is missing, then
+    // holds the trace.
     if (audit.size() > options_.max_raw_csv_bytes) audit.resize(options_.max_raw_csv_bytes);
     response.mutable_metrics()->set_raw_csv(std::move(audit));
   }

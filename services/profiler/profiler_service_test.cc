@@ -9,6 +9,7 @@
 
 #include "nlohmann/json.hpp"
 #include "common/harness/sandbox_flags.h"
+#include "services/profiler/cupti_backend.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {
@@ -213,6 +214,7 @@ TEST_CASE("The profile request carries the sandbox mode and hidden paths", "[pro
   CHECK(harness["sandbox"] == "best-effort");
   CHECK(harness["sandbox_hide"] ==
         nlohmann::json::array({"/etc/kagent/tokens", "/var/lib/kagent/kagent.db"}));
+  CHECK_FALSE(harness.contains("cupti_counters"));  // ncu measures the counters itself
   // No mode: neither field.
   ProfilerServiceImpl plain(TestOptions(), nullptr, &runner);
   REQUIRE(plain.RunProfile(ValidRequest(), nullptr).ok());
@@ -291,6 +293,31 @@ TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_servic
   CHECK(response->metrics().raw_csv().rfind("# backend cupti:", 0) == 0);
   CHECK(response->metrics().raw_csv().find("missing: ") != std::string::npos);
   CHECK(response->metrics().raw_csv().find("dram__bytes_read.sum") != std::string::npos);
+  // The CUPTI backend asks the harness for the counters; ncu does not.
+  nlohmann::json sent = nlohmann::json::parse(runner.harness_requests().back());
+  REQUIRE(sent.contains("cupti_counters"));
+  CHECK(sent["cupti_counters"].size() == CuptiCounterMetrics(90).size());
+  CHECK(sent["cupti_counters"][0] == CuptiCounterMetrics(90)[0]);
+
+  // Counters in the trace: the SOL figures come out of the same metrics as under ncu.
+  // (A hand-written trace, not a recorded one.)
+  runner.cupti_trace +=
+      R"({"type":"counters","range":0,"name":"k","values":{"sm__throughput.avg.pct_of_peak_sustained_elapsed":61.5,"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed":23.0,"dram__bytes_read.sum":2048}})"
+      "\n"
+      R"({"type":"counters_meta","passes":9,"ranges":1,"dropped":0,"missing":[],"chip":"GH100"})"
+      "\n";
+  runner.harness_result = R"({"ok":true,"cupti_counters":{"ok":true,"passes":9}})";
+  absl::StatusOr<kagent::v1::ProfileResponse> counted =
+      service.RunProfile(ValidRequest(), nullptr);
+  REQUIRE(counted.ok());
+  CHECK(counted->metrics().compute_sol_pct() == 61.5);
+  CHECK(counted->metrics().memory_sol_pct() == 23.0);
+  CHECK(counted->metrics().raw_csv().rfind(
+            "# backend cupti: counters via the range profiler (9 passes", 0) == 0);
+  const std::string header =
+      counted->metrics().raw_csv().substr(0, counted->metrics().raw_csv().find('\n'));
+  CHECK(header.find("dram__bytes_read.sum") == std::string::npos);
+  CHECK(header.find("dram__bytes_write.sum") != std::string::npos);
 }
 
 TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service]") {

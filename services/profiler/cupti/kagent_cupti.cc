@@ -89,6 +89,9 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* bu
     out.block[1] = kernel->blockY;
     out.block[2] = kernel->blockZ;
     out.correlation = kernel->correlationId;
+    out.registers = kernel->registersPerThread;
+    out.static_smem = kernel->staticSharedMemory;
+    out.dynamic_smem = kernel->dynamicSharedMemory;
     lines += kagent::cupti::FormatKernelRecord(out);
   }
   size_t dropped = 0;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,6 +47,9 @@ std::string FormatKernelRecord(const KernelRecord& r) {
   line += ",\"block\":[" + std::to_string(r.block[0]) + "," + std::to_string(r.block[1]) +
           "," + std::to_string(r.block[2]) + "]";
   line += ",\"correlation\":" + std::to_string(r.correlation);
+  line += ",\"registers\":" + std::to_string(r.registers);
+  line += ",\"static_smem\":" + std::to_string(r.static_smem);
+  line += ",\"dynamic_smem\":" + std::to_string(r.dynamic_smem);
   line += "}\n";
   return line;
 }
@@ -55,6 +59,62 @@ std::string FormatMarkerRecord(std::string_view name, uint64_t ts_ns) {
   AppendJsonString(name, &line);
   line += ",\"ts_ns\":" + std::to_string(ts_ns) + "}\n";
   return line;
+}
+
+std::string FormatCountersRecord(const CountersRecord& record) {
+  std::string line = "{\"type\":\"counters\",\"range\":" + std::to_string(record.range);
+  line += ",\"name\":";
+  AppendJsonString(record.name, &line);
+  line += ",\"values\":{";
+  bool first = true;
+  for (const auto& [metric, value] : record.values) {
+    if (!first) line.push_back(',');
+    first = false;
+    AppendJsonString(metric, &line);
+    line.push_back(':');
+    if (std::isfinite(value)) {
+      char number[32];
+      std::snprintf(number, sizeof(number), "%.17g", value);
+      line += number;
+    } else {
+      line += "null";  // JSON has no NaN or infinity
+    }
+  }
+  line += "}}\n";
+  return line;
+}
+
+std::string FormatCountersMeta(const CountersMeta& meta) {
+  std::string line = "{\"type\":\"counters_meta\",\"passes\":" + std::to_string(meta.passes);
+  line += ",\"ranges\":" + std::to_string(meta.ranges);
+  line += ",\"dropped\":" + std::to_string(meta.dropped);
+  line += ",\"missing\":[";
+  for (size_t i = 0; i < meta.missing.size(); ++i) {
+    if (i > 0) line.push_back(',');
+    AppendJsonString(meta.missing[i], &line);
+  }
+  line += "],\"chip\":";
+  AppendJsonString(meta.chip, &line);
+  line += "}\n";
+  return line;
+}
+
+std::vector<std::string> SplitMetricList(const char* csv) {
+  std::vector<std::string> names;
+  if (csv == nullptr) return names;
+  std::string_view rest(csv);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) continue;
+    bool seen = false;
+    for (const std::string& name : names) seen = seen || name == item;
+    if (!seen) names.emplace_back(item);
+  }
+  return names;
 }
 
 std::string DemangleKernelName(const char* name) {

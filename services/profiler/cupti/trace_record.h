@@ -2,8 +2,16 @@
 // by $KAGENT_CUPTI_OUT. The Python harness parses exactly this; do not change it.
 //
 //   {"type":"kernel","name":str,"start_ns":int,"end_ns":int,"stream":int,"device":int,
-//    "grid":[x,y,z],"block":[x,y,z],"correlation":int}
+//    "grid":[x,y,z],"block":[x,y,z],"correlation":int,"registers":int,
+//    "static_smem":int,"dynamic_smem":int}
 //   {"type":"marker","name":str,"ts_ns":int}
+//   {"type":"counters","range":int,"name":str,"values":{metric:number|null,...}}
+//   {"type":"counters_meta","passes":int,"ranges":int,"dropped":int,"missing":[str,...],
+//    "chip":str}
+//
+// "counters" lines come from the range profiler (range_counters.h): one per range (one
+// kernel launch, in launch order), values as CUPTI evaluates them, null when not finite;
+// "counters_meta" follows them once per collection.
 //
 // Timestamps are CUPTI's (cuptiGetTimestamp), in nanoseconds; markers and kernels share
 // that clock. Split from the tracer so it is tested on machines without a GPU: this file
@@ -16,6 +24,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kagent::cupti {
 
@@ -28,6 +38,26 @@ struct KernelRecord {
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
   uint32_t correlation = 0;
+  uint32_t registers = 0;       // registers per thread
+  int32_t static_smem = 0;      // static shared memory per block, bytes
+  int32_t dynamic_smem = 0;     // dynamic shared memory per block, bytes
+};
+
+// One range's evaluated metrics, in the order they were requested.
+struct CountersRecord {
+  size_t range = 0;
+  std::string name;
+  std::vector<std::pair<std::string, double>> values;
+};
+
+// What a counter collection did: its passes and ranges, ranges CUPTI dropped, the
+// requested metrics the chip does not have, and the chip's name.
+struct CountersMeta {
+  int passes = 0;
+  size_t ranges = 0;
+  size_t dropped = 0;
+  std::vector<std::string> missing;
+  std::string chip;
 };
 
 // Appends `text` as a JSON string literal (quoted, escaped) to `out`.
@@ -36,6 +66,12 @@ void AppendJsonString(std::string_view text, std::string* out);
 // One line each, newline included.
 std::string FormatKernelRecord(const KernelRecord& record);
 std::string FormatMarkerRecord(std::string_view name, uint64_t ts_ns);
+std::string FormatCountersRecord(const CountersRecord& record);
+std::string FormatCountersMeta(const CountersMeta& meta);
+
+// Splits a comma-separated metric list, trimming spaces and dropping empty and repeated
+// names; order kept. A null `csv` is an empty list.
+std::vector<std::string> SplitMetricList(const char* csv);
 
 // Demangles a C++ symbol ("_Z..."); returns `name` unchanged when it is not one.
 std::string DemangleKernelName(const char* name);

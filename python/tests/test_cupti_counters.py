@@ -1,0 +1,176 @@
+"""The CUPTI backend's counter passes (cupti_counters.collect), the request field and the
+child's use of them. The library is a test double shaped like the ctypes one (the GPU
+seam); the real library runs only on a GPU (tests/gpu/cupti_vs_ncu.sh)."""
+
+import pytest
+
+from kagent_harness import child
+from kagent_harness import cupti_counters as C
+from kagent_harness import protocol as P
+
+
+class FakeCountersLib:
+    """The five functions of range_counters.h, with CUPTI's pass bookkeeping: `passes`
+    passes are needed; pass_end says 1 after the last. `fail` names a call that fails."""
+
+    def __init__(self, passes=3, fail=None, never_done=False):
+        self.passes, self.fail, self.never_done = passes, fail, never_done
+        self.calls = []
+        self.submitted = 0
+        self.active = False
+
+    def kagent_cupti_counters_begin(self, metrics, max_ranges):
+        self.calls.append(("begin", metrics.decode(), max_ranges))
+        if self.fail == "begin":
+            return -1
+        self.active = True
+        return self.passes
+
+    def kagent_cupti_counters_pass_begin(self):
+        self.calls.append(("pass_begin",))
+        return -1 if self.fail == "pass_begin" else 0
+
+    def kagent_cupti_counters_pass_end(self):
+        self.calls.append(("pass_end",))
+        if self.fail == "pass_end":
+            return -1
+        self.submitted += 1
+        return 1 if self.submitted >= self.passes and not self.never_done else 0
+
+    def kagent_cupti_counters_end(self, path):
+        self.calls.append(("end", path.decode()))
+        complete = self.submitted >= self.passes and not self.never_done
+        self.active = False
+        return 0 if complete and self.fail != "end" else -1
+
+    def kagent_cupti_counters_error(self):
+        return b"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"
+
+
+def test_one_forward_and_sync_per_pass_then_end():
+    lib = FakeCountersLib(passes=3)
+    order = []
+    res = C.collect(lib, ["dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"],
+                    lambda: order.append("forward"), lambda: order.append("sync"), "/t/c.jsonl")
+    assert res["ok"] and res["passes"] == 3 and res["error"] == ""
+    assert order == ["forward", "sync"] * 3
+    assert lib.calls[0] == ("begin", "dram__bytes_read.sum,lts__t_sector_hit_rate.pct",
+                            C.MAX_RANGES)
+    assert [c[0] for c in lib.calls[1:]] == ["pass_begin", "pass_end"] * 3 + ["end"]
+    assert lib.calls[-1] == ("end", "/t/c.jsonl")
+
+
+@pytest.mark.parametrize("fail,forwards", [("begin", 0), ("pass_begin", 0), ("pass_end", 1),
+                                           ("end", 3)])
+def test_a_failed_call_is_reported_with_the_library_reason(fail, forwards):
+    lib = FakeCountersLib(passes=3, fail=fail)
+    ran = []
+    res = C.collect(lib, ["m.sum"], lambda: ran.append(1), lambda: None, "/t/c.jsonl")
+    assert not res["ok"]
+    assert res["error"].endswith("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
+    assert len(ran) == forwards
+
+
+def test_a_raising_forward_stops_the_pass_and_tears_down():
+    lib = FakeCountersLib(passes=3)
+
+    def forward():
+        raise RuntimeError("CUDA error: an illegal memory access")
+
+    res = C.collect(lib, ["m.sum"], forward, lambda: None, "/t/c.jsonl")
+    assert not res["ok"] and "illegal memory access" in res["error"]
+    assert [c[0] for c in lib.calls] == ["begin", "pass_begin", "pass_end", "end"]
+    assert not lib.active
+
+
+def test_a_library_that_never_finishes_is_bounded():
+    lib = FakeCountersLib(passes=2, never_done=True)
+    res = C.collect(lib, ["m.sum"], lambda: None, lambda: None, "/t/c.jsonl")
+    assert not res["ok"] and "planned 2 passes" in res["error"]
+    assert res["passes"] == 3
+    assert lib.calls[-1][0] == "end" and not lib.active
+
+
+def test_nothing_runs_without_library_path_or_metrics():
+    assert "not loaded" in C.collect(None, ["m"], None, None, "/t")["error"]
+    lib = FakeCountersLib()
+    assert "KAGENT_CUPTI_OUT" in C.collect(lib, ["m"], None, None, "")["error"]
+    assert "no metrics" in C.collect(lib, [], None, None, "/t")["error"]
+    assert lib.calls == []
+
+
+def test_the_child_writes_counters_to_the_tracer_file(monkeypatch):
+    monkeypatch.delenv("KAGENT_CUPTI_LIB", raising=False)
+    monkeypatch.setenv("KAGENT_CUPTI_OUT", "/w/cupti.jsonl")
+    cupti = child._Cupti()
+    assert "not loaded" in cupti.counters(["m"], lambda: None, lambda: None)["error"]
+    cupti.counters_lib = FakeCountersLib(passes=2)
+    res = cupti.counters(["m"], lambda: None, lambda: None)
+    assert res["ok"] and res["passes"] == 2
+    assert cupti.counters_lib.calls[-1] == ("end", "/w/cupti.jsonl")
+
+
+def test_the_request_field_is_checked():
+    base = {"mode": "profile", "problem_source": "x", "kernel_source": "y"}
+    assert P.Request(base).cupti_counters == []
+    assert P.Request({**base, "cupti_counters": None}).cupti_counters == []
+    names = ["dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+    assert P.Request({**base, "cupti_counters": names}).cupti_counters == names
+    for bad in ("dram__bytes_read.sum", ["a,b"], [""], [3]):
+        with pytest.raises(P.RequestError, match="cupti_counters"):
+            P.Request({**base, "cupti_counters": bad})
+
+
+def test_profile_mode_reports_the_collection_and_logs_it():
+    from kagent_harness.profile_mode import ProfileMixin
+
+    class Supervisor(ProfileMixin):
+        def __init__(self):
+            self.log = P.Log()
+
+    sup = Supervisor()
+    ok = sup.counters_result({"ok": True, "passes": 14, "error": "", "ms": 41.5})
+    assert ok == {"ok": True, "passes": 14, "error": "", "ms": 41.5}
+    failed = sup.counters_result({"ok": False, "passes": 0, "error": "begin: no context"})
+    assert not failed["ok"] and failed["error"] == "begin: no context"
+    missing = sup.counters_result(None)
+    assert not missing["ok"] and "no counter passes" in missing["error"]
+    text = "\n".join(sup.log.lines)
+    assert "14 passes" in text and "begin: no context" in text
+
+
+def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forwards(
+        tmp_path, monkeypatch):
+    # The GPU calls of the command are no-ops here (no GPU); the order of the forwards,
+    # the passes and the markers is the child's own.
+    import torch
+    from kagent_harness import loader
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: events.append("sync"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    monkeypatch.setenv("KAGENT_CUPTI_OUT", str(tmp_path / "cupti.jsonl"))
+    monkeypatch.delenv("KAGENT_CUPTI_LIB", raising=False)
+    st = child._State()
+    st.device, st.inputs = "cuda", None
+    st.model = lambda *xs: events.append("forward")
+    st.launches = child._Launches(None)
+    st.cupti = child._Cupti()
+    st.cupti.mark = lambda name: events.append(name)
+    st.cupti.flush = lambda: None
+    lib = FakeCountersLib(passes=2)
+    st.cupti.counters_lib = lib
+    inputs = tmp_path / "inputs.pt"
+    torch.save([], inputs)
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 1, "iters": 1,
+                                    "counters": ["dram__bytes_read.sum"]}, torch, loader)
+    assert reply["counters"]["ok"] and reply["counters"]["passes"] == 2
+    assert events == ["forward", "sync", "forward", "sync", "forward", "sync",
+                      "profile_begin", "forward", "sync", "profile_end"]
+    assert lib.calls[-1] == ("end", str(tmp_path / "cupti.jsonl"))
+    # Without "counters": no passes, no field.
+    events.clear()
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 1, "iters": 1},
+                               torch, loader)
+    assert "counters" not in reply
+    assert events == ["forward", "sync", "profile_begin", "forward", "sync", "profile_end"]

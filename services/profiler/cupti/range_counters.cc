@@ -1,0 +1,306 @@
+// The Range Profiler collection behind range_counters.h. The call order is CUPTI's
+// (cupti_range_profiler.h, cupti_profiler_host.h): profiler initialization, the config
+// image from the metrics for the chip's counter availability (counter_config.h), enable on the
+// context, the counter data image, SetConfig (auto range, user replay), then per pass
+// Start / the caller's kernels / Stop, and at the end DecodeData and one
+// EvaluateToGpuValues per range.
+#include "services/profiler/cupti/range_counters.h"
+
+#include <cuda.h>
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "services/profiler/cupti/counter_config.h"
+#include "services/profiler/cupti/trace_record.h"
+
+#define KAGENT_CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace kagent::cupti {
+namespace {
+
+// One collection, from begin to end (or to the first error).
+struct Collection {
+  CUcontext context = nullptr;
+  std::string chip;
+  bool profiler_initialized = false;
+  CounterConfig config;
+  CUpti_RangeProfiler_Object* profiler = nullptr;
+  std::vector<uint8_t> counter_data;
+  bool in_pass = false;
+  bool all_submitted = false;
+};
+
+struct Api {
+  std::mutex mutex;
+  Collection* active = nullptr;  // guarded by mutex
+  std::string error;             // guarded by mutex
+};
+
+Api& State() {
+  static Api* api = new Api();  // process lifetime, like the tracer's state
+  return *api;
+}
+
+// Turns off whatever `c` set up; errors here are ignored (nothing left to report to).
+void TearDown(Collection* c) {
+  if (c->profiler != nullptr) {
+    CUpti_RangeProfiler_Disable_Params p = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = c->profiler;
+    cuptiRangeProfilerDisable(&p);
+  }
+  const bool profiler_initialized = c->profiler_initialized;
+  delete c;  // its CounterConfig releases the host object
+  if (profiler_initialized) {
+    CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    cuptiProfilerDeInitialize(&p);
+  }
+}
+
+// Initializes the profiler and builds the configuration for the context's chip and
+// counter availability.
+std::string Configure(Collection* c, const std::vector<std::string>& requested) {
+  CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  if (std::string e = CuptiFailure("cuptiProfilerInitialize", cuptiProfilerInitialize(&init));
+      !e.empty()) {
+    return e;
+  }
+  c->profiler_initialized = true;
+  CUdevice device = 0;
+  if (cuCtxGetDevice(&device) != CUDA_SUCCESS) return "cuCtxGetDevice failed";
+  CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  chip.deviceIndex = static_cast<size_t>(device);
+  if (std::string e = CuptiFailure("cuptiDeviceGetChipName", cuptiDeviceGetChipName(&chip));
+      !e.empty()) {
+    return e;
+  }
+  c->chip = chip.pChipName != nullptr ? chip.pChipName : "";
+  CUpti_Profiler_GetCounterAvailability_Params availability = {
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  availability.ctx = c->context;
+  if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability (size)",
+                             cuptiProfilerGetCounterAvailability(&availability));
+      !e.empty()) {
+    return e;
+  }
+  std::vector<uint8_t> image(availability.counterAvailabilityImageSize);
+  availability.pCounterAvailabilityImage = image.data();
+  if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability",
+                             cuptiProfilerGetCounterAvailability(&availability));
+      !e.empty()) {
+    return e;
+  }
+  return c->config.Build(c->chip, std::move(image), requested);
+}
+
+// Enables the range profiler on the context, sizes and initializes the counter data
+// image for `max_ranges` ranges and sets the config (auto range, user replay).
+std::string EnableProfiler(Collection* c, int max_ranges) {
+  CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  enable.ctx = c->context;
+  if (std::string e = CuptiFailure("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&enable));
+      !e.empty()) {
+    return e;
+  }
+  c->profiler = enable.pRangeProfilerObject;
+  CUpti_RangeProfiler_GetCounterDataSize_Params size = {
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  size.pRangeProfilerObject = c->profiler;
+  size.pMetricNames = const_cast<const char**>(c->config.metric_names().data());
+  size.numMetrics = c->config.metric_names().size();
+  size.maxNumOfRanges = static_cast<size_t>(max_ranges);
+  size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
+  if (std::string e = CuptiFailure("cuptiRangeProfilerGetCounterDataSize",
+                             cuptiRangeProfilerGetCounterDataSize(&size));
+      !e.empty()) {
+    return e;
+  }
+  c->counter_data.resize(size.counterDataSize);
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  init.pRangeProfilerObject = c->profiler;
+  init.counterDataSize = c->counter_data.size();
+  init.pCounterData = c->counter_data.data();
+  if (std::string e = CuptiFailure("cuptiRangeProfilerCounterDataImageInitialize",
+                             cuptiRangeProfilerCounterDataImageInitialize(&init));
+      !e.empty()) {
+    return e;
+  }
+  CUpti_RangeProfiler_SetConfig_Params config = {
+      CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  config.pRangeProfilerObject = c->profiler;
+  config.configSize = c->config.image().size();
+  config.pConfig = c->config.image().data();
+  config.counterDataImageSize = c->counter_data.size();
+  config.pCounterDataImage = c->counter_data.data();
+  config.range = CUPTI_AutoRange;
+  config.replayMode = CUPTI_UserReplay;
+  config.maxRangesPerPass = static_cast<size_t>(max_ranges);
+  config.numNestingLevels = 1;  // auto range: one level
+  config.minNestingLevel = 1;
+  config.passIndex = 0;
+  config.targetNestingLevel = 1;
+  return CuptiFailure("cuptiRangeProfilerSetConfig", cuptiRangeProfilerSetConfig(&config));
+}
+
+// Decodes the passes and writes one line per range plus the meta line to `out_path`.
+std::string DecodeAndWrite(Collection* c, const char* out_path) {
+  CUpti_RangeProfiler_DecodeData_Params decode = {
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  decode.pRangeProfilerObject = c->profiler;
+  if (std::string e = CuptiFailure("cuptiRangeProfilerDecodeData", cuptiRangeProfilerDecodeData(&decode));
+      !e.empty()) {
+    return e;
+  }
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  info.pCounterDataImage = c->counter_data.data();
+  info.counterDataImageSize = c->counter_data.size();
+  if (std::string e = CuptiFailure("cuptiRangeProfilerGetCounterDataInfo",
+                             cuptiRangeProfilerGetCounterDataInfo(&info));
+      !e.empty()) {
+    return e;
+  }
+  std::string lines;
+  const CounterConfig& cfg = c->config;
+  std::vector<double> values(cfg.metric_names().size());
+  for (size_t range = 0; range < info.numTotalRanges; ++range) {
+    CountersRecord record;
+    record.range = range;
+    CUpti_Profiler_Host_GetRangeName_Params name = {
+        CUpti_Profiler_Host_GetRangeName_Params_STRUCT_SIZE};
+    name.pCounterDataImage = c->counter_data.data();
+    name.counterDataImageSize = c->counter_data.size();
+    name.rangeIndex = range;
+    name.delimiter = "/";
+    if (cuptiProfilerHostGetRangeName(&name) == CUPTI_SUCCESS && name.pRangeName != nullptr) {
+      record.name = name.pRangeName;
+    }
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    eval.pHostObject = cfg.host();
+    eval.pCounterDataImage = c->counter_data.data();
+    eval.counterDataImageSize = c->counter_data.size();
+    eval.rangeIndex = range;
+    eval.ppMetricNames = const_cast<const char**>(cfg.metric_names().data());
+    eval.numMetrics = cfg.metric_names().size();
+    eval.pMetricValues = values.data();
+    if (std::string e = CuptiFailure("cuptiProfilerHostEvaluateToGpuValues",
+                               cuptiProfilerHostEvaluateToGpuValues(&eval));
+        !e.empty()) {
+      return e + " (range " + std::to_string(range) + ")";
+    }
+    for (size_t i = 0; i < cfg.metrics().size(); ++i) {
+      record.values.emplace_back(cfg.metrics()[i], values[i]);
+    }
+    lines += FormatCountersRecord(record);
+  }
+  lines += FormatCountersMeta(
+      {cfg.passes(), info.numTotalRanges, decode.numOfRangeDropped, cfg.missing(), c->chip});
+  TraceWriter writer(out_path);
+  if (!writer.Write(lines)) return std::string("cannot write ") + out_path;
+  return "";
+}
+
+// Records `error` (if any) and ends the active collection; returns -1 or `ok_value`.
+int Finish(Api& api, const std::string& error, int ok_value) {
+  if (error.empty()) return ok_value;
+  api.error = error;
+  if (api.active != nullptr) TearDown(api.active);
+  api.active = nullptr;
+  return -1;
+}
+
+}  // namespace
+}  // namespace kagent::cupti
+
+using kagent::cupti::Api;
+using kagent::cupti::Collection;
+using kagent::cupti::CuptiFailure;
+using kagent::cupti::Finish;
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  api.error.clear();
+  if (api.active != nullptr) {
+    api.error = "a counter collection is already running";  // and keeps running
+    return -1;
+  }
+  const std::vector<std::string> requested = kagent::cupti::SplitMetricList(metrics_csv);
+  if (requested.empty()) {
+    api.error = "no metric names given";
+    return -1;
+  }
+  if (max_ranges < 1) {
+    api.error = "max_ranges must be >= 1";
+    return -1;
+  }
+  api.active = new Collection();
+  if (cuCtxGetCurrent(&api.active->context) != CUDA_SUCCESS || api.active->context == nullptr) {
+    return Finish(api, "no current CUDA context on this thread", 0);
+  }
+  std::string error = kagent::cupti::Configure(api.active, requested);
+  if (error.empty()) error = kagent::cupti::EnableProfiler(api.active, max_ranges);
+  return Finish(api, error, error.empty() ? api.active->config.passes() : 0);
+}
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_begin(void) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  api.error.clear();
+  Collection* c = api.active;
+  if (c == nullptr) return Finish(api, "pass_begin without a collection (call begin)", 0);
+  if (c->in_pass) return Finish(api, "pass_begin twice without pass_end", 0);
+  if (c->all_submitted) return Finish(api, "every pass was already submitted", 0);
+  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  start.pRangeProfilerObject = c->profiler;
+  const std::string error = CuptiFailure("cuptiRangeProfilerStart", cuptiRangeProfilerStart(&start));
+  c->in_pass = error.empty();
+  return Finish(api, error, 0);
+}
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_end(void) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  api.error.clear();
+  Collection* c = api.active;
+  if (c == nullptr || !c->in_pass) return Finish(api, "pass_end without pass_begin", 0);
+  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = c->profiler;
+  const std::string error = CuptiFailure("cuptiRangeProfilerStop", cuptiRangeProfilerStop(&stop));
+  c->in_pass = false;
+  c->all_submitted = error.empty() && stop.isAllPassSubmitted != 0;
+  return Finish(api, error, c->all_submitted ? 1 : 0);
+}
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_end(const char* out_path) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  api.error.clear();
+  Collection* c = api.active;
+  if (c == nullptr) return Finish(api, "end without a collection (call begin)", 0);
+  std::string error;
+  if (out_path == nullptr || *out_path == '\0') error = "end needs an output path";
+  if (error.empty() && !c->all_submitted) {
+    error = "end before every pass was submitted (pass_end returned 0)";
+  }
+  if (error.empty()) error = kagent::cupti::DecodeAndWrite(c, out_path);
+  if (!error.empty()) return Finish(api, error, 0);
+  kagent::cupti::TearDown(c);
+  api.active = nullptr;
+  return 0;
+}
+
+KAGENT_CUPTI_EXPORT const char* kagent_cupti_counters_error(void) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  return api.error.c_str();
+}

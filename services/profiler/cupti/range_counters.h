@@ -1,0 +1,40 @@
+// Hardware counters through CUPTI's Range Profiler (CUDA 12.6+), part of
+// libkagent_cupti.so: auto range (every kernel launched while a pass runs is one range)
+// and user replay (the caller runs the same work once per pass; nothing is saved or
+// restored between passes, so a forward that is not idempotent gives wrong counters).
+//
+// Exported C API (ctypes; each call returns an int, -1 on error with the reason in
+// kagent_cupti_counters_error()):
+//   int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges)
+//       On the calling thread's current CUDA context: sets the profiler up for the
+//       comma-separated metric names (those the chip does not have are left out and
+//       listed in the meta line) and at most `max_ranges` kernels per pass. Returns the
+//       number of passes (> 0). One collection at a time per process.
+//   int kagent_cupti_counters_pass_begin(void)   0, or -1
+//   int kagent_cupti_counters_pass_end(void)     1 when every pass was submitted, 0 when
+//                                                another pass is needed, -1 on error
+//   int kagent_cupti_counters_end(const char* out_path)
+//       Decodes the passes, evaluates every range and appends one "counters" line per
+//       range and one "counters_meta" line (formats in trace_record.h) to `out_path`;
+//       turns the profiler off. 0, or -1. After an error anywhere, the collection is
+//       torn down and a new begin may follow (a begin while one runs is refused and
+//       leaves that one running).
+//   const char* kagent_cupti_counters_error(void)
+//       The last error's text ("" when none); valid until the next call of this API.
+//
+// Thread-safety: the calls are serialized by one mutex, but pass_begin/pass_end bracket
+// the caller's kernels on the context given to begin, so one thread should drive a
+// collection. Needs only the process's CUDA context: works with or without the
+// Activity-API tracer of kagent_cupti.cc running beside it.
+#ifndef KAGENT_SERVICES_PROFILER_CUPTI_RANGE_COUNTERS_H_
+#define KAGENT_SERVICES_PROFILER_CUPTI_RANGE_COUNTERS_H_
+
+extern "C" {
+int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges);
+int kagent_cupti_counters_pass_begin(void);
+int kagent_cupti_counters_pass_end(void);
+int kagent_cupti_counters_end(const char* out_path);
+const char* kagent_cupti_counters_error(void);
+}
+
+#endif  // KAGENT_SERVICES_PROFILER_CUPTI_RANGE_COUNTERS_H_
