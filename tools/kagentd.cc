@@ -39,7 +39,6 @@
 #include "engines/llm/llm_brain.h"
 #include "services/analyzer/analyzer_setup.h"
 #include "services/benchmark/worker_setup.h"
-#include "services/profiler/ncu_backend.h"
 #include "services/coordinator/coordinator_setup.h"
 #include "services/judge/judge_setup.h"
 #include "services/optimization_manager/optimization_manager_setup.h"
@@ -71,7 +70,6 @@ struct DaemonOptions {
   std::string harness_dir;
   std::string cupti_lib;
   std::string ncu = "ncu";
-  std::string ncu_runs = "isolated";
   std::string optimization_db;
   std::string internal_listen = "127.0.0.1:0";  // the internal services' server
   std::string worker_listen = "127.0.0.1:0";    // the first worker's server; port+i for worker i
@@ -87,9 +85,6 @@ struct DaemonOptions {
     o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
     o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
-    o.AddString("ncu-runs", &ncu_runs,
-                "isolated (each ncu run in a temp dir of its own, beside the others) or "
-                "shared (in /tmp, one ncu run at a time per host)");
     o.AddString("optimization-db", &optimization_db, "optimization database file");
     o.AddString("internal-listen", &internal_listen,
                 "host:port of the internal services' server (judge, analyzer, orchestrator, "
@@ -105,7 +100,6 @@ struct DaemonOptions {
     sandbox.Register(o);
     o.AddValidator([this]() -> absl::Status {
       if (absl::Status s = ParseLlmAgents(llm_agents).status(); !s.ok()) return s;
-      if (absl::Status s = ParseNcuRuns(ncu_runs).status(); !s.ok()) return s;
       for (const std::string* listen : {&internal_listen, &worker_listen}) {
         if (!ParseListen(*listen).ok()) {
           return absl::InvalidArgumentError(
@@ -337,7 +331,6 @@ int Main(int argc, char** argv) {
     wo.harness_dir = dopts.harness_dir;
     wo.cupti_lib = dopts.cupti_lib;
     wo.ncu = dopts.ncu;
-    wo.ncu_runs = dopts.ncu_runs;
     wo.harness_server = dopts.harness_server;
     wo.sandbox = dopts.sandbox;
     wo.secret_files = secret_files;

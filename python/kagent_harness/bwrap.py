@@ -232,15 +232,10 @@ def gpu_device_files():
 
 def profiler_hidden(workdir):
     """What profile mode hides inside the shared /tmp and /dev/shm: every kagent-* entry
-    there (other candidates' scratch, workers' private dirs, other profiles' run dirs and
-    ncu temp dirs) but the ones holding `workdir` and this process's TMPDIR (an isolated
-    ncu run's own temp dir, where ncu meets the library it injects into the candidate).
-    Made after this sandbox starts, such an entry stays visible to it (docs/harness.md,
-    "What the sandbox does not cover")."""
-    own = [os.path.abspath(workdir)]
-    tmp = os.environ.get("TMPDIR", "")
-    if tmp and os.path.isabs(tmp):
-        own.append(os.path.abspath(tmp))
+    there (other candidates' scratch, workers' private dirs, other profiles' run dirs)
+    but the one holding `workdir`. Made after this sandbox starts, such an entry stays
+    visible to it (docs/harness.md, "What the sandbox does not cover")."""
+    own = os.path.abspath(workdir)
     out = []
     for top in PROFILER_SHARED:
         try:
@@ -249,7 +244,7 @@ def profiler_hidden(workdir):
             continue
         for n in sorted(names):
             p = os.path.join(top, n)
-            if n.startswith("kagent-") and not any(_under(o, p) for o in own):
+            if n.startswith("kagent-") and not _under(own, p):
                 out.append(p)
     return tuple(out)
 

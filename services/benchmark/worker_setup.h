@@ -39,7 +39,6 @@ struct WorkerOptions {
   std::string harness_dir;           // default: <root>/python
   std::string cupti_lib;             // libkagent_cupti.so; default: next to the binary
   std::string ncu = "ncu";
-  std::string ncu_runs = "isolated";  // --ncu-runs: isolated | shared (ncu_backend.h)
   std::string coordinator;           // register with this coordinator (host:port)
   std::string advertise;             // address the coordinator dials; default from --listen
   double lease_renew_seconds = 10;

@@ -12,16 +12,13 @@ int main(int argc, char** argv) {
   kagent::ProfilerServiceOptions po;
   kagent::SandboxFlags sandbox;
   const kagent::OptionSet* flags = nullptr;
-  std::string python, harness_dir, ncu_runs = "isolated";
+  std::string python, harness_dir;
   return kagent::ServiceMain(
       argc, argv, "kagent-profiler",
       [&](kagent::OptionSet& o) {
         o.AddString("python", &python, "Python with torch and triton (default .venv/bin/python)");
         o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
         o.AddString("ncu", &po.ncu_path, "Nsight Compute CLI");
-        o.AddString("ncu-runs", &ncu_runs,
-                    "isolated (each ncu run in a temp dir of its own, beside the others) or "
-                    "shared (in /tmp, one ncu run at a time per host)");
         o.AddString("cupti-lib", &po.cupti_library, "libkagent_cupti.so for the CUPTI fallback");
         o.AddInt("gpu", &po.gpu_index, "CUDA device index (CUDA_VISIBLE_DEVICES)");
         sandbox.Register(o);
@@ -34,7 +31,6 @@ int main(int argc, char** argv) {
           if (!pkg.empty()) harness_dir = pkg.substr(0, pkg.size() - std::string("/kagent_harness/__init__.py").size());
         }
         po.harness_pythonpath = harness_dir;
-        KAGENT_ASSIGN_OR_RETURN(po.ncu_runs, kagent::ParseNcuRuns(ncu_runs));
         po.sandbox = sandbox.mode;
         po.sandbox_hide = kagent::SandboxHidePaths(
             sandbox, kagent::SecretFiles(*ctx.server_options, flags->config_path()));

@@ -29,13 +29,6 @@ std::string Tail(absl::string_view text, size_t n) {
 
 }  // namespace
 
-absl::StatusOr<NcuRuns> ParseNcuRuns(absl::string_view text) {
-  if (text == "isolated") return NcuRuns::kIsolated;
-  if (text == "shared") return NcuRuns::kShared;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--ncu-runs must be isolated or shared, not '", text, "'"));
-}
-
 absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limit) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
@@ -172,37 +165,27 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
     return absl::FailedPreconditionError(kNcuMissingMessage);
   }
   ProfileRun run = caller_run;
-  // Shared runs: one ncu run at a time on this host (ncu_host_lock.h); the wait comes out
-  // of the run's time, which is what is left of the caller's deadline.
+  // One ncu run at a time on this host (ncu_host_lock.h); the wait comes out of the run's
+  // time, which is what is left of the caller's deadline.
   NcuHostLock host_lock(options.lock_path);
-  if (options.runs == NcuRuns::kShared) {
-    KAGENT_RETURN_IF_ERROR(host_lock.Acquire(run.timeout, run.cancel));
-    run.timeout -= host_lock.waited();
-    if (host_lock.waited() >= absl::Milliseconds(100)) {
-      KLOG(INFO) << "waited " << absl::FormatDuration(host_lock.waited())
-                 << " for another ncu run on this host";
-    }
+  KAGENT_RETURN_IF_ERROR(host_lock.Acquire(run.timeout, run.cancel));
+  run.timeout -= host_lock.waited();
+  if (host_lock.waited() >= absl::Milliseconds(100)) {
+    KLOG(INFO) << "waited " << absl::FormatDuration(host_lock.waited())
+               << " for another ncu run on this host";
   }
-  // Directories made for this run, removed at the end: the run's files when it runs as
-  // options.run_as, and ncu's own TMPDIR when runs are isolated.
-  std::vector<std::string> made_dirs;
-  absl::Cleanup remove_made_dirs = [&made_dirs] {
+  std::string own_dir;  // the run as options.run_as: its directory, removed at the end
+  absl::Cleanup remove_own_dir = [&own_dir] {
     std::error_code ignored;
-    for (const std::string& dir : made_dirs) std::filesystem::remove_all(dir, ignored);
+    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
   };
-  if (options.run_as && !runner->CanRun("setpriv")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "ncu must run as the candidate sandbox's user (", options.run_as->name,
-        ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
-  }
-  std::string ncu_temp = kNcuTempDir;
-  if (options.runs == NcuRuns::kIsolated) {
-    KAGENT_ASSIGN_OR_RETURN(ncu_temp, MakeRunDir(kNcuTempDir, options.run_as));
-    made_dirs.push_back(ncu_temp);
-  }
   if (options.run_as) {
-    KAGENT_ASSIGN_OR_RETURN(std::string own_dir, MakeRunDir(kNcuTempDir, options.run_as));
-    made_dirs.push_back(own_dir);
+    if (!runner->CanRun("setpriv")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ncu must run as the candidate sandbox's user (", options.run_as->name,
+          ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
+    }
+    KAGENT_ASSIGN_OR_RETURN(own_dir, MakeUserRunDir(kNcuTempDir, *options.run_as));
     const std::string request = absl::StrCat(own_dir, "/request.json");
     std::error_code ec;
     std::filesystem::copy_file(caller_run.request_path, request, ec);
@@ -222,13 +205,11 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
   SubprocessOptions subprocess = HarnessSubprocessOptions(harness, run, std::move(argv));
   // ncu's frontend and its library injected into the candidate's process meet in the
   // frontend's temp dir (its NVIDIA-treetracker-* directory, usable by the frontend's
-  // user only: hence run_as), where ncu also keeps its lock file. The candidate runs
-  // sandboxed and sees the host's /tmp in profile mode (python/kagent_harness/bwrap.py,
-  // PROFILER_SHARED), not the caller's private work dir, so TMPDIR is under /tmp: the
-  // run's own directory there (isolated runs; the harness keeps it visible to its
-  // candidate, bwrap.profiler_hidden) or /tmp itself (shared runs). The harness hides its
-  // own files' directories from the candidate (cli.py).
-  subprocess.env["TMPDIR"] = ncu_temp;
+  // user only: hence run_as). The candidate runs sandboxed and sees the host's /tmp in
+  // profile mode (python/kagent_harness/bwrap.py, PROFILER_SHARED), not the caller's
+  // private work dir, so TMPDIR is /tmp. The harness hides its own files' directories
+  // from the candidate (cli.py).
+  subprocess.env["TMPDIR"] = kNcuTempDir;
   if (options.run_as) subprocess.env["HOME"] = run.work_dir;
   KLOG(INFO) << "profiling under ncu with " << options.metrics.size() << " metrics"
              << (options.run_as ? absl::StrCat(", as ", options.run_as->name) : std::string());

@@ -9,18 +9,11 @@
 // Errors: ncu missing -> FAILED_PRECONDITION; ERR_NVGPUCTRPERM -> PERMISSION_DENIED with
 // the fix; timeout -> DEADLINE_EXCEEDED; cancellation -> CANCELLED; the candidate failing
 // under the profiler -> FAILED_PRECONDITION with the harness's verdict; nothing captured
-// inside the NVTX range -> FAILED_PRECONDITION; with shared runs, another ncu run of the
-// host holding the lock for the whole timeout -> DEADLINE_EXCEEDED.
+// inside the NVTX range -> FAILED_PRECONDITION; another ncu run of the host holding the
+// lock for the whole timeout -> DEADLINE_EXCEEDED.
 //
-// Where ncu keeps its state (NcuRuns): ncu's front end serializes its profiling through a
-// lock file in its TMPDIR (nsight-compute-lock) and meets the library it injects through
-// directories there (NVIDIA-treetracker-*). Isolated runs (the default) give each run a
-// TMPDIR of its own under kNcuTempDir, so runs of one host neither wait for nor break each
-// other and prepare side by side; the part that must be alone on the GPU (the profiled
-// forwards) is serialized by the caller's GPU slot. Shared runs use kNcuTempDir itself
-// and take the host's lock (ncu_host_lock.h) for the whole run.
-//
-// Thread-safe: no state; the caller serializes use of one GPU.
+// Thread-safe: no state; the caller serializes use of one GPU, and the host's ncu runs are
+// serialized by the lock (NcuBackendOptions::lock_path).
 #ifndef KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
 #define KAGENT_SERVICES_PROFILER_NCU_BACKEND_H_
 
@@ -71,15 +64,6 @@ struct ProfileRun {
   std::optional<NcuUser> run_as;
 };
 
-// How the ncu runs of one host keep apart (the header comment says why).
-enum class NcuRuns {
-  kIsolated,  // a TMPDIR of the run's own; runs overlap
-  kShared,    // TMPDIR kNcuTempDir; one run at a time per host (the host lock)
-};
-
-// "isolated" / "shared"; INVALID_ARGUMENT naming the flag otherwise.
-absl::StatusOr<NcuRuns> ParseNcuRuns(absl::string_view text);
-
 struct NcuBackendOptions {
   std::string ncu_path = "ncu";
   std::vector<std::string> metrics;   // NcuMetricsForArch(cc)
@@ -87,10 +71,9 @@ struct NcuBackendOptions {
   // with the run's files in a directory of its own under kNcuTempDir instead of the
   // caller's work dir; setpriv (util-linux) must be on PATH.
   std::optional<NcuUser> run_as;
-  // Shared runs only: the host's ncu lock (ncu_host_lock.h), waited for within the run's
-  // timeout before ncu starts and held until ncu has exited.
+  // The host's ncu lock (ncu_host_lock.h): a run waits for it, within its timeout, before
+  // ncu starts, and holds it until ncu has exited.
   std::string lock_path = DefaultNcuLockPath();
-  NcuRuns runs = NcuRuns::kIsolated;
 };
 
 struct NcuProfile {

@@ -51,17 +51,16 @@ std::vector<std::string> RunAsUser(const NcuUser& user, std::vector<std::string>
   return out;
 }
 
-absl::StatusOr<std::string> MakeRunDir(const std::string& parent,
-                                       const std::optional<NcuUser>& user) {
+absl::StatusOr<std::string> MakeUserRunDir(const std::string& parent, const NcuUser& user) {
   std::string tmpl = absl::StrCat(parent, "/kagent-ncu-XXXXXX");
   if (mkdtemp(tmpl.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("cannot create a directory in ", parent, ": ",
                                             std::strerror(errno)));
   }
-  if (user && chown(tmpl.c_str(), user->uid, user->gid) != 0) {
+  if (chown(tmpl.c_str(), user.uid, user.gid) != 0) {
     int e = errno;
     rmdir(tmpl.c_str());
-    return absl::InternalError(absl::StrCat("cannot give ", tmpl, " to ", user->name, ": ",
+    return absl::InternalError(absl::StrCat("cannot give ", tmpl, " to ", user.name, ": ",
                                             std::strerror(e)));
   }
   return tmpl;

@@ -38,11 +38,9 @@ absl::StatusOr<NcuUser> LookUpUser(const std::string& name);
 // `argv` started as `user`: setpriv --reuid --regid --clear-groups -- argv...
 std::vector<std::string> RunAsUser(const NcuUser& user, std::vector<std::string> argv);
 
-// A new directory for one ncu run, <parent>/kagent-ncu-XXXXXX, made 0700 and owned by
-// `user` when given (else by this process's user), that the owner can reach (parent must
-// be searchable by it, e.g. /tmp). INTERNAL on failure.
-absl::StatusOr<std::string> MakeRunDir(const std::string& parent,
-                                       const std::optional<NcuUser>& user);
+// A new directory for one ncu run, made 0700 in `parent` and owned by `user`, that the
+// user can reach (parent must be searchable by it, e.g. /tmp). INTERNAL on failure.
+absl::StatusOr<std::string> MakeUserRunDir(const std::string& parent, const NcuUser& user);
 
 }  // namespace kagent
 

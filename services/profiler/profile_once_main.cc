@@ -4,7 +4,7 @@
 //
 //   kagent_profile_once --problem P.py --kernel K.py [--backend auto|ncu|cupti]
 //       [--cupti-lib libkagent_cupti.so] [--pythonpath DIR] [--python PY] [--gpu N]
-//       [--timeout SECONDS] [--raw-out FILE] [--ncu-runs isolated|shared]
+//       [--timeout SECONDS] [--raw-out FILE]
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -30,14 +30,6 @@ int main(int argc, char** argv) {
     else if (flag == "--gpu") options.gpu_index = std::atoi(value.c_str());
     else if (flag == "--timeout") request.set_timeout_seconds(std::atof(value.c_str()));
     else if (flag == "--raw-out") raw_out = value;
-    else if (flag == "--ncu-runs") {
-      absl::StatusOr<kagent::NcuRuns> runs = kagent::ParseNcuRuns(value);
-      if (!runs.ok()) {
-        std::cerr << "kagent_profile_once: " << runs.status().message() << "\n";
-        return 2;
-      }
-      options.ncu_runs = *runs;
-    }
     else if (flag == "--backend") {
       options.backend = value == "ncu"     ? kagent::ProfilerServiceOptions::Backend::kNcu
                         : value == "cupti" ? kagent::ProfilerServiceOptions::Backend::kCupti

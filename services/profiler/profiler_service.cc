@@ -188,7 +188,6 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
 
   if (use_ncu) {
     NcuBackendOptions ncu{options_.ncu_path, NcuMetricsForArch(cc), options_.ncu_user};
-    ncu.runs = options_.ncu_runs;
     KAGENT_ASSIGN_OR_RETURN(NcuProfile profile, RunNcuProfile(runner_, ncu, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
     response.mutable_phases_ms()->insert(profile.harness.phases_ms.begin(),

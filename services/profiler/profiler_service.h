@@ -25,7 +25,6 @@
 #include "common/subprocess/subprocess.h"
 #include "kagent/v1/profiler_service.grpc.pb.h"
 #include "services/profiler/command_runner.h"
-#include "services/profiler/ncu_backend.h"
 #include "services/profiler/ncu_user.h"
 #include "services/profiler/profile_gate.h"
 
@@ -40,9 +39,6 @@ struct ProfilerServiceOptions {
   // The user ncu runs as (ncu_user.h; the mains set it from NcuUserForSandbox()); unset:
   // as this process.
   std::optional<NcuUser> ncu_user;
-  // How this host's ncu runs keep apart (ncu_backend.h): each with a TMPDIR of its own,
-  // side by side (the default), or in /tmp one at a time.
-  NcuRuns ncu_runs = NcuRuns::kIsolated;
   std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI fallback
   Backend backend = Backend::kAuto;    // kAuto: ncu when runnable, else CUPTI
   int gpu_index = 0;                   // CUDA_VISIBLE_DEVICES for every run
