@@ -5,7 +5,11 @@
 // it injects meet through files in the shared temp dir (kNcuTempDir), so the runs are
 // serialized with an flock(2) on a file there: across the threads of one process (each
 // lock opens the file anew, and flock treats separate opens independently) and across
-// the processes of one host (several workers, kagent_profile_once).
+// the processes of one host (several workers, kagent_profile_once). A TMPDIR of each run's
+// own (ncu keeps its nsight-compute-lock file there) does not make overlapping runs work:
+// tried on the H200 (2026-12-05, a suite slice through kagentd, each run in its own
+// /tmp/kagent-ncu-* TMPDIR, the GPU slot serializing the profiled forwards): 7 of 17
+// profiles captured no kernels and 2 hung until their deadline.
 //
 // Thread-safe; a NcuHostLock object is used by one thread.
 #ifndef KAGENT_SERVICES_PROFILER_NCU_HOST_LOCK_H_
