@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -229,12 +230,21 @@ std::string CuptiAuditHeader(const CuptiProfile& profile) {
 absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
                                              const CuptiBackendOptions& options,
                                              const HarnessCommand& harness,
-                                             const ProfileRun& run) {
+                                             const ProfileRun& caller_run) {
   std::error_code ec;
   if (options.library_path.empty() || !std::filesystem::exists(options.library_path, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the CUPTI backend needs libkagent_cupti.so; not found at '", options.library_path,
         "' (build target kagent_cupti on a machine with the CUDA toolkit)"));
+  }
+  ProfileRun run = caller_run;
+  std::string own_dir;  // the run as options.run_as: its directory, removed at the end
+  absl::Cleanup remove_own_dir = [&own_dir] {
+    std::error_code ignored;
+    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
+  };
+  if (options.run_as) {
+    KAGENT_RETURN_IF_ERROR(MoveRunToUser(runner, *options.run_as, &run, &own_dir));
   }
   const std::string trace_path = absl::StrCat(run.work_dir, "/cupti.jsonl");
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
@@ -242,9 +252,11 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
   traced.extra_env["CUDA_INJECTION64_PATH"] = options.library_path;
   traced.extra_env["KAGENT_CUPTI_LIB"] = options.library_path;
   traced.extra_env["KAGENT_CUPTI_OUT"] = trace_path;
-  SubprocessOptions subprocess = HarnessSubprocessOptions(
-      traced, run,
-      HarnessArgv(harness.python, "profile", {"--request", run.request_path, "--out", result_path}));
+  std::vector<std::string> argv =
+      HarnessArgv(harness.python, "profile", {"--request", run.request_path, "--out", result_path});
+  if (options.run_as) argv = RunAsUser(*options.run_as, std::move(argv));
+  SubprocessOptions subprocess = HarnessSubprocessOptions(traced, run, std::move(argv));
+  if (options.run_as) subprocess.env["HOME"] = run.work_dir;
   KAGENT_ASSIGN_OR_RETURN(SubprocessResult result,
                           RunHarnessProfileProcess(runner, std::move(subprocess), run));
   if (result.timed_out) {

@@ -1,6 +1,10 @@
 #include "services/profiler/cupti_backend.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "absl/strings/match.h"
 
@@ -211,6 +215,51 @@ TEST_CASE("Runs the harness with the tracer injected", "[cupti_backend]") {
   CHECK(RunCuptiProfile(&runner, CuptiBackendOptions{"/nonexistent.so"}, harness, run)
             .status()
             .code() == absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("As the sandbox's user: the harness under setpriv, its files in that user's directory",
+          "[cupti_backend]") {
+  absl::StatusOr<NcuUser> nobody = LookUpUser("nobody");
+  REQUIRE(nobody.ok());
+  auto dir = *ScopedTempDir::Create("kagent-cupti-test-");
+  {
+    std::ofstream(dir->path() + "/request.json") << "{\"mode\": \"profile\"}";
+  }
+  FakeRunner runner;
+  runner.cupti_trace =
+      R"({"type":"marker","name":"profile_begin","ts_ns":10})"
+      "\n"
+      R"({"type":"kernel","name":"k","start_ns":12,"end_ns":20,"stream":7,"device":0,"grid":[2,1,1],"block":[64,1,1],"correlation":2})"
+      "\n"
+      R"({"type":"marker","name":"profile_end","ts_ns":30})"
+      "\n";
+  std::string seen_dir;
+  bool owned = false;
+  runner.on_run = [&](const SubprocessOptions& o) {
+    seen_dir = o.working_dir;
+    struct stat st;
+    owned = ::stat(o.working_dir.c_str(), &st) == 0 && st.st_uid == nobody->uid &&
+            std::filesystem::exists(o.working_dir + "/request.json");
+  };
+  const std::string library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
+  HarnessCommand harness{"python3", "", "0", {}, 0};
+  ProfileRun run{dir->path(), dir->path() + "/request.json", absl::Seconds(30), nullptr};
+  CuptiBackendOptions options{library, 90, *nobody};
+  absl::StatusOr<CuptiProfile> profile = RunCuptiProfile(&runner, options, harness, run);
+  INFO(profile.status().ToString());
+  REQUIRE(profile.ok());
+  CHECK(profile->kernels.size() == 1);
+  const SubprocessOptions call = runner.calls().at(0);
+  CHECK(call.argv.at(0) == "setpriv");
+  CHECK(absl::StartsWith(seen_dir, std::string(kNcuTempDir) + "/kagent-ncu-"));
+  CHECK(owned);
+  CHECK(call.env.at("KAGENT_CUPTI_OUT") == seen_dir + "/cupti.jsonl");
+  CHECK(call.env.at("HOME") == seen_dir);
+  CHECK_FALSE(std::filesystem::exists(seen_dir));  // removed at the end
+
+  runner.missing_programs.insert("setpriv");
+  CHECK(RunCuptiProfile(&runner, options, harness, run).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("Counters are merged when collected and the trace stands alone when not",

@@ -159,6 +159,27 @@ absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view 
   return absl::OkStatus();
 }
 
+absl::Status MoveRunToUser(CommandRunner* runner, const NcuUser& user, ProfileRun* run,
+                           std::string* made) {
+  if (!runner->CanRun("setpriv")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the profile must run as the candidate sandbox's user (", user.name,
+        ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
+  }
+  KAGENT_ASSIGN_OR_RETURN(*made, MakeUserRunDir(kNcuTempDir, user));
+  const std::string request = absl::StrCat(*made, "/request.json");
+  std::error_code ec;
+  std::filesystem::copy_file(run->request_path, request, ec);
+  if (ec || ::chown(request.c_str(), user.uid, user.gid) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot hand the request to ", user.name, " in ", *made));
+  }
+  run->work_dir = *made;
+  run->request_path = request;
+  run->run_as = user;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
                                          const HarnessCommand& harness, const ProfileRun& caller_run) {
   if (!runner->CanRun(options.ncu_path)) {
@@ -180,22 +201,7 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
     if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
   };
   if (options.run_as) {
-    if (!runner->CanRun("setpriv")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "ncu must run as the candidate sandbox's user (", options.run_as->name,
-          ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
-    }
-    KAGENT_ASSIGN_OR_RETURN(own_dir, MakeUserRunDir(kNcuTempDir, *options.run_as));
-    const std::string request = absl::StrCat(own_dir, "/request.json");
-    std::error_code ec;
-    std::filesystem::copy_file(caller_run.request_path, request, ec);
-    if (ec || ::chown(request.c_str(), options.run_as->uid, options.run_as->gid) != 0) {
-      return absl::InternalError(absl::StrCat("cannot hand the request to ", options.run_as->name,
-                                              " in ", own_dir));
-    }
-    run.work_dir = own_dir;
-    run.request_path = request;
-    run.run_as = options.run_as;
+    KAGENT_RETURN_IF_ERROR(MoveRunToUser(runner, *options.run_as, &run, &own_dir));
   }
   const std::string log_path = absl::StrCat(run.work_dir, "/ncu.csv");
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");

@@ -113,6 +113,15 @@ absl::StatusOr<HarnessProfileResult> ReadProfiledHarnessResult(const std::string
 absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
                               absl::Duration timeout);
 
+// A profile run as `user` (a root worker's, under either backend: ncu_user.h says why):
+// checks that setpriv is on PATH, makes a directory of that user's under kNcuTempDir
+// (`*made`, which the caller removes) holding a copy of the request, and points `run`
+// there (work_dir, request_path, run_as). The caller then starts the command through
+// RunAsUser. FAILED_PRECONDITION without setpriv; INTERNAL when the directory or the
+// copy fails.
+absl::Status MoveRunToUser(CommandRunner* runner, const NcuUser& user, ProfileRun* run,
+                           std::string* made);
+
 absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
                                          const HarnessCommand& harness, const ProfileRun& run);
 

@@ -36,8 +36,8 @@ struct ProfilerServiceOptions {
   std::string python = "python3";      // the harness's interpreter
   std::string harness_pythonpath;      // folder holding the kagent_harness package
   std::string ncu_path = "ncu";        // name on PATH or a path
-  // The user ncu runs as (ncu_user.h; the mains set it from NcuUserForSandbox()); unset:
-  // as this process.
+  // The user profiles run as, under ncu and CUPTI alike (ncu_user.h; the mains set it from
+  // NcuUserForSandbox()); unset: as this process.
   std::optional<NcuUser> ncu_user;
   std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI fallback
   Backend backend = Backend::kAuto;    // kAuto: ncu when runnable, else CUPTI
