@@ -24,8 +24,10 @@
 //
 // Thread-safety: the calls are serialized by one mutex, but pass_begin/pass_end bracket
 // the caller's kernels on the context given to begin, so one thread should drive a
-// collection. Needs only the process's CUDA context: works with or without the
-// Activity-API tracer of kagent_cupti.cc running beside it.
+// collection. Needs only the process's CUDA context. Meant to run beside the Activity-API
+// tracer of kagent_cupti.cc (the profile takes kernel names and durations from the
+// trace); that the two coexist is checked on a GPU only (tests/gpu/cupti_vs_ncu.sh), not
+// yet run there.
 #ifndef KAGENT_SERVICES_PROFILER_CUPTI_RANGE_COUNTERS_H_
 #define KAGENT_SERVICES_PROFILER_CUPTI_RANGE_COUNTERS_H_
 
