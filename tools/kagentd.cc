@@ -39,6 +39,7 @@
 #include "engines/llm/llm_brain.h"
 #include "services/analyzer/analyzer_setup.h"
 #include "services/benchmark/worker_setup.h"
+#include "services/profiler/profiler_service.h"
 #include "services/coordinator/coordinator_setup.h"
 #include "services/judge/judge_setup.h"
 #include "services/optimization_manager/optimization_manager_setup.h"
@@ -70,6 +71,7 @@ struct DaemonOptions {
   std::string harness_dir;
   std::string cupti_lib;
   std::string ncu = "ncu";
+  std::string profiler_backend = "auto";
   std::string optimization_db;
   std::string internal_listen = "127.0.0.1:0";  // the internal services' server
   std::string worker_listen = "127.0.0.1:0";    // the first worker's server; port+i for worker i
@@ -85,6 +87,9 @@ struct DaemonOptions {
     o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
     o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
+    o.AddString("profiler-backend", &profiler_backend,
+                "auto (ncu when runnable, else the CUPTI library), ncu, or cupti (the CUPTI "
+                "library's trace and range-profiler counters, no ncu)");
     o.AddString("optimization-db", &optimization_db, "optimization database file");
     o.AddString("internal-listen", &internal_listen,
                 "host:port of the internal services' server (judge, analyzer, orchestrator, "
@@ -100,6 +105,7 @@ struct DaemonOptions {
     sandbox.Register(o);
     o.AddValidator([this]() -> absl::Status {
       if (absl::Status s = ParseLlmAgents(llm_agents).status(); !s.ok()) return s;
+      if (absl::Status s = ParseProfilerBackend(profiler_backend).status(); !s.ok()) return s;
       for (const std::string* listen : {&internal_listen, &worker_listen}) {
         if (!ParseListen(*listen).ok()) {
           return absl::InvalidArgumentError(
@@ -331,6 +337,7 @@ int Main(int argc, char** argv) {
     wo.harness_dir = dopts.harness_dir;
     wo.cupti_lib = dopts.cupti_lib;
     wo.ncu = dopts.ncu;
+    wo.profiler_backend = dopts.profiler_backend;
     wo.harness_server = dopts.harness_server;
     wo.sandbox = dopts.sandbox;
     wo.secret_files = secret_files;

@@ -157,6 +157,9 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
   o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so for kernel tracing; empty: none");
   o.AddString("ncu", &ncu, "Nsight Compute CLI");
+  o.AddString("profiler-backend", &profiler_backend,
+              "auto (ncu when runnable, else the CUPTI library), ncu, or cupti (the CUPTI "
+              "library's trace and range-profiler counters, no ncu)");
   o.AddString("coordinator", &coordinator,
               "coordinator to register with (host:port); comma-separated for several "
               "replicas (--leader-election): the worker registers with each");
@@ -175,6 +178,7 @@ double RenewIntervalSeconds(double configured, int64_t lease_seconds) {
 absl::Status WorkerOptions::Validate() const {
   if (device != "cuda" && device != "cpu") return absl::InvalidArgumentError("--device must be cuda or cpu");
   if (gpu < 0 || gpu > 63) return absl::InvalidArgumentError("--gpu must be in [0, 63]");
+  KAGENT_RETURN_IF_ERROR(ParseProfilerBackend(profiler_backend).status());
   if (lease_renew_seconds < 1 || lease_renew_seconds > 60) {
     return absl::InvalidArgumentError("--lease-renew-seconds must be in [1, 60]");
   }
@@ -279,6 +283,7 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   po.python = o.python;
   po.harness_pythonpath = o.harness_dir;
   po.ncu_path = o.ncu;
+  KAGENT_ASSIGN_OR_RETURN(po.backend, ParseProfilerBackend(o.profiler_backend));
   po.cupti_library = o.cupti_lib;
   po.gpu_index = o.gpu;
   po.sandbox = ho.sandbox;

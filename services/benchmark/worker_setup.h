@@ -39,6 +39,7 @@ struct WorkerOptions {
   std::string harness_dir;           // default: <root>/python
   std::string cupti_lib;             // libkagent_cupti.so; default: next to the binary
   std::string ncu = "ncu";
+  std::string profiler_backend = "auto";  // --profiler-backend: auto | ncu | cupti
   std::string coordinator;           // register with this coordinator (host:port)
   std::string advertise;             // address the coordinator dials; default from --listen
   double lease_renew_seconds = 10;

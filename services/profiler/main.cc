@@ -12,13 +12,15 @@ int main(int argc, char** argv) {
   kagent::ProfilerServiceOptions po;
   kagent::SandboxFlags sandbox;
   const kagent::OptionSet* flags = nullptr;
-  std::string python, harness_dir;
+  std::string python, harness_dir, backend = "auto";
   return kagent::ServiceMain(
       argc, argv, "kagent-profiler",
       [&](kagent::OptionSet& o) {
         o.AddString("python", &python, "Python with torch and triton (default .venv/bin/python)");
         o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
         o.AddString("ncu", &po.ncu_path, "Nsight Compute CLI");
+        o.AddString("profiler-backend", &backend,
+                    "auto (ncu when runnable, else the CUPTI library), ncu, or cupti");
         o.AddString("cupti-lib", &po.cupti_library, "libkagent_cupti.so for the CUPTI fallback");
         o.AddInt("gpu", &po.gpu_index, "CUDA device index (CUDA_VISIBLE_DEVICES)");
         sandbox.Register(o);
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
           if (!pkg.empty()) harness_dir = pkg.substr(0, pkg.size() - std::string("/kagent_harness/__init__.py").size());
         }
         po.harness_pythonpath = harness_dir;
+        KAGENT_ASSIGN_OR_RETURN(po.backend, kagent::ParseProfilerBackend(backend));
         po.sandbox = sandbox.mode;
         po.sandbox_hide = kagent::SandboxHidePaths(
             sandbox, kagent::SecretFiles(*ctx.server_options, flags->config_path()));

@@ -31,9 +31,13 @@ int main(int argc, char** argv) {
     else if (flag == "--timeout") request.set_timeout_seconds(std::atof(value.c_str()));
     else if (flag == "--raw-out") raw_out = value;
     else if (flag == "--backend") {
-      options.backend = value == "ncu"     ? kagent::ProfilerServiceOptions::Backend::kNcu
-                        : value == "cupti" ? kagent::ProfilerServiceOptions::Backend::kCupti
-                                           : kagent::ProfilerServiceOptions::Backend::kAuto;
+      absl::StatusOr<kagent::ProfilerServiceOptions::Backend> backend =
+          kagent::ParseProfilerBackend(value);
+      if (!backend.ok()) {
+        std::cerr << "kagent_profile_once: " << backend.status().message() << "\n";
+        return 2;
+      }
+      options.backend = *backend;
     } else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;

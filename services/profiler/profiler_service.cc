@@ -19,6 +19,14 @@
 #include "services/profiler/ncu_backend.h"
 
 namespace kagent {
+
+absl::StatusOr<ProfilerServiceOptions::Backend> ParseProfilerBackend(absl::string_view text) {
+  if (text == "auto") return ProfilerServiceOptions::Backend::kAuto;
+  if (text == "ncu") return ProfilerServiceOptions::Backend::kNcu;
+  if (text == "cupti") return ProfilerServiceOptions::Backend::kCupti;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--profiler-backend must be auto, ncu or cupti, not '", text, "'"));
+}
 namespace {
 
 constexpr int kDefaultComputeCapability = 90;

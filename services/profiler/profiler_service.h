@@ -58,6 +58,9 @@ struct ProfilerServiceOptions {
   size_t max_raw_csv_bytes = size_t{4} << 20;
 };
 
+// "auto", "ncu" or "cupti" (a --profiler-backend flag); INVALID_ARGUMENT otherwise.
+absl::StatusOr<ProfilerServiceOptions::Backend> ParseProfilerBackend(absl::string_view text);
+
 class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
  public:
   ProfilerServiceImpl(ProfilerServiceOptions options, const Authenticator* auth,

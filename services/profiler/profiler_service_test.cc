@@ -374,3 +374,18 @@ TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service
 
 }  // namespace
 }  // namespace kagent
+
+namespace kagent {
+namespace {
+
+TEST_CASE("--profiler-backend names auto, ncu or cupti", "[profiler_service]") {
+  CHECK(*ParseProfilerBackend("auto") == ProfilerServiceOptions::Backend::kAuto);
+  CHECK(*ParseProfilerBackend("ncu") == ProfilerServiceOptions::Backend::kNcu);
+  CHECK(*ParseProfilerBackend("cupti") == ProfilerServiceOptions::Backend::kCupti);
+  absl::Status bad = ParseProfilerBackend("nsys").status();
+  CHECK(bad.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(bad.message() == "--profiler-backend must be auto, ncu or cupti, not 'nsys'");
+}
+
+}  // namespace
+}  // namespace kagent
