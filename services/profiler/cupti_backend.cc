@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -238,14 +237,8 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
         "' (build target kagent_cupti on a machine with the CUDA toolkit)"));
   }
   ProfileRun run = caller_run;
-  std::string own_dir;  // the run as options.run_as: its directory, removed at the end
-  absl::Cleanup remove_own_dir = [&own_dir] {
-    std::error_code ignored;
-    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
-  };
-  if (options.run_as) {
-    KAGENT_RETURN_IF_ERROR(MoveRunToUser(runner, *options.run_as, &run, &own_dir));
-  }
+  UserRunDir user_dir;
+  KAGENT_RETURN_IF_ERROR(user_dir.Move(runner, options.run_as, &run));
   const std::string trace_path = absl::StrCat(run.work_dir, "/cupti.jsonl");
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
   HarnessCommand traced = harness;

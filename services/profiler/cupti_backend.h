@@ -115,7 +115,7 @@ struct CuptiBackendOptions {
   int compute_capability = 90;
   // When set (a root worker: NcuUserForSandbox), the harness runs as this user, with the
   // run's files (the request, the result, the trace) in a directory of its own under
-  // kNcuTempDir, as under ncu (MoveRunToUser): the sandboxed candidate, dropped to that
+  // kNcuTempDir, as under ncu (UserRunDir): the sandboxed candidate, dropped to that
   // user, writes the trace there, and bwrap, set up as that user, can reach every path
   // it is given. setpriv (util-linux) must be on PATH.
   std::optional<NcuUser> run_as;

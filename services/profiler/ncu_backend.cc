@@ -159,22 +159,28 @@ absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view 
   return absl::OkStatus();
 }
 
-absl::Status MoveRunToUser(CommandRunner* runner, const NcuUser& user, ProfileRun* run,
-                           std::string* made) {
+UserRunDir::~UserRunDir() {
+  std::error_code ignored;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+}
+
+absl::Status UserRunDir::Move(CommandRunner* runner, const std::optional<NcuUser>& user,
+                              ProfileRun* run) {
+  if (!user) return absl::OkStatus();
   if (!runner->CanRun("setpriv")) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the profile must run as the candidate sandbox's user (", user.name,
+        "the profile must run as the candidate sandbox's user (", user->name,
         ") and setpriv is not on PATH (Debian: apt-get install util-linux)"));
   }
-  KAGENT_ASSIGN_OR_RETURN(*made, MakeUserRunDir(kNcuTempDir, user));
-  const std::string request = absl::StrCat(*made, "/request.json");
+  KAGENT_ASSIGN_OR_RETURN(dir_, MakeUserRunDir(kNcuTempDir, *user));
+  const std::string request = absl::StrCat(dir_, "/request.json");
   std::error_code ec;
   std::filesystem::copy_file(run->request_path, request, ec);
-  if (ec || ::chown(request.c_str(), user.uid, user.gid) != 0) {
+  if (ec || ::chown(request.c_str(), user->uid, user->gid) != 0) {
     return absl::InternalError(
-        absl::StrCat("cannot hand the request to ", user.name, " in ", *made));
+        absl::StrCat("cannot hand the request to ", user->name, " in ", dir_));
   }
-  run->work_dir = *made;
+  run->work_dir = dir_;
   run->request_path = request;
   run->run_as = user;
   return absl::OkStatus();
@@ -195,14 +201,8 @@ absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackend
     KLOG(INFO) << "waited " << absl::FormatDuration(host_lock.waited())
                << " for another ncu run on this host";
   }
-  std::string own_dir;  // the run as options.run_as: its directory, removed at the end
-  absl::Cleanup remove_own_dir = [&own_dir] {
-    std::error_code ignored;
-    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ignored);
-  };
-  if (options.run_as) {
-    KAGENT_RETURN_IF_ERROR(MoveRunToUser(runner, *options.run_as, &run, &own_dir));
-  }
+  UserRunDir user_dir;
+  KAGENT_RETURN_IF_ERROR(user_dir.Move(runner, options.run_as, &run));
   const std::string log_path = absl::StrCat(run.work_dir, "/ncu.csv");
   const std::string result_path = absl::StrCat(run.work_dir, "/result.json");
   std::vector<std::string> argv =

@@ -113,14 +113,26 @@ absl::StatusOr<HarnessProfileResult> ReadProfiledHarnessResult(const std::string
 absl::Status NcuFailureStatus(const SubprocessResult& result, absl::string_view ncu_log,
                               absl::Duration timeout);
 
-// A profile run as `user` (a root worker's, under either backend: ncu_user.h says why):
-// checks that setpriv is on PATH, makes a directory of that user's under kNcuTempDir
-// (`*made`, which the caller removes) holding a copy of the request, and points `run`
-// there (work_dir, request_path, run_as). The caller then starts the command through
-// RunAsUser. FAILED_PRECONDITION without setpriv; INTERNAL when the directory or the
-// copy fails.
-absl::Status MoveRunToUser(CommandRunner* runner, const NcuUser& user, ProfileRun* run,
-                           std::string* made);
+// A profile run as the sandbox's user (a root worker's, under either backend: ncu_user.h
+// says why), for the lifetime of this object. Move() checks that setpriv is on PATH, makes
+// a directory of that user's under kNcuTempDir holding a copy of the request and points
+// `run` there (work_dir, request_path, run_as); the caller then starts its command through
+// RunAsUser. The directory is removed when this object goes. Not thread-safe.
+class UserRunDir {
+ public:
+  UserRunDir() = default;
+  ~UserRunDir();
+  UserRunDir(const UserRunDir&) = delete;
+  UserRunDir& operator=(const UserRunDir&) = delete;
+
+  // Does nothing when `user` is empty. FAILED_PRECONDITION without setpriv; INTERNAL when
+  // the directory or the copy fails. Precondition: not moved yet.
+  absl::Status Move(CommandRunner* runner, const std::optional<NcuUser>& user,
+                    ProfileRun* run);
+
+ private:
+  std::string dir_;
+};
 
 absl::StatusOr<NcuProfile> RunNcuProfile(CommandRunner* runner, const NcuBackendOptions& options,
                                          const HarnessCommand& harness, const ProfileRun& run);
