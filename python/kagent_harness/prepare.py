@@ -39,17 +39,32 @@ class PrepareMixin:
         kernels in `child` on stand-ins (dryrun.py), nothing launched. Returns the dry
         run's reply, or None when there was none. Raises ChildFailure (COMPILE_ERROR)
         when a kernel does not compile."""
+        if not self._send_compile(child, language):
+            return None
+        return self._recv_compile(child)
+
+    def _send_compile(self, child, language):
+        """Asks `child` for the compile dry run (compile_dry_run) without waiting for the
+        answer; False when there is none to run."""
         spec = self.job.input_spec or self.job.spec_without_values()
         if language != "triton" or spec is None:
-            return None
-        with self.phases("compile dry run"):
-            compiled = child.request({"cmd": "compile", "inputs": spec},
-                                     timeout=min(child.remaining(), self.req.call_timeout_s),
-                                     phase="the compile dry run")
-        self.log.add(f"compile dry run: {'clean' if compiled.get('clean') else 'not clean'}"
+            return False
+        child.send({"cmd": "compile", "inputs": spec})
+        return True
+
+    def _recv_compile(self, child, what="", phase="compile dry run", strict=True):
+        """The answer to _send_compile: the dry run's reply; with `strict`, ChildFailure
+        (COMPILE_ERROR) when a kernel does not compile."""
+        with self.phases(phase):
+            compiled = child.checked(
+                child.recv(timeout=min(child.remaining(), self.req.call_timeout_s),
+                           phase=f"the {what}compile dry run"),
+                f"the {what}compile dry run")
+        self.log.add(f"{what}compile dry run: "
+                     f"{'clean' if compiled.get('clean') else 'not clean'}"
                      f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
                      + (f"; {compiled['error']}" if compiled.get("error") else ""))
-        if compiled.get("compile_error"):
+        if strict and compiled.get("compile_error"):
             raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "
                                + compiled["compile_error"])
         return compiled
@@ -71,15 +86,19 @@ class PrepareMixin:
             self.env.cache.done(self.job)
             return None, None, f"the reference did not load ({type(e).__name__}: {e})"
         child = None
+        rk = None   # the starting kernel's process, prepared beside the candidate's
         try:
             child = self.take_child()
             self.use_child(child)
             self.write_candidate(child, req.kernel_source, req.language)
+            if req.reference_kernel_source and req.time_candidate:
+                rk = self._start_starting_kernel()
             with self.phases("candidate import and construction"):
                 ready = child.checked(child.recv(phase="candidate import and construction"),
                                       "candidate import and construction")
             compiled = self.compile_dry_run(child, req.language)
         except ChildFailure as f:
+            self._retire_starting_kernel(rk)
             self.result["verdict"] = f.verdict
             self.result["correctness"]["reason"] = f.reason
             res = self.finish(t0)
@@ -87,42 +106,59 @@ class PrepareMixin:
             res["harness"]["prepared"] = False
             return None, res, f.reason
         except Exception as e:  # noqa: BLE001 - the harness's fault: measure tries again
+            self._retire_starting_kernel(rk)
             self.log.add("prepare failed:\n" + traceback.format_exc())
             if child is not None:
                 self.env.pool.retire(child)
             self.child = None
             self.env.cache.done(self.job)
             return None, None, f"prepare failed: {type(e).__name__}: {e}"
-        rk = None
-        if req.reference_kernel_source and req.time_candidate:
-            rk = self._prepare_starting_kernel()
+        if rk is not None:
+            rk = self._finish_starting_kernel(rk)
         self.env.cache.done(self.job)
         self.child = None
         return Prepared(child, self.job.key, req.kernel_source, req.language, ready,
                         compiled, rk=rk, rk_source=req.reference_kernel_source), None, ""
 
-    def _prepare_starting_kernel(self):
-        """The starting kernel's process prepared like the candidate's: (process, ready
-        reply), or None when that failed (measure then starts it itself; its failures
-        are warnings there, never the candidate's verdict)."""
+    # The starting kernel of a final run is prepared in a process of its own, started
+    # right after the candidate's, so that the two imports, constructions and compile dry
+    # runs overlap (on the H200 a final run's preparation took 14-22 s done one after the
+    # other, on the job's path to its result). Its failures are warnings, never the
+    # candidate's verdict: measure then starts it itself.
+
+    def _start_starting_kernel(self):
+        """The starting kernel's process with its source written (not waited for), or
+        None when that failed."""
         req = self.req
         child = None
         try:
             child = self.take_child(trace=False)
             self.write_candidate(child, req.reference_kernel_source,
                                  req.reference_kernel_language)
-            with self.phases("starting kernel: import and construction"):
-                ready = child.checked(child.recv(phase="starting kernel import"),
-                                      "starting kernel import")
-            spec = self.job.input_spec or self.job.spec_without_values()
-            if req.reference_kernel_language == "triton" and spec is not None:
-                with self.phases("starting kernel: compile dry run"):
-                    child.request({"cmd": "compile", "inputs": spec},
-                                  timeout=min(child.remaining(), req.call_timeout_s),
-                                  phase="the starting kernel's compile dry run")
-            return child, ready
+            return child
         except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
             self.log.add(f"the starting kernel was not prepared: {e}")
             if child is not None:
                 self.env.pool.retire(child)
             return None
+
+    def _finish_starting_kernel(self, child):
+        """Waits for the started process to import and build the starting kernel, then
+        runs its compile dry run: (process, ready reply), or None when that failed."""
+        req = self.req
+        try:
+            with self.phases("starting kernel: import and construction"):
+                ready = child.checked(child.recv(phase="starting kernel import"),
+                                      "starting kernel import")
+            if self._send_compile(child, req.reference_kernel_language):
+                self._recv_compile(child, what="starting kernel's ",
+                                   phase="starting kernel: compile dry run", strict=False)
+            return child, ready
+        except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
+            self.log.add(f"the starting kernel was not prepared: {e}")
+            self.env.pool.retire(child)
+            return None
+
+    def _retire_starting_kernel(self, child):
+        if child is not None:
+            self.env.pool.retire(child)
