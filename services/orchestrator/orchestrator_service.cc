@@ -5,7 +5,6 @@
 #include "common/grpc_status.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
-#include "services/orchestrator/planner.h"
 
 namespace kagent {
 
@@ -13,8 +12,8 @@ grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
                                                 const v1::PlanRoundRequest* request,
                                                 v1::PlanRoundResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
-  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
-  absl::StatusOr<v1::RoundPlan> plan = kagent::PlanRound(*request);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
+  absl::StatusOr<v1::RoundPlan> plan = planner_.Plan(*request);
   if (!plan.ok()) return ToGrpcStatus(plan.status());
   KLOG(INFO) << "round " << request->round() << " planned: " << plan->assignments_size()
              << " assignment(s): " << plan->rationale();
