@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/llm/prompt_values.h"
@@ -27,6 +29,11 @@ std::string DescribeOption(const v1::Prescription& p) {
   return out;
 }
 
+// A multi-line value under a two-space item: later lines indented by four.
+std::string Indent(const std::string& text) {
+  return absl::StrReplaceAll(absl::StripTrailingAsciiWhitespace(text), {{"\n", "\n    "}});
+}
+
 }  // namespace
 
 LlmRoundPlanner::LlmRoundPlanner(std::shared_ptr<llm::LlmClient> client,
@@ -43,14 +50,12 @@ absl::StatusOr<RoundPlanDraft> LlmRoundPlanner::Plan(const RoundPlanInput& input
         absl::StrCat(options_.name, " plan: a request and a budget of at least 1 are required"));
   }
   const v1::PlanRoundRequest& request = *input.request;
-  // Per kernel in beam order: the offered fixes' lines; and every pair by (parent, id).
-  std::vector<std::string> order;
+  // Per kernel: the offered fixes' lines; and every pair by (parent, id).
   std::map<std::string, std::vector<std::string>> offered_lines;
   std::map<std::pair<std::string, std::string>, const PlanOption*> pairs;
   std::vector<std::string> excluded;
   for (const PlanOption& o : input.options) {
     const std::string& parent = o.parent_kernel_id;
-    if (!offered_lines.count(parent)) order.push_back(parent);
     std::vector<std::string>& lines = offered_lines[parent];
     auto [it, fresh] = pairs.emplace(std::pair{parent, o.prescription.pattern_id()}, &o);
     if (!o.excluded.empty()) {
@@ -64,11 +69,20 @@ absl::StatusOr<RoundPlanDraft> LlmRoundPlanner::Plan(const RoundPlanInput& input
   }
   std::string beam;
   int offered = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const std::vector<std::string>& lines = offered_lines[order[i]];
+  std::set<std::string> shown;
+  int rank = 0;
+  for (const v1::BeamEntry& entry : request.beam()) {
+    const std::string& id = entry.kernel_id();
+    if (!shown.insert(id).second) continue;
+    const std::vector<std::string>& lines = offered_lines[id];
     offered += static_cast<int>(lines.size());
-    absl::StrAppend(&beam, i ? "\n" : "", "kernel ", order[i], " (beam rank ", i + 1, "):\n",
-                    lines.empty() ? std::string("  (no fix offered)") : absl::StrJoin(lines, "\n"));
+    ++rank;
+    absl::StrAppend(
+        &beam, rank > 1 ? "\n" : "", "kernel ", id, " (beam rank ", rank, "):\n  measured: ",
+        Indent(llm_engine::DescribeMeasurement(entry.has_measurement() ? &entry.measurement() : nullptr)),
+        "\n  diagnosis: ", Indent(llm_engine::DescribeReport(entry.has_report() ? &entry.report() : nullptr)),
+        "\n  fixes offered:\n",
+        lines.empty() ? std::string("  - (none)") : absl::StrJoin(lines, "\n"));
   }
   if (offered == 0) {
     return absl::InvalidArgumentError(absl::StrCat(options_.name, " plan: the rules offer no fix to plan"));

@@ -2,8 +2,10 @@
 // (engines/round_plan_writer.h).
 //
 // Renders the "plan_round" prompt template (docs/llm.md) with the round, the beam's
-// kernels best first, each with the prescriptions the rules offer for it in rank order
-// (id, title, expected speedup and effect, rationale), the pairs the rules exclude and
+// kernels best first, each with its measurement (median and ratios to eager and
+// torch.compile, BeamEntry.measurement), its diagnosis (BeamEntry.report) and the
+// prescriptions the rules offer for it in rank order (id, title, expected speedup and
+// effect, rationale), the pairs the rules exclude and
 // why, the job's earlier lessons, the budget and fixes_per_kernel, and asks through
 // llm::ChatForJson for
 //   {"plan": [{"parent": "<kernel id>", "pattern": "<pattern id>", "reason": "..."}]}

@@ -1,5 +1,5 @@
 // LlmRoundPlanner (llm_planner.h) over the loopback FakeLlmServer: the prompt carries the
-// beam's offered fixes, the excluded pairs with their reasons, the lessons and the
+// beam kernels' medians and ratios to eager and torch.compile, their diagnoses, the offered fixes, the excluded pairs with their reasons, the lessons and the
 // budget; a valid plan is used in the model's order; entries naming an unknown kernel or
 // fix, an excluded pair, a pair twice, one past fixes_per_kernel or past the budget are
 // dropped with their reasons; an unusable reply, a plan with nothing left and a provider
@@ -48,7 +48,14 @@ struct Planned {
     r->set_actual_speedup(0.91);
     r->set_lesson("row-per-program lost 9% on c0: the loads were not coalesced");
     r->add_avoid_patterns("vectorize");
-    request.add_beam()->set_kernel_id("c0");
+    v1::BeamEntry* best = request.add_beam();
+    best->set_kernel_id("c0");
+    best->mutable_measurement()->mutable_candidate()->set_median_ms(0.2);
+    best->mutable_measurement()->mutable_eager()->set_median_ms(0.5);
+    best->mutable_measurement()->mutable_compiled()->set_median_ms(0.4);
+    best->mutable_measurement()->set_gpu_name("NVIDIA H200");
+    best->mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
+    best->mutable_report()->set_summary("DRAM throughput at 41% of peak");
     request.add_beam()->set_kernel_id("c1");
     auto add = [&](const std::string& parent, const v1::Prescription& p, const std::string& excluded) {
       input.options.push_back(PlanOption{parent, p, excluded});
@@ -96,8 +103,17 @@ TEST_CASE("LLM planner: a valid plan is used in the model's order", "[llm_planne
   CHECK_THAT(d->plan.rationale(), Catch::Contains("planned by llm:openai: c1 + tile-64: because tile-64 on c1"));
   CHECK_THAT(d->reply, Catch::Contains("tile-64"));
   // The prompt: the beam's offered fixes in rank order, the exclusions, the lessons, the budget.
-  CHECK_THAT(d->prompt, Catch::Contains("kernel c0 (beam rank 1):\n  - split-k: split-k title; expected 1.4x; "
-                                        "split-k moves DRAM throughput\nkernel c1 (beam rank 2):"));
+  CHECK_THAT(d->prompt, Catch::Contains("kernel c0 (beam rank 1):\n  measured: current kernel: 0.2 ms median\n"
+                                        "    eager PyTorch: 0.5 ms median (the current kernel is 2.50x "
+                                        "faster than eager PyTorch)\n"
+                                        "    torch.compile: 0.4 ms median (the current kernel is 2.00x "
+                                        "faster than torch.compile)\n    (measured on NVIDIA H200)\n"
+                                        "  diagnosis: category: memory"));
+  CHECK_THAT(d->prompt, Catch::Contains("DRAM throughput at 41% of peak"));
+  CHECK_THAT(d->prompt, Catch::Contains("  fixes offered:\n  - split-k: split-k title; expected 1.4x; "
+                                        "split-k moves DRAM throughput\nkernel c1 (beam rank 2):\n"
+                                        "  measured: The current kernel's time was not given.\n"
+                                        "  diagnosis: No profile diagnosis was given"));
   CHECK_THAT(d->prompt, Catch::Contains("- c0 + row-per-program: already tried on this kernel"));
   CHECK_THAT(d->prompt, Catch::Contains("- c0 + vectorize: on the avoid-list"));
   CHECK_THAT(d->prompt, Catch::Contains("row-per-program lost 9% on c0: the loads were not coalesced"));

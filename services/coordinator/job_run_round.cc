@@ -187,6 +187,14 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
     v1::BeamEntry* be = plan->add_beam();
     be->set_kernel_id(c.id());
     for (auto& p : rx) *be->add_prescriptions() = p;
+    // For the plan agent's prompt: the medians and the diagnosis, not the logs.
+    if (c.has_measurement()) {
+      *be->mutable_measurement() = c.measurement();
+      be->mutable_measurement()->clear_log();
+      be->mutable_measurement()->clear_op_signature();
+      be->mutable_measurement()->clear_phases_ms();
+    }
+    if (c.has_report()) *be->mutable_report() = c.report();
   }
   return {};
 }

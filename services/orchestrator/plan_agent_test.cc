@@ -41,6 +41,8 @@ v1::PlanRoundRequest Request() {
     e->set_kernel_id(id);
     for (const char* p : {"a", "b", "c"}) e->add_prescriptions()->set_pattern_id(p);
   }
+  r.mutable_beam(0)->mutable_measurement()->mutable_candidate()->set_median_ms(1.5);
+  r.mutable_beam(0)->mutable_measurement()->mutable_eager()->set_median_ms(3);
   v1::Reflexion* m = r.add_memory();
   m->set_parent_id("k1");
   m->set_pattern_id("a");
@@ -98,6 +100,8 @@ TEST_CASE("the orchestrator service plans the round through the plan agent", "[o
     const std::string body = rig.llm.server->requests()[0].body;
     CHECK_THAT(body, Catch::Contains("kernel k1 (beam rank 1)"));
     CHECK_THAT(body, Catch::Contains("a broke the tail mask on k1"));
+    CHECK_THAT(body, Catch::Contains("current kernel: 1.5 ms median"));
+    CHECK_THAT(body, Catch::Contains("2.00x faster than eager PyTorch"));
     CHECK_THAT(body, Catch::Contains("at most 3 pairs in all"));
   }
   SECTION("a failing endpoint keeps the heuristic plan") {
