@@ -147,6 +147,10 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
   if (!plan.ok()) return StopFromStatus(plan.status());
   *rc->mutable_plan() = plan->plan();
   StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToPrettyJson(plan->plan()));
+  if (plan->has_exchange()) {
+    StoreExchange(absl::StrCat("round-", round, "/"), "plan-", plan->exchange(),
+                  absl::StrCat("the plan of round ", round));
+  }
   if (plan->plan().assignments_size() > 0) {
     stop = Generate(round, plan->plan(), beam, plan_req.memory(), rc, variants);
     if (stop.kind != Stop::kNone) return stop;

@@ -13,11 +13,11 @@ grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
                                                 v1::PlanRoundResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
-  absl::StatusOr<v1::RoundPlan> plan = planner_.Plan(*request);
-  if (!plan.ok()) return ToGrpcStatus(plan.status());
-  KLOG(INFO) << "round " << request->round() << " planned: " << plan->assignments_size()
-             << " assignment(s): " << plan->rationale();
-  *response->mutable_plan() = *std::move(plan);
+  absl::StatusOr<v1::PlanRoundResponse> planned = planner_.Plan(*request);
+  if (!planned.ok()) return ToGrpcStatus(planned.status());
+  KLOG(INFO) << "round " << request->round() << " planned: " << planned->plan().assignments_size()
+             << " assignment(s): " << planned->plan().rationale();
+  *response = *std::move(planned);
   return grpc::Status::OK;
 }
 

@@ -8,7 +8,8 @@
 // rationale giving each assignment's reason and the entries dropped. A failing writer
 // (the endpoint, a spent budget, a refused reply) leaves the heuristic plan, whose
 // rationale then starts with "heuristic plan (the plan agent <name> failed: <why>)"; the
-// same is logged.
+// same is logged. When the writer was asked, the response's exchange holds its prompt,
+// reply and (on a fallback) the reason.
 //
 // Thread-safe when the writer is; the writer is borrowed and must outlive the agent.
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_PLAN_AGENT_H_
@@ -26,7 +27,7 @@ class PlanAgent {
   explicit PlanAgent(RoundPlanWriter* writer) : writer_(writer) {}
 
   // Errors: PlanRound's (INVALID_ARGUMENT for a malformed request); never the writer's.
-  absl::StatusOr<v1::RoundPlan> Plan(const v1::PlanRoundRequest& request) const;
+  absl::StatusOr<v1::PlanRoundResponse> Plan(const v1::PlanRoundRequest& request) const;
 
  private:
   RoundPlanWriter* writer_;

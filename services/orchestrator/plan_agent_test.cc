@@ -102,6 +102,11 @@ TEST_CASE("the orchestrator service plans the round through the plan agent", "[o
     CHECK_THAT(body, Catch::Contains("a broke the tail mask on k1"));
     CHECK_THAT(body, Catch::Contains("current kernel: 1.5 ms median"));
     CHECK_THAT(body, Catch::Contains("2.00x faster than eager PyTorch"));
+    CHECK(response.exchange().agent() == "plan");
+    CHECK(response.exchange().brain() == "llm:openai");
+    CHECK_THAT(response.exchange().prompt(), Catch::Contains("kernel k2 (beam rank 2)"));
+    CHECK_THAT(response.exchange().reply(), Catch::Contains("b suits the wider tile of k2"));
+    CHECK(response.exchange().fallback().empty());
     CHECK_THAT(body, Catch::Contains("at most 3 pairs in all"));
   }
   SECTION("a failing endpoint keeps the heuristic plan") {
@@ -112,12 +117,16 @@ TEST_CASE("the orchestrator service plans the round through the plan agent", "[o
                Catch::StartsWith("heuristic plan (the plan agent llm:openai failed: "));
     CHECK_THAT(response.plan().rationale(), Catch::Contains("overloaded"));
     CHECK_THAT(response.plan().rationale(), Catch::EndsWith(heuristic->rationale()));
+    CHECK_THAT(response.exchange().fallback(), Catch::Contains("overloaded"));
+    CHECK_THAT(response.exchange().prompt(), Catch::Contains("kernel k1 (beam rank 1)"));
   }
   SECTION("a plan with nothing valid keeps the heuristic plan") {
     rig.llm.server->Enqueue(OpenAiReply(R"({"plan": [{"parent": "k1", "pattern": "a"}]})"));
     REQUIRE(rig.service.PlanRound(&context, &request, &response).ok());
     CHECK(Pairs(response.plan()) == Pairs(*heuristic));
     CHECK_THAT(response.plan().rationale(), Catch::Contains("k1 + a is excluded: already tried on this kernel"));
+    CHECK_THAT(response.exchange().fallback(), Catch::Contains("no entry of the plan is usable"));
+    CHECK_THAT(response.exchange().reply(), Catch::Contains("\"pattern\": \"a\""));
   }
 }
 
@@ -129,6 +138,7 @@ TEST_CASE("the orchestrator service without a plan writer makes no call", "[orch
   v1::PlanRoundResponse response;
   REQUIRE(service.PlanRound(&context, &request, &response).ok());
   CHECK(Pairs(response.plan()) == Pairs(*PlanRound(request)));
+  CHECK_FALSE(response.has_exchange());
   CHECK(rig.llm.server->request_count() == 0);
 }
 
