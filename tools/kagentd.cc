@@ -12,7 +12,7 @@
 // CPU under Triton's interpreter: correctness is real, timings are plumbing only.
 // --llm-config makes the agents --llm-agents names ask the LLM (docs/llm.md): by default
 // all of them, the optimization manager's brain, the analyzer's prescriptions, the
-// orchestrator's reflexions and the judge's narrative.
+// orchestrator's reflexions and round plans and the judge's narrative.
 #include <signal.h>
 
 #include <algorithm>
@@ -99,7 +99,7 @@ struct DaemonOptions {
                 "(port 0: each picks one)");
     o.AddString("llm-agents", &llm_agents,
                 "with --llm-config, the agents that ask the LLM, each optionally with its own "
-                "model: rewrite, prescribe, reflect, narrate (e.g. rewrite,prescribe=qwen-small; "
+                "model: rewrite, prescribe, reflect, plan, narrate (e.g. rewrite,prescribe=qwen-small; "
                 "rewrite=model-a|model-b spreads a round's rewrites over both)");
     harness_server.Register(o);
     sandbox.Register(o);
@@ -275,8 +275,8 @@ int Main(int argc, char** argv) {
     jo.llm_model = agents.Model("narrate");
     if (agents.Uses("prescribe")) ao.llm_config = mo.llm_config;
     ao.llm_model = agents.Model("prescribe");
-    if (agents.Uses("reflect")) oo.llm_config = mo.llm_config;
-    oo.llm_model = agents.Model("reflect");
+    if (agents.Uses("reflect") || agents.Uses("plan")) oo.llm_config = mo.llm_config;
+    oo.llm_agents = dopts.llm_agents;
     KLOG(INFO).With("agents", dopts.llm_agents) << "LLM agents";
   }
   absl::Status s = SetUpJudge(jo, in.ctx);

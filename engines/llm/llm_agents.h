@@ -1,9 +1,10 @@
 // Which of kagent's agents ask the LLM, and with which model: the value of kagentd's
-// --llm-agents, e.g. "rewrite,prescribe=qwen-small,reflect,narrate".
+// --llm-agents, e.g. "rewrite,prescribe=qwen-small,reflect,plan,narrate".
 //
 // The agents: "rewrite" (the optimization manager's LLM brain: first kernels and
 // rewrites), "prescribe" (the analyzer ranks the database's candidates), "reflect" (the
-// orchestrator's reflexions) and "narrate" (the judge's narrative). An agent left out
+// orchestrator's reflexions), "plan" (the orchestrator's round plan: which beam kernel
+// gets which offered fix) and "narrate" (the judge's narrative). An agent left out
 // keeps its heuristic brain. "agent=model" gives the agent its own model instead of the
 // configuration's `model`; the rewrite may name several, "rewrite=model-a|model-b", over
 // which a round's candidates are spread (LlmBrainOptions.models).
@@ -21,7 +22,7 @@
 namespace kagent {
 
 // Every agent, the default of --llm-agents.
-inline constexpr char kAllLlmAgents[] = "rewrite,prescribe,reflect,narrate";
+inline constexpr char kAllLlmAgents[] = "rewrite,prescribe,reflect,plan,narrate";
 
 struct LlmAgents {
   // The agents that ask the LLM, each with its model ("" for the configuration's).

@@ -9,7 +9,7 @@ namespace {
 TEST_CASE("llm agents flag: --llm-agents lists the agents and their models", "[llm_agents]") {
   absl::StatusOr<LlmAgents> all = ParseLlmAgents(kAllLlmAgents);
   REQUIRE(all.ok());
-  for (const char* agent : {"rewrite", "prescribe", "reflect", "narrate"}) {
+  for (const char* agent : {"rewrite", "prescribe", "reflect", "plan", "narrate"}) {
     CHECK(all->Uses(agent));
     CHECK(all->Model(agent).empty());
   }
@@ -36,7 +36,7 @@ TEST_CASE("llm agents flag: --llm-agents refuses what it does not know", "[llm_a
     CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
     return std::string(r.status().message());
   };
-  CHECK_THAT(message("rewrite,plan"), Catch::Contains("unknown agent 'plan'; the agents are rewrite,"));
+  CHECK_THAT(message("rewrite,judge"), Catch::Contains("unknown agent 'judge'; the agents are rewrite,"));
   CHECK_THAT(message("reflect,reflect=m"), Catch::Contains("'reflect' is listed twice"));
   CHECK_THAT(message("rewrite,,reflect"), Catch::Contains("empty entry"));
   CHECK_THAT(message("prescribe="), Catch::Contains("names no model"));

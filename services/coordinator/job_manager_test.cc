@@ -129,9 +129,10 @@ class ScriptedServices : public LoopServices {
   // e.g. a real optimization manager over a loopback LLM server.
   std::function<absl::StatusOr<v1::GenerateResponse>(const v1::GenerateRequest&)> generate_with;
 
-  // When set, Prescribe and Reflect answer as LLM agents would: with an exchange whose
-  // prompt holds what the request carried (the kernel's source; the memory's size), and
-  // the reflexion's a fallback.
+  // When set, Prescribe, PlanRound and Reflect answer as LLM agents would: with an
+  // exchange whose prompt holds what the request carried (the kernel's source; the best
+  // beam kernel's median; the memory's size), and the plan's and the reflexion's a
+  // fallback.
   bool agent_exchanges = false;
   int64_t tokens_per_prescribe = 0;  // the usage Prescribe and Reflect report
   int64_t tokens_per_reflect = 0;
@@ -204,6 +205,15 @@ class ScriptedServices : public LoopServices {
     if (!plan.ok()) return plan.status();
     v1::PlanRoundResponse out;
     *out.mutable_plan() = *plan;
+    if (agent_exchanges) {
+      v1::AgentExchange* e = out.mutable_exchange();
+      e->set_agent("plan");
+      e->set_brain("llm:test");
+      e->set_prompt(absl::StrCat("plan round ", r.round(), ": ", r.beam(0).kernel_id(), " at ",
+                                 r.beam(0).measurement().candidate().median_ms(), " ms"));
+      e->set_reply("{\"plan\": []}");
+      e->set_fallback("no entry of the plan is usable");
+    }
     return out;
   }
   absl::StatusOr<v1::ReflectResponse> Reflect(const v1::ReflectRequest& r, CancelToken*) override {
@@ -531,6 +541,18 @@ TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as a
                                                 "for the reflexion on ") ? 1 : 0;
   }
   CHECK(fallbacks == static_cast<int>(refl.size()));
+  // The plan agent's exchange: the coordinator sent the beam kernel's median along.
+  auto plan_prompt = loop.storage->GetArtifact(job.id(), "round-1/plan-prompt.txt");
+  REQUIRE(plan_prompt.ok());
+  CHECK_THAT(plan_prompt->content(), Catch::StartsWith(absl::StrCat("plan round 1: ", c0, " at ")));
+  CHECK_THAT(plan_prompt->content(), !Catch::Contains(" at 0 ms"));
+  CHECK(loop.storage->GetArtifact(job.id(), "round-1/plan-reply.txt").ok());
+  int plan_fallbacks = 0;
+  for (const v1::JobEvent& e : loop.Events(job.id())) {
+    plan_fallbacks += absl::StrContains(e.message(), "the plan agent (llm:test) fell back to the heuristic "
+                                                     "for the plan of round 1: no entry") ? 1 : 0;
+  }
+  CHECK(plan_fallbacks == 1);
 }
 
 TEST_CASE("loop: the prescribe and reflect agents' LLM usage is charged and bounded by the job's "

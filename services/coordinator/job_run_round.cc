@@ -147,6 +147,10 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
   if (!plan.ok()) return StopFromStatus(plan.status());
   *rc->mutable_plan() = plan->plan();
   StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToPrettyJson(plan->plan()));
+  if (plan->has_exchange()) {
+    StoreExchange(absl::StrCat("round-", round, "/"), "plan-", plan->exchange(),
+                  absl::StrCat("the plan of round ", round));
+  }
   if (plan->plan().assignments_size() > 0) {
     stop = Generate(round, plan->plan(), beam, plan_req.memory(), rc, variants);
     if (stop.kind != Stop::kNone) return stop;
@@ -187,6 +191,14 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
     v1::BeamEntry* be = plan->add_beam();
     be->set_kernel_id(c.id());
     for (auto& p : rx) *be->add_prescriptions() = p;
+    // For the plan agent's prompt: the medians and the diagnosis, not the logs.
+    if (c.has_measurement()) {
+      *be->mutable_measurement() = c.measurement();
+      be->mutable_measurement()->clear_log();
+      be->mutable_measurement()->clear_op_signature();
+      be->mutable_measurement()->clear_phases_ms();
+    }
+    if (c.has_report()) *be->mutable_report() = c.report();
   }
   return {};
 }

@@ -5,7 +5,6 @@
 #include "common/grpc_status.h"
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
-#include "services/orchestrator/planner.h"
 
 namespace kagent {
 
@@ -13,12 +12,12 @@ grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
                                                 const v1::PlanRoundRequest* request,
                                                 v1::PlanRoundResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
-  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id});
-  absl::StatusOr<v1::RoundPlan> plan = kagent::PlanRound(*request);
-  if (!plan.ok()) return ToGrpcStatus(plan.status());
-  KLOG(INFO) << "round " << request->round() << " planned: " << plan->assignments_size()
-             << " assignment(s): " << plan->rationale();
-  *response->mutable_plan() = *std::move(plan);
+  LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
+  absl::StatusOr<v1::PlanRoundResponse> planned = planner_.Plan(*request);
+  if (!planned.ok()) return ToGrpcStatus(planned.status());
+  KLOG(INFO) << "round " << request->round() << " planned: " << planned->plan().assignments_size()
+             << " assignment(s): " << planned->plan().rationale();
+  *response = *std::move(planned);
   return grpc::Status::OK;
 }
 

@@ -1,4 +1,5 @@
-// OrchestratorServiceImpl: plans rounds (planner.h) and writes one reflexion per
+// OrchestratorServiceImpl: plans rounds (plan_agent.h: the heuristic plan, or an LLM's
+// choice among what the rules offer when one is configured) and writes one reflexion per
 // measured attempt through a Reflector (reflect_agent.h: the heuristic reflexion, with an
 // LLM's judgement merged in when one is configured). Thread-safe.
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
@@ -6,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/auth.h"
+#include "services/orchestrator/plan_agent.h"
 #include "kagent/v1/orchestrator_service.grpc.pb.h"
 
 namespace kagent {
@@ -21,9 +23,11 @@ class Reflector {
 
 class OrchestratorServiceImpl final : public v1::OrchestratorService::Service {
  public:
-  // `reflector` must outlive the service; `auth` may be null (auth off).
-  OrchestratorServiceImpl(Reflector* reflector, const Authenticator* auth)
-      : reflector_(reflector), auth_(auth) {}
+  // `reflector` and `plan_writer` must outlive the service; `auth` may be null (auth
+  // off); `plan_writer` may be null (the heuristic plan alone).
+  OrchestratorServiceImpl(Reflector* reflector, const Authenticator* auth,
+                          RoundPlanWriter* plan_writer = nullptr)
+      : reflector_(reflector), auth_(auth), planner_(plan_writer) {}
 
   grpc::Status PlanRound(grpc::ServerContext* context, const v1::PlanRoundRequest* request,
                          v1::PlanRoundResponse* response) override;
@@ -33,6 +37,7 @@ class OrchestratorServiceImpl final : public v1::OrchestratorService::Service {
  private:
   Reflector* reflector_;
   const Authenticator* auth_;
+  const PlanAgent planner_;
 };
 
 }  // namespace kagent

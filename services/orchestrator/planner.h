@@ -18,13 +18,23 @@
 #ifndef KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
 #define KAGENT_SERVICES_ORCHESTRATOR_PLANNER_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "engines/round_plan_writer.h"
 #include "kagent/v1/orchestrator_service.pb.h"
 
 namespace kagent {
 
 // INVALID_ARGUMENT for an empty beam, a beam kernel without an id, or M outside [1, 16].
 absl::StatusOr<v1::RoundPlan> PlanRound(const v1::PlanRoundRequest& request);
+
+// Every (beam kernel, prescription) pair of `request`, kernel by kernel in beam order,
+// each kernel's ranked as above (patterns the memory says to try first), with the rules'
+// exclusion reason on those skipped ("on the avoid-list", "already tried on this kernel",
+// "listed twice for this kernel"). PlanRound takes the first M offered of each kernel.
+// Errors as PlanRound's.
+absl::StatusOr<std::vector<PlanOption>> PlanOptions(const v1::PlanRoundRequest& request);
 
 }  // namespace kagent
 
