@@ -378,7 +378,7 @@ TEST_CASE("The gRPC handler authenticates and maps statuses", "[profiler_service
 namespace kagent {
 namespace {
 
-TEST_CASE("--profiler-backend names auto, ncu or cupti", "[profiler_service]") {
+TEST_CASE("The profiler backend flag names auto, ncu or cupti", "[profiler_service]") {
   CHECK(*ParseProfilerBackend("auto") == ProfilerServiceOptions::Backend::kAuto);
   CHECK(*ParseProfilerBackend("ncu") == ProfilerServiceOptions::Backend::kNcu);
   CHECK(*ParseProfilerBackend("cupti") == ProfilerServiceOptions::Backend::kCupti);
