@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
