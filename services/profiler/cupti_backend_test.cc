@@ -169,19 +169,10 @@ TEST_CASE("The range profiler is asked for the set minus launch figures and dura
   CHECK(missing.size() == NcuMetricsForArch(90).size() - 6);
 }
 
-// One kernel of 8 ns inside one profiled window.
-constexpr char kOneKernelTrace[] =
-    R"({"type":"marker","name":"profile_begin","ts_ns":10})"
-    "\n"
-    R"({"type":"kernel","name":"k","start_ns":12,"end_ns":20,"stream":7,"device":0,"grid":[2,1,1],"block":[64,1,1],"correlation":2})"
-    "\n"
-    R"({"type":"marker","name":"profile_end","ts_ns":30})"
-    "\n";
-
 TEST_CASE("Runs the harness with the tracer injected", "[cupti_backend]") {
   auto dir = *ScopedTempDir::Create("kagent-cupti-test-");
   FakeRunner runner;
-  runner.cupti_trace = kOneKernelTrace;
+  runner.cupti_trace = ::kagent::testing::kOneKernelCuptiTrace;
   const std::string library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
   HarnessCommand harness{"python3", "", "0", {}, 0};
   ProfileRun run{dir->path(), dir->path() + "/request.json", absl::Seconds(30), nullptr};
@@ -229,7 +220,7 @@ TEST_CASE("As the sandbox's user: the harness under setpriv, its files in that u
     std::ofstream(dir->path() + "/request.json") << "{\"mode\": \"profile\"}";
   }
   FakeRunner runner;
-  runner.cupti_trace = kOneKernelTrace;
+  runner.cupti_trace = ::kagent::testing::kOneKernelCuptiTrace;
   std::string seen_dir;
   bool owned = false;
   runner.on_run = [&](const SubprocessOptions& o) {

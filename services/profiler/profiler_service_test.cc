@@ -276,13 +276,7 @@ TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_servic
   }
   ProfilerServiceOptions options = TestOptions();
   options.cupti_library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
-  runner.cupti_trace =
-      R"({"type":"marker","name":"profile_begin","ts_ns":10})"
-      "\n"
-      R"({"type":"kernel","name":"k","start_ns":12,"end_ns":20,"stream":7,"device":0,"grid":[2,1,1],"block":[64,1,1],"correlation":2})"
-      "\n"
-      R"({"type":"marker","name":"profile_end","ts_ns":30})"
-      "\n";
+  runner.cupti_trace = ::kagent::testing::kOneKernelCuptiTrace;
   ProfilerServiceImpl service(options, nullptr, &runner);
   absl::StatusOr<kagent::v1::ProfileResponse> response =
       service.RunProfile(ValidRequest(), nullptr);

@@ -25,6 +25,15 @@ inline std::string ReadFixture(const std::string& name) {
   return buffer.str();
 }
 
+// A CUPTI trace of one kernel of 8 ns inside one profiled window.
+inline constexpr char kOneKernelCuptiTrace[] =
+    R"({"type":"marker","name":"profile_begin","ts_ns":10})"
+    "\n"
+    R"({"type":"kernel","name":"k","start_ns":12,"end_ns":20,"stream":7,"device":0,"grid":[2,1,1],"block":[64,1,1],"correlation":2})"
+    "\n"
+    R"({"type":"marker","name":"profile_end","ts_ns":30})"
+    "\n";
+
 inline std::string ArgAfter(const std::vector<std::string>& argv, const std::string& flag) {
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     if (argv[i] == flag) return argv[i + 1];
