@@ -489,11 +489,14 @@ def _poison(st, msg, torch):
 
 def _cmd_call(st, msg, torch, loader):
     from kagent_harness.compare import overlaps
+    steps = _Steps()
     reused = _load_inputs(st, msg, torch, loader)
+    steps.lap("inputs")
     clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in st.inputs]
     _poison(st, msg, torch)
     if st.device == "cuda":
         torch.cuda.synchronize()
+    steps.lap("input copies and poison")
     st.launches.reset()
     prof_names = prof_times = None
     st.cupti.mark("gate_begin")
@@ -503,11 +506,14 @@ def _cmd_call(st, msg, torch, loader):
             prof_names, prof_times, out = _profiled_call(st, torch)
         else:
             out = st.model(*st.inputs)
+    steps.lap("forward")
     flat = loader.flatten_outputs(out)
     via = _hand_back(flat, msg, torch)
     elapsed = time.perf_counter() - t0
+    steps.lap("hand-back")
     st.cupti.mark("gate_end")
     st.cupti.flush()
+    steps.lap("trace flush")
     aliased = None
     for o in flat:
         for x in st.inputs:
@@ -519,10 +525,27 @@ def _cmd_call(st, msg, torch, loader):
     mutated = [i for i, (x, c) in enumerate(zip(st.inputs, clones))
                if isinstance(x, torch.Tensor) and not _equal_nan(x, c)]
     st.prev_outputs = [o for o in flat]  # kept alive: a reused buffer shows up next call
-    return {"ok": True, "outputs_via": via, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
+    steps.lap("checks")
+    return {"ok": True, "steps_ms": steps.ms, "outputs_via": via, "reused_buffers": reused, "mutated": mutated, "aliased": aliased,
             "own_launches": st.launches.own, "launches": st.launches.total,
             "launch_names": sorted(st.launches.names), "profiler_kernels": prof_names,
             "profiler_kernel_ms": prof_times, "op_record": ops.summary, "elapsed_s": elapsed}
+
+
+class _Steps:
+    """Wall time of a gate call's steps in this process, in ms (the reply's "steps_ms"):
+    where the time between the supervisor's message and this reply goes. Diagnostics
+    only: the supervisor reports them as this process's own account, never as its
+    measurement."""
+
+    def __init__(self):
+        self.ms = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name):
+        t = time.perf_counter()
+        self.ms[name] = round((t - self._t) * 1e3, 2)
+        self._t = t
 
 
 class _OpRecording:

@@ -285,6 +285,25 @@ class Phases:
         return {k: round(v, 1) for k, v in self.ms.items()}
 
 
+# The steps a candidate's process may report for one gate call (child._Steps).
+CHILD_STEPS = ("inputs", "input copies and poison", "forward", "hand-back", "trace flush",
+               "checks")
+
+
+def add_child_steps(phases, steps):
+    """Adds a gate call's "steps_ms" (the candidate's process's own account of where the
+    call's time went) to `phases` as "gate, child's clock: STEP": diagnostics beside the
+    supervisor's own phases, never a measurement. Unknown names and values that are not
+    finite non-negative numbers below an hour are ignored (the reply is the candidate's
+    process's)."""
+    if not isinstance(steps, dict):
+        return
+    for name in CHILD_STEPS:
+        v = steps.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 3.6e6:
+            phases.add(f"gate, child's clock: {name}", float(v))
+
+
 def process_age_ms():
     """Milliseconds since this process started (from /proc; None where unavailable):
     the interpreter's start and the imports before any phase could be timed."""

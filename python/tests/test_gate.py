@@ -134,6 +134,10 @@ def test_correct_candidate_passes_and_is_timed():
     for name in ("process start and imports", "reference load", "op signature", "gate",
                  "gate: reference", "gate: outputs back", "timing"):
         assert phases.get(name, -1) >= 0, (name, phases)
+    # The candidate's process's own account of its gate calls, every step named.
+    from kagent_harness.protocol import CHILD_STEPS
+    for step in CHILD_STEPS:
+        assert phases.get(f"gate, child's clock: {step}", -1) >= 0, (step, phases)
     assert r["harness"]["outputs_via"] == "file"  # CUDA IPC is for the GPU
 
 

@@ -30,6 +30,16 @@ def test_timing_stats_match_numpy_percentiles():
     assert P.timing_stats([])["count"] == 0
 
 
+def test_child_steps_are_added_as_the_childs_own_account():
+    ph = P.Phases()
+    P.add_child_steps(ph, {"forward": 1.5, "hand-back": 2, "checks": -1.0,
+                           "trace flush": float("nan"), "inputs": True, "made up": 9.0})
+    P.add_child_steps(ph, {"forward": 0.5})
+    P.add_child_steps(ph, "not a dict")
+    assert ph.as_dict() == {"gate, child's clock: forward": 2.0,
+                            "gate, child's clock: hand-back": 2.0}
+
+
 def test_request_defaults_and_validation():
     r = P.Request({"problem_source": "x"}, mode="measure")
     assert (r.trials, r.timing_reps, r.warmup_iters, r.warmup_ms) == (5, 100, 25, 100.0)
