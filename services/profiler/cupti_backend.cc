@@ -13,6 +13,7 @@
 #include "common/harness/protocol.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "kernel_model/launch_limits.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/ncu_metrics.h"
 #include "nlohmann/json.hpp"
@@ -223,6 +224,10 @@ std::string CuptiAuditHeader(const CuptiProfile& profile) {
                          " passes, user replay in the candidate's process)")
           : absl::StrCat("trace only (", profile.counters_note, ")");
   return absl::StrCat("# backend cupti: ", how,
+                      profile.launch_limits_computed
+                          ? "; launch limits and waves computed from each launch's "
+                            "configuration"
+                          : "",
                       "; missing: ", absl::StrJoin(profile.missing_metrics, ","), "\n");
 }
 
@@ -293,6 +298,11 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
   }
   if (!profile.counters_note.empty() && h.cupti_counters_ran) {
     KLOG(WARNING) << "CUPTI backend: " << profile.counters_note;
+  }
+  if (options.gpu.has_value()) {
+    for (auto& kernel : profile.kernels) {
+      profile.launch_limits_computed |= AddLaunchLimits(*options.gpu, &kernel);
+    }
   }
   profile.missing_metrics = CuptiMissingMetrics(options.compute_capability, profile.kernels);
   profile.raw_trace = std::move(*trace_text);

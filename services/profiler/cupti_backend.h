@@ -119,6 +119,10 @@ struct CuptiBackendOptions {
   // user, writes the trace there, and bwrap, set up as that user, can reach every path
   // it is given. setpriv (util-linux) must be on PATH.
   std::optional<NcuUser> run_as;
+  // The GPU's limits: when set, each kernel's launch__occupancy_limit_* values and
+  // launch__waves_per_multiprocessor are computed from its launch configuration
+  // (kernel_model/launch_limits.h); the activity records do not carry them.
+  std::optional<kagent::v1::GpuSpec> gpu;
 };
 
 struct CuptiProfile {
@@ -128,10 +132,12 @@ struct CuptiProfile {
   int counter_passes = 0;    // > 0 when the counters are in `kernels`
   std::string counters_note; // why there are no counters (empty when there are)
   std::vector<std::string> missing_metrics;
+  bool launch_limits_computed = false;  // options.gpu filled some kernel's launch limits
 };
 
 // The first line of raw_csv: "# backend cupti: counters via the range profiler (N
-// passes, user replay); missing: ..." or "# backend cupti: trace only (<note>); missing:
+// passes, user replay)[; launch limits and waves computed from each launch's
+// configuration]; missing: ..." or "# backend cupti: trace only (<note>)[...]; missing:
 // ...", newline included.
 std::string CuptiAuditHeader(const CuptiProfile& profile);
 

@@ -5,6 +5,8 @@
 
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/hardware_metrics.h"
+#include "kernel_model/launch_limits.h"
+#include "kernel_model/metric_names.h"
 #include "services/profiler/testing/fake_runner.h"
 
 namespace kagent {
@@ -253,6 +255,40 @@ TEST_CASE("Applies the arithmetic-intensity roofline against the GPU spec",
         Approx(100.0 * signature.min_bytes() / seconds / 4.8e12));
   CHECK(metrics->roofline_bound_pct() > 50);
   CHECK(metrics->roofline_bound_pct() < 100);
+}
+
+TEST_CASE("Launch limits computed from the configuration match ncu's on every H200 fixture") {
+  // What the CUPTI backend adds (launch_limits.h), checked on each launch ncu profiled.
+  absl::StatusOr<kagent::v1::GpuSpec> h200 = LookupGpuSpec("NVIDIA H200", 0);
+  REQUIRE(h200.ok());
+  int checked = 0;
+  for (const char* fixture :
+       {"h200_triton_add.csv", "h200_harness_relu_add.csv", "h200_torch_mm_bf16.csv",
+        "h200_multi.csv", "h200_judge_tiny_add.csv", "h200_judge_grid_underfilled.csv",
+        "h200_judge_register_limited.csv", "h200_judge_many_tiny.csv",
+        "h200_triton_matvec.csv"}) {
+    absl::StatusOr<NcuCsvReport> report = ParseNcuCsv(ReadFixture(fixture));
+    REQUIRE(report.ok());
+    for (const kagent::v1::KernelMetrics& measured : report->kernels) {
+      INFO(fixture << " " << measured.kernel_name());
+      kagent::v1::KernelMetrics computed = measured;
+      auto& values = *computed.mutable_values();
+      for (const char* name : {metric::kLimitRegisters, metric::kLimitSharedMem,
+                               metric::kLimitWarps, metric::kLimitBlocks, metric::kWaves}) {
+        values.erase(name);
+      }
+      REQUIRE(AddLaunchLimits(*h200, &computed));
+      for (const char* name : {metric::kLimitRegisters, metric::kLimitSharedMem,
+                               metric::kLimitWarps, metric::kLimitBlocks}) {
+        INFO(name);
+        CHECK(values.at(name) == Value(measured, name));
+      }
+      CHECK(values.at(metric::kWaves) ==
+            Approx(Value(measured, metric::kWaves)).margin(0.006).epsilon(0.002));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 12);
 }
 
 }  // namespace

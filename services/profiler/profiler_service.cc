@@ -209,7 +209,7 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
     }
     response.mutable_metrics()->set_raw_csv(std::move(profile.raw_csv));
   } else {
-    CuptiBackendOptions cupti{options_.cupti_library, cc, options_.ncu_user};
+    CuptiBackendOptions cupti{options_.cupti_library, cc, options_.ncu_user, spec};
     KAGENT_ASSIGN_OR_RETURN(CuptiProfile profile, RunCuptiProfile(runner_, cupti, harness, run));
     signature = KeepSignature(profile.harness, request, &response);
     response.mutable_phases_ms()->insert(profile.harness.phases_ms.begin(),
