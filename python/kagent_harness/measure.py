@@ -469,7 +469,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             bufs, out_field = self.out_field(poison)
             msg = {"cmd": "call", **in_field, **out_field, "out": out_path,
                    "poison": poison or [],
-                   "reuse": k % 2 == 1,
+                   "reuse": k % 2 == 1, "flush_trace": False,
                    "profile_kernels": (self.device == "cuda" and not self.trace_path
                                        and not profiled)}
             profiled = profiled or msg["profile_kernels"]
@@ -544,6 +544,8 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.result["harness"]["atol_effective_max"] = corr_atol_eff
         if self.trace_path:
             with ph("gate: CUPTI trace"):
+                # Every call's kernels reach the trace file before it is read.
+                self.child.request({"cmd": "flush"}, phase="flushing the CUPTI trace")
                 launch_names |= self._check_cupti_gate()
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
