@@ -579,6 +579,7 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
     *d.mutable_timing() = c.measurement().candidate();
     d.set_job_id(job_id_);
     SetLlmBudgetLeft(d);
+    SetLlmAgents(d);
     absl::StatusOr<v1::DiagnoseResponse> report = CallCharged<v1::DiagnoseResponse>(
         "judge", [&] { return deps_.services->Diagnose(d, cancel_); });
     if (!report.ok()) return report.status();
@@ -598,6 +599,7 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
   p.set_job_id(job_id_);
   p.set_kernel_source(c.kernel().source());
   SetLlmBudgetLeft(p);
+  SetLlmAgents(p);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
                           CallCharged<v1::PrescribeResponse>("analyzer", [&] {
                             return deps_.services->Prescribe(p, cancel_);
@@ -611,11 +613,12 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
 }
 
 // The instances the other files of JobRun use.
-template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallService(
+template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::PlanRoundResponse>()>&);
 template absl::StatusOr<v1::GenerateResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::GenerateResponse>()>&);
 template void JobRun::SetLlmBudgetLeft(v1::GenerateRequest&) const;
 template void JobRun::SetLlmBudgetLeft(v1::ReflectRequest&) const;
+template void JobRun::SetLlmBudgetLeft(v1::PlanRoundRequest&) const;
 
 }  // namespace kagent

@@ -158,6 +158,13 @@ class JobRun {
   // the job sets becomes `llm_tokens_left` / `llm_cost_usd_left` (0 when spent).
   template <typename Request>
   void SetLlmBudgetLeft(Request& r) const;
+  // The job's choice of LLM agents (JobConfig.llm_agents) for a Diagnose, Prescribe,
+  // PlanRound or Reflect request: the service asks its LLM agent only when it is chosen
+  // or none is. (Generate needs none: the job's brain names the rewrite's.)
+  template <typename Request>
+  void SetLlmAgents(Request& r) const {
+    for (const std::string& a : cfg_.llm_agents()) r.add_llm_agents(a);
+  }
   // The reason to stop when the job's LLM budget is spent, else "".
   std::string LlmBudgetSpent() const;
   // Keeps the reference's op signature, labelled with its op class (op recognition).

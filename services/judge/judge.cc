@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm_agent_choice.h"
 #include "kernel_model/categories.h"
 #include "services/judge/classification.h"
 #include "services/judge/report_text.h"
@@ -52,8 +53,11 @@ absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request)
                          request.has_timing() ? &request.timing() : nullptr));
   KAGENT_ASSIGN_OR_RETURN(BottleneckReport report, DiagnoseByRules(request, view));
 
-  // Narrative: the configured narrator, else (or on its failure) the heuristic one.
-  JudgeNarrator* narrator = narrator_ != nullptr ? narrator_ : &heuristic_narrator_;
+  // Narrative: the configured narrator, else (or on its failure, or for a job that chose
+  // its LLM agents without "narrate") the heuristic one.
+  JudgeNarrator* narrator = narrator_ != nullptr && JobWantsLlmAgent(request.llm_agents(), "narrate")
+                                ? narrator_
+                                : &heuristic_narrator_;
   absl::StatusOr<NarrativeResult> narrative = narrator->Narrate(report, request.metrics());
   std::string source = narrator == &heuristic_narrator_ ? "rules" : "llm";
   if (!narrative.ok()) {

@@ -22,7 +22,8 @@
 // rules; root_causes.h writes the causes they cite.
 //
 // A narrator (see narrator.h) writes BottleneckReport.narrative and may add root causes;
-// its citations are validated and it can change nothing else.
+// its citations are validated and it can change nothing else. A request whose job chose
+// its LLM agents without "narrate" (DiagnoseRequest.llm_agents) gets the heuristic one.
 //
 // Thread-safety: Diagnose is const and may be called concurrently when the narrator is
 // thread-safe.
