@@ -157,6 +157,8 @@ class ScriptedServices : public LoopServices {
   std::vector<int64_t> prescribe_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> reflect_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> plan_tokens_left ABSL_GUARDED_BY(mu);
+  // The Diagnose requests without a profile (no kernels).
+  std::vector<v1::DiagnoseRequest> unprofiled_diagnoses ABSL_GUARDED_BY(mu);
   // The job's LLM agents (llm_agents, comma-joined) each Diagnose, Prescribe, PlanRound
   // and Reflect request carried, by the RPC's name.
   std::map<std::string, std::set<std::string>> llm_agents_carried ABSL_GUARDED_BY(mu);
@@ -184,6 +186,13 @@ class ScriptedServices : public LoopServices {
     }
     v1::DiagnoseResponse out;
     *out.mutable_llm_usage() = Usage(tokens_per_diagnose, 0);
+    if (r.metrics().kernels_size() == 0) {
+      // As the judge answers without counters: no category, a summary saying why.
+      absl::MutexLock lock(&mu);
+      unprofiled_diagnoses.push_back(r);
+      out.mutable_report()->set_summary(absl::StrCat("no hardware counters (", r.no_profile_reason(), ")"));
+      return out;
+    }
     out.mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
@@ -1307,6 +1316,36 @@ TEST_CASE("loop: no library seed and no profile on a CPU worker (Triton's interp
   }
   absl::MutexLock lock(&loop.services.mu);
   CHECK(loop.services.first_kernel_requests.empty());
+  // The judge was still asked, without counters: the reason and the measured times, which
+  // its narrator narrates from; the report it wrote is the beam kernel's.
+  REQUIRE_FALSE(loop.services.unprofiled_diagnoses.empty());
+  const v1::DiagnoseRequest& d = loop.services.unprofiled_diagnoses.front();
+  CHECK(d.no_profile_reason() ==
+        "it ran on a CPU worker (Triton's interpreter has no hardware counters)");
+  CHECK(d.measurement().candidate().median_ms() > 0);
+  CHECK(d.measurement().eager().median_ms() > 0);
+  CHECK(d.op_signature().op_class() == "elementwise");  // recognized from the reference
+  CHECK(d.job_id() == job.id());
+  const v1::Candidate* start = nullptr;
+  for (const auto& c : cands) {
+    if (c.round() == 0) start = &c;
+  }
+  REQUIRE(start != nullptr);
+  CHECK_THAT(start->report().summary(), Catch::StartsWith("no hardware counters (it ran on a CPU worker"));
+  CHECK(start->report().primary() == v1::BOTTLENECK_CATEGORY_UNSPECIFIED);
+}
+
+TEST_CASE("loop: a failed profile is diagnosed without counters, saying why") {
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->profile_error = absl::FailedPreconditionError("no kernels captured");
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE_FALSE(loop.services.unprofiled_diagnoses.empty());
+  CHECK_THAT(loop.services.unprofiled_diagnoses.front().no_profile_reason(),
+             Catch::StartsWith("its profile failed: ") && Catch::Contains("no kernels captured"));
 }
 
 TEST_CASE("loop: no library seed when the brain has no kernel for the op or it is the start") {
