@@ -5,13 +5,15 @@
 // (services/judge/narrator.h); an LLM-backed narrator (engines/llm/llm_narrator.h)
 // implements the same interface. Whatever a narrator returns passes through the judge's
 // ValidateNarrative() before it reaches the report, so a narrator can change nothing but
-// the narrative and the root causes it adds.
+// the narrative and the root causes it adds. Without a profile the judge asks
+// NarrateWithoutProfile, and only the measured facts it passes may be cited.
 //
 // Thread-safety: implementations must be thread-safe (one instance serves concurrent
 // calls). The report and metrics are borrowed for the duration of the call only.
 #ifndef KAGENT_ENGINES_JUDGE_NARRATOR_H_
 #define KAGENT_ENGINES_JUDGE_NARRATOR_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,19 @@ struct NarrativeResult {
   std::vector<kagent::v1::RootCause> extra_root_causes;
 };
 
+// What is known of a kernel the judge diagnoses without hardware counters (a CPU worker, a
+// failed or skipped profile). The pointers are borrowed for the call; either may be null.
+struct UnprofiledKernel {
+  std::string reason;    // why there are no counters, e.g. "it ran on a CPU worker (...)"
+  std::string op_class;  // the recognized op class; "" when none was recognized
+  // What was measured, name -> value (the judge's UnprofiledFacts, services/judge/
+  // narrator.h: the kernel's median, eager PyTorch's and torch.compile's, and the ratios),
+  // only those known: the only values a narrative without a profile may cite.
+  std::map<std::string, double> facts;
+  const kagent::v1::Measurement* measurement = nullptr;
+  const kagent::v1::GpuSpec* gpu = nullptr;
+};
+
 // Interface. Implementations must be thread-safe: one instance serves concurrent calls.
 class JudgeNarrator {
  public:
@@ -37,6 +52,10 @@ class JudgeNarrator {
   // diagnosis.
   virtual absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
                                                   const kagent::v1::HardwareMetrics& metrics) = 0;
+  // Returns narrative for `report`, which the rules wrote without counters (no category,
+  // no metric values), from `kernel`'s facts alone. Errors as for Narrate.
+  virtual absl::StatusOr<NarrativeResult> NarrateWithoutProfile(
+      const kagent::v1::BottleneckReport& report, const UnprofiledKernel& kernel) = 0;
   // Short name for logs and for RootCause.source ("heuristic", "llm:<provider>").
   virtual std::string Name() const = 0;
 };

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -252,7 +253,7 @@ absl::StatusOr<OptimizationDb> OptimizationDb::Parse(absl::string_view json_text
     s = v.CheckKeys(p, where,
                     {"id", "title", "preconditions", "fix", "rationale", "expected_effect",
                      "expected_speedup", "risks", "conflicts_with"},
-                    {"knob_changes", "template_switch", "target"});
+                    {"knob_changes", "template_switch", "target", "code_markers"});
     if (!s.ok()) return s;
     Pattern out;
     if (s = v.String(p["id"], where + ".id", &out.id); !s.ok()) return s;
@@ -269,6 +270,20 @@ absl::StatusOr<OptimizationDb> OptimizationDb::Parse(absl::string_view json_text
     if (s = v.StringList(p["risks"], where + ".risks", &out.risks, /*allow_empty=*/true); !s.ok()) return s;
     if (s = v.StringList(p["conflicts_with"], where + ".conflicts_with", &out.conflicts_with, true); !s.ok()) {
       return s;
+    }
+    if (p.contains("code_markers")) {
+      if (s = v.StringList(p["code_markers"], where + ".code_markers", &out.code_markers,
+                           /*allow_empty=*/false);
+          !s.ok()) {
+        return s;
+      }
+      for (const std::string& marker : out.code_markers) {
+        if (absl::StripAsciiWhitespace(marker).empty() || marker.find('\n') != std::string::npos ||
+            marker.find('#') != std::string::npos) {
+          return v.Error(where + ".code_markers",
+                         absl::StrCat("'", marker, "' must be a code token: not blank, one line, no '#'"));
+        }
+      }
     }
 
     // Preconditions.

@@ -77,6 +77,10 @@ struct Pattern {
   std::optional<PatternTarget> target;
   std::vector<std::string> risks;
   std::vector<std::string> conflicts_with;
+  // Code constructs a kernel that applies the fix contains, one of them at least (e.g.
+  // "tl.max_contiguous", "tl.multiple_of"); empty when the pattern states none. Optional
+  // in the file; when given, a non-empty list of one-line tokens without '#'.
+  std::vector<std::string> code_markers;
 };
 
 class OptimizationDb {

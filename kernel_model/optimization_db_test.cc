@@ -2,6 +2,7 @@
 // topics; malformed files fail with precise messages; knob and arch semantics.
 #include <set>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +10,7 @@
 #include "common/testing/fixtures.h"
 #include "kernel_model/metric_names.h"
 #include "kernel_model/optimization_db.h"
+#include "kernel_model/prescriber.h"
 
 namespace kagent {
 namespace {
@@ -149,6 +151,28 @@ TEST_CASE("malformed databases fail with the pattern and field named", "[db]") {
               "patterns[0] (id 'a-pattern').expected_speedup: must be in [1, 10]");
   ExpectError(Broken(R"("risks": [])", R"("risks": "none")"),
               "patterns[0] (id 'a-pattern').risks: must be a list of strings");
+  ExpectError(Broken(R"("risks": [])", R"("risks": [], "code_markers": [])"),
+              "patterns[0] (id 'a-pattern').code_markers: must not be empty");
+  ExpectError(Broken(R"("risks": [])", R"("risks": [], "code_markers": ["tl.dot # mma"])"),
+              "patterns[0] (id 'a-pattern').code_markers: 'tl.dot # mma' must be a code token");
+}
+
+TEST_CASE("a pattern's code markers load, and go with its prescriptions", "[db]") {
+  auto parsed = OptimizationDb::Parse(
+      Broken(R"("risks": [])", R"("risks": [], "code_markers": ["tl.dot", "tl.dot_scaled"])"), "t.json");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->patterns()[0].code_markers == std::vector<std::string>{"tl.dot", "tl.dot_scaled"});
+  CHECK(parsed->patterns()[1].code_markers.empty());  // optional
+  auto db = OptimizationDb::LoadFromFile(testing::SourceDir() + "/data/optimization_db.json");
+  REQUIRE(db.ok());
+  const Pattern* vectorize = db->Find("vectorize-global-access");
+  REQUIRE(vectorize != nullptr);
+  CHECK(vectorize->code_markers == std::vector<std::string>{"tl.max_contiguous", "tl.multiple_of"});
+  PatternMatch match;
+  match.pattern = vectorize;
+  v1::Prescription p = Prescriber::ToPrescription(match);
+  CHECK(std::vector<std::string>(p.code_markers().begin(), p.code_markers().end()) ==
+        vectorize->code_markers);
 }
 
 TEST_CASE("TF32 declares the tolerance it needs", "[db]") {

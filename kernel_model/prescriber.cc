@@ -227,6 +227,7 @@ Prescription Prescriber::ToPrescription(const PatternMatch& match) {
   for (const auto& [knob, change] : p.knob_changes) (*out.mutable_knob_changes())[knob] = change;
   out.set_template_switch(p.template_switch);
   for (const std::string& risk : p.risks) out.add_risks(risk);
+  for (const std::string& marker : p.code_markers) out.add_code_markers(marker);
   return out;
 }
 

@@ -71,6 +71,16 @@ error, nor a duplicate kernel, which was never measured) goes on the avoid-list;
 prescriptions (`kernel_model/prescriber.h`, the analyzer's own ranking), without those
 that contradict an effective fix.
 
+## Code markers
+
+A pattern may list `code_markers`: code constructs a kernel that applies its fix contains,
+one of them at least (`vectorize-global-access`: `tl.max_contiguous`, `tl.multiple_of`;
+a tensor-core pattern: `tl.dot`). They go with each prescription
+(`Prescription.code_markers`). When an LLM rewrite's parent had none of them (outside
+`#` comments) and the rewrite still has none, the model did not apply the fix: the
+candidate is marked as a fallback, as for knob changes left as they were (docs/llm.md,
+"How a kernel is asked for"), so the reflexion blames the rewrite, not the pattern.
+
 ## Knob changes
 
 A knob change is `xN` (multiply), `/N` (divide), `+N` / `-N` (add / subtract), or a
@@ -140,6 +150,9 @@ def render(db):
         if p.get("target"):
             out.append("Target: `{}` should go {}\n\n".format(p["target"]["metric"],
                                                               p["target"]["direction"]))
+        if p.get("code_markers"):
+            out.append("Code markers (one at least in a kernel that applies it): {}\n\n".format(
+                ", ".join("`{}`".format(m) for m in p["code_markers"])))
         if p["risks"]:
             out.append("Risks:\n\n")
             for r in p["risks"]:

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -13,12 +14,15 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "common/client.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
 #include "common/options.h"
 #include "common/proto_json.h"
+#include "engines/llm/llm_agents.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/recommendation.h"
@@ -41,6 +45,7 @@ struct Flags {
   std::string name;
   std::string strategy;
   std::string brain;
+  std::string llm_agents;
   std::string state;
   std::string reason;
   std::string kernel_out;
@@ -61,6 +66,8 @@ constexpr char kUsage[] =
     "                    [--strategy beam|greedy] [--brain NAME] [--name NAME] [--watch]\n"
     "                    [--target-efficiency PCT]   stop at this % of the roofline\n"
     "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
+    "                    [--llm-agents A,B]   the agents on the LLM for this job (rewrite,\n"
+    "                    prescribe, reflect, plan, narrate; default the server's)\n"
     "  watch JOB [--from N]       live progress until the job ends\n"
     "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
     "  list [--state S] [--limit N]\n"
@@ -125,6 +132,32 @@ class Client {
 
 }  // namespace
 
+absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view flag) {
+  std::vector<std::string> agents;
+  const std::vector<absl::string_view> known = absl::StrSplit(kAllLlmAgents, ',');
+  for (absl::string_view raw : absl::StrSplit(flag, ',')) {
+    std::string agent(absl::StripAsciiWhitespace(raw));
+    if (agent.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--llm-agents '", flag, "' has an empty entry: list agents, e.g. reflect,plan"));
+    }
+    if (agent.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--llm-agents: '", agent, "': a job names agents only; their models are the server's"));
+    }
+    if (std::find(known.begin(), known.end(), agent) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--llm-agents: unknown agent '", agent,
+                                                     "'; the agents are ", kAllLlmAgents));
+    }
+    if (std::find(agents.begin(), agents.end(), agent) != agents.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--llm-agents: agent '", agent, "' is listed twice"));
+    }
+    agents.push_back(std::move(agent));
+  }
+  return agents;
+}
+
 void PrintJob(const v1::Job& j, std::ostream& out) {
   const v1::JobResult& r = j.result();
   const v1::Measurement& b = r.best_measurement();
@@ -166,6 +199,10 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
       out << ")";
     }
     out << "\n";
+  }
+  if (!j.config().llm_agents().empty()) {
+    out << "llm agents " << absl::StrJoin(j.config().llm_agents(), ", ")
+        << "  (the others heuristic)\n";
   }
   if (j.has_baseline()) {
     out << absl::StrFormat("start      %s %.4f ms  (eager %.4f ms, torch.compile %.4f ms)\n",
@@ -431,6 +468,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   o.AddString("name", &f.name, "problem name (submit; default: the file name)");
   o.AddString("strategy", &f.strategy, "beam or greedy (submit)");
   o.AddString("brain", &f.brain, "brain to use (submit)");
+  o.AddString("llm-agents", &f.llm_agents,
+              "the agents that ask the LLM for this job, comma-separated: rewrite, prescribe, "
+              "reflect, plan, narrate; the others answer heuristically (submit; default: every "
+              "agent the server has on the LLM)");
   o.AddString("state", &f.state, "filter by state (list)");
   o.AddString("reason", &f.reason, "why (cancel)");
   o.AddString("kernel-out", &f.kernel_out, "write the best kernel here (get)");
@@ -571,6 +612,14 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       cfg->set_fixes_per_kernel(f.workers / *k);
     }
     if (!f.brain.empty()) cfg->set_brain(f.brain);
+    if (given("llm-agents")) {
+      absl::StatusOr<std::vector<std::string>> agents = ParseJobLlmAgents(f.llm_agents);
+      if (!agents.ok()) {
+        err << "kagent: " << agents.status().message() << "\n";
+        return 2;
+      }
+      for (const std::string& a : *agents) cfg->add_llm_agents(a);
+    }
     if (o.SourceOf("target-efficiency") != "default") {
       cfg->set_target_efficiency_pct(f.target_efficiency);
     }

@@ -3,7 +3,7 @@
 //   kagent [--server ADDR] [--token TOKEN] COMMAND [ARGS] [FLAGS]
 //     submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam-width K]
 //            [--fixes-per-kernel M | --workers W] [--strategy beam|greedy] [--brain NAME]
-//            [--name NAME] [--watch]
+//            [--llm-agents A,B] [--name NAME] [--watch]
 //            (--beam K is --beam-width K; K and M are 1..16, else exit 2)
 //     watch JOB [--from N]
 //     get JOB [--kernel-out FILE]
@@ -22,9 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kagent/v1/common.pb.h"
 
 namespace kagent::cli {
+
+// submit --llm-agents' value as JobConfig.llm_agents: the agents in the given order.
+// INVALID_ARGUMENT for an empty entry, an "agent=model" entry (a job does not choose
+// models), an unknown agent (listing the agents) or one listed twice.
+absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view flag);
 
 // Runs one invocation; writes to `out` and `err`.
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
@@ -35,6 +42,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 // says), candidates measured (and per GPU- or worker-minute) and
 // variants screened, LLM usage (tokens and
 // cost, with the job's LLM budget) when the job has used an LLM or set an LLM budget,
+// the job's LLM agents when it chose them (JobConfig.llm_agents),
 // the baseline, the trajectory and the best kernel (each speedup from its final run, as
 // kernel_model/speedup_text.h's FormatSpeedup writes it; "n/a" for a roofline without
 // hardware counters; a line saying so when the times are Triton's interpreter's on the CPU).

@@ -124,6 +124,43 @@ TEST_CASE("cli: get shows the LLM tokens and cost a job used, and its LLM budget
         std::string::npos);
 }
 
+TEST_CASE("cli: submit --llm-agents names the job's LLM agents, and get shows them") {
+  absl::StatusOr<std::vector<std::string>> agents = cli::ParseJobLlmAgents(" reflect ,plan");
+  REQUIRE(agents.ok());
+  CHECK(*agents == std::vector<std::string>{"reflect", "plan"});
+  for (const auto& [flag, says] : std::vector<std::pair<std::string, std::string>>{
+           {"reflect,,plan", "has an empty entry"},
+           {"", "has an empty entry"},
+           {"prescribe=qwen", "their models are the server's"},
+           {"reflect,dream", "unknown agent 'dream'; the agents are rewrite,prescribe,reflect,plan,narrate"},
+           {"plan,plan", "agent 'plan' is listed twice"}}) {
+    INFO(flag);
+    absl::StatusOr<std::vector<std::string>> bad = cli::ParseJobLlmAgents(flag);
+    CHECK(absl::IsInvalidArgument(bad.status()));
+    CHECK_THAT(std::string(bad.status().message()), Catch::Contains(says));
+  }
+  // A bad value is a usage error before any server is asked.
+  std::string problem = std::filesystem::temp_directory_path() /
+                        ("kagent_cli_test_agents_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(problem) << "class Model: pass\n";
+  std::string out, err;
+  CHECK(RunCli({"--server", "127.0.0.1:1", "submit", problem, "--llm-agents", "reflect,dream"}, &out,
+               &err) == 2);
+  CHECK_THAT(err, Catch::Contains("unknown agent 'dream'"));
+  std::filesystem::remove(problem);
+
+  v1::Job job;
+  job.set_id("job-8");
+  std::ostringstream none;
+  cli::PrintJob(job, none);
+  CHECK(none.str().find("llm agents") == std::string::npos);
+  job.mutable_config()->add_llm_agents("reflect");
+  job.mutable_config()->add_llm_agents("plan");
+  std::ostringstream chosen;
+  cli::PrintJob(job, chosen);
+  CHECK_THAT(chosen.str(), Catch::Contains("llm agents reflect, plan  (the others heuristic)\n"));
+}
+
 TEST_CASE("cli: get shows the GPU busy share, candidates per GPU-minute and variants screened") {
   v1::Job job;
   job.set_id("job-9");

@@ -26,6 +26,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/install_paths.h"
 #include "common/logging.h"
@@ -212,6 +213,11 @@ int Main(int argc, char** argv) {
     std::cerr << "kagentd: " << parsed.message() << "\n";
     return 2;
   }
+  if (options.SourceOf("offered-llm-agents") != "default") {
+    std::cerr << "kagentd: --offered-llm-agents is set from --llm-agents (with --llm-config); "
+                 "give --llm-agents instead\n";
+    return 2;
+  }
   // The services call each other with the internal token; with auth on and none given,
   // make one for this process.
   if (!so.tokens_file.empty() && so.internal_token.empty()) {
@@ -277,6 +283,10 @@ int Main(int argc, char** argv) {
     ao.llm_model = agents.Model("prescribe");
     if (agents.Uses("reflect") || agents.Uses("plan")) oo.llm_config = mo.llm_config;
     oo.llm_agents = dopts.llm_agents;
+    // A job may choose among these (JobConfig.llm_agents).
+    std::vector<std::string> offered;
+    for (const auto& [agent, model] : agents.models) offered.push_back(agent);
+    co.offered_llm_agents = absl::StrJoin(offered, ",");
     KLOG(INFO).With("agents", dopts.llm_agents) << "LLM agents";
   }
   absl::Status s = SetUpJudge(jo, in.ctx);

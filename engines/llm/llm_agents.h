@@ -9,6 +9,8 @@
 // configuration's `model`; the rewrite may name several, "rewrite=model-a|model-b", over
 // which a round's candidates are spread (LlmBrainOptions.models).
 //
+// A job may choose among these per job (JobConfig.llm_agents; engines/llm_agent_choice.h).
+//
 // Pure; thread-safe.
 #ifndef KAGENT_ENGINES_LLM_LLM_AGENTS_H_
 #define KAGENT_ENGINES_LLM_LLM_AGENTS_H_

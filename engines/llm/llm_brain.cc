@@ -93,7 +93,7 @@ absl::StatusOr<BrainResult> LlmKernelBrain::ApplyFix(const FixRequest& request) 
   // The model's own omission is not the pattern's failure: recorded as another move made
   // (a fallback), the reflexion judges the rewrite and keeps the pattern off the
   // avoid-list.
-  if (std::optional<std::string> unapplied = llm_engine::UnappliedKnobChanges(
+  if (std::optional<std::string> unapplied = llm_engine::UnappliedFix(
           p, request.parent->source(), result->kernel.source())) {
     KLOG(INFO).With("brain", options_.name) << *unapplied;
     result->fallback = *std::move(unapplied);

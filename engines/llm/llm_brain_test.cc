@@ -182,7 +182,8 @@ TEST_CASE("LLM brain: a fix over loopback", "[llm_brain]") {
   CHECK(rig.server->request_count() == 1);
 }
 
-TEST_CASE("LLM brain: a reply that changes the named knob applied the fix", "[llm_brain]") {
+TEST_CASE("LLM brain: a reply that changes the named knob applied the fix, unless it lacks the "
+          "construct the fix names", "[llm_brain]") {
   const WireFormat f = ANY_FORMAT();
   INFO(FormatName(f));
   Rig rig = MakeRig(f);
@@ -200,6 +201,21 @@ TEST_CASE("LLM brain: a reply that changes the named knob applied the fix", "[ll
   auto r = rig.brain->ApplyFix(fr);
   REQUIRE(r.ok());
   CHECK(r->kernel.source() == wider);
+  CHECK(r->fallback.empty());
+
+  // The fix also names a construct (the pattern's code markers) that the parent and this
+  // reply both lack: the model did not apply the fix, whatever the knob did.
+  p.add_code_markers("tl.multiple_of");
+  rig.server->Enqueue(Reply(f, Answer(wider)));
+  r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
+  CHECK(r->fallback == "the rewrite still lacks tl.multiple_of, which the fix names and the "
+                       "parent lacked: the model did not apply the prescribed change");
+  const std::string hinted =
+      absl::StrReplaceAll(wider, {{"    mask = offs < n", "    offs = tl.multiple_of(offs, 16)\n    mask = offs < n"}});
+  rig.server->Enqueue(Reply(f, Answer(hinted)));
+  r = rig.brain->ApplyFix(fr);
+  REQUIRE(r.ok());
   CHECK(r->fallback.empty());
 }
 

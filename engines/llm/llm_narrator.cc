@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "engines/llm/prompt_values.h"
 #include "kernel_model/categories.h"
+#include "kernel_model/gpu_spec.h"
 #include "kernel_model/metric_names.h"
 
 namespace kagent {
@@ -92,8 +93,47 @@ absl::StatusOr<NarrativeResult> LlmNarrator::Narrate(const BottleneckReport& rep
       {"kernel_name", kernel_name},
       {"category", CategoryName(report.primary())},
       {"diagnosis", llm_engine::DescribeReport(&report)},
+      {"profile", "Measured metrics, from its profile (name = value):"},
       {"metrics", FormatMetricsForPrompt(report, metrics, options_.max_metrics)},
   };
+  return Ask(values);
+}
+
+absl::StatusOr<NarrativeResult> LlmNarrator::NarrateWithoutProfile(const BottleneckReport& report,
+                                                                   const UnprofiledKernel& kernel) {
+  std::string gpu = options_.gpu;
+  if (kernel.gpu != nullptr && !kernel.gpu->name().empty()) {
+    gpu = llm_engine::DescribeGpu(kernel.gpu);
+  } else if (kernel.measurement != nullptr && MeasuredOnCpuWorker(*kernel.measurement)) {
+    kagent::v1::GpuSpec cpu;  // DescribeGpu's words for a CPU worker
+    cpu.set_name("cpu");
+    cpu.set_arch("cpu");
+    gpu = llm_engine::DescribeGpu(&cpu);
+  }
+  std::string known = absl::StrCat(
+      "op class: ", kernel.op_class.empty() ? "not recognized" : kernel.op_class, "\n");
+  for (const auto& [name, value] : kernel.facts) {
+    absl::StrAppend(&known, name, " = ", llm_engine::FormatNumber(value), "\n");
+  }
+  known.pop_back();
+  llm::PromptValues values = {
+      {"gpu", gpu},
+      {"kernel_name", kernel.op_class.empty() ? "the kernel" : absl::StrCat("the ", kernel.op_class, " kernel")},
+      {"category", "none: without hardware counters the rules classify no bottleneck"},
+      {"diagnosis", report.summary()},
+      {"profile",
+       absl::StrCat("No hardware counters exist for this kernel: ", kernel.reason,
+                    ". Nothing here comes from a profiler, so do not cite or guess counter "
+                    "values (DRAM throughput, occupancy, warp stalls, speed of light); reason "
+                    "from the op class and the measured times alone. What is known (the "
+                    "speedups are eager's or torch.compile's median over the kernel's: above 1, "
+                    "the kernel is faster):")},
+      {"metrics", known},
+  };
+  return Ask(values);
+}
+
+absl::StatusOr<NarrativeResult> LlmNarrator::Ask(const llm::PromptValues& values) {
   KAGENT_ASSIGN_OR_RETURN(std::string system, prompts_->Render("system", {}));
   KAGENT_ASSIGN_OR_RETURN(std::string prompt, prompts_->Render("judge_narrative", values));
   llm::ChatRequest request;

@@ -51,9 +51,18 @@ class LlmNarrator : public JudgeNarrator {
 
   absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
                                           const kagent::v1::HardwareMetrics& metrics) override;
+  // Renders the same template saying plainly that no hardware counters exist and why,
+  // with the op class and `kernel.facts` as the only values to cite; {{gpu}} is the
+  // kernel's GPU spec when given, the CPU worker's words when it ran on one, else
+  // `options.gpu`.
+  absl::StatusOr<NarrativeResult> NarrateWithoutProfile(const kagent::v1::BottleneckReport& report,
+                                                        const UnprofiledKernel& kernel) override;
   std::string Name() const override { return options_.name; }
 
  private:
+  // Asks with the rendered "judge_narrative" and reads the reply.
+  absl::StatusOr<NarrativeResult> Ask(const llm::PromptValues& values);
+
   const std::shared_ptr<llm::LlmClient> client_;
   const std::shared_ptr<const llm::PromptLibrary> prompts_;
   const LlmNarratorOptions options_;

@@ -304,6 +304,35 @@ std::optional<std::string> UnappliedKnobChanges(const kagent::v1::Prescription& 
                       "change");
 }
 
+std::optional<std::string> UnappliedCodeMarkers(const kagent::v1::Prescription& prescription,
+                                                absl::string_view parent,
+                                                absl::string_view rewrite) {
+  if (prescription.code_markers().empty()) return std::nullopt;
+  // The code without its '#' comments: a construct named in a comment is not applied.
+  auto code = [](absl::string_view source) {
+    std::string out;
+    for (absl::string_view line : absl::StrSplit(source, '\n')) {
+      absl::StrAppend(&out, line.substr(0, line.find('#')), "\n");
+    }
+    return out;
+  };
+  const std::string before = code(parent), after = code(rewrite);
+  for (const std::string& marker : prescription.code_markers()) {
+    if (absl::StrContains(before, marker) || absl::StrContains(after, marker)) return std::nullopt;
+  }
+  return absl::StrCat("the rewrite still lacks ", absl::StrJoin(prescription.code_markers(), " or "),
+                      ", which the fix names and the parent lacked: the model did not apply "
+                      "the prescribed change");
+}
+
+std::optional<std::string> UnappliedFix(const kagent::v1::Prescription& prescription,
+                                        absl::string_view parent, absl::string_view rewrite) {
+  if (std::optional<std::string> knobs = UnappliedKnobChanges(prescription, parent, rewrite)) {
+    return knobs;
+  }
+  return UnappliedCodeMarkers(prescription, parent, rewrite);
+}
+
 std::string DescribeKnobs(const std::vector<std::string>& knobs) {
   if (knobs.empty()) {
     return "none: the kernel has no tl.constexpr parameter and passes no num_warps or "

@@ -39,6 +39,20 @@ std::optional<std::string> UnappliedKnobChanges(const kagent::v1::Prescription& 
                                                 absl::string_view parent,
                                                 absl::string_view rewrite);
 
+// Whether a rewrite left out the constructs the fix names (`prescription.code_markers`,
+// e.g. tl.max_contiguous / tl.multiple_of, of which one suffices): a text naming them when
+// neither `parent` nor `rewrite` contains any of them outside '#' comments; nullopt when
+// the rewrite has one, when the parent already had one (nothing to judge), or when the
+// prescription names none.
+std::optional<std::string> UnappliedCodeMarkers(const kagent::v1::Prescription& prescription,
+                                                absl::string_view parent,
+                                                absl::string_view rewrite);
+
+// Whether a rewrite did not apply the fix: UnappliedKnobChanges' text, else
+// UnappliedCodeMarkers'.
+std::optional<std::string> UnappliedFix(const kagent::v1::Prescription& prescription,
+                                        absl::string_view parent, absl::string_view rewrite);
+
 // {{kernel_knobs}}: KernelKnobs as a line ("BLOCK_SIZE, num_warps"), or a sentence saying
 // that the kernel has no tunable parameter.
 std::string DescribeKnobs(const std::vector<std::string>& knobs);

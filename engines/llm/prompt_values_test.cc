@@ -143,6 +143,41 @@ class ModelNew:
   CHECK(!UnappliedKnobChanges(w, computed, computed).has_value());
 }
 
+TEST_CASE("UnappliedCodeMarkers: the constructs the fix names, missing before and after",
+          "[llm_brain]") {
+  const std::string parent = R"py(@triton.jit
+def k(x, y, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs))
+)py";
+  kagent::v1::Prescription p;
+  p.add_code_markers("tl.max_contiguous");
+  p.add_code_markers("tl.multiple_of");
+  // Only a comment names the construct: not applied.
+  const std::optional<std::string> missing =
+      UnappliedCodeMarkers(p, parent, parent + "# uses tl.multiple_of now\n");
+  REQUIRE(missing.has_value());
+  CHECK(*missing == "the rewrite still lacks tl.max_contiguous or tl.multiple_of, which the fix "
+                    "names and the parent lacked: the model did not apply the prescribed change");
+  // One of them in the code: applied.
+  std::string hinted = parent;
+  hinted.replace(hinted.find("    tl.store"), 0, "    offs = tl.multiple_of(offs, 16)\n");
+  CHECK(!UnappliedCodeMarkers(p, parent, hinted).has_value());
+  // The parent already had one: nothing to judge; no markers: nothing to judge.
+  CHECK(!UnappliedCodeMarkers(p, hinted, hinted).has_value());
+  CHECK(!UnappliedCodeMarkers(kagent::v1::Prescription(), parent, parent).has_value());
+
+  // UnappliedFix: the knob check first, then the markers.
+  (*p.mutable_knob_changes())["BLOCK"] = "2048";
+  const std::string launched = parent + "k[(4,)](x, y, BLOCK=1024)\n";
+  CHECK_THAT(UnappliedFix(p, launched, launched).value(), Catch::StartsWith("the rewrite left BLOCK = 1024"));
+  std::string wider = launched;
+  wider.replace(wider.find("BLOCK=1024"), 10, "BLOCK=2048");
+  CHECK_THAT(UnappliedFix(p, launched, wider).value(), Catch::StartsWith("the rewrite still lacks"));
+  std::string both = hinted + "k[(4,)](x, y, BLOCK=2048)\n";
+  CHECK(!UnappliedFix(p, launched, both).has_value());
+}
+
 TEST_CASE("DescribeRoofline gives the profile's roofline figures", "[llm_brain]") {
   CHECK(DescribeRoofline(nullptr, nullptr).empty());
   kagent::v1::HardwareMetrics m;

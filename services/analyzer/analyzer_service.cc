@@ -7,6 +7,7 @@
 #include "common/llm/usage_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm_agent_choice.h"
 #include "services/analyzer/prescribe_agent.h"
 
 namespace kagent {
@@ -41,7 +42,9 @@ grpc::Status AnalyzerServiceImpl::Prescribe(grpc::ServerContext* context,
   absl::StatusOr<kagent::v1::PrescribeResponse> result;
   {
     llm::ScopedUsageMeter metered(meter.get());
-    result = PrescribeWithAgent(*prescriber_, ranker_, *request);
+    // A job that chose its agents without "prescribe" gets the database's ranking.
+    PrescriptionRanker* ranker = JobWantsLlmAgent(request->llm_agents(), "prescribe") ? ranker_ : nullptr;
+    result = PrescribeWithAgent(*prescriber_, ranker, *request);
   }
   if (!result.ok()) {
     if (invalid_ != nullptr) invalid_->Increment();

@@ -1,7 +1,8 @@
 // AnalyzerServiceImpl: the gRPC face (kagent.v1.AnalyzerService) of the prescriber
 // (kernel_model/prescriber.h), through the prescribe agent (prescribe_agent.h): with a
 // PrescriptionRanker (an LLM) the ranker orders the prescriber's candidates, falling back
-// to the prescriber's ranking per call.
+// to the prescriber's ranking per call; a request whose job chose its LLM agents without
+// "prescribe" (PrescribeRequest.llm_agents) gets the prescriber's ranking.
 //
 // Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts requests in

@@ -188,6 +188,46 @@ TEST_CASE("the analyzer service bounds the agent by what is left of the job's LL
   }
 }
 
+TEST_CASE("the analyzer service asks the LLM only for a job that chose the prescribe agent",
+          "[analyzer][llm]") {
+  Agent agent;
+  AnalyzerServiceImpl service(Database(), nullptr, nullptr, agent.ranker.get());
+  PrescribeRequest request = MatvecRequest();
+  absl::StatusOr<PrescribeResponse> database = TheDatabase().Prescribe(request);
+  REQUIRE(database.ok());
+  REQUIRE(database->prescriptions_size() >= 2);
+  // The model picks the database's second candidate alone: a ranking the database's
+  // own answer cannot be.
+  const std::string second = database->prescriptions(1).pattern_id();
+  agent.server->SetDefault(OpenAiReply(
+      nlohmann::json{{"prescriptions", {{{"pattern_id", second}}}}}.dump()));
+  grpc::ServerContext context;
+  PrescribeResponse response;
+  SECTION("chosen among others: the model's ranking") {
+    request.add_llm_agents("reflect");
+    request.add_llm_agents("prescribe");
+    REQUIRE(service.Prescribe(&context, &request, &response).ok());
+    CHECK(Ids(response) == std::vector<std::string>{second});
+    CHECK(response.exchange().agent() == "prescribe");
+    CHECK(response.llm_usage().calls() == 1);
+    CHECK(agent.server->request_count() == 1);
+  }
+  SECTION("no choice: the server's configuration, the model's ranking") {
+    REQUIRE(service.Prescribe(&context, &request, &response).ok());
+    CHECK(Ids(response) == std::vector<std::string>{second});
+    CHECK(agent.server->request_count() == 1);
+  }
+  SECTION("other agents chosen: the database's ranking, no call") {
+    request.add_llm_agents("reflect");
+    request.add_llm_agents("plan");
+    REQUIRE(service.Prescribe(&context, &request, &response).ok());
+    CHECK(Ids(response) == Ids(*database));
+    CHECK_FALSE(response.has_exchange());
+    CHECK(response.llm_usage().calls() == 0);
+    CHECK(agent.server->request_count() == 0);
+  }
+}
+
 TEST_CASE("without a ranker, or with nothing to rank, the LLM is not asked", "[analyzer][llm]") {
   Agent agent;
   PrescribeRequest request = MatvecRequest();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
@@ -11,6 +12,7 @@
 #include "common/status.h"
 #include "common/storage/fenced_storage.h"
 #include "common/storage/storage_factory.h"
+#include "engines/llm/llm_agents.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "services/coordinator/job_service.h"
 #include "services/coordinator/leader_election.h"
@@ -54,6 +56,11 @@ void CoordinatorOptions::Register(OptionSet& o) {
            "times a candidate an LLM wrote that failed the gate is sent back to it with its "
            "verdict and error, within the round (0..5; 0: never)");
   o.AddString("brains", &brains, "accepted JobConfig.brain values, comma-separated");
+  o.AddString("offered-llm-agents", &offered_llm_agents,
+              "the agents the loop services ask the LLM with (their --llm-agents' names, e.g. "
+              "rewrite,prescribe,reflect,plan,narrate), among which a job may choose "
+              "(JobConfig.llm_agents, kagent submit --llm-agents); empty: none (kagentd sets "
+              "it from its --llm-agents)");
   o.AddBool("leader-election", &leader_election,
             "run as one of several coordinator replicas on one PostgreSQL --db: the replica "
             "holding the leader lease runs the jobs, the others serve reads and forward "
@@ -65,6 +72,23 @@ void CoordinatorOptions::Register(OptionSet& o) {
               "with --leader-election: the leader lease's ttl; a follower takes over within "
               "about this long after the leader stops renewing");
   o.AddValidator([this] { return Validate(); });
+}
+
+absl::StatusOr<std::set<std::string>> ParseOfferedLlmAgents(absl::string_view spec) {
+  const std::set<std::string> known = absl::StrSplit(kAllLlmAgents, ',');
+  std::set<std::string> agents;
+  for (absl::string_view raw : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+    std::string agent(absl::StripAsciiWhitespace(raw));
+    if (known.count(agent) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--offered-llm-agents: unknown agent '", agent,
+                                                     "'; the agents are ", kAllLlmAgents));
+    }
+    if (!agents.insert(agent).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--offered-llm-agents: agent '", agent, "' is listed twice"));
+    }
+  }
+  return agents;
 }
 
 absl::Status CoordinatorOptions::Validate() const {
@@ -91,6 +115,10 @@ absl::Status CoordinatorOptions::Validate() const {
   if (correctness_trials < 5 || correctness_trials > 100 || timing_reps < 100 || timing_reps > 100000) {
     return absl::InvalidArgumentError(
         "--correctness-trials must be in [5,100] and --timing-reps in [100,100000]");
+  }
+  if (absl::StatusOr<std::set<std::string>> agents = ParseOfferedLlmAgents(offered_llm_agents);
+      !agents.ok()) {
+    return agents.status();
   }
   if (llm_repairs < 0 || llm_repairs > 5) {
     return absl::InvalidArgumentError(absl::StrCat("--llm-repairs must be in [0,5], got ", llm_repairs));
@@ -190,6 +218,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
                                                            &ctx.metrics->registry()));
   JobServiceLimits limits;
   limits.max_active_jobs_per_tenant = o.max_active_jobs_per_tenant;
+  limits.llm_agents = *ParseOfferedLlmAgents(o.offered_llm_agents);  // validated
   limits.brains.clear();
   for (absl::string_view b : absl::StrSplit(o.brains, ',', absl::SkipEmpty())) {
     limits.brains.insert(std::string(b));

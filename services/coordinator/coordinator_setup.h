@@ -3,9 +3,12 @@
 #ifndef KAGENT_SERVICES_COORDINATOR_COORDINATOR_SETUP_H_
 #define KAGENT_SERVICES_COORDINATOR_COORDINATOR_SETUP_H_
 
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/options.h"
 #include "common/service_main.h"
 #include "services/coordinator/job_manager.h"
@@ -41,6 +44,10 @@ struct CoordinatorOptions {
   int timing_reps = 100;
   int llm_repairs = 1;  // repair turns per failing LLM-written candidate (0..5)
   std::string brains = "heuristic";            // comma-separated accepted JobConfig.brain
+  // The agents the loop services ask the LLM with (engines/llm/llm_agents.h's names,
+  // comma-separated), among which a job may choose (JobConfig.llm_agents); empty: none.
+  // kagentd sets it from its --llm-agents.
+  std::string offered_llm_agents;
   // High availability (services/coordinator/leader_election.h): replicas on one
   // PostgreSQL database elect a leader by lease; followers serve reads and forward
   // writes to it at its --advertise address.
@@ -63,6 +70,10 @@ inline constexpr int kExitLostLeadership = 75;
 // worker, at least 2, at most kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU
 // worker, where preparing and measuring share the same cores).
 int AutoWorkerTasks(int cpu_cores, int gpu_workers);
+
+// --offered-llm-agents' value: the names, each one of kAllLlmAgents (engines/llm/
+// llm_agents.h) and listed once; INVALID_ARGUMENT naming the entry otherwise.
+absl::StatusOr<std::set<std::string>> ParseOfferedLlmAgents(absl::string_view spec);
 
 // `self_address_for_loop` overrides the four loop-service addresses (kagentd dials
 // itself); empty keeps the configured ones.

@@ -22,16 +22,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/llm/usage_status.h"
 #include "common/status.h"
 #include "common/storage/sqlite_storage.h"
 #include "common/storage/testing/full_disk.h"
+#include "services/coordinator/coordinator_setup.h"
 #include "services/coordinator/job_manager.h"
 #include "services/coordinator/job_service.h"
 #include "services/coordinator/testing_fakes.h"
 #include "services/optimization_manager/optimization_manager_service.h"
+#include "engines/llm/llm_agents.h"
 #include "engines/llm/prompt_values.h"
 #include "engines/llm/testing/llm_test_rig.h"
 #include "services/orchestrator/planner.h"
@@ -134,9 +137,11 @@ class ScriptedServices : public LoopServices {
   // beam kernel's median; the memory's size), and the plan's and the reflexion's a
   // fallback.
   bool agent_exchanges = false;
-  int64_t tokens_per_prescribe = 0;  // the usage Prescribe and Reflect report
+  int64_t tokens_per_prescribe = 0;  // the usage Prescribe, PlanRound and Reflect report
+  int64_t tokens_per_plan = 0;
   int64_t tokens_per_reflect = 0;
   std::atomic<int> prescribe_calls{0};
+  std::atomic<int> plan_calls{0};
   std::atomic<int> reflect_calls{0};
   // When set, round kernels come from an LLM brain (origin "brain:llm"), and a repair
   // turn answers with the failed kernel's "crash" replaced by "fixed" unless
@@ -151,6 +156,12 @@ class ScriptedServices : public LoopServices {
   std::vector<int64_t> diagnose_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> prescribe_tokens_left ABSL_GUARDED_BY(mu);
   std::vector<int64_t> reflect_tokens_left ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> plan_tokens_left ABSL_GUARDED_BY(mu);
+  // The Diagnose requests without a profile (no kernels).
+  std::vector<v1::DiagnoseRequest> unprofiled_diagnoses ABSL_GUARDED_BY(mu);
+  // The job's LLM agents (llm_agents, comma-joined) each Diagnose, Prescribe, PlanRound
+  // and Reflect request carried, by the RPC's name.
+  std::map<std::string, std::set<std::string>> llm_agents_carried ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> first_kernel_requests ABSL_GUARDED_BY(mu);
   std::vector<v1::GenerateRequest> repair_requests ABSL_GUARDED_BY(mu);
   // Per parent of each round's Generate: whether its judge's report came along.
@@ -171,9 +182,17 @@ class ScriptedServices : public LoopServices {
     {
       absl::MutexLock lock(&mu);
       diagnose_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+      llm_agents_carried["Diagnose"].insert(absl::StrJoin(r.llm_agents(), ","));
     }
     v1::DiagnoseResponse out;
     *out.mutable_llm_usage() = Usage(tokens_per_diagnose, 0);
+    if (r.metrics().kernels_size() == 0) {
+      // As the judge answers without counters: no category, a summary saying why.
+      absl::MutexLock lock(&mu);
+      unprofiled_diagnoses.push_back(r);
+      out.mutable_report()->set_summary(absl::StrCat("no hardware counters (", r.no_profile_reason(), ")"));
+      return out;
+    }
     out.mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
     return out;
@@ -186,6 +205,7 @@ class ScriptedServices : public LoopServices {
     {
       absl::MutexLock lock(&mu);
       prescribe_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+      llm_agents_carried["Prescribe"].insert(absl::StrJoin(r.llm_agents(), ","));
     }
     if (agent_exchanges) {
       out.mutable_exchange()->set_agent("prescribe");
@@ -205,6 +225,13 @@ class ScriptedServices : public LoopServices {
     if (!plan.ok()) return plan.status();
     v1::PlanRoundResponse out;
     *out.mutable_plan() = *plan;
+    ++plan_calls;
+    *out.mutable_llm_usage() = Usage(tokens_per_plan, 0);
+    {
+      absl::MutexLock lock(&mu);
+      plan_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+      llm_agents_carried["PlanRound"].insert(absl::StrJoin(r.llm_agents(), ","));
+    }
     if (agent_exchanges) {
       v1::AgentExchange* e = out.mutable_exchange();
       e->set_agent("plan");
@@ -223,6 +250,7 @@ class ScriptedServices : public LoopServices {
     {
       absl::MutexLock lock(&mu);
       reflect_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+      llm_agents_carried["Reflect"].insert(absl::StrJoin(r.llm_agents(), ","));
     }
     auto* x = out.mutable_reflexion();
     bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
@@ -390,7 +418,8 @@ struct Loop {
     return -1;
   }
   v1::Job Submit(int rounds, const std::string& start = kStart, int plateau = 2,
-                 const v1::Budget& budget = v1::Budget()) {
+                 const v1::Budget& budget = v1::Budget(),
+                 const std::vector<std::string>& llm_agents = {}) {
     v1::Job j;
     j.set_id(absl::StrCat("job-", ++n));
     j.set_tenant("t");
@@ -403,6 +432,7 @@ struct Loop {
     *j.mutable_config()->mutable_budget() = budget;
     j.mutable_config()->mutable_budget()->set_max_rounds(rounds);
     j.mutable_config()->set_plateau_rounds(plateau);
+    for (const std::string& a : llm_agents) j.mutable_config()->add_llm_agents(a);
     auto s = manager->Submit(j, "");
     REQUIRE(s.ok());
     return *s;
@@ -555,27 +585,52 @@ TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as a
   CHECK(plan_fallbacks == 1);
 }
 
-TEST_CASE("loop: the prescribe and reflect agents' LLM usage is charged and bounded by the job's "
-          "budget") {
+TEST_CASE("loop: the prescribe, plan and reflect agents' LLM usage is charged and bounded by the "
+          "job's budget") {
   Loop loop;
   loop.services.tokens_per_prescribe = 30;
+  loop.services.tokens_per_plan = 11;
   loop.services.tokens_per_reflect = 7;
   v1::Budget budget;
   budget.set_max_llm_tokens(100000);
   v1::Job job = loop.WaitDone(loop.Submit(2, kStart, 2, budget).id());
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
   const int prescribes = loop.services.prescribe_calls, reflects = loop.services.reflect_calls;
+  const int plans = loop.services.plan_calls;
   REQUIRE(prescribes >= 2);
+  REQUIRE(plans >= 2);
   REQUIRE(reflects >= 2);
-  CHECK(job.llm_tokens_used() == prescribes * 30 + reflects * 7);
+  CHECK(job.llm_tokens_used() == prescribes * 30 + plans * 11 + reflects * 7);
   // Each request carried what was left, less what the earlier ones had used.
   absl::MutexLock lock(&loop.services.mu);
   REQUIRE(loop.services.prescribe_tokens_left.size() == static_cast<size_t>(prescribes));
   CHECK(loop.services.prescribe_tokens_left.front() == 100000);
   CHECK(loop.services.prescribe_tokens_left.back() < 100000);
+  // Round 1's plan comes after round 1's prescription, its reflexions after the plan.
+  REQUIRE(loop.services.plan_tokens_left.size() == static_cast<size_t>(plans));
+  CHECK(loop.services.plan_tokens_left.front() == 100000 - 30);
+  CHECK(loop.services.plan_tokens_left.back() < loop.services.plan_tokens_left.front());
   REQUIRE(loop.services.reflect_tokens_left.size() == static_cast<size_t>(reflects));
-  CHECK(loop.services.reflect_tokens_left.front() == 100000 - 30);
+  CHECK(loop.services.reflect_tokens_left.front() == 100000 - 30 - 11);
   CHECK(loop.services.reflect_tokens_left.back() < loop.services.reflect_tokens_left.front());
+  // A job that chose no agents sends none: each service does as it is configured.
+  for (const char* rpc : {"Prescribe", "PlanRound", "Reflect"}) {
+    INFO(rpc);
+    CHECK(loop.services.llm_agents_carried[rpc] == std::set<std::string>{""});
+  }
+}
+
+TEST_CASE("loop: the job's choice of LLM agents goes with each request to the agents' services") {
+  Loop loop;
+  v1::Job job = loop.WaitDone(loop.Submit(1, kStart, 2, v1::Budget(), {"reflect", "plan"}).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(std::vector<std::string>(job.config().llm_agents().begin(), job.config().llm_agents().end()) ==
+        std::vector<std::string>{"reflect", "plan"});  // stored with the job
+  absl::MutexLock lock(&loop.services.mu);
+  for (const char* rpc : {"Diagnose", "Prescribe", "PlanRound", "Reflect"}) {
+    INFO(rpc);
+    CHECK(loop.services.llm_agents_carried[rpc] == std::set<std::string>{"reflect,plan"});
+  }
 }
 
 TEST_CASE("loop: a candidate an LLM wrote that fails the gate gets a repair turn in its round") {
@@ -1261,6 +1316,36 @@ TEST_CASE("loop: no library seed and no profile on a CPU worker (Triton's interp
   }
   absl::MutexLock lock(&loop.services.mu);
   CHECK(loop.services.first_kernel_requests.empty());
+  // The judge was still asked, without counters: the reason and the measured times, which
+  // its narrator narrates from; the report it wrote is the beam kernel's.
+  REQUIRE_FALSE(loop.services.unprofiled_diagnoses.empty());
+  const v1::DiagnoseRequest& d = loop.services.unprofiled_diagnoses.front();
+  CHECK(d.no_profile_reason() ==
+        "it ran on a CPU worker (Triton's interpreter has no hardware counters)");
+  CHECK(d.measurement().candidate().median_ms() > 0);
+  CHECK(d.measurement().eager().median_ms() > 0);
+  CHECK(d.op_signature().op_class() == "elementwise");  // recognized from the reference
+  CHECK(d.job_id() == job.id());
+  const v1::Candidate* start = nullptr;
+  for (const auto& c : cands) {
+    if (c.round() == 0) start = &c;
+  }
+  REQUIRE(start != nullptr);
+  CHECK_THAT(start->report().summary(), Catch::StartsWith("no hardware counters (it ran on a CPU worker"));
+  CHECK(start->report().primary() == v1::BOTTLENECK_CATEGORY_UNSPECIFIED);
+}
+
+TEST_CASE("loop: a failed profile is diagnosed without counters, saying why") {
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->profile_error = absl::FailedPreconditionError("no kernels captured");
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(1).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE_FALSE(loop.services.unprofiled_diagnoses.empty());
+  CHECK_THAT(loop.services.unprofiled_diagnoses.front().no_profile_reason(),
+             Catch::StartsWith("its profile failed: ") && Catch::Contains("no kernels captured"));
 }
 
 TEST_CASE("loop: no library seed when the brain has no kernel for the op or it is the start") {
@@ -1990,6 +2075,59 @@ TEST_CASE("job service: a watch of a job just seen finished still gets its JOB_F
   REQUIRE(got.size() == 2);
   CHECK(got.back().type() == v1::JOB_EVENT_JOB_FINISHED);
   server->Shutdown();
+}
+
+TEST_CASE("job service: config.llm_agents must be agents the server offers, agreeing with the brain") {
+  v1::SubmitJobRequest r;
+  r.mutable_problem()->set_name("p");
+  r.mutable_problem()->set_source(kProblem);
+  JobServiceLimits limits;
+  limits.brains = {"heuristic", "llm"};
+  limits.llm_agents = {"plan", "reflect", "rewrite"};
+  auto with = [&](std::vector<std::string> agents, const std::string& brain) {
+    v1::SubmitJobRequest x = r;
+    for (const std::string& a : agents) x.mutable_config()->add_llm_agents(a);
+    x.mutable_config()->set_brain(brain);
+    return ValidateSubmit(x, limits);
+  };
+  CHECK(with({}, "").ok());  // no choice: the server's set
+  CHECK(with({}, "llm").ok());
+  CHECK(with({"reflect", "plan"}, "").ok());
+  CHECK(with({"plan"}, "heuristic").ok());
+  CHECK(with({"rewrite", "reflect"}, "llm").ok());
+  absl::Status s = with({"reflect", "narrate"}, "");
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() == "config.llm_agents: 'narrate' is not an LLM agent of this server; it "
+                       "offers: plan, reflect, rewrite");
+  s = with({"plan", "plan"}, "");
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() == "config.llm_agents lists 'plan' twice");
+  s = with({"rewrite"}, "");
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::StartsWith("config.llm_agents lists rewrite, but config.brain is heuristic"));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("known: heuristic, llm"));
+  s = with({"reflect"}, "llm");
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::StartsWith("config.brain 'llm' is an LLM brain, but config.llm_agents leaves "
+                               "out rewrite"));
+  // A server without LLM agents offers none.
+  limits.llm_agents.clear();
+  s = with({"plan"}, "");
+  CHECK(s.message() == "config.llm_agents: 'plan' is not an LLM agent of this server; it offers: "
+                       "none (no agent asks an LLM here)");
+}
+
+TEST_CASE("coordinator options: --offered-llm-agents names known agents once") {
+  CHECK(*ParseOfferedLlmAgents("") == std::set<std::string>{});
+  CHECK(*ParseOfferedLlmAgents(" reflect, plan ") == std::set<std::string>{"plan", "reflect"});
+  CHECK(*ParseOfferedLlmAgents(kAllLlmAgents) ==
+        std::set<std::string>{"narrate", "plan", "prescribe", "reflect", "rewrite"});
+  absl::StatusOr<std::set<std::string>> bad = ParseOfferedLlmAgents("plan,dream");
+  CHECK(absl::IsInvalidArgument(bad.status()));
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("unknown agent 'dream'"));
+  CHECK(absl::IsInvalidArgument(ParseOfferedLlmAgents("plan,plan").status()));
 }
 
 TEST_CASE("job service: contradictory or empty settings are refused, and nothing is stored") {

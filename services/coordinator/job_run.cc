@@ -519,7 +519,7 @@ absl::StatusOr<v1::KernelSource> JobRun::ScreenCandidate(
   return choice.index >= 0 ? kernels[choice.index] : c.kernel();
 }
 
-absl::Status JobRun::Profile(v1::Candidate& c) {
+absl::Status JobRun::Profile(v1::Candidate& c, std::string* failure) {
   GpuTask t;
   t.kind = GpuTask::Kind::kProfile;
   t.task_id = absl::StrCat(job_id_, "/profile/", c.id());
@@ -533,6 +533,7 @@ absl::Status JobRun::Profile(v1::Candidate& c) {
   absl::StatusOr<GpuTaskResult> r = deps_.scheduler->Run(t, cancel_);
   if (!r.ok()) {
     if (Stopping()) return r.status();
+    *failure = absl::StrCat("its profile failed: ", r.status().message());
     EmitLog(absl::StrCat("profiling ", c.id(), " failed: ", r.status().message(),
                          "; planning from the op class alone"));
     return absl::OkStatus();
@@ -562,27 +563,47 @@ void JobRun::EnsureGpuSpec() {
 
 absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
                                      std::vector<v1::Prescription>* rx) {
+  std::string no_profile;  // why `c` has no counters, when it has none
   if (!c.has_metrics() && MeasuredOnCpuWorker(c.measurement())) {
     // No counters to read: the kernel ran under Triton's interpreter, with no GPU.
-    EmitLog(absl::StrCat("no profile of ", c.id(), ": it ran on a CPU worker (Triton's "
-                         "interpreter has no hardware counters); planning from the op "
-                         "class alone"));
+    no_profile = "it ran on a CPU worker (Triton's interpreter has no hardware counters)";
+    EmitLog(absl::StrCat("no profile of ", c.id(), ": ", no_profile,
+                         "; planning from the op class alone"));
   } else if (!c.has_metrics()) {
-    KAGENT_RETURN_IF_ERROR(Profile(c));
+    KAGENT_RETURN_IF_ERROR(Profile(c, &no_profile));
   }
   EnsureGpuSpec();
-  if (c.has_metrics() && c.metrics().kernels_size() > 0 && !c.has_report()) {
+  const bool profiled = c.has_metrics() && c.metrics().kernels_size() > 0;
+  if (!profiled && no_profile.empty()) no_profile = "its profile recorded no kernel";
+  // Without counters the judge still narrates from the measured times (no category).
+  if (!c.has_report() && (profiled || c.measurement().candidate().median_ms() > 0)) {
     v1::DiagnoseRequest d;
-    *d.mutable_metrics() = c.metrics();
-    *d.mutable_gpu() = gpu_;
+    if (profiled) {
+      *d.mutable_metrics() = c.metrics();
+    } else {
+      d.set_no_profile_reason(no_profile);
+    }
+    if (!gpu_.name().empty() || profiled) *d.mutable_gpu() = gpu_;
     *d.mutable_op_signature() = signature_;
     *d.mutable_timing() = c.measurement().candidate();
+    *d.mutable_measurement() = c.measurement();
+    d.mutable_measurement()->clear_log();
+    d.mutable_measurement()->clear_op_signature();
+    d.mutable_measurement()->clear_phases_ms();
     d.set_job_id(job_id_);
     SetLlmBudgetLeft(d);
+    SetLlmAgents(d);
     absl::StatusOr<v1::DiagnoseResponse> report = CallCharged<v1::DiagnoseResponse>(
         "judge", [&] { return deps_.services->Diagnose(d, cancel_); });
-    if (!report.ok()) return report.status();
-    *c.mutable_report() = report->report();
+    if (report.ok()) {
+      *c.mutable_report() = report->report();
+    } else if (profiled || Stopping()) {
+      return report.status();
+    } else {
+      // A narrative is all a diagnosis without counters adds: the job goes on without it.
+      EmitLog(absl::StrCat("the judge's diagnosis of ", c.id(), " without counters failed: ",
+                           report.status().message(), "; planning from the op class alone"));
+    }
   }
   KAGENT_RETURN_IF_ERROR(SaveCandidate(c));
   v1::PrescribeRequest p;
@@ -598,6 +619,7 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
   p.set_job_id(job_id_);
   p.set_kernel_source(c.kernel().source());
   SetLlmBudgetLeft(p);
+  SetLlmAgents(p);
   KAGENT_ASSIGN_OR_RETURN(v1::PrescribeResponse pr,
                           CallCharged<v1::PrescribeResponse>("analyzer", [&] {
                             return deps_.services->Prescribe(p, cancel_);
@@ -611,11 +633,12 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
 }
 
 // The instances the other files of JobRun use.
-template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallService(
+template absl::StatusOr<v1::PlanRoundResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::PlanRoundResponse>()>&);
 template absl::StatusOr<v1::GenerateResponse> JobRun::CallCharged(
     const char*, const std::function<absl::StatusOr<v1::GenerateResponse>()>&);
 template void JobRun::SetLlmBudgetLeft(v1::GenerateRequest&) const;
 template void JobRun::SetLlmBudgetLeft(v1::ReflectRequest&) const;
+template void JobRun::SetLlmBudgetLeft(v1::PlanRoundRequest&) const;
 
 }  // namespace kagent

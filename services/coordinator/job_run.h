@@ -127,13 +127,14 @@ class JobRun {
       const v1::Candidate& c, const google::protobuf::RepeatedPtrField<v1::KernelSource>& variants,
       const std::string& parent_source);
   // Profiles `c` unless it has metrics (or ran on a CPU worker), has the judge diagnose it
-  // unless it has a report, stores it, and has the analyzer prescribe fixes into `rx` for
-  // round `round` (an LLM prescribe agent's exchange stored under
-  // round-R/prescribe/<id>/).
+  // unless it has a report (without counters: from its measurement, saying why there are
+  // none; a failure of that diagnosis is logged, not an error), stores it, and has the
+  // analyzer prescribe fixes into `rx` for round `round` (an LLM prescribe agent's
+  // exchange stored under round-R/prescribe/<id>/).
   absl::Status EnsureDiagnosed(int round, v1::Candidate& c, std::vector<v1::Prescription>* rx);
   // Profiles `c` on a GPU worker into its metrics (a failed profile is logged, not an
-  // error, unless the job is stopping).
-  absl::Status Profile(v1::Candidate& c);
+  // error, unless the job is stopping; `failure` then says why).
+  absl::Status Profile(v1::Candidate& c, std::string* failure);
   absl::Status SaveCandidate(const v1::Candidate& c);
   void StoreArtifact(const std::string& name, const std::string& kind, const std::string& body);
   // An LLM agent's exchange (analyzer, orchestrator) as `dir`<prefix>prompt.txt and
@@ -158,6 +159,13 @@ class JobRun {
   // the job sets becomes `llm_tokens_left` / `llm_cost_usd_left` (0 when spent).
   template <typename Request>
   void SetLlmBudgetLeft(Request& r) const;
+  // The job's choice of LLM agents (JobConfig.llm_agents) for a Diagnose, Prescribe,
+  // PlanRound or Reflect request: the service asks its LLM agent only when it is chosen
+  // or none is. (Generate needs none: the job's brain names the rewrite's.)
+  template <typename Request>
+  void SetLlmAgents(Request& r) const {
+    for (const std::string& a : cfg_.llm_agents()) r.add_llm_agents(a);
+  }
   // The reason to stop when the job's LLM budget is spent, else "".
   std::string LlmBudgetSpent() const;
   // Keeps the reference's op signature, labelled with its op class (op recognition).

@@ -142,7 +142,9 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
   }
   // No avoid_patterns: the analyzer already dropped the job's avoid-list from the
   // prescriptions; the planner applies the memory's (job_run.h).
-  absl::StatusOr<v1::PlanRoundResponse> plan = CallService<v1::PlanRoundResponse>(
+  SetLlmAgents(plan_req);
+  SetLlmBudgetLeft(plan_req);  // after the diagnoses and prescriptions charged theirs
+  absl::StatusOr<v1::PlanRoundResponse> plan = CallCharged<v1::PlanRoundResponse>(
       "orchestrator", [&] { return deps_.services->PlanRound(plan_req, cancel_); });
   if (!plan.ok()) return StopFromStatus(plan.status());
   *rc->mutable_plan() = plan->plan();
@@ -432,6 +434,7 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
     for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
   }
   SetLlmBudgetLeft(rr);
+  SetLlmAgents(rr);
   absl::StatusOr<v1::ReflectResponse> refl = deps_.services->Reflect(rr, cancel_);
   if (refl.ok()) {
     ChargeLlm(refl->llm_usage());

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
@@ -54,6 +55,41 @@ v1::Job Brief(const v1::Job& job) {
   b.mutable_start_kernel()->clear_source();
   b.mutable_result()->mutable_best_kernel()->clear_source();
   return b;
+}
+
+}  // namespace
+
+namespace {
+
+// JobConfig.llm_agents against what the loop services offer (ValidateSubmit).
+absl::Status CheckLlmAgents(const v1::JobConfig& c, const JobServiceLimits& limits) {
+  if (c.llm_agents().empty()) return absl::OkStatus();
+  const std::string offered = limits.llm_agents.empty()
+                                  ? "none (no agent asks an LLM here)"
+                                  : absl::StrJoin(limits.llm_agents, ", ");
+  std::set<std::string> chosen;
+  for (const std::string& a : c.llm_agents()) {
+    if (limits.llm_agents.count(a) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.llm_agents: '", a, "' is not an LLM agent of this server; it offers: ", offered));
+    }
+    if (!chosen.insert(a).second) {
+      return absl::InvalidArgumentError(absl::StrCat("config.llm_agents lists '", a, "' twice"));
+    }
+  }
+  // The rewrite's brain is the job's brain: the two must agree.
+  const bool llm_brain = !c.brain().empty() && c.brain() != "heuristic";
+  if (chosen.count("rewrite") > 0 && !llm_brain) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.llm_agents lists rewrite, but config.brain is heuristic: name the LLM brain "
+        "in config.brain (known: ", absl::StrJoin(limits.brains, ", "), "), or leave rewrite out"));
+  }
+  if (chosen.count("rewrite") == 0 && llm_brain) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.brain '", c.brain(), "' is an LLM brain, but config.llm_agents leaves out "
+        "rewrite: add rewrite, or leave config.brain out for the heuristic rewrite"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -128,6 +164,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const JobServiceLimit
     return absl::InvalidArgumentError(
         absl::StrCat("config.brain '", c.brain(), "' is not configured here; known: ", known));
   }
+  KAGENT_RETURN_IF_ERROR(CheckLlmAgents(c, limits));
   for (const auto& a : c.avoid_patterns()) {
     if (a.empty() || a.size() > 128) {
       return absl::InvalidArgumentError("config.avoid_patterns entries must be 1-128 characters");

@@ -23,9 +23,15 @@ struct JobServiceLimits {
   int max_active_jobs_per_tenant = 64;
   int max_extra_shapes = 16;
   std::set<std::string> brains = {"heuristic"};  // accepted JobConfig.brain values
+  // The agents the loop services have on the LLM (--offered-llm-agents), among which
+  // JobConfig.llm_agents may choose; empty: none.
+  std::set<std::string> llm_agents;
 };
 
 // Checks a SubmitJobRequest; the message names the field and the accepted range.
+// config.llm_agents must list agents of `limits.llm_agents`, each once, and "rewrite"
+// exactly when config.brain names an LLM brain (not "heuristic" or empty); the message
+// lists the agents offered.
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& request, const JobServiceLimits& limits);
 
 class JobServiceImpl final : public v1::JobService::Service {

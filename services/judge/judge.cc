@@ -1,6 +1,7 @@
 #include "services/judge/judge.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm_agent_choice.h"
 #include "kernel_model/categories.h"
 #include "services/judge/classification.h"
 #include "services/judge/report_text.h"
@@ -26,8 +28,17 @@ using kagent::v1::RootCause;
 
 absl::Status ValidateDiagnoseRequest(const DiagnoseRequest& request) {
   if (request.metrics().kernels().empty()) {
-    return absl::InvalidArgumentError(
-        "metrics.kernels is empty: the judge needs at least one profiled kernel");
+    if (request.no_profile_reason().empty()) {
+      return absl::InvalidArgumentError(
+          "metrics.kernels is empty: the judge needs at least one profiled kernel (or, for a "
+          "diagnosis without hardware counters, no_profile_reason and the measurement)");
+    }
+    if (!(request.measurement().candidate().median_ms() > 0)) {
+      return absl::InvalidArgumentError(
+          "a diagnosis without hardware counters (no_profile_reason) needs the kernel's "
+          "measurement with candidate.median_ms > 0");
+    }
+    return absl::OkStatus();
   }
   if (!request.has_gpu()) {
     return absl::InvalidArgumentError("gpu is required: the judge needs the GPU's spec");
@@ -45,25 +56,64 @@ Judge::Judge(JudgeOptions options, JudgeNarrator* narrator)
 
 absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request) const {
   KAGENT_RETURN_IF_ERROR(ValidateDiagnoseRequest(request));
+  if (request.metrics().kernels().empty()) return DiagnoseWithoutProfile(request);
   KAGENT_ASSIGN_OR_RETURN(
       ProfileView view,
       ProfileView::Build(request.metrics(), request.gpu(),
                          request.has_op_signature() ? &request.op_signature() : nullptr,
                          request.has_timing() ? &request.timing() : nullptr));
   KAGENT_ASSIGN_OR_RETURN(BottleneckReport report, DiagnoseByRules(request, view));
+  KAGENT_RETURN_IF_ERROR(AddNarrative(
+      request,
+      [&](JudgeNarrator& narrator) { return narrator.Narrate(report, request.metrics()); },
+      [&](const NarrativeResult& narrative, const std::string& source) {
+        return ValidateNarrative(narrative, request.metrics(), view, source);
+      },
+      report));
+  return report;
+}
 
-  // Narrative: the configured narrator, else (or on its failure) the heuristic one.
-  JudgeNarrator* narrator = narrator_ != nullptr ? narrator_ : &heuristic_narrator_;
-  absl::StatusOr<NarrativeResult> narrative = narrator->Narrate(report, request.metrics());
+absl::StatusOr<BottleneckReport> Judge::DiagnoseWithoutProfile(const DiagnoseRequest& request) const {
+  UnprofiledKernel kernel;
+  kernel.reason = request.no_profile_reason();
+  kernel.op_class = request.op_signature().op_class();
+  kernel.facts = UnprofiledFacts(request.measurement());
+  kernel.measurement = &request.measurement();
+  kernel.gpu = request.has_gpu() ? &request.gpu() : nullptr;
+  // No category, limiter, efficiency or metric values: nothing the rules could read.
+  BottleneckReport report;
+  report.set_summary(absl::StrCat("no hardware counters (", kernel.reason,
+                                  "): the bottleneck is not classified"));
+  KAGENT_RETURN_IF_ERROR(AddNarrative(
+      request,
+      [&](JudgeNarrator& narrator) { return narrator.NarrateWithoutProfile(report, kernel); },
+      [&](const NarrativeResult& narrative, const std::string& source) {
+        return ValidateNarrativeWithoutProfile(narrative, kernel.facts, source);
+      },
+      report));
+  return report;
+}
+
+absl::Status Judge::AddNarrative(
+    const DiagnoseRequest& request,
+    const std::function<absl::StatusOr<NarrativeResult>(JudgeNarrator&)>& narrate,
+    const std::function<NarrativeValidation(const NarrativeResult&, const std::string&)>& validate,
+    BottleneckReport& report) const {
+  // Narrative: the configured narrator, else (or on its failure, or for a job that chose
+  // its LLM agents without "narrate") the heuristic one.
+  JudgeNarrator* narrator = narrator_ != nullptr && JobWantsLlmAgent(request.llm_agents(), "narrate")
+                                ? narrator_
+                                : &heuristic_narrator_;
+  absl::StatusOr<NarrativeResult> narrative = narrate(*narrator);
   std::string source = narrator == &heuristic_narrator_ ? "rules" : "llm";
   if (!narrative.ok()) {
     KLOG(WARNING).With("narrator", narrator->Name())
         << "narrator failed, using the heuristic narrative: " << narrative.status().ToString();
-    narrative = heuristic_narrator_.Narrate(report, request.metrics());
+    narrative = narrate(heuristic_narrator_);
     source = "rules";
     if (!narrative.ok()) return narrative.status();
   }
-  NarrativeValidation checked = ValidateNarrative(*narrative, request.metrics(), view, source);
+  NarrativeValidation checked = validate(*narrative, source);
   for (const std::string& drop : checked.drops) {
     KLOG(WARNING).With("narrator", narrator->Name()) << "dropped narrator citation: " << drop;
   }
@@ -71,7 +121,7 @@ absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request)
   for (RootCause& cause : checked.kept.extra_root_causes) {
     *report.add_root_causes() = std::move(cause);
   }
-  return report;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<BottleneckReport> Judge::DiagnoseByRules(const DiagnoseRequest& request,

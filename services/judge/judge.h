@@ -21,13 +21,21 @@
 // of the op signature over the kernel time stand in for them. classification.h fires the
 // rules; root_causes.h writes the causes they cite.
 //
+// Without a profile (no kernels: a CPU worker, a failed or skipped profile) there is no
+// rule to run: the report has no category and the narrator narrates from the measured
+// times alone (Judge::Diagnose; docs/llm.md).
+//
 // A narrator (see narrator.h) writes BottleneckReport.narrative and may add root causes;
-// its citations are validated and it can change nothing else.
+// its citations are validated and it can change nothing else. A request whose job chose
+// its LLM agents without "narrate" (DiagnoseRequest.llm_agents) gets the heuristic one.
 //
 // Thread-safety: Diagnose is const and may be called concurrently when the narrator is
 // thread-safe.
 #ifndef KAGENT_SERVICES_JUDGE_JUDGE_H_
 #define KAGENT_SERVICES_JUDGE_JUDGE_H_
+
+#include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "kagent/v1/common.pb.h"
@@ -71,8 +79,9 @@ struct JudgeOptions {
   double tensor_idle_pct = 5.0;
 };
 
-// Returns INVALID_ARGUMENT for a request the judge cannot diagnose: no kernels, missing
-// GPU spec (gpu absent or sm_count <= 0), non-finite values.
+// Returns INVALID_ARGUMENT for a request the judge cannot diagnose: no kernels without
+// no_profile_reason and a measured median (a diagnosis without counters needs both, and
+// no GPU spec), missing GPU spec (gpu absent or sm_count <= 0), non-finite values.
 absl::Status ValidateDiagnoseRequest(const kagent::v1::DiagnoseRequest& request);
 
 class Judge {
@@ -94,6 +103,19 @@ class Judge {
   const JudgeOptions& options() const { return options_; }
 
  private:
+  // A request without kernels (ValidateDiagnoseRequest): a report with no category, no
+  // limiter and no values, its summary saying why there are no counters, and the
+  // narrator's NarrateWithoutProfile checked against the measured facts alone.
+  absl::StatusOr<kagent::v1::BottleneckReport> DiagnoseWithoutProfile(
+      const kagent::v1::DiagnoseRequest& request) const;
+  // Asks the narrator the request wants (`narrate`), the heuristic one on its failure,
+  // keeps what `validate` accepts, and adds it to `report`.
+  absl::Status AddNarrative(
+      const kagent::v1::DiagnoseRequest& request,
+      const std::function<absl::StatusOr<NarrativeResult>(JudgeNarrator&)>& narrate,
+      const std::function<NarrativeValidation(const NarrativeResult&, const std::string&)>& validate,
+      kagent::v1::BottleneckReport& report) const;
+
   JudgeOptions options_;
   JudgeNarrator* narrator_;  // not owned; may be null
   mutable HeuristicNarrator heuristic_narrator_;

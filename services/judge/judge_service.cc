@@ -24,6 +24,8 @@ JudgeServiceImpl::JudgeServiceImpl(JudgeOptions options, JudgeNarrator* narrator
     std::string name = CategoryName(static_cast<kagent::v1::BottleneckCategory>(c));
     diagnoses_[name] = &family.Add({{"primary", name}});
   }
+  // A diagnosis without hardware counters classifies nothing.
+  diagnoses_["unspecified"] = &family.Add({{"primary", "unspecified"}});
   diagnoses_["error"] = &family.Add({{"primary", "error"}});
 }
 

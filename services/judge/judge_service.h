@@ -2,7 +2,8 @@
 //
 // Authenticates every call as internal (KAGENT_AUTHENTICATE_INTERNAL) and converts absl::Status to
 // grpc::Status at this edge only. Counts diagnoses in
-// kagent_judge_diagnoses_total{primary} (the category name, or "error").
+// kagent_judge_diagnoses_total{primary} (the category name, "unspecified" for a diagnosis
+// without hardware counters, or "error").
 // DiagnoseRequest.llm_tokens_left / llm_cost_usd_left, when set, bound the narrator's LLM
 // calls for that request (an llm::UsageMeter made current around the diagnosis: a spent
 // budget makes the narrative the heuristic one, never fails the call), and

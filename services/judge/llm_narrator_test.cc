@@ -15,6 +15,7 @@
 #include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
+#include "services/judge/narrator.h"
 
 namespace kagent {
 namespace {
@@ -133,6 +134,59 @@ TEST_CASE("LLM narrator inside the judge: wrong citations dropped, category kept
   auto fallback = with_llm.Diagnose(request);
   REQUIRE(fallback.ok());
   CHECK(fallback->narrative() == baseline->narrative());
+}
+
+TEST_CASE("LLM narrator without a profile: the prompt says so, only measured facts may be cited",
+          "[llm_narrator]") {
+  const WireFormat f = GENERATE(WireFormat::kOpenAi, WireFormat::kAnthropic);
+  NarratorRig rig = MakeNarratorRig(f);
+  v1::DiagnoseRequest request;
+  request.set_no_profile_reason("it ran on a CPU worker (Triton's interpreter has no hardware counters)");
+  request.mutable_op_signature()->set_op_class("matvec");
+  request.mutable_measurement()->set_gpu_name("cpu");
+  request.mutable_measurement()->mutable_candidate()->set_median_ms(2);
+  request.mutable_measurement()->mutable_eager()->set_median_ms(3);
+  nlohmann::json answer = {
+      {"narrative",
+       "Only times are known. At kernel__speedup_vs_eager = 1.5 the kernel beats eager. "
+       "It saturates DRAM at dram__throughput.avg.pct_of_peak_sustained_elapsed 91."},
+      {"additional_causes",
+       {{{"metric", kFactSpeedupVsEager}, {"value", 1.5}, {"explanation", "faster than eager"}},
+        {{"metric", metric::kDramThroughput}, {"value", 91}, {"explanation", "guessed"}}}}};
+  Judge with_llm(JudgeOptions{}, rig.narrator.get());
+  SECTION("narrated by the LLM") {
+    Enqueue(rig, f, answer.dump());
+    absl::StatusOr<v1::BottleneckReport> report = with_llm.Diagnose(request);
+    REQUIRE(report.ok());
+    CHECK(report->primary() == v1::BOTTLENECK_CATEGORY_UNSPECIFIED);
+    CHECK(report->narrative() == "Only times are known. At kernel__speedup_vs_eager = 1.5 the kernel beats eager.");
+    REQUIRE(report->root_causes_size() == 1);
+    CHECK(report->root_causes(0).evidence(0).metric() == kFactSpeedupVsEager);
+    CHECK(report->root_causes(0).source() == "llm");
+
+    REQUIRE(rig.server->request_count() == 1);
+    const std::string prompt = UserPrompt(f, rig.server->requests().at(0));
+    CHECK_THAT(prompt, Catch::Contains("No hardware counters exist for this kernel: it ran on a CPU "
+                                       "worker (Triton's interpreter has no hardware counters)."));
+    CHECK_THAT(prompt, Catch::Contains("do not cite or guess counter values"));
+    CHECK_THAT(prompt, Catch::Contains("Kernel: the matvec kernel"));
+    CHECK_THAT(prompt, Catch::Contains("op class: matvec\n"));
+    CHECK_THAT(prompt, Catch::Contains("kernel__median_ms = 2\n"));
+    CHECK_THAT(prompt, Catch::Contains("eager__median_ms = 3\n"));
+    CHECK_THAT(prompt, Catch::Contains("kernel__speedup_vs_eager = 1.5"));
+    CHECK_THAT(prompt, !Catch::Contains("torch_compile__median_ms"));  // not measured
+    CHECK_THAT(prompt, Catch::Contains("Triton's CPU interpreter"));     // {{gpu}} of a CPU worker
+    CHECK_THAT(prompt, !Catch::Contains("NVIDIA H200"));
+    CHECK_THAT(prompt, !Catch::Contains("{{"));
+  }
+  SECTION("a job that chose other agents: the heuristic narrative, no call") {
+    request.add_llm_agents("reflect");
+    absl::StatusOr<v1::BottleneckReport> report = with_llm.Diagnose(request);
+    REQUIRE(report.ok());
+    CHECK_THAT(report->narrative(), Catch::StartsWith("No hardware counters: it ran on a CPU worker"));
+    CHECK(report->root_causes().empty());
+    CHECK(rig.server->request_count() == 0);
+  }
 }
 
 }  // namespace

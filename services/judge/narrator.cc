@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -193,12 +194,55 @@ absl::StatusOr<NarrativeResult> HeuristicNarrator::Narrate(const BottleneckRepor
   return result;
 }
 
-NarrativeValidation ValidateNarrative(const NarrativeResult& result, const HardwareMetrics& metrics,
-                                      const ProfileView& view, const std::string& source) {
+std::map<std::string, double> UnprofiledFacts(const kagent::v1::Measurement& m) {
+  std::map<std::string, double> facts;
+  const double mine = m.candidate().median_ms();
+  if (mine > 0) facts[kFactMedianMs] = mine;
+  if (m.eager().median_ms() > 0) facts[kFactEagerMedianMs] = m.eager().median_ms();
+  if (m.compiled().median_ms() > 0) facts[kFactCompileMedianMs] = m.compiled().median_ms();
+  if (mine > 0 && m.eager().median_ms() > 0) facts[kFactSpeedupVsEager] = m.eager().median_ms() / mine;
+  if (mine > 0 && m.compiled().median_ms() > 0) {
+    facts[kFactSpeedupVsCompile] = m.compiled().median_ms() / mine;
+  }
+  return facts;
+}
+
+absl::StatusOr<NarrativeResult> HeuristicNarrator::NarrateWithoutProfile(
+    const BottleneckReport& /*report*/, const UnprofiledKernel& kernel) {
+  std::vector<std::string> parts;
+  parts.push_back(absl::StrCat("No hardware counters: ", kernel.reason,
+                               "; without a profile the bottleneck is not classified."));
+  auto fact = [&](const char* name) {
+    auto it = kernel.facts.find(name);
+    return it == kernel.facts.end() ? std::optional<double>() : std::optional<double>(it->second);
+  };
+  std::string what = kernel.op_class.empty() ? "The kernel" : absl::StrCat("The ", kernel.op_class, " kernel");
+  if (std::optional<double> mine = fact(kFactMedianMs)) {
+    std::string sentence = absl::StrFormat("%s takes %.4g ms (median)", what, *mine);
+    auto compare = [&](const char* ratio, const char* name) {
+      if (std::optional<double> r = fact(ratio)) {
+        absl::StrAppend(&sentence, absl::StrFormat(", %.2fx %s %s", *r >= 1 ? *r : 1 / *r,
+                                                   *r >= 1 ? "faster than" : "slower than", name));
+      }
+    };
+    compare(kFactSpeedupVsEager, "eager PyTorch");
+    compare(kFactSpeedupVsCompile, "torch.compile");
+    parts.push_back(sentence + ".");
+  }
+  parts.push_back("Profile it on a GPU to learn what limits it.");
+  NarrativeResult result;
+  result.narrative = absl::StrJoin(parts, " ");
+  return result;
+}
+
+namespace {
+
+// ValidateNarrative's rules over `citable`; `where` names what is cited against ("the
+// profile").
+NarrativeValidation Validate(const NarrativeResult& result, const Citable& citable,
+                             const std::vector<std::string>& kernel_names,
+                             absl::string_view where, const std::string& source) {
   NarrativeValidation out;
-  const Citable citable = CollectCitable(metrics, view);
-  std::vector<std::string> kernel_names;
-  for (const KernelMetrics& k : metrics.kernels()) kernel_names.push_back(k.kernel_name());
 
   // Extra root causes: evidence by evidence.
   for (const RootCause& cause : result.extra_root_causes) {
@@ -208,10 +252,10 @@ NarrativeValidation ValidateNarrative(const NarrativeResult& result, const Hardw
     for (const auto& e : cause.evidence()) {
       if (citable.find(e.metric()) == citable.end()) {
         out.drops.push_back(absl::StrCat("root cause '", cause.cause(), "': metric ", e.metric(),
-                                         " is not in the profile"));
+                                         " is not in ", where));
       } else if (!Matches(citable, e.metric(), e.value())) {
         out.drops.push_back(absl::StrCat("root cause '", cause.cause(), "': ", e.metric(), " = ",
-                                         e.value(), " does not match the profile within 1%"));
+                                         e.value(), " does not match ", where, " within 1%"));
       } else {
         *kept.add_evidence() = e;
       }
@@ -232,7 +276,7 @@ NarrativeValidation ValidateNarrative(const NarrativeResult& result, const Hardw
     std::string problem;
     for (const std::string& name : names) {
       if (citable.find(name) == citable.end()) {
-        problem = absl::StrCat("metric ", name, " is not in the profile");
+        problem = absl::StrCat("metric ", name, " is not in ", where);
         break;
       }
       if (numbers.empty()) continue;
@@ -254,6 +298,24 @@ NarrativeValidation ValidateNarrative(const NarrativeResult& result, const Hardw
   size_t e = narrative.find_last_not_of(" \n");
   out.kept.narrative = b == std::string::npos ? "" : narrative.substr(b, e - b + 1);
   return out;
+}
+
+}  // namespace
+
+NarrativeValidation ValidateNarrative(const NarrativeResult& result, const HardwareMetrics& metrics,
+                                      const ProfileView& view, const std::string& source) {
+  std::vector<std::string> kernel_names;
+  for (const KernelMetrics& k : metrics.kernels()) kernel_names.push_back(k.kernel_name());
+  return Validate(result, CollectCitable(metrics, view), kernel_names, "the profile", source);
+}
+
+NarrativeValidation ValidateNarrativeWithoutProfile(const NarrativeResult& result,
+                                                    const std::map<std::string, double>& facts,
+                                                    const std::string& source) {
+  Citable citable;
+  for (const auto& [name, value] : facts) citable[name].push_back(value);
+  return Validate(result, citable, {},
+                  "what was measured (no hardware counters)", source);
 }
 
 }  // namespace kagent

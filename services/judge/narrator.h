@@ -11,6 +11,7 @@
 #ifndef KAGENT_SERVICES_JUDGE_NARRATOR_H_
 #define KAGENT_SERVICES_JUDGE_NARRATOR_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,24 @@ class HeuristicNarrator : public JudgeNarrator {
  public:
   absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
                                           const kagent::v1::HardwareMetrics& metrics) override;
+  // States why there are no counters and what was measured; adds no root causes.
+  absl::StatusOr<NarrativeResult> NarrateWithoutProfile(const kagent::v1::BottleneckReport& report,
+                                                        const UnprofiledKernel& kernel) override;
   std::string Name() const override { return "heuristic"; }
 };
+
+// The names of what a diagnosis without counters knows (UnprofiledFacts). They contain
+// "__" as metric names do, so the narrative's sentences are checked against them too.
+inline constexpr char kFactMedianMs[] = "kernel__median_ms";
+inline constexpr char kFactEagerMedianMs[] = "eager__median_ms";
+inline constexpr char kFactCompileMedianMs[] = "torch_compile__median_ms";
+// Eager's (torch.compile's) median over the kernel's: above 1, the kernel is faster.
+inline constexpr char kFactSpeedupVsEager[] = "kernel__speedup_vs_eager";
+inline constexpr char kFactSpeedupVsCompile[] = "kernel__speedup_vs_torch_compile";
+
+// The facts of `measurement`: each median that is above 0, and each ratio whose two
+// medians are.
+std::map<std::string, double> UnprofiledFacts(const kagent::v1::Measurement& measurement);
 
 // What ValidateNarrative kept and why it dropped the rest.
 struct NarrativeValidation {
@@ -49,6 +66,14 @@ struct NarrativeValidation {
 NarrativeValidation ValidateNarrative(const NarrativeResult& result,
                                       const kagent::v1::HardwareMetrics& metrics,
                                       const ProfileView& view, const std::string& source);
+
+// ValidateNarrative for a diagnosis without counters: the only citable names are
+// `facts`' (UnprofiledFacts), so every counter a narrator cites (there are none) is
+// dropped, with the same rules ("metric dram__bytes.sum is not in what was measured (no
+// hardware counters)").
+NarrativeValidation ValidateNarrativeWithoutProfile(const NarrativeResult& result,
+                                                    const std::map<std::string, double>& facts,
+                                                    const std::string& source);
 
 // True when `cited` is within 1% (relative) of `measured`; exact match required at 0.
 bool WithinOnePercent(double cited, double measured);

@@ -1,4 +1,5 @@
 // Tests of the narrative seam: citation validation and the heuristic narrator.
+#include <map>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -31,6 +32,10 @@ class FakeNarrator : public JudgeNarrator {
  public:
   explicit FakeNarrator(absl::StatusOr<NarrativeResult> answer) : answer_(std::move(answer)) {}
   absl::StatusOr<NarrativeResult> Narrate(const BottleneckReport&, const HardwareMetrics&) override {
+    return answer_;
+  }
+  absl::StatusOr<NarrativeResult> NarrateWithoutProfile(const BottleneckReport&,
+                                                        const UnprofiledKernel&) override {
     return answer_;
   }
   std::string Name() const override { return "fake-llm"; }
@@ -133,6 +138,84 @@ TEST_CASE("a failing narrator falls back to the heuristic narrative", "[narrator
   REQUIRE(baseline.ok());
   CHECK(report->narrative() == baseline->narrative());
   CHECK(report->primary() == kagent::v1::BOTTLENECK_MEMORY_BOUND);
+}
+
+// A matvec kernel measured at 2 ms on a CPU worker, eager at 3 ms, torch.compile at 1 ms.
+DiagnoseRequest UnprofiledRequest() {
+  DiagnoseRequest request;
+  request.set_no_profile_reason("it ran on a CPU worker (Triton's interpreter has no hardware counters)");
+  request.mutable_op_signature()->set_op_class("matvec");
+  v1::Measurement* m = request.mutable_measurement();
+  m->set_gpu_name("cpu");
+  m->mutable_candidate()->set_median_ms(2);
+  m->mutable_eager()->set_median_ms(3);
+  m->mutable_compiled()->set_median_ms(1);
+  return request;
+}
+
+TEST_CASE("a diagnosis without counters: no category, and only what was measured may be cited",
+          "[narrator]") {
+  DiagnoseRequest request = UnprofiledRequest();
+  CHECK(UnprofiledFacts(request.measurement()) ==
+        std::map<std::string, double>{{kFactMedianMs, 2},
+                                      {kFactEagerMedianMs, 3},
+                                      {kFactCompileMedianMs, 1},
+                                      {kFactSpeedupVsEager, 1.5},
+                                      {kFactSpeedupVsCompile, 0.5}});
+  NarrativeResult answer;
+  answer.narrative =
+      "Without counters only the times speak. kernel__speedup_vs_eager is 1.5, so it beats "
+      "eager. DRAM runs at dram__throughput.avg.pct_of_peak_sustained_elapsed 90. "
+      "kernel__median_ms is 7 ms.";
+  answer.extra_root_causes.push_back(Cause("slower than torch.compile", kFactSpeedupVsCompile, 0.5));
+  answer.extra_root_causes.push_back(Cause("HBM saturated", metric::kDramThroughput, 90));
+  answer.extra_root_causes.push_back(Cause("a made-up time", kFactMedianMs, 7));
+  FakeNarrator narrator(answer);
+  absl::StatusOr<BottleneckReport> report = Judge(JudgeOptions{}, &narrator).Diagnose(request);
+  REQUIRE(report.ok());
+  CHECK(report->primary() == kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED);
+  CHECK(report->values().empty());  // the analyzer reads it as "no profile"
+  CHECK(report->summary() ==
+        "no hardware counters (it ran on a CPU worker (Triton's interpreter has no hardware "
+        "counters)): the bottleneck is not classified");
+  CHECK(report->narrative() ==
+        "Without counters only the times speak. kernel__speedup_vs_eager is 1.5, so it beats eager.");
+  REQUIRE(report->root_causes_size() == 1);
+  CHECK(report->root_causes(0).cause() == "slower than torch.compile");
+  CHECK(report->root_causes(0).source() == "llm");
+
+  NarrativeValidation checked =
+      ValidateNarrativeWithoutProfile(answer, UnprofiledFacts(request.measurement()), "llm");
+  CHECK_THAT(checked.drops[0], Catch::Contains("metric " + std::string(metric::kDramThroughput) +
+                                               " is not in what was measured (no hardware counters)"));
+
+  // The heuristic narrative says why and what was measured.
+  absl::StatusOr<BottleneckReport> plain = Judge().Diagnose(request);
+  REQUIRE(plain.ok());
+  CHECK(plain->narrative() ==
+        "No hardware counters: it ran on a CPU worker (Triton's interpreter has no hardware "
+        "counters); without a profile the bottleneck is not classified. The matvec kernel takes "
+        "2 ms (median), 1.50x faster than eager PyTorch, 2.00x slower than torch.compile. "
+        "Profile it on a GPU to learn what limits it.");
+  // A failing narrator falls back to it.
+  FakeNarrator failing(absl::UnavailableError("provider down"));
+  absl::StatusOr<BottleneckReport> fallback = Judge(JudgeOptions{}, &failing).Diagnose(request);
+  REQUIRE(fallback.ok());
+  CHECK(fallback->narrative() == plain->narrative());
+}
+
+TEST_CASE("a request without kernels needs the reason and the measured median", "[narrator]") {
+  DiagnoseRequest request = UnprofiledRequest();
+  request.clear_no_profile_reason();
+  absl::Status s = ValidateDiagnoseRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::StartsWith("metrics.kernels is empty"));
+  request = UnprofiledRequest();
+  request.mutable_measurement()->mutable_candidate()->set_median_ms(0);
+  s = ValidateDiagnoseRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("candidate.median_ms > 0"));
+  CHECK(ValidateDiagnoseRequest(UnprofiledRequest()).ok());  // no GPU spec needed
 }
 
 TEST_CASE("the heuristic narrative is deterministic text from the rules", "[narrator]") {

@@ -13,11 +13,19 @@ grpc::Status OrchestratorServiceImpl::PlanRound(grpc::ServerContext* context,
                                                 v1::PlanRoundResponse* response) {
   KAGENT_AUTHENTICATE_INTERNAL(caller, auth_, context);
   LogScope scope({.job_id = request->job_id(), .request_id = caller.request_id, .tenant = caller.tenant});
-  absl::StatusOr<v1::PlanRoundResponse> planned = planner_.Plan(*request);
+  // What is left of the job's LLM budget bounds the agent's calls (a spent budget keeps
+  // the heuristic plan); the meter also counts them for the reply.
+  std::unique_ptr<llm::UsageMeter> meter = llm::RequestMeter(*request, "round plan");
+  absl::StatusOr<v1::PlanRoundResponse> planned;
+  {
+    llm::ScopedUsageMeter metered(meter.get());
+    planned = planner_.Plan(*request);
+  }
   if (!planned.ok()) return ToGrpcStatus(planned.status());
   KLOG(INFO) << "round " << request->round() << " planned: " << planned->plan().assignments_size()
              << " assignment(s): " << planned->plan().rationale();
   *response = *std::move(planned);
+  *response->mutable_llm_usage() = llm::ToLlmUsage(meter->Totals());
   return grpc::Status::OK;
 }
 

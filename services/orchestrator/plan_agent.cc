@@ -9,6 +9,7 @@
 #include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm_agent_choice.h"
 #include "services/orchestrator/planner.h"
 
 namespace kagent {
@@ -17,7 +18,11 @@ absl::StatusOr<v1::PlanRoundResponse> PlanAgent::Plan(const v1::PlanRoundRequest
   v1::PlanRoundResponse response;
   KAGENT_ASSIGN_OR_RETURN(*response.mutable_plan(), PlanRound(request));
   v1::RoundPlan& heuristic = *response.mutable_plan();
-  if (writer_ == nullptr || heuristic.assignments_size() == 0) return response;
+  // A job that chose its agents without "plan" keeps the heuristic plan.
+  if (writer_ == nullptr || !JobWantsLlmAgent(request.llm_agents(), "plan") ||
+      heuristic.assignments_size() == 0) {
+    return response;
+  }
   KAGENT_ASSIGN_OR_RETURN(std::vector<PlanOption> options, PlanOptions(request));
   RoundPlanInput input;
   input.request = &request;

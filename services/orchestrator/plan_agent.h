@@ -3,7 +3,8 @@
 // per call.
 //
 // Every round first gets the heuristic plan; its size is the writer's budget. With a
-// writer and a non-empty heuristic plan, the writer chooses and orders among the pairs
+// writer, a request whose job chose "plan" or chose no agents (PlanRoundRequest
+// .llm_agents) and a non-empty heuristic plan, the writer chooses and orders among the pairs
 // the planner's rules offer (PlanOptions); its plan replaces the heuristic one, its
 // rationale giving each assignment's reason and the entries dropped. A failing writer
 // (the endpoint, a spent budget, a refused reply) leaves the heuristic plan, whose

@@ -130,6 +130,48 @@ TEST_CASE("the orchestrator service plans the round through the plan agent", "[o
   }
 }
 
+TEST_CASE("the orchestrator service bounds the plan agent by what is left of the job's LLM budget, "
+          "and asks it only for a job that chose it", "[orchestrator][llm]") {
+  Rig rig;
+  v1::PlanRoundRequest request = Request();
+  rig.llm.server->SetDefault(OpenAiReply(
+      R"({"plan": [{"parent": "k2", "pattern": "b", "reason": "b suits k2"}]})"));
+  grpc::ServerContext context;
+  v1::PlanRoundResponse response;
+  SECTION("tokens left: the call is made and reported") {
+    request.set_llm_tokens_left(1000);
+    REQUIRE(rig.service.PlanRound(&context, &request, &response).ok());
+    CHECK(Pairs(response.plan()) == std::vector<std::string>{"k2+b"});
+    CHECK(response.llm_usage().calls() == 1);
+    CHECK(response.llm_usage().input_tokens() + response.llm_usage().output_tokens() ==
+          llm_testing::kCallTokens);
+    CHECK(rig.llm.server->request_count() == 1);
+  }
+  SECTION("nothing left: no call, the heuristic plan") {
+    request.set_llm_tokens_left(0);
+    REQUIRE(rig.service.PlanRound(&context, &request, &response).ok());
+    CHECK(Pairs(response.plan()) == Pairs(*PlanRound(request)));
+    CHECK_THAT(response.exchange().fallback(),
+               Catch::Contains("what its budget had left for this round plan"));
+    CHECK(response.llm_usage().calls() == 0);
+    CHECK(rig.llm.server->request_count() == 0);
+  }
+  SECTION("a job that chose the plan agent: the model's plan") {
+    request.add_llm_agents("plan");
+    REQUIRE(rig.service.PlanRound(&context, &request, &response).ok());
+    CHECK(Pairs(response.plan()) == std::vector<std::string>{"k2+b"});
+    CHECK(rig.llm.server->request_count() == 1);
+  }
+  SECTION("a job that chose other agents: the heuristic plan, no call") {
+    request.add_llm_agents("reflect");
+    REQUIRE(rig.service.PlanRound(&context, &request, &response).ok());
+    CHECK(Pairs(response.plan()) == Pairs(*PlanRound(request)));
+    CHECK_FALSE(response.has_exchange());
+    CHECK(response.llm_usage().calls() == 0);
+    CHECK(rig.llm.server->request_count() == 0);
+  }
+}
+
 TEST_CASE("the orchestrator service without a plan writer makes no call", "[orchestrator][llm]") {
   Rig rig;
   OrchestratorServiceImpl service(&rig.reflector, nullptr);

@@ -10,6 +10,7 @@
 #include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm_agent_choice.h"
 
 namespace kagent {
 
@@ -73,8 +74,9 @@ absl::StatusOr<v1::ReflectResponse> ReflectAgent::Reflect(const v1::ReflectReque
   // A duplicate was never measured and an infrastructure error is not the kernel's:
   // neither says anything about the fix for a model to judge.
   const v1::Verdict verdict = request.attempt().measurement().verdict();
-  if (writer_ == nullptr || !parent_ok || verdict == v1::VERDICT_DUPLICATE ||
-      verdict == v1::VERDICT_INFRA_ERROR) {
+  // A job that chose its agents without "reflect" keeps the heuristic reflexion.
+  if (writer_ == nullptr || !JobWantsLlmAgent(request.llm_agents(), "reflect") || !parent_ok ||
+      verdict == v1::VERDICT_DUPLICATE || verdict == v1::VERDICT_INFRA_ERROR) {
     return response;
   }
   std::vector<v1::Reflexion> memory(request.memory().begin(), request.memory().end());

@@ -3,7 +3,8 @@
 // call.
 //
 // Every attempt first gets the heuristic reflexion (HeuristicReflector): its measured
-// facts are final. With a writer, a correct parent to compare with, and an attempt that
+// facts are final. With a writer, a request whose job chose "reflect" or chose no agents
+// (ReflectRequest.llm_agents), a correct parent to compare with, and an attempt that
 // is neither a duplicate nor an infrastructure error, the writer gets
 // those facts, the job's memory and the database's next candidates (the prescriber's
 // matches for the parent's report, at most kNextCandidates) and drafts the judgement;

@@ -196,7 +196,9 @@ absl::StatusOr<Reflexion> HeuristicReflect(const Candidate& parent, const Candid
     absl::StrAppend(&lesson, effective ? " Without target metrics, the speedup is taken to confirm the diagnosis."
                                        : " Without target metrics, the lack of speedup is taken to refute the diagnosis.");
   }
+  // Both classified: a report without counters (no category) says nothing of a move.
   if (parent.has_report() && attempt.has_report() &&
+      parent.report().primary() != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED &&
       attempt.report().primary() != kagent::v1::BOTTLENECK_CATEGORY_UNSPECIFIED &&
       parent.report().primary() != attempt.report().primary()) {
     absl::StrAppend(&lesson, " The bottleneck moved: ", CategoryName(parent.report().primary()), " -> ",

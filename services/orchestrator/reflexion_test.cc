@@ -249,6 +249,27 @@ TEST_CASE("without metrics or a database the speedup decides", "[reflexion]") {
   CHECK(r->try_patterns().empty());
 }
 
+TEST_CASE("a parent diagnosed without counters says nothing of where the bottleneck moved",
+          "[reflexion]") {
+  Candidate parent;
+  parent.set_id("k0");
+  parent.mutable_measurement()->set_verdict(kagent::v1::VERDICT_CORRECT);
+  parent.mutable_measurement()->mutable_candidate()->set_median_ms(1.0);
+  parent.mutable_report()->set_summary("no hardware counters (its profile failed: ...)");
+  Candidate attempt = parent;
+  attempt.set_id("k1");
+  attempt.mutable_prescription()->set_pattern_id("gemm-split-k");
+  attempt.mutable_measurement()->mutable_candidate()->set_median_ms(0.5);
+  attempt.mutable_report()->set_primary(kagent::v1::BOTTLENECK_MEMORY_BOUND);
+  auto r = HeuristicReflect(parent, attempt);
+  REQUIRE(r.ok());
+  CHECK_THAT(r->lesson(), !Catch::Contains("The bottleneck moved"));
+  parent.mutable_report()->set_primary(kagent::v1::BOTTLENECK_COMPUTE_BOUND);
+  r = HeuristicReflect(parent, attempt);
+  REQUIRE(r.ok());
+  CHECK_THAT(r->lesson(), Catch::Contains("The bottleneck moved: compute-bound -> memory-bound."));
+}
+
 TEST_CASE("noise decides what counts as an effect", "[reflexion]") {
   Candidate parent;
   parent.set_id("k0");
