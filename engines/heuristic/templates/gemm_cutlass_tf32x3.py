@@ -5,7 +5,7 @@
 # products summed in fp32), an error close to fp32's. CUDA C++ built with
 # torch.utils.cpp_extension.load_inline at import, for sm_90a, against the CUTLASS headers
 # of the nvidia-cutlass package; the build directory is named by a hash of the sources
-# and flags, so identical renders reuse one build.
+# and flags, so identical renders reuse one build (in one extensions directory).
 import hashlib
 import importlib.util
 import os
