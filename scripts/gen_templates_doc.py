@@ -5,8 +5,9 @@
   scripts/gen_templates_doc.py --check   # exit 1 when the committed doc is stale
 
 Each template (engines/heuristic/templates/<id>.json) has a section under "## Templates",
-in id order: its heading (id and title), op class and dtypes, architecture, conditions of
-use (plus the max_tile_elements bound) and the params table. That part is generated; any
+in id order: its heading (id and title), op class (and language, for a CUDA template) and
+dtypes, architecture, conditions of use (plus the max_tile_elements bound) and the params
+table. That part is generated; any
 prose a section carries after its table (hand-written notes on how the brain uses it) is
 kept as it is. Everything outside "## Templates" is left alone.
 """
@@ -39,7 +40,11 @@ def _cell(text):
 def generated_block(meta):
     """The generated lines of one template's section, heading through the params table."""
     lines = ["### `{}` — {}".format(meta["id"], meta["title"]), "",
-             "op class `{}`; dtypes {}.".format(meta["op_class"], ", ".join(meta["dtypes"])), "",
+             "op class `{}`; {}dtypes {}.".format(
+                 meta["op_class"],
+                 "language `cuda` (CUDA C++ built with load_inline); "
+                 if meta.get("language", "triton") == "cuda" else "",
+                 ", ".join(meta["dtypes"])), "",
              meta["architecture"], "", "Conditions of use:", ""]
     lines += ["* " + c for c in meta["conditions"]]
     if meta.get("max_tile_elements"):

@@ -4,7 +4,7 @@
 # the chart test, prometheus for promtool: the alert rules' tests, chromium and a font for
 # the HTML report's headless-browser test)
 # and a project-local Python virtual environment (.venv) with torch, triton, numpy, pytest,
-# grpcio and grpcio-tools.
+# grpcio, grpcio-tools and nvidia-cutlass (the CUTLASS headers).
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--no-python]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,6 +54,15 @@ if [ "${1:-}" != "--no-python" ]; then
   if ! .venv/bin/python -c "import grpc, grpc_tools" 2>/dev/null; then
     echo "setup: installing grpcio, grpcio-tools into .venv (PyPI)"
     .venv/bin/pip install -q --no-cache-dir grpcio grpcio-tools
+  fi
+  # The CUTLASS / CuTe C++ headers the CUDA templates build against (engines/heuristic/
+  # templates, "language": "cuda"; docs/templates.md) and their nvcc compile test: the
+  # nvidia-cutlass wheel (6.4 MB; headers under cutlass_library/source/include). --no-deps:
+  # only the headers are used, not its Python generator (cuda-python, scipy, networkx, ...).
+  cutlass_version=4.2.0.0
+  if [ "$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("nvidia-cutlass"))' 2>/dev/null)" != "$cutlass_version" ]; then
+    echo "setup: installing nvidia-cutlass==$cutlass_version (CUTLASS headers) into .venv (PyPI)"
+    .venv/bin/pip install -q --no-cache-dir --no-deps "nvidia-cutlass==$cutlass_version"
   fi
 fi
 echo "setup: ok"

@@ -170,7 +170,8 @@ absl::StatusOr<BrainResult> HeuristicBrain::RenderFor(const std::string& id,
   KAGENT_ASSIGN_OR_RETURN(auto params, TemplateParamsFor(*t, op, gpu));
   KAGENT_ASSIGN_OR_RETURN(std::string source, library_->Render(t->id, params));
   BrainResult r;
-  r.kernel.set_language(kagent::v1::KERNEL_LANGUAGE_TRITON);
+  r.kernel.set_language(t->language == "cuda" ? kagent::v1::KERNEL_LANGUAGE_CUDA
+                                               : kagent::v1::KERNEL_LANGUAGE_TRITON);
   r.kernel.set_source(std::move(source));
   r.kernel.set_origin(absl::StrCat("template:", t->id));
   std::vector<std::string> kv;
@@ -201,7 +202,9 @@ void HeuristicBrain::AddVariants(const kagent::v1::KernelSource* parent,
   if (!kernel.ok()) return;
   const TemplateInfo& t = *kernel->info;
   r->kernel.set_origin(absl::StrCat("template:", t.id));
-  if (options_.max_variants <= 0) return;
+  // The screen takes Triton kernels only (services/benchmark/validation.cc): a CUDA
+  // template's renders would each need their own load_inline build.
+  if (options_.max_variants <= 0 || t.language != "triton") return;
   // Where the move started: the parent when it renders the same template (a knob move),
   // else the rules' params for the op (a first kernel, or a switch and its knob changes),
   // whose tiles then vary too.

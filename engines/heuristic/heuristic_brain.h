@@ -34,7 +34,8 @@
 // when the parent is a render of the same template, else against the rules' params),
 // num_warps / num_stages, and for a first kernel or a switch the tiles the rules sized.
 // Never the parent's source. A user's kernel edited by the knob tuner is not a render:
-// no variants.
+// no variants. Nor is a CUDA template's render given any (the screen takes Triton kernels
+// only); its kernel carries language CUDA, a Triton template's TRITON.
 //
 // Thread-safe: immutable after construction.
 #ifndef KAGENT_ENGINES_HEURISTIC_HEURISTIC_BRAIN_H_

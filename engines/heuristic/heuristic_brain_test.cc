@@ -1092,6 +1092,89 @@ TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper onl
   CHECK(brain.ApplyFix(req).ok());
 }
 
+TEST_CASE("Brain: the CUTLASS 3xTF32 GEMM is a CUDA switch target, never a first kernel") {
+  HeuristicBrain brain = MakeBrain();
+  v1::Problem problem;
+  v1::GpuSpec gpu = H200();
+  v1::OpSignature f32;
+  AddOp(&f32, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
+  // Not chosen by the rules, for any fp32 GEMM shape (no GPU measurement yet).
+  for (int64_t m : {128, 4096}) {
+    for (int64_t k : {64, 4096}) {
+      v1::OpSignature sig;
+      AddOp(&sig, "aten::mm", {{{m, k}}, {{k, 4096}}}, {{{m, 4096}}});
+      auto first = brain.FirstKernel({&problem, &sig, &gpu});
+      REQUIRE(first.ok());
+      CHECK(first->kernel.origin() != "template:gemm_cutlass_tf32x3");
+      CHECK(first->kernel.language() == v1::KERNEL_LANGUAGE_TRITON);
+    }
+  }
+  v1::KernelSource parent;
+  parent.set_source("# user kernel");
+  parent.set_language(v1::KERNEL_LANGUAGE_TRITON);
+  v1::Prescription sw;
+  sw.set_template_switch("gemm_cutlass_tf32x3");
+  (*sw.mutable_knob_changes())["TILE"] = "64x128x32_32x64x32";
+  FixRequest req{&parent, &sw, &problem, &f32, &gpu, nullptr, nullptr, 0};
+  auto r = brain.ApplyFix(req);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(r->kernel.origin() == "template:gemm_cutlass_tf32x3");
+  CHECK(r->kernel.language() == v1::KERNEL_LANGUAGE_CUDA);
+  CHECK(r->variants.empty());  // the screen takes Triton kernels only
+  const std::string& src = r->kernel.source();
+  CHECK(absl::StrContains(src, "constexpr char kTile[] = \"64x128x32_32x64x32\";"));
+  CHECK(absl::StrContains(src, "__global__ void kagent_gemm_tf32x3_kernel("));
+  CHECK(absl::StrContains(src, "cutlass::arch::OpMultiplyAddFastF32"));
+  CHECK(absl::StrContains(absl::StrJoin(r->moves, "; "),
+                          "TILE 128x128x32_32x64x32 -> 64x128x32_32x64x32"));
+
+  // A knob move on that CUDA render stays a CUDA render.
+  v1::Prescription stages;
+  (*stages.mutable_knob_changes())["num_stages"] = "+1";
+  FixRequest tune{&r->kernel, &stages, &problem, &f32, &gpu, nullptr, nullptr, 0};
+  auto t = brain.ApplyFix(tune);
+  INFO(t.status().ToString());
+  REQUIRE(t.ok());
+  CHECK(t->kernel.language() == v1::KERNEL_LANGUAGE_CUDA);
+  CHECK(absl::StrContains(t->kernel.source(), "/*Stages=*/4,"));
+  CHECK(absl::StrContains(t->kernel.source(), "\"64x128x32_32x64x32\""));
+
+  // Refused where the module does not apply: the Triton templates keep those.
+  struct Refusal {
+    const char* what;
+    v1::OpSignature sig;
+    const char* message;
+  };
+  std::vector<Refusal> refusals(5);
+  refusals[0] = {"bf16", {}, "dtype bfloat16"};
+  AddOp(&refusals[0].sig, "aten::mm", {{{256, 256}, "bfloat16"}, {{256, 256}, "bfloat16"}},
+        {{{256, 256}, "bfloat16"}});
+  refusals[1] = {"batched", {}, "only a plain A @ B"};
+  AddOp(&refusals[1].sig, "aten::bmm", {{{8, 256, 256}}, {{8, 256, 256}}}, {{{8, 256, 256}}});
+  refusals[2] = {"K not a multiple of 4", {}, "multiples of 4"};
+  AddOp(&refusals[2].sig, "aten::mm", {{{256, 255}}, {{255, 256}}}, {{{256, 256}}});
+  refusals[3] = {"N not a multiple of 4", {}, "multiples of 4"};
+  AddOp(&refusals[3].sig, "aten::mm", {{{256, 256}}, {{256, 250}}}, {{{256, 250}}});
+  refusals[4] = {"transposed B", {}, "row-major"};
+  AddOp(&refusals[4].sig, "aten::t", {{{256, 512}}}, {{{512, 256}, "float32", {1, 512}}});
+  AddOp(&refusals[4].sig, "aten::mm", {{{256, 512}}, {{512, 256}, "float32", {1, 512}}},
+        {{{256, 256}}});
+  for (Refusal& no : refusals) {
+    INFO(no.what);
+    req.signature = &no.sig;
+    auto refused = brain.ApplyFix(req);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(refused.status().message(), no.message));
+  }
+  req.signature = &f32;
+  gpu.set_arch("sm_80");
+  auto ampere = brain.ApplyFix(req);
+  REQUIRE_FALSE(ampere.ok());
+  CHECK(absl::StrContains(ampere.status().message(), "sm_90a only"));
+}
+
 TEST_CASE("Brain: the database's attention_flash switch renders attention_online") {
   // A user's attention kernel (F.scaled_dot_product_attention, causal, bf16) and the
   // database's flash-attention pattern: the switch resolves to the template, sized by its

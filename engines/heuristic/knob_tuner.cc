@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -568,6 +569,64 @@ void UpdateComments(const std::vector<KnobEdit>& edits, std::string* source) {
   }
 }
 
+// A render of a template in a language other than Triton (CUDA C++): its knobs are the
+// template's knob params, moved in the params and rendered again (see the header).
+absl::StatusOr<TuneResult> ApplyTemplateParamChanges(
+    const TemplateLibrary& library, const RenderMatch& render,
+    const std::map<std::string, std::string>& changes) {
+  const TemplateInfo& t = *render.info;
+  std::map<std::string, std::string> params = render.params;
+  TuneResult result;
+  for (const auto& [knob, change] : changes) {
+    const TemplateParam* p = nullptr;
+    std::vector<std::string> knobs;
+    for (const TemplateParam& q : t.params) {
+      if (q.kind != "knob") continue;
+      knobs.push_back(q.name);
+      if (absl::EqualsIgnoreCase(q.name, knob)) p = &q;
+    }
+    if (p == nullptr) {
+      return absl::NotFoundError(absl::StrCat("knob ", knob, ": not a knob of ", t.language,
+                                              " template ", t.id, " (its knobs: ",
+                                              absl::StrJoin(knobs, ", "), ")"));
+    }
+    KnobEdit edit;
+    edit.knob = p->name;
+    edit.where = absl::StrCat("param of ", t.language, " template ", t.id);
+    std::string& value = params[p->name];
+    if (p->type == "choice") {
+      KAGENT_ASSIGN_OR_RETURN(edit.new_text, TemplateLibrary::CheckValue(*p, change));
+      edit.old_text = value;
+      if (edit.new_text == value) {
+        return absl::FailedPreconditionError(absl::StrCat(p->name, " stays at ", value));
+      }
+      value = edit.new_text;
+    } else if (p->type == "pow2" || p->type == "int") {
+      KnobBounds bounds{p->min, p->max, p->type == "pow2"};
+      edit.old_value = std::stoll(value);
+      KAGENT_ASSIGN_OR_RETURN(edit.new_value,
+                              ApplyChange(edit.old_value, change, bounds, &edit.note));
+      if (edit.new_value == edit.old_value) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            p->name, " stays at ", value, " under '", change, "' (bounds [", p->min, ", ",
+            p->max, "]", bounds.pow2 ? ", powers of two" : "", ")"));
+      }
+      value = std::to_string(edit.new_value);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("knob ", p->name, " of template ", t.id, " is a float: not tunable"));
+    }
+    result.edits.push_back(std::move(edit));
+  }
+  absl::StatusOr<std::string> source = library.Render(t.id, params);
+  if (!source.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("template ", t.id, " does not render so: ", source.status().message()));
+  }
+  result.source = *std::move(source);
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
@@ -576,6 +635,12 @@ absl::StatusOr<TuneResult> ApplyKnobChanges(absl::string_view source,
   TuneResult result;
   result.source = std::string(source);
   if (changes.empty()) return absl::InvalidArgumentError("no knob changes given");
+  if (library != nullptr) {
+    absl::StatusOr<RenderMatch> render = library->MatchRender(source);
+    if (render.ok() && render->info->language != "triton") {
+      return ApplyTemplateParamChanges(*library, *render, changes);
+    }
+  }
   // Knobs an autotuned kernel owns: its configs take all of them at once.
   std::map<std::string, std::string> rest;
   {

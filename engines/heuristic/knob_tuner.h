@@ -1,8 +1,9 @@
-// Knob tuning of any Triton kernel source: reads it (ParseTritonSource, triton_source.h:
-// the @triton.jit kernels, their tl.constexpr parameters and the launch sites
-// `kernel[grid](..., BLOCK_M=32, num_warps=4)`) and rewrites knob values (absolute or
-// relative changes) while keeping the grid consistent, powers of two and bounds. Works on
-// a user's own kernel with no template and on rendered templates alike.
+// Knob tuning of any Triton kernel source (CUDA template renders: see below): reads it
+// (ParseTritonSource, triton_source.h: the @triton.jit kernels, their tl.constexpr
+// parameters and the launch sites `kernel[grid](..., BLOCK_M=32, num_warps=4)`) and
+// rewrites knob values (absolute or relative changes) while keeping the grid consistent,
+// powers of two and bounds. Works on a user's own kernel with no template and on rendered
+// templates alike.
 //
 // Where a knob K lives, in order of preference (the first launch site that has it; for
 // num_warps / num_stages, the primary launch = the first launch site in the source):
@@ -49,6 +50,15 @@
 // kernel is FAILED_PRECONDITION, a keyword whose value is no string literal
 // FAILED_PRECONDITION, no such keyword NOT_FOUND. A kernel without the template header
 // has no choice knobs: a string keyword there is refused as not an integer literal.
+//
+// CUDA templates: a byte-for-byte render (TemplateLibrary::MatchRender, given `library`)
+// of a template whose language is not Triton has no Triton launch sites; its knobs are the
+// template's "knob" params (names matched case-insensitively), moved in the params: an
+// integer knob by the change strings above within the param's bounds (powers of two for
+// pow2), a choice knob to an absolute value from its allowed list (else INVALID_ARGUMENT),
+// and the template rendered again, so the result is a render. A name that is no knob of
+// the template is NOT_FOUND, a value that stays FAILED_PRECONDITION, and a combination
+// the library does not render FAILED_PRECONDITION.
 //
 // Comments follow the code: after an integer knob's value is rewritten in place (not an
 // autotuned kernel's added configs), every comment that states the old value as

@@ -55,6 +55,13 @@ absl::StatusOr<TemplateInfo> ParseMeta(const std::string& file, const std::strin
   };
   KAGENT_RETURN_IF_ERROR(str("id", &t.id));
   KAGENT_RETURN_IF_ERROR(str("op_class", &t.op_class));
+  if (j.contains("language")) {
+    KAGENT_RETURN_IF_ERROR(str("language", &t.language));
+    if (t.language != "triton" && t.language != "cuda") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": language must be \"triton\" or \"cuda\", got \"", t.language, "\""));
+    }
+  }
   KAGENT_RETURN_IF_ERROR(str("title", &t.title));
   KAGENT_RETURN_IF_ERROR(str("architecture", &t.architecture));
   for (const char* key : {"dtypes", "conditions"}) {

@@ -1,9 +1,11 @@
-// TemplateLibrary: the Triton kernel templates of engines/heuristic/templates.
+// TemplateLibrary: the kernel templates of engines/heuristic/templates.
 //
 // A template is two files: `<id>.py`, a complete candidate source (imports, @triton.jit
 // kernels, `class ModelNew(nn.Module)`) with `{{NAME}}` placeholders, and `<id>.json`,
-// its metadata: op_class, title, architecture notes, dtypes, conditions of use (text),
-// and params. Each param has a kind ("knob": a tunable the knob tuner may change later;
+// its metadata: op_class, language, title, architecture notes, dtypes, conditions of use
+// (text), and params. The language is "triton" (the default when the JSON has none) or
+// "cuda": a module whose CUDA C++ source, a string, is built with
+// torch.utils.cpp_extension.load_inline at import (the harness's language "cuda"). Each param has a kind ("knob": a tunable the knob tuner may change later;
 // "shape": set from the recognized op), a type ("pow2", "int", "float", "choice"),
 // bounds (min/max) or allowed values, a default and a doc line. Optional
 // "max_tile_elements" bounds the product of the template's BLOCK_* knobs.
@@ -57,6 +59,7 @@ struct TemplateParam {
 struct TemplateInfo {
   std::string id;
   std::string op_class;
+  std::string language = "triton";    // "triton" or "cuda"
   std::string title;
   std::string architecture;
   std::vector<std::string> dtypes;

@@ -50,7 +50,9 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   CHECK(absl::StartsWith(absl::StrJoin(names, " "),
                          "BLOCK_M BLOCK_N BLOCK_K GROUP_M num_warps num_stages"));
   CHECK(lib->ForOpClass("matvec").size() == 3);
-  CHECK(lib->ForOpClass("gemm").size() == 4);  // tiled, split-K, persistent TMA, diag
+  // tiled, split-K, persistent TMA, diag, CUTLASS 3xTF32
+  CHECK(lib->ForOpClass("gemm").size() == 5);
+  CHECK(lib->Find("gemm_tiled")->language == "triton");  // the default
   CHECK(lib->ForOpClass("norm").size() == 3);  // row_norm, channel_norm, frobenius_norm
 }
 
@@ -123,6 +125,88 @@ TEST_CASE("Templates: malformed libraries are refused with the file named") {
   CHECK(absl::StrContains(bad_default.status().message(), "t.json"));
   CHECK(TemplateLibrary::FromDirectory("/nonexistent").status().code() ==
         absl::StatusCode::kNotFound);
+  auto bad_language = TemplateLibrary::FromFiles(
+      {{"t.json", R"({"id":"t","op_class":"x","language":"opencl","title":"",
+                      "architecture":"","dtypes":[],"conditions":[],"params":{}})"},
+       {"t.py", "x = 1\n"}});
+  CHECK(bad_language.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad_language.status().message(),
+                          "t.json: language must be \"triton\" or \"cuda\", got \"opencl\""));
+}
+
+TEST_CASE("Templates: the CUDA template gemm_cutlass_tf32x3 renders its knobs into C++") {
+  auto lib = Lib();
+  const TemplateInfo* t = lib->Find("gemm_cutlass_tf32x3");
+  REQUIRE(t != nullptr);
+  CHECK(t->language == "cuda");
+  CHECK(t->dtypes == std::vector<std::string>{"float32"});
+  auto src = lib->Render("gemm_cutlass_tf32x3", {});
+  REQUIRE(src.ok());
+  CHECK(absl::StartsWith(*src, "# kagent-template: gemm_cutlass_tf32x3\n"));
+  CHECK_FALSE(absl::StrContains(*src, "{{"));
+  CHECK(absl::StrContains(*src, "constexpr char kTile[] = \"128x128x32_32x64x32\";"));
+  CHECK(absl::StrContains(*src, "/*Stages=*/3,"));
+  CHECK(absl::StrContains(*src, "GemmIdentityThreadblockSwizzle<1>"));
+  CHECK(absl::StrContains(*src, "__global__ void kagent_gemm_tf32x3_kernel("));
+  CHECK(absl::StrContains(*src, "load_inline("));
+  CHECK(absl::StrContains(*src, "class ModelNew(nn.Module)"));
+  // Not Triton: nothing for the Triton source reader.
+  CHECK_FALSE(absl::StrContains(*src, "@triton.jit"));
+
+  auto other = lib->Render("gemm_cutlass_tf32x3", {{"TILE", "64x64x16_32x32x16"},
+                                                   {"num_stages", "6"}, {"SWIZZLE", "4"}});
+  REQUIRE(other.ok());
+  CHECK(absl::StrContains(*other, "kTile[] = \"64x64x16_32x32x16\";"));
+  CHECK(absl::StrContains(*other, "/*Stages=*/6,"));
+  CHECK(absl::StrContains(*other, "GemmIdentityThreadblockSwizzle<4>"));
+  auto m = lib->MatchRender(*other);
+  REQUIRE(m.ok());
+  CHECK(m->params == std::map<std::string, std::string>{
+                         {"TILE", "64x64x16_32x32x16"}, {"num_stages", "6"}, {"SWIZZLE", "4"}});
+  // Only the generator's tile descriptions, stages 3-8, SWIZZLE a power of two.
+  for (const auto& [name, value] : std::map<std::string, std::string>{
+           {"TILE", "128x128x8_32x64x8"}, {"num_stages", "2"}, {"SWIZZLE", "3"}}) {
+    INFO(name << "=" << value);
+    CHECK(lib->Render("gemm_cutlass_tf32x3", {{name, value}}).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("Templates: the tuner moves a CUDA render's knobs through its params") {
+  auto lib = Lib();
+  auto src = lib->Render("gemm_cutlass_tf32x3", {});
+  REQUIRE(src.ok());
+  auto tile = ApplyKnobChanges(*src, {{"tile", "256x64x32_64x32x32"}, {"num_stages", "+2"}},
+                               lib.get());
+  INFO(tile.status().ToString());
+  REQUIRE(tile.ok());
+  auto m = lib->MatchRender(tile->source);
+  REQUIRE(m.ok());
+  CHECK(m->params["TILE"] == "256x64x32_64x32x32");
+  CHECK(m->params["num_stages"] == "5");
+  REQUIRE(tile->edits.size() == 2);
+  CHECK(tile->edits[0].knob == "num_stages");  // the changes' (map) order
+  CHECK(tile->edits[0].old_value == 3);
+  CHECK(tile->edits[0].new_value == 5);
+  CHECK(tile->edits[1].knob == "TILE");
+  CHECK(tile->edits[1].old_text == "128x128x32_32x64x32");
+  CHECK(tile->edits[1].new_text == "256x64x32_64x32x32");
+  CHECK(tile->edits[1].where == "param of cuda template gemm_cutlass_tf32x3");
+
+  auto bad_tile = ApplyKnobChanges(*src, {{"TILE", "96x96x32_32x32x32"}}, lib.get());
+  CHECK(bad_tile.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad_tile.status().message(), "not one of {128x128x16_32x64x16"));
+  auto unknown = ApplyKnobChanges(*src, {{"BLOCK_M", "x2"}}, lib.get());
+  CHECK(unknown.status().code() == absl::StatusCode::kNotFound);
+  CHECK(absl::StrContains(unknown.status().message(), "its knobs: TILE, num_stages, SWIZZLE"));
+  auto stays = ApplyKnobChanges(*src, {{"SWIZZLE", "/2"}}, lib.get());
+  CHECK(stays.status().code() == absl::StatusCode::kFailedPrecondition);
+  auto clamped = ApplyKnobChanges(*src, {{"num_stages", "x4"}}, lib.get());
+  REQUIRE(clamped.ok());
+  CHECK(clamped->edits[0].new_value == 8);
+  CHECK(absl::StrContains(clamped->edits[0].note, "clamped"));
+  // An edited render is no render: the Triton path, which finds no Triton kernel.
+  CHECK_FALSE(ApplyKnobChanges(*src + "# edited\n", {{"num_stages", "+1"}}, lib.get()).ok());
 }
 
 // A one-template library {t.json, t.py} with params B (pow2 knob, default 4) and N (int
@@ -212,7 +296,7 @@ TEST_CASE("Templates: the embedded partials are included and are not templates")
   for (const char* partial : {"grouped_pid", "gemm_k_step", "partials/grouped_pid"}) {
     CHECK(lib->Find(partial) == nullptr);
   }
-  CHECK(lib->Ids().size() == 24);
+  CHECK(lib->Ids().size() == 25);
   // gemm_tiled includes grouped_pid inside its kernel at 4 spaces.
   CHECK(absl::StrContains(lib->Find("gemm_tiled")->source,
                           "    num_pid_n = tl.cdiv(N, BLOCK_N)\n"

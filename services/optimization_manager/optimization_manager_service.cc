@@ -28,10 +28,11 @@ using kagent::v1::GeneratedKernel;
 using kagent::v1::GenerateRequest;
 using kagent::v1::GenerateResponse;
 
-// Reads the candidate on stdin; exit 0 when it parses and has ModelNew and a jit kernel,
-// else exit 1 with one line on stdout saying why.
+// Reads the candidate on stdin; exit 0 when it parses and has ModelNew and a kernel of its
+// own (a jit function, or a __global__ function in a string: CUDA C++ for load_inline, as
+// the harness finds its own kernels), else exit 1 with one line on stdout saying why.
 constexpr char kCheckScript[] = R"py(
-import ast, sys
+import ast, re, sys
 src = sys.stdin.read()
 try:
     tree = ast.parse(src)
@@ -49,8 +50,11 @@ has_jit = any(isinstance(n, ast.FunctionDef) and any(is_jit(d) for d in n.decora
 if not has_model:
     print("no top-level class ModelNew")
     sys.exit(1)
-if not has_jit:
-    print("no @triton.jit function")
+GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?void\s+[A-Za-z_]")
+has_cuda = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and GLOBAL.search(n.value)
+               for n in ast.walk(tree))
+if not has_jit and not has_cuda:
+    print("no @triton.jit function (or __global__ kernel in a CUDA source string)")
     sys.exit(1)
 )py";
 

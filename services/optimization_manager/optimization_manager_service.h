@@ -60,13 +60,15 @@ class SourceChecker {
  public:
   virtual ~SourceChecker() = default;
   // OK, or INVALID_ARGUMENT with the reason (syntax error with its line, no ModelNew,
-  // no @triton.jit function); UNAVAILABLE when the checker itself could not run.
+  // no @triton.jit function or __global__ kernel); UNAVAILABLE when the checker itself could not run.
   virtual absl::Status Check(const std::string& source) = 0;
 };
 
 // Runs `python -c <script>` with the source on stdin: ast.parse, then looks for a
-// top-level `class ModelNew` and a function decorated with triton.jit / jit (possibly
-// under triton.autotune / triton.heuristics). Thread-safe.
+// top-level `class ModelNew` and a kernel of the candidate's own: a function decorated
+// with triton.jit / jit (possibly under triton.autotune / triton.heuristics), or a
+// `__global__` function in a string constant (CUDA C++ built with load_inline, as the
+// harness's kagent_harness.kernels finds own kernels). Thread-safe.
 class PythonSourceChecker : public SourceChecker {
  public:
   // `python`: the interpreter (absolute path or a name on PATH).

@@ -314,6 +314,22 @@ TEST_CASE("Manager: syntax errors and missing pieces are reported per assignment
   v1::GenerateResponse resp3;
   REQUIRE(svc3.DoGenerate(req, &resp3).ok());
   CHECK(absl::StrContains(resp3.kernels(0).error(), "no @triton.jit function"));
+
+  // A CUDA C++ candidate (load_inline) has its kernel in a string: it passes; a string
+  // without a __global__ function does not.
+  ScriptedBrain cuda(
+      "cuda_source = r\"\"\"\n__global__ void __launch_bounds__(256) k(float* x) {}\n\"\"\"\n"
+      "class ModelNew:\n    pass\n");
+  OptimizationManagerServiceImpl svc4(Options(), &cuda, nullptr);
+  v1::GenerateResponse resp4;
+  REQUIRE(svc4.DoGenerate(req, &resp4).ok());
+  CHECK(resp4.kernels(0).error().empty());
+  ScriptedBrain no_global(
+      "cuda_source = '__device__ void k(float* x) {}'\nclass ModelNew:\n    pass\n");
+  OptimizationManagerServiceImpl svc5(Options(), &no_global, nullptr);
+  v1::GenerateResponse resp5;
+  REQUIRE(svc5.DoGenerate(req, &resp5).ok());
+  CHECK(absl::StrContains(resp5.kernels(0).error(), "or __global__ kernel"));
 }
 
 TEST_CASE("Manager: request validation") {

@@ -1,5 +1,5 @@
-// The sizing rules of matrix products: gemm_diag, and gemm_tiled, gemm_split_k and
-// gemm_persistent_tma (declared in family_rules.h).
+// The sizing rules of matrix products: gemm_diag, gemm_cutlass_tf32x3, and gemm_tiled,
+// gemm_split_k and gemm_persistent_tma (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
@@ -25,6 +25,35 @@ absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const Recog
   p["BLOCK_C"] = std::to_string(Clamp(NextPow2(op.n), 16, 256));
   p["num_warps"] = "8";
   return p;
+}
+
+absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
+                                                       const RecognizedOp& op,
+                                                       const GpuSpec* gpu) {
+  // What the CUDA module implements: C = A @ B of 2-D row-major fp32 operands with
+  // 16-byte rows (CUTLASS's alignment 4), compiled for sm_90a.
+  if (op.variant != "mm" && op.variant != "matmul") {
+    return Precondition(t, absl::StrCat("only a plain A @ B (aten::mm / matmul), the problem is ",
+                                        DescribeOp(op)));
+  }
+  if (op.batch > 1 || op.tags.count("batched") || op.input_shape.size() != 2) {
+    return Precondition(t, "2-D operands only (the problem is batched or A is not 2-D)");
+  }
+  if (op.trans_a || op.trans_b) {
+    return Precondition(t, "row-major A and B only (the reference transposes an operand)");
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
+  if (op.k % 4 != 0 || op.n % 4 != 0) {
+    return Precondition(t, absl::StrCat("K and N must be multiples of 4 (16-byte rows), got K=",
+                                        op.k, " N=", op.n));
+  }
+  const int cc = SmVersion(gpu);
+  if (cc > 0 && cc != 90) {
+    return Precondition(t, absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch()));
+  }
+  // The JSON's defaults: no measurement yet says which TILE / num_stages / SWIZZLE suits
+  // which shape.
+  return TemplateParams{};
 }
 
 absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,

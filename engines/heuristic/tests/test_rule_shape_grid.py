@@ -13,7 +13,8 @@ breaks what the templates assume:
   - num_warps is not a power of two in [1, 32];
   - a grid dim is below 1 or over CUDA's limits (2**31 - 1 on axis 0, 65535 on axes 1, 2);
 and the forward must return the reference's output shape and dtype (a param larger or
-smaller than the shape allows shows there). Every model of the grid is an op the brain
+smaller than the shape allows shows there). A CUDA C++ template (built with nvcc at import)
+is not built: the inputs it is rendered for must be ones its module takes. Every model of the grid is an op the brain
 serves: a refusal fails too, with the brain's reason. Seconds on the CPU: one render per
 model, no interpretation.
 """
@@ -280,6 +281,20 @@ def _template_id(source):
     return source.split("\n", 1)[0].split(": ")[-1]
 
 
+def _check_cuda_inputs(template_id, inputs, ref):
+    """A CUDA C++ template's module builds with nvcc at import, so it is not built here
+    (test_gemm_cutlass.py checks its text, compile_cuda_templates.py compiles it):
+    what the rules render it for must be what the module takes."""
+    assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
+    a, b = inputs
+    assert a.dim() == 2 and b.dim() == 2 and a.dtype == b.dtype == torch.float32, \
+        f"rendered for {a.dtype} {tuple(a.shape)} @ {b.dtype} {tuple(b.shape)}"
+    assert a.is_contiguous() and b.is_contiguous(), "rendered for a non-contiguous operand"
+    assert a.shape[1] % 4 == 0 and b.shape[1] % 4 == 0, \
+        f"rendered for K={a.shape[1]} N={b.shape[1]} (multiples of 4 only)"
+    assert tuple(ref.shape) == (a.shape[0], b.shape[1]), "not a plain A @ B"
+
+
 def _check_rendered(signatures, names, rendered, refusals=()):
     """Builds and runs (on meta tensors, kernels recorded) every rendered candidate; returns
     the failures. An error whose status starts with one of `refusals` is accepted."""
@@ -293,6 +308,9 @@ def _check_rendered(signatures, names, rendered, refusals=()):
             assert "source" in r, f"refused: {r.get('error')}"
             source = r["source"]
             _SEEN.add(_template_id(source))
+            if load_meta(_template_id(source)).get("language", "triton") != "triton":
+                _check_cuda_inputs(_template_id(source), inputs, ref)
+                continue
             mod = _MODULES.get(source)
             if mod is None:
                 mod = _MODULES[source] = exec_source(source, "grid_candidate")

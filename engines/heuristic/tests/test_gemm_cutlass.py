@@ -1,0 +1,130 @@
+"""The CUDA C++ template gemm_cutlass_tf32x3 as rendered: the module's CUDA source, flags,
+build name, knobs and checks against its JSON, read without importing the module (its
+import builds the extension with nvcc: compile_cuda_templates.py, CTest's
+cuda_templates_compile_sm90a, compiles it; running it needs a GPU)."""
+import ast
+import hashlib
+import os
+import sys
+
+import pytest
+
+from template_render import REPO, load_meta, render
+
+sys.path.insert(0, os.path.join(REPO, "python"))
+from kagent_harness.kernels import is_own, own_kernel_names  # noqa: E402
+
+TID = "gemm_cutlass_tf32x3"
+META = load_meta(TID)
+TILES = META["params"]["TILE"]["allowed"]
+SMEM_LIMIT = 227 * 1024  # bytes of shared memory an sm_90 block may have
+
+
+def literals(source):
+    """The module-level string / list literals of a rendered module, by name."""
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def build_name(source):
+    """The `name` load_inline gets, evaluated from the module's own expression."""
+    tree = ast.parse(source)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", None) == "load_inline"]
+    assert len(calls) == 1
+    name = next(k.value for k in calls[0].keywords if k.arg == "name")
+    return eval(compile(ast.Expression(name), "<name>", "eval"),  # noqa: S307 - our template
+                {"hashlib": hashlib, **literals(source)})
+
+
+def tile_numbers(tile):
+    block, warp = tile.split("_")
+    return [int(v) for v in block.split("x")], [int(v) for v in warp.split("x")]
+
+
+def test_the_json_declares_a_cuda_fp32_gemm_with_three_knobs():
+    assert META["language"] == "cuda"
+    assert META["op_class"] == "gemm"
+    assert META["dtypes"] == ["float32"]
+    assert {n: p["kind"] for n, p in META["params"].items()} == {
+        "TILE": "knob", "num_stages": "knob", "SWIZZLE": "knob"}
+    assert any("3xTF32" in c and "fp32" in c for c in META["conditions"])
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_every_tile_is_a_valid_cutlass_tile_and_reaches_the_cuda_source(tile):
+    (tm, tn, tk), (wm, wn, wk) = tile_numbers(tile)
+    # CUTLASS's constraints for a tensor-op multistage GEMM: the warp tile divides the
+    # threadblock tile, the same K, 4 or 8 warps, K a multiple of the 16x8x8 instruction's.
+    assert tm % wm == 0 and tn % wn == 0 and wk == tk
+    assert (tm // wm) * (tn // wn) in (4, 8)
+    assert wm % 16 == 0 and wn % 8 == 0 and tk % 8 == 0
+    # The default stages fit every tile (a static_assert refuses more).
+    assert (tm + tn) * tk * 4 * int(META["params"]["num_stages"]["default"]) <= SMEM_LIMIT
+    src = literals(render(TID, TILE=tile))["cuda_source"]
+    assert f'constexpr char kTile[] = "{tile}";' in src
+    assert "{{" not in src
+
+
+def test_stages_and_swizzle_reach_the_cuda_source():
+    src = literals(render(TID, num_stages=5, SWIZZLE=4))["cuda_source"]
+    assert "/*Stages=*/5," in src
+    assert "GemmIdentityThreadblockSwizzle<4>" in src
+    default = literals(render(TID))["cuda_source"]
+    assert "/*Stages=*/3," in default and "GemmIdentityThreadblockSwizzle<1>" in default
+    assert "cutlass::arch::OpMultiplyAddFastF32" in default
+    assert "cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80" in default
+
+
+def test_flags_build_for_sm90a_and_the_build_is_keyed_by_the_render():
+    source = render(TID)
+    flags = literals(source)["cuda_cflags"]
+    assert "-gencode=arch=compute_90a,code=sm_90a" in flags and "-O3" in flags
+    name = build_name(source)
+    assert name.startswith("kagent_gemm_cutlass_tf32x3_")
+    assert build_name(render(TID)) == name  # the same render: the same build directory
+    assert build_name(render(TID, TILE=TILES[0])) != name
+    assert build_name(render(TID, num_stages=4)) != name
+
+
+def test_the_harness_counts_the_cutlass_kernel_as_the_candidates_own():
+    source = render(TID)
+    assert own_kernel_names(source) == ["kagent_gemm_tf32x3_kernel"]
+    # Its mangled name (cuobjdump of the sm_90a build) names CUTLASS in its template
+    # arguments; the candidate's own kernel all the same.
+    mangled = ("_Z25kagent_gemm_tf32x3_kernelN7cutlass4gemm6kernel4GemmINS0_11threadblock13"
+               "MmaMultistageINS0_9GemmShapeILi128ELi128ELi32EEE")
+    assert is_own(mangled, own_kernel_names(source))
+
+
+def test_the_module_refuses_what_the_conditions_exclude():
+    cpp = literals(render(TID))["cpp_source"]
+    for check in ("A.scalar_type() == torch::kFloat", "A.dim() == 2 && B.dim() == 2",
+                  "A.is_contiguous() && B.is_contiguous()", "K % 4 == 0 && N % 4 == 0"):
+        assert check in cpp
+    conditions = " ".join(META["conditions"])
+    for said in ("row-major contiguous", "K and N multiples of 4", "sm_90a", "no batch"):
+        assert said in conditions
+
+
+def test_the_cutlass_headers_are_found_from_the_installed_wheel():
+    # The module's own cutlass_include_dir(), run alone (the rest of the module builds).
+    tree = ast.parse(render(TID))
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and n.name == "cutlass_include_dir")
+    scope = {}
+    exec("import importlib.util\nimport os\n" + ast.unparse(fn), scope)  # noqa: S102
+    import importlib.util
+    if importlib.util.find_spec("cutlass_library") is None:
+        with pytest.raises(ImportError, match="pip install nvidia-cutlass"):
+            scope["cutlass_include_dir"]()
+    else:
+        include = scope["cutlass_include_dir"]()
+        assert os.path.isfile(os.path.join(include, "cutlass", "gemm", "device", "gemm.h"))
+        assert os.path.isfile(os.path.join(include, "cute", "tensor.hpp"))
