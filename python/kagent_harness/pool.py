@@ -66,6 +66,13 @@ def spawn(spec, log, timeout_s=600.0, memory_limit_mb=None, keep_injection=False
         trace_path = os.path.join(workdir, "cupti_trace.jsonl")
         env.update({"CUDA_INJECTION64_PATH": lib, "KAGENT_CUPTI_LIB": lib,
                     "KAGENT_CUPTI_OUT": trace_path})
+    elif env.get("KAGENT_CUPTI_OUT"):
+        # A trace the caller asked for (profile mode's CUPTI backend): its file is in the
+        # caller's directory, which the sandbox hides; the candidate's process writes it
+        # in its own workdir, the one place the sandbox lets it write, and the caller
+        # takes it from `trace_path` (profile_mode.py).
+        trace_path = os.path.join(workdir, "cupti_trace.jsonl")
+        env["KAGENT_CUPTI_OUT"] = trace_path
     mem = memory_limit_mb or (8192 if spec.device == "cpu" else 65536)
     child = Child(workdir, spec.device, timeout_s, mem, log,
                   network_isolation=spec.network_isolation,

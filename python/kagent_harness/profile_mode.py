@@ -19,6 +19,9 @@ from kagent_harness.gate import NotGranted
 from kagent_harness.pool import ChildSpec
 from kagent_harness.sandbox import ChildFailure
 
+# The most of a CUPTI trace handed over to the caller (as the worker reads at most).
+TRACE_LIMIT = 256 << 20
+
 
 class ProfileMixin:
     def run_profile(self, gate=None):
@@ -82,10 +85,29 @@ class ProfileMixin:
             self.child.kill()  # its GPU work, if any, ends here
         if gate is not None:
             gate.done()
+        self._hand_over_trace()
         r = self.finish(t_start)
         res["phases_ms"] = r["harness"]["phases_ms"]
         res["log"] = r["log"]
         return res
+
+    def _hand_over_trace(self):
+        """The CUPTI backend's trace, written in the candidate's workdir (pool.spawn), to
+        the file the caller named (KAGENT_CUPTI_OUT): at most TRACE_LIMIT bytes, never
+        through a link the candidate planted. A missing trace is the caller's to report."""
+        out = (self.req.child_env or {}).get("KAGENT_CUPTI_OUT")
+        src = getattr(self.child, "trace_path", None) if self.child is not None else None
+        if not out or not src:
+            return
+        from kagent_harness.sandbox import scratch_open
+        try:
+            with scratch_open(src, write=False) as f:
+                data = f.read(TRACE_LIMIT)
+        except OSError as e:
+            self.log.add(f"CUPTI trace not handed over: {e}")
+            return
+        with open(out, "wb") as f:
+            f.write(data)
 
     def counters_result(self, counters):
         """The child's counter collection as the result's "cupti_counters" (ok, passes,

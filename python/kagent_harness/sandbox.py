@@ -597,9 +597,12 @@ class Child:
             if self._oom_rose():
                 return ChildFailure(P.OOM, f"the candidate's sandbox was killed {when} by "
                                     "the kernel OOM killer")
+            # bwrap's own error (a mount it could not make) is on the stderr it shares
+            # with the candidate.
             return ChildFailure(P.CRASH, f"the candidate's sandbox ended {when} without "
                                 f"its status (bwrap exit status {rc}; killed from outside "
-                                "it, not by the harness)")
+                                "it, not by the harness)" +
+                                (f"; its stderr ends: {tail[-400:]}" if tail.strip() else ""))
         if kind == "signal":
             sig = value
             if sig in CRASH_SIGNALS:

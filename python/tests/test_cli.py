@@ -149,9 +149,12 @@ def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):
     problem = spy.format(d=str(tmp_path), name="supervisor.json") + read("problem_relu_add.py")
     # The candidate's sandbox cannot write to tmp_path: it reports on its stderr, which
     # the result's log carries.
+    # It also writes a line where its tracer would write the trace: the caller's file must
+    # get it.
     child_spy = ("import os, json, sys\n"
                  "sys.stderr.write('KAGENT-SPY ' + json.dumps({k: os.environ.get(k) for k in "
-                 "('CUDA_INJECTION64_PATH', 'KAGENT_CUPTI_OUT', 'KAGENT_CUPTI_LIB')}) + '\\n')\n")
+                 "('CUDA_INJECTION64_PATH', 'KAGENT_CUPTI_OUT', 'KAGENT_CUPTI_LIB')}) + '\\n')\n"
+                 "open(os.environ['KAGENT_CUPTI_OUT'], 'w').write('{\"kind\": \"spy\"}\\n')\n")
     cand = child_spy + read("cand_relu_add_good.py")
     req = dict(FAST, problem_source=problem, kernel_source=cand, network_isolation=False)
     env = dict(os.environ, PYTHONPATH=PYDIR, CUDA_INJECTION64_PATH="/nonexistent/tracer.so",
@@ -166,10 +169,15 @@ def test_profile_mode_gives_the_tracer_to_the_candidate_process_only(tmp_path):
     child = json.loads(line[len("KAGENT-SPY "):])
     assert sup == {"CUDA_INJECTION64_PATH": None, "KAGENT_CUPTI_OUT": None,
                    "KAGENT_CUPTI_LIB": "/nonexistent/libkagent_cupti.so"}
-    # The candidate's process gets all three (its environment drops other KAGENT_*).
-    assert child == {"CUDA_INJECTION64_PATH": "/nonexistent/tracer.so",
-                     "KAGENT_CUPTI_OUT": str(tmp_path / "trace.jsonl"),
-                     "KAGENT_CUPTI_LIB": "/nonexistent/libkagent_cupti.so"}
+    # The candidate's process gets all three (its environment drops other KAGENT_*), the
+    # trace's file in its own workdir: the caller's directory is hidden from its sandbox.
+    assert child["CUDA_INJECTION64_PATH"] == "/nonexistent/tracer.so"
+    assert child["KAGENT_CUPTI_LIB"] == "/nonexistent/libkagent_cupti.so"
+    assert child["KAGENT_CUPTI_OUT"].endswith("/cupti_trace.jsonl")
+    assert not child["KAGENT_CUPTI_OUT"].startswith(str(tmp_path))
+    # What it wrote there is handed over to the caller's file.
+    assert (tmp_path / "trace.jsonl").read_text() == '{"kind": "spy"}\n'
+    assert not os.path.exists(child["KAGENT_CUPTI_OUT"])  # its workdir is gone
 
 
 def test_gpuinfo_without_gpu_answers_json():
