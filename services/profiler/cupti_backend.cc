@@ -254,7 +254,13 @@ absl::StatusOr<CuptiProfile> RunCuptiProfile(CommandRunner* runner,
       HarnessArgv(harness.python, "profile", {"--request", run.request_path, "--out", result_path});
   if (options.run_as) argv = RunAsUser(*options.run_as, std::move(argv));
   SubprocessOptions subprocess = HarnessSubprocessOptions(traced, run, std::move(argv));
-  if (options.run_as) subprocess.env["HOME"] = run.work_dir;
+  if (options.run_as) {
+    subprocess.env["HOME"] = run.work_dir;
+    // As under ncu (the configuration measured on the H200): the candidate's workdir in
+    // the host's /tmp, which profile mode shares with its sandbox, not inside this run's
+    // directory, which the harness hides from it.
+    subprocess.env["TMPDIR"] = kNcuTempDir;
+  }
   KAGENT_ASSIGN_OR_RETURN(SubprocessResult result,
                           RunHarnessProfileProcess(runner, std::move(subprocess), run));
   if (result.timed_out) {

@@ -243,6 +243,7 @@ TEST_CASE("As the sandbox's user: the harness under setpriv, its files in that u
   CHECK(owned);
   CHECK(call.env.at("KAGENT_CUPTI_OUT") == seen_dir + "/cupti.jsonl");
   CHECK(call.env.at("HOME") == seen_dir);
+  CHECK(call.env.at("TMPDIR") == kNcuTempDir);  // the candidate's workdir where ncu's goes
   CHECK_FALSE(std::filesystem::exists(seen_dir));  // removed at the end
 
   runner.missing_programs.insert("setpriv");
