@@ -10,9 +10,11 @@ shapes, strides and dtypes, no values). While it runs:
     untouched, every other op computes its outputs' metadata on the meta device and
     returns uninitialised tensors of that metadata on the real device — no kernel runs;
   - every Triton launch is turned into a compilation (JITFunction.run with warmup=True:
-    the kernel is compiled and loaded for the exact specialisation the real call will
-    use, and not launched); an autotuned kernel compiles every config
-    (Autotuner.warmup) without benchmarking or caching a choice.
+    the kernel is compiled for the exact specialisation the real call will use, and not
+    launched), then loaded (its module and launcher: a kernel that needs more shared
+    memory than the GPU has fails here with OutOfResources, as its first call would);
+    an autotuned kernel compiles every config (Autotuner.warmup) without benchmarking,
+    loading or caching a choice.
 The run is "clean" when nothing in it depended on values: no op read a tensor's data
 to the host (item(), tolist(), a copy to the CPU) and no op had data-dependent output
 shapes. Only then is a compilation error in it final (the real call compiles the same
@@ -127,16 +129,33 @@ class _TritonCompileOnly:
             kernel_classes.append(InterpretedFunction)
         except Exception:  # noqa: BLE001 - no interpreter
             pass
+        tuning = self.tuning = [0]  # > 0 inside an autotuner's warm-up
+
+        def compile_and_load(orig):
+            def run(fn_self, *args, **kwargs):
+                kernel = orig(fn_self, *args, **dict(kwargs, warmup=True))
+                # Loaded too (module and launcher; no GPU work): a kernel over the GPU's
+                # shared memory raises OutOfResources here, before the GPU slot, not at
+                # its first call. Not an autotuner's configs: it skips those that fail.
+                init = getattr(kernel, "_init_handles", None)
+                if callable(init) and not tuning[0]:
+                    init()
+                return kernel
+            return run
+
         for cls in kernel_classes:
-            self._patch(cls, lambda orig: lambda fn_self, *args, **kwargs: orig(
-                fn_self, *args, **dict(kwargs, warmup=True)))
+            self._patch(cls, compile_and_load)
         try:
             from triton.runtime.autotuner import Autotuner
 
             def at_run(_orig):
                 def run(at_self, *args, **kwargs):
                     kwargs.pop("warmup", None)
-                    return at_self.warmup(*args, **kwargs)
+                    tuning[0] += 1
+                    try:
+                        return at_self.warmup(*args, **kwargs)
+                    finally:
+                        tuning[0] -= 1
                 return run
             self._patch(Autotuner, at_run)
         except Exception:  # noqa: BLE001 - no autotuner

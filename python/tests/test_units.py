@@ -568,6 +568,62 @@ def test_compile_dry_run_turns_triton_launches_into_compilations():
     assert bool((x == 1).all())
 
 
+def test_compile_dry_run_loads_kernels_so_too_much_shared_memory_fails_before_the_gpu(
+        monkeypatch):
+    # On the GPU a kernel over the SM's shared memory compiles, and fails only when it is
+    # loaded (Triton's OutOfResources): the dry run loads what it compiled, so such a
+    # kernel is a compile error without the GPU slot. An autotuner's configs are not
+    # loaded: it skips those that fail. Stand-in here: the warm-up's compiled kernel.
+    import torch
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.errors import OutOfResources
+    from triton.runtime.jit import JITFunction
+    from kagent_harness.dryrun import compile_dry_run
+
+    loaded = []
+
+    class Compiled:
+        def __init__(self, name):
+            self.name = name
+
+        def _init_handles(self):
+            loaded.append(self.name)
+            if self.name == "big":
+                raise OutOfResources(262176, 232448, "shared memory")
+
+    monkeypatch.setattr(JITFunction, "run", lambda self, *a, **kw: Compiled(
+        self.fn.__name__) if kw.get("warmup") else None)
+    monkeypatch.setattr(Autotuner, "warmup", lambda self, *a, **kw: [
+        self.fn.run(*a, warmup=True, **kw)])
+
+    def make(name):
+        def body(x_ptr):
+            pass
+        body.__name__ = name
+        return JITFunction(body)
+
+    small, big = make("small"), make("big")
+    tuned = Autotuner(make("big"), ["x_ptr"], [triton.Config({})], [], None, None)
+
+    class Model(torch.nn.Module):
+        def __init__(self, kernels):
+            super().__init__()
+            self.kernels = kernels
+
+        def forward(self, x):
+            for k in self.kernels:
+                k.run(x, grid=(1,), warmup=False)
+            return x
+
+    spec = [{"shape": [4], "stride": [1], "dtype": "float32"}]
+    ok = compile_dry_run(Model([small, tuned]), spec, "cpu")
+    assert ok["clean"] and "compile_error" not in ok, ok
+    assert loaded == ["small"]  # the autotuner's config was compiled, not loaded
+    bad = compile_dry_run(Model([small, big]), spec, "cpu")
+    assert "OutOfResources" in bad.get("compile_error", ""), bad
+
+
 def test_a_released_trial_set_in_use_closes_when_its_request_is_done():
     # release_job while a measurement still uses the job's trial set: the set is forgotten
     # at once (nothing more is kept for it) and closed when that request is done.
