@@ -59,7 +59,7 @@ std::optional<LaunchLimits> ComputeLaunchLimits(const kagent::v1::GpuSpec& gpu,
   const int64_t others = std::min({limits.registers, limits.warps, limits.blocks});
   limits.carveout_bytes = carveouts.back();
   for (int64_t carveout : carveouts) {
-    if (SharedLimit(carveout, shared_per_block) >= others) {
+    if (SharedLimit(carveout, shared_per_block) > others) {
       limits.carveout_bytes = carveout;
       break;
     }

@@ -6,11 +6,13 @@
 // The limits follow the CUDA occupancy calculator's rules for sm_80 and later: registers
 // allocated per warp in units of 256 and per SM sub-partition (4 per SM), shared memory
 // per block rounded up to 128 bytes plus 1 KiB the system reserves per block, the SM's
-// warp and block limits. The shared-memory carveout of a launch is the driver's choice and
-// not in the activity record: taken as the smallest of the configurations from 32 KiB up
-// that does not make shared memory a tighter limit than the others (the largest when none
-// does). On the H200 fixtures of tests/fixtures/ncu this reproduces every value ncu
-// reported (launch_limits_test.cc).
+// warp and block limits. The shared-memory carveout of a launch is the driver's choice,
+// undocumented and not in the activity record: taken as the smallest of the
+// configurations from 32 KiB up that holds one block more than the other limits allow
+// (the largest when none does), so shared memory is never named the limiter unless even
+// the largest configuration makes it one. That rule is fitted to what ncu reported on
+// the H200 (the configuration and every limit and wave count of each launch in
+// tests/fixtures/ncu: ncu_csv_test.cc, launch_limits_test.cc), not taken from the driver.
 //
 // Thread-safe (pure functions).
 #ifndef KAGENT_KERNEL_MODEL_LAUNCH_LIMITS_H_

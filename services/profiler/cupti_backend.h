@@ -102,8 +102,9 @@ absl::Status MergeCuptiCounters(const CuptiTrace& trace,
                                 std::vector<kagent::v1::KernelMetrics>* kernels);
 
 // The metric set for compute capability `cc` that the range profiler is asked for: the
-// set minus launch__* (launch configuration, not counters) and gpu__time_duration.sum
-// (the trace measures it without counters running).
+// set minus launch__* (launch configuration, not counters), gpu__time_duration.sum
+// (the trace measures it without counters running) and smsp__sass_* (instruction counts
+// the range profiler reads as 0: ncu instruments the code for them).
 std::vector<std::string> CuptiCounterMetrics(int cc);
 
 // The names of the set for `cc` that no kernel of `kernels` has.

@@ -160,6 +160,7 @@ TEST_CASE("The range profiler is asked for the set minus launch figures and dura
   CHECK(asked.size() > 20);
   for (const std::string& name : asked) {
     CHECK_FALSE(absl::StartsWith(name, "launch__"));
+    CHECK_FALSE(absl::StartsWith(name, "smsp__sass_"));
     CHECK(name != "gpu__time_duration.sum");
   }
   CHECK(std::find(asked.begin(), asked.end(), "dram__bytes_read.sum") != asked.end());

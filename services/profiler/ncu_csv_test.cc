@@ -266,7 +266,7 @@ TEST_CASE("Launch limits computed from the configuration match ncu's on every H2
        {"h200_triton_add.csv", "h200_harness_relu_add.csv", "h200_torch_mm_bf16.csv",
         "h200_multi.csv", "h200_judge_tiny_add.csv", "h200_judge_grid_underfilled.csv",
         "h200_judge_register_limited.csv", "h200_judge_many_tiny.csv",
-        "h200_triton_matvec.csv"}) {
+        "h200_triton_matvec.csv", "h200_triton_matmul_square.csv"}) {
     absl::StatusOr<NcuCsvReport> report = ParseNcuCsv(ReadFixture(fixture));
     REQUIRE(report.ok());
     for (const kagent::v1::KernelMetrics& measured : report->kernels) {
