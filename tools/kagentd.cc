@@ -89,8 +89,7 @@ struct DaemonOptions {
     o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so (default: found in the build)");
     o.AddString("ncu", &ncu, "Nsight Compute CLI for the profiler");
     o.AddString("profiler-backend", &profiler_backend,
-                "auto (ncu when runnable, else the CUPTI library), ncu, or cupti (the CUPTI "
-                "library's trace and range-profiler counters, no ncu)");
+                kProfilerBackendHelp);
     o.AddString("optimization-db", &optimization_db, "optimization database file");
     o.AddString("internal-listen", &internal_listen,
                 "host:port of the internal services' server (judge, analyzer, orchestrator, "

@@ -158,8 +158,7 @@ void WorkerOptions::Register(OptionSet& o) {
   o.AddString("cupti-lib", &cupti_lib, "libkagent_cupti.so for kernel tracing; empty: none");
   o.AddString("ncu", &ncu, "Nsight Compute CLI");
   o.AddString("profiler-backend", &profiler_backend,
-              "auto (ncu when runnable, else the CUPTI library), ncu, or cupti (the CUPTI "
-              "library's trace and range-profiler counters, no ncu)");
+              kProfilerBackendHelp);
   o.AddString("coordinator", &coordinator,
               "coordinator to register with (host:port); comma-separated for several "
               "replicas (--leader-election): the worker registers with each");

@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
         o.AddString("harness-dir", &harness_dir, "folder holding the kagent_harness package");
         o.AddString("ncu", &po.ncu_path, "Nsight Compute CLI");
         o.AddString("profiler-backend", &backend,
-                    "auto (ncu when runnable, else the CUPTI library), ncu, or cupti");
-        o.AddString("cupti-lib", &po.cupti_library, "libkagent_cupti.so for the CUPTI fallback");
+                    kagent::kProfilerBackendHelp);
+        o.AddString("cupti-lib", &po.cupti_library, "libkagent_cupti.so for the CUPTI backend");
         o.AddInt("gpu", &po.gpu_index, "CUDA device index (CUDA_VISIBLE_DEVICES)");
         sandbox.Register(o);
         flags = &o;

@@ -1,6 +1,7 @@
 #include "services/profiler/profiler_service.h"
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -152,13 +153,14 @@ absl::StatusOr<kagent::v1::ProfileResponse> ProfilerServiceImpl::RunProfile(
   timeout = std::min({timeout, options_.max_timeout, deadline_left});
 
   // Pick the backend before taking the GPU.
-  bool use_ncu = options_.backend != ProfilerServiceOptions::Backend::kCupti;
-  if (options_.backend == ProfilerServiceOptions::Backend::kAuto &&
-      !runner_->CanRun(options_.ncu_path)) {
-    if (options_.cupti_library.empty()) {
+  bool use_ncu = options_.backend == ProfilerServiceOptions::Backend::kNcu;
+  if (options_.backend == ProfilerServiceOptions::Backend::kAuto) {
+    std::error_code ec;
+    use_ncu = options_.cupti_library.empty() ||
+              !std::filesystem::exists(options_.cupti_library, ec);
+    if (use_ncu && !runner_->CanRun(options_.ncu_path)) {
       return absl::FailedPreconditionError(kNcuMissingMessage);
     }
-    use_ncu = false;
   }
 
   // One GPU task at a time on this GPU: the gate's job when there is one.

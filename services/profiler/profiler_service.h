@@ -39,8 +39,11 @@ struct ProfilerServiceOptions {
   // The user profiles run as, under ncu and CUPTI alike (ncu_user.h; the mains set it from
   // NcuUserForSandbox()); unset: as this process.
   std::optional<NcuUser> ncu_user;
-  std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI fallback
-  Backend backend = Backend::kAuto;    // kAuto: ncu when runnable, else CUPTI
+  std::string cupti_library;           // libkagent_cupti.so; empty: no CUPTI backend
+  // kAuto: the CUPTI library when there is one, else ncu. On the H200 its counters agree
+  // with ncu's (docs/metrics-ncu.md) and its profiles prepare side by side, where ncu runs
+  // one at a time per host (ncu_host_lock.h); ncu alone has the SASS instruction counts.
+  Backend backend = Backend::kAuto;
   int gpu_index = 0;                   // CUDA_VISIBLE_DEVICES for every run
   // The candidate sandbox, as the request's "sandbox" and "sandbox_hide" (SandboxFlags in
   // services/benchmark/worker_setup.h); empty mode: not sent.
@@ -60,6 +63,12 @@ struct ProfilerServiceOptions {
 
 // "auto", "ncu" or "cupti" (a --profiler-backend flag); INVALID_ARGUMENT otherwise.
 absl::StatusOr<ProfilerServiceOptions::Backend> ParseProfilerBackend(absl::string_view text);
+
+// The --profiler-backend flag's help text, for every binary that has the flag.
+inline constexpr char kProfilerBackendHelp[] =
+    "auto (the CUPTI library when there is one, else ncu), ncu (Nsight Compute: adds the "
+    "SASS instruction counts; one run at a time per host), or cupti (the CUPTI library's "
+    "trace and range-profiler counters in the candidate's process)";
 
 class ProfilerServiceImpl final : public kagent::v1::ProfilerService::Service {
  public:

@@ -264,6 +264,37 @@ TEST_CASE("Sandbox flags are checked, and secret files are found", "[profiler_se
   CHECK(hide[2] == (std::filesystem::current_path() / "tokens").string());
 }
 
+TEST_CASE("auto takes the CUPTI library when there is one; ncu when asked or without it",
+          "[profiler_service]") {
+  FakeRunner runner;  // ncu runnable
+  runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
+  runner.cupti_trace = ::kagent::testing::kOneKernelCuptiTrace;
+  ProfilerServiceOptions options = TestOptions();
+  options.cupti_library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
+  {
+    ProfilerServiceImpl service(options, nullptr, &runner);
+    absl::StatusOr<kagent::v1::ProfileResponse> response =
+        service.RunProfile(ValidRequest(), nullptr);
+    REQUIRE(response.ok());
+    CHECK(response->metrics().backend() == "cupti");
+  }
+  options.backend = ProfilerServiceOptions::Backend::kNcu;
+  {
+    ProfilerServiceImpl service(options, nullptr, &runner);
+    absl::StatusOr<kagent::v1::ProfileResponse> response =
+        service.RunProfile(ValidRequest(), nullptr);
+    REQUIRE(response.ok());
+    CHECK(response->metrics().backend() == "ncu");
+  }
+  options.backend = ProfilerServiceOptions::Backend::kAuto;
+  options.cupti_library = "/nonexistent/libkagent_cupti.so";  // named but absent: ncu
+  ProfilerServiceImpl service(options, nullptr, &runner);
+  absl::StatusOr<kagent::v1::ProfileResponse> response =
+      service.RunProfile(ValidRequest(), nullptr);
+  REQUIRE(response.ok());
+  CHECK(response->metrics().backend() == "ncu");
+}
+
 TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_service]") {
   FakeRunner runner;
   runner.ncu_available = false;
