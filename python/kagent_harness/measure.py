@@ -544,8 +544,10 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.result["harness"]["atol_effective_max"] = corr_atol_eff
         if self.trace_path:
             with ph("gate: CUPTI trace"):
-                # Every call's kernels reach the trace file before it is read.
-                self.child.request({"cmd": "flush"}, phase="flushing the CUPTI trace")
+                # Every call's kernels reach the trace file before it is read (a flush
+                # takes milliseconds: a process that does not answer is stopped soon).
+                self.child.request({"cmd": "flush"}, timeout=CALL_MIN_S,
+                                   phase="flushing the CUPTI trace")
                 launch_names |= self._check_cupti_gate()
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
