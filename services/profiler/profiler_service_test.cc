@@ -264,7 +264,7 @@ TEST_CASE("Sandbox flags are checked, and secret files are found", "[profiler_se
   CHECK(hide[2] == (std::filesystem::current_path() / "tokens").string());
 }
 
-TEST_CASE("auto takes the CUPTI library when there is one; ncu when asked or without it",
+TEST_CASE("auto takes the CUPTI library when there is one, ncu when asked or without it",
           "[profiler_service]") {
   FakeRunner runner;  // ncu runnable
   runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
