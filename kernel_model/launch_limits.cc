@@ -66,10 +66,10 @@ std::optional<LaunchLimits> ComputeLaunchLimits(const kagent::v1::GpuSpec& gpu,
   }
   limits.shared_mem =
       std::min<int64_t>(SharedLimit(limits.carveout_bytes, shared_per_block), limits.blocks);
-  const int64_t resident = std::min(others, limits.shared_mem);
-  if (resident > 0) {
+  limits.resident = std::min(others, limits.shared_mem);
+  if (limits.resident > 0) {
     limits.waves = static_cast<double>(config.blocks) /
-                   static_cast<double>(resident * gpu.sm_count());
+                   static_cast<double>(limits.resident * gpu.sm_count());
   }
   return limits;
 }
@@ -97,9 +97,7 @@ bool AddLaunchLimits(const kagent::v1::GpuSpec& gpu, kagent::v1::KernelMetrics* 
   values.insert({metric::kLimitSharedMem, static_cast<double>(limits->shared_mem)});
   values.insert({metric::kLimitWarps, static_cast<double>(limits->warps)});
   values.insert({metric::kLimitBlocks, static_cast<double>(limits->blocks)});
-  const int64_t resident = std::min({limits->registers, limits->shared_mem, limits->warps,
-                                     limits->blocks});
-  if (resident > 0) values.insert({metric::kWaves, limits->waves});
+  if (limits->resident > 0) values.insert({metric::kWaves, limits->waves});
   return true;
 }
 

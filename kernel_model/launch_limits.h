@@ -39,7 +39,8 @@ struct LaunchLimits {
   int64_t warps = 0;       // launch__occupancy_limit_warps
   int64_t blocks = 0;      // launch__occupancy_limit_blocks
   int64_t carveout_bytes = 0;  // the shared-memory configuration assumed
-  double waves = 0;        // launch__waves_per_multiprocessor
+  int64_t resident = 0;    // blocks per SM at once: the smallest of the four limits
+  double waves = 0;        // launch__waves_per_multiprocessor; 0 when resident is 0
 };
 
 // nullopt when the GPU's limits (max_threads_per_sm, max_blocks_per_sm, registers_per_sm,
