@@ -33,7 +33,6 @@ from kagent_harness import __version__
 from kagent_harness import kernels as K
 from kagent_harness import loader
 from kagent_harness import protocol as P
-from kagent_harness.protocol import add_child_steps
 from kagent_harness.compare import compare, output_spec, tolerances
 from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
@@ -469,7 +468,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             bufs, out_field = self.out_field(poison)
             msg = {"cmd": "call", **in_field, **out_field, "out": out_path,
                    "poison": poison or [],
-                   "reuse": k % 2 == 1, "flush_trace": False,
+                   "reuse": k % 2 == 1,
                    "profile_kernels": (self.device == "cuda" and not self.trace_path
                                        and not profiled)}
             profiled = profiled or msg["profile_kernels"]
@@ -485,7 +484,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             call_s = time.monotonic() - t_call
             self.call_s.append(call_s)
             ph.add("gate: candidate calls (incl. handing outputs back)", call_s * 1e3)
-            add_child_steps(ph, reply.get("steps_ms"))
+            P.add_child_steps(ph, reply.get("steps_ms"))
             self.release_inputs(in_field)
             with ph("gate: outputs back"):
                 got = self.take_outputs(bufs, reply, out_path, ref_out)

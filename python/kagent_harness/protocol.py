@@ -286,8 +286,7 @@ class Phases:
 
 
 # The steps a candidate's process may report for one gate call (child._Steps).
-CHILD_STEPS = ("inputs", "input copies and poison", "forward", "hand-back", "trace flush",
-               "checks")
+CHILD_STEPS = ("inputs", "input copies and poison", "forward", "hand-back", "checks")
 
 
 def add_child_steps(phases, steps):

@@ -33,7 +33,8 @@ def test_timing_stats_match_numpy_percentiles():
 def test_child_steps_are_added_as_the_childs_own_account():
     ph = P.Phases()
     P.add_child_steps(ph, {"forward": 1.5, "hand-back": 2, "checks": -1.0,
-                           "trace flush": float("nan"), "inputs": True, "made up": 9.0})
+                           "inputs": float("nan"), "input copies and poison": True,
+                           "made up": 9.0})
     P.add_child_steps(ph, {"forward": 0.5})
     P.add_child_steps(ph, "not a dict")
     assert ph.as_dict() == {"gate, child's clock: forward": 2.0,
