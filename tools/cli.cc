@@ -134,7 +134,6 @@ class Client {
 
 absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view flag) {
   std::vector<std::string> agents;
-  const std::vector<absl::string_view> known = absl::StrSplit(kAllLlmAgents, ',');
   for (absl::string_view raw : absl::StrSplit(flag, ',')) {
     std::string agent(absl::StripAsciiWhitespace(raw));
     if (agent.empty()) {
@@ -145,10 +144,7 @@ absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view fla
       return absl::InvalidArgumentError(absl::StrCat(
           "--llm-agents: '", agent, "': a job names agents only; their models are the server's"));
     }
-    if (std::find(known.begin(), known.end(), agent) == known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--llm-agents: unknown agent '", agent,
-                                                     "'; the agents are ", kAllLlmAgents));
-    }
+    if (absl::Status known = CheckLlmAgentName(agent, "--llm-agents"); !known.ok()) return known;
     if (std::find(agents.begin(), agents.end(), agent) != agents.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--llm-agents: agent '", agent, "' is listed twice"));

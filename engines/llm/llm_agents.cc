@@ -16,7 +16,6 @@ std::string LlmAgents::Model(const std::string& agent) const {
 absl::StatusOr<LlmAgents> ParseLlmAgents(absl::string_view spec) {
   LlmAgents out;
   if (absl::StripAsciiWhitespace(spec).empty()) return out;
-  const std::vector<absl::string_view> known = absl::StrSplit(kAllLlmAgents, ',');
   for (absl::string_view raw : absl::StrSplit(spec, ',')) {
     absl::string_view entry = absl::StripAsciiWhitespace(raw);
     if (entry.empty()) {
@@ -25,12 +24,7 @@ absl::StatusOr<LlmAgents> ParseLlmAgents(absl::string_view spec) {
     std::pair<std::string, std::string> kv = absl::StrSplit(entry, absl::MaxSplits('=', 1));
     std::string agent(absl::StripAsciiWhitespace(kv.first));
     std::string model(absl::StripAsciiWhitespace(kv.second));
-    bool ok = false;
-    for (absl::string_view k : known) ok = ok || agent == k;
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("--llm-agents: unknown agent '", agent,
-                                                     "'; the agents are ", kAllLlmAgents));
-    }
+    if (absl::Status known = CheckLlmAgentName(agent, "--llm-agents"); !known.ok()) return known;
     if (entry.find('=') != absl::string_view::npos && model.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--llm-agents: '", entry, "' names no model after '='"));

@@ -18,7 +18,10 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace kagent {
@@ -34,6 +37,18 @@ struct LlmAgents {
   // The agent's model; "" when it uses the configuration's or is not listed.
   std::string Model(const std::string& agent) const;
 };
+
+// OK when `agent` is one of kAllLlmAgents; else INVALID_ARGUMENT "<flag>: unknown agent
+// 'x'; the agents are rewrite,...": the one check of every list of agents (this server's
+// --llm-agents, a coordinator's --offered-llm-agents, a job's kagent submit --llm-agents).
+// Inline: the coordinator and the CLI check names without linking the LLM brain.
+inline absl::Status CheckLlmAgentName(absl::string_view agent, absl::string_view flag) {
+  for (absl::string_view known : absl::StrSplit(kAllLlmAgents, ',')) {
+    if (agent == known) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, ": unknown agent '", agent, "'; the agents are ", kAllLlmAgents));
+}
 
 // INVALID_ARGUMENT naming the entry for an unknown agent (listing the known ones), an
 // agent listed twice, an empty entry, an empty model after "=" or between '|', or several

@@ -75,14 +75,10 @@ void CoordinatorOptions::Register(OptionSet& o) {
 }
 
 absl::StatusOr<std::set<std::string>> ParseOfferedLlmAgents(absl::string_view spec) {
-  const std::set<std::string> known = absl::StrSplit(kAllLlmAgents, ',');
   std::set<std::string> agents;
   for (absl::string_view raw : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
     std::string agent(absl::StripAsciiWhitespace(raw));
-    if (known.count(agent) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--offered-llm-agents: unknown agent '", agent,
-                                                     "'; the agents are ", kAllLlmAgents));
-    }
+    KAGENT_RETURN_IF_ERROR(CheckLlmAgentName(agent, "--offered-llm-agents"));
     if (!agents.insert(agent).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("--offered-llm-agents: agent '", agent, "' is listed twice"));
