@@ -269,30 +269,27 @@ TEST_CASE("auto takes the CUPTI library when there is one, ncu when asked or wit
   FakeRunner runner;  // ncu runnable
   runner.ncu_csv = ReadFixture("h200_triton_matvec.csv");
   runner.cupti_trace = ::kagent::testing::kOneKernelCuptiTrace;
-  ProfilerServiceOptions options = TestOptions();
-  options.cupti_library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
-  {
+  const std::string library = std::string(KAGENT_FIXTURE_DIR) + "/README.md";  // any file
+  struct Case {
+    ProfilerServiceOptions::Backend backend;
+    std::string cupti_library;
+    const char* chosen;
+  };
+  for (const Case& c : {Case{ProfilerServiceOptions::Backend::kAuto, library, "cupti"},
+                        Case{ProfilerServiceOptions::Backend::kNcu, library, "ncu"},
+                        // Named but absent: ncu.
+                        Case{ProfilerServiceOptions::Backend::kAuto,
+                             "/nonexistent/libkagent_cupti.so", "ncu"}}) {
+    INFO(c.cupti_library << " -> " << c.chosen);
+    ProfilerServiceOptions options = TestOptions();
+    options.backend = c.backend;
+    options.cupti_library = c.cupti_library;
     ProfilerServiceImpl service(options, nullptr, &runner);
     absl::StatusOr<kagent::v1::ProfileResponse> response =
         service.RunProfile(ValidRequest(), nullptr);
     REQUIRE(response.ok());
-    CHECK(response->metrics().backend() == "cupti");
+    CHECK(response->metrics().backend() == c.chosen);
   }
-  options.backend = ProfilerServiceOptions::Backend::kNcu;
-  {
-    ProfilerServiceImpl service(options, nullptr, &runner);
-    absl::StatusOr<kagent::v1::ProfileResponse> response =
-        service.RunProfile(ValidRequest(), nullptr);
-    REQUIRE(response.ok());
-    CHECK(response->metrics().backend() == "ncu");
-  }
-  options.backend = ProfilerServiceOptions::Backend::kAuto;
-  options.cupti_library = "/nonexistent/libkagent_cupti.so";  // named but absent: ncu
-  ProfilerServiceImpl service(options, nullptr, &runner);
-  absl::StatusOr<kagent::v1::ProfileResponse> response =
-      service.RunProfile(ValidRequest(), nullptr);
-  REQUIRE(response.ok());
-  CHECK(response->metrics().backend() == "ncu");
 }
 
 TEST_CASE("Without ncu: the CUPTI fallback, or a clear error", "[profiler_service]") {
