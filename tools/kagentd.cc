@@ -327,6 +327,22 @@ int Main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<Side>> workers;
   std::string static_workers;
+  if (co.worker_tasks == 0) {  // auto: this host's cores over its GPU workers
+    const int gpu_workers = static_cast<int>(std::count_if(
+        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    co.worker_tasks = AutoWorkerTasks(cores, gpu_workers);
+    KLOG(INFO) << "worker tasks: " << co.worker_tasks << " in flight per worker (auto: "
+               << cores << " CPU cores, " << gpu_workers << " GPU worker(s))";
+  }
+  // Every task in flight but the one on the GPU prepares, and a prepared candidate the
+  // harness server has no room for is compiled under the slot instead.
+  if (dopts.harness_server.prepared_max > 0 &&
+      dopts.harness_server.prepared_max < co.worker_tasks) {
+    KLOG(INFO) << "--prepared-max raised from " << dopts.harness_server.prepared_max << " to "
+               << co.worker_tasks << " (--worker-tasks)";
+    dopts.harness_server.prepared_max = co.worker_tasks;
+  }
   auto [worker_host, worker_port] = *ParseListen(dopts.worker_listen);
   for (const auto& [device, index] : devices) {
     int port = worker_port == 0 ? 0 : worker_port + static_cast<int>(workers.size());
@@ -392,14 +408,6 @@ int Main(int argc, char** argv) {
   ctx.auth = a;
   if (!static_workers.empty()) {
     co.workers = co.workers.empty() ? static_workers : co.workers + "," + static_workers;
-  }
-  if (co.worker_tasks == 0) {  // auto: this host's cores over its GPU workers
-    const int gpu_workers = static_cast<int>(std::count_if(
-        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    co.worker_tasks = AutoWorkerTasks(cores, gpu_workers);
-    KLOG(INFO) << "worker tasks: " << co.worker_tasks << " in flight per worker (auto: "
-               << cores << " CPU cores, " << gpu_workers << " GPU worker(s))";
   }
   s = SetUpCoordinator(co, ctx, internal_addr, nullptr);
   if (s.ok()) s = (*host)->Start();

@@ -47,16 +47,26 @@ def _error(lib):
     return text or "no reason given"
 
 
+# Where a collection's time goes, in "steps_ms" (milliseconds, by the child's clock).
+STEPS = ("setup", "passes", "forwards in passes", "decode")
+
+
 def collect(lib, metrics, forward, synchronize, out_path, max_ranges=MAX_RANGES):
     """Runs the passes: `forward()` then `synchronize()` once per pass. Returns
-    {"ok", "passes", "error", "ms"}; "passes" counts the passes run."""
+    {"ok", "passes", "error", "ms", "steps_ms"}; "passes" counts the passes run, and
+    "steps_ms" splits "ms" by STEPS (a pass's time less its forward is CUPTI's own)."""
     t0 = time.monotonic()
     res = {"ok": False, "passes": 0, "error": ""}
+    steps = dict.fromkeys(STEPS, 0.0)
+
+    def since(t):
+        return (time.monotonic() - t) * 1e3
 
     def done(error=""):
         res["error"] = error
         res["ok"] = not error
-        res["ms"] = round((time.monotonic() - t0) * 1e3, 3)
+        res["ms"] = round(since(t0), 3)
+        res["steps_ms"] = {k: round(v, 3) for k, v in steps.items()}
         return res
 
     if lib is None:
@@ -65,7 +75,9 @@ def collect(lib, metrics, forward, synchronize, out_path, max_ranges=MAX_RANGES)
         return done("no trace file to write the counters to (KAGENT_CUPTI_OUT)")
     if not metrics:
         return done("no metrics asked for")
+    t = time.monotonic()
     planned = lib.kagent_cupti_counters_begin(",".join(metrics).encode(), int(max_ranges))
+    steps["setup"] = since(t)
     if planned <= 0:
         return done(f"begin: {_error(lib)}")
 
@@ -77,20 +89,27 @@ def collect(lib, metrics, forward, synchronize, out_path, max_ranges=MAX_RANGES)
     # CUPTI says when the last pass is submitted; the bound only guards against a
     # library that never does.
     while res["passes"] < planned + 1:
+        t_pass = time.monotonic()
         if lib.kagent_cupti_counters_pass_begin() != 0:
             return done(f"pass {res['passes']}: {_error(lib)}")
         try:
+            t = time.monotonic()
             forward()
             synchronize()
+            steps["forwards in passes"] += since(t)
         except Exception as e:  # noqa: BLE001
             lib.kagent_cupti_counters_pass_end()
             return abandon(f"pass {res['passes']}: the forward raised {type(e).__name__}: {e}")
         state = lib.kagent_cupti_counters_pass_end()
+        steps["passes"] += since(t_pass)
         res["passes"] += 1
         if state < 0:
             return done(f"pass {res['passes'] - 1}: {_error(lib)}")
         if state == 1:
-            if lib.kagent_cupti_counters_end(out_path.encode()) != 0:
+            t = time.monotonic()
+            ended = lib.kagent_cupti_counters_end(out_path.encode())
+            steps["decode"] = since(t)
+            if ended != 0:
                 return done(f"end: {_error(lib)}")
             return done()
     return abandon(f"CUPTI planned {planned} passes but did not finish after {res['passes']}")

@@ -116,6 +116,9 @@ class ProfileMixin:
             counters = {"ok": False, "passes": 0, "error": "the child ran no counter passes"}
         out = {"ok": bool(counters.get("ok")), "passes": int(counters.get("passes") or 0),
                "error": str(counters.get("error") or ""), "ms": counters.get("ms")}
+        from kagent_harness import cupti_counters
+        P.add_child_steps(self.phases, counters.get("steps_ms"), cupti_counters.STEPS,
+                          "CUPTI counters")
         if out["ok"]:
             self.log.add(f"CUPTI counters: {out['passes']} passes in {out['ms']} ms")
         else:

@@ -289,18 +289,18 @@ class Phases:
 CHILD_STEPS = ("inputs", "input copies and poison", "forward", "hand-back", "checks")
 
 
-def add_child_steps(phases, steps):
-    """Adds a gate call's "steps_ms" (the candidate's process's own account of where the
-    call's time went) to `phases` as "gate, child's clock: STEP": diagnostics beside the
-    supervisor's own phases, never a measurement. Unknown names and values that are not
-    finite non-negative numbers below an hour are ignored (the reply is the candidate's
-    process's)."""
+def add_child_steps(phases, steps, names=CHILD_STEPS, what="gate"):
+    """Adds a reply's "steps_ms" (the candidate's process's own account of where the
+    time of a gate call, or of `what`, went) to `phases` as "WHAT, child's clock: STEP":
+    diagnostics beside the supervisor's own phases, never a measurement. Names not in
+    `names` and values that are not finite non-negative numbers below an hour are
+    ignored (the reply is the candidate's process's)."""
     if not isinstance(steps, dict):
         return
-    for name in CHILD_STEPS:
+    for name in names:
         v = steps.get(name)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 3.6e6:
-            phases.add(f"gate, child's clock: {name}", float(v))
+            phases.add(f"{what}, child's clock: {name}", float(v))
 
 
 def process_age_ms():

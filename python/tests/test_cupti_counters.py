@@ -53,6 +53,9 @@ def test_one_forward_and_sync_per_pass_then_end():
     res = C.collect(lib, ["dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"],
                     lambda: order.append("forward"), lambda: order.append("sync"), "/t/c.jsonl")
     assert res["ok"] and res["passes"] == 3 and res["error"] == ""
+    steps = res["steps_ms"]
+    assert set(steps) == set(C.STEPS) and all(v >= 0 for v in steps.values())
+    assert steps["forwards in passes"] <= steps["passes"] <= res["ms"]
     assert order == ["forward", "sync"] * 3
     assert lib.calls[0] == ("begin", "dram__bytes_read.sum,lts__t_sector_hit_rate.pct",
                             C.MAX_RANGES)
@@ -127,10 +130,17 @@ def test_profile_mode_reports_the_collection_and_logs_it():
     class Supervisor(ProfileMixin):
         def __init__(self):
             self.log = P.Log()
+            self.phases = P.Phases()
 
     sup = Supervisor()
-    ok = sup.counters_result({"ok": True, "passes": 14, "error": "", "ms": 41.5})
+    ok = sup.counters_result({"ok": True, "passes": 14, "error": "", "ms": 41.5,
+                              "steps_ms": {"setup": 3.0, "passes": 37.0, "decode": 1.5,
+                                           "forwards in passes": "x", "other": 9.0}})
     assert ok == {"ok": True, "passes": 14, "error": "", "ms": 41.5}
+    # Where the collection's time went, as the child's clock says: phases of the profile.
+    assert sup.phases.as_dict() == {"CUPTI counters, child's clock: setup": 3.0,
+                                    "CUPTI counters, child's clock: passes": 37.0,
+                                    "CUPTI counters, child's clock: decode": 1.5}
     failed = sup.counters_result({"ok": False, "passes": 0, "error": "begin: no context"})
     assert not failed["ok"] and failed["error"] == "begin: no context"
     missing = sup.counters_result(None)

@@ -144,7 +144,7 @@ absl::Status CoordinatorOptions::Validate() const {
 
 int AutoWorkerTasks(int cpu_cores, int gpu_workers) {
   if (gpu_workers <= 0) return 2;
-  return std::clamp(cpu_cores / (3 * gpu_workers), 2, kMaxTasksPerWorker);
+  return std::clamp(cpu_cores / (2 * gpu_workers), 2, kMaxTasksPerWorker);
 }
 
 absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,

@@ -66,9 +66,11 @@ inline constexpr int kExitLostLeadership = 75;
 // --worker-tasks=0 in kagentd, whose GPU workers share this host's `cpu_cores`: a task
 // prepares on the CPU (interpreter, imports, construction, Triton compilation: 6-28 s on
 // the H200 on 2026-12-05) and then holds its worker's GPU 1-5 s, so with two in flight
-// the GPU waited for preparations two thirds of the time. A third of the cores per GPU
-// worker, at least 2, at most kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU
-// worker, where preparing and measuring share the same cores).
+// the GPU waited for preparations two thirds of the time, and with five (a third of the
+// 16 cores) it still waited a quarter of it while preparations took no longer than with
+// two (the cores were not the limit). Half the cores per GPU worker, at least 2, at most
+// kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU worker, where preparing and
+// measuring share the same cores).
 int AutoWorkerTasks(int cpu_cores, int gpu_workers);
 
 // --offered-llm-agents' value: the names, each one of kAllLlmAgents (engines/llm/

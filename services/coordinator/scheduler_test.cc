@@ -540,9 +540,10 @@ TEST_CASE("scheduler: a candidate's own verdicts are answers, not retried") {
 namespace kagent {
 namespace {
 
-TEST_CASE("worker tasks for a host: a third of its cores per GPU worker, 2..8") {
-  CHECK(AutoWorkerTasks(16, 1) == 5);   // the lent H200 box
-  CHECK(AutoWorkerTasks(128, 8) == 5);  // eight GPUs on 128 cores
+TEST_CASE("worker tasks for a host: half its cores per GPU worker, 2..8") {
+  CHECK(AutoWorkerTasks(16, 1) == 8);   // the lent H200 box
+  CHECK(AutoWorkerTasks(32, 4) == 4);   // four GPUs on 32 cores
+  CHECK(AutoWorkerTasks(128, 8) == 8);  // eight GPUs on 128 cores
   CHECK(AutoWorkerTasks(256, 1) == kMaxTasksPerWorker);
   CHECK(AutoWorkerTasks(2, 1) == 2);    // never fewer than one preparing beside one held
   CHECK(AutoWorkerTasks(64, 0) == 2);   // a CPU worker shares its cores with measuring

@@ -10,7 +10,7 @@
 # OUT_DIR receives db.tgz (the database with its WAL), bench.tgz (results.md, results.json,
 # trajectory.svg), bench.txt (the bench's progress, and its wall time in its last line),
 # metrics.txt (kagentd's Prometheus metrics when the bench ended: tasks, candidates, busy
-# seconds per worker) and kagentd.log.gz.
+# seconds per worker), cpu.tsv (the host's CPU busy % and load every 5 s) and kagentd.log.gz.
 # KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run,
 # KAGENT_DAEMON_FLAGS adds kagentd flags (e.g. "--worker-tasks=6 --prepared-max=8").
 # Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools).
@@ -38,12 +38,32 @@ for _ in $(seq 1 240); do
   sleep 0.5
 done
 export KAGENT_SERVER=127.0.0.1:$port
+# The host's CPU while the bench runs (are the preparations short of cores?): every 5 s,
+# seconds since the start, the busy % of all cores over the last 5 s, the 1-min load.
+python3 - "$out/cpu.tsv" <<'PY' &
+import sys, time
+def busy():
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(f) - f[3] - f[4], sum(f)
+with open(sys.argv[1], "w") as out:
+    out.write("s\tcpu_busy_pct\tload1\n")
+    t0, (b0, a0) = time.time(), busy()
+    while True:
+        time.sleep(5)
+        b1, a1 = busy()
+        load = open("/proc/loadavg").read().split()[0]
+        out.write(f"{time.time() - t0:.0f}\t{100 * (b1 - b0) / max(1, a1 - a0):.0f}\t{load}\n")
+        out.flush()
+        b0, a0 = b1, a1
+PY
+sampler=$!
 left=$(( seconds - ($(date +%s) - t0) - 25 ))
 b0=$(date +%s.%N)
 timeout "$left" "$bin/kagent" bench "$repo/problems" --out "$state/bench" \
   --run-id "${KAGENT_BENCH_RUN_ID:-h200}" "$@" > "$out/bench.txt" 2>&1
 rc=$?
 echo "bench exit $rc after $(( $(date +%s) - t0 )) s; bench wall $(python3 -c "import time; print(round(time.time() - $b0, 1))") s" >> "$out/bench.txt"
+kill $sampler 2>/dev/null
 mport=$(sed -n 's/.*"metrics_port":\([0-9]*\).*/\1/p' "$state/kagentd.out")
 python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(
   'http://127.0.0.1:$mport/metrics', timeout=10).read().decode())" > "$out/metrics.txt" 2>&1

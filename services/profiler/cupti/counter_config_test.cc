@@ -31,6 +31,27 @@ TEST_CASE("The Hopper set is configured with only the unknown names left out", "
   CHECK(config.host() != nullptr);
 }
 
+TEST_CASE("The names share passes: the set needs fewer than its names one by one",
+          "[cupti_config]") {
+  const std::vector<std::string> asked = CuptiCounterMetrics(90);
+  CounterConfig all;
+  REQUIRE(all.Build("GH100", {}, asked) == "");
+  int one_by_one = 0;
+  for (const std::string& name : all.metrics()) {
+    CounterConfig one;
+    REQUIRE(one.Build("GH100", {}, {name}) == "");
+    one_by_one += one.passes();
+  }
+  // CUDA 13's host API, GH100: 12 passes together, 41 added one call each (the compute
+  // SOL alone needs 8 of them).
+  CHECK(all.passes() < one_by_one);
+  CHECK(all.passes() <= 16);
+  // Two counters of one unit fit one pass.
+  CounterConfig dram;
+  REQUIRE(dram.Build("GH100", {}, {"dram__bytes_read.sum", "dram__bytes_write.sum"}) == "");
+  CHECK(dram.passes() == 1);
+}
+
 TEST_CASE("A name CUPTI refuses does not spoil the names after it", "[cupti_config]") {
   CounterConfig config;
   // The base exists, the rollup does not: CUPTI itself refuses it.

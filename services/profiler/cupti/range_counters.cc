@@ -101,8 +101,9 @@ std::string Configure(Collection* c, const std::vector<std::string>& requested) 
 }
 
 // Enables the range profiler on the context, sizes and initializes the counter data
-// image for `max_ranges` ranges and sets the config (auto range, user replay).
-std::string EnableProfiler(Collection* c, int max_ranges) {
+// image for `max_ranges` ranges and sets the config (auto range; user replay, or kernel
+// replay when `kernel_replay`).
+std::string EnableProfiler(Collection* c, int max_ranges, bool kernel_replay) {
   CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   enable.ctx = c->context;
   if (std::string e = CuptiFailure("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&enable));
@@ -141,7 +142,7 @@ std::string EnableProfiler(Collection* c, int max_ranges) {
   config.counterDataImageSize = c->counter_data.size();
   config.pCounterDataImage = c->counter_data.data();
   config.range = CUPTI_AutoRange;
-  config.replayMode = CUPTI_UserReplay;
+  config.replayMode = kernel_replay ? CUPTI_KernelReplay : CUPTI_UserReplay;
   config.maxRangesPerPass = static_cast<size_t>(max_ranges);
   config.numNestingLevels = 1;  // auto range: one level
   config.minNestingLevel = 1;
@@ -227,6 +228,11 @@ using kagent::cupti::CuptiFailure;
 using kagent::cupti::Finish;
 
 KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges) {
+  return kagent_cupti_counters_begin_replay(metrics_csv, max_ranges, 0);
+}
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_csv,
+                                                           int max_ranges, int kernel_replay) {
   Api& api = kagent::cupti::State();
   std::lock_guard<std::mutex> lock(api.mutex);
   api.error.clear();
@@ -248,7 +254,9 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int
     return Finish(api, "no current CUDA context on this thread", 0);
   }
   std::string error = kagent::cupti::Configure(api.active, requested);
-  if (error.empty()) error = kagent::cupti::EnableProfiler(api.active, max_ranges);
+  if (error.empty()) {
+    error = kagent::cupti::EnableProfiler(api.active, max_ranges, kernel_replay != 0);
+  }
   return Finish(api, error, error.empty() ? api.active->config.passes() : 0);
 }
 

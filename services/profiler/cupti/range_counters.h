@@ -10,6 +10,12 @@
 //       comma-separated metric names (those the chip does not have are left out and
 //       listed in the meta line) and at most `max_ranges` kernels per pass. Returns the
 //       number of passes (> 0). One collection at a time per process.
+//   int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
+//                                          int kernel_replay)
+//       begin, with kernel replay when `kernel_replay` != 0: CUPTI replays each kernel
+//       once per pass itself (saving and restoring the memory it may write), so one
+//       pass_begin / forward / pass_end collects everything (pass_end returns 1).
+//       For measuring the two modes' costs (tests/gpu/cupti_pass_cost.py).
 //   int kagent_cupti_counters_pass_begin(void)   0, or -1
 //   int kagent_cupti_counters_pass_end(void)     1 when every pass was submitted, 0 when
 //                                                another pass is needed, -1 on error
@@ -33,6 +39,8 @@
 
 extern "C" {
 int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges);
+int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
+                                       int kernel_replay);
 int kagent_cupti_counters_pass_begin(void);
 int kagent_cupti_counters_pass_end(void);
 int kagent_cupti_counters_end(const char* out_path);
