@@ -335,6 +335,14 @@ int Main(int argc, char** argv) {
     KLOG(INFO) << "worker tasks: " << co.worker_tasks << " in flight per worker (auto: "
                << cores << " CPU cores, " << gpu_workers << " GPU worker(s))";
   }
+  if (co.max_concurrent_jobs == 0) {  // auto: enough jobs to keep the workers' tasks fed
+    const int gpu_workers = static_cast<int>(std::count_if(
+        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
+    co.max_concurrent_jobs = KagentdConcurrentJobs(co.worker_tasks, gpu_workers);
+    KLOG(INFO) << "jobs running at once: " << co.max_concurrent_jobs << " (auto: "
+               << co.worker_tasks << " tasks in flight on each of " << gpu_workers
+               << " GPU worker(s))";
+  }
   // Every task in flight but the one on the GPU prepares, and a prepared candidate the
   // harness server has no room for is compiled under the slot instead.
   if (dopts.harness_server.prepared_max > 0 &&

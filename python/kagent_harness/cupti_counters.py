@@ -13,8 +13,12 @@ that is not idempotent would count different work per pass. The child runs this 
 its warm-up, in the candidate's own process: the counters are guidance for the judge,
 like the tracer's durations, never a verdict.
 
-`lib` is the ctypes library (or anything with the same five functions: the tests pass
-a double); a failure never raises, it comes back in the result with what went wrong.
+A collection is sized for FIRST_MAX_RANGES kernels per pass, and made again for
+MAX_RANGES only when the forward launched more (end_unless_dropped says so).
+
+`lib` is the ctypes library (or anything with the same functions: the tests pass a
+double; end_unless_dropped is optional); a failure never raises, it comes back in the
+result with what went wrong.
 """
 
 import ctypes
@@ -23,6 +27,12 @@ import time
 # Kernels one pass (one forward) may launch; more are dropped by CUPTI and the profiler
 # then leaves the counters out (its ranges no longer match the forward's kernels).
 MAX_RANGES = 1024
+# The first collection's bound. The counter data image, the setup and every pass cost in
+# proportion to the bound (an H100, 12 passes of a one-kernel forward: 0.6 s in all with
+# 4 ranges, 2.7 s with 1024; tests/gpu/cupti_pass_cost.py), and a level-1 forward
+# launches a few kernels. A forward that launches more is collected again with
+# MAX_RANGES (where the library can say that ranges were dropped).
+FIRST_MAX_RANGES = 64
 
 
 def declare(lib):
@@ -38,6 +48,11 @@ def declare(lib):
     lib.kagent_cupti_counters_end.restype = ctypes.c_int
     lib.kagent_cupti_counters_error.argtypes = []
     lib.kagent_cupti_counters_error.restype = ctypes.c_char_p
+    try:
+        lib.kagent_cupti_counters_end_unless_dropped.argtypes = [ctypes.c_char_p]
+        lib.kagent_cupti_counters_end_unless_dropped.restype = ctypes.c_int
+    except AttributeError:  # an older library: every collection uses MAX_RANGES
+        pass
 
 
 def _error(lib):
@@ -51,21 +66,21 @@ def _error(lib):
 STEPS = ("setup", "passes", "forwards in passes", "decode")
 
 
-def collect(lib, metrics, forward, synchronize, out_path, max_ranges=MAX_RANGES):
+def collect(lib, metrics, forward, synchronize, out_path, max_ranges=None):
     """Runs the passes: `forward()` then `synchronize()` once per pass. Returns
-    {"ok", "passes", "error", "ms", "steps_ms"}; "passes" counts the passes run, and
-    "steps_ms" splits "ms" by STEPS (a pass's time less its forward is CUPTI's own)."""
+    {"ok", "passes", "error", "ms", "steps_ms", "max_ranges"}; "passes" counts the
+    passes run, "steps_ms" splits "ms" by STEPS (a pass's time less its forward is
+    CUPTI's own) and "max_ranges" is the bound of the collection that counted.
+    Without `max_ranges`, FIRST_MAX_RANGES first and, when CUPTI dropped ranges,
+    MAX_RANGES again (the first collection writes nothing then)."""
     t0 = time.monotonic()
     res = {"ok": False, "passes": 0, "error": ""}
     steps = dict.fromkeys(STEPS, 0.0)
 
-    def since(t):
-        return (time.monotonic() - t) * 1e3
-
     def done(error=""):
         res["error"] = error
         res["ok"] = not error
-        res["ms"] = round(since(t0), 3)
+        res["ms"] = round(_since(t0), 3)
         res["steps_ms"] = {k: round(v, 3) for k, v in steps.items()}
         return res
 
@@ -75,41 +90,68 @@ def collect(lib, metrics, forward, synchronize, out_path, max_ranges=MAX_RANGES)
         return done("no trace file to write the counters to (KAGENT_CUPTI_OUT)")
     if not metrics:
         return done("no metrics asked for")
+    bounds = [int(max_ranges)] if max_ranges else [MAX_RANGES]
+    if not max_ranges and hasattr(lib, "kagent_cupti_counters_end_unless_dropped"):
+        bounds = [FIRST_MAX_RANGES, MAX_RANGES]
+    for i, bound in enumerate(bounds):
+        res["max_ranges"] = bound
+        last = i == len(bounds) - 1
+        end = lib.kagent_cupti_counters_end if last else \
+            lib.kagent_cupti_counters_end_unless_dropped
+        error = _collect_once(lib, metrics, forward, synchronize, out_path, bound, end,
+                              steps, res)
+        if error != _DROPPED:
+            return done(error)
+    return done("unreachable: the last collection always writes")
+
+
+_DROPPED = "ranges dropped"
+
+
+def _since(t):
+    return (time.monotonic() - t) * 1e3
+
+
+def _collect_once(lib, metrics, forward, synchronize, out_path, max_ranges, end, steps,
+                  res):
+    """One collection with `max_ranges`, ended by `end` (the library's end, or
+    end_unless_dropped). Adds to `steps` and res["passes"]; returns "" when written,
+    _DROPPED when `end` dropped it, else the error."""
     t = time.monotonic()
     planned = lib.kagent_cupti_counters_begin(",".join(metrics).encode(), int(max_ranges))
-    steps["setup"] = since(t)
+    steps["setup"] += _since(t)
     if planned <= 0:
-        return done(f"begin: {_error(lib)}")
+        return f"begin: {_error(lib)}"
 
     def abandon(error):
         # An end before every pass was submitted tears the collection down.
         lib.kagent_cupti_counters_end(out_path.encode())
-        return done(error)
+        return error
 
     # CUPTI says when the last pass is submitted; the bound only guards against a
     # library that never does.
-    while res["passes"] < planned + 1:
+    for n in range(planned + 1):
         t_pass = time.monotonic()
         if lib.kagent_cupti_counters_pass_begin() != 0:
-            return done(f"pass {res['passes']}: {_error(lib)}")
+            return f"pass {n}: {_error(lib)}"
         try:
             t = time.monotonic()
             forward()
             synchronize()
-            steps["forwards in passes"] += since(t)
+            steps["forwards in passes"] += _since(t)
         except Exception as e:  # noqa: BLE001
             lib.kagent_cupti_counters_pass_end()
-            return abandon(f"pass {res['passes']}: the forward raised {type(e).__name__}: {e}")
+            return abandon(f"pass {n}: the forward raised {type(e).__name__}: {e}")
         state = lib.kagent_cupti_counters_pass_end()
-        steps["passes"] += since(t_pass)
+        steps["passes"] += _since(t_pass)
         res["passes"] += 1
         if state < 0:
-            return done(f"pass {res['passes'] - 1}: {_error(lib)}")
+            return f"pass {n}: {_error(lib)}"
         if state == 1:
             t = time.monotonic()
-            ended = lib.kagent_cupti_counters_end(out_path.encode())
-            steps["decode"] = since(t)
-            if ended != 0:
-                return done(f"end: {_error(lib)}")
-            return done()
-    return abandon(f"CUPTI planned {planned} passes but did not finish after {res['passes']}")
+            ended = end(out_path.encode())
+            steps["decode"] += _since(t)
+            if ended == 2:
+                return _DROPPED
+            return f"end: {_error(lib)}" if ended != 0 else ""
+    return abandon(f"CUPTI planned {planned} passes but did not finish after {planned + 1}")

@@ -47,6 +47,42 @@ class FakeCountersLib:
         return b"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"
 
 
+class DroppingCountersLib(FakeCountersLib):
+    """A library with end_unless_dropped: a pass of more kernels than the collection's
+    max_ranges drops ranges (`kernels` per forward), and then nothing is written."""
+
+    def __init__(self, kernels, passes=2):
+        super().__init__(passes=passes)
+        self.kernels = kernels
+        self.bound = 0
+
+    def kagent_cupti_counters_begin(self, metrics, max_ranges):
+        self.bound, self.submitted = max_ranges, 0
+        return super().kagent_cupti_counters_begin(metrics, max_ranges)
+
+    def kagent_cupti_counters_end_unless_dropped(self, path):
+        self.calls.append(("end_unless_dropped", path.decode()))
+        self.active = False
+        return 2 if self.kernels > self.bound else 0
+
+
+def test_a_small_bound_first_and_the_full_one_only_when_ranges_were_dropped():
+    few = DroppingCountersLib(kernels=3)
+    res = C.collect(few, ["m.sum"], lambda: None, lambda: None, "/t/c.jsonl")
+    assert res["ok"] and res["passes"] == 2 and res["max_ranges"] == C.FIRST_MAX_RANGES
+    assert [c for c in few.calls if c[0] == "begin"] == [("begin", "m.sum", C.FIRST_MAX_RANGES)]
+    assert few.calls[-1] == ("end_unless_dropped", "/t/c.jsonl")
+
+    many = DroppingCountersLib(kernels=C.FIRST_MAX_RANGES + 1)
+    forwards = []
+    res = C.collect(many, ["m.sum"], lambda: forwards.append(1), lambda: None, "/t/c.jsonl")
+    assert res["ok"] and res["max_ranges"] == C.MAX_RANGES
+    assert [c[2] for c in many.calls if c[0] == "begin"] == [C.FIRST_MAX_RANGES, C.MAX_RANGES]
+    # The second collection ends with the plain end, which writes even if it dropped.
+    assert many.calls[-1] == ("end", "/t/c.jsonl")
+    assert res["passes"] == len(forwards) == 4
+
+
 def test_one_forward_and_sync_per_pass_then_end():
     lib = FakeCountersLib(passes=3)
     order = []

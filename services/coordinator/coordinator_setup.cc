@@ -39,7 +39,9 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddDouble("measure-timeout-seconds", &measure_timeout_seconds, "deadline of one measurement");
   o.AddDouble("call-timeout-seconds", &call_timeout_seconds, "deadline of judge/analyzer/orchestrator calls");
   o.AddDouble("generate-timeout-seconds", &generate_timeout_seconds, "deadline of a Generate call");
-  o.AddInt("max-concurrent-jobs", &max_concurrent_jobs, "jobs running at once; the rest queue");
+  o.AddInt("max-concurrent-jobs", &max_concurrent_jobs,
+           "jobs running at once; the rest queue (0: auto: in kagentd one per GPU task in "
+           "flight, at least 4; otherwise 4)");
   o.AddInt("worker-tasks", &worker_tasks,
            "GPU tasks in flight on one worker at most (1..8): the worker's GPU runs one at a "
            "time while the others prepare and compile on its CPU cores; 1: one task per "
@@ -96,8 +98,8 @@ absl::Status CoordinatorOptions::Validate() const {
   if (worker_lease_seconds < 3 || worker_lease_seconds > 3600) {
     return absl::InvalidArgumentError("--worker-lease-seconds must be in [3, 3600]");
   }
-  if (max_concurrent_jobs < 1 || max_concurrent_jobs > 1024) {
-    return absl::InvalidArgumentError("--max-concurrent-jobs must be in [1, 1024]");
+  if (max_concurrent_jobs < 0 || max_concurrent_jobs > 1024) {
+    return absl::InvalidArgumentError("--max-concurrent-jobs must be in [0, 1024] (0: auto)");
   }
   if (worker_tasks < 0 || worker_tasks > kMaxTasksPerWorker) {
     return absl::InvalidArgumentError(
@@ -140,6 +142,10 @@ absl::Status CoordinatorOptions::Validate() const {
     }
   }
   return absl::OkStatus();
+}
+
+int KagentdConcurrentJobs(int worker_tasks, int gpu_workers) {
+  return std::clamp(worker_tasks * gpu_workers, 4, 1024);
 }
 
 int AutoWorkerTasks(int cpu_cores, int gpu_workers) {
@@ -206,7 +212,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   d.beam_width = o.default_beam;
   d.fixes_per_kernel = o.default_fixes;
   d.max_rounds = o.default_rounds;
-  d.max_concurrent_jobs = o.max_concurrent_jobs;
+  d.max_concurrent_jobs = o.max_concurrent_jobs > 0 ? o.max_concurrent_jobs : 4;
   d.correctness_trials = o.correctness_trials;
   d.timing_reps = o.timing_reps;
   d.llm_repairs = o.llm_repairs;

@@ -30,7 +30,10 @@ struct CoordinatorOptions {
   double measure_timeout_seconds = 900;
   double call_timeout_seconds = 60;
   double generate_timeout_seconds = 600;
-  int max_concurrent_jobs = 4;
+  // Jobs running at once (the rest queue). 0: chosen for the host (kagentd: enough jobs
+  // to give every GPU worker its tasks in flight, KagentdConcurrentJobs; a coordinator
+  // of its own: 4).
+  int max_concurrent_jobs = 0;
   // GPU tasks a worker is given at once (SchedulerOptions::tasks_per_worker): its GPU runs
   // one at a time, the others prepare on its CPU cores meanwhile. 1..kMaxTasksPerWorker;
   // 0: chosen for the host (kagentd: AutoWorkerTasks; a coordinator of its own, whose
@@ -72,6 +75,13 @@ inline constexpr int kExitLostLeadership = 75;
 // kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU worker, where preparing and
 // measuring share the same cores).
 int AutoWorkerTasks(int cpu_cores, int gpu_workers);
+
+// --max-concurrent-jobs=0 in kagentd: a job has one GPU task in flight in its baseline,
+// profile and final steps (a few in its rounds), so with fewer jobs than tasks the
+// workers' slots wait: on the H100 with 4 jobs running and 8 tasks per worker, the
+// GPU was held 69 % of the bench's time. At least 4; one job per task in flight of
+// every GPU worker, at most 1024.
+int KagentdConcurrentJobs(int worker_tasks, int gpu_workers);
 
 // --offered-llm-agents' value: the names, each one of kAllLlmAgents (engines/llm/
 // llm_agents.h) and listed once; INVALID_ARGUMENT naming the entry otherwise.

@@ -540,6 +540,14 @@ TEST_CASE("scheduler: a candidate's own verdicts are answers, not retried") {
 namespace kagent {
 namespace {
 
+TEST_CASE("kagentd's jobs at once: one per GPU task in flight, at least 4") {
+  CHECK(KagentdConcurrentJobs(8, 1) == 8);   // the lent one-GPU box
+  CHECK(KagentdConcurrentJobs(2, 1) == 4);
+  CHECK(KagentdConcurrentJobs(8, 0) == 4);   // a CPU worker only
+  CHECK(KagentdConcurrentJobs(8, 8) == 64);
+  CHECK(KagentdConcurrentJobs(8, 1000) == 1024);
+}
+
 TEST_CASE("worker tasks for a host: half its cores per GPU worker, 2..8") {
   CHECK(AutoWorkerTasks(16, 1) == 8);   // the lent H200 box
   CHECK(AutoWorkerTasks(32, 4) == 4);   // four GPUs on 32 cores

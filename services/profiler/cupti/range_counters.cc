@@ -151,8 +151,11 @@ std::string EnableProfiler(Collection* c, int max_ranges, bool kernel_replay) {
   return CuptiFailure("cuptiRangeProfilerSetConfig", cuptiRangeProfilerSetConfig(&config));
 }
 
-// Decodes the passes and writes one line per range plus the meta line to `out_path`.
-std::string DecodeAndWrite(Collection* c, const char* out_path) {
+// Decodes the passes and writes one line per range plus the meta line to `out_path`;
+// when ranges were dropped and `write_if_dropped` is false, writes nothing and sets
+// `*dropped` instead.
+std::string DecodeAndWrite(Collection* c, const char* out_path, bool write_if_dropped,
+                           bool* dropped) {
   CUpti_RangeProfiler_DecodeData_Params decode = {
       CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = c->profiler;
@@ -160,6 +163,8 @@ std::string DecodeAndWrite(Collection* c, const char* out_path) {
       !e.empty()) {
     return e;
   }
+  *dropped = decode.numOfRangeDropped > 0;
+  if (*dropped && !write_if_dropped) return "";
   CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
   info.pCounterDataImage = c->counter_data.data();
@@ -289,7 +294,9 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_end(void) {
   return Finish(api, error, c->all_submitted ? 1 : 0);
 }
 
-KAGENT_CUPTI_EXPORT int kagent_cupti_counters_end(const char* out_path) {
+namespace {
+
+int End(const char* out_path, bool write_if_dropped) {
   Api& api = kagent::cupti::State();
   std::lock_guard<std::mutex> lock(api.mutex);
   api.error.clear();
@@ -300,11 +307,22 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_end(const char* out_path) {
   if (error.empty() && !c->all_submitted) {
     error = "end before every pass was submitted (pass_end returned 0)";
   }
-  if (error.empty()) error = kagent::cupti::DecodeAndWrite(c, out_path);
+  bool dropped = false;
+  if (error.empty()) error = kagent::cupti::DecodeAndWrite(c, out_path, write_if_dropped, &dropped);
   if (!error.empty()) return Finish(api, error, 0);
   kagent::cupti::TearDown(c);
   api.active = nullptr;
-  return 0;
+  return dropped && !write_if_dropped ? 2 : 0;
+}
+
+}  // namespace
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_end(const char* out_path) {
+  return End(out_path, /*write_if_dropped=*/true);
+}
+
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_end_unless_dropped(const char* out_path) {
+  return End(out_path, /*write_if_dropped=*/false);
 }
 
 KAGENT_CUPTI_EXPORT const char* kagent_cupti_counters_error(void) {

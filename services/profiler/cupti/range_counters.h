@@ -25,6 +25,12 @@
 //       turns the profiler off. 0, or -1. After an error anywhere, the collection is
 //       torn down and a new begin may follow (a begin while one runs is refused and
 //       leaves that one running).
+//   int kagent_cupti_counters_end_unless_dropped(const char* out_path)
+//       end, except that when a pass launched more kernels than `max_ranges` (CUPTI
+//       dropped ranges) it writes nothing and returns 2: the caller may collect again
+//       with a larger `max_ranges`. The counter data image, its setup and every pass
+//       cost in proportion to `max_ranges` (on an H100, 12 passes of a 1-kernel forward:
+//       0.6 s in all with 4 ranges, 2.7 s with 1024), so a small first guess pays.
 //   const char* kagent_cupti_counters_error(void)
 //       The last error's text ("" when none); valid until the next call of this API.
 //
@@ -44,6 +50,7 @@ int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
 int kagent_cupti_counters_pass_begin(void);
 int kagent_cupti_counters_pass_end(void);
 int kagent_cupti_counters_end(const char* out_path);
+int kagent_cupti_counters_end_unless_dropped(const char* out_path);
 const char* kagent_cupti_counters_error(void);
 }
 
