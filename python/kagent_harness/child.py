@@ -435,8 +435,9 @@ def _hand_back(outputs, msg, torch):
     shared ("out_ipc") when there are as many with the same shapes and dtypes, else saved
     to the file "out" (the supervisor then finds the mismatch itself). The copies are
     queued on the current stream without a device sync first: work the candidate left
-    on a side stream and did not join is not finished, and the copy shows it. Returns
-    "ipc" or "file"."""
+    on a side stream and did not join is not finished, and the copy shows it. A file's
+    copies of device outputs go straight to the host (no device copy first: the outputs
+    may be as large as the room the device has left). Returns "ipc" or "file"."""
     bufs = None
     if msg.get("out_ipc"):
         try:
@@ -452,8 +453,7 @@ def _hand_back(outputs, msg, torch):
         torch.cuda.synchronize()
         del bufs
         return "ipc"
-    copies = [o.detach().clone() for o in outputs]
-    copies = [c.cpu() for c in copies]
+    copies = [o.detach().cpu() if o.is_cuda else o.detach().clone() for o in outputs]
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     del bufs

@@ -42,7 +42,7 @@ from kagent_harness.prepare import PrepareMixin
 from kagent_harness.profile_mode import ProfileMixin
 from kagent_harness.timing_checks import TimingChecksMixin
 from kagent_harness.transfer import Rejection, TransferMixin
-from kagent_harness.trials import TrialCache, rms
+from kagent_harness.trials import TrialCache, nbytes, rms
 
 # Deadlines of the gate's calls (the timing phase's are in timing_checks): a gate call
 # after the first may take CALL_FACTOR x the candidate's slowest earlier call (the first
@@ -50,7 +50,31 @@ from kagent_harness.trials import TrialCache, rms
 # timeout_s stay the outer bounds.
 CALL_FACTOR = 20.0
 CALL_MIN_S = 5.0
+# A trial is large when its inputs and reference outputs take 1/LARGE_TRIAL_DIVISOR of the
+# device or more: then the blocks one trial freed go back to the driver before the next
+# (Supervisor.release_between_trials).
+LARGE_TRIAL_DIVISOR = 16
+# Device memory for the CUDA contexts and kernels of the two processes of a gate call,
+# beside their tensors (trial_floor).
+CONTEXTS_BYTES = 1 << 30
 
+
+def trial_floor(in_bytes, out_bytes, shared):
+    """(supervisor, candidate's process): the least device memory, in bytes, one gate trial
+    holds at once in each process, whatever the reference and the candidate compute
+    besides, for `in_bytes` of inputs and `out_bytes` of outputs (`shared`: the inputs and
+    outputs cross in shared GPU memory). The supervisor: the trial's inputs, the
+    reference's private copy of them, its outputs and the copy it keeps (on odd trials the
+    reference runs while the candidate works), and with shared memory the candidate's
+    copy of the inputs and the receive buffers. The candidate's process: its inputs, its
+    copy of them (the mutation check), the previous call's outputs (the aliasing check)
+    and this call's."""
+    trial = in_bytes + out_bytes
+    return (3 if shared else 2) * trial, 2 * trial
+
+
+def _gib(n):
+    return f"{n / 2**30:.1f} GiB"
 
 
 def _sysrand_seed(rng):
@@ -261,6 +285,57 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.result["log"] = self.log.tail(extra)
         return self.result
 
+    def release_between_trials(self):
+        """Between two gate trials of a large problem (see LARGE_TRIAL_DIVISOR): the
+        blocks torch's caching allocator keeps after the previous trial (the reference's
+        private copies, its outputs, the candidate's outputs) go back to the driver. The
+        next trial's shared buffers (CUDA VMM, outside torch's allocator) and the
+        candidate's process cannot use blocks this process keeps cached."""
+        if self.device != "cuda" or not self.job.trial_bytes:
+            return
+        total = torch.cuda.mem_get_info()[1]
+        if self.job.trial_bytes * LARGE_TRIAL_DIVISOR >= total and \
+                torch.cuda.memory_reserved() > torch.cuda.memory_allocated():
+            torch.cuda.empty_cache()
+
+    def check_working_set(self, inputs, ref_out):
+        """Rejection (INFRA_ERROR, named the harness's limit) when one gate trial cannot
+        fit the device whatever the candidate does (trial_floor), so the measurement goes
+        to a larger device instead of charging the candidate with an OOM."""
+        if self.device != "cuda":
+            return
+        sup, child = trial_floor(nbytes(inputs), nbytes(ref_out),
+                                 getattr(self, "use_ipc", False))
+        total = torch.cuda.mem_get_info()[1]
+        if sup + child + CONTEXTS_BYTES > total:
+            raise Rejection(P.INFRA_ERROR, self._too_large(sup, child, total, inputs, ref_out))
+
+    def _too_large(self, sup, child, total, inputs, ref_out):
+        return (f"the harness's limit, not the candidate's: a gate trial of this problem "
+                f"({_gib(nbytes(inputs))} of inputs, {_gib(nbytes(ref_out))} of outputs) "
+                f"needs at least {_gib(sup)} in the supervisor and {_gib(child)} in the "
+                f"candidate's process, and the device has {_gib(total)}")
+
+    def gate_oom(self, failure, inputs, ref_out):
+        """A gate call's ChildFailure, an OOM judged: the harness's limit (INFRA_ERROR) when
+        what this process held when it came (torch's reserved blocks, the shared buffers)
+        left the candidate's process less than its floor (trial_floor) and the contexts,
+        else the candidate's OOM with those figures added to its reason."""
+        if failure.verdict != P.OOM or self.device != "cuda" or not inputs or not ref_out:
+            return failure
+        shared = getattr(self, "use_ipc", False)
+        _, child = trial_floor(nbytes(inputs), nbytes(ref_out), shared)
+        held = torch.cuda.memory_reserved()
+        if shared:
+            held += nbytes(inputs) + nbytes(ref_out)
+        total = torch.cuda.mem_get_info()[1]
+        figures = (f"the supervisor held {_gib(held)} of the device's {_gib(total)}; the "
+                   f"candidate's process needs at least {_gib(child)} for this trial")
+        if held + child + CONTEXTS_BYTES > total:
+            return ChildFailure(P.INFRA_ERROR, f"the harness's limit, not the candidate's: "
+                                f"{figures} ({failure.reason})")
+        return ChildFailure(P.OOM, f"{failure.reason} [{figures}]")
+
     def release_device_memory(self):
         """Gives the device memory this request cached (its shared buffers, freed temporaries)
         back to the driver, so that the next candidate's process can have it; a server
@@ -434,7 +509,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         corr = self.result["correctness"]
         checks = self.result["harness"]["checks"]
         job = self.job
-        prev_ref = None
+        prev_trial = None  # the last trial passed (its reference made again if needed)
         poison = None
         min_own = None
         launch_names = set()
@@ -446,10 +521,16 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         corr_atol_eff = 0.0
         ph = self.phases
         t_gate = time.monotonic()
+        inputs = ref_out = got = None
         for k, trial in enumerate(job.gate_plan()):
             kind, label = trial.kind, trial.label
             if kind == "wide" and trial.skipped:
                 continue
+            # The previous trial's tensors die before this one's are made (those the job
+            # keeps live on in its trial set); on a large problem their blocks go back to
+            # the driver, for this trial's shared buffers and the candidate's process.
+            inputs = ref_out = got = None
+            self.release_between_trials()
             with ph("gate: inputs"):
                 inputs = job.inputs_of(trial)
             out_path = os.path.join(self.workdir, f"out_{k}.pt")
@@ -465,6 +546,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                     continue
             if poison is None and ref_out is not None:
                 poison = output_spec(ref_out)
+                self.check_working_set(inputs, ref_out)
             bufs, out_field = self.out_field(poison)
             msg = {"cmd": "call", **in_field, **out_field, "out": out_path,
                    "poison": poison or [],
@@ -478,9 +560,12 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             if not ref_first:
                 with ph("gate: reference"):
                     ref_out = job.ref_of(trial, inputs)
-            reply = self.child.checked(self.child.recv(timeout=limit,
-                                                       phase=f"gate trial {label}{why}"),
-                                       f"gate trial {label}")
+            try:
+                reply = self.child.checked(self.child.recv(timeout=limit,
+                                                           phase=f"gate trial {label}{why}"),
+                                           f"gate trial {label}")
+            except ChildFailure as f:
+                raise self.gate_oom(f, inputs, ref_out)
             call_s = time.monotonic() - t_call
             self.call_s.append(call_s)
             ph.add("gate: candidate calls (incl. handing outputs back)", call_s * 1e3)
@@ -507,8 +592,8 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 corr["worst_index"] = c["worst_index"]
             what = f"trial {label} ({kind})"
             if not c["ok"]:
-                if prev_ref is not None and compare(prev_ref, got, t_atol, rtol)["ok"] and \
-                        not compare(prev_ref, ref_out, t_atol, rtol)["ok"]:
+                if prev_trial is not None and \
+                        self._previous_answer(prev_trial, ref_out, got, t_atol, rtol):
                     raise Rejection(P.REJECTED, f"{what}: returned the previous call's answer "
                                     "although the inputs changed (caching by pointer or value)"
                                     + (" [same input buffers, new values]"
@@ -531,10 +616,12 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self._own_gpu_time(self._profiler_times(reply), what + " (torch.profiler)",
                                    self.gate_ops[-1])
             corr["trials_passed"] += 1
-            prev_ref = ref_out
+            prev_trial = trial
             if kind == "timing":
                 timing_ref = ref_out
                 atol_timing = t_atol
+        inputs = ref_out = got = None
+        self.release_between_trials()
         ph.add("gate", (time.monotonic() - t_gate) * 1e3)
         job.remember_input_spec()
         checks.append(f"gate: {trials_run} trials passed (atol={atol:g} x max(1, output RMS) "
@@ -556,6 +643,16 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                     self.time_candidate(timing_ref, atol_timing, rtol)
         self.result["verdict"] = P.CORRECT
         corr["reason"] = ""
+
+    def _previous_answer(self, prev_trial, ref_out, got, atol, rtol):
+        """Whether wrong outputs `got` are the previous trial's answer (the reference's
+        outputs there, made again from its seed unless the job keeps them: holding them
+        through this trial would double the outputs' share of the device) and that answer
+        differs from this trial's."""
+        job = self.job
+        prev_ref = job.ref_of(prev_trial, job.inputs_of(prev_trial))
+        return compare(prev_ref, got, atol, rtol)["ok"] and \
+            not compare(prev_ref, ref_out, atol, rtol)["ok"]
 
     def _rule_checks(self, reply, what, ref_mutates, ref_aliases):
         mutated = reply.get("mutated") or []

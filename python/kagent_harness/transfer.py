@@ -109,7 +109,13 @@ class TransferMixin:
                  else v if isinstance(v, tuple) else None for v in values]
         sizes = [_Extent(*m) if m is not None else None for m in metas]
         offsets, total = vmm.layout([s if s is not None else 0 for s in sizes])
-        buf = vmm.SharedBuffer(total)
+        try:
+            buf = vmm.SharedBuffer(total)
+        except vmm.VmmError:
+            # cuMemCreate does not go through torch's caching allocator, which does not
+            # give the blocks it keeps back for it: once they are back, one more try.
+            torch.cuda.empty_cache()
+            buf = vmm.SharedBuffer(total)
         token = vmm.send_buffer(self.child.fd_channel, buf)
         here, items = [], []
         for v, m, off in zip(values, metas, offsets):

@@ -239,15 +239,15 @@ class JobTrials:
         return inputs
 
     def inputs_of(self, trial):
-        """The trial's inputs. Kept ones are shared by every candidate of the job: the
-        caller must never hand them to anything that writes (the reference runs on a
-        copy; the candidate's process gets its own copy)."""
+        """The trial's inputs (a fresh trial's never kept). Kept ones are shared by every
+        candidate of the job: the caller must never hand them to anything that writes
+        (the reference runs on a copy; the candidate's process gets its own copy)."""
         with self.lock:
             if trial.inputs is not None:
                 return trial.inputs
             inputs = self._materialise_inputs(trial)
             self.trial_bytes = max(self.trial_bytes, nbytes(inputs))
-            if self._keep(nbytes(inputs)):
+            if trial.kind != "fresh" and self._keep(nbytes(inputs)):
                 trial.inputs = inputs
             return inputs
 
@@ -258,7 +258,9 @@ class JobTrials:
             if trial.ref_out is not None:
                 return trial.ref_out
             out = self._ref_with_flags(inputs)
-            self.trial_bytes = max(self.trial_bytes, nbytes(inputs) + nbytes(out))
+            if nbytes(inputs) + nbytes(out) > self.trial_bytes:
+                self.trial_bytes = nbytes(inputs) + nbytes(out)
+                self._fit_room()
             if trial.kind == "wide" and trial.skipped is None:
                 trial.skipped = not all_finite(out)
                 if trial.skipped:
@@ -382,15 +384,30 @@ class JobTrials:
             return False
         return True
 
+    def _fit_room(self):
+        """Forgets the kept tensors once the device cannot spare them beside a measurement
+        (_room_for) of trials now known to be larger: the first ones are kept before a
+        trial's outputs exist (the timing inputs, for the op signature, before any
+        reference output). Called with the lock held; only a cached job keeps any."""
+        if self.kept_bytes and not self._room_for(0):
+            freed = self.cache.shed(self)
+            self.log.add(f"trial cache: dropped this job's {freed >> 20} MiB of kept trials "
+                         f"(a trial is {self.trial_bytes >> 20} MiB)")
+
+    def forget_tensors(self):
+        """Forgets every kept tensor without taking the lock (TrialCache's use, on a job
+        no request is using, or with the lock held); returns the bytes."""
+        freed = self.kept_bytes
+        for t in self.trials:
+            t.inputs = None
+            t.ref_out = t.ref_rms = None
+        self.kept_bytes = 0
+        return freed
+
     def drop_tensors(self):
         """Forgets every kept tensor (they are made again on the next use)."""
         with self.lock:
-            freed = self.kept_bytes
-            for t in self.trials:
-                t.inputs = None
-                t.ref_out = t.ref_rms = None
-            self.kept_bytes = 0
-            return freed
+            return self.forget_tensors()
 
     def close(self):
         with self.lock:
@@ -468,11 +485,7 @@ class TrialCache:
                 if other is jt or other.users > 0 or other.kept_bytes == 0:
                     continue
                 # Another job's tensors; its lock is not taken here (it has no users).
-                freed = other.kept_bytes
-                for t in other.trials:
-                    t.inputs = None
-                    t.ref_out = t.ref_rms = None
-                other.kept_bytes = 0
+                freed = other.forget_tensors()
                 self.used -= freed
                 self.log.add(f"trial cache: dropped {freed >> 20} MiB of job "
                              f"{key[0] or '?'} (least recently used)")
@@ -480,6 +493,15 @@ class TrialCache:
                 return False
             self.used += n
             return True
+
+    def shed(self, jt):
+        """Forgets jt's kept tensors and gives their bytes back (jt's lock held by the
+        caller); returns the bytes."""
+        with self._lock:
+            freed = jt.forget_tensors()
+            if not jt.released:
+                self.used -= freed
+            return freed
 
     def release(self, job_id):
         """Forgets the job's trial sets; one a request is still using is closed when that
