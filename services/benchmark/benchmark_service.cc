@@ -203,7 +203,7 @@ grpc::Status BenchmarkServiceImpl::RunScreen(grpc::ServerContext* context,
   int ok = 0;
   for (const v1::ScreenResult& x : out->results()) ok += x.ok() ? 1 : 0;
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", t->held_seconds)
-          .With("prepare_seconds", prepared.seconds)
+          .With("gpu_busy_seconds", t->busy_seconds).With("prepare_seconds", prepared.seconds)
       << "screened " << request.kernels_size() << " variants, " << ok << " ok"
       << (prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")
                                   : std::string(" (prepared)"));
