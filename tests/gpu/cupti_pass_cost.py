@@ -5,8 +5,8 @@ plain torch workload, in this process: for each setting, the passes CUPTI plans 
 collection's time split by cupti_counters.STEPS (setup, passes, the forwards inside them,
 decode), so a pass's own cost is (passes - forwards in passes) / passes. Settings: the
 profiler's metric set (python: CuptiCounterMetrics's list, from the chip) or a subset,
-user replay (the backend's mode) or kernel replay, `max_ranges` 1024 (the backend's) or
-small, and two workload sizes. One JSON line per setting, then a table.
+user replay (the backend's mode) or kernel replay, `max_ranges` 1024, 64 (the backend's
+first bound, cupti_counters.FIRST_MAX_RANGES) or 4, and two workload sizes. One JSON line per setting, then a table.
 
     python3 tests/gpu/cupti_pass_cost.py --lib .gpu/bin/libkagent_cupti.so [--out F]
 
@@ -107,7 +107,8 @@ def main():
             forward()
         torch.cuda.synchronize()
         fwd_ms = (time.monotonic() - t) * 1e3 / 20
-        settings = [("full", full, False, C.MAX_RANGES), ("full", full, False, 4),
+        settings = [("full", full, False, C.MAX_RANGES),
+                    ("full", full, False, C.FIRST_MAX_RANGES), ("full", full, False, 4),
                     ("full", full, True, 4), ("sol+dram", sol, False, 4)]
         for set_name, metrics, kernel_replay, max_ranges in settings:
             for rep in range(args.repeat):
