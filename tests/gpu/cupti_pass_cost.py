@@ -18,7 +18,6 @@ import argparse
 import ctypes
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -130,7 +129,7 @@ def main():
                 print(json.dumps(row), flush=True)
                 if out:
                     out.write(json.dumps(row) + "\n")
-        del x, y
+        x = y = None  # noqa: F841 - the tensors go before the next size
         torch.cuda.empty_cache()
     print("\nsize  set       replay max_ranges passes  ms      setup  passes fwd   decode  "
           "cupti/pass")
