@@ -76,6 +76,7 @@ BenchmarkServiceImpl::BenchmarkServiceImpl(BenchmarkServiceOptions options, Harn
 absl::StatusOr<BenchmarkServiceImpl::GpuTime> BenchmarkServiceImpl::RunOnGpu(
     grpc::ServerContext* context, const std::string& job_id, const std::function<void()>& work) {
   absl::Time deadline = absl::FromChrono(context->deadline());
+  const absl::Time asked = absl::Now();
   if (queue_ != nullptr) queue_->Set(slot_->queue_depth() + 1);
   absl::Status got = slot_->Acquire(job_id, deadline, [context] { return context->IsCancelled(); });
   if (queue_ != nullptr) queue_->Set(slot_->queue_depth());
@@ -88,6 +89,7 @@ absl::StatusOr<BenchmarkServiceImpl::GpuTime> BenchmarkServiceImpl::RunOnGpu(
     to = absl::Now();
   }
   GpuTime t;
+  t.wait_seconds = absl::ToDoubleSeconds(from - asked);
   t.held_seconds = absl::ToDoubleSeconds(to - from);
   if (meter_ != nullptr) t.busy_seconds = std::clamp(meter_->BusySeconds(from, to), 0.0, t.held_seconds);
   if (held_seconds_ != nullptr) {
@@ -149,6 +151,7 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
   if (m.gpu_name().empty()) m.set_gpu_name(gpu_.name());
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", gpu.held_seconds)
           .With("gpu_busy_seconds", gpu.busy_seconds).With("prepare_seconds", prepared.seconds)
+          .With("slot_wait_seconds", gpu.wait_seconds)
           .With("phases", LargestPhases(m.phases_ms(), 6))
       << "measured: " << v1::Verdict_Name(m.verdict()) << " " << m.candidate().median_ms() << " ms"
       << (prepared.final ? " (at prepare, without the GPU)"
@@ -204,6 +207,7 @@ grpc::Status BenchmarkServiceImpl::RunScreen(grpc::ServerContext* context,
   for (const v1::ScreenResult& x : out->results()) ok += x.ok() ? 1 : 0;
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", t->held_seconds)
           .With("gpu_busy_seconds", t->busy_seconds).With("prepare_seconds", prepared.seconds)
+          .With("slot_wait_seconds", t->wait_seconds)
       << "screened " << request.kernels_size() << " variants, " << ok << " ok"
       << (prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")
                                   : std::string(" (prepared)"));

@@ -59,11 +59,13 @@ class BenchmarkServiceImpl final : public v1::BenchmarkService::Service {
 
  private:
   struct GpuTime {
+    double wait_seconds = 0;  // for the slot, before it was granted
     double held_seconds = 0;
     double busy_seconds = 0;
   };
   // Runs `work` holding the GPU slot (granted fairly across jobs, within the call's
-  // deadline) and returns how long it held it and, of that, how long the GPU was busy.
+  // deadline) and returns how long it waited for the slot, how long it held it and, of
+  // that, how long the GPU was busy.
   // Errors: the slot's (DEADLINE_EXCEEDED, CANCELLED while waiting).
   absl::StatusOr<GpuTime> RunOnGpu(grpc::ServerContext* context, const std::string& job_id,
                                    const std::function<void()>& work);
