@@ -1,0 +1,69 @@
+"""tests/gpu/slot_timeline.py, the slot's account from a worker's log, on lines recorded
+on the H200 (tests/fixtures/kagentd) and on hand-made lines with slot_wait_seconds."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURE = os.path.join(REPO, "tests", "fixtures", "kagentd", "h200_suite_slot_lines.jsonl")
+
+
+@pytest.fixture(scope="module")
+def st():
+    spec = importlib.util.spec_from_file_location(
+        "slot_timeline", os.path.join(REPO, "tests", "gpu", "slot_timeline.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_recorded_lines_give_each_kind_and_the_occupancy(st):
+    with open(FIXTURE, encoding="utf-8") as f:
+        tasks = st.read_tasks(f)
+    assert len(tasks) == 14
+    assert {t["kind"] for t in tasks} <= set(st.KINDS)
+    assert [t["start"] for t in tasks] == sorted(t["start"] for t in tasks)
+    s = st.summarize(tasks, window=10)
+    held = sum(t["held"] for t in tasks)
+    assert s["held_s"] == round(held, 1)
+    assert 0 < s["occupancy"] <= 1.0
+    # Each window's share is within [0, 1] and the windows cover the span.
+    assert all(0 <= w <= 1.0 for w in s["windows"])
+    assert len(s["windows"]) == -(-s["span_s"] // 10)
+    base = s["kinds"]["baseline"]
+    assert base["count"] == sum(1 for t in tasks if t["kind"] == "baseline")
+    assert base["wait_mean"] is None          # recorded before slot_wait_seconds
+    assert "in_flight_mean" not in s
+
+
+def _line(ts, task, held, prepare, wait, msg="measured: VERDICT_CORRECT 1 ms (prepared)"):
+    return json.dumps({"ts": ts, "task": task, "msg": msg, "gpu_seconds": held,
+                       "gpu_busy_seconds": held / 2, "prepare_seconds": prepare,
+                       "slot_wait_seconds": wait})
+
+
+def test_with_slot_waits_the_free_slot_while_tasks_prepare_is_counted(st):
+    # Task a: prepares 0-4 s, holds 4-6 s. Task b: prepares 1-8 s, holds 8-9 s.
+    # The slot is free while b prepares from 6 s to 8 s: 2 of the 9 one-second samples.
+    lines = [_line("2026-12-05T00:00:06Z", "j/baseline", 2.0, 4.0, 0.0),
+             _line("2026-12-05T00:00:09Z", "j/r1/w0", 1.0, 7.0, 0.0),
+             "not json", json.dumps({"msg": "round generated", "ts": "2026-12-05T00:00:07Z"})]
+    tasks = st.read_tasks(lines)
+    assert [t["kind"] for t in tasks] == ["baseline", "candidate"]
+    s = st.summarize(tasks, window=30)
+    assert s["span_s"] == 5.0 and s["held_s"] == 3.0 and s["occupancy"] == 0.6
+    # Sampled from the first grant (4 s) to the last release (9 s): 4, 5, 6, 7, 8.
+    assert s["slot_free_while_tasks_prepared"] == 0.4
+    assert s["in_flight_mean"] == 1.4  # 2, 2, 1, 1, 1
+    assert s["kinds"]["candidate"]["wait_mean"] == 0.0
+    assert s["kinds"]["baseline"]["busy_share"] == 0.5
+
+
+def test_a_task_answered_at_prepare_holds_no_slot(st):
+    lines = [_line("2026-12-05T00:00:06Z", "j/r1/w0", 0, 4.0, 0.0,
+                   msg="measured: VERDICT_COMPILE_ERROR 0 ms (at prepare, without the GPU)")]
+    assert st.read_tasks(lines) == []
+    assert st.summarize([]) == {"tasks": 0}

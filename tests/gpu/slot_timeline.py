@@ -1,0 +1,158 @@
+"""Where a GPU worker's slot went, from kagentd's (or kagent-benchmark's) JSON log.
+
+Reads the worker's `measured:`, `screened` and `profiled:` lines (each ends when its task
+gave the slot back and carries `gpu_seconds`, `prepare_seconds`, `gpu_busy_seconds` and,
+from session 19 on, `slot_wait_seconds`) and prints:
+  - the slot's occupancy: held seconds over the span from the first grant to the last
+    release, and per window of WINDOW seconds (approximate: the lines' times lag);
+  - per kind of task (baseline, profile, round candidate, screen, final run): count, held
+    mean and median, NVML busy share, preparation and slot wait means;
+  - with slot_wait_seconds, the tasks in flight at the worker (from the start of their
+    preparation to their release) sampled once a second: how often the slot was free
+    while tasks were still preparing.
+
+    python3 tests/gpu/slot_timeline.py KAGENTD_LOG [--window 30] [--json OUT]
+
+A log gzipped by bench_suite.sh (kagentd.log.gz) is read as is. No GPU needed.
+"""
+
+import argparse
+import datetime
+import gzip
+import json
+import statistics
+import sys
+
+KINDS = ("baseline", "profile", "candidate", "screen", "final")
+
+
+def task_kind(msg, task):
+    if msg.startswith("profiled"):
+        return "profile"
+    if msg.startswith("screened"):
+        return "screen"
+    if "/final/" in task:
+        return "final"
+    if task.endswith("/baseline"):
+        return "baseline"
+    return "candidate"
+
+
+def _seconds(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def read_tasks(lines):
+    """The slot's tasks in the log, each {kind, start, end, held, busy, prepare, wait},
+    by start (seconds since the epoch); lines that are not a task's are skipped."""
+    tasks = []
+    for line in lines:
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(d, dict) or "gpu_seconds" not in d or "ts" not in d:
+            continue
+        msg = str(d.get("msg", ""))
+        if not msg.startswith(("measured", "screened", "profiled")):
+            continue
+        end = datetime.datetime.fromisoformat(str(d["ts"]).replace("Z", "+00:00")).timestamp()
+        held = _seconds(d.get("gpu_seconds"))
+        if held <= 0:  # answered at prepare, or never granted: no slot time
+            continue
+        tasks.append({"kind": task_kind(msg, str(d.get("task") or "")), "start": end - held,
+                      "end": end, "held": held, "busy": _seconds(d.get("gpu_busy_seconds")),
+                      "prepare": _seconds(d.get("prepare_seconds")),
+                      "wait": _seconds(d.get("slot_wait_seconds"))
+                      if "slot_wait_seconds" in d else None})
+    tasks.sort(key=lambda t: t["start"])
+    return tasks
+
+
+def summarize(tasks, window=30.0):
+    """The figures the module comment lists, as a dict."""
+    if not tasks:
+        return {"tasks": 0}
+    t0, t1 = tasks[0]["start"], max(t["end"] for t in tasks)
+    span = t1 - t0
+    held = sum(t["held"] for t in tasks)
+    # The slot is exclusive, so the held seconds add up; but a line is logged a little
+    # after its task let the slot go (a profile's after its trace is read), so the
+    # intervals rebuilt from the lines can overlap and a window's share is capped at 1.
+    windows = []
+    a = t0
+    while a < t1:
+        b = min(a + window, t1)
+        h = sum(max(0.0, min(b, t["end"]) - max(a, t["start"])) for t in tasks)
+        windows.append(round(min(1.0, h / (b - a)), 2) if b > a else 0.0)
+        a = b
+    kinds = {}
+    for k in KINDS:
+        ts = [t for t in tasks if t["kind"] == k]
+        if not ts:
+            continue
+        h = [t["held"] for t in ts]
+        waits = [t["wait"] for t in ts if t["wait"] is not None]
+        kinds[k] = {"count": len(ts), "held_mean": round(statistics.mean(h), 2),
+                    "held_median": round(statistics.median(h), 2),
+                    "busy_share": round(sum(t["busy"] for t in ts) / sum(h), 2),
+                    "prepare_mean": round(statistics.mean(t["prepare"] for t in ts), 1),
+                    "wait_mean": round(statistics.mean(waits), 2) if waits else None}
+    out = {"tasks": len(tasks), "span_s": round(span, 1), "held_s": round(held, 1),
+           "occupancy": round(min(1.0, held / span), 2) if span > 0 else 0.0,
+           "windows": windows, "window_s": window, "kinds": kinds}
+    if all(t["wait"] is not None for t in tasks):
+        # A task is at the worker from its preparation's start to its release.
+        free_while_preparing = samples = 0
+        in_flight = []
+        s = t0
+        while s < t1:
+            here = [t for t in tasks if t["start"] - t["wait"] - t["prepare"] <= s < t["end"]]
+            holding = any(t["start"] <= s < t["end"] for t in here)
+            in_flight.append(len(here))
+            samples += 1
+            if not holding and here:
+                free_while_preparing += 1
+            s += 1.0
+        out["in_flight_mean"] = round(statistics.mean(in_flight), 1)
+        out["slot_free_while_tasks_prepared"] = round(free_while_preparing / samples, 2)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--window", type=float, default=30.0)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    opener = gzip.open if args.log.endswith(".gz") else open
+    with opener(args.log, "rt", encoding="utf-8", errors="replace") as f:
+        s = summarize(read_tasks(f), args.window)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(s, f, indent=1)
+    if not s["tasks"]:
+        print("no slot tasks in the log")
+        return 1
+    print(f"{s['tasks']} tasks: held {s['held_s']} s of {s['span_s']} s "
+          f"(occupancy {s['occupancy']:.0%}); per {s['window_s']:g} s: "
+          + " ".join(f"{w:.0%}" for w in s["windows"]))
+    print(f"{'kind':10} {'count':>5} {'held mean':>9} {'median':>7} {'busy':>5} "
+          f"{'prepare':>8} {'slot wait':>9}")
+    for k, v in s["kinds"].items():
+        wait = "-" if v["wait_mean"] is None else f"{v['wait_mean']:.2f}"
+        print(f"{k:10} {v['count']:5} {v['held_mean']:9.2f} {v['held_median']:7.2f} "
+              f"{v['busy_share']:5.0%} {v['prepare_mean']:8.1f} {wait:>9}")
+    if "in_flight_mean" in s:
+        print(f"tasks at the worker: {s['in_flight_mean']} on average; the slot was free "
+              f"while some prepared {s['slot_free_while_tasks_prepared']:.0%} of the time")
+    else:
+        print("(no slot_wait_seconds in this log: a worker from before session 19)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
