@@ -327,17 +327,15 @@ int Main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<Side>> workers;
   std::string static_workers;
+  const int gpu_workers = static_cast<int>(std::count_if(
+      devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
   if (co.worker_tasks == 0) {  // auto: this host's cores over its GPU workers
-    const int gpu_workers = static_cast<int>(std::count_if(
-        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     co.worker_tasks = AutoWorkerTasks(cores, gpu_workers);
     KLOG(INFO) << "worker tasks: " << co.worker_tasks << " in flight per worker (auto: "
                << cores << " CPU cores, " << gpu_workers << " GPU worker(s))";
   }
   if (co.max_concurrent_jobs == 0) {  // auto: enough jobs to keep the workers' tasks fed
-    const int gpu_workers = static_cast<int>(std::count_if(
-        devices.begin(), devices.end(), [](const auto& d) { return d.first == "cuda"; }));
     co.max_concurrent_jobs = KagentdConcurrentJobs(co.worker_tasks, gpu_workers);
     KLOG(INFO) << "jobs running at once: " << co.max_concurrent_jobs << " (auto: "
                << co.worker_tasks << " tasks in flight on each of " << gpu_workers
