@@ -90,19 +90,21 @@ def collect(lib, metrics, forward, synchronize, out_path, max_ranges=None):
         return done("no trace file to write the counters to (KAGENT_CUPTI_OUT)")
     if not metrics:
         return done("no metrics asked for")
-    bounds = [int(max_ranges)] if max_ranges else [MAX_RANGES]
-    if not max_ranges and hasattr(lib, "kagent_cupti_counters_end_unless_dropped"):
-        bounds = [FIRST_MAX_RANGES, MAX_RANGES]
-    for i, bound in enumerate(bounds):
-        res["max_ranges"] = bound
-        last = i == len(bounds) - 1
-        end = lib.kagent_cupti_counters_end if last else \
-            lib.kagent_cupti_counters_end_unless_dropped
-        error = _collect_once(lib, metrics, forward, synchronize, out_path, bound, end,
-                              steps, res)
+    if max_ranges:
+        bound = int(max_ranges)
+    elif hasattr(lib, "kagent_cupti_counters_end_unless_dropped"):
+        res["max_ranges"] = FIRST_MAX_RANGES
+        error = _collect_once(lib, metrics, forward, synchronize, out_path, FIRST_MAX_RANGES,
+                              lib.kagent_cupti_counters_end_unless_dropped, steps, res)
         if error != _DROPPED:
             return done(error)
-    return done("unreachable: the last collection always writes")
+        bound = MAX_RANGES
+    else:
+        bound = MAX_RANGES
+    # The last collection ends with the plain end, which writes even when it dropped.
+    res["max_ranges"] = bound
+    return done(_collect_once(lib, metrics, forward, synchronize, out_path, bound,
+                              lib.kagent_cupti_counters_end, steps, res))
 
 
 _DROPPED = "ranges dropped"
