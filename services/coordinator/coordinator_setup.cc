@@ -40,7 +40,7 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddDouble("call-timeout-seconds", &call_timeout_seconds, "deadline of judge/analyzer/orchestrator calls");
   o.AddDouble("generate-timeout-seconds", &generate_timeout_seconds, "deadline of a Generate call");
   o.AddInt("max-concurrent-jobs", &max_concurrent_jobs,
-           "jobs running at once; the rest queue (0: auto: in kagentd one per GPU task in "
+           "jobs running at once; the rest queue (0: auto: in kagentd two per GPU task in "
            "flight, at least 4; otherwise 4)");
   o.AddInt("worker-tasks", &worker_tasks,
            "GPU tasks in flight on one worker at most (1..8): the worker's GPU runs one at a "
@@ -145,7 +145,7 @@ absl::Status CoordinatorOptions::Validate() const {
 }
 
 int KagentdConcurrentJobs(int worker_tasks, int gpu_workers) {
-  return std::clamp(worker_tasks * gpu_workers, 4, 1024);
+  return std::clamp(2 * worker_tasks * gpu_workers, 4, 1024);
 }
 
 int AutoWorkerTasks(int cpu_cores, int gpu_workers) {

@@ -77,10 +77,11 @@ inline constexpr int kExitLostLeadership = 75;
 int AutoWorkerTasks(int cpu_cores, int gpu_workers);
 
 // --max-concurrent-jobs=0 in kagentd: a job has one GPU task in flight in its baseline,
-// profile and final steps (a few in its rounds), so with fewer jobs than tasks the
-// workers' slots wait: on the H100 with 4 jobs running and 8 tasks per worker, the
-// GPU was held 69 % of the bench's time. At least 4; one job per task in flight of
-// every GPU worker, at most 1024.
+// profile and final steps (a few in its rounds) and none while its brain plans, so with
+// fewer jobs than tasks the workers' slots wait: on the H100 with 4 jobs running and 8
+// tasks per worker, the GPU was held 69 % of the bench's time; on the H200 with 8 jobs
+// and 8 tasks, 76 %, down to 55 % in the windows where most jobs were between tasks.
+// Two jobs per task in flight of every GPU worker, at least 4, at most 1024.
 int KagentdConcurrentJobs(int worker_tasks, int gpu_workers);
 
 // --offered-llm-agents' value: the names, each one of kAllLlmAgents (engines/llm/

@@ -540,11 +540,12 @@ TEST_CASE("scheduler: a candidate's own verdicts are answers, not retried") {
 namespace kagent {
 namespace {
 
-TEST_CASE("kagentd's jobs at once: one per GPU task in flight, at least 4") {
-  CHECK(KagentdConcurrentJobs(8, 1) == 8);   // the lent one-GPU box
+TEST_CASE("kagentd's jobs at once: two per GPU task in flight, at least 4") {
+  CHECK(KagentdConcurrentJobs(8, 1) == 16);  // the lent one-GPU box
   CHECK(KagentdConcurrentJobs(2, 1) == 4);
+  CHECK(KagentdConcurrentJobs(1, 1) == 4);
   CHECK(KagentdConcurrentJobs(8, 0) == 4);   // a CPU worker only
-  CHECK(KagentdConcurrentJobs(8, 8) == 64);
+  CHECK(KagentdConcurrentJobs(8, 8) == 128);
   CHECK(KagentdConcurrentJobs(8, 1000) == 1024);
 }
 
