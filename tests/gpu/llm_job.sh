@@ -163,6 +163,30 @@ for root, _, files in os.walk(arts):
     prompts += sum(1 for f in files if f.endswith("prompt.txt"))
     replies += sum(1 for f in files if f.endswith("reply.txt"))
 print(f"exported prompt artifacts: {prompts}, reply artifacts: {replies}")
+# Whether the agents' answers were used: the coordinator's fallback events (from the
+# watch), the brain's own check of each rewrite, and who planned each round.
+try:
+    watch = open(os.path.join(out, "submit.txt")).read().splitlines()
+except OSError:
+    watch = []
+fell = [l.strip() for l in watch if "fell back to the heuristic" in l]
+print(f"agent fallbacks to the heuristic (events): {len(fell)}")
+for l in fell[:5]:
+    print(f"  {l[:200]}")
+marked = [c for c in rows if (c.get("prescription") or {}).get("fallback")]
+print(f"rewrites the brain marked as not applying the fix: {len(marked)}"
+      + "".join(f"\n  {c.get('id')}: {c['prescription']['fallback'][:160]}" for c in marked))
+planned = []
+for root, _, files in os.walk(arts):
+    if "plan.json" in files:
+        try:
+            plan = json.load(open(os.path.join(root, "plan.json")))
+        except ValueError:
+            continue
+        who = plan.get("rationale", "")
+        planned.append(f"round {plan.get('round')}: " + ("the LLM" if who.startswith("planned by")
+                                                         else "the heuristic"))
+print("plans: " + ("; ".join(sorted(planned)) or "none exported"))
 PY
 cat "$out/summary.txt"
 calls=$(grep -c '"method": "POST"' "$out/requests.jsonl" 2>/dev/null || true)
