@@ -364,3 +364,32 @@ def test_errors_in_vllm_shape_and_the_log(server, recorded):
     assert last["agent"] == "narrate" and last["status"] == 200 and last["reply"] == text
     assert last["request"]["max_tokens"] == 10
     assert any(e["status"] == 404 and e["reply"]["code"] == 404 for e in log)
+
+
+def test_two_dimensional_grid_follows_the_knob_of_its_dimension(server, recorded):
+    """problems/01's start kernel launches cdiv(M, 64) x cdiv(N, 64) with BLOCK_M = BLOCK_N
+    = 64: the literal alone cannot say which knob a cdiv follows, its dimension can."""
+    system, _ = recorded
+    with open(os.path.join(REPO, "problems", "01_matmul_square_fp32_start.py")) as f:
+        kernel = f.read()
+    assert "grid = (triton.cdiv(M, 64), triton.cdiv(N, 64), nb)" in kernel
+    prompt = render("rewrite_kernel", {
+        "gpu": "NVIDIA H200", "problem_source": "# (the reference)", "kernel_source": kernel,
+        "kernel_knobs": "BLOCK_M, BLOCK_N, BLOCK_K, IEEE, UPCAST, num_warps, num_stages",
+        "measured": "current kernel: 1 ms median", "diagnosis": "category: latency-bound",
+        "fix_title": "Smaller M tiles for more programs",
+        "fix_description": "pattern: split-work-smaller-blocks\nknob changes: BLOCK_M = /2",
+        "lessons": "none"})
+    code, _ = fenced_kernel(chat(server, system, prompt)[0])
+    check_kernel_source(code)
+    assert "grid = (triton.cdiv(M, 32), triton.cdiv(N, 64), nb)" in code
+    assert "BLOCK_M=32, BLOCK_N=64, BLOCK_K=32" in code
+    # The same change made without the grid, sent back as a failed kernel: repaired.
+    broken = kernel.replace("BLOCK_M=64", "BLOCK_M=32")
+    prompt = render("repair_kernel", {
+        "gpu": "NVIDIA H200", "attempt": "1", "problem_source": "# (the reference)",
+        "fix_title": "Smaller M tiles", "fix_description": "knob changes: BLOCK_M = /2",
+        "kernel_source": broken, "verdict": "VERDICT_INCORRECT", "error": "outputs differ"})
+    value = only_json(chat(server, system, prompt)[0])
+    assert "grid = (triton.cdiv(M, 32), triton.cdiv(N, 64), nb)" in value["code"]
+    assert value["code"].replace("cdiv(M, 32)", "cdiv(M, 64)") == broken

@@ -39,17 +39,18 @@ model restates what the prompt measured and applies knob changes mechanically.
   applied to the kernel's literal settings (``NAME=64`` at a launch, ``'NAME': 64`` in a
   triton.Config, ``NAME: tl.constexpr = 64``): ``x2``, ``/2``, ``+1``, ``-1`` or a number;
   a knob the kernel lacks is mapped to one it has whose name shares its stem (BLOCK_SIZE to
-  BLOCK); a ``triton.cdiv(..., OLD)`` in the launch code follows a changed block knob when
-  no other knob has the value OLD. "variant N" applies the change N times (x2 becomes x4).
+  BLOCK); a ``triton.cdiv(A, OLD)`` in the launch code follows a changed block knob when A
+  is the knob's dimension (M for BLOCK_M) or no other knob has the value OLD. "variant N" applies the change N times (x2 becomes x4).
   When the fix names tl.max_contiguous / tl.multiple_of and the kernel has none, each
   ``v = ... * B + tl.arange(0, B)`` of a jit function is followed by
   ``v = tl.max_contiguous(tl.multiple_of(v, B), B)``. The reply is one line of prose and the
   whole file in a ```python fence (the fence path of ``FindFencedKernel``). When nothing can
   be changed the kernel comes back unchanged and the prose says so (the coordinator then
   calls the candidate a duplicate).
-* repair (repair_kernel.md): a JSON ``{"explanation", "code"}``: the failed kernel with a
-  ``triton.cdiv(..., L)`` made equal to the one block knob's launch value when they differ;
-  else with the fix's knob change undone; else unchanged, saying it found nothing.
+* repair (repair_kernel.md): a JSON ``{"explanation", "code"}``: the failed kernel with each
+  ``triton.cdiv(A, L)`` made equal to the launch value of the block knob of dimension A
+  (BLOCK_A), or of the only block knob, when they differ; else with the fix's knob change
+  undone; else unchanged, saying it found nothing.
 * first kernel (first_kernel.md): a JSON ``{"explanation", "code"}``: a flat elementwise
   Triton kernel when the op summary holds one unary aten op this script knows (relu,
   sigmoid, tanh, silu, gelu, leaky_relu, elu, hardtanh, softplus, abs, neg, exp), with the
@@ -251,14 +252,19 @@ def launch_code_lines(source: str) -> list[tuple[int, int]]:
     return out
 
 
-def cdiv_literals(source: str) -> list[tuple[int, int, str]]:
-    """Spans of the literal divisors of triton.cdiv(..., L) in the launch code."""
+def cdiv_literals(source: str) -> list[tuple[int, int, str, str]]:
+    """The literal divisors of triton.cdiv(A, L) in the launch code: (start, end, L, A)."""
     spans = []
     for start, end in launch_code_lines(source):
         line = source[start:end]
-        for m in re.finditer(r"cdiv\((?:[^()]|\([^()]*\))*?,\s*(\d+)\s*\)", line):
-            spans.append((start + m.start(1), start + m.end(1), m.group(1)))
+        for m in re.finditer(r"cdiv\(((?:[^(),]|\([^()]*\))*),\s*(\d+)\s*\)", line):
+            spans.append((start + m.start(2), start + m.end(2), m.group(2), m.group(1).strip()))
     return spans
+
+
+def knob_dimension(knob: str) -> str:
+    """The dimension a block knob tiles, by its suffix: M for BLOCK_M, "" for BLOCK."""
+    return knob.rsplit("_", 1)[1] if "_" in knob else ""
 
 
 def replace_spans(source: str, spans: list[tuple[int, int, str]]) -> str:
@@ -312,11 +318,16 @@ def change_knobs(source: str, kernel_knobs: list[str], changes: list[tuple[str, 
             f" (for {knob} = {spec})" if target != knob else f" ({spec})")
         # A grid computed with the old literal follows a block knob when no other knob
         # of the kernel has that value (otherwise the literal is ambiguous).
+        # A grid computed with the old literal follows a block knob: a cdiv over the
+        # knob's dimension (cdiv(M, 64) for BLOCK_M), or any cdiv with that literal when no
+        # other knob of the kernel has the value (otherwise the literal is ambiguous).
         if not target.startswith("num_"):
             others = [k for k in kernel_knobs if k != target
                       and any(float(lit) == old for _, _, lit in knob_settings(source, k))]
-            grid = [(s, e, new_text) for s, e, lit in cdiv_literals(source) if float(lit) == old]
-            if grid and not others:
+            dim = knob_dimension(target)
+            grid = [(s, e, new_text) for s, e, lit, arg in cdiv_literals(source)
+                    if float(lit) == old and (not others or (dim and arg == dim))]
+            if grid:
                 edits += grid
                 where += f", and the grid's triton.cdiv(..., {old_literal}) with it"
         source = replace_spans(source, edits)
@@ -395,19 +406,27 @@ def answer_repair(prompt: str) -> dict:
     verdict = between(prompt, "The gate's verdict: ", "\n", "the verdict").strip()
     fix = between(prompt, "The kernel was written to apply this fix: ",
                   "\n\nThe kernel that failed", "the fix")
-    # 1. A grid whose cdiv divisor disagrees with the one block knob's launch value.
-    block_knobs = []
-    for m in re.finditer(r"(?<!\w)(\w*BLOCK\w*)\s*=\s*(\d+)", kernel):
-        if m.group(1) not in [k for k, _ in block_knobs]:
-            block_knobs.append((m.group(1), m.group(2)))
+    # 1. A grid whose cdiv divisor disagrees with the launch value of the block knob of
+    # its dimension (cdiv(M, 64) and BLOCK_M=32), or of the one block knob.
+    block_knobs = {}
+    for m in re.finditer(r"(?<!\w)(\w*BLOCK\w*)\s*=\s*(\d+)(?=\s*[,)\n])", kernel):
+        block_knobs.setdefault(m.group(1), m.group(2))
     grid = cdiv_literals(kernel)
-    if len(block_knobs) == 1 and len(grid) == 1 and grid[0][2] != block_knobs[0][1]:
-        name, value = block_knobs[0]
-        code = replace_spans(kernel, [(grid[0][0], grid[0][1], value)])
-        return {"explanation": f"Scripted model ({SCRIPT_NAME}): the kernel ({verdict}) launches "
-                               f"triton.cdiv(..., {grid[0][2]}) programs but each covers {name} = "
-                               f"{value} elements; the grid now divides by {value}.",
-                "code": code}
+    edits, notes = [], []
+    for start, end, lit, arg in grid:
+        by_dim = [k for k in block_knobs if knob_dimension(k) == arg]
+        knob = (by_dim[0] if len(by_dim) == 1
+                else next(iter(block_knobs)) if len(block_knobs) == 1 and len(grid) == 1
+                else None)
+        if knob and block_knobs[knob] != lit:
+            edits.append((start, end, block_knobs[knob]))
+            notes.append(f"the grid's triton.cdiv({arg}, {lit}) did not match {knob} = "
+                         f"{block_knobs[knob]}, so programs and tiles disagreed; it now divides "
+                         f"by {block_knobs[knob]}")
+    if edits:
+        return {"explanation": f"Scripted model ({SCRIPT_NAME}): the kernel failed the gate "
+                               f"({verdict}); {'; '.join(notes)}.",
+                "code": replace_spans(kernel, edits)}
     # 2. Undo the fix's knob change.
     changes = parse_knob_changes(fix)
     inverse = []
