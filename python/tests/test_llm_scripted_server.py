@@ -193,13 +193,29 @@ def test_prescribe_picks_only_the_offered_candidates(server, recorded):
     assert 1 <= len(entries) <= most
     ids = [e["pattern_id"] for e in entries]
     assert len(set(ids)) == len(ids) and set(ids) <= set(offered)
-    # Best expected speedup first; every knob one its pattern changes.
+    # Best expected speedup first (the first, vectorize-global-access, is also the one whose
+    # knob the kernel has, as BLOCK); every knob one its pattern changes.
     assert [offered[i][0] for i in ids] == sorted((offered[i][0] for i in ids), reverse=True)
     for e in entries:
         assert set(e["knob_changes"]) <= offered[e["pattern_id"]][1]
         assert all(isinstance(v, (str, int, float)) for v in e["knob_changes"].values())
         assert isinstance(e["rationale"], str) and isinstance(e["expected_effect"], str)
+    assert ids[0] == "vectorize-global-access"
     assert entries[0]["knob_changes"] == {"BLOCK_SIZE": "x2"}
+    assert "applies to this kernel's knobs" in entries[0]["rationale"]
+    # A fix the model can make on this kernel (num_warps is set at its launch) goes before
+    # the ones it cannot, whatever their expected speedups; an integer stays an integer.
+    assert "num_warps=4" in prompt
+    edited = re.sub(r"(- mask-free-main-loop: .*?knob changes )\w+=\w+", r"\1num_warps=8", prompt)
+    assert "knob changes num_warps=8" in edited
+    ids = [e["pattern_id"] for e in only_json(chat(server, system, edited)[0])["prescriptions"]]
+    assert ids[:2] == ["vectorize-global-access", "mask-free-main-loop"]
+    edited = edited.replace("knob changes BLOCK_SIZE=x2", "knob changes SPLIT_K=8")
+    entries = only_json(chat(server, system, edited)[0])["prescriptions"]
+    assert [e["pattern_id"] for e in entries][:2] == ["mask-free-main-loop",
+                                                      "vectorize-global-access"]
+    assert entries[0]["knob_changes"] == {"num_warps": 8}
+    assert entries[1]["knob_changes"] == {"SPLIT_K": 8}
 
 
 def test_plan_keeps_to_the_beam_the_budget_and_the_exclusions(server, recorded):

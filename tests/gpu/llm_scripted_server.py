@@ -57,8 +57,9 @@ model restates what the prompt measured and applies knob changes mechanically.
   recorded scalar arguments; otherwise ``"code": ""`` and an explanation naming the ops (the
   brain rejects it: the script does not write kernels it cannot derive).
 * prescribe (prescribe.md): ``{"prescriptions": [...]}``: the candidates the prompt lists,
-  ordered by their expected speedup (stable), at most the asked number, each with its own
-  knob changes and a rationale citing the diagnosis's category and first cited metric.
+  those whose knob change this script can apply to the prompt's kernel first, then by their
+  expected speedup (stable), at most the asked number, each with its own knob changes and
+  a rationale citing the diagnosis's category and first cited metric.
 * reflect (reflect.md): ``fix_worked`` exactly as the prompt's "the fix was (not)
   effective"; ``blame`` none / rewrite (a failed gate, or the rewrite did not make the
   change) / pattern; ``expected_vs_actual`` and ``lessons`` restating the expected and
@@ -211,16 +212,25 @@ def literal_text(value: float, like: str) -> str:
     return repr(value)
 
 
+# Knobs of the optimization database whose intent a kernel's own knob of another name
+# carries: rows per program is a row tile's height.
+KNOB_ALIASES = {"ROWS_PER_PROGRAM": ("BLOCK_M", "BLOCK_ROWS")}
+
+
 def map_knob(knob: str, kernel_knobs: list[str]) -> str | None:
     """A knob of the kernel that carries `knob`'s intent: the same name, else one whose
     name is a prefix of the other's (BLOCK for BLOCK_SIZE), else one sharing the stem
-    before the first '_'. Launch meta-parameters map only to themselves."""
+    before the first '_', else one of KNOB_ALIASES. Launch meta-parameters map only to
+    themselves."""
     if knob in kernel_knobs:
         return knob
     meta = {"num_warps", "num_stages"}
     if knob in meta:
         return None
     own = [k for k in kernel_knobs if k not in meta]
+    for alias in KNOB_ALIASES.get(knob, ()):
+        if alias in own:
+            return alias
     for k in own:
         if knob.startswith(k) or k.startswith(knob):
             return k
@@ -553,20 +563,37 @@ def answer_prescribe(prompt: str) -> dict:
             for part in knobs.group(1).split(", "):
                 k, v = part.split("=", 1)
                 v = v.strip()
-                changes[k.strip()] = float(v) if _NUMBER.match(v) else v
+                changes[k.strip()] = ((int(v) if re.fullmatch(r"[+-]?\d+", v) else float(v))
+                                      if _NUMBER.match(v) else v)
         title = rest.split(" - ", 1)[0]
         candidates.append((m.group(1), title, float(speedup.group(1)) if speedup else 1.0,
                            changes))
     if not candidates:
         raise PromptError("the prescribe prompt lists no candidate pattern")
-    ranked = sorted(candidates, key=lambda c: -c[2])[:max(1, most)]
+    # The fixes this model can make on the current kernel first (a knob change it can
+    # apply), then by the database's expected speedup; the sort is stable.
+    kernel = between(prompt, "Current kernel:\n```python\n", "\n```\n", "the current kernel")
+    knobs = kernel_knobs(kernel)
+
+    def applicable(changes: dict) -> bool:
+        for knob, spec in changes.items():
+            target = map_knob(knob, knobs)
+            spans = knob_settings(kernel, target) if target else []
+            old = float(spans[0][2]) if spans else None
+            if old is not None and apply_spec(old, str(spec), 1) not in (None, old):
+                return True
+        return False
+
+    ranked = sorted(candidates, key=lambda c: (not applicable(c[3]), -c[2]))[:max(1, most)]
     cited = (f"{evidence[0][0]} = {evidence[0][1]}" if evidence
              else "no cited metric")
     out = []
     for pid, title, speedup, changes in ranked:
+        how = ("its knob change applies to this kernel's knobs" if applicable(changes)
+               else "no knob of this kernel carries its change")
         entry = {"pattern_id": pid,
-                 "rationale": f"Scripted ranking by the database's expected speedup "
-                              f"({number_text(speedup)}x) for a kernel diagnosed "
+                 "rationale": f"Scripted ranking ({how}; the database expects "
+                              f"{number_text(speedup)}x) for a kernel diagnosed "
                               f"{category or 'without a category'} ({cited}).",
                  "expected_effect": f"{title}: about {number_text(speedup)}x, as the database "
                                     "expects",
