@@ -348,6 +348,20 @@ def test_first_kernel_matches_the_reference(server, recorded, tmp_path, monkeypa
     want = problem.Model(*problem.get_init_inputs())(*x)
     got = kernel.ModelNew(*problem.get_init_inputs())(*x)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # The fast-math fix on that kernel: exp as exp2, the same outputs.
+    prompt2 = render("rewrite_kernel", {
+        "gpu": "NVIDIA H200", "problem_source": problem_src, "kernel_source": value["code"],
+        "kernel_knobs": "BLOCK, num_warps", "measured": "current kernel: 1 ms median",
+        "diagnosis": "category: compute-bound", "lessons": "none",
+        "fix_title": "exp2 with a folded log2(e) and fast reciprocals",
+        "fix_description": "pattern: fast-math-exp2\nfix: use exp2 with log2(e) folded in\n"
+                           "knob changes: USE_EXP2 = true"})
+    code, prose = fenced_kernel(chat(server, system, prompt2)[0])
+    check_kernel_source(code)
+    assert "tl.exp(" in value["code"] and "tl.exp(" not in code
+    assert "tl.exp2(1.4426950408889634 * (-x))" in code and "USE_EXP2" in prose
+    got2 = load("kernel_fk2", code).ModelNew(*problem.get_init_inputs())(*x)
+    torch.testing.assert_close(got2, want, rtol=1e-5, atol=1e-5)
     # An op it has no kernel for: no code, and the explanation names the op.
     other = prompt.replace("- aten::sigmoid:", "- aten::cumsum:")
     value = only_json(chat(server, system, other)[0])

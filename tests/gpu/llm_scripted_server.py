@@ -43,7 +43,8 @@ model restates what the prompt measured and applies knob changes mechanically.
   is the knob's dimension (M for BLOCK_M) or no other knob has the value OLD. "variant N" applies the change N times (x2 becomes x4).
   When the fix names tl.max_contiguous / tl.multiple_of and the kernel has none, each
   ``v = ... * B + tl.arange(0, B)`` of a jit function is followed by
-  ``v = tl.max_contiguous(tl.multiple_of(v, B), B)``. The reply is one line of prose and the
+  ``v = tl.max_contiguous(tl.multiple_of(v, B), B)``; when it names exp2 and the kernel
+  has none, each ``tl.exp(E)`` becomes ``tl.exp2(1.4426950408889634 * (E))``. The reply is one line of prose and the
   whole file in a ```python fence (the fence path of ``FindFencedKernel``). When nothing can
   be changed the kernel comes back unchanged and the prose says so (the coordinator then
   calls the candidate a duplicate).
@@ -123,7 +124,6 @@ def parse_number(text: str) -> float | None:
 # ---------------------------------------------------------------------------------------
 # Kernel knobs: reading and changing the literal settings of a kernel's knobs.
 
-_WORD = re.compile(r"\w")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -380,6 +380,26 @@ def add_contiguity_hints(source: str) -> tuple[str, list[str]]:
     return "".join(out), notes
 
 
+def use_exp2(source: str) -> tuple[str, list[str]]:
+    """Each tl.exp(E) becomes tl.exp2(1.4426950408889634 * (E)): exp(E) = 2^(E log2 e)."""
+    out, notes, i = [], [], 0
+    for m in re.finditer(r"(?<![\w.])tl\.exp\(", source):
+        if m.start() < i:
+            continue
+        depth, j = 1, m.end()
+        while j < len(source) and depth:
+            depth += {"(": 1, ")": -1}.get(source[j], 0)
+            j += 1
+        if depth:
+            break
+        inner = source[m.end():j - 1]
+        out.append(source[i:m.start()] + f"tl.exp2(1.4426950408889634 * ({inner}))")
+        notes.append(f"tl.exp({inner}) as tl.exp2 with log2(e) folded in")
+        i = j
+    out.append(source[i:])
+    return "".join(out), notes
+
+
 def answer_rewrite(prompt: str) -> str:
     kernel = fenced_after(prompt, "The current kernel (Python source defining ModelNew):",
                           "the current kernel")
@@ -401,6 +421,9 @@ def answer_rewrite(prompt: str) -> str:
             and not re.search(r"tl\.max_contiguous|tl\.multiple_of", new)):
         new, hinted = add_contiguity_hints(new)
         notes += hinted
+    if re.search(r"\bexp2\b", fix) and not re.search(r"\bexp2\b", new):
+        new, folded = use_exp2(new)
+        notes += folded
     if new == kernel:
         prose = (f"Scripted model ({SCRIPT_NAME}) could not apply \"{title}\" "
                  f"({'; '.join(notes)}): the kernel is returned unchanged.")
