@@ -23,6 +23,8 @@
 # artifacts/ with every prompt.txt and reply.txt) and summary.txt (the job's state,
 # wall time, verdicts and calls per agent). Everything it starts is stopped on exit.
 # Exit 0 only when the job reached DONE and at least one chat call reached the server.
+# On the device, whose reply brings back only a few files, tar the folder:
+#   bash tests/gpu/llm_job.sh /tmp/llmjob examples/matvec; tar czf $OUT/llmjob.tgz -C /tmp llmjob
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 usage="usage: $0 OUT_DIR PROBLEM_DIR|PROBLEM.py [kagent submit flags...]"
@@ -36,6 +38,8 @@ if [ -z "$bin" ]; then
   elif [ -x "$repo/build/tools/kagentd" ]; then bin="$repo/build/tools"
   else bin="$repo/build-test/tools"; fi
 fi
+# A bundle's binaries need its libraries (as for the other scripts, `source .gpu/env.sh`).
+[ -f "$bin/../env.sh" ] && . "$bin/../env.sh"
 for b in kagentd kagent; do
   [ -x "$bin/$b" ] || { echo "llm_job: no $b in $bin (set KAGENT_BIN)" >&2; exit 2; }
 done
