@@ -13,30 +13,26 @@
 # seconds per worker), cpu.tsv (the host's CPU busy % and load every 5 s) and kagentd.log.gz.
 # KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run,
 # KAGENT_DAEMON_FLAGS adds kagentd flags (e.g. "--worker-tasks=6 --prepared-max=8").
-# Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools).
+# Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools,
+# else build-test/tools).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 state="${1:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
 out="${2:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
 seconds="${3:?usage: $0 STATE_DIR OUT_DIR SECONDS [bench flags...]}"
 shift 3
-bin="${KAGENT_BIN:-}"
-if [ -z "$bin" ]; then
-  if [ -x "$repo/.gpu/bin/kagentd" ]; then bin="$repo/.gpu/bin"; else bin="$repo/build/tools"; fi
-fi
+source "$repo/tests/gpu/kagentd_lib.sh"
+bin="$(kagent_bin "$repo")"
 mkdir -p "$state" "$out"
 state="$(cd "$state" && pwd)"; out="$(cd "$out" && pwd)"
 [ -f "$state/db.tgz" ] && [ ! -f "$state/kagent.db" ] && tar xzf "$state/db.tgz" -C "$state"
 port="${KAGENT_BENCH_PORT:-50081}"
 t0=$(date +%s)
-"$bin/kagentd" --listen=127.0.0.1:$port --metrics-listen=127.0.0.1:0 --db="$state/kagent.db" \
-  --gpus="${KAGENT_GPUS:-auto}" ${KAGENT_DAEMON_FLAGS:-} >"$state/kagentd.out" 2>"$state/kagentd.log" &
-daemon=$!
-for _ in $(seq 1 240); do
-  grep -q '"port"' "$state/kagentd.out" 2>/dev/null && break
-  kill -0 $daemon 2>/dev/null || { echo "bench_suite: kagentd exited"; tail -20 "$state/kagentd.log"; exit 1; }
-  sleep 0.5
-done
+# shellcheck disable=SC2086  # KAGENT_DAEMON_FLAGS is a word list on purpose
+kagentd_start "$state/kagentd.out" "$state/kagentd.log" 240 --listen=127.0.0.1:$port \
+  --metrics-listen=127.0.0.1:0 --db="$state/kagent.db" --gpus="${KAGENT_GPUS:-auto}" \
+  ${KAGENT_DAEMON_FLAGS:-} || { echo "bench_suite: kagentd did not start"; exit 1; }
+daemon=$KAGENTD_PID
 export KAGENT_SERVER=127.0.0.1:$port
 # The host's CPU while the bench runs (are the preparations short of cores?): every 5 s,
 # seconds since the start, the busy % of all cores over the last 5 s, the 1-min load.
@@ -64,7 +60,7 @@ timeout "$left" "$bin/kagent" bench "$repo/problems" --out "$state/bench" \
 rc=$?
 echo "bench exit $rc after $(( $(date +%s) - t0 )) s; bench wall $(python3 -c "import time; print(round(time.time() - $b0, 1))") s" >> "$out/bench.txt"
 kill $sampler 2>/dev/null
-mport=$(sed -n 's/.*"metrics_port":\([0-9]*\).*/\1/p' "$state/kagentd.out")
+mport=$(kagentd_port "$state/kagentd.out" metrics_port)
 python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(
   'http://127.0.0.1:$mport/metrics', timeout=10).read().decode())" > "$out/metrics.txt" 2>&1
 kill -TERM $daemon 2>/dev/null

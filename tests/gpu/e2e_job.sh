@@ -2,7 +2,7 @@
 # One optimization job end to end through kagentd on this machine's GPUs, with the heuristic
 # brain: by default the case study (C = A @ x, A 2048 x 1,048,576 bf16) from the slow 32-row
 # tile kernel (BLOCK_M=32, BLOCK_K=512, num_stages=1). Builds nothing: it runs the binaries
-# in $KAGENT_BIN (default: .gpu/bin of a bundle, else build/tools).
+# in $KAGENT_BIN (default: .gpu/bin of a bundle, else build/tools, else build-test/tools).
 #
 #   tests/gpu/e2e_job.sh OUT_DIR [GPUS] [ROUNDS] [PROBLEM_DIR]
 #
@@ -16,22 +16,15 @@ out="${1:?usage: $0 OUT_DIR [GPUS] [ROUNDS] [PROBLEM_DIR]}"
 gpus="${2:-auto}"
 rounds="${3:-4}"
 problem="${4:-$repo/examples/matvec}"
-bin="${KAGENT_BIN:-}"
-if [ -z "$bin" ]; then
-  if [ -x "$repo/.gpu/bin/kagentd" ]; then bin="$repo/.gpu/bin"; else bin="$repo/build/tools"; fi
-fi
+source "$repo/tests/gpu/kagentd_lib.sh"
+bin="$(kagent_bin "$repo")"
 port="${KAGENT_E2E_PORT:-50071}"
 mkdir -p "$out"
 start=$(date +%s)
-"$bin/kagentd" --listen=127.0.0.1:$port --metrics-listen=127.0.0.1:0 --db="$out/e2e.db" \
-  --gpus="$gpus" >"$out/kagentd.out" 2>"$out/kagentd.log" &
-daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
-for _ in $(seq 1 240); do
-  grep -q '"port"' "$out/kagentd.out" 2>/dev/null && break
-  kill -0 $daemon 2>/dev/null || { echo "e2e: kagentd exited"; tail -20 "$out/kagentd.log"; exit 1; }
-  sleep 0.5
-done
+trap 'kill -TERM ${KAGENTD_PID:-} 2>/dev/null; wait ${KAGENTD_PID:-} 2>/dev/null' EXIT
+kagentd_start "$out/kagentd.out" "$out/kagentd.log" 240 --listen=127.0.0.1:$port \
+  --metrics-listen=127.0.0.1:0 --db="$out/e2e.db" --gpus="$gpus" ||
+  { echo "e2e: kagentd did not start"; exit 1; }
 export KAGENT_SERVER=127.0.0.1:$port
 sub=$("$bin/kagent" submit "$problem/problem.py" --kernel "$problem/start_kernel.py" \
       --name e2e-matvec --rounds "$rounds" --target-efficiency "${KAGENT_E2E_TARGET:-97}")

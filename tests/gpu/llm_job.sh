@@ -32,12 +32,8 @@ out="${1:?$usage}"
 problem_arg="${2:?$usage}"
 shift 2
 timeout_s="${KAGENT_LLM_JOB_TIMEOUT:-300}"
-bin="${KAGENT_BIN:-}"
-if [ -z "$bin" ]; then
-  if [ -x "$repo/.gpu/bin/kagentd" ]; then bin="$repo/.gpu/bin"
-  elif [ -x "$repo/build/tools/kagentd" ]; then bin="$repo/build/tools"
-  else bin="$repo/build-test/tools"; fi
-fi
+source "$repo/tests/gpu/kagentd_lib.sh"
+bin="$(kagent_bin "$repo")"
 # A bundle's binaries need its libraries (as for the other scripts, `source .gpu/env.sh`).
 [ -f "$bin/../env.sh" ] && . "$bin/../env.sh"
 for b in kagentd kagent; do
@@ -99,16 +95,14 @@ cat > "$out/llm.json" <<EOF
  "cassette": {"mode": "record", "path": "$out/cassette.jsonl"}, "probe": true}
 EOF
 
-"$bin/kagentd" --listen=127.0.0.1:0 --metrics-listen=127.0.0.1:0 --db="$out/db/kagent.db" \
-  --gpus="${KAGENT_GPUS:-auto}" --llm-config="$out/llm.json" --brains=heuristic,llm,openai \
-  ${KAGENT_DAEMON_FLAGS:-} >"$out/kagentd.out" 2>"$out/kagentd.log" &
-daemon=$!
-while ! grep -q '"port"' "$out/kagentd.out" 2>/dev/null; do
-  kill -0 $daemon 2>/dev/null || { echo "llm_job: kagentd exited" >&2; tail -20 "$out/kagentd.log" >&2; exit 1; }
-  [ "$(left)" -gt 0 ] || { echo "llm_job: kagentd did not start within ${timeout_s}s" >&2; exit 1; }
-  sleep 0.5
-done
-port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$out/kagentd.out" | head -1)
+# shellcheck disable=SC2086  # KAGENT_DAEMON_FLAGS is a word list on purpose
+kagentd_start "$out/kagentd.out" "$out/kagentd.log" $((2 * $(left))) --listen=127.0.0.1:0 \
+  --metrics-listen=127.0.0.1:0 --db="$out/db/kagent.db" --gpus="${KAGENT_GPUS:-auto}" \
+  --llm-config="$out/llm.json" --brains=heuristic,llm,openai ${KAGENT_DAEMON_FLAGS:-}
+started=$?
+daemon=$KAGENTD_PID
+[ $started -eq 0 ] || { echo "llm_job: kagentd did not start" >&2; exit 1; }
+port=$(kagentd_port "$out/kagentd.out")
 export KAGENT_SERVER=127.0.0.1:$port
 
 timeout "$(left)" "$bin/kagent" submit "$problem" "${kernel_flags[@]}" --brain llm \

@@ -13,7 +13,7 @@
 # pytest log per package (pytest-JOB.txt) and summary.txt (a line per package: job,
 # problem, export and pytest exit codes, pytest's last line). Exits 1 when no package
 # could be exported or any package's test failed. Builds nothing: binaries from
-# $KAGENT_BIN (default .gpu/bin, else build/tools); Python: $KAGENT_PYTHON (default
+# $KAGENT_BIN (default .gpu/bin, else build/tools, else build-test/tools); Python: $KAGENT_PYTHON (default
 # python3).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,10 +22,8 @@ out="${2:?usage: $0 STATE_DIR OUT_DIR [N]}"
 n="${3:-3}"
 python="${KAGENT_PYTHON:-python3}"
 case "$python" in */*) python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")" ;; esac
-bin="${KAGENT_BIN:-}"
-if [ -z "$bin" ]; then
-  if [ -x "$repo/.gpu/bin/kagentd" ]; then bin="$repo/.gpu/bin"; else bin="$repo/build/tools"; fi
-fi
+source "$repo/tests/gpu/kagentd_lib.sh"
+bin="$(kagent_bin "$repo")"
 mkdir -p "$out/packages"
 out="$(cd "$out" && pwd)"
 scratch="$(mktemp -d)"
@@ -38,15 +36,10 @@ else
   exit 1
 fi
 port="${KAGENT_PACKAGE_PORT:-50091}"
-"$bin/kagentd" --listen=127.0.0.1:$port --metrics-listen=127.0.0.1:0 --db="$scratch/kagent.db" \
-  --gpus=none >"$scratch/kagentd.out" 2>"$out/kagentd.log" &
-daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$scratch"' EXIT
-for _ in $(seq 1 120); do
-  grep -q '"port"' "$scratch/kagentd.out" 2>/dev/null && break
-  kill -0 $daemon 2>/dev/null || { echo "package_check: kagentd exited"; tail -20 "$out/kagentd.log"; exit 1; }
-  sleep 0.5
-done
+trap 'kill -TERM ${KAGENTD_PID:-} 2>/dev/null; wait ${KAGENTD_PID:-} 2>/dev/null; rm -rf "$scratch"' EXIT
+kagentd_start "$scratch/kagentd.out" "$out/kagentd.log" 120 --listen=127.0.0.1:$port \
+  --metrics-listen=127.0.0.1:0 --db="$scratch/kagent.db" --gpus=none ||
+  { echo "package_check: kagentd did not start"; exit 1; }
 export KAGENT_SERVER=127.0.0.1:$port
 "$bin/kagent" list --state done --limit 500 > "$out/jobs.txt" || exit 1
 # JOB STATE ROUND SPEEDUP PROBLEM; the highest speedup over the start first ("-": none).
