@@ -28,6 +28,11 @@ struct NarrativeResult {
   std::string narrative;
   // Root causes beyond the rules' own; each must cite at least one metric.
   std::vector<kagent::v1::RootCause> extra_root_causes;
+  // A language model's narrator: the model asked (empty: the configuration's default),
+  // the conversation sent and the reply the narrative came from. Empty for the rules'.
+  std::string model;
+  std::string prompt;
+  std::string reply;
 };
 
 // What is known of a kernel the judge diagnoses without hardware counters (a CPU worker, a

@@ -7,9 +7,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/llm/structured_output.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/llm/agent_call.h"
 #include "engines/llm/prompt_values.h"
 #include "kernel_model/categories.h"
 #include "kernel_model/gpu_spec.h"
@@ -134,30 +134,25 @@ absl::StatusOr<NarrativeResult> LlmNarrator::NarrateWithoutProfile(const Bottlen
 }
 
 absl::StatusOr<NarrativeResult> LlmNarrator::Ask(const llm::PromptValues& values) {
-  KAGENT_ASSIGN_OR_RETURN(std::string system, prompts_->Render("system", {}));
-  KAGENT_ASSIGN_OR_RETURN(std::string prompt, prompts_->Render("judge_narrative", values));
-  llm::ChatRequest request;
-  request.system = std::move(system);
-  request.messages.push_back({llm::Role::kUser, std::move(prompt)});
-  request.model = options_.model;
-  request.max_tokens = options_.max_tokens;
-  request.temperature = options_.temperature;
-  request.job_id = CurrentLogContext().job_id;
-  request.tenant = CurrentLogContext().tenant;
-
-  absl::StatusOr<llm::StructuredChatResult> answer = llm::ChatForJson(
-      *client_, request,
-      {.required_keys = {"narrative"}, .max_attempts = std::max(1, options_.max_json_attempts)});
-  if (!answer.ok()) {
-    return absl::Status(answer.status().code(),
-                        absl::StrCat(options_.name, " narrator: ", answer.status().message()));
-  }
-  const nlohmann::json& value = answer->value;
+  KAGENT_ASSIGN_OR_RETURN(
+      llm_engine::AgentAnswer answer,
+      llm_engine::AskAgent(*client_, *prompts_, "narrate", "judge_narrative", values, {"narrative"},
+                           {.name = options_.name,
+                            .model = options_.model,
+                            .max_tokens = options_.max_tokens,
+                            .temperature = options_.temperature,
+                            .max_json_attempts = options_.max_json_attempts}));
+  const nlohmann::json& value = answer.value;
   if (!value.at("narrative").is_string()) {
-    return absl::InternalError(absl::StrCat(options_.name, " narrator: \"narrative\" is not a string"));
+    return llm_engine::RefuseReply(answer, "narrate",
+                                   {.name = options_.name, .model = options_.model},
+                                   "\"narrative\" is not a string");
   }
   NarrativeResult result;
   result.narrative = value.at("narrative").get<std::string>();
+  result.model = options_.model;
+  result.prompt = std::move(answer.prompt);
+  result.reply = std::move(answer.reply);
   auto causes = value.find("additional_causes");
   if (causes != value.end() && causes->is_array()) {
     for (const nlohmann::json& c : *causes) {

@@ -2,7 +2,8 @@
 // model.
 //
 // Renders the "judge_narrative" prompt template (docs/llm.md) with the judge's report and
-// the diagnosed kernel's metrics, and asks through llm::ChatForJson for
+// the diagnosed kernel's metrics, and asks as the agent "narrate" (llm_engine::AskAgent)
+// for
 //   {"narrative": "...", "additional_causes": [{"metric", "value", "explanation"}]}
 // ("narrative" is required; "additional_causes" may be absent or empty). Each cause
 // becomes a RootCause whose evidence cites the metric and value; causes without a metric
@@ -10,9 +11,11 @@
 // drops every citation that is not in the profile or does not match a measured value
 // within 1%. The category and the rules' evidence never depend on this class.
 //
-// Accounting keys are the calling thread's LogContext (the judge's Diagnose sets the job
-// and tenant). Any error (budget spent, provider down, unusable reply) is returned; the
-// judge then falls back to the heuristic narrative.
+// The result carries the conversation sent and the reply (NarrativeResult.prompt, .reply)
+// for the job's record. Accounting keys are the calling thread's LogContext (the judge's
+// Diagnose sets the job and tenant). Any error (budget spent, provider down, unusable
+// reply) is returned with the exchange attached (llm::LlmTranscriptOf); the judge then
+// falls back to the heuristic narrative.
 //
 // Thread-safe: immutable after construction; the client is thread-safe.
 #ifndef KAGENT_ENGINES_LLM_LLM_NARRATOR_H_
@@ -37,7 +40,7 @@ struct LlmNarratorOptions {
   std::string model{};
   int max_tokens = 0;
   std::optional<double> temperature{};
-  // Replies ChatForJson may request (>= 1).
+  // Replies the agent may request for one usable object (>= 1).
   int max_json_attempts = 2;
   // Metrics listed in the prompt at most (the diagnosed kernel's, sorted by name).
   int max_metrics = 200;

@@ -132,10 +132,10 @@ class ScriptedServices : public LoopServices {
   // e.g. a real optimization manager over a loopback LLM server.
   std::function<absl::StatusOr<v1::GenerateResponse>(const v1::GenerateRequest&)> generate_with;
 
-  // When set, Prescribe, PlanRound and Reflect answer as LLM agents would: with an
-  // exchange whose prompt holds what the request carried (the kernel's source; the best
-  // beam kernel's median; the memory's size), and the plan's and the reflexion's a
-  // fallback.
+  // When set, Diagnose, Prescribe, PlanRound and Reflect answer as LLM agents would: with
+  // an exchange whose prompt holds what the request carried (the profile's efficiency;
+  // the kernel's source; the best beam kernel's median; the memory's size), and the
+  // plan's and the reflexion's a fallback.
   bool agent_exchanges = false;
   int64_t tokens_per_prescribe = 0;  // the usage Prescribe, PlanRound and Reflect report
   int64_t tokens_per_plan = 0;
@@ -195,6 +195,13 @@ class ScriptedServices : public LoopServices {
     }
     out.mutable_report()->set_primary(v1::BOTTLENECK_MEMORY_BOUND);
     out.mutable_report()->set_efficiency_pct(r.metrics().roofline_efficiency_pct());
+    if (agent_exchanges) {
+      v1::AgentExchange* e = out.mutable_exchange();
+      e->set_agent("narrate");
+      e->set_brain("llm:test");
+      e->set_prompt(absl::StrCat("narrate: efficiency ", r.metrics().roofline_efficiency_pct()));
+      e->set_reply("{\"narrative\": \"memory-bound\"}");
+    }
     return out;
   }
   absl::StatusOr<v1::PrescribeResponse> Prescribe(const v1::PrescribeRequest& r, CancelToken*) override {
@@ -542,7 +549,7 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
   CHECK(loop.gpu_a.calls + loop.gpu_b.calls > 0);
 }
 
-TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as artifacts") {
+TEST_CASE("loop: the judge's, analyzer's and orchestrator's LLM exchanges are stored as artifacts") {
   Loop loop;
   loop.services.agent_exchanges = true;
   v1::Job job = loop.WaitDone(loop.Submit(2).id());
@@ -553,6 +560,12 @@ TEST_CASE("loop: the analyzer's and orchestrator's LLM exchanges are stored as a
   CHECK(prescribe->content() == absl::StrCat("rank for:\n", kStart));  // the kernel's source went along
   CHECK(prescribe->content_type() == "text/plain");
   CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-1/prescribe/", c0, "/reply.txt")).ok());
+  // The narrate agent's, beside the judge's report of the kernel it diagnosed.
+  auto narrate = loop.storage->GetArtifact(job.id(), absl::StrCat("round-0/", c0, "/narrate-prompt.txt"));
+  REQUIRE(narrate.ok());
+  CHECK_THAT(narrate->content(), Catch::StartsWith("narrate: efficiency "));
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-0/", c0, "/narrate-reply.txt")).ok());
+  CHECK(loop.storage->GetArtifact(job.id(), absl::StrCat("round-0/", c0, "/report.json")).ok());
   auto refl = *loop.storage->ListReflexions(job.id());
   REQUIRE(refl.size() >= 2);
   int with_memory = 0;

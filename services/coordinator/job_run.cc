@@ -597,6 +597,10 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
         "judge", [&] { return deps_.services->Diagnose(d, cancel_); });
     if (report.ok()) {
       *c.mutable_report() = report->report();
+      if (report->has_exchange()) {  // beside the report SaveCandidate stores
+        StoreExchange(absl::StrCat("round-", c.round(), "/", c.id(), "/"), "narrate-",
+                      report->exchange(), absl::StrCat("the diagnosis of ", c.id()));
+      }
     } else if (profiled || Stopping()) {
       return report.status();
     } else {

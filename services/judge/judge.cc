@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/llm/transcript_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "engines/llm_agent_choice.h"
@@ -54,9 +56,10 @@ absl::Status ValidateDiagnoseRequest(const DiagnoseRequest& request) {
 Judge::Judge(JudgeOptions options, JudgeNarrator* narrator)
     : options_(options), narrator_(narrator) {}
 
-absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request) const {
+absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request,
+                                                 v1::AgentExchange* exchange) const {
   KAGENT_RETURN_IF_ERROR(ValidateDiagnoseRequest(request));
-  if (request.metrics().kernels().empty()) return DiagnoseWithoutProfile(request);
+  if (request.metrics().kernels().empty()) return DiagnoseWithoutProfile(request, exchange);
   KAGENT_ASSIGN_OR_RETURN(
       ProfileView view,
       ProfileView::Build(request.metrics(), request.gpu(),
@@ -69,11 +72,12 @@ absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request)
       [&](const NarrativeResult& narrative, const std::string& source) {
         return ValidateNarrative(narrative, request.metrics(), view, source);
       },
-      report));
+      report, exchange));
   return report;
 }
 
-absl::StatusOr<BottleneckReport> Judge::DiagnoseWithoutProfile(const DiagnoseRequest& request) const {
+absl::StatusOr<BottleneckReport> Judge::DiagnoseWithoutProfile(const DiagnoseRequest& request,
+                                                               v1::AgentExchange* exchange) const {
   UnprofiledKernel kernel;
   kernel.reason = request.no_profile_reason();
   kernel.op_class = request.op_signature().op_class();
@@ -90,7 +94,7 @@ absl::StatusOr<BottleneckReport> Judge::DiagnoseWithoutProfile(const DiagnoseReq
       [&](const NarrativeResult& narrative, const std::string& source) {
         return ValidateNarrativeWithoutProfile(narrative, kernel.facts, source);
       },
-      report));
+      report, exchange));
   return report;
 }
 
@@ -98,7 +102,7 @@ absl::Status Judge::AddNarrative(
     const DiagnoseRequest& request,
     const std::function<absl::StatusOr<NarrativeResult>(JudgeNarrator&)>& narrate,
     const std::function<NarrativeValidation(const NarrativeResult&, const std::string&)>& validate,
-    BottleneckReport& report) const {
+    BottleneckReport& report, v1::AgentExchange* exchange) const {
   // Narrative: the configured narrator, else (or on its failure, or for a job that chose
   // its LLM agents without "narrate") the heuristic one.
   JudgeNarrator* narrator = narrator_ != nullptr && JobWantsLlmAgent(request.llm_agents(), "narrate")
@@ -106,6 +110,21 @@ absl::Status Judge::AddNarrative(
                                 : &heuristic_narrator_;
   absl::StatusOr<NarrativeResult> narrative = narrate(*narrator);
   std::string source = narrator == &heuristic_narrator_ ? "rules" : "llm";
+  if (source == "llm" && exchange != nullptr) {
+    exchange->set_agent("narrate");
+    exchange->set_brain(narrator->Name());
+    if (narrative.ok()) {
+      exchange->set_model(narrative->model);
+      exchange->set_prompt(narrative->prompt);
+      exchange->set_reply(narrative->reply);
+    } else {
+      exchange->set_fallback(std::string(narrative.status().message()));
+      if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(narrative.status())) {
+        exchange->set_prompt(t->prompt);
+        exchange->set_reply(t->reply);
+      }
+    }
+  }
   if (!narrative.ok()) {
     KLOG(WARNING).With("narrator", narrator->Name())
         << "narrator failed, using the heuristic narrative: " << narrative.status().ToString();

@@ -92,9 +92,13 @@ class Judge {
 
   // Diagnoses the request. INVALID_ARGUMENT for bad requests (see
   // ValidateDiagnoseRequest) and for profiles no rule can classify (no SOL, no op
-  // signature to derive one, and neither launch nor grid rule applies).
+  // signature to derive one, and neither launch nor grid rule applies). When the LLM
+  // narrator was asked and `exchange` is not null, *exchange gets its record (agent
+  // "narrate": brain, model, prompt, reply, and the fallback's reason when the heuristic
+  // narrative was used instead); otherwise it is left untouched.
   absl::StatusOr<kagent::v1::BottleneckReport> Diagnose(
-      const kagent::v1::DiagnoseRequest& request) const;
+      const kagent::v1::DiagnoseRequest& request,
+      kagent::v1::AgentExchange* exchange = nullptr) const;
 
   // The rules alone, without a narrative. Same errors as Diagnose.
   absl::StatusOr<kagent::v1::BottleneckReport> DiagnoseByRules(
@@ -107,14 +111,15 @@ class Judge {
   // limiter and no values, its summary saying why there are no counters, and the
   // narrator's NarrateWithoutProfile checked against the measured facts alone.
   absl::StatusOr<kagent::v1::BottleneckReport> DiagnoseWithoutProfile(
-      const kagent::v1::DiagnoseRequest& request) const;
+      const kagent::v1::DiagnoseRequest& request, kagent::v1::AgentExchange* exchange) const;
   // Asks the narrator the request wants (`narrate`), the heuristic one on its failure,
-  // keeps what `validate` accepts, and adds it to `report`.
+  // keeps what `validate` accepts, and adds it to `report`; records the LLM narrator's
+  // exchange in `exchange` (may be null) as Diagnose says.
   absl::Status AddNarrative(
       const kagent::v1::DiagnoseRequest& request,
       const std::function<absl::StatusOr<NarrativeResult>(JudgeNarrator&)>& narrate,
       const std::function<NarrativeValidation(const NarrativeResult&, const std::string&)>& validate,
-      kagent::v1::BottleneckReport& report) const;
+      kagent::v1::BottleneckReport& report, kagent::v1::AgentExchange* exchange) const;
 
   JudgeOptions options_;
   JudgeNarrator* narrator_;  // not owned; may be null

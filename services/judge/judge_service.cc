@@ -45,8 +45,9 @@ grpc::Status JudgeServiceImpl::Diagnose(grpc::ServerContext* context,
   absl::StatusOr<kagent::v1::BottleneckReport> report;
   {
     llm::ScopedUsageMeter metered(meter.get());
-    report = judge_.Diagnose(*request);
+    report = judge_.Diagnose(*request, response->mutable_exchange());
   }
+  if (response->exchange().agent().empty()) response->clear_exchange();  // no LLM narrator asked
   const llm::UsageTotals used = meter->Totals();
   *response->mutable_llm_usage() = llm::ToLlmUsage(used);
   if (!report.ok()) {

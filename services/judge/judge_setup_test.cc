@@ -150,6 +150,11 @@ TEST_CASE("judge service with --llm-config narrates through the LLM", "[judge_se
   CHECK(response.llm_usage().input_tokens() == 300);
   CHECK(response.llm_usage().output_tokens() == 50);
   CHECK(response.llm_usage().cost_usd() == Approx((300 * 1000.0 + 50 * 2000.0) / 1e6));
+  // The narrate agent's record travels with the report.
+  REQUIRE(response.has_exchange());
+  CHECK(response.exchange().agent() == "narrate");
+  CHECK_THAT(response.exchange().prompt(), Catch::Contains("memory-bound"));
+  CHECK_THAT(response.exchange().reply(), Catch::Contains("HBM saturated"));
 
   // A spent per-request budget: no provider call, the heuristic narrative, OK status.
   v1::DiagnoseRequest spent = request;
@@ -168,6 +173,7 @@ TEST_CASE("judge service with --llm-config narrates through the LLM", "[judge_se
   CHECK(server->request_count() == 2);
   CHECK(fallback.report().narrative() == baseline->narrative());
   CHECK(fallback.llm_usage().calls() == 0);
+  CHECK_FALSE(fallback.exchange().fallback().empty());
 }
 
 TEST_CASE("judge service without --llm-config never calls an LLM", "[judge_setup]") {
@@ -181,6 +187,7 @@ TEST_CASE("judge service without --llm-config never calls an LLM", "[judge_setup
   CHECK(response.report().narrative() == baseline->narrative());
   CHECK(response.llm_usage().calls() == 0);
   CHECK(server->request_count() == 0);
+  CHECK_FALSE(response.has_exchange());
 }
 
 TEST_CASE("judge server options are validated", "[judge_setup]") {

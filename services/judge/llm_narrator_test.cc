@@ -91,6 +91,10 @@ TEST_CASE("LLM narrator: narrative and causes over loopback", "[llm_narrator]") 
   CHECK(r->extra_root_causes[0].evidence(0).value() == Approx(89.7));
   CHECK(r->extra_root_causes[1].evidence(0).value() == Approx(2.9));
   CHECK(rig.narrator->Name() == (f == WireFormat::kOpenAi ? "llm:openai" : "llm:anthropic"));
+  // The record: the conversation sent (system and user) and the reply.
+  CHECK_THAT(r->prompt, Catch::StartsWith("[system]"));
+  CHECK_THAT(r->prompt, Catch::Contains("dram__throughput.avg.pct_of_peak_sustained_elapsed = 89.7\n"));
+  CHECK_THAT(r->reply, Catch::Contains("HBM saturated"));
 
   const std::string prompt = UserPrompt(f, rig.server->requests().at(0));
   CHECK_THAT(prompt, Catch::Contains("Kernel: matvec_kernel"));
@@ -116,10 +120,19 @@ TEST_CASE("LLM narrator inside the judge: wrong citations dropped, category kept
         {{"metric", "made__up.metric"}, {"value", 1}, {"explanation", "not in the profile"}}}}};
   Enqueue(rig, f, answer.dump());
   Judge with_llm(JudgeOptions{}, rig.narrator.get());
-  auto report = with_llm.Diagnose(request);
-  auto baseline = Judge().Diagnose(request);
+  v1::AgentExchange exchange;
+  auto report = with_llm.Diagnose(request, &exchange);
+  v1::AgentExchange untouched;
+  auto baseline = Judge().Diagnose(request, &untouched);
   REQUIRE(report.ok());
   REQUIRE(baseline.ok());
+  CHECK(exchange.agent() == "narrate");
+  CHECK(exchange.brain() == rig.narrator->Name());
+  CHECK_THAT(exchange.prompt(), Catch::Contains("Category (fixed): memory-bound"));
+  CHECK_THAT(exchange.reply(), Catch::Contains("streams the matrix once"));
+  CHECK(exchange.fallback().empty());
+  CHECK(untouched.agent().empty());  // the heuristic narrator has no exchange
+  CHECK(untouched.prompt().empty());
   CHECK(report->primary() == baseline->primary());
   CHECK(report->limiter() == baseline->limiter());
   REQUIRE(report->root_causes_size() == baseline->root_causes_size() + 1);
@@ -131,9 +144,13 @@ TEST_CASE("LLM narrator inside the judge: wrong citations dropped, category kept
   // A failing provider: the judge falls back to the heuristic narrative.
   rig.server->Enqueue(f == WireFormat::kOpenAi ? llm::testing::OpenAiError(400, "bad")
                                                : llm::testing::AnthropicError(400, "invalid_request_error", "bad"));
-  auto fallback = with_llm.Diagnose(request);
+  v1::AgentExchange failed;
+  auto fallback = with_llm.Diagnose(request, &failed);
   REQUIRE(fallback.ok());
   CHECK(fallback->narrative() == baseline->narrative());
+  CHECK(failed.agent() == "narrate");
+  CHECK_THAT(failed.fallback(), Catch::Contains("narrate: "));
+  CHECK_THAT(failed.prompt(), Catch::Contains("Category (fixed): memory-bound"));  // still recorded
 }
 
 TEST_CASE("LLM narrator without a profile: the prompt says so, only measured facts may be cited",
