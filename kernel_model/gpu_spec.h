@@ -57,6 +57,15 @@ inline constexpr char kCpuWorkerGpuName[] = "cpu";
 inline bool MeasuredOnCpuWorker(const kagent::v1::Measurement& m) {
   return m.gpu_name() == kCpuWorkerGpuName;
 }
+// What stands for a CPU worker where a request describes the GPU (the LLM prompts'
+// {{gpu}}, which then say that timings are the interpreter's): name kCpuWorkerGpuName,
+// arch "cpu", no ceilings (the brains' rules read it as an unknown GPU).
+inline kagent::v1::GpuSpec CpuWorkerGpuSpec() {
+  kagent::v1::GpuSpec s;
+  s.set_name(kCpuWorkerGpuName);
+  s.set_arch("cpu");
+  return s;
+}
 
 }  // namespace kagent
 

@@ -105,9 +105,7 @@ absl::StatusOr<NarrativeResult> LlmNarrator::NarrateWithoutProfile(const Bottlen
   if (kernel.gpu != nullptr && !kernel.gpu->name().empty()) {
     gpu = llm_engine::DescribeGpu(kernel.gpu);
   } else if (kernel.measurement != nullptr && MeasuredOnCpuWorker(*kernel.measurement)) {
-    kagent::v1::GpuSpec cpu;  // DescribeGpu's words for a CPU worker
-    cpu.set_name("cpu");
-    cpu.set_arch("cpu");
+    const kagent::v1::GpuSpec cpu = CpuWorkerGpuSpec();  // DescribeGpu's words for a CPU worker
     gpu = llm_engine::DescribeGpu(&cpu);
   }
   std::string known = absl::StrCat(

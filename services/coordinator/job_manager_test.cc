@@ -29,6 +29,7 @@
 #include "common/status.h"
 #include "common/storage/sqlite_storage.h"
 #include "common/storage/testing/full_disk.h"
+#include "kernel_model/gpu_spec.h"
 #include "services/coordinator/coordinator_setup.h"
 #include "services/coordinator/job_manager.h"
 #include "services/coordinator/job_service.h"
@@ -1251,6 +1252,25 @@ TEST_CASE("loop: without a starting kernel the brain writes the first one") {
   }
   const auto cands = *loop.storage->ListCandidates(job.id(), std::nullopt);
   for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
+}
+
+TEST_CASE("loop: the first kernel's request on a CPU worker describes the CPU worker") {
+  Loop loop;
+  loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
+  loop.gpu_a.measure = loop.gpu_b.measure = [](const std::string& source) {
+    v1::Measurement m = Time(source);
+    m.set_gpu_name(kCpuWorkerGpuName);
+    return m;
+  };
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE(loop.services.first_kernel_requests.size() == 1);
+  // Not "an NVIDIA GPU (details not given)" in an LLM brain's prompt: the interpreter.
+  const v1::GenerateRequest& g = loop.services.first_kernel_requests[0];
+  CHECK(g.gpu().name() == kCpuWorkerGpuName);
+  CHECK(g.gpu().arch() == "cpu");
 }
 
 TEST_CASE("loop: without a starting kernel and no op signature the job fails, saying why") {

@@ -284,6 +284,9 @@ class JobRun {
   v1::JobCheckpoint ckpt_;
   v1::GpuSpec gpu_;
   v1::OpSignature signature_;
+  // The reference run (RecordReferenceSignature) ran on a CPU worker: the first kernel's
+  // request then describes the CPU worker, not an unknown GPU.
+  bool reference_on_cpu_worker_ = false;
   // GPU work charged and not yet stored in the job (ChargeGpu, Persist).
   struct GpuCharges {
     double held_seconds = 0;

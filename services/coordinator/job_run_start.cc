@@ -92,6 +92,7 @@ JobRun::Stop JobRun::RecordReferenceSignature() {
                          "); the brain cannot write a first kernel without it")};
   }
   SetSignature(ref->op_signature());
+  reference_on_cpu_worker_ = MeasuredOnCpuWorker(*ref);
   return {};
 }
 
@@ -121,7 +122,11 @@ absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel(const std::string& artif
   g.set_job_id(job_id_);
   *g.mutable_problem() = job_.problem();
   *g.mutable_op_signature() = signature_;
-  if (!gpu_.name().empty()) *g.mutable_gpu() = gpu_;
+  if (!gpu_.name().empty()) {
+    *g.mutable_gpu() = gpu_;
+  } else if (reference_on_cpu_worker_) {
+    *g.mutable_gpu() = CpuWorkerGpuSpec();  // an LLM brain's prompt then says so
+  }
   g.set_brain(cfg_.brain());
   absl::StatusOr<v1::GenerateResponse> r = GenerateAwaitingEndpoint(g, "the first kernel");
   if (!r.ok()) return r.status();
