@@ -81,7 +81,8 @@ int AutoWorkerTasks(int cpu_cores, int gpu_workers);
 // fewer jobs than tasks the workers' slots wait: on the H100 with 4 jobs running and 8
 // tasks per worker, the GPU was held 69 % of the bench's time; on the H200 with 8 jobs
 // and 8 tasks, 76 %, down to 55 % in the windows where most jobs were between tasks.
-// Two jobs per task in flight of every GPU worker, at least 4, at most 1024.
+// Two jobs per task in flight of every GPU worker, at least 4, at most 1024 (how much of
+// the slot's idle time that closes is not yet measured: docs/measurement.md).
 int KagentdConcurrentJobs(int worker_tasks, int gpu_workers);
 
 // --offered-llm-agents' value: the names, each one of kAllLlmAgents (engines/llm/
