@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU runs the open issues wait for, in one device call or a few back-to-back ones on
 # a one-GPU machine: the problems/ suite through kagentd (resumable across calls while the
-# machine stays warm: its state is under build-open/), the packages of the suite's DONE
-# jobs tested on the GPU (package_check.sh), and one job with every LLM agent on the
-# scripted loopback model, its cassette recording the prompts with the profile's metrics
-# (llm_job.sh). Builds nothing: run from the repository root with a bundle in .gpu/
+# machine stays warm: its state is under build-open/), one job with every LLM agent on
+# the scripted loopback model, its cassette recording the prompts with the profile's
+# metrics (llm_job.sh), and the packages of the suite's DONE jobs (or, before any suite
+# call, of the LLM job) tested on the GPU (package_check.sh). Builds nothing: run from the repository root with a bundle in .gpu/
 # (tests/gpu/README.md), with $OUT set (the device tool sets it).
 #
 #   tests/gpu/open_checks.sh all SECONDS      # the suite for SECONDS-310, then the other two
 #   tests/gpu/open_checks.sh suite SECONDS    # the suite (first call, or resumed) only
-#   tests/gpu/open_checks.sh extras SECONDS   # packages and LLM job, then the suite resumed
+#   tests/gpu/open_checks.sh extras SECONDS   # LLM job and packages, then the suite resumed
 #
 # $OUT receives gpu.txt, suite/ (bench_suite.sh's files and slot.txt, slot_timeline.py's
 # account), package/ (package_check.sh's), llmjob.txt and llmjob.tgz, and all.tgz (all of
@@ -44,14 +44,16 @@ if [ "$mode" = all ]; then
   whole=$budget; budget=$(( whole - 310 )); suite; budget=$whole
 fi
 if [ "$mode" != suite ]; then
-  echo "package check, $(left) s"
-  timeout 150 bash tests/gpu/package_check.sh "$state" "$OUT/package" 2
-  echo "package_check rc $?"
   echo "LLM job, $(left) s"
-  KAGENT_LLM_JOB_TIMEOUT=$(( $(left) - 40 )) timeout $(( $(left) - 20 )) \
+  KAGENT_LLM_JOB_TIMEOUT=$(( $(left) - 190 )) timeout $(( $(left) - 170 )) \
     bash tests/gpu/llm_job.sh /tmp/llmjob problems/01_matmul_square_fp32.py --rounds 2 \
     > "$OUT/llmjob.txt" 2>&1
   echo "llm_job rc $?"; tail -20 "$OUT/llmjob.txt"; tar czf "$OUT/llmjob.tgz" -C /tmp llmjob
+  # The suite's DONE jobs, else (no suite run yet) the LLM job's.
+  jobs_db="$state"; [ -f "$state/kagent.db" ] || jobs_db=/tmp/llmjob/db
+  echo "package check on $jobs_db, $(left) s"
+  timeout 150 bash tests/gpu/package_check.sh "$jobs_db" "$OUT/package" 2
+  echo "package_check rc $?"
   if [ "$mode" = extras ] && [ "$(left)" -gt 90 ]; then suite; fi
 fi
 tmp_tgz="$(mktemp)"
