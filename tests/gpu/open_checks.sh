@@ -45,14 +45,14 @@ if [ "$mode" = all ]; then
 fi
 if [ "$mode" != suite ]; then
   echo "LLM job, $(left) s"
-  KAGENT_LLM_JOB_TIMEOUT=$(( $(left) - 190 )) timeout $(( $(left) - 170 )) \
+  KAGENT_LLM_JOB_TIMEOUT=$(( $(left) - 150 )) timeout $(( $(left) - 130 )) \
     bash tests/gpu/llm_job.sh /tmp/llmjob problems/01_matmul_square_fp32.py --rounds 2 \
     > "$OUT/llmjob.txt" 2>&1
   echo "llm_job rc $?"; tail -20 "$OUT/llmjob.txt"; tar czf "$OUT/llmjob.tgz" -C /tmp llmjob
   # The suite's DONE jobs, else (no suite run yet) the LLM job's.
   jobs_db="$state"; [ -f "$state/kagent.db" ] || jobs_db=/tmp/llmjob/db
   echo "package check on $jobs_db, $(left) s"
-  timeout 150 bash tests/gpu/package_check.sh "$jobs_db" "$OUT/package" 2
+  timeout 110 bash tests/gpu/package_check.sh "$jobs_db" "$OUT/package" 2
   echo "package_check rc $?"
   if [ "$mode" = extras ] && [ "$(left)" -gt 90 ]; then suite; fi
 fi
