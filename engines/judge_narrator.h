@@ -52,11 +52,12 @@ struct UnprofiledKernel {
 class JudgeNarrator {
  public:
   virtual ~JudgeNarrator() = default;
-  // Returns narrative for `report` (already complete from the rules) over `metrics`.
-  // An error makes the judge fall back to the heuristic narrative; it never fails the
-  // diagnosis.
+  // Returns narrative for `report` (already complete from the rules) over `metrics`,
+  // measured on `gpu` (borrowed for the call; may be null: not known). An error makes
+  // the judge fall back to the heuristic narrative; it never fails the diagnosis.
   virtual absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
-                                                  const kagent::v1::HardwareMetrics& metrics) = 0;
+                                                  const kagent::v1::HardwareMetrics& metrics,
+                                                  const kagent::v1::GpuSpec* gpu) = 0;
   // Returns narrative for `report`, which the rules wrote without counters (no category,
   // no metric values), from `kernel`'s facts alone. Errors as for Narrate.
   virtual absl::StatusOr<NarrativeResult> NarrateWithoutProfile(

@@ -83,13 +83,14 @@ LlmNarrator::LlmNarrator(std::shared_ptr<llm::LlmClient> client,
 }
 
 absl::StatusOr<NarrativeResult> LlmNarrator::Narrate(const BottleneckReport& report,
-                                                     const HardwareMetrics& metrics) {
+                                                     const HardwareMetrics& metrics,
+                                                     const kagent::v1::GpuSpec* gpu) {
   const KernelMetrics* k = DiagnosedKernel(report, metrics);
   std::string kernel_name = !report.dominant_kernel().empty() ? report.dominant_kernel()
                             : k != nullptr && !k->kernel_name().empty() ? k->kernel_name()
                                                                         : "the kernel";
   llm::PromptValues values = {
-      {"gpu", options_.gpu},
+      {"gpu", gpu != nullptr && !gpu->name().empty() ? llm_engine::DescribeGpu(gpu) : options_.gpu},
       {"kernel_name", kernel_name},
       {"category", CategoryName(report.primary())},
       {"diagnosis", llm_engine::DescribeReport(&report)},

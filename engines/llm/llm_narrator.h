@@ -34,7 +34,7 @@ namespace kagent {
 struct LlmNarratorOptions {
   // JudgeNarrator::Name(), for logs ("llm:openai", ...).
   std::string name = "llm";
-  // {{gpu}}: the request carries no GpuSpec, so the deployment names its GPU here.
+  // {{gpu}} when the judge's request gives no GpuSpec: the deployment names its GPU here.
   std::string gpu = "the profiled NVIDIA GPU";
   // Empty / 0 / unset: the client's configured defaults.
   std::string model{};
@@ -52,8 +52,10 @@ class LlmNarrator : public JudgeNarrator {
   LlmNarrator(std::shared_ptr<llm::LlmClient> client,
               std::shared_ptr<const llm::PromptLibrary> prompts, LlmNarratorOptions options);
 
+  // {{gpu}}: `gpu`'s name and ceilings when given, else `options.gpu`.
   absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
-                                          const kagent::v1::HardwareMetrics& metrics) override;
+                                          const kagent::v1::HardwareMetrics& metrics,
+                                          const kagent::v1::GpuSpec* gpu) override;
   // Renders the same template saying plainly that no hardware counters exist and why,
   // with the op class and `kernel.facts` as the only values to cite; {{gpu}} is the
   // kernel's GPU spec when given, the CPU worker's words when it ran on one, else

@@ -68,7 +68,9 @@ absl::StatusOr<BottleneckReport> Judge::Diagnose(const DiagnoseRequest& request,
   KAGENT_ASSIGN_OR_RETURN(BottleneckReport report, DiagnoseByRules(request, view));
   KAGENT_RETURN_IF_ERROR(AddNarrative(
       request,
-      [&](JudgeNarrator& narrator) { return narrator.Narrate(report, request.metrics()); },
+      [&](JudgeNarrator& narrator) {
+        return narrator.Narrate(report, request.metrics(), &request.gpu());
+      },
       [&](const NarrativeResult& narrative, const std::string& source) {
         return ValidateNarrative(narrative, request.metrics(), view, source);
       },

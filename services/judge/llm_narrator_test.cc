@@ -12,6 +12,7 @@
 #include "common/llm/testing/fake_llm_server.h"
 #include "common/logging.h"
 #include "common/testing/fixtures.h"
+#include "engines/llm/prompt_values.h"
 #include "kernel_model/metric_names.h"
 #include "nlohmann/json.hpp"
 #include "services/judge/judge.h"
@@ -80,7 +81,7 @@ TEST_CASE("LLM narrator: narrative and causes over loopback", "[llm_narrator]") 
         {{"metric", "no_value"}, {"explanation", "left out: nothing cited"}}}}};
   Enqueue(rig, f, absl::StrCat("```json\n", answer.dump(), "\n```"));
   LogScope scope({.job_id = "job-n", .request_id = "", .tenant = "acme"});
-  auto r = rig.narrator->Narrate(report, request.metrics());
+  auto r = rig.narrator->Narrate(report, request.metrics(), /*gpu=*/nullptr);  // the configured words
   REQUIRE(r.ok());
   CHECK_THAT(r->narrative, Catch::Contains("89.7%"));
   REQUIRE(r->extra_root_causes.size() == 2);
@@ -129,6 +130,9 @@ TEST_CASE("LLM narrator inside the judge: wrong citations dropped, category kept
   CHECK(exchange.agent() == "narrate");
   CHECK(exchange.brain() == rig.narrator->Name());
   CHECK_THAT(exchange.prompt(), Catch::Contains("Category (fixed): memory-bound"));
+  // {{gpu}} from the request's spec (name and ceilings), not the configured words.
+  CHECK_THAT(exchange.prompt(), Catch::Contains(llm_engine::DescribeGpu(&request.gpu())));
+  CHECK_THAT(exchange.prompt(), Catch::Contains(" SMs, "));
   CHECK_THAT(exchange.reply(), Catch::Contains("streams the matrix once"));
   CHECK(exchange.fallback().empty());
   CHECK(untouched.agent().empty());  // the heuristic narrator has no exchange

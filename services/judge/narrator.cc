@@ -180,7 +180,8 @@ bool WithinOnePercent(double cited, double measured) {
 }
 
 absl::StatusOr<NarrativeResult> HeuristicNarrator::Narrate(const BottleneckReport& report,
-                                                           const HardwareMetrics& metrics) {
+                                                           const HardwareMetrics& metrics,
+                                                           const kagent::v1::GpuSpec* /*gpu*/) {
   NarrativeResult result;
   std::vector<std::string> parts;
   parts.push_back(absl::StrCat("Diagnosis: ", report.summary(), "."));

@@ -27,7 +27,8 @@ namespace kagent {
 class HeuristicNarrator : public JudgeNarrator {
  public:
   absl::StatusOr<NarrativeResult> Narrate(const kagent::v1::BottleneckReport& report,
-                                          const kagent::v1::HardwareMetrics& metrics) override;
+                                          const kagent::v1::HardwareMetrics& metrics,
+                                          const kagent::v1::GpuSpec* gpu) override;
   // States why there are no counters and what was measured; adds no root causes.
   absl::StatusOr<NarrativeResult> NarrateWithoutProfile(const kagent::v1::BottleneckReport& report,
                                                         const UnprofiledKernel& kernel) override;

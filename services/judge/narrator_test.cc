@@ -31,7 +31,8 @@ DiagnoseRequest GemvRequest() {
 class FakeNarrator : public JudgeNarrator {
  public:
   explicit FakeNarrator(absl::StatusOr<NarrativeResult> answer) : answer_(std::move(answer)) {}
-  absl::StatusOr<NarrativeResult> Narrate(const BottleneckReport&, const HardwareMetrics&) override {
+  absl::StatusOr<NarrativeResult> Narrate(const BottleneckReport&, const HardwareMetrics&,
+                                          const kagent::v1::GpuSpec*) override {
     return answer_;
   }
   absl::StatusOr<NarrativeResult> NarrateWithoutProfile(const BottleneckReport&,
