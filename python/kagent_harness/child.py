@@ -135,6 +135,9 @@ class _Cupti:
                 self.lib.kagent_cupti_mark.argtypes = [ctypes.c_char_p]
                 self.lib.kagent_cupti_mark.restype = ctypes.c_int
                 self.lib.kagent_cupti_flush.restype = ctypes.c_int
+                if hasattr(self.lib, "kagent_cupti_kernels_seen"):
+                    self.lib.kagent_cupti_kernels_seen.argtypes = []
+                    self.lib.kagent_cupti_kernels_seen.restype = ctypes.c_longlong
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"kagent child: CUPTI library not usable: {e}\n")
                 self.lib = None
@@ -155,12 +158,24 @@ class _Cupti:
         if self.lib is not None:
             self.lib.kagent_cupti_flush()
 
-    def counters(self, metrics, forward, synchronize):
+    def kernels_seen(self):
+        """Kernels the tracer has recorded so far, after a flush (every kernel completed
+        before the call); None when the library cannot say (no tracer, or one built
+        before the count)."""
+        if self.lib is None or not hasattr(self.lib, "kagent_cupti_kernels_seen"):
+            return None
+        self.flush()
+        seen = self.lib.kagent_cupti_kernels_seen()
+        return seen if seen >= 0 else None
+
+    def counters(self, metrics, forward, synchronize, kernels_per_forward=None):
         """The range profiler's passes over `forward` (cupti_counters.collect), written to
-        the tracer's file; the collection's result, a failure included."""
+        the tracer's file, the first collection sized for `kernels_per_forward`; the
+        collection's result, a failure included."""
         from kagent_harness import cupti_counters
         return cupti_counters.collect(self.counters_lib, metrics, forward, synchronize,
-                                      os.environ.get("KAGENT_CUPTI_OUT", ""))
+                                      os.environ.get("KAGENT_CUPTI_OUT", ""),
+                                      kernels_per_forward=kernels_per_forward)
 
 
 class _State:
@@ -648,17 +663,24 @@ def _cmd_time(st, msg, torch, fn, time_callable):
 
 def _cmd_profile(st, msg, torch, loader):
     _load_inputs(st, msg, torch, loader)
-    for _ in range(int(msg.get("warmup_iters", 3))):
-        st.model(*st.inputs)
     cuda = st.device == "cuda"
+    warmup_iters = int(msg.get("warmup_iters", 3))
+    count = cuda and bool(msg.get("counters")) and warmup_iters > 0
+    before = st.cupti.kernels_seen() if count else None
+    for _ in range(warmup_iters):
+        st.model(*st.inputs)
     if cuda:
         torch.cuda.synchronize()
     counters = None
     if msg.get("counters"):
         # The CUPTI backend's hardware counters: one forward per pass, before the traced
-        # window (the trace's kernels stay those of the profiled forwards below).
+        # window (the trace's kernels stay those of the profiled forwards below). The
+        # collection is sized for the kernels a warm-up forward launched, by the tracer.
+        after = st.cupti.kernels_seen() if before is not None else None
+        per_forward = (-(-(after - before) // warmup_iters)
+                       if after is not None and after > before else None)
         counters = (st.cupti.counters(list(msg["counters"]), lambda: st.model(*st.inputs),
-                                      torch.cuda.synchronize) if cuda else
+                                      torch.cuda.synchronize, per_forward) if cuda else
                     {"ok": False, "passes": 0, "error": "hardware counters need a GPU"})
     iters = int(msg.get("iters", 3))
     # Both the ncu backend (NVTX range) and the CUPTI backend (profile_begin/profile_end

@@ -13,8 +13,10 @@ that is not idempotent would count different work per pass. The child runs this 
 its warm-up, in the candidate's own process: the counters are guidance for the judge,
 like the tracer's durations, never a verdict.
 
-A collection is sized for FIRST_MAX_RANGES kernels per pass, and made again for
-MAX_RANGES only when the forward launched more (end_unless_dropped says so).
+A collection is sized from the kernels a warm-up forward launched (the tracer's count,
+first_bound: twice that, at least MIN_RANGES; FIRST_MAX_RANGES when the count is not
+known), and made again for MAX_RANGES only when a pass launched more
+(end_unless_dropped says so).
 
 `lib` is the ctypes library (or anything with the same functions: the tests pass a
 double; end_unless_dropped is optional); a failure never raises, it comes back in the
@@ -33,6 +35,23 @@ MAX_RANGES = 1024
 # launches a few kernels. A forward that launches more is collected again with
 # MAX_RANGES (where the library can say that ranges were dropped).
 FIRST_MAX_RANGES = 64
+# The smallest first bound when the forward's kernels are counted (4 and 8 ranges cost
+# about the same; a forward that launches one kernel more than it did in its warm-up
+# still fits).
+MIN_RANGES = 8
+
+
+def first_bound(kernels_per_forward):
+    """The first collection's bound for a forward that launched `kernels_per_forward`
+    kernels in its warm-up: the power of two at or above twice that, at least
+    MIN_RANGES, at most MAX_RANGES; FIRST_MAX_RANGES when the count is unknown (None or
+    not positive)."""
+    if not kernels_per_forward or kernels_per_forward <= 0:
+        return FIRST_MAX_RANGES
+    bound = MIN_RANGES
+    while bound < 2 * kernels_per_forward and bound < MAX_RANGES:
+        bound *= 2
+    return bound
 
 
 def declare(lib):
@@ -66,15 +85,18 @@ def _error(lib):
 STEPS = ("setup", "passes", "forwards in passes", "decode")
 
 
-def collect(lib, metrics, forward, synchronize, out_path, max_ranges=None):
+def collect(lib, metrics, forward, synchronize, out_path, max_ranges=None,
+            kernels_per_forward=None):
     """Runs the passes: `forward()` then `synchronize()` once per pass. Returns
     {"ok", "passes", "error", "ms", "steps_ms", "max_ranges"}; "passes" counts the
     passes run, "steps_ms" splits "ms" by STEPS (a pass's time less its forward is
     CUPTI's own) and "max_ranges" is the bound of the collection that counted.
-    Without `max_ranges`, FIRST_MAX_RANGES first and, when CUPTI dropped ranges,
-    MAX_RANGES again (the first collection writes nothing then)."""
+    Without `max_ranges`, first_bound(kernels_per_forward) first and, when CUPTI
+    dropped ranges, MAX_RANGES again (the first collection writes nothing then)."""
     t0 = time.monotonic()
     res = {"ok": False, "passes": 0, "error": ""}
+    if kernels_per_forward:
+        res["kernels_per_forward"] = int(kernels_per_forward)
     steps = dict.fromkeys(STEPS, 0.0)
 
     def done(error=""):
@@ -90,11 +112,12 @@ def collect(lib, metrics, forward, synchronize, out_path, max_ranges=None):
         return done("no trace file to write the counters to (KAGENT_CUPTI_OUT)")
     if not metrics:
         return done("no metrics asked for")
+    first = first_bound(kernels_per_forward)
     if max_ranges:
         bound = int(max_ranges)
-    elif hasattr(lib, "kagent_cupti_counters_end_unless_dropped"):
-        res["max_ranges"] = FIRST_MAX_RANGES
-        error = _collect_once(lib, metrics, forward, synchronize, out_path, FIRST_MAX_RANGES,
+    elif first < MAX_RANGES and hasattr(lib, "kagent_cupti_counters_end_unless_dropped"):
+        res["max_ranges"] = first
+        error = _collect_once(lib, metrics, forward, synchronize, out_path, first,
                               lib.kagent_cupti_counters_end_unless_dropped, steps, res)
         if error != _DROPPED:
             return done(error)

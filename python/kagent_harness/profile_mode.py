@@ -120,7 +120,13 @@ class ProfileMixin:
         P.add_child_steps(self.phases, counters.get("steps_ms"), cupti_counters.STEPS,
                           "CUPTI counters")
         if out["ok"]:
-            self.log.add(f"CUPTI counters: {out['passes']} passes in {out['ms']} ms")
+            sized = ""
+            if counters.get("max_ranges"):
+                per = counters.get("kernels_per_forward")
+                sized = (f", {counters['max_ranges']} ranges"
+                         f" ({per} kernels per warm-up forward)" if per else
+                         f", {counters['max_ranges']} ranges")
+            self.log.add(f"CUPTI counters: {out['passes']} passes in {out['ms']} ms{sized}")
         else:
             self.log.add(f"CUPTI counters not collected: {out['error']}")
         return out

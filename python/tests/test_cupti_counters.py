@@ -83,6 +83,33 @@ def test_a_small_bound_first_and_the_full_one_only_when_ranges_were_dropped():
     assert res["passes"] == len(forwards) == 4
 
 
+@pytest.mark.parametrize("kernels,bound", [(None, C.FIRST_MAX_RANGES), (0, C.FIRST_MAX_RANGES),
+                                            (1, C.MIN_RANGES), (4, 8), (5, 16), (9, 32),
+                                            (300, 1024), (5000, C.MAX_RANGES)])
+def test_the_first_bound_is_twice_the_warm_up_kernels_as_a_power_of_two(kernels, bound):
+    assert C.first_bound(kernels) == bound
+
+
+def test_a_counted_forward_sizes_the_first_collection_and_a_surprise_still_retries():
+    few = DroppingCountersLib(kernels=3)
+    res = C.collect(few, ["m.sum"], lambda: None, lambda: None, "/t/c.jsonl",
+                    kernels_per_forward=3)
+    assert res["ok"] and res["max_ranges"] == 8 and res["kernels_per_forward"] == 3
+    assert [c[2] for c in few.calls if c[0] == "begin"] == [8]
+    # A forward that launched more in its passes than in its warm-up: the full bound.
+    more = DroppingCountersLib(kernels=20)
+    res = C.collect(more, ["m.sum"], lambda: None, lambda: None, "/t/c.jsonl",
+                    kernels_per_forward=3)
+    assert res["ok"] and res["max_ranges"] == C.MAX_RANGES
+    assert [c[2] for c in more.calls if c[0] == "begin"] == [8, C.MAX_RANGES]
+    # A forward too large for any smaller bound: one collection with the full one.
+    huge = DroppingCountersLib(kernels=700)
+    res = C.collect(huge, ["m.sum"], lambda: None, lambda: None, "/t/c.jsonl",
+                    kernels_per_forward=700)
+    assert res["ok"] and [c[2] for c in huge.calls if c[0] == "begin"] == [C.MAX_RANGES]
+    assert huge.calls[-1] == ("end", "/t/c.jsonl")
+
+
 def test_one_forward_and_sync_per_pass_then_end():
     lib = FakeCountersLib(passes=3)
     order = []
@@ -214,6 +241,29 @@ def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forw
     assert events == ["forward", "sync", "forward", "sync", "forward", "sync",
                       "profile_begin", "forward", "sync", "profile_end"]
     assert lib.calls[-1] == ("end", str(tmp_path / "cupti.jsonl"))
+    # A library without the count: the first bound is the fixed one.
+    assert lib.calls[0][2] == C.MAX_RANGES  # FakeCountersLib has no end_unless_dropped
+
+    # The tracer counts the warm-up's kernels: 5 over 2 warm-up forwards is 3 per
+    # forward, and the first collection is sized for that.
+    class CountingLib(DroppingCountersLib):
+        seen = 0
+
+        def kagent_cupti_kernels_seen(self):
+            return self.seen
+
+    counting = CountingLib(kernels=3)
+    st.cupti.counters_lib = st.cupti.lib = counting
+
+    def forward(*xs):
+        counting.seen += 3 if counting.seen == 0 else 2
+        events.append("forward")
+    st.model = forward
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 2, "iters": 1,
+                                    "counters": ["dram__bytes_read.sum"]}, torch, loader)
+    assert reply["counters"]["ok"] and reply["counters"]["kernels_per_forward"] == 3
+    assert [c[2] for c in counting.calls if c[0] == "begin"] == [8]
+    st.cupti.lib = None
     # Without "counters": no passes, no field.
     events.clear()
     reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 1, "iters": 1},

@@ -10,17 +10,32 @@
 #   tests/gpu/open_checks.sh all SECONDS      # the suite for SECONDS-310, then the other two
 #   tests/gpu/open_checks.sh suite SECONDS    # the suite (first call, or resumed) only
 #   tests/gpu/open_checks.sh extras SECONDS   # LLM job and packages, then the suite resumed
+#   tests/gpu/open_checks.sh detach SECONDS   # the whole suite as one bench run that
+#                                             # outlives this call; waits SECONDS for it
+#   tests/gpu/open_checks.sh wait SECONDS     # waits for the detached suite; once it is
+#                                             # done, the tanh candidate (measure_bench.py)
+#
+# detach/wait: a command's processes end with it, but one in a session of its own
+# (setsid) runs on while the machine stays warm, so the suite need not be cut at the
+# call's limit and resumed. `detach` copies the checkout (bundle included) to
+# build-open/detached/repo (not under /tmp: the sandbox hides /tmp), so that the next
+# call's copy of the working tree cannot change files under the running kagentd, and
+# starts `suite DETACHED_SECONDS` there (default 1500; KAGENT_OPEN_DETACHED_SECONDS)
+# with its files in build-open/detached/out. Each detach/wait call prints the bench's
+# progress each minute and ends by copying what the run has written so far into $OUT;
+# the call after the run has ended also gets its account (slot.txt). A second `detach`
+# while one runs only waits for it.
 #
 # $OUT receives gpu.txt, suite/ (bench_suite.sh's files and slot.txt, slot_timeline.py's
-# account), package/ (package_check.sh's), llmjob.txt and llmjob.tgz, and all.tgz (all of
-# it: the device brings back only a few files). KAGENT_OPEN_RUN_ID names the bench's run
-# (default open-checks).
+# account), package/ (package_check.sh's), llmjob.txt and llmjob.tgz, tanh/ (wait), and
+# all.tgz (all of it: the device brings back only a few files). KAGENT_OPEN_RUN_ID names
+# the bench's run (default open-checks).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
-usage="usage: $0 all|suite|extras SECONDS"
+usage="usage: $0 all|suite|extras|detach|wait SECONDS"
 mode="${1:?$usage}"; budget="${2:?$usage}"
-case "$mode" in all|suite|extras) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$mode" in all|suite|extras|detach|wait) ;; *) echo "$usage" >&2; exit 2 ;; esac
 : "${OUT:?set OUT to the folder whose files come back}"
 [ -f .gpu/env.sh ] && source .gpu/env.sh
 [ -d .gpu/sbx/bin ] && export PATH=$PWD/.gpu/sbx/bin:$PATH
@@ -40,10 +55,52 @@ suite() {
   head -60 "$OUT/suite/slot.txt"
 }
 if [ "$mode" = suite ]; then suite; fi
+run="$repo/build-open/detached"
+# Waits for the detached run until it is done or the call's time is nearly spent,
+# printing its progress each minute; then copies its files so far into $OUT.
+wait_detached() {
+  local last=0
+  while [ ! -f "$run/done" ] && [ "$(left)" -gt 25 ]; do
+    if [ $(( $(date +%s) - last )) -ge 60 ]; then
+      last=$(date +%s)
+      echo "$(( last - $(cat "$run/started") )) s since the start:" \
+        "$(grep -c . "$run/out/suite/bench.txt" 2>/dev/null || echo 0) bench lines;" \
+        "$(tail -1 "$run/out/suite/bench.txt" 2>/dev/null)"
+    fi
+    sleep 5
+  done
+  [ -f "$run/done" ] && { echo "detached run done: $(cat "$run/done")"; tail -8 "$run/run.log"; }
+  mkdir -p "$OUT/suite"
+  cp -r "$run/out/." "$OUT/" 2>/dev/null
+  cp "$run/run.log" "$OUT/detached.log" 2>/dev/null
+  # A running kagentd's log so far (the finished run's is in suite/ already).
+  [ -f "$run/done" ] || gzip -c "$run/repo/$state/kagentd.log" > "$OUT/suite/kagentd.log.gz" 2>/dev/null
+}
+if [ "$mode" = detach ] && [ ! -f "$run/started" ]; then
+  rm -rf "$run"; mkdir -p "$run/repo" "$run/out"
+  tar c --exclude=./build-open --exclude='./build*' --exclude=./.git --exclude=./.venv . |
+    tar x -C "$run/repo"
+  date +%s > "$run/started"
+  (cd "$run/repo" && OUT="$run/out" setsid nohup bash -c \
+    "bash tests/gpu/open_checks.sh suite ${KAGENT_OPEN_DETACHED_SECONDS:-1500}; echo \"rc \$? at \$(date +%s)\" > $run/done" \
+    > "$run/run.log" 2>&1 < /dev/null &)
+  echo "detached suite started in $run"
+fi
+if [ "$mode" = detach ] || [ "$mode" = wait ]; then
+  [ -f "$run/started" ] || { echo "no detached run in $run (start one with detach)"; exit 1; }
+  wait_detached
+  if [ "$mode" = wait ] && [ -f "$run/done" ] && [ "$(left)" -gt 150 ]; then
+    echo "tanh candidate (measure_bench.py --parts kb --only tanh), $(left) s"
+    mkdir -p "$OUT/tanh"
+    timeout $(( $(left) - 30 )) python3 tests/gpu/measure_bench.py --out "$OUT/tanh" \
+      --parts kb --only tanh > "$OUT/tanh/measure_bench.txt" 2>&1
+    echo "measure_bench rc $?"; tail -30 "$OUT/tanh/measure_bench.txt"
+  fi
+fi
 if [ "$mode" = all ]; then
   whole=$budget; budget=$(( whole - 310 )); suite; budget=$whole
 fi
-if [ "$mode" != suite ]; then
+if [ "$mode" = all ] || [ "$mode" = extras ]; then
   echo "LLM job, $(left) s"
   KAGENT_LLM_JOB_TIMEOUT=$(( $(left) - 150 )) timeout $(( $(left) - 130 )) \
     bash tests/gpu/llm_job.sh /tmp/llmjob problems/01_matmul_square_fp32.py --rounds 2 \

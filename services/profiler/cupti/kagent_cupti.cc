@@ -13,6 +13,10 @@
 //                                          0 on success
 //   int kagent_cupti_flush(void)           cuptiActivityFlushAll, writes what it got;
 //                                          0 on success
+//   long long kagent_cupti_kernels_seen(void)
+//                                          kernel records delivered so far (after a
+//                                          flush: every kernel completed before it);
+//                                          -1 when tracing is off
 // Records are buffered by CUPTI and reach the file at a flush, when a buffer fills, and
 // at process exit (atexit). Thread-safe: CUPTI may deliver buffers on its own thread;
 // writes are whole lines under a mutex.
@@ -39,6 +43,7 @@ constexpr size_t kBufferAlign = 8;
 struct TracerState {
   std::once_flag init_once;
   std::atomic<bool> enabled{false};
+  std::atomic<long long> kernels_seen{0};
   std::unique_ptr<kagent::cupti::TraceWriter> writer;
 };
 
@@ -93,6 +98,7 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* bu
     out.static_smem = kernel->staticSharedMemory;
     out.dynamic_smem = kernel->dynamicSharedMemory;
     lines += kagent::cupti::FormatKernelRecord(out);
+    State().kernels_seen.fetch_add(1, std::memory_order_relaxed);
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
@@ -162,4 +168,9 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_flush(void) {
     return -1;
   }
   return 0;
+}
+
+KAGENT_CUPTI_EXPORT long long kagent_cupti_kernels_seen(void) {
+  if (!EnsureStarted()) return -1;
+  return State().kernels_seen.load(std::memory_order_relaxed);
 }
