@@ -1,5 +1,8 @@
 #include "common/llm/transcript_status.h"
 
+#include <string>
+#include <utility>
+
 #include "absl/strings/cord.h"
 #include "nlohmann/json.hpp"
 
@@ -23,6 +26,14 @@ std::optional<LlmTranscript> LlmTranscriptOf(const absl::Status& status) {
     return std::nullopt;
   }
   return LlmTranscript{body["prompt"].get<std::string>(), body["reply"].get<std::string>()};
+}
+
+void RecordAgentFallback(const absl::Status& failure, v1::AgentExchange* exchange) {
+  exchange->set_fallback(std::string(failure.message()));
+  if (std::optional<LlmTranscript> t = LlmTranscriptOf(failure)) {
+    exchange->set_prompt(std::move(t->prompt));
+    exchange->set_reply(std::move(t->reply));
+  }
 }
 
 }  // namespace kagent::llm

@@ -30,5 +30,23 @@ TEST_CASE("an LLM transcript rides on an error status", "[transcript]") {
   CHECK(!LlmTranscriptOf(other).has_value());
 }
 
+TEST_CASE("a failed agent call records its fallback and its exchange", "[transcript]") {
+  absl::Status failed = absl::InternalError("llm prescribe: the reply was refused");
+  v1::AgentExchange bare;
+  RecordAgentFallback(failed, &bare);
+  CHECK(bare.fallback() == "llm prescribe: the reply was refused");
+  CHECK(bare.prompt().empty());
+  CHECK(bare.reply().empty());
+
+  AttachLlmTranscript({"[user] rank these", "[reply 1] {}\n[reply 2] nope"}, &failed);
+  v1::AgentExchange full;
+  full.set_agent("prescribe");
+  RecordAgentFallback(failed, &full);
+  CHECK(full.agent() == "prescribe");
+  CHECK(full.fallback() == "llm prescribe: the reply was refused");
+  CHECK(full.prompt() == "[user] rank these");
+  CHECK(full.reply() == "[reply 1] {}\n[reply 2] nope");
+}
+
 }  // namespace
 }  // namespace kagent::llm

@@ -1,7 +1,6 @@
 #include "services/analyzer/prescribe_agent.h"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -30,11 +29,7 @@ absl::StatusOr<v1::PrescribeResponse> PrescribeWithAgent(const Prescriber& presc
   if (!ranked.ok()) {
     KLOG(WARNING).With("agent", ranker->Name())
         << "prescribe agent failed, using the database's ranking: " << absl::StatusCodeToString(ranked.status().code()) << ": " << ranked.status().message();
-    exchange.set_fallback(std::string(ranked.status().message()));
-    if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(ranked.status())) {
-      exchange.set_prompt(t->prompt);
-      exchange.set_reply(t->reply);
-    }
+    llm::RecordAgentFallback(ranked.status(), &exchange);
     *heuristic.mutable_exchange() = std::move(exchange);
     return heuristic;
   }

@@ -120,11 +120,7 @@ absl::Status Judge::AddNarrative(
       exchange->set_prompt(narrative->prompt);
       exchange->set_reply(narrative->reply);
     } else {
-      exchange->set_fallback(std::string(narrative.status().message()));
-      if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(narrative.status())) {
-        exchange->set_prompt(t->prompt);
-        exchange->set_reply(t->reply);
-      }
+      llm::RecordAgentFallback(narrative.status(), exchange);
     }
   }
   if (!narrative.ok()) {

@@ -1,6 +1,5 @@
 #include "services/orchestrator/plan_agent.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,11 +38,7 @@ absl::StatusOr<v1::PlanRoundResponse> PlanAgent::Plan(const v1::PlanRoundRequest
     heuristic.set_rationale(absl::StrCat("heuristic plan (the plan agent ", writer_->Name(),
                                          " failed: ", draft.status().message(), "): ",
                                          heuristic.rationale()));
-    exchange->set_fallback(std::string(draft.status().message()));
-    if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(draft.status())) {
-      exchange->set_prompt(t->prompt);
-      exchange->set_reply(t->reply);
-    }
+    llm::RecordAgentFallback(draft.status(), exchange);
     return response;
   }
   KLOG(INFO).With("agent", writer_->Name())

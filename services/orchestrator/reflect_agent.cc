@@ -1,7 +1,6 @@
 #include "services/orchestrator/reflect_agent.h"
 
 #include <algorithm>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -95,11 +94,7 @@ absl::StatusOr<v1::ReflectResponse> ReflectAgent::Reflect(const v1::ReflectReque
   if (!draft.ok()) {
     KLOG(WARNING).With("agent", writer_->Name())
         << "reflect agent failed, keeping the heuristic reflexion: " << absl::StatusCodeToString(draft.status().code()) << ": " << draft.status().message();
-    exchange->set_fallback(std::string(draft.status().message()));
-    if (std::optional<llm::LlmTranscript> t = llm::LlmTranscriptOf(draft.status())) {
-      exchange->set_prompt(t->prompt);
-      exchange->set_reply(t->reply);
-    }
+    llm::RecordAgentFallback(draft.status(), exchange);
     return response;
   }
   const std::string& pattern = response.reflexion().pattern_id();
