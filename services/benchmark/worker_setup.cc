@@ -47,10 +47,12 @@ class SlotProfileGate final : public ProfileGpuGate {
         context_(context) {}
 
   absl::Status Acquire(const CancelToken* cancel) override {
+    const absl::Time asked = absl::Now();
     absl::Status got = slot_->Acquire(job_id_, deadline_, [this, cancel] {
       return context_->IsCancelled() || (cancel != nullptr && cancel->cancelled());
     });
-    if (got.ok()) held_from_ = absl::Now();
+    held_from_ = absl::Now();
+    wait_seconds_ += absl::ToDoubleSeconds(held_from_ - asked);
     return got;
   }
   void Release() override {
@@ -61,9 +63,10 @@ class SlotProfileGate final : public ProfileGpuGate {
     if (meter_ != nullptr) busy_seconds_ += std::clamp(meter_->BusySeconds(held_from_, to), 0.0, held);
   }
   // The time the slot was held, over every Acquire/Release pair, and of it the time the
-  // GPU ran kernels (NVML; 0 when unknown).
+  // GPU ran kernels (NVML; 0 when unknown); the time spent waiting for it.
   double held_seconds() const { return held_seconds_; }
   double busy_seconds() const { return busy_seconds_; }
+  double wait_seconds() const { return wait_seconds_; }
 
  private:
   GpuSlot* slot_;
@@ -74,6 +77,7 @@ class SlotProfileGate final : public ProfileGpuGate {
   absl::Time held_from_;
   double held_seconds_ = 0;
   double busy_seconds_ = 0;
+  double wait_seconds_ = 0;
 };
 
 // ProfilerService on a worker: the same GPU slot as measurements, so the GPU runs one
@@ -100,7 +104,7 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
       r = inner_->RunProfile(*request, cancel.token(), deadline - absl::Now(), &gate, &info);
     }
     KLOG(INFO).With("gpu_seconds", gate.held_seconds()).With("gpu_busy_seconds", gate.busy_seconds())
-        .With("prepare_seconds", info.prepare_seconds)
+        .With("prepare_seconds", info.prepare_seconds).With("slot_wait_seconds", gate.wait_seconds())
         .With("phases", r.ok() ? LargestPhases(r->phases_ms(), 6) : std::string())
         << "profiled: " << (r.ok() ? "ok" : r.status().ToString())
         << (info.granted ? "" : " (the GPU was not taken)");

@@ -150,7 +150,7 @@ def main():
         print(f"tasks at the worker: {s['in_flight_mean']} on average; the slot was free "
               f"while some prepared {s['slot_free_while_tasks_prepared']:.0%} of the time")
     else:
-        print("(no slot_wait_seconds in this log: a worker from before session 19)")
+        print("(slot_wait_seconds missing from some tasks: a worker from before session 21 logs none for profiles)")
     return 0
 
 
