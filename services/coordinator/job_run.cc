@@ -564,7 +564,12 @@ void JobRun::EnsureGpuSpec() {
 absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
                                      std::vector<v1::Prescription>* rx) {
   std::string no_profile;  // why `c` has no counters, when it has none
-  if (!c.has_metrics() && MeasuredOnCpuWorker(c.measurement())) {
+  if (!c.has_metrics() && cfg_.ablation() == v1::ABLATION_NO_COUNTERS) {
+    // The ablation without hardware counters: the judge and analyzer get none.
+    no_profile = "the job runs without hardware counters (ablation NO_COUNTERS)";
+    EmitLog(absl::StrCat("no profile of ", c.id(), ": ", no_profile,
+                         "; diagnosing from the measured times"));
+  } else if (!c.has_metrics() && MeasuredOnCpuWorker(c.measurement())) {
     // No counters to read: the kernel ran under Triton's interpreter, with no GPU.
     no_profile = "it ran on a CPU worker (Triton's interpreter has no hardware counters)";
     EmitLog(absl::StrCat("no profile of ", c.id(), ": ", no_profile,

@@ -126,7 +126,8 @@ class JobRun {
   absl::StatusOr<v1::KernelSource> ScreenCandidate(
       const v1::Candidate& c, const google::protobuf::RepeatedPtrField<v1::KernelSource>& variants,
       const std::string& parent_source);
-  // Profiles `c` unless it has metrics (or ran on a CPU worker), has the judge diagnose it
+  // Profiles `c` unless it has metrics (or ran on a CPU worker, or the job runs without
+  // counters: ABLATION_NO_COUNTERS), has the judge diagnose it
   // unless it has a report (without counters: from its measurement, saying why there are
   // none; a failure of that diagnosis is logged, not an error), stores it, and has the
   // analyzer prescribe fixes into `rx` for round `round` (an LLM prescribe agent's
@@ -231,6 +232,20 @@ class JobRun {
   // target. Adds the profiles and reports it made to `beam`'s kernels.
   Stop PrepareRound(int round, std::vector<v1::Candidate>& beam, std::string* stop_reason,
                     v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
+  // PrepareRound for a blind sweep (ABLATION_BLIND_SWEEP): no profile, diagnosis,
+  // prescriptions, plan call or memory; the plan is BlindSweepPlan's (blind_sweep.h),
+  // generated and stored like any other.
+  Stop PrepareBlindRound(int round, const std::vector<v1::Candidate>& beam,
+                         v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
+  // The end of PrepareRound: round 1's library seed, then `rc` and `variants` stored as
+  // the round's checkpoint.
+  Stop StoreRoundCheckpoint(int round, v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
+  // Whether the job's plans, kernels and reflexions read its reflexion memory: not under
+  // ABLATION_NO_REFLEXION or ABLATION_BLIND_SWEEP (reflexions are still written).
+  bool UsesReflexionMemory() const {
+    return cfg_.ablation() != v1::ABLATION_NO_REFLEXION &&
+           cfg_.ablation() != v1::ABLATION_BLIND_SWEEP;
+  }
   // Profile -> diagnose -> prescribe for each beam kernel, into `plan`'s beam.
   Stop DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoundRequest* plan,
                     std::string* stop_reason);

@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "kernel_model/roofline.h"
 #include "services/coordinator/beam.h"
+#include "services/coordinator/blind_sweep.h"
 #include "services/coordinator/job_run_internal.h"
 
 namespace kagent {
@@ -130,15 +131,18 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
                                   v1::GenerateResponse* variants) {
   rc->Clear();
   rc->set_round(round);
+  if (cfg_.ablation() == v1::ABLATION_BLIND_SWEEP) return PrepareBlindRound(round, beam, rc, variants);
   v1::PlanRoundRequest plan_req;
   plan_req.set_job_id(job_id_);
   plan_req.set_round(round);
   plan_req.set_fixes_per_kernel(cfg_.fixes_per_kernel());
   Stop stop = DiagnoseBeam(beam, &plan_req, stop_reason);
   if (stop.kind != Stop::kNone || !stop_reason->empty()) return stop;
-  absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
-  if (memory.ok()) {
-    for (auto& r : *memory) *plan_req.add_memory() = r;
+  if (UsesReflexionMemory()) {
+    absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
+    if (memory.ok()) {
+      for (auto& r : *memory) *plan_req.add_memory() = r;
+    }
   }
   // No avoid_patterns: the analyzer already dropped the job's avoid-list from the
   // prescriptions; the planner applies the memory's (job_run.h).
@@ -157,6 +161,31 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
     stop = Generate(round, plan->plan(), beam, plan_req.memory(), rc, variants);
     if (stop.kind != Stop::kNone) return stop;
   }
+  return StoreRoundCheckpoint(round, rc, variants);
+}
+
+JobRun::Stop JobRun::PrepareBlindRound(int round, const std::vector<v1::Candidate>& beam,
+                                       v1::RoundCheckpoint* rc, v1::GenerateResponse* variants) {
+  // No profile, diagnosis, prescriptions, plan or memory: the GPU spec still sizes a
+  // template switch, as it does for the other arms.
+  EnsureGpuSpec();
+  std::vector<std::string> ids;
+  for (const auto& c : beam) ids.push_back(c.id());
+  const v1::RoundPlan plan =
+      BlindSweepPlan(ids, cfg_.fixes_per_kernel(), round, cfg_.sweep_seed());
+  *rc->mutable_plan() = plan;
+  StoreArtifact(absl::StrCat("round-", round, "/plan.json"), "plan", ToPrettyJson(plan));
+  EmitLog(absl::StrCat("round ", round, ": blind sweep, ", plan.assignments_size(),
+                       " random move(s) of the brain (sweep seed ", cfg_.sweep_seed(),
+                       "); no profile, diagnosis, prescriptions or memory"));
+  if (Stop stop = Generate(round, plan, beam, {}, rc, variants); stop.kind != Stop::kNone) {
+    return stop;
+  }
+  return StoreRoundCheckpoint(round, rc, variants);
+}
+
+JobRun::Stop JobRun::StoreRoundCheckpoint(int round, v1::RoundCheckpoint* rc,
+                                          v1::GenerateResponse* variants) {
   if (round == 1 && !ckpt_.start_from_brain()) {
     if (Stopping()) return StopFromStatus(absl::CancelledError(""));
     AddLibrarySeed(rc, variants);
@@ -429,7 +458,9 @@ absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candid
   if (parent != nullptr) *rr.mutable_parent() = *parent;
   *rr.mutable_attempt() = c;
   *rr.mutable_gpu() = gpu_;
-  if (absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
+  if (absl::StatusOr<std::vector<v1::Reflexion>> memory =
+          UsesReflexionMemory() ? deps_.storage->ListReflexions(job_id_)
+                                : std::vector<v1::Reflexion>();
       memory.ok()) {
     for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
   }
@@ -496,6 +527,7 @@ JobRun::Stop JobRun::CloseRound(int round, const std::vector<v1::Candidate>& bea
       rs->set_best_speedup_vs_start(speedup);
       rs->set_candidates(static_cast<int>(cands.size()));
       rs->set_correct(correct);
+      rs->set_gpu_seconds_used(j.gpu_seconds_used());  // this write's charges included
     });
   }
   if (!cs.ok()) return StopFromStatus(cs);

@@ -92,6 +92,28 @@ absl::Status CheckLlmAgents(const v1::JobConfig& c, const JobServiceLimits& limi
   return absl::OkStatus();
 }
 
+// JobConfig.ablation and sweep_seed (ValidateSubmit).
+absl::Status CheckAblation(const v1::JobConfig& c) {
+  if (!v1::Ablation_IsValid(c.ablation())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.ablation ", static_cast<int>(c.ablation()),
+        " is not an ablation; known: NONE (the full loop), NO_COUNTERS, NO_REFLEXION, "
+        "BLIND_SWEEP"));
+  }
+  if (c.has_sweep_seed() && c.ablation() != v1::ABLATION_BLIND_SWEEP) {
+    return absl::InvalidArgumentError(
+        "config.sweep_seed seeds a blind sweep's random moves: give it with ablation "
+        "BLIND_SWEEP, or leave it out");
+  }
+  const bool llm_brain = !c.brain().empty() && c.brain() != "heuristic";
+  if (c.ablation() == v1::ABLATION_BLIND_SWEEP && llm_brain) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.ablation BLIND_SWEEP draws random moves from the heuristic brain's template "
+        "library, but config.brain is '", c.brain(), "': leave config.brain out (heuristic)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const JobServiceLimits& limits) {
@@ -165,6 +187,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const JobServiceLimit
         absl::StrCat("config.brain '", c.brain(), "' is not configured here; known: ", known));
   }
   KAGENT_RETURN_IF_ERROR(CheckLlmAgents(c, limits));
+  KAGENT_RETURN_IF_ERROR(CheckAblation(c));
   for (const auto& a : c.avoid_patterns()) {
     if (a.empty() || a.size() > 128) {
       return absl::InvalidArgumentError("config.avoid_patterns entries must be 1-128 characters");
