@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "engines/heuristic/blind_move.h"
 #include "engines/heuristic/knob_tuner.h"
 #include "engines/heuristic/template_rules.h"
 
@@ -413,6 +414,17 @@ absl::StatusOr<BrainResult> HeuristicBrain::ApplyFix(const FixRequest& request) 
 
 absl::StatusOr<BrainResult> HeuristicBrain::Fix(const FixRequest& request) const {
   const kagent::v1::Prescription& p = *request.prescription;
+  if (p.has_blind_seed()) {  // a blind sweep's move: nothing else of the request counts
+    KAGENT_ASSIGN_OR_RETURN(BlindMove m, DrawBlindMove(*library_, *request.parent, request.signature,
+                                                       request.gpu, p.blind_seed()));
+    BrainResult r;
+    r.kernel = std::move(m.kernel);
+    r.moves = std::move(m.moves);
+    r.expected_effect = absl::StrCat("a blind move (seed ", p.blind_seed(), "): ",
+                                     absl::StrJoin(r.moves, ", "),
+                                     "; drawn at random, with no diagnosis or expected effect");
+    return r;
+  }
   absl::StatusOr<BrainResult> direct = absl::UnknownError("");
   if (!p.template_switch().empty()) {
     direct = SwitchTemplate(request, p.template_switch());

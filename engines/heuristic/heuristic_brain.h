@@ -5,6 +5,9 @@
 // and the GPU (SelectTemplate and TemplateParamsFor, template_rules.h).
 //
 // ApplyFix applies one prescription to a parent kernel:
+//   * blind_seed set (a blind-sweep job): the random move DrawBlindMove draws from that
+//     seed (blind_move.h); every other field of the prescription, the report and the
+//     memory are ignored, and there is no fallback (an error when no draw gave a kernel);
 //   * template_switch set: re-renders the named template for the recognized op (its
 //     conditions must hold), then applies the prescription's knob_changes that exist in
 //     the new kernel;
@@ -24,7 +27,8 @@
 //     pipeline; occupancy -> smaller tiles / fewer stages; ...); `alternative` picks the
 //     i-th applicable move so that workers sharing a prescription get different fixes.
 // Every result carries the expected effect of each move (grid sizes against the SM
-// count, loads per iteration, ...) so a reflexion can check it. Never a blind sweep.
+// count, loads per iteration, ...) so a reflexion can check it. Never a blind sweep, unless the
+// prescription asks for one (blind_seed).
 //
 // Variants (BrainResult::variants): when the kernel returned is, byte for byte, a render
 // of one of the library's templates (TemplateLibrary::MatchRender; whatever the parent's
