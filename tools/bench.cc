@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/client.h"
 #include "common/file_io.h"
 #include "common/grpc_status.h"
@@ -21,6 +22,7 @@
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "kernel_model/speedup_text.h"
+#include "tools/bench_curves.h"
 
 namespace kagent::cli {
 namespace {
@@ -32,7 +34,8 @@ constexpr char kUsage[] =
     "usage: kagent bench DIR --out OUTDIR [--server ADDR] [--token T] [--rounds N]\n"
     "                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]\n"
     "                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]\n"
-    "                    [--without-start]\n"
+    "                    [--without-start] [--ablation ARM] [--sweep-seed N]\n"
+    "                    [--max-gpu-seconds S]\n"
     "Submits every DIR/NAME.py defining class Model (KernelBench format) as a job, with\n"
     "DIR/NAME_start.py as its starting kernel when there is one (else the brain writes the\n"
     "first kernel), waits for all, and writes OUTDIR/results.json, OUTDIR/results.md and\n"
@@ -41,13 +44,22 @@ constexpr char kUsage[] =
     "--beam-width K (kernels kept per round) and --fixes-per-kernel M (fixes tried on each,\n"
     "so K x M candidates a round) are 1..16; without them, the server's defaults\n"
     "(2 and 2 as shipped).\n"
+    "--ablation ARM runs every job as one arm of the search-efficiency comparison: full (the\n"
+    "default), no-counters, no-reflexion, greedy (one worker: beam width 1, one fix a round)\n"
+    "or blind-sweep (random moves of the brain, seeded by --sweep-seed N, default 0);\n"
+    "--max-gpu-seconds S gives every job the same GPU-time budget (docs/benchmarks.md).\n"
     "\n"
     "usage: kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]\n"
     "Needs no server: combines the results.json of several runs (e.g. a suite measured in\n"
     "slices under different --run-id) into OUTDIR/results.json, results.md and trajectory.svg.\n"
     "Later files win: each problem keeps the row of the last file that has it finished (DONE),\n"
     "else of the last file that has it; each row names its run (the file's run_id, else its\n"
-    "path). No DIR and no job flags with --merge.\n";
+    "path). No DIR and no job flags with --merge.\n"
+    "\n"
+    "usage: kagent bench --compare --out OUTDIR RESULTS.json [RESULTS.json ...]\n"
+    "Needs no server: compares runs of the same suite as arms (each file one --ablation arm)\n"
+    "at equal GPU-seconds per problem: OUTDIR/compare.md, compare.json, compare_rounds.svg\n"
+    "and compare_gpu.svg.\n";
 
 
 // Whether `source` defines a class Model at the start of a line (KernelBench's reference).
@@ -64,7 +76,8 @@ bool Finished(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
 }
 
-// results.json, results.md and trajectory.svg under `dir`, each replaced whole.
+// results.json, results.md, trajectory.svg and gpu_curve.svg under `dir`, each replaced
+// whole.
 absl::Status WriteResults(const std::string& dir, const std::vector<BenchRow>& rows,
                           const BenchSummary& sum, const std::string& settings_json,
                           const std::string& markdown_header) {
@@ -72,8 +85,9 @@ absl::Status WriteResults(const std::string& dir, const std::vector<BenchRow>& r
                                              RenderBenchJson(rows, sum, settings_json)));
   KAGENT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(dir) / "results.md").string(),
                                              RenderBenchMarkdown(rows, sum, markdown_header)));
-  return WriteFileAtomically((fs::path(dir) / "trajectory.svg").string(),
-                             RenderTrajectorySvg(rows));
+  KAGENT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(dir) / "trajectory.svg").string(),
+                                             RenderTrajectorySvg(rows)));
+  return WriteFileAtomically((fs::path(dir) / "gpu_curve.svg").string(), RenderGpuCurveSvg(rows));
 }
 
 }  // namespace
@@ -130,44 +144,81 @@ struct Slot {
 
 constexpr int kMaxPollFailures = 60;
 
-// `kagent bench --merge`: reads every file before writing anything, so OUTDIR may hold one
-// of the inputs.
-int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
-  std::vector<BenchRunFile> files;
+// The results.json files of --merge and --compare (`mode` names the flag in messages), all
+// read before anything is written, so OUTDIR may hold one of the inputs; then OUTDIR made.
+// False (a message on `err`) when one is missing, unreadable or not a results.json, or
+// OUTDIR cannot be made.
+bool ReadRunFiles(const BenchFlags& f, const char* mode, std::vector<BenchRunFile>* files,
+                  std::ostream& err) {
   for (const auto& path : f.merge_files) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
-      err << "kagent bench: --merge takes results.json files, not a suite DIR: " << path
+      err << "kagent bench: " << mode << " takes results.json files, not a suite DIR: " << path
           << " is a directory\n";
-      return 2;
+      return false;
     }
     if (!fs::exists(path, ec)) {
       err << "kagent bench: " << path << ": no such file\n";
-      return 2;
+      return false;
     }
     BenchRunFile file;
     file.path = path;
     absl::StatusOr<std::string> text = ReadFile(path);
     if (!text.ok()) {
       err << "kagent bench: " << text.status().message() << "\n";
-      return 2;
+      return false;
     }
     auto rows = ParseBenchJson(*text, path, &file.settings_json);
     if (!rows.ok()) {
       err << "kagent bench: " << rows.status().message() << "\n";
-      return 2;
+      return false;
     }
     file.rows = *std::move(rows);
-    files.push_back(std::move(file));
+    files->push_back(std::move(file));
   }
-  std::vector<BenchRow> rows = MergeBenchRows(files);
-  BenchSummary sum = Summarize(rows);
   std::error_code ec;
   fs::create_directories(f.out_dir, ec);
   if (ec) {
     err << "kagent bench: cannot create " << f.out_dir << ": " << ec.message() << "\n";
-    return 2;
+    return false;
   }
+  return true;
+}
+
+// `kagent bench --compare`: each file one arm (bench_curves.h).
+int RunCompare(const BenchFlags& f, std::ostream& out, std::ostream& err) {
+  std::vector<BenchRunFile> files;
+  if (!ReadRunFiles(f, "--compare", &files, err)) return 2;
+  const std::vector<BenchArm> arms = ArmsOf(files);
+  for (const auto& [name, body] : {std::pair<const char*, std::string>{"compare.md", RenderCompareMarkdown(arms)},
+                                   {"compare.json", RenderCompareJson(arms)},
+                                   {"compare_rounds.svg", RenderCompareRoundsSvg(arms)},
+                                   {"compare_gpu.svg", RenderCompareGpuSvg(arms)}}) {
+    absl::Status written = WriteFileAtomically((fs::path(f.out_dir) / name).string(), body);
+    if (!written.ok()) {
+      err << "kagent bench: " << written.message() << "\n";
+      return 2;
+    }
+  }
+  const std::vector<EqualBudgetRow> eq = EqualBudgetRows(arms);
+  for (size_t i = 0; i < arms.size(); ++i) {
+    std::vector<double> at;
+    for (const EqualBudgetRow& e : eq) at.push_back(e.best_so_far[i]);
+    out << absl::StrFormat("  %d. %s: %zu problems; at equal GPU-seconds (%zu problems) "
+                           "geometric mean %.2fx\n",
+                           static_cast<int>(i + 1), arms[i].label, arms[i].rows.size(),
+                           eq.size(), GeometricMean(at));
+  }
+  out << "compared: " << (fs::path(f.out_dir) / "compare.md").string() << "\n";
+  return 0;
+}
+
+// `kagent bench --merge`.
+int RunMerge(const BenchFlags& f, std::ostream& out, std::ostream& err) {
+  std::vector<BenchRunFile> files;
+  if (!ReadRunFiles(f, "--merge", &files, err)) return 2;
+  std::vector<BenchRow> rows = MergeBenchRows(files);
+  BenchSummary sum = Summarize(rows);
   absl::Status written = WriteResults(f.out_dir, rows, sum, MergedSettingsJson(files, rows),
                                       MergedMarkdownHeader(files, rows));
   if (!written.ok()) {
@@ -204,6 +255,12 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
             "submit without the starting kernels (the brain writes the first kernel)");
   o.AddBool("merge", &f.merge,
             "combine the results.json files given (later files win) instead of running jobs");
+  o.AddBool("compare", &f.compare,
+            "compare the results.json files given, one arm each, instead of running jobs");
+  o.AddString("ablation", &f.ablation,
+              "the arm every job runs: full, no-counters, no-reflexion, greedy, blind-sweep");
+  o.AddInt("sweep-seed", &f.sweep_seed, "the blind sweep's seed (--ablation blind-sweep)");
+  o.AddDouble("max-gpu-seconds", &f.max_gpu_seconds, "GPU-time budget of every job");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");
   o.AddInt("beam-width", &f.beam_width, "beam width K of every job, 1..16 (default: the server's)");
   o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
@@ -220,18 +277,23 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
     return f;
   }
   if (!parsed.ok()) return parsed;
-  if (f.merge) {
-    if (f.out_dir.empty()) return absl::InvalidArgumentError("--merge needs --out OUTDIR");
+  if (f.merge && f.compare) {
+    return absl::InvalidArgumentError("--merge and --compare cannot be used together");
+  }
+  if (f.merge || f.compare) {
+    const std::string mode = f.merge ? "--merge" : "--compare";
+    if (f.out_dir.empty()) return absl::InvalidArgumentError(mode + " needs --out OUTDIR");
     if (o.positional().empty()) {
-      return absl::InvalidArgumentError("--merge needs at least one RESULTS.json");
+      return absl::InvalidArgumentError(mode + " needs at least one RESULTS.json");
     }
     // Flags that shape jobs do nothing here; refuse them rather than ignore them (--only
     // does not filter the merged rows).
     for (const char* name : {"only", "run-id", "rounds", "beam-width", "fixes-per-kernel", "brain",
-                             "without-start", "concurrency"}) {
+                             "without-start", "concurrency", "ablation", "sweep-seed",
+                             "max-gpu-seconds"}) {
       if (o.SourceOf(name) == "flag") {
         return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " runs jobs; it cannot be used with --merge"));
+            absl::StrCat("--", name, " runs jobs; it cannot be used with ", mode));
       }
     }
     f.merge_files = o.positional();
@@ -261,7 +323,40 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
           absl::StrCat("--", name, " must be 1..16 (got ", *value, ")"));
     }
   }
+  const std::vector<std::string>& arms = BenchArmNames();
+  if (!f.ablation.empty() && std::find(arms.begin(), arms.end(), f.ablation) == arms.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("--ablation must be one of ",
+                                                   absl::StrJoin(arms, ", "), " (got '",
+                                                   f.ablation, "')"));
+  }
+  if (f.ablation == "greedy" && ((f.beam_width != 0 && f.beam_width != 1) ||
+                                 (f.fixes_per_kernel != 0 && f.fixes_per_kernel != 1))) {
+    return absl::InvalidArgumentError(
+        "--ablation greedy is one worker (beam width 1, one fix a round): leave --beam-width "
+        "and --fixes-per-kernel out");
+  }
+  if (o.SourceOf("sweep-seed") != "default") {
+    if (f.ablation != "blind-sweep") {
+      return absl::InvalidArgumentError("--sweep-seed seeds the blind sweep: give it with "
+                                        "--ablation blind-sweep");
+    }
+    if (f.sweep_seed < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--sweep-seed must be >= 0 (got ", f.sweep_seed, ")"));
+    }
+  }
+  if (o.SourceOf("max-gpu-seconds") != "default" &&
+      !(f.max_gpu_seconds >= 1 && f.max_gpu_seconds <= 1e7)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-gpu-seconds must be 1..1e7 (got ", f.max_gpu_seconds, ")"));
+  }
   return f;
+}
+
+const std::vector<std::string>& BenchArmNames() {
+  static const std::vector<std::string> kArms = {"full", "no-counters", "no-reflexion", "greedy",
+                                                 "blind-sweep"};
+  return kArms;
 }
 
 v1::JobConfig BenchJobConfig(const BenchFlags& f) {
@@ -270,6 +365,17 @@ v1::JobConfig BenchJobConfig(const BenchFlags& f) {
   if (f.beam_width > 0) cfg.set_beam_width(f.beam_width);
   if (f.fixes_per_kernel > 0) cfg.set_fixes_per_kernel(f.fixes_per_kernel);
   if (!f.brain.empty()) cfg.set_brain(f.brain);
+  if (f.ablation == "no-counters") cfg.set_ablation(v1::ABLATION_NO_COUNTERS);
+  if (f.ablation == "no-reflexion") cfg.set_ablation(v1::ABLATION_NO_REFLEXION);
+  if (f.ablation == "blind-sweep") cfg.set_ablation(v1::ABLATION_BLIND_SWEEP);
+  if (f.ablation == "blind-sweep" && f.sweep_seed >= 0) {
+    cfg.set_sweep_seed(static_cast<uint64_t>(f.sweep_seed));
+  }
+  if (f.ablation == "greedy") {  // one worker: one kernel kept, one fix tried a round
+    cfg.set_strategy(v1::SEARCH_STRATEGY_GREEDY);
+    cfg.set_fixes_per_kernel(1);
+  }
+  if (f.max_gpu_seconds > 0) cfg.mutable_budget()->set_max_gpu_seconds(f.max_gpu_seconds);
   return cfg;
 }
 
@@ -283,7 +389,11 @@ std::string BenchSettingsJson(const BenchFlags& f) {
                              {"brain", f.brain},
                              {"run_id", f.run_id},
                              {"without_start", f.without_start},
-                             {"concurrency", f.concurrency}};
+                             {"concurrency", f.concurrency},
+                             {"ablation", f.ablation.empty() ? "full" : f.ablation},
+                             {"sweep_seed", f.sweep_seed >= 0 ? nlohmann::json(f.sweep_seed)
+                                                              : nlohmann::json(nullptr)},
+                             {"max_gpu_seconds", f.max_gpu_seconds}};
   return settings.dump();
 }
 
@@ -299,6 +409,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   const BenchFlags& f = *parsed;
   if (f.merge) return RunMerge(f, out, err);
+  if (f.compare) return RunCompare(f, out, err);
   const std::string& dir = f.dir;
   auto problems = FindBenchProblems(dir, f.only);
   if (!problems.ok()) {
@@ -351,8 +462,15 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (f.beam_width > 0) absl::StrAppend(&flags, " --beam-width ", f.beam_width);
     if (f.fixes_per_kernel > 0) absl::StrAppend(&flags, " --fixes-per-kernel ", f.fixes_per_kernel);
     if (f.without_start) absl::StrAppend(&flags, " --without-start");
+    if (!f.ablation.empty()) absl::StrAppend(&flags, " --ablation ", f.ablation);
+    if (f.sweep_seed >= 0) absl::StrAppend(&flags, " --sweep-seed ", f.sweep_seed);
+    if (f.max_gpu_seconds > 0) absl::StrAppend(&flags, " --max-gpu-seconds ", f.max_gpu_seconds);
     std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir, flags, f.server,
                                          final_write ? "" : " (partial: jobs still running)");
+    if (!f.ablation.empty()) {
+      absl::StrAppend(&header, "\n\nArm: **", f.ablation, "** (docs/loop.md, \"Ablations\"; "
+                      "compare arms with `kagent bench --compare`).");
+    }
     absl::Status written = WriteResults(f.out_dir, rows, sum, settings, header);
     if (!written.ok()) err << "kagent bench: " << written.message() << "\n";
     return sum;
@@ -396,8 +514,10 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       *req.mutable_config() = config;
       // A run without the starting kernels is other jobs than one with them.
       if (!f.run_id.empty()) {
-        req.set_idempotency_key(absl::StrCat("bench:", f.run_id, ":", s.problem.name,
-                                             with_start_kernel ? "" : ":without-start"));
+        // So is another arm's (the full loop's key is as before arms existed).
+        req.set_idempotency_key(absl::StrCat(
+            "bench:", f.run_id, ":", s.problem.name, with_start_kernel ? "" : ":without-start",
+            f.ablation.empty() || f.ablation == "full" ? "" : ":" + f.ablation));
       }
       v1::SubmitJobResponse resp;
       auto c = ctx();

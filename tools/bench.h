@@ -29,6 +29,21 @@
 // counts, the problems that fell back to PyTorch (the job's recommendation kept eager or
 // torch.compile: kernel_model/recommendation.h) and the same per op class.
 //   OUTDIR/trajectory.svg best-so-far speedup over the starting kernel against rounds
+//   OUTDIR/gpu_curve.svg  the same against the GPU-seconds each job had used (bench_curves.h)
+// results.md and results.json also give the stop-rule account (bench_curves.h): how many
+// jobs each rule stopped, and at most how many GPU-seconds the plateau and roofline rules
+// saved.
+//
+// --ablation ARM runs every job as one arm of the search-efficiency comparison
+// (BenchArmNames; docs/benchmarks.md, "Does the guidance pay?"); --sweep-seed seeds the
+// blind sweep; --max-gpu-seconds gives every job the same GPU-time budget. The arm is named
+// in results.md's header and results.json's settings, and its jobs are other jobs than
+// the full loop's under the same --run-id.
+//
+//   kagent bench --compare --out OUTDIR RESULTS.json [RESULTS.json ...]
+// needs no server: each file is one arm (its settings.ablation); it writes
+// OUTDIR/compare.md, compare.json, compare_rounds.svg and compare_gpu.svg (bench_curves.h:
+// the arms at equal GPU-seconds per problem, their curves and stop rules).
 // --run-id makes submissions idempotent (key "bench:ID:NAME"): rerunning with the same id
 // after an interruption picks the same jobs up instead of starting new ones.
 //
@@ -116,6 +131,12 @@ struct BenchRow {
   std::string run;
   // (round, best-so-far speedup over the starting kernel), in round order.
   std::vector<std::pair<int, double>> trajectory;
+  // (GPU-seconds the job had used when the round closed, best-so-far speedup), in round
+  // order: the rounds that recorded it (RoundSummary.gpu_seconds_used > 0; none in jobs
+  // stored before it existed).
+  std::vector<std::pair<double, double>> gpu_trajectory;
+  // The job's round budget (JobConfig.budget.max_rounds); 0 when unknown.
+  int max_rounds = 0;
   // The op class the job recognized (JobResult.op_class, else recognized from a stored op
   // signature); "" when none.
   std::string op_class;
@@ -244,7 +265,8 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // (serialized) in `*settings_json` when not null. Required per problem: "name" (a
 // non-empty string, unique in the file), "state" (a string) and the numbers start_ms,
 // eager_ms, compile_ms, best_ms, speedup_vs_start, speedup_vs_eager, speedup_vs_compile;
-// the other fields are optional (files from before they existed still parse) but must have
+// the other fields are optional (files from before they existed still parse: gpu_trajectory,
+// an array of {gpu_seconds, best_speedup_vs_start}, and max_rounds among them) but must have
 // the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
 // 0; candidates_measured, variants_screened and rounds must be integers; op_class and
 // deploy strings; cpu_worker a boolean, false when absent). The derived candidates_per_gpu_minute, gpu_busy_fraction and
@@ -319,25 +341,42 @@ struct BenchFlags {
   double poll_seconds = 10;
   double timeout_seconds = 30;
   bool without_start = false;    // submit without the starting kernels: the brain writes each
+  // --ablation: the arm every job runs (BenchArmNames); "" is the full loop, as "full".
+  std::string ablation;
+  int64_t sweep_seed = -1;       // --sweep-seed (blind-sweep only); -1: not given
+  double max_gpu_seconds = 0;    // --max-gpu-seconds: each job's GPU-time budget; 0: none
   bool merge = false;            // --merge: combine results.json files, no server
-  std::vector<std::string> merge_files;  // --merge: the positional RESULTS.json files
+  bool compare = false;          // --compare: compare results.json files as arms, no server
+  std::vector<std::string> merge_files;  // --merge / --compare: the positional RESULTS.json files
   bool help = false;             // --help: nothing else was checked
 };
 
 // Parses `kagent bench`'s arguments (without the "bench" word). INVALID_ARGUMENT, with a
 // message naming the flag, for a usage error: an unknown flag, not exactly one DIR, no
 // --out, --concurrency < 1, --poll-seconds <= 0, --rounds < 0, or --beam-width /
-// --fixes-per-kernel given outside 1..16. With --merge: no --out, no RESULTS.json, or a
-// job flag given on the command line (the positionals go to merge_files, `dir` stays
-// empty). Does not look at the file system.
+// --fixes-per-kernel given outside 1..16; an --ablation not in BenchArmNames, --beam-width
+// or --fixes-per-kernel other than 1 with --ablation greedy, --sweep-seed (>= 0) without
+// --ablation blind-sweep, --max-gpu-seconds given outside 1..1e7. With --merge or
+// --compare (not both): no --out, no RESULTS.json, or a job flag given on the command
+// line (the positionals go to merge_files, `dir` stays empty). Does not look at the file
+// system.
 absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args);
 
-// The JobConfig every job of the run is submitted with: only what the flags set.
+// The arms --ablation accepts, in the order docs/benchmarks.md lists them: "full" (the
+// full loop, JobConfig.ablation left out), "no-counters" (ABLATION_NO_COUNTERS),
+// "no-reflexion" (ABLATION_NO_REFLEXION), "greedy" (strategy GREEDY with one fix a round:
+// one worker), "blind-sweep" (ABLATION_BLIND_SWEEP).
+const std::vector<std::string>& BenchArmNames();
+
+// The JobConfig every job of the run is submitted with: only what the flags set (the
+// arm's ablation, or for "greedy" strategy GREEDY and fixes_per_kernel 1; sweep_seed;
+// budget.max_gpu_seconds).
 v1::JobConfig BenchJobConfig(const BenchFlags& flags);
 
 // results.json's "settings" object (a JSON object; the token is left out): dir, server,
 // rounds, beam_width, fixes_per_kernel (0: the server's default), only, brain, run_id,
-// concurrency.
+// concurrency, ablation ("full" without --ablation), sweep_seed (null when not given),
+// max_gpu_seconds (0: none).
 std::string BenchSettingsJson(const BenchFlags& flags);
 
 // Runs `kagent bench` (args without the "bench" word itself); writes progress to `out`.

@@ -18,6 +18,7 @@
 #include "kernel_model/gpu_spec.h"
 #include "kernel_model/op_recognition.h"
 #include "kernel_model/recommendation.h"
+#include "tools/bench_curves.h"
 #include "tools/enum_names.h"
 #include "tools/report.h"
 
@@ -82,10 +83,18 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
     r.eager_ms = base.eager().median_ms();
     r.compile_ms = base.compiled().median_ms();
   }
-  for (const auto& t : res.trajectory()) {
+  std::vector<v1::RoundSummary> rounds(res.trajectory().begin(), res.trajectory().end());
+  std::sort(rounds.begin(), rounds.end(), [](const v1::RoundSummary& a, const v1::RoundSummary& b) {
+    return a.round() < b.round();
+  });
+  for (const auto& t : rounds) {
     r.trajectory.emplace_back(t.round(), t.best_speedup_vs_start());
+    if (t.gpu_seconds_used() > 0) {
+      r.gpu_trajectory.emplace_back(t.gpu_seconds_used(), t.best_speedup_vs_start());
+    }
   }
   std::sort(r.trajectory.begin(), r.trajectory.end());
+  r.max_rounds = job.config().budget().max_rounds();
   r.op_class = res.op_class();
   // A job that did not finish (or stored before JobResult.op_class) names no class: the
   // class of a stored op signature, recognized as the coordinator does.
@@ -269,7 +278,9 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
                            : absl::StrFormat(" (over the %d problems that report it)", s.busy_rows));
   o += absl::StrFormat("- kernel variants screened before measuring: %d\n", s.variants_screened);
   o += RenderCoverageMarkdown(s.coverage, s.by_op_class);
+  o += RenderStopRulesMarkdown(AccountStopRules(rows));
   o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
+  o += "\n![best-so-far speedup against GPU-seconds](gpu_curve.svg)\n";
   return o;
 }
 
@@ -321,6 +332,10 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
     for (const auto& [round, sp] : r.trajectory) {
       traj.push_back({{"round", round}, {"best_speedup_vs_start", sp}});
     }
+    nlohmann::json gpu_traj = nlohmann::json::array();
+    for (const auto& [gpu_s, sp] : r.gpu_trajectory) {
+      gpu_traj.push_back({{"gpu_seconds", gpu_s}, {"best_speedup_vs_start", sp}});
+    }
     const double busy = GpuBusyFraction(r.gpu_busy_seconds, r.gpu_seconds);  // null: n/a
     arr.push_back({{"name", r.name},
                    {"run", r.run},
@@ -349,10 +364,18 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                    {"op_class", r.op_class},
                    {"deploy", r.deploy},
                    {"speedup_vs_best_baseline", SpeedupVsBestBaseline(r)},
-                   {"trajectory", traj}});
+                   {"trajectory", traj},
+                   {"gpu_trajectory", gpu_traj},
+                   {"max_rounds", r.max_rounds}});
   }
   j["problems"] = arr;
   j["suite_trajectory"] = SuiteTrajectory(rows);
+  nlohmann::json gpu_curve = nlohmann::json::array();
+  for (const auto& [x, y] : SuiteGpuCurve(rows)) {
+    gpu_curve.push_back({{"gpu_seconds", x}, {"best_speedup_vs_start", y}});
+  }
+  j["suite_gpu_curve"] = gpu_curve;
+  j["stop_rules"] = nlohmann::json::parse(StopRulesJson(AccountStopRules(rows)));
   return j.dump(2) + "\n";
 }
 
@@ -472,6 +495,25 @@ absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
         r.trajectory.emplace_back(t["round"].get<int>(), sp);
       }
       std::sort(r.trajectory.begin(), r.trajectory.end());
+    }
+    if (auto it = p.find("max_rounds"); it != p.end()) {
+      if (!it->is_number_integer()) return bad(absl::StrCat(at, ".max_rounds"), "expected an integer");
+      r.max_rounds = it->get<int>();
+    }
+    if (auto it = p.find("gpu_trajectory"); it != p.end()) {
+      if (!it->is_array()) return bad(absl::StrCat(at, ".gpu_trajectory"), "expected an array");
+      for (size_t k = 0; k < it->size(); ++k) {
+        const nlohmann::json& t = (*it)[k];
+        const std::string tat = absl::StrCat(at, ".gpu_trajectory[", k, "]");
+        for (const char* key : {"gpu_seconds", "best_speedup_vs_start"}) {
+          if (!t.is_object() || !t.contains(key) || !t[key].is_number()) {
+            return bad(absl::StrCat(tat, ".", key), "expected a number");
+          }
+        }
+        r.gpu_trajectory.emplace_back(t["gpu_seconds"].get<double>(),
+                                      t["best_speedup_vs_start"].get<double>());
+      }
+      std::sort(r.gpu_trajectory.begin(), r.gpu_trajectory.end());
     }
     if (!seen.emplace(r.name, i).second) {
       return bad(absl::StrCat(at, ".name"),
@@ -595,6 +637,9 @@ std::string MergedMarkdownHeader(const std::vector<BenchRunFile>& files,
     }
     if (s.contains("without_start") && s["without_start"].is_boolean() && s["without_start"].get<bool>()) {
       absl::StrAppend(&how, ", --without-start");
+    }
+    if (s.contains("ablation") && s["ablation"].is_string() && s["ablation"] != "full") {
+      absl::StrAppend(&how, ", --ablation ", s["ablation"].get<std::string>());
     }
     if (s.contains("merged_from")) absl::StrAppend(&how, ", itself a merge");
     o += absl::StrFormat("%d. `%s`: %s, %d problems, %d kept%s\n", static_cast<int>(i + 1),

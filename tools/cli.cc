@@ -167,6 +167,13 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
     if (rec.deploy() != v1::DEPLOY_UNSPECIFIED) out << "deploy     " << rec.summary() << "\n";
   }
   out << "round      " << j.current_round() << " of " << j.config().budget().max_rounds() << "\n";
+  if (j.config().ablation() != v1::ABLATION_NONE) {
+    out << "ablation   " << AblationName(j.config().ablation());
+    if (j.config().ablation() == v1::ABLATION_BLIND_SWEEP) {
+      out << "  (sweep seed " << j.config().sweep_seed() << ")";
+    }
+    out << "  (docs/loop.md, \"Ablations\")\n";
+  }
   // The report's wording (tools/report.cc): on a CPU worker the held time is the worker's.
   const bool cpu_job = MeasuredOnCpuWorker(b) || MeasuredOnCpuWorker(j.baseline());
   if (cpu_job) {
@@ -175,9 +182,13 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
         "used)\n",
         j.gpu_seconds_used());
   } else {
-    out << absl::StrFormat("gpu time   %.1f GPU-seconds, GPU busy %s\n", j.gpu_seconds_used(),
+    out << absl::StrFormat("gpu time   %.1f GPU-seconds, GPU busy %s%s\n", j.gpu_seconds_used(),
                            FormatBusyFraction(GpuBusyFraction(j.gpu_busy_seconds_used(),
-                                                              j.gpu_seconds_used())));
+                                                              j.gpu_seconds_used())),
+                           j.config().budget().has_max_gpu_seconds()
+                               ? absl::StrFormat("  (budget %.1f GPU-seconds)",
+                                                 j.config().budget().max_gpu_seconds())
+                               : "");
   }
   out << absl::StrFormat("measured   %d candidates, %s per %s-minute; %d variants screened\n",
                          j.candidates_measured(),

@@ -20,4 +20,8 @@ std::string VerdictName(v1::Verdict verdict) {
   return WithoutPrefix(v1::Verdict_Name(verdict), "VERDICT_");
 }
 
+std::string AblationName(v1::Ablation ablation) {
+  return WithoutPrefix(v1::Ablation_Name(ablation), "ABLATION_");
+}
+
 }  // namespace kagent

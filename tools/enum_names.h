@@ -1,5 +1,5 @@
-// Short names of the protocol's enums for what the tools print: JobState and Verdict
-// without their prefix ("DONE", "CORRECT"). Pure functions.
+// Short names of the protocol's enums for what the tools print: JobState, Verdict and
+// Ablation without their prefix ("DONE", "CORRECT"). Pure functions.
 #ifndef KAGENT_TOOLS_ENUM_NAMES_H_
 #define KAGENT_TOOLS_ENUM_NAMES_H_
 
@@ -11,6 +11,7 @@ namespace kagent {
 
 std::string StateName(v1::JobState state);    // JOB_STATE_DONE -> "DONE"
 std::string VerdictName(v1::Verdict verdict);  // VERDICT_CORRECT -> "CORRECT"
+std::string AblationName(v1::Ablation ablation);  // ABLATION_NO_COUNTERS -> "NO_COUNTERS"
 
 }  // namespace kagent
 
