@@ -9,16 +9,13 @@
 #include "common/source_text.h"
 #include "engines/heuristic/heuristic_brain.h"
 #include "engines/heuristic/test_kernels.h"
+#include "engines/heuristic/test_library.h"
 #include "engines/heuristic/test_signatures.h"
 
 namespace kagent {
 namespace {
 
-std::shared_ptr<const TemplateLibrary> Lib() {
-  auto lib = TemplateLibrary::Embedded();
-  REQUIRE(lib.ok());
-  return *lib;
-}
+std::shared_ptr<const TemplateLibrary> Lib() { return testing::EmbeddedLibrary(); }
 
 // The heuristic brain's first kernel for a 2048 x 1M bf16 matvec: a render of the library.
 v1::KernelSource FirstMatvec(const std::shared_ptr<const TemplateLibrary>& lib,

@@ -12,16 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engines/heuristic/knob_tuner.h"
+#include "engines/heuristic/test_library.h"
 #include "engines/heuristic/triton_source.h"
 
 namespace kagent {
 namespace {
 
-std::shared_ptr<const TemplateLibrary> Lib() {
-  auto lib = TemplateLibrary::Embedded();
-  REQUIRE(lib.ok());
-  return *lib;
-}
+std::shared_ptr<const TemplateLibrary> Lib() { return testing::EmbeddedLibrary(); }
 
 TEST_CASE("Templates: every embedded template renders with its defaults and parses") {
   auto lib = Lib();

@@ -8,15 +8,12 @@
 #include <catch2/catch.hpp>
 
 #include "common/source_text.h"
+#include "engines/heuristic/test_library.h"
 
 namespace kagent {
 namespace {
 
-std::shared_ptr<const TemplateLibrary> Lib() {
-  auto lib = TemplateLibrary::Embedded();
-  REQUIRE(lib.ok());
-  return *lib;
-}
+std::shared_ptr<const TemplateLibrary> Lib() { return testing::EmbeddedLibrary(); }
 
 // The complete params of template `id` rendered with `given`.
 std::map<std::string, std::string> Params(const TemplateLibrary& lib, const std::string& id,
