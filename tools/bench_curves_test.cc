@@ -148,7 +148,7 @@ TEST_CASE("bench curves: the GPU-seconds chart draws a step line per problem and
   CHECK(absl::StrContains(RenderGpuCurveSvg({}), "</svg>"));
 }
 
-TEST_CASE("bench flags: --ablation picks the arm's JobConfig; its seed and budget are checked") {
+TEST_CASE("bench flags: --ablation picks the arm's JobConfig, its seed and budget are checked") {
   auto parse = [](std::vector<std::string> extra) {
     std::vector<std::string> args = {"problems", "--out", "o"};
     args.insert(args.end(), extra.begin(), extra.end());

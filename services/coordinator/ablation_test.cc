@@ -234,7 +234,7 @@ TEST_CASE("ablation no-counters: no profile, and nothing from counters to the ju
   CHECK(job.result().speedup_vs_start() > 1.0);
 }
 
-TEST_CASE("ablation no-reflexion: no memory to the planner, brain or reflector; reflexions "
+TEST_CASE("ablation no-reflexion: no memory to the planner, brain or reflector, reflexions "
           "still stored") {
   Rig rig;
   v1::Job job = rig.Run(WithAblation(v1::ABLATION_NO_REFLEXION));
