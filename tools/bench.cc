@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "                    [--beam-width K] [--fixes-per-kernel M] [--only PATTERN]\n"
     "                    [--concurrency N] [--poll-seconds S] [--run-id ID] [--brain NAME]\n"
     "                    [--without-start] [--ablation ARM] [--sweep-seed N]\n"
-    "                    [--max-gpu-seconds S]\n"
+    "                    [--max-gpu-seconds S] [--plateau-rounds N]\n"
     "Submits every DIR/NAME.py defining class Model (KernelBench format) as a job, with\n"
     "DIR/NAME_start.py as its starting kernel when there is one (else the brain writes the\n"
     "first kernel), waits for all, and writes OUTDIR/results.json, OUTDIR/results.md and\n"
@@ -47,7 +47,8 @@ constexpr char kUsage[] =
     "--ablation ARM runs every job as one arm of the search-efficiency comparison: full (the\n"
     "default), no-counters, no-reflexion, greedy (one worker: beam width 1, one fix a round)\n"
     "or blind-sweep (random moves of the brain, seeded by --sweep-seed N, default 0);\n"
-    "--max-gpu-seconds S gives every job the same GPU-time budget (docs/benchmarks.md).\n"
+    "--max-gpu-seconds S gives every job the same GPU-time budget, --plateau-rounds N (1..100)\n"
+    "its plateau rule (docs/benchmarks.md).\n"
     "\n"
     "usage: kagent bench --merge --out OUTDIR RESULTS.json [RESULTS.json ...]\n"
     "Needs no server: combines the results.json of several runs (e.g. a suite measured in\n"
@@ -261,6 +262,9 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
               "the arm every job runs: full, no-counters, no-reflexion, greedy, blind-sweep");
   o.AddInt("sweep-seed", &f.sweep_seed, "the blind sweep's seed (--ablation blind-sweep)");
   o.AddDouble("max-gpu-seconds", &f.max_gpu_seconds, "GPU-time budget of every job");
+  o.AddInt("plateau-rounds", &f.plateau_rounds,
+           "stop a job after this many rounds without a gain above 1%, 1..100 (default: the "
+           "server's)");
   o.AddInt("rounds", &f.rounds, "round budget per job (default: the server's)");
   o.AddInt("beam-width", &f.beam_width, "beam width K of every job, 1..16 (default: the server's)");
   o.AddInt("fixes-per-kernel", &f.fixes_per_kernel,
@@ -290,7 +294,7 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
     // does not filter the merged rows).
     for (const char* name : {"only", "run-id", "rounds", "beam-width", "fixes-per-kernel", "brain",
                              "without-start", "concurrency", "ablation", "sweep-seed",
-                             "max-gpu-seconds"}) {
+                             "max-gpu-seconds", "plateau-rounds"}) {
       if (o.SourceOf(name) == "flag") {
         return absl::InvalidArgumentError(
             absl::StrCat("--", name, " runs jobs; it cannot be used with ", mode));
@@ -350,6 +354,12 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-gpu-seconds must be 1..1e7 (got ", f.max_gpu_seconds, ")"));
   }
+  if (o.SourceOf("plateau-rounds") == "default") {
+    f.plateau_rounds = 0;
+  } else if (f.plateau_rounds < 1 || f.plateau_rounds > 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--plateau-rounds must be 1..100 (got ", f.plateau_rounds, ")"));
+  }
   return f;
 }
 
@@ -376,6 +386,7 @@ v1::JobConfig BenchJobConfig(const BenchFlags& f) {
     cfg.set_fixes_per_kernel(1);
   }
   if (f.max_gpu_seconds > 0) cfg.mutable_budget()->set_max_gpu_seconds(f.max_gpu_seconds);
+  if (f.plateau_rounds > 0) cfg.set_plateau_rounds(f.plateau_rounds);
   return cfg;
 }
 
@@ -393,7 +404,8 @@ std::string BenchSettingsJson(const BenchFlags& f) {
                              {"ablation", f.ablation.empty() ? "full" : f.ablation},
                              {"sweep_seed", f.sweep_seed >= 0 ? nlohmann::json(f.sweep_seed)
                                                               : nlohmann::json(nullptr)},
-                             {"max_gpu_seconds", f.max_gpu_seconds}};
+                             {"max_gpu_seconds", f.max_gpu_seconds},
+                             {"plateau_rounds", f.plateau_rounds}};
   return settings.dump();
 }
 
@@ -465,6 +477,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (!f.ablation.empty()) absl::StrAppend(&flags, " --ablation ", f.ablation);
     if (f.sweep_seed >= 0) absl::StrAppend(&flags, " --sweep-seed ", f.sweep_seed);
     if (f.max_gpu_seconds > 0) absl::StrAppend(&flags, " --max-gpu-seconds ", f.max_gpu_seconds);
+    if (f.plateau_rounds > 0) absl::StrAppend(&flags, " --plateau-rounds ", f.plateau_rounds);
     std::string header = absl::StrFormat("`kagent bench %s%s` against %s%s", dir, flags, f.server,
                                          final_write ? "" : " (partial: jobs still running)");
     if (!f.ablation.empty()) {

@@ -36,7 +36,8 @@
 //
 // --ablation ARM runs every job as one arm of the search-efficiency comparison
 // (BenchArmNames; docs/benchmarks.md, "Does the guidance pay?"); --sweep-seed seeds the
-// blind sweep; --max-gpu-seconds gives every job the same GPU-time budget. The arm is named
+// blind sweep; --max-gpu-seconds gives every job the same GPU-time budget (and
+// --plateau-rounds a plateau rule of its own, so that the budget can be what stops it). The arm is named
 // in results.md's header and results.json's settings, and its jobs are other jobs than
 // the full loop's under the same --run-id.
 //
@@ -345,6 +346,7 @@ struct BenchFlags {
   std::string ablation;
   int64_t sweep_seed = -1;       // --sweep-seed (blind-sweep only); -1: not given
   double max_gpu_seconds = 0;    // --max-gpu-seconds: each job's GPU-time budget; 0: none
+  int plateau_rounds = 0;        // --plateau-rounds: each job's plateau rule, 1..100; 0: the server's
   bool merge = false;            // --merge: combine results.json files, no server
   bool compare = false;          // --compare: compare results.json files as arms, no server
   std::vector<std::string> merge_files;  // --merge / --compare: the positional RESULTS.json files
@@ -356,7 +358,8 @@ struct BenchFlags {
 // --out, --concurrency < 1, --poll-seconds <= 0, --rounds < 0, or --beam-width /
 // --fixes-per-kernel given outside 1..16; an --ablation not in BenchArmNames, --beam-width
 // or --fixes-per-kernel other than 1 with --ablation greedy, --sweep-seed (>= 0) without
-// --ablation blind-sweep, --max-gpu-seconds given outside 1..1e7. With --merge or
+// --ablation blind-sweep, --max-gpu-seconds given outside 1..1e7, --plateau-rounds given
+// outside 1..100. With --merge or
 // --compare (not both): no --out, no RESULTS.json, or a job flag given on the command
 // line (the positionals go to merge_files, `dir` stays empty). Does not look at the file
 // system.
@@ -370,13 +373,13 @@ const std::vector<std::string>& BenchArmNames();
 
 // The JobConfig every job of the run is submitted with: only what the flags set (the
 // arm's ablation, or for "greedy" strategy GREEDY and fixes_per_kernel 1; sweep_seed;
-// budget.max_gpu_seconds).
+// budget.max_gpu_seconds; plateau_rounds).
 v1::JobConfig BenchJobConfig(const BenchFlags& flags);
 
 // results.json's "settings" object (a JSON object; the token is left out): dir, server,
 // rounds, beam_width, fixes_per_kernel (0: the server's default), only, brain, run_id,
 // concurrency, ablation ("full" without --ablation), sweep_seed (null when not given),
-// max_gpu_seconds (0: none).
+// max_gpu_seconds (0: none), plateau_rounds (0: the server's).
 std::string BenchSettingsJson(const BenchFlags& flags);
 
 // Runs `kagent bench` (args without the "bench" word itself); writes progress to `out`.

@@ -160,8 +160,11 @@ TEST_CASE("bench flags: --ablation picks the arm's JobConfig, its seed and budge
   CHECK(nlohmann::json::parse(BenchSettingsJson(*full))["ablation"] == "full");
   CHECK(nlohmann::json::parse(BenchSettingsJson(*full))["sweep_seed"].is_null());
 
-  auto nc = parse({"--ablation", "no-counters", "--max-gpu-seconds", "300"});
+  auto nc = parse({"--ablation", "no-counters", "--max-gpu-seconds", "300", "--plateau-rounds", "20"});
   REQUIRE(nc.ok());
+  CHECK(BenchJobConfig(*nc).plateau_rounds() == 20);
+  CHECK(nlohmann::json::parse(BenchSettingsJson(*nc))["plateau_rounds"] == 20);
+  CHECK_FALSE(BenchJobConfig(*full).has_plateau_rounds());
   CHECK(BenchJobConfig(*nc).ablation() == v1::ABLATION_NO_COUNTERS);
   CHECK(BenchJobConfig(*nc).budget().max_gpu_seconds() == 300);
   CHECK(nlohmann::json::parse(BenchSettingsJson(*nc))["ablation"] == "no-counters");
@@ -193,7 +196,8 @@ TEST_CASE("bench flags: --ablation picks the arm's JobConfig, its seed and budge
            {{"--sweep-seed", "3"},
             "--sweep-seed seeds the blind sweep: give it with --ablation blind-sweep"},
            {{"--ablation", "blind-sweep", "--sweep-seed", "-2"}, "--sweep-seed must be >= 0 (got -2)"},
-           {{"--max-gpu-seconds", "0.5"}, "--max-gpu-seconds must be 1..1e7 (got 0.5)"}}) {
+           {{"--max-gpu-seconds", "0.5"}, "--max-gpu-seconds must be 1..1e7 (got 0.5)"},
+           {{"--plateau-rounds", "0"}, "--plateau-rounds must be 1..100 (got 0)"}}) {
     auto r = parse(args);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message() == message);
