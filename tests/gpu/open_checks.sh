@@ -56,8 +56,17 @@ suite() {
 }
 if [ "$mode" = suite ]; then suite; fi
 run="$repo/build-open/detached"
+# Copies the detached run's files so far into $OUT, with a running kagentd's log so far
+# (a finished run's is in suite/ already).
+snapshot() {
+  mkdir -p "$OUT/suite"
+  cp -r "$run/out/." "$OUT/" 2>/dev/null
+  cp "$run/run.log" "$OUT/detached.log" 2>/dev/null
+  [ -f "$run/done" ] || gzip -c "$run/repo/$state/kagentd.log" > "$OUT/suite/kagentd.log.gz" 2>/dev/null
+}
 # Waits for the detached run until it is done or the call's time is nearly spent,
-# printing its progress each minute; then copies its files so far into $OUT.
+# printing its progress and taking a snapshot each minute (a call cut short, when the
+# device time runs out, still brings back the last one), and a last one at the end.
 wait_detached() {
   local last=0
   while [ ! -f "$run/done" ] && [ "$(left)" -gt 25 ]; do
@@ -66,15 +75,12 @@ wait_detached() {
       echo "$(( last - $(cat "$run/started") )) s since the start:" \
         "$(grep -c . "$run/out/suite/bench.txt" 2>/dev/null || echo 0) bench lines;" \
         "$(tail -1 "$run/out/suite/bench.txt" 2>/dev/null)"
+      snapshot
     fi
     sleep 5
   done
   [ -f "$run/done" ] && { echo "detached run done: $(cat "$run/done")"; tail -8 "$run/run.log"; }
-  mkdir -p "$OUT/suite"
-  cp -r "$run/out/." "$OUT/" 2>/dev/null
-  cp "$run/run.log" "$OUT/detached.log" 2>/dev/null
-  # A running kagentd's log so far (the finished run's is in suite/ already).
-  [ -f "$run/done" ] || gzip -c "$run/repo/$state/kagentd.log" > "$OUT/suite/kagentd.log.gz" 2>/dev/null
+  snapshot
 }
 if [ "$mode" = detach ] && [ ! -f "$run/started" ]; then
   rm -rf "$run"; mkdir -p "$run/repo" "$run/out"
