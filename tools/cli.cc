@@ -40,12 +40,14 @@ struct Flags {
   std::string strategy;
   std::string brain;
   std::string llm_agents;
+  std::string ablation;
   std::string state;
   std::string reason;
   std::string kernel_out;
   int rounds = 0, beam = 0, beam_width = 0, fixes_per_kernel = 0, workers = 0, limit = 50;
   int64_t from = 0;
   int64_t llm_tokens = 0;
+  int64_t sweep_seed = 0;
   double llm_cost_usd = 0;
   double target_efficiency = 0;
   bool watch = false;
@@ -62,6 +64,8 @@ constexpr char kUsage[] =
     "                    [--llm-tokens N] [--llm-cost-usd USD]   the job's LLM budget\n"
     "                    [--llm-agents A,B]   the agents on the LLM for this job (rewrite,\n"
     "                    prescribe, reflect, plan, narrate; default the server's)\n"
+    "                    [--ablation ARM] [--sweep-seed N]   a search-efficiency arm: none,\n"
+    "                    no-counters, no-reflexion, blind-sweep (docs/loop.md, Ablations)\n"
     "  watch JOB [--from N]       live progress until the job ends\n"
     "  get JOB [--kernel-out F]   result table; --kernel-out writes the best kernel\n"
     "  list [--state S] [--limit N]\n"
@@ -128,6 +132,33 @@ class Client {
 };
 
 }  // namespace
+
+absl::Status SetAblation(absl::string_view arm, bool seed_given, int64_t seed,
+                         v1::JobConfig* config) {
+  static constexpr std::pair<const char*, v1::Ablation> kArms[] = {
+      {"none", v1::ABLATION_NONE},
+      {"no-counters", v1::ABLATION_NO_COUNTERS},
+      {"no-reflexion", v1::ABLATION_NO_REFLEXION},
+      {"blind-sweep", v1::ABLATION_BLIND_SWEEP}};
+  const std::string name = arm.empty() ? "none" : absl::AsciiStrToLower(arm);
+  const auto* found = std::find_if(std::begin(kArms), std::end(kArms),
+                                   [&](const auto& a) { return name == a.first; });
+  if (found == std::end(kArms)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ablation must be none, no-counters, no-reflexion or blind-sweep (got '", arm,
+        "'); the greedy arm is --strategy greedy --fixes-per-kernel 1"));
+  }
+  if (seed_given && found->second != v1::ABLATION_BLIND_SWEEP) {
+    return absl::InvalidArgumentError(
+        "--sweep-seed seeds the blind sweep: give it with --ablation blind-sweep");
+  }
+  if (seed_given && seed < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--sweep-seed must be >= 0 (got ", seed, ")"));
+  }
+  config->set_ablation(found->second);
+  if (seed_given) config->set_sweep_seed(static_cast<uint64_t>(seed));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view flag) {
   std::vector<std::string> agents;
@@ -295,6 +326,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
               "the agents that ask the LLM for this job, comma-separated: rewrite, prescribe, "
               "reflect, plan, narrate; the others answer heuristically (submit; default: every "
               "agent the server has on the LLM)");
+  o.AddString("ablation", &f.ablation,
+              "the search-efficiency arm (submit): none, no-counters, no-reflexion, blind-sweep");
+  o.AddInt("sweep-seed", &f.sweep_seed, "the blind sweep's seed, >= 0 (submit)");
   o.AddString("state", &f.state, "filter by state (list)");
   o.AddString("reason", &f.reason, "why (cancel)");
   o.AddString("kernel-out", &f.kernel_out, "write the best kernel here (get)");
@@ -442,6 +476,13 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         return 2;
       }
       for (const std::string& a : *agents) cfg->add_llm_agents(a);
+    }
+    if (given("ablation") || given("sweep-seed")) {
+      absl::Status ablation = SetAblation(f.ablation, given("sweep-seed"), f.sweep_seed, cfg);
+      if (!ablation.ok()) {
+        err << "kagent: " << ablation.message() << "\n";
+        return 2;
+      }
     }
     if (o.SourceOf("target-efficiency") != "default") {
       cfg->set_target_efficiency_pct(f.target_efficiency);

@@ -3,7 +3,7 @@
 //   kagent [--server ADDR] [--token TOKEN] COMMAND [ARGS] [FLAGS]
 //     submit PROBLEM.py [--kernel KERNEL.py] [--rounds N] [--beam-width K]
 //            [--fixes-per-kernel M | --workers W] [--strategy beam|greedy] [--brain NAME]
-//            [--llm-agents A,B] [--name NAME] [--watch]
+//            [--llm-agents A,B] [--ablation ARM] [--sweep-seed N] [--name NAME] [--watch]
 //            (--beam K is --beam-width K; K and M are 1..16, else exit 2)
 //     watch JOB [--from N]
 //     get JOB [--kernel-out FILE]
@@ -32,6 +32,13 @@ namespace kagent::cli {
 // INVALID_ARGUMENT for an empty entry, an "agent=model" entry (a job does not choose
 // models), an unknown agent (listing the agents) or one listed twice.
 absl::StatusOr<std::vector<std::string>> ParseJobLlmAgents(absl::string_view flag);
+
+// submit --ablation ARM (none, no-counters, no-reflexion, blind-sweep; case-insensitive;
+// empty is none) and --sweep-seed (when `seed_given`) into `config`. INVALID_ARGUMENT for
+// another arm (naming the four, and --strategy greedy for the greedy arm), a seed without
+// blind-sweep, or a negative seed; `config` is then unchanged.
+absl::Status SetAblation(absl::string_view arm, bool seed_given, int64_t seed,
+                         v1::JobConfig* config);
 
 // Runs one invocation; writes to `out` and `err`.
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

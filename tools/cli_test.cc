@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -159,6 +160,44 @@ TEST_CASE("cli: submit --llm-agents names the job's LLM agents, and get shows th
   std::ostringstream chosen;
   cli::PrintJob(job, chosen);
   CHECK_THAT(chosen.str(), Catch::Contains("llm agents reflect, plan  (the others heuristic)\n"));
+}
+
+TEST_CASE("cli: submit --ablation and --sweep-seed set the job's arm, or are refused") {
+  v1::JobConfig cfg;
+  REQUIRE(cli::SetAblation("blind-sweep", true, 7, &cfg).ok());
+  CHECK(cfg.ablation() == v1::ABLATION_BLIND_SWEEP);
+  CHECK(cfg.has_sweep_seed());
+  CHECK(cfg.sweep_seed() == 7);
+  v1::JobConfig plain;
+  REQUIRE(cli::SetAblation("No-Counters", false, 0, &plain).ok());
+  CHECK(plain.ablation() == v1::ABLATION_NO_COUNTERS);
+  CHECK_FALSE(plain.has_sweep_seed());
+  REQUIRE(cli::SetAblation("no-reflexion", false, 0, &plain).ok());
+  CHECK(plain.ablation() == v1::ABLATION_NO_REFLEXION);
+  REQUIRE(cli::SetAblation("", false, 0, &plain).ok());
+  CHECK(plain.ablation() == v1::ABLATION_NONE);
+  for (const auto& [arm, seed_given, seed, says] :
+       std::vector<std::tuple<std::string, bool, int64_t, std::string>>{
+           {"greedy", false, 0, "the greedy arm is --strategy greedy --fixes-per-kernel 1"},
+           {"full-ish", false, 0, "none, no-counters, no-reflexion or blind-sweep (got 'full-ish')"},
+           {"no-counters", true, 3, "give it with --ablation blind-sweep"},
+           {"blind-sweep", true, -1, "--sweep-seed must be >= 0 (got -1)"}}) {
+    INFO(arm);
+    v1::JobConfig untouched;
+    absl::Status bad = cli::SetAblation(arm, seed_given, seed, &untouched);
+    CHECK(absl::IsInvalidArgument(bad));
+    CHECK_THAT(std::string(bad.message()), Catch::Contains(says));
+    CHECK(untouched.ablation() == v1::ABLATION_NONE);
+    CHECK_FALSE(untouched.has_sweep_seed());
+  }
+  // A bad value is a usage error before any server is asked.
+  std::string problem = std::filesystem::temp_directory_path() /
+                        ("kagent_cli_test_ablation_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(problem) << "class Model: pass\n";
+  std::string out, err;
+  CHECK(RunCli({"--server", "127.0.0.1:1", "submit", problem, "--sweep-seed", "4"}, &out, &err) == 2);
+  CHECK_THAT(err, Catch::Contains("--sweep-seed seeds the blind sweep"));
+  std::filesystem::remove(problem);
 }
 
 TEST_CASE("cli: get shows the GPU busy share, candidates per GPU-minute and variants screened") {

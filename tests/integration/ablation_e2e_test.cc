@@ -56,6 +56,17 @@ TEST_CASE("kagentd: a blind-sweep bench arm end to end on the CPU worker, then -
                 &err) == 0);
   CHECK(absl::StrContains(out, "1. blind-sweep (e2e): 1 problems"));
   CHECK(absl::StrContains(ReadFile(dir + "/cmp/compare.md"), "| relu_add |"));
+
+  // One job of an arm through `kagent submit`: the server stores it and get names it.
+  REQUIRE(d.Cli({"submit", dir + "/suite/relu_add.py", "--kernel", dir + "/suite/relu_add_start.py",
+                 "--ablation", "no-reflexion", "--rounds", "1"},
+                &out, &err) == 0);
+  INFO(out << err);
+  // "submitted job-... (relu_add)"
+  REQUIRE(absl::StartsWith(out, "submitted job-"));
+  const std::string submitted = out.substr(10, out.find(' ', 10) - 10);
+  REQUIRE(d.Cli({"get", submitted}, &out) == 0);
+  CHECK(absl::StrContains(out, "ablation   NO_REFLEXION"));
 }
 
 }  // namespace
