@@ -1,7 +1,8 @@
 // The ablations (JobConfig.ablation, docs/loop.md "Ablations") on the CPU: the real
 // JobManager, Scheduler, SQLite storage and round planner, fake GPU workers, and loop
 // services that record every request, to check what each arm sends and leaves out. Also
-// the job service's checks of the ablation and the GPU-time budget's stop.
+// the job service's checks of the ablation, the GPU-time budget's stop, and the memory a
+// plan reads across jobs (share_memory_across_jobs).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -363,4 +364,58 @@ TEST_CASE("job service: the ablation must be known, its seed only with a blind s
 }
 
 }  // namespace
+TEST_CASE("share_memory_across_jobs: a later job's plans read an earlier job's reflexions") {
+  Rig rig;
+  // The kernels' op, so that the shared memory has its key (op class, GPU architecture).
+  rig.gpu_a.measure = rig.gpu_b.measure = [](const std::string& source) {
+    v1::Measurement m = TimeOf(source);
+    m.mutable_op_signature()->add_ops()->set_op("aten::relu");
+    m.mutable_op_signature()->set_op_class("elementwise");
+    return m;
+  };
+  v1::JobConfig sharing;
+  sharing.set_share_memory_across_jobs(true);
+  v1::Job first = rig.Run(sharing);
+  REQUIRE(first.state() == v1::JOB_STATE_DONE);
+  absl::StatusOr<std::vector<v1::Reflexion>> shared =
+      rig.storage->ListSharedReflexions({"t", "elementwise", "sm_90"}, kSharedMemoryRead);
+  REQUIRE(shared.ok());
+  REQUIRE_FALSE(shared->empty());
+  size_t before = 0;
+  {
+    absl::MutexLock lock(&rig.services.mu);
+    before = rig.services.plans.size();
+    // The first job read no one else's: its first plan had no memory.
+    CHECK(rig.services.plans[0].memory_size() == 0);
+  }
+
+  v1::Job second = rig.Run(sharing);
+  REQUIRE(second.state() == v1::JOB_STATE_DONE);
+  {
+    absl::MutexLock lock(&rig.services.mu);
+    REQUIRE(rig.services.plans.size() > before);
+    const v1::PlanRoundRequest& plan = rig.services.plans[before];
+    // Round 1: the first job's most recent reflexions, oldest first, and none of its own yet.
+    REQUIRE(static_cast<size_t>(plan.memory_size()) == shared->size());
+    for (int i = 0; i < plan.memory_size(); ++i) {
+      CHECK(plan.memory(i).candidate_id() == (*shared)[static_cast<size_t>(i)].candidate_id());
+    }
+    before = rig.services.plans.size();
+  }
+  absl::StatusOr<std::vector<v1::JobEvent>> events = rig.storage->ListEvents(second.id(), 0, 1000);
+  REQUIRE(events.ok());
+  bool logged = false;
+  for (const v1::JobEvent& e : *events) {
+    logged = logged || absl::StrContains(e.message(), "reflexion(s) of earlier jobs on elementwise");
+  }
+  CHECK(logged);
+
+  // A job without the flag reads only its own memory.
+  v1::Job alone = rig.Run(v1::JobConfig());
+  REQUIRE(alone.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&rig.services.mu);
+  REQUIRE(rig.services.plans.size() > before);
+  CHECK(rig.services.plans[before].memory_size() == 0);
+}
+
 }  // namespace kagent

@@ -43,6 +43,9 @@
 
 namespace kagent {
 
+// Reflexions of earlier jobs a plan reads with share_memory_across_jobs (the most recent).
+inline constexpr int kSharedMemoryRead = 32;
+
 // What a JobRun uses. Every pointer is borrowed and must outlive each JobRun made with
 // these deps (JobManager owns one JobRunDeps and joins its job threads before it goes);
 // all of it must be safe to use from several jobs' threads at once (Storage, Scheduler,
@@ -240,6 +243,13 @@ class JobRun {
   // The end of PrepareRound: round 1's library seed, then `rc` and `variants` stored as
   // the round's checkpoint.
   Stop StoreRoundCheckpoint(int round, v1::RoundCheckpoint* rc, v1::GenerateResponse* variants);
+  // The reflexion memory a plan (and through it the brain) and a reflection read: none
+  // unless UsesReflexionMemory(); else, with share_memory_across_jobs and the op class and
+  // GPU architecture known, the tenant's shared memory under that key from other jobs
+  // (the most recent kSharedMemoryRead, oldest first; this job's own entries left out of
+  // it), then this job's reflexions in order. `shared_count`, when given, receives how
+  // many came from other jobs. A storage error leaves that part out.
+  std::vector<v1::Reflexion> ReadMemory(int* shared_count = nullptr);
   // Whether the job's plans, kernels and reflexions read its reflexion memory: not under
   // ABLATION_NO_REFLEXION or ABLATION_BLIND_SWEEP (reflexions are still written).
   bool UsesReflexionMemory() const {

@@ -138,11 +138,13 @@ JobRun::Stop JobRun::PrepareRound(int round, std::vector<v1::Candidate>& beam,
   plan_req.set_fixes_per_kernel(cfg_.fixes_per_kernel());
   Stop stop = DiagnoseBeam(beam, &plan_req, stop_reason);
   if (stop.kind != Stop::kNone || !stop_reason->empty()) return stop;
-  if (UsesReflexionMemory()) {
-    absl::StatusOr<std::vector<v1::Reflexion>> memory = deps_.storage->ListReflexions(job_id_);
-    if (memory.ok()) {
-      for (auto& r : *memory) *plan_req.add_memory() = r;
-    }
+  int shared = 0;
+  for (v1::Reflexion& r : ReadMemory(&shared)) *plan_req.add_memory() = std::move(r);
+  if (shared > 0) {
+    EmitLog(absl::StrCat("round ", round, ": the plan reads ", shared,
+                         " reflexion(s) of earlier jobs on ", signature_.op_class(), " (",
+                         gpu_.arch(), ") beside this job's ",
+                         plan_req.memory_size() - shared, " (share_memory_across_jobs)"));
   }
   // No avoid_patterns: the analyzer already dropped the job's avoid-list from the
   // prescriptions; the planner applies the memory's (job_run.h).
@@ -452,18 +454,39 @@ JobRun::Stop JobRun::RecordAttempts(int round, const std::vector<v1::Candidate>&
   return {};
 }
 
+std::vector<v1::Reflexion> JobRun::ReadMemory(int* shared_count) {
+  std::vector<v1::Reflexion> memory;
+  if (shared_count != nullptr) *shared_count = 0;
+  if (!UsesReflexionMemory()) return memory;
+  absl::StatusOr<std::vector<v1::Reflexion>> own = deps_.storage->ListReflexions(job_id_);
+  if (cfg_.share_memory_across_jobs() && !signature_.op_class().empty() && !gpu_.arch().empty()) {
+    absl::StatusOr<std::vector<v1::Reflexion>> shared = deps_.storage->ListSharedReflexions(
+        {job_.tenant(), signature_.op_class(), gpu_.arch()}, kSharedMemoryRead);
+    if (shared.ok()) {
+      std::set<std::string> mine;  // this job's own entries come from its own list
+      if (own.ok()) {
+        for (const v1::Reflexion& r : *own) mine.insert(r.candidate_id());
+      }
+      for (v1::Reflexion& r : *shared) {
+        if (mine.count(r.candidate_id()) != 0) continue;
+        memory.push_back(std::move(r));
+      }
+      if (shared_count != nullptr) *shared_count = static_cast<int>(memory.size());
+    }
+  }
+  if (own.ok()) {
+    for (v1::Reflexion& r : *own) memory.push_back(std::move(r));
+  }
+  return memory;
+}
+
 absl::Status JobRun::Reflect(int round, const v1::Candidate& c, const v1::Candidate* parent) {
   v1::ReflectRequest rr;
   rr.set_job_id(job_id_);
   if (parent != nullptr) *rr.mutable_parent() = *parent;
   *rr.mutable_attempt() = c;
   *rr.mutable_gpu() = gpu_;
-  if (absl::StatusOr<std::vector<v1::Reflexion>> memory =
-          UsesReflexionMemory() ? deps_.storage->ListReflexions(job_id_)
-                                : std::vector<v1::Reflexion>();
-      memory.ok()) {
-    for (v1::Reflexion& m : *memory) *rr.add_memory() = std::move(m);
-  }
+  for (v1::Reflexion& m : ReadMemory()) *rr.add_memory() = std::move(m);
   SetLlmBudgetLeft(rr);
   SetLlmAgents(rr);
   absl::StatusOr<v1::ReflectResponse> refl = deps_.services->Reflect(rr, cancel_);
