@@ -168,6 +168,19 @@ std::string ConfigSection(const v1::Job& job, bool cpu) {
     absl::StrAppend(&h,
                     Row("avoided patterns", HtmlEscape(absl::StrJoin(c.avoid_patterns(), ", "))));
   }
+  if (c.ablation() != v1::ABLATION_NONE) {
+    std::string arm = AblationName(c.ablation());
+    if (c.ablation() == v1::ABLATION_BLIND_SWEEP) {
+      absl::StrAppend(&arm, " (sweep seed ", c.sweep_seed(), ")");
+    }
+    absl::StrAppend(&h, Row("ablation", absl::StrCat(HtmlEscape(arm),
+                                                     ": a search-efficiency arm, not the full "
+                                                     "loop (docs/loop.md, Ablations)")));
+  }
+  if (c.share_memory_across_jobs()) {
+    absl::StrAppend(&h, Row("reflexion memory", "shared with the tenant's other jobs on this op "
+                                                "class and GPU architecture"));
+  }
   absl::StrAppend(&h, "</table>");
   return h;
 }

@@ -298,6 +298,22 @@ TEST_CASE("report: a job without a result says so") {
   CHECK(StrContains(html, "<tr><th>state</th><td>FAILED</td></tr>"));
 }
 
+TEST_CASE("report: the configuration names an ablation arm and a shared memory") {
+  v1::Job job;
+  job.set_id("job-a1");
+  job.set_state(v1::JOB_STATE_ROUNDS);
+  const std::string plain = RenderHtmlReport(job, {}, {});
+  CHECK_FALSE(StrContains(plain, "<th>ablation</th>"));
+  CHECK_FALSE(StrContains(plain, "<th>reflexion memory</th>"));
+  job.mutable_config()->set_ablation(v1::ABLATION_BLIND_SWEEP);
+  job.mutable_config()->set_sweep_seed(5);
+  job.mutable_config()->set_share_memory_across_jobs(true);
+  const std::string html = RenderHtmlReport(job, {}, {});
+  CHECK(StrContains(html, "<tr><th>ablation</th><td>BLIND_SWEEP (sweep seed 5): a "
+                          "search-efficiency arm, not the full loop"));
+  CHECK(StrContains(html, "<tr><th>reflexion memory</th><td>shared with the tenant's other jobs"));
+}
+
 TEST_CASE("report: the chart's figure and the table's say which run each comes from") {
   v1::Job job = FinalRun(1.0, 1.06, 1.2, 1.1);
   auto* t = job.mutable_result()->add_trajectory();
