@@ -1,9 +1,9 @@
-// The loop with LLM agents and an LLM brain on the CPU (testing_loop.h's rig and
+// The loop with LLM agents and an LLM brain on the CPU (testing/loop.h's rig and
 // engines/llm's loopback rig): exchanges stored as artifacts, usage charged and bounded,
 // repair turns, an endpoint that fails or comes back.
 #include <catch2/catch.hpp>
 
-#include "services/coordinator/testing_loop.h"
+#include "services/coordinator/testing/loop.h"
 
 namespace kagent::testing {
 namespace {

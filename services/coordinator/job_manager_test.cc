@@ -1,8 +1,8 @@
-// The whole loop on the CPU (testing_loop.h's rig): rounds, the beam, stop rules, the
+// The whole loop on the CPU (testing/loop.h's rig): rounds, the beam, stop rules, the
 // baseline and the library seed, screening, worker failures, cancel and resume.
 #include <catch2/catch.hpp>
 
-#include "services/coordinator/testing_loop.h"
+#include "services/coordinator/testing/loop.h"
 
 namespace kagent::testing {
 namespace {
@@ -45,13 +45,7 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
 
 TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on every candidate") {
   Loop loop;
-  v1::OpSignature sig;
-  auto* op = sig.add_ops();
-  op->set_op("aten::relu");
-  auto* in = op->add_inputs();
-  in->add_shape(1024);
-  in->set_dtype("float32");
-  sig.set_min_bytes(8192);
+  const v1::OpSignature sig = ReluSignature();
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = sig;
   v1::Job j;
   j.set_id("job-sig");

@@ -1,9 +1,9 @@
-// The job service, and the loop against a full disk (testing_loop.h's rig): what a
+// The job service, and the loop against a full disk (testing/loop.h's rig): what a
 // failed write stores, a disk that fills mid-run, what a client sees of storage errors;
 // the job service's checks of a submission.
 #include <catch2/catch.hpp>
 
-#include "services/coordinator/testing_loop.h"
+#include "services/coordinator/testing/loop.h"
 
 namespace kagent::testing {
 namespace {
