@@ -158,11 +158,15 @@ class _Cupti:
         if self.lib is not None:
             self.lib.kagent_cupti_flush()
 
+    def counts_kernels(self):
+        """Whether the library can count the kernels it traced (kernels_seen)."""
+        return self.lib is not None and hasattr(self.lib, "kagent_cupti_kernels_seen")
+
     def kernels_seen(self):
         """Kernels the tracer has recorded so far, after a flush (every kernel completed
         before the call); None when the library cannot say (no tracer, or one built
         before the count)."""
-        if self.lib is None or not hasattr(self.lib, "kagent_cupti_kernels_seen"):
+        if not self.counts_kernels():
             return None
         self.flush()
         seen = self.lib.kagent_cupti_kernels_seen()
@@ -665,20 +669,24 @@ def _cmd_profile(st, msg, torch, loader):
     _load_inputs(st, msg, torch, loader)
     cuda = st.device == "cuda"
     warmup_iters = int(msg.get("warmup_iters", 3))
-    count = cuda and bool(msg.get("counters")) and warmup_iters > 0
-    before = st.cupti.kernels_seen() if count else None
-    for _ in range(warmup_iters):
+    # The kernels of the last warm-up forward, by the tracer (the first may also run an
+    # autotuner's benchmarks), size the counter collection below.
+    count = (cuda and bool(msg.get("counters")) and warmup_iters > 0
+             and st.cupti.counts_kernels())
+    before = None
+    for i in range(warmup_iters):
+        if count and i == warmup_iters - 1:
+            torch.cuda.synchronize()
+            before = st.cupti.kernels_seen()
         st.model(*st.inputs)
     if cuda:
         torch.cuda.synchronize()
     counters = None
     if msg.get("counters"):
         # The CUPTI backend's hardware counters: one forward per pass, before the traced
-        # window (the trace's kernels stay those of the profiled forwards below). The
-        # collection is sized for the kernels a warm-up forward launched, by the tracer.
+        # window (the trace's kernels stay those of the profiled forwards below).
         after = st.cupti.kernels_seen() if before is not None else None
-        per_forward = (-(-(after - before) // warmup_iters)
-                       if after is not None and after > before else None)
+        per_forward = after - before if after is not None and after > before else None
         counters = (st.cupti.counters(list(msg["counters"]), lambda: st.model(*st.inputs),
                                       torch.cuda.synchronize, per_forward) if cuda else
                     {"ok": False, "passes": 0, "error": "hardware counters need a GPU"})

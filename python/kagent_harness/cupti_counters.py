@@ -13,9 +13,9 @@ that is not idempotent would count different work per pass. The child runs this 
 its warm-up, in the candidate's own process: the counters are guidance for the judge,
 like the tracer's durations, never a verdict.
 
-A collection is sized from the kernels a warm-up forward launched (the tracer's count,
-first_bound: twice that, at least MIN_RANGES; FIRST_MAX_RANGES when the count is not
-known), and made again for MAX_RANGES only when a pass launched more
+A collection is sized from the kernels the last warm-up forward launched (the tracer's
+count; first_bound: twice that, at least MIN_RANGES; FIRST_MAX_RANGES when the count is
+not known), and made again for MAX_RANGES only when a pass launched more
 (end_unless_dropped says so).
 
 `lib` is the ctypes library (or anything with the same functions: the tests pass a

@@ -244,8 +244,8 @@ def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forw
     # A library without the count: the first bound is the fixed one.
     assert lib.calls[0][2] == C.MAX_RANGES  # FakeCountersLib has no end_unless_dropped
 
-    # The tracer counts the warm-up's kernels: 5 over 2 warm-up forwards is 3 per
-    # forward, and the first collection is sized for that.
+    # The tracer counts the last warm-up forward's kernels (the first ran an autotuner's
+    # 40 benchmark launches beside its 3), and the first collection is sized for 3.
     class CountingLib(DroppingCountersLib):
         seen = 0
 
@@ -256,13 +256,16 @@ def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forw
     st.cupti.counters_lib = st.cupti.lib = counting
 
     def forward(*xs):
-        counting.seen += 3 if counting.seen == 0 else 2
+        counting.seen += 43 if counting.seen == 0 else 3
         events.append("forward")
     st.model = forward
-    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 2, "iters": 1,
+    events.clear()
+    reply = child._cmd_profile(st, {"inputs": str(inputs), "warmup_iters": 3, "iters": 1,
                                     "counters": ["dram__bytes_read.sum"]}, torch, loader)
     assert reply["counters"]["ok"] and reply["counters"]["kernels_per_forward"] == 3
     assert [c[2] for c in counting.calls if c[0] == "begin"] == [8]
+    # A sync before the counted forward, so that the count starts after the ones before.
+    assert events[:5] == ["forward", "forward", "sync", "forward", "sync"]
     st.cupti.lib = None
     # Without "counters": no passes, no field.
     events.clear()
