@@ -654,7 +654,8 @@ def _cmd_time(st, msg, torch, fn, time_callable):
     st.launches.reset()
     res = time_callable(fn, device, reps=int(msg["reps"]), warmup_iters=int(msg["warmup_iters"]),
                         warmup_ms=float(msg["warmup_ms"]), flush_bytes=flush_bytes,
-                        max_warmup_s=float(msg.get("max_warmup_s", 60.0)), mark=st.cupti.mark)
+                        max_warmup_s=float(msg.get("max_warmup_s", 60.0)), mark=st.cupti.mark,
+                        budget_ms=float(msg.get("budget_ms", 0.0)))
     st.cupti.flush()
     from kagent_harness.loader import flatten_outputs
     via = _hand_back(flatten_outputs(st.last), msg, torch)

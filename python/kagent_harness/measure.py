@@ -357,7 +357,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 fn()  # outside the protocol (compilation for torch.compile)
             with self.phases(f"baselines: {label} timing"):
                 res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
-                                    req.warmup_ms, flush)
+                                    req.warmup_ms, flush, budget_ms=req.timing_budget_ms)
             self.result[label] = P.timing_stats(res["times_ms"])
             self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
                 P.median(res["issue_ms"])
@@ -680,6 +680,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         reply = self.child.request({"cmd": "time", "reps": req.timing_reps,
                                     "warmup_iters": req.warmup_iters,
                                     "warmup_ms": req.warmup_ms, "flush_bytes": flush,
+                                    "budget_ms": req.timing_budget_ms,
                                     "out": out_path, **out_field}, timeout=limit,
                                    phase=f"{phase} ({why})")
         return reply, bufs

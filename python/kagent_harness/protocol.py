@@ -36,6 +36,12 @@ GPU_MIN_REPS = 100
 GPU_MIN_WARMUP_ITERS = 25
 GPU_MIN_WARMUP_MS = 100.0
 CPU_MAX_REPS = 10
+# The timing loops' time budget (timing.py): the default wall ms of timed calls beyond
+# which a slow call's timing stops after MIN_TIMED_REPS calls; the warm-up's is half of
+# it, after MIN_WARMUP_CALLS calls (the first call may compile or autotune).
+TIMED_BUDGET_MS = 1000.0
+MIN_TIMED_REPS = 10
+MIN_WARMUP_CALLS = 3
 CPU_MAX_WARMUP_ITERS = 2
 
 LOG_LIMIT_BYTES = 16 * 1024
@@ -96,6 +102,9 @@ class Request:
         self.timing_reps = _get(raw, "timing_reps", int, 100)
         self.warmup_iters = _get(raw, "warmup_iters", int, 25)
         self.warmup_ms = _get(raw, "warmup_ms", float, 100.0)
+        # Wall ms of timed calls after which a slow kernel's timing stops early (at least
+        # MIN_TIMED_REPS calls; timing.py); 0: always timing_reps calls.
+        self.timing_budget_ms = _get(raw, "timing_budget_ms", float, TIMED_BUDGET_MS)
         self.atol = _get(raw, "atol", float, None)
         self.rtol = _get(raw, "rtol", float, None)
         self.timeout_s = _get(raw, "timeout_s", float, 600.0)
@@ -157,6 +166,8 @@ class Request:
         for name in ("trials", "timing_reps", "warmup_iters", "profile_iters"):
             if getattr(self, name) < 1:
                 raise RequestError(f"field {name!r} must be >= 1")
+        if self.timing_budget_ms < 0:
+            raise RequestError("field 'timing_budget_ms' must be >= 0")
         if self.timeout_s <= 0 or self.call_timeout_s <= 0:
             raise RequestError("timeouts must be > 0")
         for name in ("atol", "rtol"):

@@ -19,6 +19,14 @@ unjoined side stream still running, makes wall >> event (the supervisor's check)
 Warm-up runs until both warmup_iters calls and warmup_ms have passed (capped at
 max_warmup_s), then `reps` timed calls.
 
+A slow call stops both loops early, as triton.testing.do_bench sizes its loops by time:
+with a budget_ms, the warm-up also ends once MIN_WARMUP_CALLS calls and
+max(warmup_ms, budget_ms / 2) have passed, and the timed loop ends once MIN_TIMED_REPS
+timed calls have taken budget_ms by their wall times (timed_count, which the supervisor
+uses to check the count it gets back). At the default budget (TIMED_BUDGET_MS) a call
+under 10 ms gets all 100 reps and 25 warm-up calls; a 400 ms convolution gets 10 and 3
+instead of 100 and 25 (on the H100, 437 ms calls held the GPU 104 s per measurement).
+
 This matches what triton.testing.do_bench measures (back-to-back calls keep its queue
 full) while still synchronizing the device around every call.
 
@@ -29,6 +37,8 @@ little under the Triton interpreter).
 import time
 
 import torch
+
+from kagent_harness.protocol import MIN_TIMED_REPS, MIN_WARMUP_CALLS
 
 SPIN_MIN_US = 20.0
 SPIN_MAX_US = 20000.0
@@ -65,10 +75,23 @@ def spin(us):
         torch.cuda._sleep(max(1, int(us * _spin_cycles_per_us())))
 
 
+def timed_count(walls_ms, reps, budget_ms):
+    """How many timed calls the loop makes when its calls take `walls_ms` (wall ms each,
+    in order): `reps`, or fewer once at least MIN_TIMED_REPS calls have taken budget_ms
+    (no budget when budget_ms <= 0)."""
+    total = 0.0
+    for i, w in enumerate(walls_ms[:int(reps)]):
+        total += float(w)
+        if budget_ms > 0 and i + 1 >= MIN_TIMED_REPS and total >= budget_ms:
+            return i + 1
+    return int(reps)
+
+
 def time_callable(fn, device, reps, warmup_iters, warmup_ms, flush_bytes=0,
-                  max_warmup_s=60.0, mark=None, hide_launch=True):
+                  max_warmup_s=60.0, mark=None, hide_launch=True, budget_ms=0.0):
     """Times fn() and returns {"times_ms", "wall_ms", "issue_ms", "warmup_calls",
-    "spin_us"}.
+    "spin_us"}: `reps` timed calls, fewer for a slow fn when budget_ms > 0 (the module
+    comment; timed_count).
 
     mark(name), when given, is called with "timing_begin" before the first warm-up call
     and "timing_end" after the last timed call (CUPTI markers). hide_launch=False drops
@@ -125,16 +148,24 @@ def time_callable(fn, device, reps, warmup_iters, warmup_ms, flush_bytes=0,
         mark("timing_begin")
     w0 = time.perf_counter()
     n_warm = 0
+    warm_budget_ms = max(warmup_ms, budget_ms / 2) if budget_ms > 0 else None
     while True:
         elapsed = time.perf_counter() - w0
         if n_warm >= warmup_iters and elapsed * 1e3 >= warmup_ms:
+            break
+        if warm_budget_ms is not None and n_warm >= MIN_WARMUP_CALLS and \
+                elapsed * 1e3 >= warm_budget_ms:
             break
         if elapsed >= max_warmup_s and n_warm >= 1:
             break
         call(False)
         n_warm += 1
+    timed_ms = 0.0
     for _ in range(int(reps)):
         call(True)
+        timed_ms += walls[-1]
+        if budget_ms > 0 and len(walls) >= MIN_TIMED_REPS and timed_ms >= budget_ms:
+            break
     _sync(device)
     if mark:
         mark("timing_end")

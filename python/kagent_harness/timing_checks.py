@@ -16,6 +16,7 @@ import time
 from kagent_harness import kernels as K
 from kagent_harness import protocol as P
 from kagent_harness.compare import compare, output_spec
+from kagent_harness.timing import timed_count
 from kagent_harness.transfer import Rejection
 
 # The child's median may not be below this fraction of the supervisor's own wall-clock
@@ -56,11 +57,15 @@ class TimingChecksMixin:
         timed, is stopped here within seconds, not at the request's whole timeout."""
         req = self.req
         per_call = self._gate_pace_s() + 0.002
-        expected = 23 * 0.001 + max(req.warmup_ms / 1e3, req.warmup_iters * per_call) + \
-            req.timing_reps * per_call
+        warm, timed = req.warmup_iters * per_call, req.timing_reps * per_call
+        budget_s = req.timing_budget_ms / 1e3
+        if budget_s > 0:  # a slow call's loops stop early (timing.py)
+            warm = min(warm, max(budget_s / 2, P.MIN_WARMUP_CALLS * per_call) + per_call)
+            timed = min(timed, max(budget_s, P.MIN_TIMED_REPS * per_call) + per_call)
+        expected = 23 * 0.001 + max(req.warmup_ms / 1e3, warm) + timed
         limit = min(self.child.remaining(), TIMING_MIN_S + TIMING_FACTOR * expected)
         return limit, (f"limit {limit:.1f} s: {TIMING_FACTOR:g}x the {expected:.2f} s its "
-                       f"{req.warmup_iters}+ warm-up and {req.timing_reps} timed calls take at "
+                       f"warm-up and up to {req.timing_reps} timed calls take at "
                        f"the gate's pace + {TIMING_MIN_S:g} s; a warm-up that does not end, a "
                        "sleep or a patched clock")
 
@@ -75,12 +80,24 @@ class TimingChecksMixin:
         self.phases.add("timing: the protocol (incl. handing the output back)", wall_phase_ms)
         times = reply.get("times_ms")
         walls = reply.get("wall_ms")
-        if not isinstance(times, list) or len(times) != req.timing_reps or not all(
+        if not isinstance(times, list) or not times or len(times) > req.timing_reps or not all(
                 isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
-            raise Rejection(P.REJECTED, f"timing: expected {req.timing_reps} positive finite "
-                            "times from the timing loop")
-        if not isinstance(walls, list) or len(walls) != len(times):
+            raise Rejection(P.REJECTED, f"timing: expected up to {req.timing_reps} positive "
+                            "finite times from the timing loop")
+        if not isinstance(walls, list) or len(walls) != len(times) or not all(
+                isinstance(w, (int, float)) and math.isfinite(w) for w in walls):
             raise Rejection(P.REJECTED, "timing: malformed wall-clock times")
+        n = len(times)
+        # The loop stops early only as its rule says (a slow call: budget spent, at least
+        # MIN_TIMED_REPS calls); any other count is a loop that did not run as sent.
+        want = timed_count(walls, req.timing_reps, req.timing_budget_ms)
+        if n != want:
+            raise Rejection(P.REJECTED, f"timing: {n} timed calls where the loop's rule gives "
+                            f"{want} (up to {req.timing_reps}, budget "
+                            f"{req.timing_budget_ms:g} ms of calls)")
+        if n < req.timing_reps:
+            checks.append(f"timing: {n} timed calls (a slow call: {sum(walls):.0f} ms of calls, "
+                          f"budget {req.timing_budget_ms:g} ms)")
         med = P.median(times)
         issues = reply.get("issue_ms")
         if isinstance(issues, list) and issues:
@@ -118,7 +135,6 @@ class TimingChecksMixin:
                                 "timed stream's end event (side stream not joined?)")
         # 5. The supervisor's own clock: a back-to-back burst of calls.
         rtt = min(self._ping_ms() for _ in range(3))
-        n = req.timing_reps
         limit = min(self.child.remaining(),
                     TIMING_MIN_S + TIMING_FACTOR * n * self._gate_pace_s())
         t1 = time.monotonic()
@@ -139,7 +155,7 @@ class TimingChecksMixin:
                       f"({per_call:.4f} ms/call back-to-back)")
         # 6. CUPTI: the kernels' own GPU time per call, and kernels per call.
         if self.trace_path:
-            self._check_cupti_timing(med)
+            self._check_cupti_timing(med, n)
         self.result["candidate"] = P.timing_stats(times)
 
     def _ping_ms(self):
@@ -147,14 +163,14 @@ class TimingChecksMixin:
         self.child.request({"cmd": "ping"}, timeout=PING_S, phase="ping")
         return (time.monotonic() - t) * 1e3
 
-    def _check_cupti_timing(self, med):
+    def _check_cupti_timing(self, med, reps):
         h = self.result["harness"]
         trace = K.read_trace(self.trace_path)
         if trace is None:
             h["warnings"].append("CUPTI trace file missing after timing")
             return
-        an = K.analyze_timing(trace, self.own_names, self.req.timing_reps)
-        if an is None or an["calls"] < self.req.timing_reps:
+        an = K.analyze_timing(trace, self.own_names, reps)
+        if an is None or an["calls"] < reps:
             h["warnings"].append("CUPTI trace does not cover the timed calls; "
                                  "cross-check skipped")
             return

@@ -17,7 +17,8 @@ REPS = 4
 class FakeChild:
     """Answers like the child would; `reply` is the time command's answer."""
 
-    def __init__(self, reply, out, burst_ms_per_call):
+    def __init__(self, reply, out, burst_ms_per_call, sleep_timed=False):
+        self.sleep_timed = sleep_timed
         self.reply = dict(reply, ok=True)
         self.out = out
         self.burst_ms_per_call = burst_ms_per_call
@@ -28,6 +29,8 @@ class FakeChild:
     def request(self, msg, timeout=None, phase=""):
         if msg["cmd"] == "time":
             torch.save(self.out, msg["out"])
+            if self.sleep_timed:  # the calls take the time reported
+                time.sleep(sum(self.reply["times_ms"]) / 1e3)
             return self.reply
         if msg["cmd"] == "burst" and self.burst_ms_per_call > 0:
             # No sleep(0): on a loaded machine it yields the CPU for a whole time slice,
@@ -64,11 +67,11 @@ def reply(times, walls, noop_wall=0.02, noop_event=0.005):
 REF = [torch.ones(4)]
 
 
-def run(sup, rep, out=REF, burst=0.0):
+def run(sup, rep, out=REF, burst=0.0, sleep_timed=False):
     # burst: the fake child's sleep per call of the supervisor's back-to-back burst. The
     # default 0 keeps the passing cases clear of the burst bound however much a loaded
     # machine oversleeps; the burst rule's own test sleeps far beyond the reported times.
-    sup.child = FakeChild(rep, out, burst)
+    sup.child = FakeChild(rep, out, burst, sleep_timed)
     sup.time_candidate(REF, 1e-4, 1e-4)
     return sup.result
 
@@ -101,10 +104,29 @@ def test_times_beyond_the_phase_wall_clock(tmp_path, monkeypatch):
 
 
 def test_missing_or_bad_times(tmp_path, monkeypatch):
-    with pytest.raises(M.Rejection, match="positive finite"):
+    with pytest.raises(M.Rejection, match="loop's rule gives 4"):
         run(supervisor(tmp_path, monkeypatch), reply([1.0] * 3, [1.0] * 3))
     with pytest.raises(M.Rejection, match="positive finite"):
+        run(supervisor(tmp_path, monkeypatch), reply([1.0] * 5, [1.0] * 5))
+    with pytest.raises(M.Rejection, match="positive finite"):
         run(supervisor(tmp_path, monkeypatch), reply([1.0, 1.0, -1.0, 1.0], [1.0] * 4))
+
+
+def test_a_slow_call_stops_at_the_budget_and_no_sooner(tmp_path, monkeypatch):
+    # 30 reps asked, a 100 ms budget: 20 ms calls stop after MIN_TIMED_REPS (10) calls.
+    def slow_sup():
+        sup = supervisor(tmp_path, monkeypatch)
+        sup.req.timing_reps, sup.req.timing_budget_ms = 30, 100.0
+        return sup
+    r = run(slow_sup(), reply([20.0] * 10, [20.5] * 10), sleep_timed=True)
+    assert r["candidate"]["count"] == P.MIN_TIMED_REPS
+    assert any("10 timed calls (a slow call" in c for c in r["harness"]["checks"])
+    for n in (9, 12):  # fewer than the rule allows, or more than it would have made
+        with pytest.raises(M.Rejection, match="timed calls where the loop's rule gives"):
+            run(slow_sup(), reply([20.0] * n, [20.5] * n), sleep_timed=True)
+    # 1 ms calls never spend the budget: every rep is due.
+    with pytest.raises(M.Rejection, match="loop's rule gives 30"):
+        run(slow_sup(), reply([1.0] * 10, [1.03] * 10))
 
 
 def _timing_trace(span_ns, own_per_call=1):

@@ -361,6 +361,28 @@ def test_time_callable_warmup_ms_is_a_floor():
     assert res["warmup_calls"] > 1
 
 
+def test_time_callable_stops_a_slow_call_at_its_budget():
+    import time as _time
+    from kagent_harness.protocol import MIN_TIMED_REPS, MIN_WARMUP_CALLS
+    from kagent_harness.timing import timed_count
+    # 5 ms calls, 30 ms budget: the warm-up ends after MIN_WARMUP_CALLS calls and 15 ms
+    # (not 25 calls), the timed loop after MIN_TIMED_REPS calls (not 100).
+    res = time_callable(lambda: _time.sleep(0.005), "cpu", reps=100, warmup_iters=25,
+                        warmup_ms=0, budget_ms=30)
+    assert res["warmup_calls"] == MIN_WARMUP_CALLS
+    assert len(res["times_ms"]) == MIN_TIMED_REPS
+    assert timed_count(res["wall_ms"], 100, 30) == MIN_TIMED_REPS
+    # Fast calls are untouched by the budget; no budget, every rep.
+    res = time_callable(lambda: None, "cpu", reps=40, warmup_iters=5, warmup_ms=0,
+                        budget_ms=1000)
+    assert len(res["times_ms"]) == 40 and res["warmup_calls"] == 5
+    assert timed_count([50.0] * 40, 40, 0) == 40
+    # The rule: the first count at or past MIN_TIMED_REPS whose calls have taken the budget.
+    assert timed_count([10.0] * 40, 40, 150) == 15
+    assert timed_count([10.0] * 40, 40, 20) == MIN_TIMED_REPS
+    assert timed_count([10.0] * 8, 8, 20) == 8
+
+
 # -- sandbox ----------------------------------------------------------------------------
 def test_rss_of_a_process_tree_and_workdir_privacy():
     import os
