@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "kernel_model/speedup_text.h"
+#include "tools/ablation_arms.h"
 #include "tools/bench_curves.h"
 
 namespace kagent::cli {
@@ -339,15 +340,11 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args)
         "--ablation greedy is one worker (beam width 1, one fix a round): leave --beam-width "
         "and --fixes-per-kernel out");
   }
-  if (o.SourceOf("sweep-seed") != "default") {
-    if (f.ablation != "blind-sweep") {
-      return absl::InvalidArgumentError("--sweep-seed seeds the blind sweep: give it with "
-                                        "--ablation blind-sweep");
-    }
-    if (f.sweep_seed < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--sweep-seed must be >= 0 (got ", f.sweep_seed, ")"));
-    }
+  if (absl::Status seed_ok = CheckSweepSeed(
+          f.ablation == "blind-sweep" ? v1::ABLATION_BLIND_SWEEP : v1::ABLATION_NONE,
+          o.SourceOf("sweep-seed") != "default", f.sweep_seed);
+      !seed_ok.ok()) {
+    return seed_ok;
   }
   if (o.SourceOf("max-gpu-seconds") != "default" &&
       !(f.max_gpu_seconds >= 1 && f.max_gpu_seconds <= 1e7)) {
@@ -375,10 +372,9 @@ v1::JobConfig BenchJobConfig(const BenchFlags& f) {
   if (f.beam_width > 0) cfg.set_beam_width(f.beam_width);
   if (f.fixes_per_kernel > 0) cfg.set_fixes_per_kernel(f.fixes_per_kernel);
   if (!f.brain.empty()) cfg.set_brain(f.brain);
-  if (f.ablation == "no-counters") cfg.set_ablation(v1::ABLATION_NO_COUNTERS);
-  if (f.ablation == "no-reflexion") cfg.set_ablation(v1::ABLATION_NO_REFLEXION);
-  if (f.ablation == "blind-sweep") cfg.set_ablation(v1::ABLATION_BLIND_SWEEP);
-  if (f.ablation == "blind-sweep" && f.sweep_seed >= 0) {
+  v1::Ablation ablation = v1::ABLATION_NONE;
+  if (AblationOfArm(f.ablation, &ablation)) cfg.set_ablation(ablation);
+  if (ablation == v1::ABLATION_BLIND_SWEEP && f.sweep_seed >= 0) {
     cfg.set_sweep_seed(static_cast<uint64_t>(f.sweep_seed));
   }
   if (f.ablation == "greedy") {  // one worker: one kernel kept, one fix tried a round

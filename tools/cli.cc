@@ -21,6 +21,7 @@
 #include "engines/llm/llm_agents.h"
 #include "kagent/v1/job_service.grpc.pb.h"
 #include "kernel_model/gpu_spec.h"
+#include "tools/ablation_arms.h"
 #include "tools/bench.h"
 #include "tools/enum_names.h"
 #include "tools/package.h"
@@ -135,27 +136,16 @@ class Client {
 
 absl::Status SetAblation(absl::string_view arm, bool seed_given, int64_t seed,
                          v1::JobConfig* config) {
-  static constexpr std::pair<const char*, v1::Ablation> kArms[] = {
-      {"none", v1::ABLATION_NONE},
-      {"no-counters", v1::ABLATION_NO_COUNTERS},
-      {"no-reflexion", v1::ABLATION_NO_REFLEXION},
-      {"blind-sweep", v1::ABLATION_BLIND_SWEEP}};
-  const std::string name = arm.empty() ? "none" : absl::AsciiStrToLower(arm);
-  const auto* found = std::find_if(std::begin(kArms), std::end(kArms),
-                                   [&](const auto& a) { return name == a.first; });
-  if (found == std::end(kArms)) {
+  v1::Ablation ablation = v1::ABLATION_NONE;
+  if (!AblationOfArm(arm, &ablation) || absl::AsciiStrToLower(arm) == "full") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--ablation must be none, no-counters, no-reflexion or blind-sweep (got '", arm,
         "'); the greedy arm is --strategy greedy --fixes-per-kernel 1"));
   }
-  if (seed_given && found->second != v1::ABLATION_BLIND_SWEEP) {
-    return absl::InvalidArgumentError(
-        "--sweep-seed seeds the blind sweep: give it with --ablation blind-sweep");
+  if (absl::Status seed_ok = CheckSweepSeed(ablation, seed_given, seed); !seed_ok.ok()) {
+    return seed_ok;
   }
-  if (seed_given && seed < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--sweep-seed must be >= 0 (got ", seed, ")"));
-  }
-  config->set_ablation(found->second);
+  config->set_ablation(ablation);
   if (seed_given) config->set_sweep_seed(static_cast<uint64_t>(seed));
   return absl::OkStatus();
 }
