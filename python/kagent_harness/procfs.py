@@ -32,6 +32,15 @@ def children(pid):
     return out
 
 
+def cmdline(pid):
+    """The argv of pid (Linux /proc), [] when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
 def tree(pid):
     """pid and its descendants (Linux /proc)."""
     stack, seen = [pid], []

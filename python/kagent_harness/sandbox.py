@@ -65,6 +65,18 @@ NPROC_LIMIT = 4 * MAX_TASKS
 FSIZE_LIMIT = 16 * 1024**3
 
 
+def innermost_frame(dump):
+    """The innermost frame ('File "f.py", line 3 in forward') of the thread that printed
+    a faulthandler dump (its "Current thread" block, else the last block), or ""."""
+    blocks = [b for b in dump.split("\n\n") if "(most recent call first)" in b]
+    current = [b for b in blocks if "Current thread" in b]
+    block = (current or blocks or [""])[-1]
+    for line in block.splitlines():
+        if line.strip().startswith("File "):
+            return line.strip()
+    return ""
+
+
 def scratch_limit_bytes():
     """The working directory's size limit ($KAGENT_SCRATCH_MB, default 8 GiB): it lives
     in RAM on /dev/shm."""
@@ -475,6 +487,50 @@ class Child:
         except OSError:
             pass
 
+    def where_stuck(self, wait_s=1.0):
+        """Where the candidate's process is, asked of one about to be stopped for not
+        answering: its threads' stacks, which faulthandler prints to stderr on SIGUSR1
+        (child.main registers it), go to the log, and the innermost frame of the thread
+        that printed them (the main one) is returned; "" when no dump came within
+        wait_s (a process stuck in C code without the GIL still prints)."""
+        # The interpreter only: bwrap's own argv names the module too, and SIGUSR1 would
+        # end bwrap (no handler), and the sandbox with it, before the dump.
+        pids = [p for p in self._sandbox_pids()
+                if procfs.cmdline(p)[1:3] == ["-m", "kagent_harness.child"]]
+        if not pids:
+            return ""
+        try:
+            start = os.fstat(self._stderr.fileno()).st_size
+        except (OSError, AttributeError, ValueError):
+            return ""
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except (ProcessLookupError, PermissionError):
+                pass
+        end = time.monotonic() + wait_s
+        dump, size, grew = "", -1, time.monotonic()
+        while time.monotonic() < end:  # until the dump has stopped growing for 0.2 s
+            time.sleep(0.05)
+            dump = self._stderr_from(start)
+            if len(dump) != size:
+                size, grew = len(dump), time.monotonic()
+            elif "File " in dump and time.monotonic() - grew >= 0.2:
+                break
+        if not dump:
+            return ""
+        self.log.add("the candidate's threads when it was stopped (faulthandler):\n" +
+                     dump[-6000:])
+        return innermost_frame(dump)
+
+    def _stderr_from(self, offset, limit=65536):
+        try:
+            f = self._stderr_read
+            f.seek(offset)
+            return f.read(limit).decode("utf-8", "replace")
+        except (OSError, AttributeError, ValueError):
+            return ""
+
     def stderr_tail(self, limit=8192):
         try:
             f = self._stderr_read
@@ -513,9 +569,11 @@ class Child:
             left = end - time.monotonic()
             if left <= 0:
                 self._killed_timeout = True
+                where = self.where_stuck()
                 self.kill()
                 raise ChildFailure(P.TIMEOUT, f"no answer from the candidate within "
-                                   f"{limit:.1f}s during {phase}")
+                                   f"{limit:.1f}s during {phase}" +
+                                   (f" (its main thread was at {where})" if where else ""))
             r, _, _ = select.select([fd], [], [], min(left, 0.5))
             if not r:
                 if self.proc.poll() is not None:

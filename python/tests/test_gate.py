@@ -149,6 +149,10 @@ def test_bad_candidates_get_their_verdict(candidate, verdict, reason):
     r = measure(PROBLEM, candidate, **extra)
     assert r["verdict"] == verdict, (r["correctness"], r["log"][-2000:])
     assert reason in r["correctness"]["reason"], r["correctness"]["reason"]
+    if "hang" in candidate:  # where it hung, from the stacks printed before the kill
+        assert "main thread was at File" in r["correctness"]["reason"] and \
+            "in forward" in r["correctness"]["reason"], r["correctness"]["reason"]
+        assert "faulthandler" in r["log"], r["log"][-2000:]
 
 
 def test_seeded_weights_match_between_model_and_modelnew():

@@ -384,6 +384,23 @@ def test_time_callable_stops_a_slow_call_at_its_budget():
 
 
 # -- sandbox ----------------------------------------------------------------------------
+def test_innermost_frame_of_a_faulthandler_dump():
+    from kagent_harness.sandbox import innermost_frame
+    dump = ('Thread 0x00007f01 (most recent call first):\n'
+            '  File "/usr/lib/python3.11/threading.py", line 324 in wait\n'
+            '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n'
+            '\n'
+            'Current thread 0x00007f02 (most recent call first):\n'
+            '  File "/site/triton/compiler/compiler.py", line 300 in compile\n'
+            '  File "/dev/shm/w/kagent_candidate.py", line 40 in forward\n')
+    assert innermost_frame(dump) == \
+        'File "/site/triton/compiler/compiler.py", line 300 in compile'
+    # No "Current thread" block (the dump came from another thread): the last block.
+    assert innermost_frame(dump.replace("Current thread", "Thread")) == \
+        'File "/site/triton/compiler/compiler.py", line 300 in compile'
+    assert innermost_frame("") == "" and innermost_frame("no dump here\n") == ""
+
+
 def test_rss_of_a_process_tree_and_workdir_privacy():
     import os
     import stat
