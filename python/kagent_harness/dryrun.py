@@ -190,6 +190,16 @@ def stand_ins(spec, device):
     return out
 
 
+def _run_on_stand_ins(model, spec, device, mode):
+    """model(*stand-ins) under `mode`; the stand-ins and the outputs die here."""
+    inputs = stand_ins(spec, device)
+    with torch.no_grad(), _TritonCompileOnly(), mode:
+        model(*inputs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return {"clean": not mode.data_dependent}
+
+
 def compile_dry_run(model, spec, device):
     """Runs model(*stand-ins) with no kernel launched. Returns {"clean", "seconds",
     "ops", "data_dependent", "error"}; a Triton compilation error of a clean run comes
@@ -198,12 +208,7 @@ def compile_dry_run(model, spec, device):
     mode = NoKernels(device)
     res = {"clean": False, "ops": 0, "data_dependent": [], "error": ""}
     try:
-        inputs = stand_ins(spec, device)
-        with torch.no_grad(), _TritonCompileOnly(), mode:
-            model(*inputs)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        res["clean"] = not mode.data_dependent
+        res.update(_run_on_stand_ins(model, spec, device, mode))
     except DryRunAbort as e:
         res["error"] = f"stopped: {e}"
     except Exception as e:  # noqa: BLE001 - the candidate's own code
@@ -212,6 +217,14 @@ def compile_dry_run(model, spec, device):
         if not mode.data_dependent and (mod.startswith("triton") or type(e).__name__ in (
                 "CompilationError", "OutOfResources", "CompileTimeAssertionFailure")):
             res["compile_error"] = res["error"]
+    if device == "cuda":
+        # The blocks the caching allocator kept for the stand-ins and the outputs (and,
+        # after an exception, its frames' tensors, gone with it by now) go back to the
+        # driver: a prepared process may wait minutes beside the measurement that holds
+        # the slot. On the H100, prepared processes kept 2.6-10.6 GiB each from their
+        # dry runs, 37 GiB in all, and the supervisor ran out of memory making a job's
+        # trials (40_kl_div_fp32, INFRA_ERROR on all 3 attempts).
+        torch.cuda.empty_cache()
     res["ops"] = mode.ops
     res["data_dependent"] = sorted(set(mode.data_dependent))[:20]
     res["seconds"] = time.perf_counter() - t0

@@ -252,6 +252,14 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             self.result["verdict"] = P.INFRA_ERROR
             self.result["correctness"]["reason"] = f"harness error: {type(e).__name__}: {e}"
             self.result["harness"]["supervisor_error"] = f"{type(e).__name__}: {e}"
+            if isinstance(e, torch.cuda.OutOfMemoryError):
+                # Out of device memory in the supervisor's own work (the trials, the
+                # reference, the baselines): the other jobs' kept trials go, so that the
+                # worker's retry of this INFRA_ERROR has room.
+                e = None
+                freed = self.env.cache.shed_idle()
+                self.log.add(f"out of device memory: dropped {freed >> 20} MiB of idle "
+                             "jobs' kept trials for a retry")
         return self.finish(t_start)
 
     def finish(self, t_start):

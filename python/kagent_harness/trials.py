@@ -503,6 +503,21 @@ class TrialCache:
                 self.used -= freed
             return freed
 
+    def shed_idle(self):
+        """Forgets the kept tensors of every job no request is using and gives their
+        blocks back to the driver (after the supervisor ran out of device memory, so that
+        the retry has room); returns the bytes."""
+        with self._lock:
+            freed = 0
+            for jt in self._jobs.values():
+                if jt.users == 0 and jt.kept_bytes:
+                    n = jt.forget_tensors()
+                    self.used -= n
+                    freed += n
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return freed
+
     def release(self, job_id):
         """Forgets the job's trial sets; one a request is still using is closed when that
         request is done with it (done())."""

@@ -246,3 +246,39 @@ def test_a_fresh_trials_inputs_are_never_kept():
     assert seeded.inputs is not None and cache.used == jt.kept_bytes > 0
     cache.done(jt)
     cache.close()
+
+
+def test_out_of_device_memory_in_the_supervisor_drops_idle_jobs_trials(monkeypatch):
+    # The supervisor's own work ran out of device memory (40_kl_div_fp32 on the H100, with
+    # other processes holding 37 GiB): INFRA_ERROR, and the kept trials of every job no
+    # request is using go, so that the worker's retry has room; a job in use keeps its own.
+    import torch
+    from conftest import measure
+    from kagent_harness import measure as M
+    from kagent_harness import protocol as P
+    from kagent_harness.trials import TrialCache
+    cache = TrialCache(1 << 30, P.Log())
+    req = P.Request({"problem_source": read("problem_relu_add.py"), "device": "cpu"})
+    idle, _ = cache.get(req, "job-idle", "cpu", P.Log())
+    idle.load()
+    idle.inputs_of(idle.trials[0])
+    busy, _ = cache.get(req, "job-busy", "cpu", P.Log())
+    busy.load()
+    busy.inputs_of(busy.trials[0])
+    cache.done(idle)
+    assert idle.kept_bytes > 0 and busy.kept_bytes > 0
+    kept_busy = busy.kept_bytes
+    assert cache.shed_idle() > 0
+    assert idle.kept_bytes == 0 and busy.kept_bytes == kept_busy == cache.used
+    cache.done(busy)
+    cache.close()
+
+    shed = []
+    monkeypatch.setattr(TrialCache, "shed_idle", lambda self: shed.append(1) or (3 << 20))
+
+    def oom(self):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    monkeypatch.setattr(M.Supervisor, "time_baselines", oom)
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=True)
+    assert r["verdict"] == "INFRA_ERROR" and "OutOfMemoryError" in r["correctness"]["reason"]
+    assert shed == [1] and "dropped 3 MiB of idle jobs' kept trials" in r["log"], r["log"][-800:]

@@ -720,3 +720,27 @@ def test_sandbox_scratch_goes_where_the_dropped_user_can_reach(monkeypatch):
     finally:
         shutil.rmtree(private, ignore_errors=True)
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_compile_dry_run_gives_its_device_memory_back(monkeypatch):
+    # A prepared process waits beside the measurement that holds the GPU: the caching
+    # allocator's blocks of the dry run's stand-ins and outputs go back to the driver,
+    # after a clean run and after a failed one alike (the "cuda" path, with CPU tensors).
+    import torch
+    from kagent_harness import dryrun
+    freed = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: freed.append(1))
+    monkeypatch.setattr(dryrun, "stand_ins", lambda spec, device: [torch.empty(4, 3)])
+
+    class View(torch.nn.Module):
+        def forward(self, x):
+            return x[0]
+
+    class Fails(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("the candidate's own error")
+
+    assert dryrun.compile_dry_run(View(), [{}], "cuda")["error"] == "" and freed == [1]
+    res = dryrun.compile_dry_run(Fails(), [{}], "cuda")
+    assert "the candidate's own error" in res["error"] and freed == [1, 1]
