@@ -140,6 +140,8 @@ absl::StatusOr<nlohmann::json> HarnessRequestFor(const v1::MeasureRequest& r) {
   }
   if (r.trials() > 0) j["trials"] = r.trials();
   if (r.timing_reps() > 0) j["timing_reps"] = r.timing_reps();
+  if (r.timing_budget_ms() > 0) j["timing_budget_ms"] = r.timing_budget_ms();
+  if (r.timing_budget_ms() < 0) j["timing_budget_ms"] = 0;  // the harness's "no budget"
   if (r.problem().has_atol()) j["atol"] = r.problem().atol();
   if (r.problem().has_rtol()) j["rtol"] = r.problem().rtol();
   j["baselines"] = r.measure_baselines();

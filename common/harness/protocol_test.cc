@@ -69,6 +69,25 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
   CHECK((*j)["signature"] == false);
 }
 
+TEST_CASE("harness request: the timing budget is the harness's default unless set") {
+  v1::MeasureRequest r;
+  r.set_task_id("t");
+  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source("x");
+  auto j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  CHECK_FALSE(j->contains("timing_budget_ms"));  // 0: the harness's own (1000 ms)
+  r.set_timing_budget_ms(250);
+  j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  CHECK((*j)["timing_budget_ms"] == 250.0);
+  r.set_timing_budget_ms(-1);  // none: every timed rep
+  j = HarnessRequestFor(r);
+  REQUIRE(j.ok());
+  CHECK((*j)["timing_budget_ms"] == 0.0);
+}
+
 TEST_CASE("profile request: cupti_counters only when asked and the collection result parsed") {
   kagent::v1::ProfileRequest request;
   request.mutable_problem()->set_source("class Model: ...");

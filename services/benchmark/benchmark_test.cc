@@ -1,9 +1,11 @@
 // Benchmark worker tests: the GPU slot, worker registration and request validation.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <future>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/harness/protocol.h"
 #include "services/benchmark/benchmark_service.h"
 #include "services/benchmark/gpu_slot.h"
@@ -74,6 +76,13 @@ TEST_CASE("measure requests are validated") {
   r.set_trials(-1);
   CHECK(ValidateMeasureRequest(r, 1 << 20).code() == absl::StatusCode::kInvalidArgument);
   r.set_trials(5);
+  r.set_timing_budget_ms(1e7);
+  CHECK(absl::StrContains(ValidateMeasureRequest(r, 1 << 20).message(), "timing_budget_ms"));
+  r.set_timing_budget_ms(std::nan(""));
+  CHECK(ValidateMeasureRequest(r, 1 << 20).code() == absl::StatusCode::kInvalidArgument);
+  r.set_timing_budget_ms(-1);  // no budget
+  CHECK(ValidateMeasureRequest(r, 1 << 20).ok());
+  r.set_timing_budget_ms(0);
   CHECK(ValidateMeasureRequest(r, 4).code() == absl::StatusCode::kResourceExhausted);
   r.set_shape_set("nope");
   absl::Status unknown_set = ValidateMeasureRequest(r, 1 << 20);

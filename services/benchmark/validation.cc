@@ -65,6 +65,9 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& r, int64_t max_sou
   if (r.timing_reps() < 0 || r.timing_reps() > 100000) {
     return absl::InvalidArgumentError("timing_reps must be in [0, 100000]");
   }
+  if (!(r.timing_budget_ms() <= 1e6)) {  // NaN included; negative: no budget
+    return absl::InvalidArgumentError("timing_budget_ms must be at most 1e6 (negative: none)");
+  }
   return ValidateTimeout(r.timeout_seconds());
 }
 

@@ -54,6 +54,9 @@ void CoordinatorOptions::Register(OptionSet& o) {
   o.AddInt("default-fixes", &default_fixes, "fixes per kernel M when a job sets none");
   o.AddInt("correctness-trials", &correctness_trials, "seeded correctness trials per measurement");
   o.AddInt("timing-reps", &timing_reps, "timed repetitions per measurement");
+  o.AddDouble("timing-budget-ms", &timing_budget_ms,
+              "wall ms of timed calls after which a slow kernel's timing stops early (at "
+              "least 10 calls); 0: every timed repetition");
   o.AddInt("llm-repairs", &llm_repairs,
            "times a candidate an LLM wrote that failed the gate is sent back to it with its "
            "verdict and error, within the round (0..5; 0: never)");
@@ -113,6 +116,10 @@ absl::Status CoordinatorOptions::Validate() const {
   if (correctness_trials < 5 || correctness_trials > 100 || timing_reps < 100 || timing_reps > 100000) {
     return absl::InvalidArgumentError(
         "--correctness-trials must be in [5,100] and --timing-reps in [100,100000]");
+  }
+  if (!(timing_budget_ms >= 0 && timing_budget_ms <= 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timing-budget-ms must be in [0,1e6] (got ", timing_budget_ms, ")"));
   }
   if (absl::StatusOr<std::set<std::string>> agents = ParseOfferedLlmAgents(offered_llm_agents);
       !agents.ok()) {
@@ -215,6 +222,7 @@ absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,
   d.max_concurrent_jobs = o.max_concurrent_jobs > 0 ? o.max_concurrent_jobs : 4;
   d.correctness_trials = o.correctness_trials;
   d.timing_reps = o.timing_reps;
+  d.timing_budget_ms = o.timing_budget_ms > 0 ? o.timing_budget_ms : -1;
   d.llm_repairs = o.llm_repairs;
   JobManager* jobs = ctx.Keep(std::make_unique<JobManager>(d, store, scheduler, services,
                                                            &ctx.metrics->registry()));

@@ -45,6 +45,7 @@ struct CoordinatorOptions {
   int default_fixes = 2;
   int correctness_trials = 5;
   int timing_reps = 100;
+  double timing_budget_ms = 1000;  // 0: no budget (every timed rep, however slow)
   int llm_repairs = 1;  // repair turns per failing LLM-written candidate (0..5)
   std::string brains = "heuristic";            // comma-separated accepted JobConfig.brain
   // The agents the loop services ask the LLM with (engines/llm/llm_agents.h's names,

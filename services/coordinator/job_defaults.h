@@ -20,6 +20,8 @@ struct JobDefaults {
   int max_concurrent_jobs = 4;
   int correctness_trials = 5;
   int timing_reps = 100;
+  // MeasureRequest.timing_budget_ms: 0 the harness's default, negative none.
+  double timing_budget_ms = 0;
   // A judge/analyzer/orchestrator/optimization-manager call that fails in transit
   // (UNAVAILABLE or DEADLINE_EXCEEDED: its host restarting, unreachable or cut off) is made
   // again, with backoff from `service_retry_backoff_seconds` doubling up to 15 s, for up to

@@ -44,7 +44,9 @@ TEST_CASE("loop: improves over rounds, keeps a beam, records every attempt") {
 }
 
 TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on every candidate") {
-  Loop loop;
+  JobDefaults defaults;
+  defaults.timing_budget_ms = 250;  // kagentd --timing-budget-ms, sent on every measurement
+  Loop loop(":memory:", absl::Milliseconds(2), defaults);
   const v1::OpSignature sig = ReluSignature();
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = sig;
   v1::Job j;
@@ -65,7 +67,10 @@ TEST_CASE("loop: the op signature is recorded once, by the baseline, and kept on
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
 
   std::map<std::string, bool> skipped;  // task id -> skip_op_signature
-  for (const auto& r : loop.MeasureRequests()) skipped[r.task_id()] = r.skip_op_signature();
+  for (const auto& r : loop.MeasureRequests()) {
+    skipped[r.task_id()] = r.skip_op_signature();
+    CHECK(r.timing_budget_ms() == 250);
+  }
   REQUIRE(skipped.count("job-sig/baseline") == 1);
   CHECK_FALSE(skipped["job-sig/baseline"]);  // the first measurement records it
   int rounds = 0, finals = 0;

@@ -459,6 +459,7 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
   t.measure.set_measure_baselines(baselines);
   t.measure.set_trials(deps_.defaults.correctness_trials);
   t.measure.set_timing_reps(deps_.defaults.timing_reps);
+  t.measure.set_timing_budget_ms(deps_.defaults.timing_budget_ms);
   t.measure.set_shape_set(shape_set);
   if (reference != nullptr) *t.measure.mutable_reference_kernel() = *reference;
   // The reference's op signature is recorded once per job (the baseline, or a profile);
