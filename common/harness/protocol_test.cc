@@ -9,6 +9,16 @@
 namespace kagent {
 namespace {
 
+// A measure request of a Triton kernel, with nothing optional set.
+v1::MeasureRequest TritonMeasureRequest() {
+  v1::MeasureRequest r;
+  r.set_task_id("t");
+  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
+  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
+  r.mutable_kernel()->set_source("x");
+  return r;
+}
+
 TEST_CASE("harness JSON maps onto Measurement") {
   auto j = nlohmann::json::parse(R"({
     "verdict": "INCORRECT", "reason": "max error 0.5 at [3]",
@@ -53,11 +63,7 @@ TEST_CASE("harness JSON: the phases' milliseconds come through, other entries do
 }
 
 TEST_CASE("harness request: the op signature is skipped only when asked") {
-  v1::MeasureRequest r;
-  r.set_task_id("t");
-  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
-  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
-  r.mutable_kernel()->set_source("x");
+  v1::MeasureRequest r = TritonMeasureRequest();
   auto j = HarnessRequestFor(r);
   REQUIRE(j.ok());
   CHECK_FALSE(j->contains("signature"));  // the harness's default: record it
@@ -70,11 +76,7 @@ TEST_CASE("harness request: the op signature is skipped only when asked") {
 }
 
 TEST_CASE("harness request: the timing budget is the harness's default unless set") {
-  v1::MeasureRequest r;
-  r.set_task_id("t");
-  r.mutable_problem()->set_source("class Model: pass\ndef get_inputs(): pass");
-  r.mutable_kernel()->set_language(v1::KERNEL_LANGUAGE_TRITON);
-  r.mutable_kernel()->set_source("x");
+  v1::MeasureRequest r = TritonMeasureRequest();
   auto j = HarnessRequestFor(r);
   REQUIRE(j.ok());
   CHECK_FALSE(j->contains("timing_budget_ms"));  // 0: the harness's own (1000 ms)
