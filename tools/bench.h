@@ -316,6 +316,9 @@ std::string RenderTrajectorySvg(const std::vector<BenchRow>& rows);
 // The table's cell format for a time: "1.234" (ms); "-" when unknown (<= 0).
 std::string FormatMs(double v);
 
+// Text made safe for a Markdown table cell: no '|' or line breaks, at most 120 characters.
+std::string MarkdownCell(std::string s);
+
 // The summary in one line, as the bench prints it at the end: "geometric mean 1.23x vs
 // start, ... faster than torch.compile on 25 of 44 (by more than 2%: 14)".
 std::string SummaryLine(const BenchSummary& summary);
