@@ -1,7 +1,8 @@
 """A fast screen of many variants of one trusted kernel (the heuristic brain's own
 template renders, e.g. a knob sweep): all of them in one candidate process, each checked
 once against the reference on the job's timing inputs and timed with a short loop of
-the same protocol (timing.time_callable: spin, L2 flush, events). The caller sends the
+the same protocol (timing.time_callable: spin, L2 flush, events; a slow variant stops at
+the timing budget, protocol.TIMED_BUDGET_MS). The caller sends the
 best few on to the full gate and timing; a screen result is never a measurement.
 
 Variants are trusted code (written by the brain, not by a user or an LLM), so they share
@@ -23,7 +24,7 @@ import time
 from kagent_harness import protocol as P
 from kagent_harness.compare import compare, output_spec, tolerances
 from kagent_harness.sandbox import ChildFailure
-from kagent_harness.timing import l2_flush_bytes
+from kagent_harness.timing import l2_flush_bytes, timed_count
 from kagent_harness.trials import rms
 
 SCREEN_WARMUP_ITERS = 3
@@ -234,13 +235,18 @@ def _screen_one(sup, child, i, inputs, ref_out, spec, atol, rtol, flush, reps):
         reply = child.request({"cmd": "time", "reps": reps,
                                "warmup_iters": SCREEN_WARMUP_ITERS,
                                "warmup_ms": SCREEN_WARMUP_MS, "flush_bytes": flush,
+                               "budget_ms": P.TIMED_BUDGET_MS,
                                "out": os.path.join(child.workdir, f"out_screen_t{i}.pt"),
                                **out_field}, timeout=limit,
                               phase=f"variant {i}'s timing (limit {limit:.1f} s)")
     del bufs
-    times = reply.get("times_ms")
-    if not isinstance(times, list) or len(times) != reps or not all(
-            isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in times):
+    times, walls = reply.get("times_ms"), reply.get("wall_ms")
+    # A slow variant's loop stops at the timing budget (timing.py), as a measurement's.
+    if not isinstance(times, list) or not isinstance(walls, list) or \
+            len(walls) != len(times) or not all(
+                isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in times) or \
+            not all(isinstance(w, (int, float)) and math.isfinite(w) for w in walls) or \
+            len(times) != timed_count(walls, reps, P.TIMED_BUDGET_MS):
         return {"index": i, "ok": False, "median_ms": 0.0,
                 "reason": "REJECTED: malformed times from the timing loop"}
     return {"index": i, "ok": True, "reason": "",
