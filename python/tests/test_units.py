@@ -744,3 +744,40 @@ def test_compile_dry_run_gives_its_device_memory_back(monkeypatch):
     assert dryrun.compile_dry_run(View(), [{}], "cuda")["error"] == "" and freed == [1]
     res = dryrun.compile_dry_run(Fails(), [{}], "cuda")
     assert "the candidate's own error" in res["error"] and freed == [1, 1]
+
+
+def test_a_compile_dry_run_that_times_out_is_tried_once_more_in_a_fresh_process(monkeypatch):
+    # No GPU is held while preparing: a dry run that hangs once (49_conv3d_fp32 on the
+    # H100, 120 s, fine in the next run) gets a second, fresh process before its TIMEOUT
+    # is final; a second hang is final.
+    from conftest import FAST, read
+    from kagent_harness import prepare as PR
+    from kagent_harness import protocol as P
+    from kagent_harness.measure import Supervisor
+    from kagent_harness.sandbox import ChildFailure
+    real = PR.PrepareMixin.compile_dry_run
+
+    def run(hangs):
+        calls = []
+
+        def dry_run(self, child, language):
+            calls.append(child)
+            if len(calls) <= hangs:
+                raise ChildFailure(P.TIMEOUT, "no answer from the candidate within 120.0s "
+                                   "during the compile dry run")
+            return real(self, child, language)
+        monkeypatch.setattr(PR.PrepareMixin, "compile_dry_run", dry_run)
+        raw = dict(FAST, problem_source=read("problem_relu_add.py"),
+                   kernel_source=read("cand_relu_add_good.py"))
+        sup = Supervisor(P.Request(raw, mode="measure"), P.Log(), job_id="job-dry")
+        prepared, final, reason = sup.run_prepare()
+        return calls, prepared, final, reason, sup
+
+    calls, prepared, final, _, sup = run(hangs=1)
+    assert prepared is not None and final is None and len(calls) == 2
+    assert calls[0] is not calls[1] and prepared.child is calls[1]
+    assert "the compile dry run once more, in a fresh process" in sup.log.tail("")
+    sup.env.pool.retire(prepared.child)
+    calls, prepared, final, reason, _ = run(hangs=2)
+    assert prepared is None and len(calls) == 2
+    assert final["verdict"] == "TIMEOUT" and "compile dry run" in reason
