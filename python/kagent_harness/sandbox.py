@@ -66,11 +66,11 @@ FSIZE_LIMIT = 16 * 1024**3
 
 
 def innermost_frame(dump):
-    """The innermost frame ('File "f.py", line 3 in forward') of the thread that printed
-    a faulthandler dump (its "Current thread" block, else the last block), or ""."""
+    """The innermost frame ('File "f.py", line 3 in forward') of the main thread in a
+    faulthandler dump, or "". CPython lists the newest thread first, so the main thread's
+    block is the last, whichever thread ("Current thread") caught the signal."""
     blocks = [b for b in dump.split("\n\n") if "(most recent call first)" in b]
-    current = [b for b in blocks if "Current thread" in b]
-    block = (current or blocks or [""])[-1]
+    block = (blocks or [""])[-1]
     for line in block.splitlines():
         if line.strip().startswith("File "):
             return line.strip()
@@ -490,9 +490,9 @@ class Child:
     def where_stuck(self, wait_s=1.0):
         """Where the candidate's process is, asked of one about to be stopped for not
         answering: its threads' stacks, which faulthandler prints to stderr on SIGUSR1
-        (child.main registers it), go to the log, and the innermost frame of the thread
-        that printed them (the main one) is returned; "" when no dump came within
-        wait_s (a process stuck in C code without the GIL still prints)."""
+        (child.main registers it), go to the log, and the innermost frame of its main
+        thread is returned (innermost_frame); "" when no dump came within wait_s (a
+        process stuck in C code without the GIL still prints)."""
         # The interpreter only: bwrap's own argv names the module too, and SIGUSR1 would
         # end bwrap (no handler), and the sandbox with it, before the dump.
         pids = [p for p in self._sandbox_pids()
