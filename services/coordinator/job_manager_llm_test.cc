@@ -195,30 +195,41 @@ void CheckNoAvoidList(Loop& loop, const std::string& job) {
   }
 }
 
-// Routes the loop's Generate through `manager` (the real optimization manager serving
-// the LLM brain), which must outlive the loop's jobs.
-void GenerateWith(Loop& loop, OptimizationManagerServiceImpl& manager) {
-  loop.services.generate_with =
-      [&manager](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
-    v1::GenerateRequest llm = r;
-    llm.set_brain("llm");  // the brain this manager serves
-    v1::GenerateResponse out;
-    KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
-    return out;
-  };
-}
+// A Loop whose Generate goes through the real optimization manager serving the LLM
+// brain, over a loopback server that answers every request with `reply`. Members are
+// destroyed in reverse order: the loop's jobs end before the manager and the rig go.
+struct LlmLoop {
+  explicit LlmLoop(llm::testing::ScriptedResponse reply)
+      : rig(llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi)),
+        manager(Options(), rig.brain.get(), nullptr, nullptr) {
+    rig.server->SetDefault(std::move(reply));
+    loop.services.generate_with =
+        [this](const v1::GenerateRequest& r) -> absl::StatusOr<v1::GenerateResponse> {
+      v1::GenerateRequest llm = r;
+      llm.set_brain("llm");  // the brain this manager serves
+      v1::GenerateResponse out;
+      KAGENT_RETURN_IF_ERROR(manager.DoGenerate(llm, &out));
+      return out;
+    };
+  }
+  static OptimizationManagerOptions Options() {
+    OptimizationManagerOptions mo;
+    mo.check_sources = false;
+    return mo;
+  }
+
+  llm_testing::Rig rig;
+  OptimizationManagerServiceImpl manager;
+  Loop loop;
+};
 
 TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's fault, "
           "burning no pattern") {
   // The real optimization manager and LLM brain against a loopback vLLM that does not
   // serve the configured model.
-  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
-  rig.server->SetDefault(llm_testing::VllmModelNotFound("test-model"));
-  OptimizationManagerOptions mo;
-  mo.check_sources = false;
-  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
-  Loop loop;
-  GenerateWith(loop, manager);
+  LlmLoop llm(llm_testing::VllmModelNotFound("test-model"));
+  llm_testing::Rig& rig = llm.rig;
+  Loop& loop = llm.loop;
   v1::Job job = loop.WaitDone(loop.Submit(3).id());
   REQUIRE(job.state() == v1::JOB_STATE_FAILED);
   INFO(job.error());
@@ -242,14 +253,9 @@ TEST_CASE("loop: a wrong model (vLLM's 404) fails the job as the LLM endpoint's 
 TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as artifacts") {
   // The real optimization manager and LLM brain over a loopback vLLM; no starting kernel,
   // so the brain writes the first one.
-  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
   const std::string answer = llm_testing::Answer(llm_testing::Kernel("first"));
-  rig.server->SetDefault(llm_testing::Reply(llm::testing::WireFormat::kOpenAi, answer));
-  OptimizationManagerOptions mo;
-  mo.check_sources = false;
-  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
-  Loop loop;
-  GenerateWith(loop, manager);
+  LlmLoop llm(llm_testing::Reply(llm::testing::WireFormat::kOpenAi, answer));
+  Loop& loop = llm.loop;
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
   INFO(job.error());
@@ -287,14 +293,8 @@ TEST_CASE("loop: the LLM brain's first kernel keeps its prompt and reply as arti
 }
 
 TEST_CASE("loop: a job that failed on unusable replies keeps them as artifacts") {
-  llm_testing::Rig rig = llm_testing::MakeRig(llm::testing::WireFormat::kOpenAi);
-  rig.server->SetDefault(
-      llm_testing::Reply(llm::testing::WireFormat::kOpenAi, "I would rather not."));
-  OptimizationManagerOptions mo;
-  mo.check_sources = false;
-  OptimizationManagerServiceImpl manager(mo, rig.brain.get(), nullptr, nullptr);
-  Loop loop;
-  GenerateWith(loop, manager);
+  LlmLoop llm(llm_testing::Reply(llm::testing::WireFormat::kOpenAi, "I would rather not."));
+  Loop& loop = llm.loop;
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
   v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
   REQUIRE(job.state() == v1::JOB_STATE_FAILED);
