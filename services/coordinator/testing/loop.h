@@ -179,13 +179,19 @@ class ScriptedServices : public LoopServices {
     return u;
   }
 
+  // What an agent's request carried: the LLM tokens left (-1: none set) into
+  // `tokens_left`, and its choice of LLM agents under `agent`.
+  template <typename Request>
+  void RecordCarried(const Request& r, const std::string& agent,
+                     std::vector<int64_t>* tokens_left) ABSL_LOCKS_EXCLUDED(mu) {
+    absl::MutexLock lock(&mu);
+    tokens_left->push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
+    llm_agents_carried[agent].insert(absl::StrJoin(r.llm_agents(), ","));
+  }
+
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& r, CancelToken*) override {
     ++diagnose_calls;
-    {
-      absl::MutexLock lock(&mu);
-      diagnose_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
-      llm_agents_carried["Diagnose"].insert(absl::StrJoin(r.llm_agents(), ","));
-    }
+    RecordCarried(r, "Diagnose", &diagnose_tokens_left);
     v1::DiagnoseResponse out;
     *out.mutable_llm_usage() = Usage(tokens_per_diagnose, 0);
     if (r.metrics().kernels_size() == 0) {
@@ -211,11 +217,7 @@ class ScriptedServices : public LoopServices {
     v1::PrescribeResponse out;
     ++prescribe_calls;
     *out.mutable_llm_usage() = Usage(tokens_per_prescribe, 0);
-    {
-      absl::MutexLock lock(&mu);
-      prescribe_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
-      llm_agents_carried["Prescribe"].insert(absl::StrJoin(r.llm_agents(), ","));
-    }
+    RecordCarried(r, "Prescribe", &prescribe_tokens_left);
     if (agent_exchanges) {
       out.mutable_exchange()->set_agent("prescribe");
       out.mutable_exchange()->set_prompt(absl::StrCat("rank for:\n", r.kernel_source()));
@@ -236,11 +238,7 @@ class ScriptedServices : public LoopServices {
     *out.mutable_plan() = *plan;
     ++plan_calls;
     *out.mutable_llm_usage() = Usage(tokens_per_plan, 0);
-    {
-      absl::MutexLock lock(&mu);
-      plan_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
-      llm_agents_carried["PlanRound"].insert(absl::StrJoin(r.llm_agents(), ","));
-    }
+    RecordCarried(r, "PlanRound", &plan_tokens_left);
     if (agent_exchanges) {
       v1::AgentExchange* e = out.mutable_exchange();
       e->set_agent("plan");
@@ -256,11 +254,7 @@ class ScriptedServices : public LoopServices {
     v1::ReflectResponse out;
     ++reflect_calls;
     *out.mutable_llm_usage() = Usage(tokens_per_reflect, 0);
-    {
-      absl::MutexLock lock(&mu);
-      reflect_tokens_left.push_back(r.has_llm_tokens_left() ? r.llm_tokens_left() : -1);
-      llm_agents_carried["Reflect"].insert(absl::StrJoin(r.llm_agents(), ","));
-    }
+    RecordCarried(r, "Reflect", &reflect_tokens_left);
     auto* x = out.mutable_reflexion();
     bool ok = r.attempt().measurement().verdict() == v1::VERDICT_CORRECT;
     double a = r.attempt().measurement().candidate().median_ms();
