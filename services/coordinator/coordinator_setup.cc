@@ -43,10 +43,10 @@ void CoordinatorOptions::Register(OptionSet& o) {
            "jobs running at once; the rest queue (0: auto: in kagentd two per GPU task in "
            "flight, at least 4; otherwise 4)");
   o.AddInt("worker-tasks", &worker_tasks,
-           "GPU tasks in flight on one worker at most (1..8): the worker's GPU runs one at a "
-           "time while the others prepare and compile on its CPU cores; 1: one task per "
-           "worker; 0: chosen for the host (kagentd: a third of its cores per GPU worker, "
-           "2..8; a coordinator of its own: 2)");
+           "GPU tasks in flight on one worker at most (1..16): the worker's GPU runs one at "
+           "a time while the others prepare and compile on its CPU cores; 1: one task per "
+           "worker; 0: chosen for the host (kagentd: one per core of each GPU worker, "
+           "2..16; a coordinator of its own: 2)");
   o.AddInt("max-active-jobs-per-tenant", &max_active_jobs_per_tenant,
            "unfinished jobs a tenant may have; SubmitJob beyond it is RESOURCE_EXHAUSTED");
   o.AddInt("default-rounds", &default_rounds, "rounds when a job sets no budget");
@@ -157,7 +157,7 @@ int KagentdConcurrentJobs(int worker_tasks, int gpu_workers) {
 
 int AutoWorkerTasks(int cpu_cores, int gpu_workers) {
   if (gpu_workers <= 0) return 2;
-  return std::clamp(cpu_cores / (2 * gpu_workers), 2, kMaxTasksPerWorker);
+  return std::clamp(cpu_cores / gpu_workers, 2, kMaxTasksPerWorker);
 }
 
 absl::Status SetUpCoordinator(const CoordinatorOptions& o, ServiceContext& ctx,

@@ -68,13 +68,15 @@ struct CoordinatorOptions {
 inline constexpr int kExitLostLeadership = 75;
 
 // --worker-tasks=0 in kagentd, whose GPU workers share this host's `cpu_cores`: a task
-// prepares on the CPU (interpreter, imports, construction, Triton compilation: 6-28 s on
-// the H200 on 2026-12-05) and then holds its worker's GPU 1-5 s, so with two in flight
-// the GPU waited for preparations two thirds of the time, and with five (a third of the
-// 16 cores) it still waited a quarter of it while preparations took no longer than with
-// two (the cores were not the limit). Half the cores per GPU worker, at least 2, at most
-// kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU worker, where preparing and
-// measuring share the same cores).
+// prepares on the CPU (interpreter, imports, construction, Triton compilation) and then
+// holds its worker's GPU 1-5 s, and every preparing process is stopped while the GPU
+// times anything (about half of the held time); preparations took 15-50 s of wall time
+// (mean per task kind). On the H100 on 2026-12-06 with 8 in flight on 16
+// cores, 7.7 tasks were at the worker on average, the cores were 34 % busy and the slot
+// was held 84 % of the time (free, with every task there preparing, the rest; with two
+// in flight on the H200 it waited two thirds of the time). One task per core of each GPU
+// worker, at least 2, at most kMaxTasksPerWorker; 2 when `gpu_workers` is 0 (a CPU
+// worker, where preparing and measuring share the same cores).
 int AutoWorkerTasks(int cpu_cores, int gpu_workers);
 
 // --max-concurrent-jobs=0 in kagentd: a job has one GPU task in flight in its baseline,

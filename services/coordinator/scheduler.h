@@ -77,7 +77,7 @@ struct SchedulerOptions {
   // Tasks in flight on one worker at most, 1..kMaxTasksPerWorker (see the file comment).
   int tasks_per_worker = 2;
 };
-inline constexpr int kMaxTasksPerWorker = 8;
+inline constexpr int kMaxTasksPerWorker = 16;
 
 struct GpuTask {
   enum class Kind { kMeasure, kProfile, kScreen };

@@ -541,7 +541,8 @@ namespace kagent {
 namespace {
 
 TEST_CASE("kagentd's jobs at once: two per GPU task in flight, at least 4") {
-  CHECK(KagentdConcurrentJobs(8, 1) == 16);  // the lent one-GPU box
+  CHECK(KagentdConcurrentJobs(16, 1) == 32);  // the lent one-GPU box
+  CHECK(KagentdConcurrentJobs(8, 1) == 16);
   CHECK(KagentdConcurrentJobs(2, 1) == 4);
   CHECK(KagentdConcurrentJobs(1, 1) == 4);
   CHECK(KagentdConcurrentJobs(8, 0) == 4);   // a CPU worker only
@@ -549,10 +550,11 @@ TEST_CASE("kagentd's jobs at once: two per GPU task in flight, at least 4") {
   CHECK(KagentdConcurrentJobs(8, 1000) == 1024);
 }
 
-TEST_CASE("worker tasks for a host: half its cores per GPU worker, 2..8") {
-  CHECK(AutoWorkerTasks(16, 1) == 8);   // the lent H200 box
-  CHECK(AutoWorkerTasks(32, 4) == 4);   // four GPUs on 32 cores
-  CHECK(AutoWorkerTasks(128, 8) == 8);  // eight GPUs on 128 cores
+TEST_CASE("worker tasks for a host: one per core of each GPU worker, 2..16") {
+  CHECK(AutoWorkerTasks(16, 1) == 16);   // the lent one-GPU box
+  CHECK(AutoWorkerTasks(32, 4) == 8);    // four GPUs on 32 cores
+  CHECK(AutoWorkerTasks(128, 8) == 16);  // eight GPUs on 128 cores
+  CHECK(AutoWorkerTasks(24, 16) == 2);
   CHECK(AutoWorkerTasks(256, 1) == kMaxTasksPerWorker);
   CHECK(AutoWorkerTasks(2, 1) == 2);    // never fewer than one preparing beside one held
   CHECK(AutoWorkerTasks(64, 0) == 2);   // a CPU worker shares its cores with measuring
