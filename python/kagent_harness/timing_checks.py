@@ -39,6 +39,23 @@ SIDE_STREAM_FRACTION = 0.2
 TIMING_FACTOR = 3.0
 TIMING_MIN_S = 10.0
 PING_S = 5.0
+# The burst's calls: as many as were timed, but no more than its calls take
+# BURST_BUDGET_MS at the gate's pace (the supervisor's own figure), and never fewer than
+# BURST_MIN_CALLS. It bounds the median from below (BURST_FACTOR) and needs a mean, not a
+# median: 10 back-to-back calls of a slow kernel give it, and 100 of a 5 ms one held the
+# GPU half a second more per measurement.
+BURST_BUDGET_MS = 100.0
+BURST_MIN_CALLS = 10
+
+
+def burst_calls(timed, gate_pace_s):
+    """Calls of the supervisor's back-to-back burst after `timed` timed calls, for a call
+    that took `gate_pace_s` in the gate: min(timed, max(BURST_MIN_CALLS, the calls that fit
+    in BURST_BUDGET_MS)); `timed` when the pace is unknown (0)."""
+    if gate_pace_s <= 0:
+        return timed
+    fit = math.ceil(BURST_BUDGET_MS / 1e3 / gate_pace_s)
+    return max(1, min(timed, max(BURST_MIN_CALLS, fit)))
 
 
 class TimingChecksMixin:
@@ -135,14 +152,15 @@ class TimingChecksMixin:
                                 "timed stream's end event (side stream not joined?)")
         # 5. The supervisor's own clock: a back-to-back burst of calls.
         rtt = min(self._ping_ms() for _ in range(3))
+        nb = burst_calls(n, self._gate_pace_s())
         limit = min(self.child.remaining(),
-                    TIMING_MIN_S + TIMING_FACTOR * n * self._gate_pace_s())
+                    TIMING_MIN_S + TIMING_FACTOR * nb * self._gate_pace_s())
         t1 = time.monotonic()
-        self.child.request({"cmd": "burst", "n": n}, timeout=limit,
+        self.child.request({"cmd": "burst", "n": nb}, timeout=limit,
                            phase=f"wall-clock burst (limit {limit:.1f} s: {TIMING_FACTOR:g}x "
-                                 f"{n} calls at the gate's pace + {TIMING_MIN_S:g} s)")
+                                 f"{nb} calls at the gate's pace + {TIMING_MIN_S:g} s)")
         burst_ms = (time.monotonic() - t1) * 1e3
-        per_call = max(0.0, burst_ms - rtt) / n
+        per_call = max(0.0, burst_ms - rtt) / nb
         h["supervisor_burst_ms_per_call"] = per_call
         if med < BURST_FACTOR * per_call - 0.005 and self.device != "cuda":
             h["warnings"].append(f"timing: median {med:.4f} ms below {BURST_FACTOR} x the "
@@ -152,7 +170,7 @@ class TimingChecksMixin:
                             f"{BURST_FACTOR} x the {per_call:.4f} ms per call the supervisor's "
                             "clock measured over a back-to-back burst")
         checks.append(f"timing: median {med:.4f} ms consistent with the supervisor's clock "
-                      f"({per_call:.4f} ms/call back-to-back)")
+                      f"({per_call:.4f} ms/call over {nb} calls back-to-back)")
         # 6. CUPTI: the kernels' own GPU time per call, and kernels per call.
         if self.trace_path:
             self._check_cupti_timing(med, n)

@@ -32,6 +32,8 @@ class FakeChild:
             if self.sleep_timed:  # the calls take the time reported
                 time.sleep(sum(self.reply["times_ms"]) / 1e3)
             return self.reply
+        if msg["cmd"] == "burst":
+            self.burst_n = msg["n"]
         if msg["cmd"] == "burst" and self.burst_ms_per_call > 0:
             # No sleep(0): on a loaded machine it yields the CPU for a whole time slice,
             # which the supervisor's clock would count as the candidate's time.
@@ -96,6 +98,24 @@ def test_side_stream_gap(tmp_path, monkeypatch):
 def test_under_reported_times_against_the_supervisor_clock(tmp_path, monkeypatch):
     with pytest.raises(M.Rejection, match="back-to-back burst"):
         run(supervisor(tmp_path, monkeypatch), reply([0.1] * 4, [0.11] * 4), burst=5.0)
+
+
+def test_the_burst_is_cut_to_its_budget_at_the_gate_pace():
+    from kagent_harness.timing_checks import BURST_MIN_CALLS, burst_calls
+    assert burst_calls(100, 0.0) == 100          # no gate pace: as many as were timed
+    assert burst_calls(100, 0.0001) == 100       # a fast call: every timed call
+    assert burst_calls(100, 0.005) == 20         # 5 ms: 100 ms of calls
+    assert burst_calls(100, 0.3) == BURST_MIN_CALLS
+    assert burst_calls(4, 0.3) == 4              # never more than were timed
+
+
+def test_the_supervisor_sends_the_burst_its_count(tmp_path, monkeypatch):
+    sup = supervisor(tmp_path, monkeypatch)
+    sup.req.timing_reps = 40
+    sup.call_s = [0.5, 0.02, 0.02]  # the gate's pace: 20 ms a call
+    r = run(sup, reply([1.0] * 40, [1.03] * 40), sleep_timed=True)
+    assert sup.child.burst_n == 10
+    assert any("over 10 calls back-to-back" in c for c in r["harness"]["checks"])
 
 
 def test_times_beyond_the_phase_wall_clock(tmp_path, monkeypatch):
