@@ -38,7 +38,7 @@ from kagent_harness.pool import ChildPool, ChildSpec
 from kagent_harness.sandbox import ChildFailure
 from kagent_harness.timing import l2_flush_bytes, time_callable
 from kagent_harness.own_work_checks import OwnWorkChecksMixin
-from kagent_harness.prepare import PrepareMixin
+from kagent_harness.prepare import DryRunRoom, PrepareMixin
 from kagent_harness.profile_mode import ProfileMixin
 from kagent_harness.timing_checks import TimingChecksMixin
 from kagent_harness.transfer import Rejection, TransferMixin
@@ -57,6 +57,8 @@ LARGE_TRIAL_DIVISOR = 16
 # Device memory for the CUDA contexts and kernels of the two processes of a gate call,
 # beside their tensors (trial_floor).
 CONTEXTS_BYTES = 1 << 30
+# How long an OOM's judgment waits for the driver to take back a dead process's memory.
+OTHERS_SETTLE_S = 2.0
 
 
 def trial_floor(in_bytes, out_bytes, shared):
@@ -100,11 +102,13 @@ class Env:
     """What supervisors of one process share: the trial cache, the candidate processes
     (warm pool, active ones) and the private CUDA memory pool for IPC. Thread-safe."""
 
-    def __init__(self, device, cache, pool, log):
+    def __init__(self, device, cache, pool, log, dry_runs=None):
         self.device = device
         self.cache = cache
         self.pool = pool
         self.log = log
+        # The compile dry runs' device memory (prepare.DryRunRoom); default: no limit.
+        self.dry_runs = dry_runs or DryRunRoom(0)
 
     @staticmethod
     def one_shot(device, log):
@@ -327,8 +331,9 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
     def gate_oom(self, failure, inputs, ref_out):
         """A gate call's ChildFailure, an OOM judged: the harness's limit (INFRA_ERROR) when
         what this process held when it came (torch's reserved blocks, the shared buffers)
-        left the candidate's process less than its floor (trial_floor) and the contexts,
-        else the candidate's OOM with those figures added to its reason."""
+        and what other processes held (other candidates' processes preparing beside the
+        slot) left the candidate's process less than its floor (trial_floor) and the
+        contexts, else the candidate's OOM with those figures added to its reason."""
         if failure.verdict != P.OOM or self.device != "cuda" or not inputs or not ref_out:
             return failure
         shared = getattr(self, "use_ipc", False)
@@ -336,13 +341,37 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         held = torch.cuda.memory_reserved()
         if shared:
             held += nbytes(inputs) + nbytes(ref_out)
-        total = torch.cuda.mem_get_info()[1]
-        figures = (f"the supervisor held {_gib(held)} of the device's {_gib(total)}; the "
-                   f"candidate's process needs at least {_gib(child)} for this trial")
-        if held + child + CONTEXTS_BYTES > total:
+        others, total = self._others_bytes(held)
+        figures = (f"the supervisor held {_gib(held)} and other processes {_gib(others)} of "
+                   f"the device's {_gib(total)}; the candidate's process needs at least "
+                   f"{_gib(child)} for this trial")
+        if held + others + child + CONTEXTS_BYTES > total:
             return ChildFailure(P.INFRA_ERROR, f"the harness's limit, not the candidate's: "
                                 f"{figures} ({failure.reason})")
         return ChildFailure(P.OOM, f"{failure.reason} [{figures}]")
+
+    def _others_bytes(self, held):
+        """(bytes of the device held by processes other than this one and the candidate's,
+        the device's total). The candidate's process is ended first (its OOM ends the
+        measurement) and the driver is given up to OTHERS_SETTLE_S to take its memory
+        back; what is still in use beyond `held` is the other processes' (on the H100
+        with 16 tasks in flight, prepared processes held 17 GiB beside an OOM)."""
+        c = getattr(self, "child", None)
+        if c is not None:
+            c.kill()
+            try:
+                c.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - the figure is then an upper bound
+                pass
+        free, total = torch.cuda.mem_get_info()
+        end = time.monotonic() + OTHERS_SETTLE_S
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            now = torch.cuda.mem_get_info()[0]
+            if now == free:
+                break
+            free = now
+        return max(0, total - free - held), total
 
     def release_device_memory(self):
         """Gives the device memory this request cached (its shared buffers, freed temporaries)

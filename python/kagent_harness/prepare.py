@@ -8,6 +8,7 @@ the supervisor's request, job, env, phases, log, take_child, use_child, write_ca
 and finish. Screens (screen.py) and profiles use compile_dry_run too.
 """
 
+import threading
 import time
 import traceback
 
@@ -33,28 +34,87 @@ class Prepared:
         self.created = time.monotonic()
 
 
-class PrepareMixin:
-    def compile_dry_run(self, child, language):
-        """For a Triton candidate whose timing inputs' shapes are known: compiles its
-        kernels in `child` on stand-ins (dryrun.py), nothing launched. Returns the dry
-        run's reply, or None when there was none. Raises ChildFailure (COMPILE_ERROR)
-        when a kernel does not compile."""
-        if not self._send_compile(child, language):
-            return None
-        return self._recv_compile(child)
+class DryRunRoom:
+    """Device memory for the compile dry runs of one server's preparations. A dry run
+    allocates stand-ins of a trial's inputs and its outputs in the candidate's process
+    (dryrun.py), beside the measurement that holds the GPU slot, and a process stopped
+    while the GPU is timed keeps them until it is continued. On the H100 with 16 tasks in
+    flight on one worker (2026-12-06), prepared processes held 0.6-10.6 GiB each, and the
+    measurements beside them ran out of memory: the supervisor making a job's trials
+    (INFRA_ERROR on all 3 attempts) and four candidates' processes in their gates.
+    take() admits a dry run of `nbytes` while those in flight hold at most `limit` bytes
+    with it (one alone always: a trial larger than the limit still gets its dry run);
+    `limit` 0: no limit (the CPU). Thread-safe."""
 
-    def _send_compile(self, child, language):
-        """Asks `child` for the compile dry run (compile_dry_run) without waiting for the
-        answer; False when there is none to run."""
+    def __init__(self, limit):
+        self.limit = max(0, int(limit))
+        self._cv = threading.Condition()
+        self.used = 0
+        self.running = 0
+
+    def take(self, nbytes, timeout_s):
+        """Waits up to `timeout_s` for room; True once `nbytes` are counted in (give them
+        back with give()), False when the wait ran out."""
+        end = time.monotonic() + max(0.0, timeout_s)
+        with self._cv:
+            while self.limit and self.running and self.used + nbytes > self.limit:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(left)
+            self.used += nbytes
+            self.running += 1
+            return True
+
+    def give(self, nbytes):
+        with self._cv:
+            self.used -= nbytes
+            self.running -= 1
+            self._cv.notify_all()
+
+
+def dry_run_room_limit(device):
+    """An eighth of the device's memory on a GPU (the trial cache has a quarter); no limit
+    on the CPU."""
+    import torch
+    if device == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(0).total_memory // 8)
+    return 0
+
+
+class PrepareMixin:
+    def compile_dry_run(self, child, language, what="", phase="compile dry run",
+                        strict=True):
+        """For a Triton candidate whose timing inputs' shapes are known: compiles its
+        kernels in `child` on stand-ins (dryrun.py), nothing launched, once the server's
+        DryRunRoom has room for a trial's bytes. Returns the dry run's reply, or None
+        when there was none (not Triton, no known inputs, or no room within the call
+        limit: the first gate call compiles). With `strict`, raises ChildFailure
+        (COMPILE_ERROR) when a kernel does not compile."""
         spec = self.job.input_spec or self.job.spec_without_values()
         if language != "triton" or spec is None:
-            return False
-        child.send({"cmd": "compile", "inputs": spec})
-        return True
+            return None
+        room, need = self.env.dry_runs, self.job.trial_bytes
+        wait = min(child.remaining(), self.req.call_timeout_s)
+        t = time.monotonic()
+        if not room.take(need, wait):
+            self.log.add(f"{what}compile dry run skipped: no device memory for its "
+                         f"{need >> 20} MiB of stand-ins within {wait:.0f} s "
+                         f"({room.used >> 20} MiB of dry runs in flight, limit "
+                         f"{room.limit >> 20} MiB); the first gate call compiles")
+            return None
+        waited = time.monotonic() - t
+        if waited >= 0.5:
+            self.log.add(f"{what}compile dry run waited {waited:.1f} s for device memory")
+        try:
+            child.send({"cmd": "compile", "inputs": spec})
+            return self._recv_compile(child, what, phase, strict)
+        finally:
+            room.give(need)
 
-    def _recv_compile(self, child, what="", phase="compile dry run", strict=True):
-        """The answer to _send_compile: the dry run's reply; with `strict`, ChildFailure
-        (COMPILE_ERROR) when a kernel does not compile."""
+    def _recv_compile(self, child, what, phase, strict):
+        """The answer to the "compile" command: the dry run's reply; with `strict`,
+        ChildFailure (COMPILE_ERROR) when a kernel does not compile."""
         with self.phases(phase):
             compiled = child.checked(
                 child.recv(timeout=min(child.remaining(), self.req.call_timeout_s),
@@ -167,9 +227,9 @@ class PrepareMixin:
             with self.phases("starting kernel: import and construction"):
                 ready = child.checked(child.recv(phase="starting kernel import"),
                                       "starting kernel import")
-            if self._send_compile(child, req.reference_kernel_language):
-                self._recv_compile(child, what="starting kernel's ",
-                                   phase="starting kernel: compile dry run", strict=False)
+            self.compile_dry_run(child, req.reference_kernel_language,
+                                 what="starting kernel's ",
+                                 phase="starting kernel: compile dry run", strict=False)
             return child, ready
         except Exception as e:  # noqa: BLE001 - ChildFailure or the harness's own
             self.log.add(f"the starting kernel was not prepared: {e}")

@@ -57,6 +57,7 @@ class Server:
         from kagent_harness.sandbox import SandboxUnavailable
         from kagent_harness.measure import Env
         from kagent_harness.pool import ChildPool, ChildSpec
+        from kagent_harness.prepare import DryRunRoom, dry_run_room_limit
         from kagent_harness.trials import TrialCache, default_limit_bytes
         torch.set_grad_enabled(False)
         if device is None:
@@ -77,7 +78,8 @@ class Server:
             log.add("sandbox best-effort: candidates run without what is missing")
         limit = cache_bytes if cache_bytes is not None else default_limit_bytes(device)
         spec = ChildSpec(device, sandbox=sandbox, sandbox_hide=self.sandbox_hide)
-        self.env = Env(device, TrialCache(limit, log), ChildPool(spec, pool_size, log), log)
+        self.env = Env(device, TrialCache(limit, log), ChildPool(spec, pool_size, log), log,
+                       DryRunRoom(dry_run_room_limit(device)))
         self.gpu_lock = threading.Lock()
         self._lock = threading.Lock()
         self.prepared = {}            # handle -> Prepared

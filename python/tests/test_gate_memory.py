@@ -108,22 +108,57 @@ def test_a_candidates_oom_beside_a_full_supervisor_is_the_harness_limit(monkeypa
     # The candidate's process ran out of memory in a gate call. When what the supervisor
     # held left it less than its floor (2 x 12 GiB here), the harness is to blame; when
     # the supervisor left room, the OOM is the candidate's, with the figures in its reason.
+    # `free` is the device's free memory once the candidate's process has ended.
     from kagent_harness import protocol as P
     from kagent_harness.sandbox import ChildFailure
     monkeypatch.setattr("kagent_harness.measure.nbytes", lambda xs: 6 * GIB)
     x = [torch.empty(0)]
     oom = ChildFailure(P.OOM, "gate trial fresh: OutOfMemoryError during the gate's call")
-    FakeDevice(monkeypatch, total=80 * GIB, free=2 * GIB, allocated=30 * GIB,
+    FakeDevice(monkeypatch, total=80 * GIB, free=24 * GIB, allocated=30 * GIB,
                reserved=44 * GIB)
     f = _gpu_supervisor(12 * GIB).gate_oom(oom, x, x)
     assert f.verdict == P.INFRA_ERROR and "the harness's limit" in f.reason
-    assert "56.0 GiB" in f.reason and "OutOfMemoryError" in f.reason
-    FakeDevice(monkeypatch, total=80 * GIB, free=2 * GIB, allocated=18 * GIB,
+    assert "56.0 GiB and other processes 0.0 GiB" in f.reason
+    assert "OutOfMemoryError" in f.reason
+    FakeDevice(monkeypatch, total=80 * GIB, free=50 * GIB, allocated=18 * GIB,
                reserved=18 * GIB)
     f = _gpu_supervisor(12 * GIB).gate_oom(oom, x, x)
-    assert f.verdict == P.OOM and "30.0 GiB of the device's 80.0 GiB" in f.reason
+    assert f.verdict == P.OOM and "30.0 GiB and other processes 0.0 GiB of the device's " \
+        "80.0 GiB" in f.reason
     crash = ChildFailure(P.CRASH, "illegal memory access")
     assert _gpu_supervisor(12 * GIB).gate_oom(crash, x, x) is crash
+
+
+def test_a_candidates_oom_beside_other_processes_is_the_harness_limit(monkeypatch):
+    # Seen on the H100 with 16 tasks in flight: the supervisor held 45 GiB, prepared
+    # candidates' processes 17 GiB, and a starting kernel that needs 16 GiB got the OOM.
+    # The candidate's process is ended before the device is read, and the driver given
+    # time to take its memory back.
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import ChildFailure
+    monkeypatch.setattr("kagent_harness.measure.nbytes", lambda xs: 6 * GIB)
+    x = [torch.empty(0)]
+    oom = ChildFailure(P.OOM, "gate trial 0: OutOfMemoryError during the gate's call")
+    dev = FakeDevice(monkeypatch, total=80 * GIB, free=2 * GIB, allocated=18 * GIB,
+                     reserved=18 * GIB)
+
+    class Child:  # the candidate's process, holding 14 GiB until it is killed
+        killed = False
+
+        def kill(self):
+            Child.killed = True
+
+        class proc:
+            @staticmethod
+            def wait(timeout=None):
+                dev.free = 20 * GIB  # its memory back; 30 GiB are other processes'
+
+    sup = _gpu_supervisor(12 * GIB)
+    sup.child = Child()
+    f = sup.gate_oom(oom, x, x)
+    assert Child.killed
+    assert f.verdict == P.INFRA_ERROR, f.reason
+    assert "the supervisor held 30.0 GiB and other processes 30.0 GiB" in f.reason
 
 
 def test_a_shared_buffer_is_tried_again_once_torchs_cache_is_given_back(monkeypatch):
