@@ -40,12 +40,25 @@ class ProfileMixin:
         try:
             spec = ChildSpec.for_request(req, self.device, trace=False)
             from kagent_harness.pool import spawn
-            self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
-                                 keep_injection=True, extra_env=req.child_env))
-            with self.phases("reference load"):
-                self.load_reference()
-            res["gpu_name"] = self.result["gpu_name"]
-            self.start_child()
+            for attempt in (1, 2):
+                self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
+                                     keep_injection=True, extra_env=req.child_env))
+                if attempt == 1:
+                    with self.phases("reference load"):
+                        self.load_reference()
+                    res["gpu_name"] = self.result["gpu_name"]
+                try:
+                    self.start_child()
+                    break
+                except ChildFailure as f:
+                    # A process that ended before it had the candidate's code (its
+                    # sandbox could not be set up: profile mode lists the shared /tmp's
+                    # kagent-* entries to hide, and one can vanish before bwrap mounts
+                    # over it) is started once more.
+                    if attempt == 2 or self.child.loaded:
+                        raise
+                    self.log.add(f"{f.reason}: a new process, once more")
+                    self.child.kill()
             if gate is not None:
                 self.compile_dry_run(self.child, req.language)
                 with self.phases("waiting for the GPU"):

@@ -169,6 +169,9 @@ class Child:
         self.workdir = workdir
         self.device = device
         self.deadline = time.monotonic() + timeout_s
+        # Set once the process was told to load the candidate's code (load()): a death
+        # before that is never the candidate's (_death).
+        self.loaded = False
         self.timeout_s = timeout_s
         self.memory_limit = int(memory_limit_mb) * 1024 * 1024
         self.log = log
@@ -548,6 +551,7 @@ class Child:
         overlaps the supervisor's own work."""
         self.deadline = time.monotonic() + self.timeout_s
         self.send({"cmd": "load"})
+        self.loaded = True
 
     def remaining(self):
         return self.deadline - time.monotonic()
@@ -648,6 +652,14 @@ class Child:
         if self._killed_timeout:
             return ChildFailure(P.TIMEOUT, f"killed {when} after the time limit")
         kind, value = self._exit_status(rc)
+        if not self.loaded:
+            # No candidate code ever ran in it: the sandbox or the interpreter failed on
+            # its own (on the H100, bwrap could not remount a scratch directory that a
+            # neighbour removed between the listing and the mount, in profile mode).
+            return ChildFailure(P.INFRA_ERROR, f"the candidate's process ended {when}, "
+                                f"before it was given the candidate's code (exit status "
+                                f"{rc})" +
+                                (f"; its stderr ends: {tail[-400:]}" if tail.strip() else ""))
         if kind == "sandbox":
             if self.status.child_pid is None:
                 return ChildFailure(P.INFRA_ERROR, f"the sandbox did not start {when} "

@@ -532,3 +532,23 @@ def test_profile_mode_masks_other_kagent_entries_of_the_shared_tmp():
     finally:
         for d in (own, other, unrelated):
             shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_process_that_ends_before_it_has_the_candidate_is_infra_not_a_crash():
+    # Nothing of the candidate ran in it (a sandbox that could not be set up, a process
+    # killed from outside): the verdict must not charge the candidate.
+    from kagent_harness import protocol as P
+    from kagent_harness.pool import ChildSpec, spawn
+    from kagent_harness.sandbox import ChildFailure
+    log = P.Log()
+    child = spawn(ChildSpec("cpu"), log, 60, 4096)
+    try:
+        os.killpg(child.proc.pid, signal.SIGKILL)
+        child.proc.wait(timeout=30)
+        with pytest.raises(ChildFailure) as e:
+            child.load()
+        assert e.value.verdict == P.INFRA_ERROR
+        assert "before it was given the candidate's code" in e.value.reason
+        assert not child.loaded
+    finally:
+        child.close()
