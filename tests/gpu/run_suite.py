@@ -49,8 +49,10 @@ CASES = [
     ("oom_200gb", "adv_oom_200gb.py", ["OOM"], {}),
     ("patched_clock", "adv_patched_clock.py", ["TIMEOUT"], {}),
     # Slow when timed: with the timing budget (the default) it is timed as slow as it is,
-    # in 3 warm-up and 10 timed calls; without one, the timing phase's deadline stops it.
-    ("sleeps_when_timed", "adv_sleeps_when_timed.py", ["CORRECT"], {"min_median_ms": 200}),
+    # in 3 warm-up and 10 timed calls (its 200 ms host-side sleep less the spin before each
+    # call, up to 20 ms: 181.7 ms on the H100); without one, the timing phase's deadline
+    # stops it.
+    ("sleeps_when_timed", "adv_sleeps_when_timed.py", ["CORRECT"], {"min_median_ms": 150}),
     ("sleeps_when_timed_nobudget", "adv_sleeps_when_timed.py", ["TIMEOUT"],
      {"timing_budget_ms": 0}),
     # A token kernel beside a library op (the own-kernel rule, docs/harness.md); "problem"
