@@ -788,6 +788,35 @@ TEST_CASE("loop: the job counts its measurements, GPU busy time and screened var
   CHECK(job.gpu_busy_seconds_used() < job.gpu_seconds_used());
 }
 
+TEST_CASE("loop: a verdict reached before the GPU was taken is charged no GPU time") {
+  // On the H100 a starting kernel's compile dry run did not answer twice (242 s of
+  // preparing, no GPU held) and the job was charged the call's wall time as GPU time.
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->delay = absl::Milliseconds(150);
+    g->measure = [](const std::string&) {
+      v1::Measurement m;
+      m.set_verdict(v1::VERDICT_TIMEOUT);
+      m.mutable_correctness()->set_reason(
+          "no answer from the candidate within 120.0s during the compile dry run");
+      m.set_prepare_seconds(242.1);
+      return m;
+    };
+  }
+  v1::Job j;
+  j.set_id("job-at-prepare");
+  j.set_tenant("t");
+  j.mutable_problem()->set_name("p");
+  j.mutable_problem()->set_source(kProblem);
+  j.mutable_start_kernel()->set_source(kStart);
+  REQUIRE(loop.manager->Submit(j, "").ok());
+  v1::Job job = loop.WaitDone("job-at-prepare");
+  REQUIRE(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::StrContains(job.error(), "compile dry run"));
+  REQUIRE(loop.MeasureRequests().size() == 1);
+  CHECK(job.gpu_seconds_used() == 0);
+}
+
 TEST_CASE("loop: a profile is charged the time it held the GPU, not its wait") {
   // A worker runs several tasks at once; a profile's call then includes waiting behind
   // the others, and the job is charged only the held time the worker reports.

@@ -43,6 +43,16 @@ void SleepUnless(absl::Duration d, const std::function<bool()>& stopping) {
 
 namespace {
 
+// The GPU time a measurement held. A worker that reports its preparation
+// (prepare_seconds) reports the slot it held too, 0 for a verdict reached before the GPU
+// was taken (a compile error, a compile dry run's TIMEOUT: on the H100 such a baseline
+// took 242 s of preparing and was charged all of it as GPU time); only from a worker that
+// says neither, the call's wall time (`call_seconds`).
+double MeasurementHeldSeconds(const v1::Measurement& m, double call_seconds) {
+  if (m.gpu_seconds() > 0 || m.prepare_seconds() > 0) return m.gpu_seconds();
+  return call_seconds;
+}
+
 using job_run_internal::kStateKey;
 using job_run_internal::SleepUnless;
 
@@ -471,7 +481,7 @@ absl::StatusOr<v1::Measurement> JobRun::Measure(const std::string& task_id,
   if (!r.from_storage) {  // a stored result was charged when it ran
     const v1::Measurement& got = r.measure.measurement();
     // A reference-only run (no kernel) measures no candidate.
-    ChargeGpu(got.gpu_seconds() > 0 ? got.gpu_seconds() : r.seconds, got.gpu_busy_seconds(),
+    ChargeGpu(MeasurementHeldSeconds(got, r.seconds), got.gpu_busy_seconds(),
               k.source().empty() ? 0 : 1, 0);
   }
   v1::Measurement out = r.measure.measurement();

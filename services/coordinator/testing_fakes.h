@@ -110,8 +110,12 @@ class FakeWorker : public GpuWorker {
       *out.mutable_measurement()->mutable_op_signature() = gpu_->op_signature;
     }
     if (!gpu_->gpu_name.empty()) out.mutable_measurement()->set_gpu_name(gpu_->gpu_name);
-    out.mutable_measurement()->set_gpu_seconds(0.1);
-    out.mutable_measurement()->set_gpu_busy_seconds(gpu_->gpu_busy_seconds);
+    // A measurement that says it ended at its preparation (prepare_seconds, no
+    // gpu_seconds) held no GPU, as the real worker reports it.
+    if (out.measurement().prepare_seconds() == 0) {
+      out.mutable_measurement()->set_gpu_seconds(0.1);
+      out.mutable_measurement()->set_gpu_busy_seconds(gpu_->gpu_busy_seconds);
+    }
     absl::MutexLock lock(&gpu_->mu);
     gpu_->completed.push_back(r.task_id());
     return out;
