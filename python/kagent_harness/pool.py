@@ -21,7 +21,6 @@ Thread-safe.
 import concurrent.futures
 import contextlib
 import os
-import signal
 import threading
 import time
 
@@ -196,13 +195,13 @@ class ChildPool:
             others = [c for c in self._active if c is not keep]
         for c in others:
             if c.proc is not None and c.proc.poll() is None:
-                if c.signal_all(signal.SIGSTOP):
+                if c.hold():
                     stopped.append(c)
         try:
             yield len(stopped)
         finally:
             for c in stopped:
-                c.signal_all(signal.SIGCONT)
+                c.release()
 
     def close(self):
         with self._lock:

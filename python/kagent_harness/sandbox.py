@@ -168,6 +168,11 @@ class Child:
                  sandbox_hide=()):
         self.workdir = workdir
         self.device = device
+        # Time the supervisor held this process stopped (hold()/release(): while another
+        # candidate is timed); a stop does not count against its deadlines.
+        self._stops_lock = threading.Lock()
+        self._stopped_s = 0.0
+        self._stopped_at = None
         self.deadline = time.monotonic() + timeout_s
         # Set once the process was told to load the candidate's code (load()): a death
         # before that is never the candidate's (_death).
@@ -445,6 +450,41 @@ class Child:
             except ProcessLookupError:
                 pass
 
+    @property
+    def deadline(self):
+        """When the process's time runs out: the time set, moved on by every stop since."""
+        return self._deadline + (self.stopped_seconds() - self._deadline_stops)
+
+    @deadline.setter
+    def deadline(self, t):
+        self._deadline = t
+        self._deadline_stops = self.stopped_seconds()
+
+    def stopped_seconds(self):
+        """Seconds the supervisor has held this process stopped so far (a stop still going
+        on included)."""
+        with self._stops_lock:
+            now = self._stopped_s
+            if self._stopped_at is not None:
+                now += time.monotonic() - self._stopped_at
+            return now
+
+    def hold(self):
+        """Stops every process of the sandbox (SIGSTOP) until release(); True when any was
+        signalled."""
+        if not self.signal_all(signal.SIGSTOP):
+            return False
+        with self._stops_lock:
+            self._stopped_at = time.monotonic()
+        return True
+
+    def release(self):
+        self.signal_all(signal.SIGCONT)
+        with self._stops_lock:
+            if self._stopped_at is not None:
+                self._stopped_s += time.monotonic() - self._stopped_at
+                self._stopped_at = None
+
     def signal_all(self, sig):
         """Sends sig (SIGSTOP, SIGCONT) to every process of the sandbox, twice over for
         processes forked while the first pass ran. Returns how many were signalled."""
@@ -568,9 +608,10 @@ class Child:
     def recv(self, timeout=None, phase="?"):
         limit = self.remaining() if timeout is None else min(timeout, self.remaining())
         end = time.monotonic() + max(0.0, limit)
+        stops = self.stopped_seconds()  # time held stopped from here on moves `end` on
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
-            left = end - time.monotonic()
+            left = end + (self.stopped_seconds() - stops) - time.monotonic()
             if left <= 0:
                 self._killed_timeout = True
                 where = self.where_stuck()

@@ -552,3 +552,52 @@ def test_a_process_that_ends_before_it_has_the_candidate_is_infra_not_a_crash():
         assert not child.loaded
     finally:
         child.close()
+
+
+def _plain_child(code):
+    """A Child around a plain Python process (no sandbox): what recv and the stop
+    accounting see is the same."""
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import Child
+    c = Child.__new__(Child)
+    Child.__init__(c, tempfile.mkdtemp(), "cpu", 60, 1024, P.Log())
+    c.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
+    c.status = None
+    return c
+
+
+def test_time_held_stopped_does_not_count_against_a_deadline():
+    # A preparing process is stopped while another candidate is timed (on the H100 with
+    # 16 tasks in flight, about half the time): its compile dry run's limit must count
+    # only the time it could run.
+    import threading
+    c = _plain_child("import sys\nsys.stdin.readline()\nprint('{\"ok\": true}', flush=True)\n")
+    try:
+        c.deadline = time.monotonic() + 30
+        assert c.hold()
+        threading.Timer(2.0, c.release).start()
+        c.send({"cmd": "ping"})
+        t = time.monotonic()
+        assert c.recv(timeout=1.0, phase="ping") == {"ok": True}  # 2 s stopped, 1 s limit
+        assert time.monotonic() - t >= 1.9
+        assert 1.9 <= c.stopped_seconds() < 10
+        assert c.remaining() > 30 - (time.monotonic() - t) + 1.5  # moved on by the stop
+    finally:
+        c.proc.kill()
+        c.proc.wait()
+
+
+def test_a_process_that_does_not_answer_while_running_still_times_out():
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import ChildFailure
+    c = _plain_child("import time\ntime.sleep(60)\n")
+    try:
+        c.deadline = time.monotonic() + 30
+        t = time.monotonic()
+        with pytest.raises(ChildFailure) as e:
+            c.recv(timeout=1.0, phase="ping")
+        assert e.value.verdict == P.TIMEOUT and time.monotonic() - t < 10
+    finally:
+        c.proc.kill()
+        c.proc.wait()
