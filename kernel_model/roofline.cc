@@ -56,6 +56,13 @@ bool ApplyRoofline(const OpSignature& signature, const GpuSpec& spec,
   return true;
 }
 
+double RooflinePctAt(const OpSignature& signature, const GpuSpec& spec, double median_ms) {
+  if (median_ms <= 0) return 0;
+  HardwareMetrics at;
+  at.mutable_aggregate()->set_duration_ns(median_ms * 1e6);
+  return ApplyRoofline(signature, spec, &at) ? at.roofline_bound_pct() : 0;
+}
+
 double UsefulRooflinePct(const HardwareMetrics& metrics) {
   return metrics.roofline_bound_pct() > 0 ? metrics.roofline_bound_pct()
                                           : metrics.roofline_efficiency_pct();

@@ -35,6 +35,12 @@ std::string DominantPeakKey(const kagent::v1::OpSignature& signature);
 bool ApplyRoofline(const kagent::v1::OpSignature& signature, const kagent::v1::GpuSpec& spec,
                    kagent::v1::HardwareMetrics* metrics);
 
+// roofline_bound_pct for a forward that takes `median_ms` as a whole (a measured median,
+// not a profile's kernel time: the forward's launches and gaps count too, so the figure is
+// at most what a profile of the same run would give); 0 when ApplyRoofline cannot.
+double RooflinePctAt(const kagent::v1::OpSignature& signature, const kagent::v1::GpuSpec& spec,
+                     double median_ms);
+
 // The roofline figure to judge a kernel by: roofline_bound_pct (useful FLOPs and the op's
 // minimum bytes over the time, against the roofline at that arithmetic intensity) when it
 // is > 0, i.e. the op signature gave FLOPs and bytes; else roofline_efficiency_pct (the

@@ -213,6 +213,49 @@ TEST_CASE("loop: stops at the roofline target, saying which figure reached it") 
   }
 }
 
+TEST_CASE("loop: a kernel whose measured time reaches the roofline stops without a profile") {
+  // 4.5 GB of the op's own bytes in the starting kernel's 1.0 ms, on an H200 (4.8 TB/s, the
+  // spec table's entry for the GPU the baseline ran on): 93.75 % of the roofline from the
+  // measured median alone, so no profile is spent to learn it.
+  Loop loop;
+  v1::OpSignature sig;
+  auto* op = sig.add_ops();
+  op->set_op("aten::relu");
+  op->add_inputs()->set_dtype("float32");
+  sig.set_flops(1e6);
+  sig.set_min_bytes(4.5e9);
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->op_signature = sig;
+    g->gpu_name = "NVIDIA H200";
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(5).id());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  CHECK(job.result().stop_reason() ==
+        "at the roofline target: 93.8% of the arithmetic-intensity roofline at the measured "
+        "median (no profile needed) >= 90.0%");
+  CHECK(job.current_round() == 1);
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    absl::MutexLock lock(&g->mu);
+    CHECK(g->profile_requests.empty());
+  }
+  SECTION("below the target, the profile still runs") {
+    Loop slow;
+    sig.set_min_bytes(2.7e9);  // 56 %
+    for (FakeGpu* g : {&slow.gpu_a, &slow.gpu_b}) {
+      g->op_signature = sig;
+      g->gpu_name = "NVIDIA H200";
+    }
+    v1::Job j2 = slow.WaitDone(slow.Submit(1).id());
+    REQUIRE(j2.state() == v1::JOB_STATE_DONE);
+    size_t profiles = 0;
+    for (FakeGpu* g : {&slow.gpu_a, &slow.gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      profiles += g->profile_requests.size();
+    }
+    CHECK(profiles >= 1);
+  }
+}
+
 TEST_CASE("loop: stops when the round budget is spent") {
   Loop loop;
   v1::Job job = loop.WaitDone(loop.Submit(1).id());

@@ -37,16 +37,6 @@ std::vector<std::string> Lineage(Storage& storage, const std::string& id) {
   return lineage;
 }
 
-// The arithmetic-intensity roofline of the best kernel at the final run's median `med`
-// (the best kernel of the last round was measured, not profiled): the op's own FLOPs and
-// bytes over that time against the GPU's ceilings; 0 when unknown.
-double RooflineAt(const v1::OpSignature& signature, const v1::GpuSpec& gpu, double med) {
-  if (med <= 0) return 0;
-  v1::HardwareMetrics at_final;
-  at_final.mutable_aggregate()->set_duration_ns(med * 1e6);
-  return ApplyRoofline(signature, gpu, &at_final) ? at_final.roofline_bound_pct() : 0;
-}
-
 }  // namespace
 
 JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
@@ -77,7 +67,9 @@ JobRun::Stop JobRun::Finish(const std::string& stop_reason) {
   double ref = final_m.reference_kernel().median_ms() > 0 ? final_m.reference_kernel().median_ms()
                                                           : start->measurement().candidate().median_ms();
   EnsureGpuSpec();  // no profile may have succeeded: the table's entry for the GPU
-  const double final_roofline = RooflineAt(signature_, gpu_, med);
+  // The best kernel of the last round was measured, not profiled: its roofline at the
+  // final run's median.
+  const double final_roofline = RooflinePctAt(signature_, gpu_, med);
   absl::Status s = Persist([&](v1::Job& j) {
     v1::JobResult* r = j.mutable_result();
     r->set_best_candidate_id(best.id());

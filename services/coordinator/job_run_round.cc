@@ -17,6 +17,7 @@
 #include "common/logging.h"
 #include "common/proto_json.h"
 #include "common/status.h"
+#include "kernel_model/gpu_spec.h"
 #include "kernel_model/roofline.h"
 #include "services/coordinator/beam.h"
 #include "services/coordinator/blind_sweep.h"
@@ -208,6 +209,9 @@ JobRun::Stop JobRun::StoreRoundCheckpoint(int round, v1::RoundCheckpoint* rc,
 JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoundRequest* plan,
                                   std::string* stop_reason) {
   for (auto& c : beam) {
+    if (&c == &beam.front() && !c.has_metrics() && MeasuredAtRoofline(c, stop_reason)) {
+      return {};
+    }
     std::vector<v1::Prescription> rx;
     absl::Status ds = EnsureDiagnosed(plan->round(), c, &rx);
     if (!ds.ok()) return StopFromStatus(ds);
@@ -234,6 +238,22 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
     if (c.has_report()) *be->mutable_report() = c.report();
   }
   return {};
+}
+
+bool JobRun::MeasuredAtRoofline(const v1::Candidate& c, std::string* stop_reason) {
+  if (signature_.flops() <= 0 || signature_.min_bytes() <= 0 ||
+      c.measurement().candidate().median_ms() <= 0 || MeasuredOnCpuWorker(c.measurement())) {
+    return false;
+  }
+  EnsureGpuSpec();
+  const double pct = RooflinePctAt(signature_, gpu_, c.measurement().candidate().median_ms());
+  if (pct <= 0 || pct < cfg_.target_efficiency_pct()) return false;
+  *stop_reason = absl::StrFormat(
+      "at the roofline target: %.1f%% of the arithmetic-intensity roofline at the measured "
+      "median (no profile needed) >= %.1f%%",
+      pct, cfg_.target_efficiency_pct());
+  EmitLog(absl::StrCat(c.id(), ": ", *stop_reason));
+  return true;
 }
 
 JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
