@@ -30,6 +30,19 @@ TEST_CASE("The roofline needs flops, bytes and a matching peak", "[hardware_metr
   CHECK(PeakFlopsKeyForDtype("int64").empty());
 }
 
+TEST_CASE("The roofline at a measured median", "[hardware_metrics]") {
+  kagent::v1::GpuSpec spec;
+  spec.set_peak_dram_bytes_per_second(4.8e12);
+  (*spec.mutable_peak_flops())["fp32"] = 67e12;
+  kagent::v1::OpSignature signature;
+  signature.set_flops(1e6);
+  signature.set_min_bytes(4.5e9);
+  // 4.5 GB in 1 ms: 4.5 TB/s of the 4.8 (a memory-bound op).
+  CHECK(RooflinePctAt(signature, spec, 1.0) == Approx(93.75));
+  CHECK(RooflinePctAt(signature, spec, 0) == 0);
+  CHECK(RooflinePctAt(kagent::v1::OpSignature(), spec, 1.0) == 0);
+}
+
 TEST_CASE("The useful roofline figure prefers the arithmetic-intensity roofline over SOL",
           "[hardware_metrics]") {
   kagent::v1::HardwareMetrics metrics;
