@@ -110,6 +110,31 @@ absl::StatusOr<nlohmann::json> HarnessClient::CallServer(const std::string& op,
   return server_->Call(request, absl::Seconds(timeout_seconds + options_.margin_seconds), cancel);
 }
 
+HeldStopped::HeldStopped(HarnessServer* server, absl::Duration max, std::string worker_id) {
+  const double max_s = absl::ToDoubleSeconds(max);
+  thread_ = std::thread([this, server, max, max_s, worker_id = std::move(worker_id)] {
+    absl::StatusOr<nlohmann::json> a = server->Call(
+        nlohmann::json{{"op", "hold_stopped"}, {"max_s", max_s}}, max + absl::Seconds(30),
+        &cancel_);
+    // CANCELLED is the normal end (the holder is gone); the server answers by itself only
+    // once the bound passed.
+    if (!a.ok() && !cancel_.cancelled()) {
+      KLOG(WARNING).With("worker", worker_id)
+          << "holding the candidate processes stopped failed: " << a.status();
+    }
+  });
+}
+
+HeldStopped::~HeldStopped() {
+  cancel_.Cancel();
+  thread_.join();
+}
+
+std::unique_ptr<HeldStopped> HarnessClient::HoldCandidatesStopped(absl::Duration max) {
+  if (server_ == nullptr) return nullptr;
+  return std::make_unique<HeldStopped>(server_.get(), max, options_.worker_id);
+}
+
 std::string HarnessClient::WhyNotPrepare(const std::string& job_id) const {
   if (server_ == nullptr) return "no harness server (one-shot measurements)";
   if (options_.prepared_max <= 0) return "preparing is off (--prepared-max 0)";

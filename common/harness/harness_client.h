@@ -23,12 +23,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <prometheus/registry.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 #include "common/harness/harness.h"
 #include "common/harness/harness_server.h"
 #include "common/harness/protocol.h"
@@ -57,6 +59,24 @@ struct HarnessOptions {
   // (SetSandboxFields). Empty mode: not passed (the harness's own default).
   std::string sandbox;
   std::vector<std::string> sandbox_hide;
+};
+
+// While it lives, the harness server keeps its candidate processes (the prepared and
+// preparing ones) stopped, as it does while a timing runs: the server's hold_stopped op on
+// a connection of its own, which destroying this object closes (the processes are
+// continued then, or after the bound it was made with). The stop takes effect when the
+// server reads the request, a few milliseconds after HoldCandidatesStopped returns. A
+// failure of the call (no server, a restart) is logged and ends the hold early.
+class HeldStopped {
+ public:
+  HeldStopped(HarnessServer* server, absl::Duration max, std::string worker_id);
+  ~HeldStopped();
+  HeldStopped(const HeldStopped&) = delete;
+  HeldStopped& operator=(const HeldStopped&) = delete;
+
+ private:
+  CancelToken cancel_;
+  std::thread thread_;
 };
 
 class HarnessClient final : public Harness {
@@ -99,6 +119,12 @@ class HarnessClient final : public Harness {
                                             const CancelToken* cancel) override;
   absl::StatusOr<bool> ReleaseJob(const std::string& job_id) override;
   void ReleasePrepared(const std::string& handle) override;
+
+  // Holds the harness server's candidate processes stopped (HeldStopped) for at most
+  // `max`: a worker asks for it while a GPU task that is not the server's own (a profile)
+  // holds its GPU slot, so that the preparations beside it do not take its CPU. Null
+  // without use_server.
+  std::unique_ptr<HeldStopped> HoldCandidatesStopped(absl::Duration max);
 
   // The GPU this worker drives (one-shot "gpuinfo").
   absl::StatusOr<nlohmann::json> GpuInfo(bool measure_ceilings) const;

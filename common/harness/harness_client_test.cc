@@ -287,6 +287,27 @@ TEST_CASE("harness client: the real harness server on the CPU measures, prepares
   REQUIRE_FALSE(p.final.has_value());
   REQUIRE_FALSE(p.handle.empty());
   CHECK(p.seconds > 0);
+
+  // While a profile holds the GPU, the prepared process is held stopped, and continued
+  // when the hold goes (the measure below uses it).
+  auto held_now = [&] {
+    absl::StatusOr<nlohmann::json> ping =
+        harness.server()->Call({{"op", "ping"}}, absl::Seconds(30), nullptr);
+    REQUIRE(ping.ok());
+    return ping->value("held_stopped", -1);
+  };
+  auto wait_for = [&](auto done) {
+    const absl::Time end = absl::Now() + absl::Seconds(20);
+    while (!done(held_now()) && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
+    return held_now();
+  };
+  {
+    std::unique_ptr<HeldStopped> held = harness.HoldCandidatesStopped(absl::Seconds(60));
+    REQUIRE(held != nullptr);
+    CHECK(wait_for([](int n) { return n >= 1; }) >= 1);
+  }
+  CHECK(wait_for([](int n) { return n == 0; }) == 0);
+
   m = harness.Measure(r, p.handle, nullptr);
   INFO(m.DebugString());
   CHECK(m.verdict() == v1::VERDICT_CORRECT);

@@ -173,6 +173,7 @@ class Child:
         self._stops_lock = threading.Lock()
         self._stopped_s = 0.0
         self._stopped_at = None
+        self._holds = 0
         self.deadline = time.monotonic() + timeout_s
         # Set once the process was told to load the candidate's code (load()): a death
         # before that is never the candidate's (_death).
@@ -470,17 +471,27 @@ class Child:
             return now
 
     def hold(self):
-        """Stops every process of the sandbox (SIGSTOP) until release(); True when any was
-        signalled."""
-        if not self.signal_all(signal.SIGSTOP):
-            return False
+        """Stops every process of the sandbox (SIGSTOP) until the matching release();
+        holds nest (a timing inside a worker's hold_stopped): the processes are continued
+        when the last one is released. True when the process is held (give it back with
+        release()), False when there was nothing to stop."""
         with self._stops_lock:
+            if self._holds:
+                self._holds += 1
+                return True
+            if not self.signal_all(signal.SIGSTOP):
+                return False
+            self._holds = 1
             self._stopped_at = time.monotonic()
-        return True
+            return True
 
     def release(self):
-        self.signal_all(signal.SIGCONT)
         with self._stops_lock:
+            self._holds -= 1
+            if self._holds > 0:
+                return
+            self._holds = 0
+            self.signal_all(signal.SIGCONT)
             if self._stopped_at is not None:
                 self._stopped_s += time.monotonic() - self._stopped_at
                 self._stopped_at = None

@@ -601,3 +601,31 @@ def test_a_process_that_does_not_answer_while_running_still_times_out():
     finally:
         c.proc.kill()
         c.proc.wait()
+
+
+def test_holds_nest_and_the_last_release_continues_the_process():
+    # A timing's stop inside a worker's hold_stopped: the first release must not continue
+    # a process the other still holds.
+    c = _plain_child("import time\ntime.sleep(60)\n")
+
+    def state():
+        with open(f"/proc/{c.proc.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def settle(want):
+        deadline = time.monotonic() + 5
+        while state() != want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return state()
+    try:
+        assert c.hold() and c.hold()
+        assert settle("T") == "T"
+        c.release()
+        time.sleep(0.2)
+        assert state() == "T"
+        c.release()
+        assert settle("S") in ("S", "R")
+        assert c.stopped_seconds() >= 0.2
+    finally:
+        c.proc.kill()
+        c.proc.wait()

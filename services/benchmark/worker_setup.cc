@@ -41,10 +41,10 @@ namespace fs = std::filesystem;
 // profiled forwards are done.
 class SlotProfileGate final : public ProfileGpuGate {
  public:
-  SlotProfileGate(GpuSlot* slot, GpuBusyMeter* meter, std::string job_id, absl::Time deadline,
-                  grpc::ServerContext* context)
-      : slot_(slot), meter_(meter), job_id_(std::move(job_id)), deadline_(deadline),
-        context_(context) {}
+  SlotProfileGate(GpuSlot* slot, GpuBusyMeter* meter, HarnessClient* harness, std::string job_id,
+                  absl::Time deadline, grpc::ServerContext* context)
+      : slot_(slot), meter_(meter), harness_(harness), job_id_(std::move(job_id)),
+        deadline_(deadline), context_(context) {}
 
   absl::Status Acquire(const CancelToken* cancel) override {
     const absl::Time asked = absl::Now();
@@ -53,9 +53,16 @@ class SlotProfileGate final : public ProfileGpuGate {
     });
     held_from_ = absl::Now();
     wait_seconds_ += absl::ToDoubleSeconds(held_from_ - asked);
+    // The harness server's preparing processes stop while the profile holds the slot, as
+    // they do while a measurement is timed (HeldStopped).
+    if (got.ok() && harness_ != nullptr) {
+      held_ = harness_->HoldCandidatesStopped(
+          std::max(absl::Seconds(1), std::min(deadline_ - held_from_, absl::Minutes(10))));
+    }
     return got;
   }
   void Release() override {
+    held_.reset();  // before the slot goes: the next task may time at once
     slot_->Release();
     const absl::Time to = absl::Now();
     const double held = absl::ToDoubleSeconds(to - held_from_);
@@ -71,6 +78,8 @@ class SlotProfileGate final : public ProfileGpuGate {
  private:
   GpuSlot* slot_;
   GpuBusyMeter* meter_;
+  HarnessClient* harness_;  // may be null: nothing to hold
+  std::unique_ptr<HeldStopped> held_;
   const std::string job_id_;
   const absl::Time deadline_;
   grpc::ServerContext* context_;
@@ -86,8 +95,8 @@ class SlotProfileGate final : public ProfileGpuGate {
 class SlottedProfilerService final : public v1::ProfilerService::Service {
  public:
   SlottedProfilerService(ProfilerServiceImpl* inner, GpuSlot* slot, GpuBusyMeter* meter,
-                         const Authenticator* auth)
-      : inner_(inner), slot_(slot), meter_(meter), auth_(auth) {}
+                         HarnessClient* harness, const Authenticator* auth)
+      : inner_(inner), slot_(slot), meter_(meter), harness_(harness), auth_(auth) {}
 
   grpc::Status Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
                        v1::ProfileResponse* response) override {
@@ -96,7 +105,7 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
     absl::Status valid = inner_->ValidateRequest(*request);
     if (!valid.ok()) return ToGrpcStatus(valid);
     const absl::Time deadline = absl::FromChrono(context->deadline());
-    SlotProfileGate gate(slot_, meter_, request->job_id(), deadline, context);
+    SlotProfileGate gate(slot_, meter_, harness_, request->job_id(), deadline, context);
     GatedRunInfo info;
     absl::StatusOr<v1::ProfileResponse> r = absl::UnknownError("not run");
     {
@@ -119,6 +128,7 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
   ProfilerServiceImpl* inner_;
   GpuSlot* slot_;
   GpuBusyMeter* meter_;
+  HarnessClient* harness_;  // its server's processes are held stopped during a profile
   const Authenticator* auth_;
 };
 
@@ -293,7 +303,8 @@ absl::Status SetUpWorker(const WorkerOptions& o, ServiceContext& ctx) {
   po.sandbox_hide = ho.sandbox_hide;
   KAGENT_ASSIGN_OR_RETURN(po.ncu_user, NcuUserForSandbox());
   auto* prof = ctx.Keep(std::make_unique<ProfilerServiceImpl>(po, ctx.auth));
-  auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, meter, ctx.auth));
+  auto* slotted = ctx.Keep(std::make_unique<SlottedProfilerService>(prof, slot, meter, harness,
+                                                                  ctx.auth));
   ctx.host->AddService(slotted, v1::ProfilerService::service_full_name());
 
   if (!o.coordinator.empty()) {
