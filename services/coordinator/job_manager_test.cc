@@ -168,16 +168,22 @@ TEST_CASE("loop: the roofline target is judged by the arithmetic-intensity roofl
   CHECK(job.result().roofline_bound_pct() == 46);
 }
 
+// A one-op fp32 signature of 1e6 FLOPs over `min_bytes`: memory-bound on any GPU.
+v1::OpSignature MemoryBoundSignature(const std::string& aten_op, double min_bytes) {
+  v1::OpSignature sig;
+  auto* op = sig.add_ops();
+  op->set_op(aten_op);
+  op->add_inputs()->set_dtype("float32");
+  sig.set_flops(1e6);
+  sig.set_min_bytes(min_bytes);
+  return sig;
+}
+
 TEST_CASE("loop: the result's arithmetic-intensity roofline is taken at the final run's median") {
   // The best kernel of the last round is measured, not profiled: the result's roofline
   // comes from the op's own bytes over the final run's median, not from a profile.
   Loop loop;
-  v1::OpSignature sig;
-  auto* op = sig.add_ops();
-  op->set_op("aten::max_pool2d");
-  op->add_inputs()->set_dtype("float32");
-  sig.set_flops(1e6);
-  sig.set_min_bytes(2.7e9);
+  const v1::OpSignature sig = MemoryBoundSignature("aten::max_pool2d", 2.7e9);
   for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
     g->op_signature = sig;
     g->peak_dram_bytes_per_second = 4.8e12;
@@ -218,12 +224,7 @@ TEST_CASE("loop: a kernel whose measured time reaches the roofline stops without
   // spec table's entry for the GPU the baseline ran on): 93.75 % of the roofline from the
   // measured median alone, so no profile is spent to learn it.
   Loop loop;
-  v1::OpSignature sig;
-  auto* op = sig.add_ops();
-  op->set_op("aten::relu");
-  op->add_inputs()->set_dtype("float32");
-  sig.set_flops(1e6);
-  sig.set_min_bytes(4.5e9);
+  v1::OpSignature sig = MemoryBoundSignature("aten::relu", 4.5e9);
   for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
     g->op_signature = sig;
     g->gpu_name = "NVIDIA H200";
@@ -234,10 +235,7 @@ TEST_CASE("loop: a kernel whose measured time reaches the roofline stops without
         "at the roofline target: 93.8% of the arithmetic-intensity roofline at the measured "
         "median (no profile needed) >= 90.0%");
   CHECK(job.current_round() == 1);
-  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
-    absl::MutexLock lock(&g->mu);
-    CHECK(g->profile_requests.empty());
-  }
+  CHECK(loop.ProfileCount() == 0);
   SECTION("below the target, the profile still runs") {
     Loop slow;
     sig.set_min_bytes(2.7e9);  // 56 %
@@ -247,12 +245,7 @@ TEST_CASE("loop: a kernel whose measured time reaches the roofline stops without
     }
     v1::Job j2 = slow.WaitDone(slow.Submit(1).id());
     REQUIRE(j2.state() == v1::JOB_STATE_DONE);
-    size_t profiles = 0;
-    for (FakeGpu* g : {&slow.gpu_a, &slow.gpu_b}) {
-      absl::MutexLock lock(&g->mu);
-      profiles += g->profile_requests.size();
-    }
-    CHECK(profiles >= 1);
+    CHECK(slow.ProfileCount() >= 1);
   }
 }
 
@@ -880,11 +873,7 @@ TEST_CASE("loop: a profile is charged the time it held the GPU, not its wait") {
   REQUIRE(loop.manager->Submit(j, "").ok());
   v1::Job job = loop.WaitDone("job-profile-held");
   REQUIRE(job.state() == v1::JOB_STATE_DONE);
-  size_t profiles = 0;
-  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
-    absl::MutexLock lock(&g->mu);
-    profiles += g->profile_requests.size();
-  }
+  const size_t profiles = loop.ProfileCount();
   REQUIRE(profiles >= 1);
   const double measured = 0.1 * static_cast<double>(loop.MeasureRequests().size()) +
                           0.05 * static_cast<double>(ScreenRequests(loop).size());

@@ -449,6 +449,15 @@ struct Loop {
     }
     return out;
   }
+  // Profiles the two workers were asked for.
+  size_t ProfileCount() {
+    size_t n = 0;
+    for (FakeGpu* g : {&gpu_a, &gpu_b}) {
+      absl::MutexLock lock(&g->mu);
+      n += g->profile_requests.size();
+    }
+    return n;
+  }
   v1::Job WaitDone(const std::string& id, absl::Duration limit = absl::Seconds(60)) {
     absl::Time end = absl::Now() + limit;
     while (absl::Now() < end) {
