@@ -20,27 +20,24 @@ KAGENT_PROBLEM_SCALE=64 and TRITON_INTERPRET=1, to check the script itself).
 
 import argparse
 import glob
-import importlib.util
 import json
 import os
 import sys
+import tempfile
 import time
 
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from kagent_harness import loader as L  # noqa: E402 - the harness's own loading and seeding
+
 ATOL = RTOL = 1e-4  # the harness's fp32 default (python/kagent_harness/protocol.py)
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def as_list(out):
-    return list(out) if isinstance(out, (list, tuple)) else [out]
+def load(path, name, directory):
+    with open(path, encoding="utf-8") as f:
+        return L.load_source(f.read(), name, directory)
 
 
 def error_vs(exact, got):
@@ -68,30 +65,30 @@ def cudnn_settings():
     return s
 
 
-def check(path, device):
+def check(path, device, directory):
     name = os.path.basename(path)[:-3]
-    mod = load(path, name)
+    mod = load(path, name, directory)
     settings = cudnn_settings()
-    torch.manual_seed(0)
-    model = mod.Model(*mod.get_init_inputs()).to(device).eval()
-    torch.manual_seed(1)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
+    init = L.make_init_inputs(mod, 0)
+    model = L.build_model(mod.Model, init, 1, device).eval()
+    inputs = L.make_inputs(mod.get_inputs, 2, device)
     row = {"problem": name, "settings": settings}
     with torch.no_grad():
         t = time.perf_counter()
-        ref = as_list(model(*inputs))
-        model64 = mod.Model(*mod.get_init_inputs()).to(device)
+        ref = L.flatten_outputs(model(*inputs))
+        model64 = L.build_model(mod.Model, init, 1, device)
         model64.load_state_dict(model.state_dict())
         model64 = model64.double().eval()
-        exact = as_list(model64(*[x.double() if isinstance(x, torch.Tensor)
-                                  and x.is_floating_point() else x for x in inputs]))
+        exact = L.flatten_outputs(model64(*[x.double() if isinstance(x, torch.Tensor)
+                                            and x.is_floating_point() else x
+                                            for x in inputs]))
         row["reference_vs_fp64"] = error_vs(exact, ref)
         start = os.path.join(os.path.dirname(path), name + "_start.py")
         if os.path.exists(start):
-            smod = load(start, name + "_start")
-            new = smod.ModelNew(*mod.get_init_inputs()).to(device).eval()
+            smod = load(start, name + "_start", directory)
+            new = L.build_model(smod.ModelNew, init, 1, device).eval()
             new.load_state_dict(model.state_dict(), strict=False)
-            got = as_list(new(*inputs))
+            got = L.flatten_outputs(new(*inputs))
             row["start_vs_fp64"] = error_vs(exact, got)
             row["start_vs_reference"] = error_vs(ref, got)
         row["seconds"] = round(time.perf_counter() - t, 2)
@@ -109,11 +106,12 @@ def main():
     if prefixes:
         paths = [p for p in paths if any(os.path.basename(p).startswith(x) for x in prefixes)]
     rows = []
+    directory = tempfile.mkdtemp(prefix="kagent-refacc-")
     print(f"{'problem':44} {'ref/fp64 worst':>14} {'outside':>8} {'start/fp64 worst':>16} "
           f"{'outside':>8} {'start/ref outside':>17}  cuDNN conv precision")
     for p in paths:
         try:
-            r = check(p, device)
+            r = check(p, device, directory)
         except Exception as e:  # noqa: BLE001 - one problem's failure is its row
             r = {"problem": os.path.basename(p)[:-3], "error": f"{type(e).__name__}: {e}"}
             print(f"{r['problem']:44} error: {r['error'][:120]}")
