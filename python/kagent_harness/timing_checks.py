@@ -39,22 +39,26 @@ SIDE_STREAM_FRACTION = 0.2
 TIMING_FACTOR = 3.0
 TIMING_MIN_S = 10.0
 PING_S = 5.0
-# The burst's calls: as many as were timed, but no more than its calls take
-# BURST_BUDGET_MS at the gate's pace (the supervisor's own figure), and never fewer than
-# BURST_MIN_CALLS. It bounds the median from below (BURST_FACTOR) and needs a mean, not a
-# median: 10 back-to-back calls of a slow kernel give it, and 100 of a 5 ms one held the
-# GPU half a second more per measurement.
+# The burst's calls: as many as were timed, but no more than fit in BURST_BUDGET_MS at
+# the median the child reported, and never fewer than BURST_MIN_CALLS. It bounds the
+# median from below (BURST_FACTOR) and needs a mean, not a median: 10 back-to-back calls
+# of a slow kernel give it, and 100 of a 5 ms one held the GPU half a second more per
+# measurement. Sized from the reported median, not from the gate's pace: a gate call
+# carries milliseconds of protocol, and at the gate's pace a 0.1 ms kernel got 13 calls,
+# whose fixed cost (the request, the synchronize) made 0.22 ms a call and rejected it
+# (the H100, 2026-12-06). A candidate that reports less than it takes only gets a longer
+# burst (at most `timed` calls).
 BURST_BUDGET_MS = 100.0
 BURST_MIN_CALLS = 10
 
 
-def burst_calls(timed, gate_pace_s):
-    """Calls of the supervisor's back-to-back burst after `timed` timed calls, for a call
-    that took `gate_pace_s` in the gate: min(timed, max(BURST_MIN_CALLS, the calls that fit
-    in BURST_BUDGET_MS)); `timed` when the pace is unknown (0)."""
-    if gate_pace_s <= 0:
+def burst_calls(timed, median_ms):
+    """Calls of the supervisor's back-to-back burst after `timed` timed calls whose
+    reported median is `median_ms`: min(timed, max(BURST_MIN_CALLS, the calls that fit
+    in BURST_BUDGET_MS)); `timed` when the median is not positive."""
+    if not median_ms or median_ms <= 0:
         return timed
-    fit = math.ceil(BURST_BUDGET_MS / 1e3 / gate_pace_s)
+    fit = math.ceil(BURST_BUDGET_MS / median_ms)
     return max(1, min(timed, max(BURST_MIN_CALLS, fit)))
 
 
@@ -152,7 +156,7 @@ class TimingChecksMixin:
                                 "timed stream's end event (side stream not joined?)")
         # 5. The supervisor's own clock: a back-to-back burst of calls.
         rtt = min(self._ping_ms() for _ in range(3))
-        nb = burst_calls(n, self._gate_pace_s())
+        nb = burst_calls(n, med)
         limit = min(self.child.remaining(),
                     TIMING_MIN_S + TIMING_FACTOR * nb * self._gate_pace_s())
         t1 = time.monotonic()
