@@ -374,7 +374,8 @@ def main():
                 # A compile dry run (dryrun.py): kernels compiled, nothing launched.
                 phase = "the compile dry run"
                 from kagent_harness.dryrun import compile_dry_run
-                _send(dict(compile_dry_run(st.model, msg["inputs"], st.device), ok=True))
+                _send(dict(compile_dry_run(st.model, msg["inputs"], st.device,
+                                           phantom=bool(msg.get("phantom"))), ok=True))
             elif cmd == "use":
                 phase = "choosing a variant"
                 name, model = st.variants[int(msg["index"])]

@@ -3,12 +3,14 @@ launched on the GPU. Runs in the candidate's process (child.py), before the work
 the GPU slot, so the first gate call does not spend GPU-held time compiling and a
 compilation error costs no GPU time at all.
 
-The forward is called on stand-ins of the timing inputs (torch.empty_strided: the right
-shapes, strides and dtypes, no values). While it runs:
+The forward is called on stand-ins of the timing inputs (the right shapes, strides and
+dtypes, no values; on the GPU phantom tensors, phantom.py, which cost no device memory
+but one shared chunk, else torch.empty_strided). While it runs:
   - every ATen op goes through NoKernels (a TorchDispatchMode): view ops run for real
     (they only compute metadata), in-place and out= ops return their destination
     untouched, every other op computes its outputs' metadata on the meta device and
-    returns uninitialised tensors of that metadata on the real device — no kernel runs;
+    returns uninitialised tensors of that metadata on the real device (phantom ones on
+    the GPU) — no kernel runs;
   - every Triton launch is turned into a compilation (JITFunction.run with warmup=True:
     the kernel is compiled for the exact specialisation the real call will use, and not
     launched), then loaded (its module and launcher: a kernel that needs more shared
@@ -47,9 +49,12 @@ def _meta(x):
 class NoKernels(TorchDispatchMode):
     """Runs ATen ops without launching kernels (see the module comment)."""
 
-    def __init__(self, device):
+    def __init__(self, device, alloc=None):
         super().__init__()
         self.device = device
+        # alloc(shape, stride, dtype) for the outputs on `device` (on the GPU,
+        # phantom.PhantomArena's empty_strided); torch.empty_strided when None.
+        self.alloc = alloc
         self.data_dependent = []  # op names that needed values
         self.ops = 0
 
@@ -104,8 +109,13 @@ class NoKernels(TorchDispatchMode):
             devs = [a.device for a in args if _is_tensor(a) and a.device.type != "meta"]
             out_device = devs[0] if devs else self.device
 
+        alloc = self.alloc if torch.device(out_device).type == \
+            torch.device(self.device).type else None
+
         def real(t):
             if _is_tensor(t) and t.device.type == "meta":
+                if alloc is not None:
+                    return alloc(t.shape, t.stride(), t.dtype)
                 return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
                                            device=out_device)
             return t
@@ -174,17 +184,19 @@ class _TritonCompileOnly:
         return False
 
 
-def stand_ins(spec, device):
-    """Inputs of the described shapes, strides and dtypes (uninitialised), and plain
-    values as given."""
+def stand_ins(spec, device, alloc=None):
+    """Inputs of the described shapes, strides and dtypes (uninitialised; those on
+    `device` from `alloc(shape, stride, dtype)` when given), and plain values as given."""
     out = []
     for s in spec:
         if "shape" in s:
             dtype = getattr(torch, s["dtype"])
             dev = device if s.get("device", device) != "cpu" else "cpu"
-            out.append(torch.empty_strided([int(n) for n in s["shape"]],
-                                           [int(n) for n in s["stride"]], dtype=dtype,
-                                           device=dev))
+            shape, stride = [int(n) for n in s["shape"]], [int(n) for n in s["stride"]]
+            if alloc is not None and dev == device:
+                out.append(alloc(shape, stride, dtype))
+            else:
+                out.append(torch.empty_strided(shape, stride, dtype=dtype, device=dev))
         else:
             out.append(s.get("value"))
     return out
@@ -192,7 +204,7 @@ def stand_ins(spec, device):
 
 def _run_on_stand_ins(model, spec, device, mode):
     """model(*stand-ins) under `mode`; the stand-ins and the outputs die here."""
-    inputs = stand_ins(spec, device)
+    inputs = stand_ins(spec, device, mode.alloc)
     with torch.no_grad(), _TritonCompileOnly(), mode:
         model(*inputs)
     if device == "cuda":
@@ -200,12 +212,24 @@ def _run_on_stand_ins(model, spec, device, mode):
     return {"clean": not mode.data_dependent}
 
 
-def compile_dry_run(model, spec, device):
+def compile_dry_run(model, spec, device, phantom=False):
     """Runs model(*stand-ins) with no kernel launched. Returns {"clean", "seconds",
     "ops", "data_dependent", "error"}; a Triton compilation error of a clean run comes
-    back as {"compile_error": message} too."""
+    back as {"compile_error": message} too. With `phantom` on the GPU the stand-ins and
+    the forward's outputs are phantom tensors (phantom.py: no device memory but one
+    chunk); "phantom" then says how it went ({"reserved_mb", "materialized_mb"}), and
+    where they cannot be made the run does not happen: {"phantom_error": reason}."""
     t0 = time.perf_counter()
-    mode = NoKernels(device)
+    arena = None
+    if phantom and device == "cuda":
+        from kagent_harness import phantom as ph
+        try:
+            arena = ph.PhantomArena()
+        except Exception as e:  # noqa: BLE001 - VmmError, or no usable CUDA context
+            return {"clean": False, "ops": 0, "data_dependent": [], "error": "",
+                    "phantom_error": f"{type(e).__name__}: {e}",
+                    "seconds": time.perf_counter() - t0}
+    mode = NoKernels(device, arena.empty_strided if arena is not None else None)
     res = {"clean": False, "ops": 0, "data_dependent": [], "error": ""}
     try:
         res.update(_run_on_stand_ins(model, spec, device, mode))
@@ -225,6 +249,11 @@ def compile_dry_run(model, spec, device):
         # dry runs, 37 GiB in all, and the supervisor ran out of memory making a job's
         # trials (40_kl_div_fp32, INFRA_ERROR on all 3 attempts).
         torch.cuda.empty_cache()
+    if arena is not None:
+        # A phantom the candidate kept (a buffer made in its forward, an input) would
+        # alias other data in its real calls: it becomes real memory here.
+        res["phantom"] = {"reserved_mb": arena.reserved >> 20,
+                          "materialized_mb": arena.materialize_survivors() >> 20}
     res["ops"] = mode.ops
     res["data_dependent"] = sorted(set(mode.data_dependent))[:20]
     res["seconds"] = time.perf_counter() - t0

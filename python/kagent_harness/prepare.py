@@ -35,13 +35,16 @@ class Prepared:
 
 
 class DryRunRoom:
-    """Device memory for the compile dry runs of one server's preparations. A dry run
-    allocates stand-ins of a trial's inputs and its outputs in the candidate's process
-    (dryrun.py), beside the measurement that holds the GPU slot, and a process stopped
-    while the GPU is timed keeps them until it is continued. On the H100 with 16 tasks in
-    flight on one worker (2026-12-06), prepared processes held 0.6-10.6 GiB each, and the
-    measurements beside them ran out of memory: the supervisor making a job's trials
-    (INFRA_ERROR on all 3 attempts) and four candidates' processes in their gates.
+    """Device memory for the compile dry runs of one server's preparations that cannot
+    have phantom stand-ins (phantom.py). Such a dry run allocates stand-ins of a trial's
+    inputs and its outputs in the candidate's process (dryrun.py), beside the
+    measurement that holds the GPU slot, and a process stopped while the GPU is timed
+    keeps them until it is continued. On the H100 with 16 tasks in flight on one worker
+    (2026-12-06), prepared processes held 0.6-10.6 GiB each, and the measurements beside
+    them ran out of memory: the supervisor making a job's trials (INFRA_ERROR on all 3
+    attempts) and four candidates' processes in their gates. Bounded by this room
+    instead, every dry run waited for it, and preparations took 2-6x longer (a screen's
+    125 s on average): hence phantom stand-ins first.
     take() admits a dry run of `nbytes` while those in flight hold at most `limit` bytes
     with it (one alone always: a trial larger than the limit still gets its dry run);
     `limit` 0: no limit (the CPU). Thread-safe."""
@@ -86,14 +89,23 @@ class PrepareMixin:
     def compile_dry_run(self, child, language, what="", phase="compile dry run",
                         strict=True):
         """For a Triton candidate whose timing inputs' shapes are known: compiles its
-        kernels in `child` on stand-ins (dryrun.py), nothing launched, once the server's
-        DryRunRoom has room for a trial's bytes. Returns the dry run's reply, or None
-        when there was none (not Triton, no known inputs, or no room within the call
-        limit: the first gate call compiles). With `strict`, raises ChildFailure
-        (COMPILE_ERROR) when a kernel does not compile."""
+        kernels in `child` on stand-ins (dryrun.py), nothing launched. On the GPU the
+        stand-ins are phantom tensors (phantom.py: no device memory); where the child
+        cannot make them, real ones, once the server's DryRunRoom has room for a trial's
+        bytes. Returns the dry run's reply, or None when there was none (not Triton, no
+        known inputs, or no room within the call limit: the first gate call compiles).
+        With `strict`, raises ChildFailure (COMPILE_ERROR) when a kernel does not
+        compile."""
         spec = self.job.input_spec or self.job.spec_without_values()
         if language != "triton" or spec is None:
             return None
+        if self.device == "cuda":
+            child.send({"cmd": "compile", "inputs": spec, "phantom": True})
+            compiled = self._recv_compile(child, what, phase, strict)
+            if not compiled.get("phantom_error"):
+                return compiled
+            self.log.add(f"{what}compile dry run: no phantom stand-ins here "
+                         f"({compiled['phantom_error']}): real ones")
         room, need = self.env.dry_runs, self.job.trial_bytes
         wait = min(child.remaining(), self.req.call_timeout_s)
         t = time.monotonic()
@@ -120,9 +132,15 @@ class PrepareMixin:
                 child.recv(timeout=min(child.remaining(), self.req.call_timeout_s),
                            phase=f"the {what}compile dry run"),
                 f"the {what}compile dry run")
+        if compiled.get("phantom_error"):
+            return compiled  # nothing ran: the caller tries real stand-ins
+        ph = compiled.get("phantom")
         self.log.add(f"{what}compile dry run: "
                      f"{'clean' if compiled.get('clean') else 'not clean'}"
                      f", {compiled.get('ops', 0)} ops in {compiled.get('seconds', 0):.2f} s"
+                     + (f", phantom stand-ins ({ph.get('reserved_mb')} MiB reserved, "
+                        f"{ph.get('materialized_mb')} MiB kept by the candidate made real)"
+                        if isinstance(ph, dict) else "")
                      + (f"; {compiled['error']}" if compiled.get("error") else ""))
         if strict and compiled.get("compile_error"):
             raise ChildFailure(P.COMPILE_ERROR, "the compile dry run (no GPU held): "

@@ -66,3 +66,59 @@ def test_a_dry_run_without_room_is_skipped_and_says_so():
     assert sup.compile_dry_run(_Child(), "triton") is None
     assert "compile dry run skipped: no device memory for its 8192 MiB" in log.tail()
     assert room.used == 6 * GIB and room.running == 1
+
+
+class _PhantomChild:
+    """Answers the compile command as a child would; `phantom_ok` says whether it can
+    make phantom stand-ins."""
+
+    def __init__(self, phantom_ok):
+        self.phantom_ok = phantom_ok
+        self.sent = []
+        self.log = None
+
+    def remaining(self):
+        return 600.0
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def recv(self, timeout=None, phase=""):
+        if self.sent[-1].get("phantom") and not self.phantom_ok:
+            return {"ok": True, "clean": False, "ops": 0, "phantom_error": "cuMemCreate failed"}
+        return {"ok": True, "clean": True, "ops": 3, "seconds": 0.1,
+                **({"phantom": {"reserved_mb": 8192, "materialized_mb": 0}}
+                   if self.sent[-1].get("phantom") else {})}
+
+    def checked(self, reply, what):
+        return reply
+
+
+def _gpu_supervisor(log, room):
+    sup = Supervisor(P.Request({"problem_source": "x = 1", "device": "cpu",
+                                "call_timeout_s": 1}), log,
+                     env=Env("cpu", None, None, log, room))
+    sup.device = "cuda"  # the GPU path, without a GPU
+    sup.job = _Job()
+    return sup
+
+
+def test_on_the_gpu_a_dry_run_takes_phantom_stand_ins_and_no_room():
+    log = P.Log()
+    room = DryRunRoom(10 * GIB)
+    assert room.take(6 * GIB, 0)             # no room for another 8 GiB of real stand-ins
+    child = _PhantomChild(phantom_ok=True)
+    got = _gpu_supervisor(log, room).compile_dry_run(child, "triton")
+    assert got["clean"] and [m.get("phantom") for m in child.sent] == [True]
+    assert "phantom stand-ins (8192 MiB reserved, 0 MiB kept" in log.tail()
+    assert room.used == 6 * GIB and room.running == 1   # the room was not touched
+
+
+def test_without_phantom_stand_ins_the_dry_run_falls_back_to_real_ones_in_the_room():
+    log = P.Log()
+    room = DryRunRoom(10 * GIB)
+    child = _PhantomChild(phantom_ok=False)
+    got = _gpu_supervisor(log, room).compile_dry_run(child, "triton")
+    assert got["clean"] and [m.get("phantom") for m in child.sent] == [True, None]
+    assert "no phantom stand-ins here (cuMemCreate failed): real ones" in log.tail()
+    assert room.used == 0 and room.running == 0         # taken for the real run, given back

@@ -737,7 +737,7 @@ def test_compile_dry_run_gives_its_device_memory_back(monkeypatch):
     freed = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: freed.append(1))
-    monkeypatch.setattr(dryrun, "stand_ins", lambda spec, device: [torch.empty(4, 3)])
+    monkeypatch.setattr(dryrun, "stand_ins", lambda spec, device, alloc=None: [torch.empty(4, 3)])
 
     class View(torch.nn.Module):
         def forward(self, x):
@@ -750,6 +750,93 @@ def test_compile_dry_run_gives_its_device_memory_back(monkeypatch):
     assert dryrun.compile_dry_run(View(), [{}], "cuda")["error"] == "" and freed == [1]
     res = dryrun.compile_dry_run(Fails(), [{}], "cuda")
     assert "the candidate's own error" in res["error"] and freed == [1, 1]
+
+
+class _FakeArena:
+    """phantom.PhantomArena's interface on the CPU: counts what it allocated, and says
+    which of its tensors are still alive when asked to make survivors real."""
+
+    def __init__(self):
+        import weakref
+        self.made = weakref.WeakSet()
+        self.count = 0
+        self.reserved = 0
+
+    def empty_strided(self, shape, stride, dtype):
+        import torch
+        t = torch.empty_strided(shape, stride, dtype=dtype)
+        self.count += 1
+        self.reserved += 1 << 20
+        self.made.add(t)
+        return t
+
+    def materialize_survivors(self):
+        import gc
+        gc.collect()
+        return sum(t.numel() * t.element_size() for t in list(self.made)) << 20
+
+
+def test_no_kernels_makes_stand_ins_and_outputs_on_its_device_from_the_allocator():
+    # On the GPU the allocator is the phantom arena: the stand-ins and every output the
+    # forward makes on the device cost no device memory. Here the device is the CPU.
+    import torch
+    from kagent_harness import dryrun
+    made = []
+
+    def alloc(shape, stride, dtype):
+        made.append(tuple(shape))
+        return torch.empty_strided(shape, stride, dtype=dtype)
+    spec = [{"shape": [4, 3], "stride": [3, 1], "dtype": "float32"}, {"value": 2}]
+    x, k = dryrun.stand_ins(spec, "cpu", alloc)
+    assert made == [(4, 3)] and k == 2
+    with dryrun.NoKernels("cpu", alloc):
+        y = (x * k).sum(dim=1)          # two outputs made
+        v = y.view(2, 2)                # a view: no allocation
+    assert made == [(4, 3), (4, 3), (4,)] and v.shape == (2, 2)
+
+
+def test_a_phantom_dry_run_makes_what_the_candidate_kept_real(monkeypatch):
+    # A phantom that outlives the dry run (here an input the model keeps) would alias
+    # other data in the real calls: compile_dry_run has the arena make it real.
+    import torch
+    from kagent_harness import dryrun, phantom
+    arena = _FakeArena()
+    monkeypatch.setattr(phantom, "PhantomArena", lambda: arena)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(dryrun, "stand_ins", lambda spec, device, alloc=None:
+                        [alloc([4, 3], [3, 1], torch.float32)])
+
+    class Keeps(torch.nn.Module):
+        def forward(self, x):
+            self.kept = x
+            return x[0]
+
+    class Forgets(torch.nn.Module):
+        def forward(self, x):
+            return x[0]
+
+    res = dryrun.compile_dry_run(Forgets(), [{}], "cuda", phantom=True)
+    assert res["error"] == "" and res["phantom"] == {"reserved_mb": 1, "materialized_mb": 0}
+    keeps = Keeps()
+    res = dryrun.compile_dry_run(keeps, [{}], "cuda", phantom=True)
+    assert res["phantom"]["materialized_mb"] == 48 and keeps.kept.shape == (4, 3)
+
+
+def test_a_phantom_dry_run_where_none_can_be_made_runs_nothing(monkeypatch):
+    from kagent_harness import dryrun, phantom
+    from kagent_harness.vmm import VmmError
+
+    def fails():
+        raise VmmError("cuMemCreate failed: CUresult 2")
+    monkeypatch.setattr(phantom, "PhantomArena", fails)
+    ran = []
+
+    class Model:
+        def __call__(self, *a):
+            ran.append(1)
+    res = dryrun.compile_dry_run(Model(), [{}], "cuda", phantom=True)
+    assert res["phantom_error"] == "VmmError: cuMemCreate failed: CUresult 2" and not ran
 
 
 def test_a_compile_dry_run_that_times_out_is_tried_once_more_in_a_fresh_process(monkeypatch):
