@@ -22,6 +22,7 @@ dry run).
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -73,6 +74,22 @@ def trial_floor(in_bytes, out_bytes, shared):
     and this call's."""
     trial = in_bytes + out_bytes
     return (3 if shared else 2) * trial, 2 * trial
+
+
+_OOM_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_OOM_TRIED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+_OOM_IN_USE = re.compile(r"this process has ([0-9.]+) (B|KiB|MiB|GiB|TiB) memory in use")
+
+
+def _oom_asked_bytes(reason):
+    """Bytes a process asked for by torch's OutOfMemoryError text: its memory in use
+    plus the allocation it tried (0 for what the text does not say)."""
+    total = 0
+    for pattern in (_OOM_TRIED, _OOM_IN_USE):
+        m = pattern.search(reason or "")
+        if m:
+            total += int(float(m.group(1)) * _OOM_UNITS[m.group(2)])
+    return total
 
 
 def _gib(n):
@@ -342,10 +359,18 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         if shared:
             held += nbytes(inputs) + nbytes(ref_out)
         others, total = self._others_bytes(held)
+        # What the candidate's process asked for when it failed, by torch's message (in
+        # use + the allocation tried), never less than its floor: a message it forged
+        # can only turn its OOM into an INFRA_ERROR, which fails the job as well.
+        asked = max(child, _oom_asked_bytes(failure.reason))
         figures = (f"the supervisor held {_gib(held)} and other processes {_gib(others)} of "
                    f"the device's {_gib(total)}; the candidate's process needs at least "
-                   f"{_gib(child)} for this trial")
-        if held + others + child + CONTEXTS_BYTES > total:
+                   f"{_gib(child)} for this trial" +
+                   (f" and asked for {_gib(asked)}" if asked > child else ""))
+        # The harness's limit when the candidate's floor did not fit beside what was held,
+        # or when what it asked for would have fit but for the other processes.
+        if held + others + child + CONTEXTS_BYTES > total or \
+                (others > 0 and held + asked + CONTEXTS_BYTES <= total):
             return ChildFailure(P.INFRA_ERROR, f"the harness's limit, not the candidate's: "
                                 f"{figures} ({failure.reason})")
         return ChildFailure(P.OOM, f"{failure.reason} [{figures}]")

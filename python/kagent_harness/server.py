@@ -293,7 +293,7 @@ class Server:
                 "result": None, "phases_ms": sup.phases.as_dict(),
                 "starting_kernel_prepared": prepared.rk is not None,
                 "compiled": {k: prepared.compiled.get(k) for k in
-                             ("clean", "seconds", "ops", "error")} if prepared.compiled
+                             ("clean", "seconds", "ops", "error", "phantom")} if prepared.compiled
                 else None, "log": log.tail()}
 
     def _take_prepared(self, msg, log, req, job_id, source, language, what, otherwise):

@@ -161,6 +161,36 @@ def test_a_candidates_oom_beside_other_processes_is_the_harness_limit(monkeypatc
     assert "the supervisor held 30.0 GiB and other processes 30.0 GiB" in f.reason
 
 
+def test_an_oom_that_would_have_fit_but_for_other_processes_is_the_harness_limit(monkeypatch):
+    # Seen on the H100 (2026-12-06): a starting kernel whose floor is 8 GiB had 10.61 GiB
+    # in use and tried 1 GiB more, beside a supervisor holding 42.6 GiB and other
+    # processes 25.2 GiB of 79.2: its floor "fitted", so it was judged the candidate's
+    # OOM and its job failed. What it asked for would have fit without the others.
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import ChildFailure
+    monkeypatch.setattr("kagent_harness.measure.nbytes", lambda xs: 2 * GIB)
+    x = [torch.empty(0)]
+    text = ("gate trial fresh: OutOfMemoryError during the gate's call of forward: CUDA out "
+            "of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of 79.18 "
+            "GiB of which 867.25 MiB is free. Including non-PyTorch memory, this process has "
+            "10.61 GiB memory in use.")
+    oom = ChildFailure(P.OOM, text)
+
+    def judged(others_gib, asked_text=text):
+        FakeDevice(monkeypatch, total=80 * GIB, free=(80 - 30 - others_gib) * GIB,
+                   allocated=26 * GIB, reserved=26 * GIB)
+        return _gpu_supervisor(4 * GIB).gate_oom(ChildFailure(P.OOM, asked_text), x, x)
+
+    f = judged(25)            # 30 held (26 + 4 shared) + 11.6 asked + 1 fits 80
+    assert f.verdict == P.INFRA_ERROR and "asked for 11.6 GiB" in f.reason, f.reason
+    f = judged(0)             # nobody else: the candidate's own OOM
+    assert f.verdict == P.OOM and "asked for 11.6 GiB" in f.reason
+    huge = text.replace("1024.00 MiB", "200.00 GiB")
+    f = judged(25, huge)      # 200 GiB would not fit any device: the candidate's
+    assert f.verdict == P.OOM
+    assert oom.verdict == P.OOM
+
+
 def test_a_shared_buffer_is_tried_again_once_torchs_cache_is_given_back(monkeypatch):
     # A CUDA VMM allocation is outside torch's caching allocator: when the driver has no
     # room because torch keeps freed blocks cached, the cache is given back and the
