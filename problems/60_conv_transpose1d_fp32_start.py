@@ -1,4 +1,4 @@
-# Starting kernel for 60_conv_transpose1d_fp32: direct transposed 1-D convolution in the gather form, 64 output positions x 32 output channels per program, a loop over the taps and 16-channel chunks (broadcast multiply and sum, no tl.dot, no phase split).
+# Starting kernel for 60_conv_transpose1d_fp32: direct transposed 1-D convolution in the gather form, 64 output positions x 32 output channels per program, a loop over the taps and 16-channel chunks (an fp32 tl.dot per chunk, IEEE: no TF32; no phase split).
 import torch
 import torch.nn as nn
 import triton
@@ -33,7 +33,10 @@ def conv_transpose1d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, L, OC, OL, K, STRIDE,
                          mask=valid[:, None] & cmask[None, :], other=0.0)
             wv = tl.load(w_ptr + c[:, None] * (OC * K) + offs_oc[None, :] * K + k,
                          mask=cmask[:, None] & ocmask[None, :], other=0.0)
-            acc += tl.sum(xv[:, :, None] * wv[None, :, :], axis=1)
+            # Written as a broadcast multiply and sum, Triton turned this product into a
+            # TF32-precision one on the H100 (74 % of the elements outside 1e-4 against
+            # float64, the reference inside; tests/gpu/reference_accuracy.py): IEEE says so.
+            acc += tl.dot(xv, wv, input_precision="ieee")
     acc += tl.load(b_ptr + offs_oc, mask=ocmask, other=0.0)[None, :]
     y_ptrs = y_ptr + n * OC * OL + offs_oc[None, :] * OL + offs_l[:, None]
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=lmask[:, None] & ocmask[None, :])
