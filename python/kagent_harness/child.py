@@ -172,6 +172,12 @@ class _Cupti:
         seen = self.lib.kagent_cupti_kernels_seen()
         return seen if seen >= 0 else None
 
+    def counters_prepare(self, metrics):
+        """cupti_counters.prepare on this process's library: the counters' host setup,
+        done before the GPU is held."""
+        from kagent_harness import cupti_counters
+        return cupti_counters.prepare(self.counters_lib, metrics)
+
     def counters(self, metrics, forward, synchronize, kernels_per_forward=None):
         """The range profiler's passes over `forward` (cupti_counters.collect), written to
         the tracer's file, the first collection sized for `kernels_per_forward`; the
@@ -370,6 +376,11 @@ def main():
             elif cmd == "profile":
                 phase = "profiling"
                 _send(_cmd_profile(st, msg, torch, loader))
+            elif cmd == "counters_prepare":
+                # The profile's counters set up before the GPU is held (cupti_counters).
+                phase = "the counters' setup"
+                _send({"ok": True, "prepare": st.cupti.counters_prepare(
+                    list(msg.get("counters") or []))})
             elif cmd == "compile":
                 # A compile dry run (dryrun.py): kernels compiled, nothing launched.
                 phase = "the compile dry run"

@@ -4,6 +4,7 @@ libkagent_cupti.so (services/profiler/cupti/range_counters.h) collects the count
 every kernel launched while a pass runs, one range per kernel; a set of metrics needs
 several passes, and with user replay the caller runs the same work once per pass:
 
+    prepare(metrics) -> passes     (optional, before the GPU is held: the host setup)
     begin(metrics, max_ranges) -> passes
     repeat: pass_begin; forward; synchronize; pass_end  (1 once every pass is submitted)
     end(out_path)  -> one "counters" line per range and a "counters_meta" line
@@ -72,6 +73,11 @@ def declare(lib):
         lib.kagent_cupti_counters_end_unless_dropped.restype = ctypes.c_int
     except AttributeError:  # an older library: every collection uses MAX_RANGES
         pass
+    try:
+        lib.kagent_cupti_counters_prepare.argtypes = [ctypes.c_char_p]
+        lib.kagent_cupti_counters_prepare.restype = ctypes.c_int
+    except AttributeError:  # an older library: begin does all of its setup
+        pass
 
 
 def _error(lib):
@@ -79,6 +85,27 @@ def _error(lib):
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     return text or "no reason given"
+
+
+def prepare(lib, metrics):
+    """The host half of the setup (the library's prepare: profiler initialization and
+    the configuration for `metrics`), ahead of the collection: run before the GPU is
+    held, it leaves begin only the enable. Returns {"ok", "passes", "error", "ms"};
+    never raises (a library without prepare, or a failed one, leaves begin to do it)."""
+    t0 = time.monotonic()
+    res = {"ok": False, "passes": 0, "error": ""}
+    if lib is None or not hasattr(lib, "kagent_cupti_counters_prepare"):
+        res["error"] = "the CUPTI library has no prepare"
+    elif not metrics:
+        res["error"] = "no metrics asked for"
+    else:
+        passes = lib.kagent_cupti_counters_prepare(",".join(metrics).encode())
+        if passes > 0:
+            res.update(ok=True, passes=int(passes))
+        else:
+            res["error"] = _error(lib)
+    res["ms"] = round(_since(t0), 3)
+    return res
 
 
 # Where a collection's time goes, in "steps_ms" (milliseconds, by the child's clock).

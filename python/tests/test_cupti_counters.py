@@ -273,3 +273,59 @@ def test_the_profile_command_runs_the_passes_between_warm_up_and_the_marked_forw
                                torch, loader)
     assert "counters" not in reply
     assert events == ["forward", "sync", "profile_begin", "forward", "sync", "profile_end"]
+
+
+class PreparingCountersLib(FakeCountersLib):
+    """A library with prepare: it configures for the metrics it is given."""
+
+    def kagent_cupti_counters_prepare(self, metrics):
+        self.calls.append(("prepare", metrics.decode()))
+        return -1 if self.fail == "prepare" else self.passes
+
+
+def test_prepare_sets_the_counters_up_for_the_same_metrics_the_collection_asks():
+    lib = PreparingCountersLib(passes=4)
+    metrics = ["dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+    got = C.prepare(lib, metrics)
+    assert got["ok"] and got["passes"] == 4 and got["error"] == "" and got["ms"] >= 0
+    C.collect(lib, metrics, lambda: None, lambda: None, "/dev/null", max_ranges=8)
+    # The library matches begin to prepare by the metrics string: the same join.
+    assert lib.calls[0] == ("prepare", ",".join(metrics))
+    assert lib.calls[1] == ("begin", ",".join(metrics), 8)
+
+
+def test_a_failed_or_missing_prepare_is_reported_never_raised():
+    failed = C.prepare(PreparingCountersLib(fail="prepare"), ["a.sum"])
+    assert not failed["ok"] and failed["error"] == "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"
+    older = C.prepare(FakeCountersLib(), ["a.sum"])
+    assert not older["ok"] and "no prepare" in older["error"]
+    assert "not loaded" not in C.prepare(None, ["a.sum"])["error"]
+    assert not C.prepare(PreparingCountersLib(), [])["ok"]
+
+
+def test_profile_mode_sets_the_counters_up_before_it_waits_for_the_gpu():
+    from kagent_harness.profile_mode import ProfileMixin
+
+    class Child:
+        def __init__(self, reply):
+            self.reply, self.sent = reply, []
+
+        def request(self, msg, timeout=None, phase=""):
+            self.sent.append(msg)
+            return self.reply
+
+    class Supervisor(ProfileMixin):
+        def __init__(self, reply):
+            self.log = P.Log()
+            self.phases = P.Phases()
+            self.child = Child(reply)
+
+    sup = Supervisor({"ok": True, "prepare": {"ok": True, "passes": 12, "ms": 640.0}})
+    sup.prepare_counters(["dram__bytes_read.sum"])
+    assert sup.child.sent == [{"cmd": "counters_prepare", "counters": ["dram__bytes_read.sum"]}]
+    assert "CUPTI counters: setup before the slot" in sup.phases.as_dict()
+    assert "12 passes planned, 640.0 ms" in "\n".join(sup.log.lines)
+    sup = Supervisor({"ok": True, "prepare": {"ok": False, "error": "no prepare"}})
+    sup.prepare_counters(["dram__bytes_read.sum"])
+    assert "not set up before the slot (no prepare): the collection does it" in \
+        "\n".join(sup.log.lines)

@@ -40,8 +40,10 @@ struct Collection {
 
 struct Api {
   std::mutex mutex;
-  Collection* active = nullptr;  // guarded by mutex
-  std::string error;             // guarded by mutex
+  Collection* active = nullptr;    // guarded by mutex
+  Collection* prepared = nullptr;  // configured by prepare, not yet begun; guarded by mutex
+  std::string prepared_metrics;    // the metrics_csv it was configured for
+  std::string error;               // guarded by mutex
 };
 
 Api& State() {
@@ -236,6 +238,40 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin(const char* metrics_csv, int
   return kagent_cupti_counters_begin_replay(metrics_csv, max_ranges, 0);
 }
 
+KAGENT_CUPTI_EXPORT int kagent_cupti_counters_prepare(const char* metrics_csv) {
+  Api& api = kagent::cupti::State();
+  std::lock_guard<std::mutex> lock(api.mutex);
+  api.error.clear();
+  if (api.active != nullptr) {
+    api.error = "a counter collection is running";
+    return -1;
+  }
+  if (api.prepared != nullptr) {  // one prepared configuration at a time
+    kagent::cupti::TearDown(api.prepared);
+    api.prepared = nullptr;
+  }
+  const std::vector<std::string> requested = kagent::cupti::SplitMetricList(metrics_csv);
+  if (requested.empty()) {
+    api.error = "no metric names given";
+    return -1;
+  }
+  auto* c = new Collection();
+  std::string error;
+  if (cuCtxGetCurrent(&c->context) != CUDA_SUCCESS || c->context == nullptr) {
+    error = "no current CUDA context on this thread";
+  } else {
+    error = kagent::cupti::Configure(c, requested);
+  }
+  if (!error.empty()) {
+    api.error = error;
+    kagent::cupti::TearDown(c);
+    return -1;
+  }
+  api.prepared = c;
+  api.prepared_metrics = metrics_csv;
+  return c->config.passes();
+}
+
 KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_csv,
                                                            int max_ranges, int kernel_replay) {
   Api& api = kagent::cupti::State();
@@ -254,11 +290,26 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_c
     api.error = "max_ranges must be >= 1";
     return -1;
   }
-  api.active = new Collection();
-  if (cuCtxGetCurrent(&api.active->context) != CUDA_SUCCESS || api.active->context == nullptr) {
-    return Finish(api, "no current CUDA context on this thread", 0);
+  CUcontext context = nullptr;
+  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) {
+    api.error = "no current CUDA context on this thread";
+    return -1;
   }
-  std::string error = kagent::cupti::Configure(api.active, requested);
+  std::string error;
+  if (api.prepared != nullptr && api.prepared->context == context &&
+      api.prepared_metrics == metrics_csv) {
+    // Configured by prepare, before the GPU was held: only the enable is left.
+    api.active = api.prepared;
+    api.prepared = nullptr;
+  } else {
+    if (api.prepared != nullptr) {  // for other metrics or another context
+      kagent::cupti::TearDown(api.prepared);
+      api.prepared = nullptr;
+    }
+    api.active = new Collection();
+    api.active->context = context;
+    error = kagent::cupti::Configure(api.active, requested);
+  }
   if (error.empty()) {
     error = kagent::cupti::EnableProfiler(api.active, max_ranges, kernel_replay != 0);
   }

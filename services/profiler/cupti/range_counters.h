@@ -10,6 +10,14 @@
 //       comma-separated metric names (those the chip does not have are left out and
 //       listed in the meta line) and at most `max_ranges` kernels per pass. Returns the
 //       number of passes (> 0). One collection at a time per process.
+//   int kagent_cupti_counters_prepare(const char* metrics_csv)
+//       The host half of begin ahead of time: profiler initialization and the config
+//       image for the metrics and the context's counter availability (the first one in
+//       a process also loads and initializes the NVIDIA perf libraries: 0.5-1 s of CPU
+//       that the GPU would otherwise be held for). A begin with the same metrics_csv on
+//       the same context then only enables the profiler; one with others configures
+//       anew. Returns the number of passes (> 0), or -1 (and nothing kept). A prepare
+//       replaces an earlier one; refused while a collection runs.
 //   int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
 //                                          int kernel_replay)
 //       begin, with kernel replay when `kernel_replay` != 0: CUPTI replays each kernel
@@ -45,6 +53,7 @@
 
 extern "C" {
 int kagent_cupti_counters_begin(const char* metrics_csv, int max_ranges);
+int kagent_cupti_counters_prepare(const char* metrics_csv);
 int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
                                        int kernel_replay);
 int kagent_cupti_counters_pass_begin(void);
