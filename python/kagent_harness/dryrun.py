@@ -251,9 +251,14 @@ def compile_dry_run(model, spec, device, phantom=False):
         torch.cuda.empty_cache()
     if arena is not None:
         # A phantom the candidate kept (a buffer made in its forward, an input) would
-        # alias other data in its real calls: it becomes real memory here.
-        res["phantom"] = {"reserved_mb": arena.reserved >> 20,
-                          "materialized_mb": arena.materialize_survivors() >> 20}
+        # alias other data in its real calls: it becomes real memory here, or, when it
+        # cannot, the reply says this process must not be used ("phantom_unsafe").
+        try:
+            made = arena.materialize_survivors()
+        except Exception as e:  # noqa: BLE001 - VmmError: no device memory for it
+            made = 0
+            res["phantom_unsafe"] = f"{type(e).__name__}: {e}"
+        res["phantom"] = {"reserved_mb": arena.reserved >> 20, "materialized_mb": made >> 20}
     res["ops"] = mode.ops
     res["data_dependent"] = sorted(set(mode.data_dependent))[:20]
     res["seconds"] = time.perf_counter() - t0

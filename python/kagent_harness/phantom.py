@@ -29,8 +29,8 @@ import ctypes
 import gc
 import weakref
 
-from kagent_harness.vmm import (_LOC_DEVICE, _READWRITE, VmmError, _Access, _Bytes, _ck,
-                                _context, _driver, _Loc, _prop, granularity)
+from kagent_harness.vmm import (ReleasedOnDelete, VmmError, _Bytes, _ck, _context, _driver,
+                                _prop, granularity, map_range)
 
 # The physical chunk every piece of a phantom range maps: large enough that a
 # multi-gigabyte stand-in takes few mappings (128 for 4 GiB), small beside a process's
@@ -46,21 +46,7 @@ def _create(size, ordinal):
     return handle.value
 
 
-def _map(ptr, size, handle, ordinal):
-    """Maps `size` bytes of `handle` at `ptr`, readable and writable by the device."""
-    cu = _driver()
-    _ck(cu.cuMemMap(ctypes.c_uint64(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0),
-                    ctypes.c_uint64(handle), ctypes.c_ulonglong(0)), "cuMemMap")
-    acc = _Access(_Loc(_LOC_DEVICE, ordinal), _READWRITE)
-    try:
-        _ck(cu.cuMemSetAccess(ctypes.c_uint64(ptr), ctypes.c_size_t(size), ctypes.byref(acc),
-                              ctypes.c_size_t(1)), "cuMemSetAccess")
-    except VmmError:
-        cu.cuMemUnmap(ctypes.c_uint64(ptr), ctypes.c_size_t(size))
-        raise
-
-
-class _PhantomRange:
+class _PhantomRange(ReleasedOnDelete):
     """A reserved range of `size` bytes (a multiple of the arena's chunk), every chunk of
     it mapping the arena's physical chunk; released (unmapped, freed) when the last
     tensor viewing it is gone, or made real by materialize()."""
@@ -78,7 +64,7 @@ class _PhantomRange:
         self.pieces = 0
         try:
             for off in range(0, self.size, chunk):
-                _map(self.ptr.value + off, chunk, arena.handle, self.ordinal)
+                map_range(self.ptr.value + off, chunk, arena.handle, self.ordinal)
                 self.pieces += 1
         except VmmError:
             self._unmap_pieces()
@@ -100,34 +86,24 @@ class _PhantomRange:
             return 0
         cu = _driver()
         cu.cuCtxSynchronize()
-        handle = _create(self.size, self.ordinal)
+        handle = _create(self.size, self.ordinal)  # no device memory: nothing changed yet
         self._unmap_pieces()
         try:
-            _map(self.ptr.value, self.size, handle, self.ordinal)
+            map_range(self.ptr.value, self.size, handle, self.ordinal)
         except VmmError:
+            # The range is left unmapped: the caller must not use this process again.
             cu.cuMemRelease(ctypes.c_uint64(handle))
             raise
         self.real = handle
         return self.size
 
-    def release(self):
-        if self._released:
-            return
-        self._released = True
-        cu = _driver()
-        cu.cuCtxSynchronize()
+    def _release(self, cu):
         if self.real is not None:
             cu.cuMemUnmap(self.ptr, ctypes.c_size_t(self.size))
             cu.cuMemRelease(ctypes.c_uint64(self.real))
         else:
             self._unmap_pieces()
         cu.cuMemAddressFree(self.ptr, ctypes.c_size_t(self.size))
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: BLE001 - interpreter shutdown; the process ends anyway
-            pass
 
 
 class PhantomArena:
@@ -161,7 +137,9 @@ class PhantomArena:
 
     def materialize_survivors(self):
         """Makes every range a tensor still views real (see the module comment); returns
-        the bytes that took."""
+        the bytes that took. Raises VmmError when one cannot be (no device memory for
+        it): the tensors that survived then alias or point nowhere, and the process must
+        not run the candidate."""
         gc.collect()
         return sum(r.materialize() for r in list(self._ranges))
 

@@ -134,6 +134,12 @@ class PrepareMixin:
                 f"the {what}compile dry run")
         if compiled.get("phantom_error"):
             return compiled  # nothing ran: the caller tries real stand-ins
+        if compiled.get("phantom_unsafe"):
+            # What the candidate kept of its phantom stand-ins could not be made real: in
+            # this process it would alias. The harness's failure, never the candidate's.
+            raise RuntimeError("the compile dry run's phantom tensors that the candidate "
+                               f"kept could not be made real ({compiled['phantom_unsafe']}): "
+                               "its process is not used")
         ph = compiled.get("phantom")
         self.log.add(f"{what}compile dry run: "
                      f"{'clean' if compiled.get('clean') else 'not clean'}"

@@ -118,7 +118,44 @@ def granularity(ordinal):
     return g.value
 
 
-class _Mapping:
+def map_range(ptr, size, handle, ordinal):
+    """Maps `size` bytes of the physical allocation `handle` at the reserved address
+    `ptr`, readable and writable by the device (nothing left mapped on failure)."""
+    cu = _driver()
+    _ck(cu.cuMemMap(ctypes.c_uint64(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0),
+                    ctypes.c_uint64(handle), ctypes.c_ulonglong(0)), "cuMemMap")
+    acc = _Access(_Loc(_LOC_DEVICE, ordinal), _READWRITE)
+    try:
+        _ck(cu.cuMemSetAccess(ctypes.c_uint64(ptr), ctypes.c_size_t(size), ctypes.byref(acc),
+                              ctypes.c_size_t(1)), "cuMemSetAccess")
+    except VmmError:
+        cu.cuMemUnmap(ctypes.c_uint64(ptr), ctypes.c_size_t(size))
+        raise
+
+
+class ReleasedOnDelete:
+    """A driver resource released once: by release() (after the context's work is done,
+    so nothing queued still uses it) or when the object is collected. Subclasses set
+    `_released = False` once they hold it and give `_release(driver)`."""
+
+    _released = True
+
+    def release(self):
+        if self._released:
+            return
+        self._released = True
+        cu = _driver()
+        cu.cuCtxSynchronize()
+        self._release(cu)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown; the process ends anyway
+            pass
+
+
+class _Mapping(ReleasedOnDelete):
     """A physical allocation mapped at a reserved range of this process, readable and
     writable by the device; unmapped and released by release()."""
 
@@ -130,35 +167,16 @@ class _Mapping:
                                    ctypes.c_size_t(0), ctypes.c_uint64(0),
                                    ctypes.c_ulonglong(0)), "cuMemAddressReserve")
         try:
-            _ck(cu.cuMemMap(self.ptr, ctypes.c_size_t(size), ctypes.c_size_t(0),
-                            ctypes.c_uint64(handle), ctypes.c_ulonglong(0)), "cuMemMap")
-            try:
-                acc = _Access(_Loc(_LOC_DEVICE, ordinal), _READWRITE)
-                _ck(cu.cuMemSetAccess(self.ptr, ctypes.c_size_t(size), ctypes.byref(acc),
-                                      ctypes.c_size_t(1)), "cuMemSetAccess")
-            except VmmError:
-                cu.cuMemUnmap(self.ptr, ctypes.c_size_t(size))
-                raise
+            map_range(self.ptr.value, size, handle, ordinal)
         except VmmError:
             cu.cuMemAddressFree(self.ptr, ctypes.c_size_t(size))
             raise
         self._released = False
 
-    def release(self):
-        if self._released:
-            return
-        self._released = True
-        cu = _driver()
-        cu.cuCtxSynchronize()
+    def _release(self, cu):
         cu.cuMemUnmap(self.ptr, ctypes.c_size_t(self.size))
         cu.cuMemAddressFree(self.ptr, ctypes.c_size_t(self.size))
         cu.cuMemRelease(ctypes.c_uint64(self.handle))
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: BLE001 - interpreter shutdown; the process ends anyway
-            pass
 
 
 class _Bytes:

@@ -122,3 +122,17 @@ def test_without_phantom_stand_ins_the_dry_run_falls_back_to_real_ones_in_the_ro
     assert got["clean"] and [m.get("phantom") for m in child.sent] == [True, None]
     assert "no phantom stand-ins here (cuMemCreate failed): real ones" in log.tail()
     assert room.used == 0 and room.running == 0         # taken for the real run, given back
+
+
+def test_a_dry_run_whose_kept_phantoms_could_not_be_made_real_fails_on_the_harness():
+    # The candidate's process would alias memory in its real calls: prepare must not hand
+    # it on (a harness failure: measure then prepares in the slot), never a verdict.
+    import pytest
+
+    class Unsafe(_PhantomChild):
+        def recv(self, timeout=None, phase=""):
+            return {"ok": True, "clean": True, "ops": 2, "phantom_unsafe": "VmmError: no memory",
+                    "phantom": {"reserved_mb": 8, "materialized_mb": 0}}
+
+    with pytest.raises(RuntimeError, match="could not be made real"):
+        _gpu_supervisor(P.Log(), DryRunRoom(10 * GIB)).compile_dry_run(Unsafe(True), "triton")

@@ -823,6 +823,31 @@ def test_a_phantom_dry_run_makes_what_the_candidate_kept_real(monkeypatch):
     assert res["phantom"]["materialized_mb"] == 48 and keeps.kept.shape == (4, 3)
 
 
+def test_a_phantom_kept_that_cannot_be_made_real_marks_the_process_unsafe(monkeypatch):
+    import torch
+    from kagent_harness import dryrun, phantom
+    from kagent_harness.vmm import VmmError
+    arena = _FakeArena()
+
+    def no_memory():
+        raise VmmError("cuMemCreate failed: CUresult 2 (CUDA_ERROR_OUT_OF_MEMORY)")
+    arena.materialize_survivors = no_memory
+    monkeypatch.setattr(phantom, "PhantomArena", lambda: arena)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(dryrun, "stand_ins", lambda spec, device, alloc=None:
+                        [alloc([4], [1], torch.float32)])
+
+    class Keeps(torch.nn.Module):
+        def forward(self, x):
+            self.kept = x
+            return x
+
+    res = dryrun.compile_dry_run(Keeps(), [{}], "cuda", phantom=True)
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in res["phantom_unsafe"]
+    assert res["phantom"]["materialized_mb"] == 0
+
+
 def test_a_phantom_dry_run_where_none_can_be_made_runs_nothing(monkeypatch):
     from kagent_harness import dryrun, phantom
     from kagent_harness.vmm import VmmError
