@@ -12,7 +12,10 @@ and inputs, and prints each one's worst error against float64 and the share of e
 outside the harness's fp32 tolerance (atol = rtol = 1e-4), with the cuDNN precision
 settings the problem left behind.
 
-    python3 tests/gpu/reference_accuracy.py [--only 60_conv,62_conv] [--out F.json]
+    python3 tests/gpu/reference_accuracy.py [--only 60_conv,62_conv] [--wide] [--out F.json]
+
+With --wide, also on each of the gate's wide trials of the same inputs (-x, 10x, standard
+normal, 0.75 everywhere): 63_sdpa_fp32's starting kernel failed the gate on `scale10`.
 
 Run from the repository root on a GPU machine (on the CPU it runs too, with
 KAGENT_PROBLEM_SCALE=64 and TRITON_INTERPRET=1, to check the script itself).
@@ -31,6 +34,8 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from kagent_harness import loader as L  # noqa: E402 - the harness's own loading and seeding
+from kagent_harness import trials as T  # noqa: E402 - the gate's wide trials
+from kagent_harness.trials import rms  # noqa: E402
 
 ATOL = RTOL = 1e-4  # the harness's fp32 default (python/kagent_harness/protocol.py)
 
@@ -42,13 +47,15 @@ def load(path, name, directory):
 
 def error_vs(exact, got):
     """(worst |got - exact| / (atol + rtol |exact|), share of elements outside the
-    tolerance) over the floating outputs."""
+    tolerance) over the floating outputs, atol in units of the exact outputs' RMS where
+    that exceeds 1, as the gate scales it (measure.py)."""
     worst, outside, n = 0.0, 0, 0
+    atol = ATOL * max(1.0, rms(exact))
     for e, g in zip(exact, got):
         if not e.is_floating_point():
             continue
         e64, g64 = e.double(), g.double()
-        ratio = (g64 - e64).abs() / (ATOL + RTOL * e64.abs())
+        ratio = (g64 - e64).abs() / (atol + RTOL * e64.abs())
         worst = max(worst, float(ratio.max()))
         outside += int((ratio > 1).sum())
         n += e.numel()
@@ -65,14 +72,19 @@ def cudnn_settings():
     return s
 
 
-def check(path, device, directory):
+def check(path, device, directory, trial="seeded"):
+    """One problem on one trial: "seeded" (get_inputs as the harness seeds it) or one of
+    the gate's wide variants of those inputs (trials.WIDE_VARIANTS: neg, scale10, randn,
+    const)."""
     name = os.path.basename(path)[:-3]
     mod = load(path, name, directory)
     settings = cudnn_settings()
     init = L.make_init_inputs(mod, 0)
     model = L.build_model(mod.Model, init, 1, device).eval()
     inputs = L.make_inputs(mod.get_inputs, 2, device)
-    row = {"problem": name, "settings": settings}
+    if trial != "seeded":
+        inputs = T.variant(inputs, trial, 3)
+    row = {"problem": name, "trial": trial, "settings": settings}
     with torch.no_grad():
         t = time.perf_counter()
         ref = L.flatten_outputs(model(*inputs))
@@ -99,7 +111,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="comma-separated name prefixes")
     ap.add_argument("--out", default="", help="write the rows as JSON here")
+    ap.add_argument("--wide", action="store_true",
+                    help="also each of the gate's wide trials (neg, scale10, randn, const)")
     args = ap.parse_args()
+    trials = ("seeded",) + (T.WIDE_VARIANTS if args.wide else ())
     device = "cuda" if torch.cuda.is_available() else "cpu"
     prefixes = [p for p in args.only.split(",") if p]
     paths = sorted(p for p in glob.glob(os.path.join(ROOT, "problems", "*_fp32.py")))
@@ -107,14 +122,17 @@ def main():
         paths = [p for p in paths if any(os.path.basename(p).startswith(x) for x in prefixes)]
     rows = []
     directory = tempfile.mkdtemp(prefix="kagent-refacc-")
-    print(f"{'problem':44} {'ref/fp64 worst':>14} {'outside':>8} {'start/fp64 worst':>16} "
+    print(f"{'problem (trial)':44} {'ref/fp64 worst':>14} {'outside':>8} {'start/fp64 worst':>16} "
           f"{'outside':>8} {'start/ref outside':>17}  cuDNN conv precision")
-    for p in paths:
+    for p, trial in [(p, t) for p in paths for t in trials]:
+        label = f"{os.path.basename(p)[:-3]} ({trial})" if len(trials) > 1 else \
+            os.path.basename(p)[:-3]
         try:
-            r = check(p, device, directory)
+            r = check(p, device, directory, trial)
         except Exception as e:  # noqa: BLE001 - one problem's failure is its row
-            r = {"problem": os.path.basename(p)[:-3], "error": f"{type(e).__name__}: {e}"}
-            print(f"{r['problem']:44} error: {r['error'][:120]}")
+            r = {"problem": os.path.basename(p)[:-3], "trial": trial,
+                 "error": f"{type(e).__name__}: {e}"}
+            print(f"{label:44} error: {r['error'][:120]}")
             rows.append(r)
             continue
         rows.append(r)
@@ -123,7 +141,7 @@ def main():
         _, sr = r.get("start_vs_reference", (float("nan"), float("nan")))
         prec = r["settings"].get("cudnn.conv.fp32_precision",
                                  "tf32" if r["settings"]["cudnn.allow_tf32"] else "ieee")
-        print(f"{r['problem']:44} {rw:14.3g} {ro:8.2%} {sw:16.3g} {so:8.2%} {sr:17.2%}  "
+        print(f"{label:44} {rw:14.3g} {ro:8.2%} {sw:16.3g} {so:8.2%} {sr:17.2%}  "
               f"{prec} (allow_tf32 {r['settings']['cudnn.allow_tf32']})", flush=True)
     if args.out:
         with open(args.out, "w") as f:
