@@ -14,6 +14,11 @@
 #                                             # outlives this call; waits SECONDS for it
 #   tests/gpu/open_checks.sh wait SECONDS     # waits for the detached suite; once it is
 #                                             # done, the tanh candidate (measure_bench.py)
+#   tests/gpu/open_checks.sh preflight SECONDS  # the short checks of what changed since the
+#                                             # last GPU run (phantom_check.py, the starting
+#                                             # kernels against float64 with the wide trials,
+#                                             # the adversarial cases the timing checks
+#                                             # touch), into $OUT/preflight/; then detach
 #
 # detach/wait: a command's processes end with it, but one in a session of its own
 # (setsid) runs on while the machine stays warm, so the suite need not be cut at the
@@ -33,9 +38,9 @@
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
-usage="usage: $0 all|suite|extras|detach|wait SECONDS"
+usage="usage: $0 all|suite|extras|detach|wait|preflight SECONDS"
 mode="${1:?$usage}"; budget="${2:?$usage}"
-case "$mode" in all|suite|extras|detach|wait) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$mode" in all|suite|extras|detach|wait|preflight) ;; *) echo "$usage" >&2; exit 2 ;; esac
 : "${OUT:?set OUT to the folder whose files come back}"
 [ -f .gpu/env.sh ] && source .gpu/env.sh
 [ -d .gpu/sbx/bin ] && export PATH=$PWD/.gpu/sbx/bin:$PATH
@@ -55,6 +60,23 @@ suite() {
   head -60 "$OUT/suite/slot.txt"
 }
 if [ "$mode" = suite ]; then suite; fi
+if [ "$mode" = preflight ]; then
+  # Each check bounded, so the suite detaches in time whatever they do.
+  pf="$OUT/preflight"; mkdir -p "$pf"
+  echo "phantom_check, $(left) s"
+  timeout 90 python3 tests/gpu/phantom_check.py --out "$pf/phantom.json" > "$pf/phantom.txt" 2>&1
+  echo "phantom_check rc $?"; cat "$pf/phantom.txt" | cut -c1-300
+  echo "reference_accuracy, $(left) s"
+  timeout 150 python3 tests/gpu/reference_accuracy.py --only 60_,62_,63_ --wide \
+    --out "$pf/ra.json" > "$pf/ra.txt" 2>&1
+  echo "reference_accuracy rc $?"; tail -16 "$pf/ra.txt"
+  echo "adversarial cases, $(left) s"
+  timeout 150 python3 tests/gpu/run_suite.py --server --cupti-lib .gpu/bin/libkagent_cupti.so \
+    --only 'case_study_row,case_study_tile32,oom_200gb,patched_clock,sleeps_when_timed,row_after_adversaries' \
+    --json "$pf/adv.json" > "$pf/adv.txt" 2>&1
+  echo "run_suite rc $?"; tail -8 "$pf/adv.txt" | cut -c1-200
+  mode=detach
+fi
 run="$repo/build-open/detached"
 # Copies the detached run's files so far into $OUT, with a running kagentd's log so far
 # (a finished run's is in suite/ already).
