@@ -368,9 +368,11 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                    f"{_gib(child)} for this trial" +
                    (f" and asked for {_gib(asked)}" if asked > child else ""))
         # The harness's limit when the candidate's floor did not fit beside what was held,
-        # or when what it asked for would have fit but for the other processes.
+        # or when what it asked for would have fit but for the other processes (without
+        # them it fits, with them it does not).
+        need = held + asked + CONTEXTS_BYTES
         if held + others + child + CONTEXTS_BYTES > total or \
-                (others > 0 and held + asked + CONTEXTS_BYTES <= total):
+                (others > 0 and need <= total < need + others):
             return ChildFailure(P.INFRA_ERROR, f"the harness's limit, not the candidate's: "
                                 f"{figures} ({failure.reason})")
         return ChildFailure(P.OOM, f"{failure.reason} [{figures}]")

@@ -177,14 +177,17 @@ def test_an_oom_that_would_have_fit_but_for_other_processes_is_the_harness_limit
     oom = ChildFailure(P.OOM, text)
 
     def judged(others_gib, asked_text=text):
-        FakeDevice(monkeypatch, total=80 * GIB, free=(80 - 30 - others_gib) * GIB,
-                   allocated=26 * GIB, reserved=26 * GIB)
+        # `free`: what the device has once the candidate's process has ended.
+        FakeDevice(monkeypatch, total=80 * GIB, free=(80 - 42 - others_gib) * GIB,
+                   allocated=38 * GIB, reserved=38 * GIB)
         return _gpu_supervisor(4 * GIB).gate_oom(ChildFailure(P.OOM, asked_text), x, x)
 
-    f = judged(25)            # 30 held (26 + 4 shared) + 11.6 asked + 1 fits 80
+    f = judged(26)            # 42 held (38 + 4 shared) + 11.6 asked + 1 fits 80; + 26 not
     assert f.verdict == P.INFRA_ERROR and "asked for 11.6 GiB" in f.reason, f.reason
     f = judged(0)             # nobody else: the candidate's own OOM
     assert f.verdict == P.OOM and "asked for 11.6 GiB" in f.reason
+    f = judged(1)             # others that did not make the difference: still its own
+    assert f.verdict == P.OOM
     huge = text.replace("1024.00 MiB", "200.00 GiB")
     f = judged(25, huge)      # 200 GiB would not fit any device: the candidate's
     assert f.verdict == P.OOM
