@@ -60,6 +60,9 @@ def test_with_slot_waits_the_free_slot_while_tasks_prepare_is_counted(st):
     assert s["in_flight_mean"] == 1.4  # 2, 2, 1, 1, 1
     assert s["kinds"]["candidate"]["wait_mean"] == 0.0
     assert s["kinds"]["baseline"]["busy_share"] == 0.5
+    # The run's busy share: the tasks' busy seconds over their held seconds.
+    assert s["busy_s"] == round(sum(t["busy"] for t in tasks), 1)
+    assert s["busy_share"] == round(sum(t["busy"] for t in tasks) / 3.0, 2)
 
 
 def test_a_task_answered_at_prepare_holds_no_slot(st):

@@ -5,6 +5,7 @@ gave the slot back and carries `gpu_seconds`, `prepare_seconds`, `gpu_busy_secon
 from session 19 on, `slot_wait_seconds`) and prints:
   - the slot's occupancy: held seconds over the span from the first grant to the last
     release, and per window of WINDOW seconds (approximate: the lines' times lag);
+  - the GPU busy share of the held seconds (NVML's busy seconds the tasks logged);
   - per kind of task (baseline, profile, round candidate, screen, final run): count, held
     mean and median, NVML busy share, preparation and slot wait means;
   - with slot_wait_seconds, the tasks in flight at the worker (from the start of their
@@ -101,7 +102,9 @@ def summarize(tasks, window=30.0):
                     "busy_share": round(sum(t["busy"] for t in ts) / sum(h), 2),
                     "prepare_mean": round(statistics.mean(t["prepare"] for t in ts), 1),
                     "wait_mean": round(statistics.mean(waits), 2) if waits else None}
+    busy = sum(t["busy"] for t in tasks)
     out = {"tasks": len(tasks), "span_s": round(span, 1), "held_s": round(held, 1),
+           "busy_s": round(busy, 1), "busy_share": round(busy / held, 2) if held > 0 else 0.0,
            "occupancy": round(min(1.0, held / span), 2) if span > 0 else 0.0,
            "windows": windows, "window_s": window, "kinds": kinds}
     if all(t["wait"] is not None for t in tasks):
@@ -140,6 +143,7 @@ def main():
     print(f"{s['tasks']} tasks: held {s['held_s']} s of {s['span_s']} s "
           f"(occupancy {s['occupancy']:.0%}); per {s['window_s']:g} s: "
           + " ".join(f"{w:.0%}" for w in s["windows"]))
+    print(f"GPU busy {s['busy_s']} s of the {s['held_s']} s held ({s['busy_share']:.0%})")
     print(f"{'kind':10} {'count':>5} {'held mean':>9} {'median':>7} {'busy':>5} "
           f"{'prepare':>8} {'slot wait':>9}")
     for k, v in s["kinds"].items():
