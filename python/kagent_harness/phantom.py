@@ -29,21 +29,13 @@ import ctypes
 import gc
 import weakref
 
-from kagent_harness.vmm import (ReleasedOnDelete, VmmError, _Bytes, _ck, _context, _driver,
-                                _prop, granularity, map_range)
+from kagent_harness.vmm import (ReleasedOnDelete, VmmError, _Buffer, _ck, _context, _driver,
+                                create, granularity, map_range, round_up)
 
 # The physical chunk every piece of a phantom range maps: large enough that a
 # multi-gigabyte stand-in takes few mappings (128 for 4 GiB), small beside a process's
 # CUDA context (about 600 MiB).
 CHUNK_BYTES = 32 << 20
-
-
-def _create(size, ordinal):
-    handle = ctypes.c_uint64()
-    _ck(_driver().cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size),
-                              ctypes.byref(_prop(ordinal)), ctypes.c_ulonglong(0)),
-        "cuMemCreate")
-    return handle.value
 
 
 class _PhantomRange(ReleasedOnDelete):
@@ -55,7 +47,7 @@ class _PhantomRange(ReleasedOnDelete):
         cu = _driver()
         self.arena, self.ordinal = arena, arena.ordinal
         chunk = arena.chunk
-        self.size = max(chunk, (int(nbytes) + chunk - 1) // chunk * chunk)
+        self.size = round_up(nbytes, chunk)
         self.ptr = ctypes.c_uint64()
         self.real = None  # the real allocation's handle once materialized
         _ck(cu.cuMemAddressReserve(ctypes.byref(self.ptr), ctypes.c_size_t(self.size),
@@ -86,7 +78,7 @@ class _PhantomRange(ReleasedOnDelete):
             return 0
         cu = _driver()
         cu.cuCtxSynchronize()
-        handle = _create(self.size, self.ordinal)  # no device memory: nothing changed yet
+        handle = create(self.size, self.ordinal)  # no device memory: nothing changed yet
         self._unmap_pieces()
         try:
             map_range(self.ptr.value, self.size, handle, self.ordinal)
@@ -114,8 +106,8 @@ class PhantomArena:
     def __init__(self, chunk_bytes=CHUNK_BYTES):
         self.ordinal = _context()
         g = granularity(self.ordinal)
-        self.chunk = max(g, (int(chunk_bytes) + g - 1) // g * g)
-        self.handle = _create(self.chunk, self.ordinal)
+        self.chunk = round_up(chunk_bytes, g)
+        self.handle = create(self.chunk, self.ordinal)
         self._ranges = weakref.WeakSet()
         self.reserved = 0  # bytes of address space handed out
 
@@ -132,8 +124,7 @@ class PhantomArena:
         rng = _PhantomRange(self, nbytes)
         self._ranges.add(rng)
         self.reserved += rng.size
-        flat = torch.as_tensor(_Bytes(rng), device=device)
-        return flat[:nbytes].view(dtype).as_strided(shape, stride)
+        return _Buffer(rng).view(0, shape, stride, dtype)
 
     def materialize_survivors(self):
         """Makes every range a tensor still views real (see the module comment); returns

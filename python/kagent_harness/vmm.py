@@ -118,6 +118,21 @@ def granularity(ordinal):
     return g.value
 
 
+def round_up(nbytes, unit):
+    """`nbytes` rounded up to a whole number of `unit`s, at least one."""
+    return max(unit, (int(nbytes) + unit - 1) // unit * unit)
+
+
+def create(size, ordinal):
+    """The handle of a new physical allocation of `size` bytes (a multiple of the
+    granularity) on device `ordinal`."""
+    handle = ctypes.c_uint64()
+    _ck(_driver().cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size),
+                              ctypes.byref(_prop(ordinal)), ctypes.c_ulonglong(0)),
+        "cuMemCreate")
+    return handle.value
+
+
 def map_range(ptr, size, handle, ordinal):
     """Maps `size` bytes of the physical allocation `handle` at the reserved address
     `ptr`, readable and writable by the device (nothing left mapped on failure)."""
@@ -219,16 +234,12 @@ class SharedBuffer(_Buffer):
 
     def __init__(self, nbytes):
         ordinal = _context()
-        g = granularity(ordinal)
-        size = max(g, (int(nbytes) + g - 1) // g * g)
-        handle = ctypes.c_uint64()
-        _ck(_driver().cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size),
-                                  ctypes.byref(_prop(ordinal)), ctypes.c_ulonglong(0)),
-            "cuMemCreate")
+        size = round_up(nbytes, granularity(ordinal))
+        handle = create(size, ordinal)
         try:
-            mapping = _Mapping(handle.value, size, ordinal)
+            mapping = _Mapping(handle, size, ordinal)
         except VmmError:
-            _driver().cuMemRelease(handle)
+            _driver().cuMemRelease(ctypes.c_uint64(handle))
             raise
         super().__init__(mapping)
 

@@ -102,6 +102,24 @@ std::string Configure(Collection* c, const std::vector<std::string>& requested) 
   return c->config.Build(c->chip, std::move(image), requested);
 }
 
+// The calling thread's current CUDA context, or null.
+CUcontext CurrentContext() {
+  CUcontext context = nullptr;
+  return cuCtxGetCurrent(&context) == CUDA_SUCCESS ? context : nullptr;
+}
+
+// A new collection on `context`, configured for `requested` (Configure); null, with
+// `*error` set and nothing left initialized, when that failed.
+Collection* NewConfigured(CUcontext context, const std::vector<std::string>& requested,
+                          std::string* error) {
+  auto* c = new Collection();
+  c->context = context;
+  *error = Configure(c, requested);
+  if (error->empty()) return c;
+  TearDown(c);
+  return nullptr;
+}
+
 // Enables the range profiler on the context, sizes and initializes the counter data
 // image for `max_ranges` ranges and sets the config (auto range; user replay, or kernel
 // replay when `kernel_replay`).
@@ -255,18 +273,13 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_prepare(const char* metrics_csv) {
     api.error = "no metric names given";
     return -1;
   }
-  auto* c = new Collection();
-  std::string error;
-  if (cuCtxGetCurrent(&c->context) != CUDA_SUCCESS || c->context == nullptr) {
-    error = "no current CUDA context on this thread";
-  } else {
-    error = kagent::cupti::Configure(c, requested);
-  }
-  if (!error.empty()) {
-    api.error = error;
-    kagent::cupti::TearDown(c);
+  const CUcontext context = kagent::cupti::CurrentContext();
+  if (context == nullptr) {
+    api.error = "no current CUDA context on this thread";
     return -1;
   }
+  Collection* c = kagent::cupti::NewConfigured(context, requested, &api.error);
+  if (c == nullptr) return -1;
   api.prepared = c;
   api.prepared_metrics = metrics_csv;
   return c->config.passes();
@@ -290,8 +303,8 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_c
     api.error = "max_ranges must be >= 1";
     return -1;
   }
-  CUcontext context = nullptr;
-  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) {
+  const CUcontext context = kagent::cupti::CurrentContext();
+  if (context == nullptr) {
     api.error = "no current CUDA context on this thread";
     return -1;
   }
@@ -306,9 +319,7 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_c
       kagent::cupti::TearDown(api.prepared);
       api.prepared = nullptr;
     }
-    api.active = new Collection();
-    api.active->context = context;
-    error = kagent::cupti::Configure(api.active, requested);
+    api.active = kagent::cupti::NewConfigured(context, requested, &error);
   }
   if (error.empty()) {
     error = kagent::cupti::EnableProfiler(api.active, max_ranges, kernel_replay != 0);
