@@ -190,6 +190,13 @@ TEST_CASE("harness client: screen answers are checked", "[harness_client]") {
   CHECK_FALSE(r->results(0).ok());  // left out by the harness
   CHECK(r->results(0).reason() == "the harness gave no result for this kernel");
   CHECK(r->results(1).median_ms() == 2);
+  CHECK(r->phases_ms().empty());
+  auto with_phases = nlohmann::json::parse(
+      R"({"ok": true, "results": [], "phases_ms": {"screen: timing": 12.5, "bad": "x"}})");
+  r = ScreenResponseFromJson(with_phases, 1);
+  REQUIRE(r.ok());
+  CHECK(r->phases_ms().size() == 1);  // only numbers
+  CHECK(r->phases_ms().at("screen: timing") == 12.5);
   CHECK_FALSE(ScreenResponseFromJson(nlohmann::json::parse(R"({"ok": true, "results": [{"index": 2}]})"), 2).ok());
   CHECK_FALSE(ScreenResponseFromJson(nlohmann::json::parse(R"({"ok": false, "error": "x"})"), 2).ok());
   CHECK_FALSE(ScreenResponseFromJson(nlohmann::json::parse(R"({"ok": true})"), 2).ok());

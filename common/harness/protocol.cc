@@ -216,6 +216,11 @@ absl::StatusOr<v1::ScreenResponse> ScreenResponseFromJson(const nlohmann::json& 
     }
   }
   resp.set_log(Tail(StringField(a, "log"), 16 << 10));
+  if (auto it = a.find("phases_ms"); it != a.end() && it->is_object()) {
+    for (const auto& [name, ms] : it->items()) {
+      if (ms.is_number()) (*resp.mutable_phases_ms())[name] = ms.get<double>();
+    }
+  }
   return resp;
 }
 

@@ -58,6 +58,9 @@ absl::StatusOr<v1::Measurement> MeasurementFromAnswer(const nlohmann::json& answ
 // The `n` longest of a harness's phases_ms (a Measurement's or a ProfileResponse's),
 // longest first, as "name 612 ms; name 401 ms" (for a worker's log line); "" when empty.
 std::string LargestPhases(const google::protobuf::Map<std::string, double>& phases_ms, int n);
+// How many phases a worker's task line carries: all a harness run names (about 30), so
+// that a run's log accounts for the held seconds (tests/gpu/slot_timeline.py --phases).
+inline constexpr int kLoggedPhases = 64;
 
 // What a prepare or prepare_screen answer says.
 struct PrepareAnswer {

@@ -33,6 +33,7 @@ class ProfileMixin:
         with the GPU."""
         req = self.req
         t_start = time.monotonic()
+        t_granted = None
         torch.set_grad_enabled(False)
         res = {"ok": False, "verdict": "", "reason": "", "nvtx_range": NVTX_RANGE,
                "profile_iters": req.profile_iters, "kernels_launched": [], "gpu_name": "",
@@ -66,6 +67,7 @@ class ProfileMixin:
                 with self.phases("waiting for the GPU"):
                     gate.wait_for_gpu()
                 res["gate_wait_s"] = gate.waited_s
+                t_granted = time.monotonic()
                 # The candidate's time limit counts from the grant, not from its start.
                 self.child.deadline = time.monotonic() + req.timeout_s
             if req.signature:
@@ -99,6 +101,9 @@ class ProfileMixin:
         if self.child is not None:
             self.child.kill()  # its GPU work, if any, ends here
         if gate is not None:
+            if t_granted is not None:
+                self.phases.add("profile: the GPU held, in the harness",
+                                (time.monotonic() - t_granted) * 1e3)
             gate.done()
         self._hand_over_trace()
         r = self.finish(t_start)

@@ -108,6 +108,9 @@ def test_gated_profile_prepares_then_waits_for_the_worker_go(tmp_path):
     assert "waiting for the GPU" in phases and "compile dry run" in phases, phases
     # The held part is named too: the inputs and the forwards under the profiler.
     assert "profile: inputs" in phases and "profile: forwards" in phases, phases
+    # The harness's account of the held span, from the grant to done.
+    assert phases["profile: the GPU held, in the harness"] >= \
+        phases["profile: forwards"] - 1.0, phases
     assert res["gate_wait_s"] >= 1.0
 
 

@@ -77,7 +77,13 @@ def test_prepare_then_measure(server):
                            prepared=p["prepared"]))
     assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
     assert r["harness"]["prepared"] is True
-    assert "candidate import and construction" not in r["harness"]["phases_ms"]
+    phases = r["harness"]["phases_ms"]
+    assert "candidate import and construction" not in phases
+    # The harness's account of the held span: the whole request, with its named parts
+    # (the gate, the timing, the finish) inside it.
+    whole = phases["supervisor: the whole request"]
+    assert whole >= phases["gate"] + phases["timing"] + \
+        phases["finish: processes retired, memory released"] - 1.0, phases
     # With the job's starting kernel, its process is prepared too and used when timed.
     p = call(path, request("prepare", "cand_relu_add_good.py", job_id="job-p",
                            reference_kernel_source=read("cand_relu_add_good.py")))
@@ -194,6 +200,7 @@ def test_a_prepared_screen_runs_in_its_prepared_process(server):
     assert "INCORRECT" in r["results"][1]["reason"]
     assert "COMPILE_ERROR" in r["results"][2]["reason"]
     assert "screen: import and construction" not in r["phases_ms"], r["phases_ms"]
+    assert r["phases_ms"]["supervisor: the whole request"] > 0, r["phases_ms"]
     assert call(path, {"op": "ping"})["prepared"] == held
     # A handle is used once; a used or unknown one screens from the start.
     again = call(path, {"op": "screen", **base, "prepared": p["prepared"]})

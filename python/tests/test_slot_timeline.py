@@ -70,3 +70,31 @@ def test_a_task_answered_at_prepare_holds_no_slot(st):
                    msg="measured: VERDICT_COMPILE_ERROR 0 ms (at prepare, without the GPU)")]
     assert st.read_tasks(lines) == []
     assert st.summarize([]) == {"tasks": 0}
+
+
+def test_phases_per_kind_and_the_held_seconds_outside_the_harness(st):
+    assert st.parse_phases("gate 612 ms; timing 401 ms; odd; x 1.5 ms") == \
+        {"gate": 0.612, "timing": 0.401, "x": 0.0015}
+    assert st.parse_phases(None) == {}
+
+    def with_phases(ts, task, held, phases, msg="measured: VERDICT_CORRECT 1 ms (prepared)"):
+        d = json.loads(_line(ts, task, held, 1.0, 0.0, msg))
+        d["phases"] = phases
+        return json.dumps(d)
+
+    lines = [with_phases("2026-12-05T00:00:02Z", "j/r1/w0", 2.0,
+                         "supervisor: the whole request 1800 ms; gate 900 ms; timing 700 ms"),
+             with_phases("2026-12-05T00:00:05Z", "j/r1/w1", 1.0,
+                         "supervisor: the whole request 600 ms; gate 300 ms; timing 200 ms"),
+             with_phases("2026-12-05T00:00:09Z", "", 3.0,
+                         "profile: the GPU held, in the harness 2500 ms; waiting for the GPU "
+                         "9000 ms", msg="profiled: ok"),
+             with_phases("2026-12-05T00:00:12Z", "j/baseline", 2.0, "gate 500 ms")]
+    s = st.summarize(st.read_tasks(lines), top_phases=2)
+    cand = s["kinds"]["candidate"]
+    # Per task: the whole request 1.2 s, the gate 0.6 s (top 2, longest first).
+    assert cand["phases_s"] == [["supervisor: the whole request", 1.2], ["gate", 0.6]]
+    # Held 2.0 and 1.0 s, of which the harness accounts for 1.8 and 0.6 s.
+    assert cand["outside_harness_s"] == pytest.approx(0.3)
+    assert s["kinds"]["profile"]["outside_harness_s"] == pytest.approx(0.5)
+    assert s["kinds"]["baseline"]["outside_harness_s"] is None  # a line of before session 25

@@ -152,7 +152,7 @@ grpc::Status BenchmarkServiceImpl::RunMeasure(grpc::ServerContext* context,
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", gpu.held_seconds)
           .With("gpu_busy_seconds", gpu.busy_seconds).With("prepare_seconds", prepared.seconds)
           .With("slot_wait_seconds", gpu.wait_seconds)
-          .With("phases", LargestPhases(m.phases_ms(), 6))
+          .With("phases", LargestPhases(m.phases_ms(), kLoggedPhases))
       << "measured: " << v1::Verdict_Name(m.verdict()) << " " << m.candidate().median_ms() << " ms"
       << (prepared.final ? " (at prepare, without the GPU)"
                          : prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")
@@ -208,6 +208,7 @@ grpc::Status BenchmarkServiceImpl::RunScreen(grpc::ServerContext* context,
   KLOG(INFO).With("task", request.task_id()).With("gpu_seconds", t->held_seconds)
           .With("gpu_busy_seconds", t->busy_seconds).With("prepare_seconds", prepared.seconds)
           .With("slot_wait_seconds", t->wait_seconds)
+          .With("phases", LargestPhases(out->phases_ms(), kLoggedPhases))
       << "screened " << request.kernels_size() << " variants, " << ok << " ok"
       << (prepared.handle.empty() ? absl::StrCat(" (not prepared: ", prepared.reason, ")")
                                   : std::string(" (prepared)"));

@@ -10,9 +10,13 @@ from session 19 on, `slot_wait_seconds`) and prints:
     mean and median, NVML busy share, preparation and slot wait means;
   - with slot_wait_seconds, the tasks in flight at the worker (from the start of their
     preparation to their release) sampled once a second: how often the slot was free
-    while tasks were still preparing.
+    while tasks were still preparing;
+  - per kind, the --phases longest of the harness's phases (the lines' "phases", all of
+    them from session 25 on, six before), as seconds per task, and the held seconds
+    outside the harness's own account of the slot (its "supervisor: the whole request",
+    a profile's "profile: the GPU held, in the harness"): the worker's and the RPC's.
 
-    python3 tests/gpu/slot_timeline.py KAGENTD_LOG [--window 30] [--json OUT]
+    python3 tests/gpu/slot_timeline.py KAGENTD_LOG [--window 30] [--phases 8] [--json OUT]
 
 A log gzipped by bench_suite.sh (kagentd.log.gz) is read as is. No GPU needed.
 """
@@ -21,10 +25,24 @@ import argparse
 import datetime
 import gzip
 import json
+import re
 import statistics
 import sys
 
 KINDS = ("baseline", "profile", "candidate", "screen", "final")
+# The harness's own account of the held span, by kind of line.
+HARNESS_HELD = ("supervisor: the whole request", "profile: the GPU held, in the harness")
+_PHASE = re.compile(r"^(.*) (\d+(?:\.\d+)?) ms$")
+
+
+def parse_phases(text):
+    """A line's "phases" ("name 612 ms; name 401 ms") as {name: seconds}; {} when absent."""
+    out = {}
+    for part in str(text or "").split("; "):
+        m = _PHASE.match(part.strip())
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2)) / 1e3
+    return out
 
 
 def task_kind(msg, task):
@@ -68,12 +86,28 @@ def read_tasks(lines):
                       "end": end, "held": held, "busy": _seconds(d.get("gpu_busy_seconds")),
                       "prepare": _seconds(d.get("prepare_seconds")),
                       "wait": _seconds(d.get("slot_wait_seconds"))
-                      if "slot_wait_seconds" in d else None})
+                      if "slot_wait_seconds" in d else None,
+                      "phases": parse_phases(d.get("phases"))})
     tasks.sort(key=lambda t: t["start"])
     return tasks
 
 
-def summarize(tasks, window=30.0):
+def phase_means(ts, top):
+    """The `top` longest phases of tasks `ts` as [name, seconds per task], longest first,
+    and the held seconds per task outside the harness's account (None when no task
+    carries HARNESS_HELD)."""
+    total = {}
+    for t in ts:
+        for name, sec in t["phases"].items():
+            total[name] = total.get(name, 0.0) + sec
+    means = sorted(((n, v / len(ts)) for n, v in total.items()), key=lambda x: -x[1])
+    outside = [t["held"] - next(t["phases"][n] for n in HARNESS_HELD if n in t["phases"])
+               for t in ts if any(n in t["phases"] for n in HARNESS_HELD)]
+    return ([[n, round(v, 3)] for n, v in means[:top]],
+            round(statistics.mean(outside), 3) if outside else None)
+
+
+def summarize(tasks, window=30.0, top_phases=8):
     """The figures the module comment lists, as a dict."""
     if not tasks:
         return {"tasks": 0}
@@ -97,7 +131,9 @@ def summarize(tasks, window=30.0):
             continue
         h = [t["held"] for t in ts]
         waits = [t["wait"] for t in ts if t["wait"] is not None]
+        phases, outside = phase_means(ts, top_phases)
         kinds[k] = {"count": len(ts), "held_mean": round(statistics.mean(h), 2),
+                    "phases_s": phases, "outside_harness_s": outside,
                     "held_median": round(statistics.median(h), 2),
                     "busy_share": round(sum(t["busy"] for t in ts) / sum(h), 2),
                     "prepare_mean": round(statistics.mean(t["prepare"] for t in ts), 1),
@@ -129,11 +165,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
     ap.add_argument("--window", type=float, default=30.0)
+    ap.add_argument("--phases", type=int, default=8)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     opener = gzip.open if args.log.endswith(".gz") else open
     with opener(args.log, "rt", encoding="utf-8", errors="replace") as f:
-        s = summarize(read_tasks(f), args.window)
+        s = summarize(read_tasks(f), args.window, args.phases)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(s, f, indent=1)
@@ -155,6 +192,15 @@ def main():
               f"while some prepared {s['slot_free_while_tasks_prepared']:.0%} of the time")
     else:
         print("(slot_wait_seconds missing from some tasks: a worker from before session 21 logs none for profiles)")
+    if args.phases > 0:
+        print("phases, seconds per task (a task's phases nest and overlap; prepare phases "
+              "are before the slot):")
+        for k, v in s["kinds"].items():
+            outside = "" if v["outside_harness_s"] is None else \
+                f"; held outside the harness's account {v['outside_harness_s']:.3f} s"
+            print(f"  {k} (held {v['held_mean']:.2f} s{outside})")
+            for name, sec in v["phases_s"]:
+                print(f"    {sec:7.3f}  {name}")
     return 0
 
 
