@@ -41,15 +41,19 @@ TIMING_MIN_S = 10.0
 PING_S = 5.0
 # The burst's calls: as many as were timed, but no more than fit in BURST_BUDGET_MS at
 # the median the child reported, and never fewer than BURST_MIN_CALLS. It bounds the
-# median from below (BURST_FACTOR) and needs a mean, not a median: 10 back-to-back calls
-# of a slow kernel give it, and 100 of a 5 ms one held the GPU half a second more per
-# measurement. Sized from the reported median, not from the gate's pace: a gate call
-# carries milliseconds of protocol, and at the gate's pace a 0.1 ms kernel got 13 calls,
-# whose fixed cost (the request, the synchronize) made 0.22 ms a call and rejected it
-# (the H100, 2026-12-06). A candidate that reports less than it takes only gets a longer
-# burst (at most `timed` calls).
+# median from below (BURST_FACTOR) and needs a mean, not a median: about BURST_BUDGET_MS
+# of back-to-back calls give it (100 of a 5 ms kernel held the GPU half a second more per
+# measurement). A slow kernel's calls are long against the burst's fixed cost (a request
+# and a synchronize: well under a millisecond), so a few give the mean: 10 calls of a
+# 384 ms convolution held the GPU 3.8 s per measurement (the H100, 2026-12-06, session
+# 25: 43 of 362 tasks timed kernels of 10 ms or more, and their bursts took 45 s of the
+# 884 s held; at this floor they would have taken 15 s). Sized from the reported median, not from
+# the gate's pace: a gate call carries milliseconds of protocol, and at the gate's pace
+# a 0.1 ms kernel got 13 calls, whose fixed cost made 0.22 ms a call and rejected it (the
+# H100, 2026-12-06). A candidate that reports less than it takes only gets a longer burst
+# (at most `timed` calls).
 BURST_BUDGET_MS = 100.0
-BURST_MIN_CALLS = 10
+BURST_MIN_CALLS = 3
 
 
 def burst_calls(timed, median_ms):
