@@ -47,11 +47,11 @@ PING_S = 5.0
 # and a synchronize: well under a millisecond), so a few give the mean: 10 calls of a
 # 384 ms convolution held the GPU 3.8 s per measurement (the H100, 2026-12-06, session
 # 25: 43 of 362 tasks timed kernels of 10 ms or more, and their bursts took 45 s of the
-# 884 s held; at this floor they would have taken 15 s). Sized from the reported median, not from
-# the gate's pace: a gate call carries milliseconds of protocol, and at the gate's pace
-# a 0.1 ms kernel got 13 calls, whose fixed cost made 0.22 ms a call and rejected it (the
-# H100, 2026-12-06). A candidate that reports less than it takes only gets a longer burst
-# (at most `timed` calls).
+# 884 s held; at this floor they would have taken 15 s). Sized from the reported median,
+# not from the gate's pace: a gate call carries milliseconds of protocol, and at the
+# gate's pace a 0.1 ms kernel got 13 calls, whose fixed cost made 0.22 ms a call and
+# rejected it (the H100, 2026-12-06). A candidate that reports less than it takes only
+# gets a longer burst (at most `timed` calls).
 BURST_BUDGET_MS = 100.0
 BURST_MIN_CALLS = 3
 
