@@ -13,9 +13,11 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "services/profiler/cupti/counter_config.h"
@@ -36,7 +38,13 @@ struct Collection {
   std::vector<uint8_t> counter_data;
   bool in_pass = false;
   bool all_submitted = false;
+  int passes_started = 0;
 };
+
+// How long the first pass's start waits out CUPTI_ERROR_HARDWARE_BUSY, and how often it
+// asks again meanwhile (range_counters.h).
+constexpr int kFirstPassBusyWaitMs = 2000;
+constexpr int kBusyRetryMs = 20;
 
 struct Api {
   std::mutex mutex;
@@ -337,8 +345,21 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_begin(void) {
   if (c->all_submitted) return Finish(api, "every pass was already submitted", 0);
   CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
   start.pRangeProfilerObject = c->profiler;
-  const std::string error = CuptiFailure("cuptiRangeProfilerStart", cuptiRangeProfilerStart(&start));
+  CUptiResult result = cuptiRangeProfilerStart(&start);
+  for (int waited = 0; result == CUPTI_ERROR_HARDWARE_BUSY && c->passes_started == 0 &&
+                       waited < kagent::cupti::kFirstPassBusyWaitMs;
+       waited += kagent::cupti::kBusyRetryMs) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kagent::cupti::kBusyRetryMs));
+    start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = c->profiler;
+    result = cuptiRangeProfilerStart(&start);
+  }
+  std::string error = CuptiFailure("cuptiRangeProfilerStart", result);
+  if (result == CUPTI_ERROR_HARDWARE_BUSY && c->passes_started == 0) {
+    error += " (still busy after " + std::to_string(kagent::cupti::kFirstPassBusyWaitMs) + " ms)";
+  }
   c->in_pass = error.empty();
+  if (c->in_pass) ++c->passes_started;
   return Finish(api, error, 0);
 }
 

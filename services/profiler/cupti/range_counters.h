@@ -24,7 +24,11 @@
 //       once per pass itself (saving and restoring the memory it may write), so one
 //       pass_begin / forward / pass_end collects everything (pass_end returns 1).
 //       For measuring the two modes' costs (tests/gpu/cupti_pass_cost.py).
-//   int kagent_cupti_counters_pass_begin(void)   0, or -1
+//   int kagent_cupti_counters_pass_begin(void)   0, or -1. The first pass's start is
+//       tried again while CUPTI answers CUPTI_ERROR_HARDWARE_BUSY, for up to
+//       kFirstPassBusyWaitMs: the profiler of the process that held the GPU just before
+//       (killed as it gave the slot back) can hold the hardware for a moment (2 of 63
+//       profiles of the H100 suite, session 25, each right after another profile).
 //   int kagent_cupti_counters_pass_end(void)     1 when every pass was submitted, 0 when
 //                                                another pass is needed, -1 on error
 //   int kagent_cupti_counters_end(const char* out_path)
