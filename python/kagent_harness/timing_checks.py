@@ -159,6 +159,7 @@ class TimingChecksMixin:
                                 f"against event time {med:.4f} ms: work completes after the "
                                 "timed stream's end event (side stream not joined?)")
         # 5. The supervisor's own clock: a back-to-back burst of calls.
+        t_burst = time.monotonic()
         rtt = min(self._ping_ms() for _ in range(3))
         nb = burst_calls(n, med)
         limit = min(self.child.remaining(),
@@ -168,6 +169,7 @@ class TimingChecksMixin:
                            phase=f"wall-clock burst (limit {limit:.1f} s: {TIMING_FACTOR:g}x "
                                  f"{nb} calls at the gate's pace + {TIMING_MIN_S:g} s)")
         burst_ms = (time.monotonic() - t1) * 1e3
+        self.phases.add("timing: the burst (incl. its pings)", (time.monotonic() - t_burst) * 1e3)
         per_call = max(0.0, burst_ms - rtt) / nb
         h["supervisor_burst_ms_per_call"] = per_call
         if med < BURST_FACTOR * per_call - 0.005 and self.device != "cuda":
@@ -181,7 +183,8 @@ class TimingChecksMixin:
                       f"({per_call:.4f} ms/call over {nb} calls back-to-back)")
         # 6. CUPTI: the kernels' own GPU time per call, and kernels per call.
         if self.trace_path:
-            self._check_cupti_timing(med, n)
+            with self.phases("timing: the CUPTI trace's check"):
+                self._check_cupti_timing(med, n)
         self.result["candidate"] = P.timing_stats(times)
 
     def _ping_ms(self):

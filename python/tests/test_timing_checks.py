@@ -129,6 +129,8 @@ def test_a_slow_kernel_gets_a_short_burst(tmp_path, monkeypatch):
     r = run(sup, reply([20.0] * 40, [20.3] * 40), sleep_timed=True)
     assert sup.child.burst_n == 5   # 100 ms of 20 ms calls
     assert any("over 5 calls back-to-back" in c for c in r["harness"]["checks"])
+    # The burst is a phase of its own, inside the timing's.
+    assert "timing: the burst (incl. its pings)" in sup.phases.ms
 
 
 def test_times_beyond_the_phase_wall_clock(tmp_path, monkeypatch):
