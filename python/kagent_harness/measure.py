@@ -19,6 +19,7 @@ prepare.PrepareMixin (what a measurement does before it takes the GPU, and the c
 dry run).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -471,6 +472,12 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.log.add(f"torch.compile baseline failed: {type(e).__name__}: {e}")
                 self.result["harness"]["warnings"].append(f"torch.compile failed: {e}")
                 self.result["compiled"] = None
+        # The job's fastest PyTorch path, for the short protocol of hopeless candidates
+        # (timing_checks.py).
+        medians = [self.result[k]["median_ms"] for k in ("eager", "compiled")
+                   if self.result.get(k)]
+        if medians:
+            self.job.pytorch_best_ms = min(medians)
 
     # -- the candidate's process --------------------------------------------------------
     def take_child(self, trace=True):
@@ -708,8 +715,13 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
         if req.time_candidate:
+            short = self.timed_briefly()
+            if short:
+                checks.append("timing: the short protocol: " + short)
+                self.result["harness"]["short_timing"] = short
             with ph("timing"):
-                with self.env.quiet(keep=self.child):
+                with self.env.quiet(keep=self.child), \
+                        self.short_protocol() if short else contextlib.nullcontext():
                     self.time_candidate(timing_ref, atol_timing, rtol)
         self.result["verdict"] = P.CORRECT
         corr["reason"] = ""

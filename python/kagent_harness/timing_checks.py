@@ -6,9 +6,22 @@ the supervisor knows itself (the output of the last timed call, its own clock ar
 phase and over a back-to-back burst, the gate's launch counts, the CUPTI trace).
 docs/harness.md, "The timing protocol", lists them. A mixin of measure.Supervisor: it
 uses the supervisor's request, child, result, gate figures (call_s, min_own, own_names,
-triton_hook, trace_path) and its _time_in_child.
+triton_hook, trace_path, gate_own_busy_cupti), its job (pytorch_best_ms) and its
+_time_in_child.
+
+A short protocol for a hopeless candidate: when the CUPTI trace of the gate says the
+candidate's own kernels took at least SHORT_FACTOR x the job's fastest PyTorch path
+(eager or torch.compile, timed by this supervisor for this job) and at least
+SHORT_MIN_MS per call, it is timed with SHORT_WARMUP warm-up and SHORT_REPS timed calls
+instead of the request's: a kernel that slow is not deployed, and its time needs no
+more calls to be known within a percent. Every check below still runs on those calls
+(the CUPTI one compares the timed calls' own GPU time with the gate's, so a candidate
+that does more work in the gate to be timed briefly is rejected). On the H100 suite of
+session 25, round candidates at 10x or more of PyTorch's best held 67 s of timing of the
+884 s the slot was held, and starting kernels of 200-490 ms 5-9 s each.
 """
 
+import contextlib
 import math
 import os
 import time
@@ -54,6 +67,25 @@ PING_S = 5.0
 # gets a longer burst (at most `timed` calls).
 BURST_BUDGET_MS = 100.0
 BURST_MIN_CALLS = 3
+# The short protocol (module comment).
+SHORT_FACTOR = 10.0
+SHORT_MIN_MS = 5.0
+SHORT_WARMUP = 1
+SHORT_REPS = 3
+
+
+def short_timing_reason(gate_own_busy_ms, pytorch_best_ms):
+    """Why a candidate whose own kernels took `gate_own_busy_ms` of GPU time per gate call
+    (the CUPTI trace; None without one) gets the short protocol against the job's
+    fastest PyTorch path `pytorch_best_ms` (None when not timed here), or "" when not."""
+    if not gate_own_busy_ms or not pytorch_best_ms or pytorch_best_ms <= 0:
+        return ""
+    if gate_own_busy_ms < SHORT_MIN_MS or gate_own_busy_ms < SHORT_FACTOR * pytorch_best_ms:
+        return ""
+    return (f"its own kernels took {gate_own_busy_ms:.3f} ms per gate call (CUPTI), "
+            f"{gate_own_busy_ms / pytorch_best_ms:.0f}x the job's fastest PyTorch path "
+            f"({pytorch_best_ms:.4f} ms): timed with {SHORT_WARMUP} warm-up and "
+            f"{SHORT_REPS} timed calls")
 
 
 def burst_calls(timed, median_ms):
@@ -67,6 +99,26 @@ def burst_calls(timed, median_ms):
 
 
 class TimingChecksMixin:
+    @contextlib.contextmanager
+    def short_protocol(self):
+        """The request's timing parameters set to the short protocol's (and the timing
+        budget off, so every one of its calls is timed) while the block runs, then put
+        back: the starting kernel after the candidate gets the request's."""
+        req = self.req
+        saved = (req.timing_reps, req.warmup_iters, req.warmup_ms, req.timing_budget_ms)
+        req.timing_reps, req.warmup_iters, req.warmup_ms, req.timing_budget_ms = \
+            SHORT_REPS, SHORT_WARMUP, 0.0, 0.0
+        try:
+            yield
+        finally:
+            req.timing_reps, req.warmup_iters, req.warmup_ms, req.timing_budget_ms = saved
+
+    def timed_briefly(self):
+        """short_timing_reason for this supervisor's candidate and job."""
+        job = getattr(self, "job", None)
+        return short_timing_reason(getattr(self, "gate_own_busy_cupti", None),
+                                   getattr(job, "pytorch_best_ms", None))
+
     def _gate_pace_s(self):
         """Seconds per call at the gate's pace (the slowest call after the first, else
         the first; 0 before any): what the timing phase's deadline is sized from."""

@@ -128,6 +128,9 @@ class JobTrials:
         self.signature = None
         self.compiled = None
         self.compiled_failed = None
+        # The fastest of eager and torch.compile (median ms) in this supervisor's last
+        # baselines of the job; None before any (timing_checks.short_timing_reason).
+        self.pytorch_best_ms = None
         self.init_path = None
         self.state_path = None
         self.input_spec = None

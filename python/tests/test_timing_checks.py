@@ -201,3 +201,79 @@ def test_cupti_consistent_trace_passes(tmp_path, monkeypatch):
     sup.gate_own_min_cupti = 1
     r = run(sup, reply([1.0] * 4, [1.03] * 4))
     assert r["harness"]["cupti_span"]["median_ms"] == pytest.approx(0.9)
+
+
+def test_the_short_protocol_is_for_kernels_far_slower_than_pytorch():
+    from kagent_harness.timing_checks import (SHORT_FACTOR, SHORT_MIN_MS,
+                                              short_timing_reason)
+    # 360 ms of own kernels against torch.compile's 2.3 ms (a convolution's first kernel).
+    why = short_timing_reason(360.0, 2.3)
+    assert "157x" in why and "timed with 1 warm-up and 3 timed calls" in why
+    assert short_timing_reason(SHORT_FACTOR * 2.0, 2.0) != ""   # at the factor
+    assert short_timing_reason(SHORT_FACTOR * 2.0 - 0.01, 2.0) == ""
+    # Fast kernels keep the whole protocol however far behind: below SHORT_MIN_MS.
+    assert short_timing_reason(SHORT_MIN_MS - 0.1, 0.01) == ""
+    # No trace, or no PyTorch time of this job here: the whole protocol.
+    assert short_timing_reason(None, 2.0) == ""
+    assert short_timing_reason(50.0, None) == ""
+    assert short_timing_reason(50.0, 0.0) == ""
+
+
+def test_a_hopeless_candidate_is_timed_briefly_and_checked_the_same(tmp_path, monkeypatch):
+    sup = supervisor(tmp_path, monkeypatch)
+    sup.req.timing_reps = 100
+    sup.req.timing_budget_ms = 1000.0
+
+    class Job:
+        pytorch_best_ms = 2.0
+    sup.job = Job()
+    sup.gate_own_busy_cupti = 60.0     # 30x the job's fastest PyTorch path
+    why = sup.timed_briefly()
+    assert why
+    sent = {}
+    child = FakeChild(reply([60.0] * 3, [60.2] * 3), REF, 0.0, sleep_timed=True)
+    real = child.request
+
+    def record(msg, timeout=None, phase=""):
+        if msg["cmd"] == "time":
+            sent.update(msg)
+        return real(msg, timeout, phase)
+    child.request = record
+    sup.child = child
+    with sup.short_protocol():
+        sup.time_candidate(REF, 1e-4, 1e-4)
+    assert (sent["reps"], sent["warmup_iters"], sent["warmup_ms"], sent["budget_ms"]) == \
+        (3, 1, 0.0, 0.0)
+    assert sup.result["candidate"]["count"] == 3
+    assert child.burst_n == 3                           # the burst still runs
+    # The request's own protocol is back for whatever is timed next (the starting kernel).
+    assert (sup.req.timing_reps, sup.req.warmup_iters, sup.req.timing_budget_ms) == \
+        (100, 1, 1000.0)
+    # A reply with the request's count instead of the short one is rejected as before.
+    sup.child = FakeChild(reply([60.0] * 4, [60.2] * 4), REF, 0.0, sleep_timed=True)
+    with pytest.raises(M.Rejection, match="expected up to 3 positive"):
+        with sup.short_protocol():
+            sup.time_candidate(REF, 1e-4, 1e-4)
+    assert sup.req.timing_reps == 100
+    # Kernels near PyTorch's time keep the whole protocol.
+    sup.gate_own_busy_cupti = 6.0
+    assert sup.timed_briefly() == ""
+
+
+def test_the_job_keeps_pytorchs_best_for_the_candidate_timed_after(monkeypatch):
+    # The real path on the CPU: the baselines run first in a request, so the same
+    # request's candidate sees the job's fastest PyTorch time; forced hopeless, the
+    # candidate's process times it with the short protocol, checks and all.
+    from conftest import measure
+    seen = []
+
+    def hopeless(self):
+        seen.append(self.job.pytorch_best_ms)
+        return "forced by the test"
+    monkeypatch.setattr(M.Supervisor, "timed_briefly", hopeless)
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=["eager"],
+                timing_reps=5)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    assert seen == [r["eager"]["median_ms"]]
+    assert r["candidate"]["count"] == 3 and r["harness"]["short_timing"] == "forced by the test"
+    assert any(c.startswith("timing: the short protocol") for c in r["harness"]["checks"])
