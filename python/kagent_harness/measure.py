@@ -20,6 +20,7 @@ dry run).
 """
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -42,7 +43,7 @@ from kagent_harness.timing import l2_flush_bytes, time_callable
 from kagent_harness.own_work_checks import OwnWorkChecksMixin
 from kagent_harness.prepare import DryRunRoom, PrepareMixin
 from kagent_harness.profile_mode import ProfileMixin
-from kagent_harness.timing_checks import TimingChecksMixin
+from kagent_harness.timing_checks import TimingChecksMixin, short_timing_reason
 from kagent_harness.transfer import Rejection, TransferMixin
 from kagent_harness.trials import TrialCache, nbytes, rms
 
@@ -107,6 +108,11 @@ def resolve_device(req):
     if req.device:
         return req.device
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _source_key(source):
+    """A kernel source's key in JobTrials.own_busy_ms."""
+    return hashlib.sha256(source.encode("utf-8", "replace")).hexdigest()
 
 
 def _gpu_index(req):
@@ -712,6 +718,10 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.child.request({"cmd": "flush"}, timeout=CALL_MIN_S,
                                    phase="flushing the CUPTI trace")
                 launch_names |= self._check_cupti_gate()
+        if getattr(self, "gate_own_busy_cupti", None):
+            # For the short protocol of this source as a later request's starting kernel
+            # (time_reference_kernel), whose process is not traced.
+            job.own_busy_ms[_source_key(req.kernel_source)] = self.gate_own_busy_cupti
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
         if req.time_candidate:
@@ -810,7 +820,16 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 h["warnings"].append("the starting kernel is wrong on the timing inputs (not "
                                      "timed): " + c["reason"])
                 return
-            with self.env.quiet(keep=self.child):
+            # A starting kernel far slower than PyTorch (by its own kernels' GPU time in
+            # an earlier traced gate of this job here) gets the candidate's short protocol.
+            short = short_timing_reason(
+                self.job.own_busy_ms.get(_source_key(req.reference_kernel_source)),
+                self.job.pytorch_best_ms)
+            if short:
+                h["checks"].append("the starting kernel's timing: the short protocol: " + short)
+                h["short_timing_starting_kernel"] = short
+            with self.env.quiet(keep=self.child), \
+                    self.short_protocol() if short else contextlib.nullcontext():
                 reply, _ = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
                                                "the starting kernel's timing", spec)
             times = reply.get("times_ms")

@@ -131,6 +131,9 @@ class JobTrials:
         # The fastest of eager and torch.compile (median ms) in this supervisor's last
         # baselines of the job; None before any (timing_checks.short_timing_reason).
         self.pytorch_best_ms = None
+        # Per kernel source (measure._source_key): its own kernels' GPU time per gate
+        # call (ms) in this supervisor's last traced gate of it for this job.
+        self.own_busy_ms = {}
         self.init_path = None
         self.state_path = None
         self.input_spec = None

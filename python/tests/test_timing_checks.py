@@ -277,3 +277,45 @@ def test_the_job_keeps_pytorchs_best_for_the_candidate_timed_after(monkeypatch):
     assert seen == [r["eager"]["median_ms"]]
     assert r["candidate"]["count"] == 3 and r["harness"]["short_timing"] == "forced by the test"
     assert any(c.startswith("timing: the short protocol") for c in r["harness"]["checks"])
+
+
+def test_a_hopeless_starting_kernel_gets_the_short_protocol_too(monkeypatch):
+    # The real path on the CPU (no trace, so the rule is forced): the starting kernel's
+    # timing after the candidate's asks the rule with the job's PyTorch best and the
+    # starting kernel's own GPU time from an earlier traced gate of it (none here).
+    from conftest import measure
+    asked = []
+
+    def hopeless(own_busy_ms, pytorch_best_ms):
+        asked.append((own_busy_ms, pytorch_best_ms))
+        return "forced by the test"
+    monkeypatch.setattr(M, "short_timing_reason", hopeless)
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=["eager"],
+                timing_reps=5, reference_kernel_source=read("cand_relu_add_good.py"))
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    assert asked == [(None, r["eager"]["median_ms"])]
+    assert r["reference_kernel"]["count"] == 3
+    assert r["candidate"]["count"] == 5    # the candidate's own rule found nothing
+    assert r["harness"]["short_timing_starting_kernel"] == "forced by the test"
+    assert M._source_key("a") == M._source_key("a") != M._source_key("b")
+
+
+def test_the_gates_own_gpu_time_is_kept_for_the_source_as_a_starting_kernel(monkeypatch):
+    # As if the gate's CUPTI trace had said 42 ms of own kernels per call: the job keeps
+    # it for the source, and the same source as the starting kernel, timed after, gets
+    # the short protocol by the real rule (eager on the CPU is far below 4.2 ms).
+    from conftest import measure
+    init = M.Supervisor.__init__
+
+    def traced(self, *a, **k):
+        init(self, *a, **k)
+        self.gate_own_busy_cupti = 42.0
+    monkeypatch.setattr(M.Supervisor, "__init__", traced)
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=["eager"],
+                timing_reps=5, reference_kernel_source=read("cand_relu_add_good.py"))
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"]
+    assert r["eager"]["median_ms"] * 10 <= 42.0
+    assert r["candidate"]["count"] == 3 and "42.000 ms per gate call" in \
+        r["harness"]["short_timing"]
+    assert r["reference_kernel"]["count"] == 3
+    assert "42.000 ms" in r["harness"]["short_timing_starting_kernel"]
