@@ -21,6 +21,11 @@ from kagent_harness.sandbox import ChildFailure
 
 # The most of a CUPTI trace handed over to the caller (as the worker reads at most).
 TRACE_LIMIT = 256 << 20
+# Starts of the profiled process whose sandbox could not be set up before the profile
+# fails: the kagent-* entries it hides in the shared /tmp and /dev/shm come and go with
+# every other candidate on the host (other workers' too), and two test suites on one
+# host made two starts in a row fail (CI, 2026-12-06).
+PROFILE_START_ATTEMPTS = 4
 
 
 class ProfileMixin:
@@ -41,7 +46,7 @@ class ProfileMixin:
         try:
             spec = ChildSpec.for_request(req, self.device, trace=False)
             from kagent_harness.pool import spawn
-            for attempt in (1, 2):
+            for attempt in range(1, PROFILE_START_ATTEMPTS + 1):
                 self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
                                      keep_injection=True, extra_env=req.child_env))
                 if attempt == 1:
@@ -55,10 +60,11 @@ class ProfileMixin:
                     # A process that ended before it had the candidate's code (its
                     # sandbox could not be set up: profile mode lists the shared /tmp's
                     # kagent-* entries to hide, and one can vanish before bwrap mounts
-                    # over it) is started once more.
-                    if attempt == 2 or self.child.loaded:
+                    # over it) is started again, with a new list.
+                    if attempt == PROFILE_START_ATTEMPTS or self.child.loaded:
                         raise
-                    self.log.add(f"{f.reason}: a new process, once more")
+                    self.log.add(f"{f.reason}: a new process (attempt {attempt + 1} of "
+                                 f"{PROFILE_START_ATTEMPTS})")
                     self.child.kill()
             if gate is not None:
                 self.compile_dry_run(self.child, req.language)

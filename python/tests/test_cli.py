@@ -200,3 +200,33 @@ def test_bad_requests_still_answer_json():
                                                "device": "cpu"}))
     res = json.loads(p.stdout)
     assert res["verdict"] == "INFRA_ERROR" and "reference" in res["correctness"]["reason"]
+
+
+def test_a_profiled_process_whose_sandbox_failed_is_started_again(monkeypatch):
+    # Profile mode hides the shared /tmp's kagent-* entries; one that vanishes before
+    # bwrap mounts over it ends the process before it has the candidate's code. Such a
+    # start is tried again, up to PROFILE_START_ATTEMPTS in all (in process, on the CPU).
+    from kagent_harness import measure as M
+    from kagent_harness import profile_mode
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import ChildFailure
+    real = M.Supervisor.start_child
+    fails = {"left": profile_mode.PROFILE_START_ATTEMPTS - 1}
+
+    def flaky(self, *a, **k):
+        if fails["left"] > 0:
+            fails["left"] -= 1
+            raise ChildFailure(P.CRASH, "bwrap: Can't remount readonly on /newroot/dev/shm/"
+                               "kagent-x: No such file or directory")
+        return real(self, *a, **k)
+    monkeypatch.setattr(M.Supervisor, "start_child", flaky)
+    req = P.Request(dict(FAST, problem_source=read("problem_relu_add.py"),
+                         kernel_source=read("cand_relu_add_good.py"), profile_iters=2),
+                    mode="profile")
+    res = M.Supervisor(req, P.Log()).run_profile()
+    assert res["ok"] and res["kernels_launched"] == ["relu_add_kernel"], res
+    assert f"attempt {profile_mode.PROFILE_START_ATTEMPTS} of" in res["log"]
+    # One failure more than that is the profile's.
+    fails["left"] = profile_mode.PROFILE_START_ATTEMPTS
+    res = M.Supervisor(req, P.Log()).run_profile()
+    assert not res["ok"] and res["verdict"] == P.CRASH and "remount" in res["reason"]
