@@ -20,6 +20,8 @@
 #                                             # the adversarial cases the timing checks
 #                                             # touch; KAGENT_PREFLIGHT_ADVERSARIAL=0 leaves
 #                                             # them out), into $OUT/preflight/; then detach
+#   KAGENT_WAIT_CHECKS=1 ... wait SECONDS       # the same short checks after the detached
+#                                             # run has ended (the suite first)
 #
 # detach/wait: a command's processes end with it, but one in a session of its own
 # (setsid) runs on while the machine stays warm, so the suite need not be cut at the
@@ -61,23 +63,29 @@ suite() {
   head -60 "$OUT/suite/slot.txt"
 }
 if [ "$mode" = suite ]; then suite; fi
-if [ "$mode" = preflight ]; then
-  # Each check bounded, so the suite detaches in time whatever they do.
+# The short checks of what changed since the last GPU run, into $OUT/preflight/; each
+# bounded by its cap and by the call's time left.
+short_checks() {
   pf="$OUT/preflight"; mkdir -p "$pf"
+  cap() { local c=$1 l=$(( $(left) - 20 )); [ "$l" -lt "$c" ] && c=$l; echo $(( c > 1 ? c : 1 )); }
   echo "phantom_check, $(left) s"
-  timeout 90 python3 tests/gpu/phantom_check.py --out "$pf/phantom.json" > "$pf/phantom.txt" 2>&1
+  timeout "$(cap 90)" python3 tests/gpu/phantom_check.py --out "$pf/phantom.json" > "$pf/phantom.txt" 2>&1
   echo "phantom_check rc $?"; cat "$pf/phantom.txt" | cut -c1-300
   echo "reference_accuracy, $(left) s"
-  timeout 150 python3 tests/gpu/reference_accuracy.py --only 60_,62_,63_ --wide \
+  timeout "$(cap 150)" python3 tests/gpu/reference_accuracy.py --only 60_,62_,63_ --wide \
     --out "$pf/ra.json" > "$pf/ra.txt" 2>&1
   echo "reference_accuracy rc $?"; tail -16 "$pf/ra.txt"
-  if [ "${KAGENT_PREFLIGHT_ADVERSARIAL:-1}" = 1 ]; then
+  if [ "${KAGENT_PREFLIGHT_ADVERSARIAL:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
     echo "adversarial cases, $(left) s"
-    timeout 150 python3 tests/gpu/run_suite.py --server --cupti-lib .gpu/bin/libkagent_cupti.so \
+    timeout "$(cap 150)" python3 tests/gpu/run_suite.py --server --cupti-lib .gpu/bin/libkagent_cupti.so \
       --only 'case_study_row,case_study_tile32,oom_200gb,patched_clock,sleeps_when_timed,row_after_adversaries' \
       --json "$pf/adv.json" > "$pf/adv.txt" 2>&1
     echo "run_suite rc $?"; tail -8 "$pf/adv.txt" | cut -c1-200
   fi
+}
+if [ "$mode" = preflight ]; then
+  # Each check bounded, so the suite detaches in time whatever they do.
+  short_checks
   mode=detach
 fi
 run="$repo/build-open/detached"
@@ -120,6 +128,10 @@ fi
 if [ "$mode" = detach ] || [ "$mode" = wait ]; then
   [ -f "$run/started" ] || { echo "no detached run in $run (start one with detach)"; exit 1; }
   wait_detached
+  if [ "$mode" = wait ] && [ -f "$run/done" ] && [ "${KAGENT_WAIT_CHECKS:-0}" = 1 ] &&
+      [ "$(left)" -gt 120 ]; then
+    short_checks  # the suite first, the short checks after it (KAGENT_WAIT_CHECKS=1)
+  fi
   if [ "$mode" = wait ] && [ -f "$run/done" ] && [ "$(left)" -gt 150 ]; then
     echo "tanh candidate (measure_bench.py --parts kb --only tanh), $(left) s"
     mkdir -p "$OUT/tanh"
