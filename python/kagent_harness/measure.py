@@ -19,7 +19,6 @@ prepare.PrepareMixin (what a measurement does before it takes the GPU, and the c
 dry run).
 """
 
-import contextlib
 import hashlib
 import json
 import math
@@ -725,13 +724,9 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.result["kernels_launched"] = sorted(launch_names)
         self.min_own = min_own
         if req.time_candidate:
-            short = self.timed_briefly()
-            if short:
-                checks.append("timing: the short protocol: " + short)
-                self.result["harness"]["short_timing"] = short
+            short = self.short_protocol_if(self.timed_briefly(), "timing", "short_timing")
             with ph("timing"):
-                with self.env.quiet(keep=self.child), \
-                        self.short_protocol() if short else contextlib.nullcontext():
+                with self.env.quiet(keep=self.child), short:
                     self.time_candidate(timing_ref, atol_timing, rtol)
         self.result["verdict"] = P.CORRECT
         corr["reason"] = ""
@@ -822,14 +817,12 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 return
             # A starting kernel far slower than PyTorch (by its own kernels' GPU time in
             # an earlier traced gate of this job here) gets the candidate's short protocol.
-            short = short_timing_reason(
-                self.job.own_busy_ms.get(_source_key(req.reference_kernel_source)),
-                self.job.pytorch_best_ms)
-            if short:
-                h["checks"].append("the starting kernel's timing: the short protocol: " + short)
-                h["short_timing_starting_kernel"] = short
-            with self.env.quiet(keep=self.child), \
-                    self.short_protocol() if short else contextlib.nullcontext():
+            short = self.short_protocol_if(
+                short_timing_reason(
+                    self.job.own_busy_ms.get(_source_key(req.reference_kernel_source)),
+                    self.job.pytorch_best_ms),
+                "the starting kernel's timing", "short_timing_starting_kernel")
+            with self.env.quiet(keep=self.child), short:
                 reply, _ = self._time_in_child(os.path.join(self.workdir, "out_rk_timing.pt"),
                                                "the starting kernel's timing", spec)
             times = reply.get("times_ms")

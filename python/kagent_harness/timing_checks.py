@@ -113,6 +113,16 @@ class TimingChecksMixin:
         finally:
             req.timing_reps, req.warmup_iters, req.warmup_ms, req.timing_budget_ms = saved
 
+    def short_protocol_if(self, reason, what, field):
+        """short_protocol() when `reason` says why (recorded as `what`'s check and in
+        harness[`field`]); a context that changes nothing when it is ""."""
+        if not reason:
+            return contextlib.nullcontext()
+        h = self.result["harness"]
+        h["checks"].append(f"{what}: the short protocol: {reason}")
+        h[field] = reason
+        return self.short_protocol()
+
     def timed_briefly(self):
         """short_timing_reason for this supervisor's candidate and job."""
         job = getattr(self, "job", None)
