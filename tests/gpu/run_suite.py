@@ -109,6 +109,8 @@ def main():
     ap.add_argument("--adv-k", type=int, default=65536)
     ap.add_argument("--m", type=int, default=2048)
     ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated case patterns to leave out (after --only)")
     ap.add_argument("--cupti-lib", default="",
                     help="libkagent_cupti.so: trace the candidates (KAGENT_CUPTI_LIB), so the "
                          "gate's and the timing's CUPTI checks run and show in the table")
@@ -129,9 +131,12 @@ def main():
         SERVER = Server(pool=2, extra_env=env)
         args.case_study_k = args.adv_k
     only = set(filter(None, args.only.split(",")))
+    skip = set(filter(None, args.skip.split(",")))
     rows, ok_all, results = [], True, {}
     for name, cand, expect, extra in CASES:
         if only and not any(fnmatch.fnmatchcase(name, pat) for pat in only):
+            continue
+        if any(fnmatch.fnmatchcase(name, pat) for pat in skip):
             continue
         k = args.case_study_k if name.startswith("case_study") else args.adv_k
         res, wall = run_case(name, cand, extra, k, args.m)
