@@ -83,6 +83,13 @@ def spawn(spec, log, timeout_s=600.0, memory_limit_mb=None, keep_injection=False
     return child
 
 
+def discard(child):
+    """Ends `child` and removes its workdir."""
+    import shutil
+    child.close()
+    shutil.rmtree(child.workdir, ignore_errors=True)
+
+
 class ChildPool:
     """`size` started candidate processes of one spec, refilled in the background."""
 
@@ -99,6 +106,7 @@ class ChildPool:
         self.taken = 0
         self.cold = 0
         self._thread = None
+        self._reapers = []        # retire()'s reaping threads, waited for by close()
         # Processes started for a request are started from here, not from the request's
         # thread: the kernel sends a process its parent-death signal (SIGKILL, set in
         # sandbox._preexec) when the *thread* that forked it ends, and a server's
@@ -125,10 +133,12 @@ class ChildPool:
                     time.sleep(2.0)
                     continue
                 with self._lock:
-                    if self._stopped:
-                        c.close()
-                        return
-                    self._ready.append(c)
+                    stopped = self._stopped
+                    if not stopped:
+                        self._ready.append(c)
+                if stopped:
+                    discard(c)
+                    return
                 continue
             self._wake.wait(1.0)
             self._wake.clear()
@@ -145,7 +155,7 @@ class ChildPool:
                     if c.proc.poll() is None:
                         child = c
                     else:
-                        c.close()
+                        discard(c)
             self._wake.set()
         if child is None:
             child = self._spawner.submit(spawn, spec, log, timeout_s, memory_limit_mb).result()
@@ -172,14 +182,14 @@ class ChildPool:
             self._active.discard(child)
         child.kill()
 
-        def reap():
-            child.close()
-            import shutil
-            shutil.rmtree(child.workdir, ignore_errors=True)
         if self.reap_async:
-            threading.Thread(target=reap, daemon=True, name="kagent-reap").start()
+            t = threading.Thread(target=discard, args=(child,), daemon=True,
+                                 name="kagent-reap")
+            with self._lock:
+                self._reapers = [r for r in self._reapers if r.is_alive()] + [t]
+            t.start()
         else:
-            reap()
+            discard(child)
 
     def ready_count(self):
         with self._lock:
@@ -210,8 +220,14 @@ class ChildPool:
             self._ready.clear()
             self._active.clear()
         self._wake.set()
-        self._spawner.shutdown(wait=False)
         for c in ready + active:
-            c.close()
-            import shutil
-            shutil.rmtree(c.workdir, ignore_errors=True)
+            discard(c)
+        # Reaping runs on threads of their own (retire): a process that exits before they
+        # end leaves their workdirs behind, so they are waited for (bounded), and so is
+        # a start in flight, whose process the refill thread then discards.
+        deadline = time.monotonic() + 30.0
+        with self._lock:
+            reapers = list(self._reapers)
+        for t in reapers + ([self._thread] if self._thread else []):
+            t.join(max(0.0, deadline - time.monotonic()))
+        self._spawner.shutdown(wait=False)

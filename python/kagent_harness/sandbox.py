@@ -39,6 +39,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -149,13 +150,61 @@ def netns_prefix(log):
 
 def make_workdir(base=None):
     """A private 0700 directory, on /dev/shm when it has room (input files are big), in
-    a place the dropped user can reach (bwrap.scratch_base)."""
+    a place the dropped user can reach (bwrap.scratch_base). Its name carries this
+    process's pid (kagent-<pid>-*), so that sweep_stale_workdirs can tell a dead
+    supervisor's leftovers from a live one's."""
     import tempfile
     if base is None:
         base = bwrap.scratch_base(need_bytes=16 * 1024**3)
-    d = tempfile.mkdtemp(prefix="kagent-", dir=base)
+    d = tempfile.mkdtemp(prefix=f"kagent-{os.getpid()}-", dir=base)
     os.chmod(d, 0o700)
     return d
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True   # another user's process: alive
+    return True
+
+
+def sweep_stale_workdirs(log=None, bases=None, min_age_s=60.0):
+    """Removes the private directories (make_workdir) that supervisors now gone left
+    behind: a kagent-<pid>-* entry of the scratch places whose pid no process has and
+    that nothing changed for `min_age_s`. A supervisor killed with SIGKILL, or one whose
+    background reaping was cut short at its exit, leaves its candidates' workdirs; on
+    /dev/shm they hold RAM, and profile mode hides each one with a bwrap argument (with
+    thousands, bwrap refuses its command line). Entries of another form are left alone.
+    Returns how many were removed."""
+    import tempfile
+    if bases is None:
+        bases = sorted({"/dev/shm", tempfile.gettempdir()})
+    removed, now = 0, time.time()
+    for base in bases:
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for n in names:
+            parts = n.split("-", 2)
+            if len(parts) != 3 or parts[0] != "kagent" or not parts[1].isdigit():
+                continue
+            p = os.path.join(base, n)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode) or now - st.st_mtime < min_age_s or \
+                    int(parts[1]) == os.getpid() or _pid_alive(int(parts[1])):
+                continue
+            shutil.rmtree(p, ignore_errors=True)
+            removed += not os.path.lexists(p)
+    if removed and log is not None:
+        log.add(f"removed {removed} workdirs of supervisors no longer running")
+    return removed
 
 
 class Child:

@@ -58,7 +58,7 @@ class Server:
                  sandbox="required", sandbox_hide=()):
         import torch
         from kagent_harness import bwrap
-        from kagent_harness.sandbox import SandboxUnavailable
+        from kagent_harness.sandbox import SandboxUnavailable, sweep_stale_workdirs
         from kagent_harness.measure import Env
         from kagent_harness.pool import ChildPool, ChildSpec
         from kagent_harness.prepare import DryRunRoom, dry_run_room_limit
@@ -73,6 +73,8 @@ class Server:
         # The sandbox of every candidate this server runs: a request cannot weaken it.
         self.sandbox = sandbox
         self.sandbox_hide = list(sandbox_hide)
+        # What a supervisor killed before (SIGKILL, a crash) left on /dev/shm and /tmp.
+        sweep_stale_workdirs(log)
         self.sandbox_probe = bwrap.probe(log, device)
         if not self.sandbox_probe["ok"]:
             if sandbox == bwrap.REQUIRED:
