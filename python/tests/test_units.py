@@ -421,6 +421,72 @@ def test_rss_of_a_process_tree_and_workdir_privacy():
         os.rmdir(d)
 
 
+def test_workdirs_of_supervisors_no_longer_running_are_swept(tmp_path):
+    # A supervisor killed with SIGKILL leaves its candidates' workdirs on /dev/shm; the
+    # next server removes them, and only them (sandbox.sweep_stale_workdirs).
+    import os
+    import subprocess
+    import sys
+    from kagent_harness.sandbox import make_workdir, sweep_stale_workdirs
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead = p.pid
+    old = 1_000_000_000  # 2001: long unchanged
+    made = {}
+    for name in (f"kagent-{dead}-gone", f"kagent-{dead}-fresh", f"kagent-{os.getpid()}-mine",
+                 "kagent-noowner", f"kagent-{dead}-afile", f"other-{dead}-x"):
+        path = tmp_path / name
+        if name.endswith("afile"):
+            path.write_text("x")
+        else:
+            path.mkdir()
+            (path / "triton_cache").mkdir()
+        if not name.endswith("fresh"):
+            os.utime(path, (old, old))
+        made[name] = path
+    own = make_workdir(base=str(tmp_path))
+    assert os.path.basename(own).startswith(f"kagent-{os.getpid()}-")
+    os.utime(own, (old, old))
+    assert sweep_stale_workdirs(bases=[str(tmp_path)]) == 1
+    assert not made[f"kagent-{dead}-gone"].exists()
+    for name, path in made.items():
+        assert path.exists() or name.endswith("gone"), name
+    assert os.path.isdir(own)
+    assert sweep_stale_workdirs(bases=[str(tmp_path)], min_age_s=0) == 1  # the fresh one
+    assert sweep_stale_workdirs(bases=[str(tmp_path / "missing")]) == 0
+
+
+def test_a_pool_leaves_no_workdir_behind():
+    # Retired processes are reaped on threads of their own; close() waits for them and
+    # for a start in flight, so nothing of the pool's stays on /dev/shm or /tmp.
+    import glob
+    import os
+    import tempfile
+    from kagent_harness import protocol as P
+    from kagent_harness.pool import ChildPool, ChildSpec
+
+    def mine():
+        return {p for base in ("/dev/shm", tempfile.gettempdir())
+                for p in glob.glob(os.path.join(base, f"kagent-{os.getpid()}-*"))}
+    before = mine()
+    pool = ChildPool(ChildSpec("cpu", sandbox="best-effort"), 1, P.Log())
+    taken = []
+    try:
+        for _ in range(2):
+            c = pool.take(pool.spec, P.Log(), 60, 2048)
+            taken.append(c.workdir)
+            assert os.path.isdir(c.workdir)
+            pool.retire(c)
+    finally:
+        pool.close()
+    with pool._lock:
+        ready = [c.workdir for c in pool._ready]
+    assert not ready
+    left = [d for d in taken if os.path.exists(d)]
+    assert not left, left
+    assert mine() <= before, mine() - before   # the refill's processes' too
+
+
 def test_child_exception_classification():
     from kagent_harness.child import classify_exception
     assert classify_exception(MemoryError(), "call") == "OOM"
