@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -267,6 +268,7 @@ def scrape_kagentd(kagentd, kagent, problem_dir):
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(exprs, scraped, sources, problems):

@@ -3,6 +3,7 @@ process on a Unix socket, on the CPU (Triton's interpreter), with its warm pool,
 job trial cache, prepare before measure, a screen, cancellation and release."""
 
 import json
+import shutil
 import socket
 import tempfile
 import time
@@ -37,6 +38,7 @@ def server():
     proc.terminate()
     proc.wait(timeout=30)
     log.close()
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_ping_and_bad_requests(server):
@@ -135,6 +137,7 @@ def test_a_process_started_for_a_prepare_outlives_the_request_thread():
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_broken_candidate_gets_its_verdict_in_prepare(server):
@@ -269,3 +272,4 @@ def test_sigterm_ends_the_server_at_once_after_its_cleanup():
         if proc.poll() is None:
             proc.kill()
         log.close()
+        shutil.rmtree(d, ignore_errors=True)
