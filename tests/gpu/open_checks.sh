@@ -38,7 +38,8 @@
 # $OUT receives gpu.txt, suite/ (bench_suite.sh's files and slot.txt, slot_timeline.py's
 # account), package/ (package_check.sh's), llmjob.txt and llmjob.tgz, tanh/ (wait), and
 # all.tgz (all of it: the device brings back only a few files). KAGENT_OPEN_RUN_ID names
-# the bench's run (default open-checks).
+# the bench's run (default open-checks); KAGENT_OPEN_BENCH_FLAGS adds `kagent bench` flags
+# (e.g. "--only 51_,52_" for part of the suite).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -58,7 +59,7 @@ mkdir -p "$state"
 suite() {
   echo "suite, $(left) s"
   KAGENT_BENCH_RUN_ID="${KAGENT_OPEN_RUN_ID:-open-checks}" bash tests/gpu/bench_suite.sh \
-    "$state" "$OUT/suite" $(( $(left) - 15 )) --rounds 1 --concurrency 32
+    "$state" "$OUT/suite" $(( $(left) - 15 )) --rounds 1 --concurrency 32 ${KAGENT_OPEN_BENCH_FLAGS:-}
   echo "bench_suite rc $?"; tail -3 "$OUT/suite/bench.txt"
   python3 tests/gpu/slot_timeline.py "$OUT/suite/kagentd.log.gz" > "$OUT/suite/slot.txt" 2>&1
   head -60 "$OUT/suite/slot.txt"
