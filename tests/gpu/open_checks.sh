@@ -66,28 +66,40 @@ suite() {
 }
 if [ "$mode" = suite ]; then suite; fi
 # The short checks of what changed since the last GPU run, into $OUT/preflight/; each
-# bounded by its cap and by the call's time left.
+# bounded by its cap and by the call's time left. KAGENT_SHORT_CHECKS names them, in
+# order (default "phantom accuracy adversarial").
 short_checks() {
   pf="$OUT/preflight"; mkdir -p "$pf"
   cap() { local c=$1 l=$(( $(left) - 20 )); [ "$l" -lt "$c" ] && c=$l; echo $(( c > 1 ? c : 1 )); }
-  echo "phantom_check, $(left) s"
-  timeout "$(cap 90)" python3 tests/gpu/phantom_check.py --out "$pf/phantom.json" > "$pf/phantom.txt" 2>&1
-  echo "phantom_check rc $?"; cat "$pf/phantom.txt" | cut -c1-300
-  echo "reference_accuracy, $(left) s"
-  timeout "$(cap 150)" python3 tests/gpu/reference_accuracy.py --only 60_,62_,63_ --wide \
-    --out "$pf/ra.json" > "$pf/ra.txt" 2>&1
-  echo "reference_accuracy rc $?"; tail -16 "$pf/ra.txt"
-  local adv="${KAGENT_PREFLIGHT_ADVERSARIAL:-1}"
-  if [ "$adv" != 0 ] && [ "$(left)" -gt 60 ]; then
-    # 1: the cases the timing checks touch; all: every case but the CUDA C++ build (74 s,
-    # its build not prepared in this script).
-    local sel=(--only 'case_study_row,case_study_tile32,oom_200gb,patched_clock,sleeps_when_timed,row_after_adversaries')
-    [ "$adv" = all ] && sel=(--skip cuda_load_inline)
-    echo "adversarial cases ($adv), $(left) s"
-    timeout "$(cap 240)" python3 tests/gpu/run_suite.py --server --cupti-lib .gpu/bin/libkagent_cupti.so \
-      "${sel[@]}" --json "$pf/adv.json" > "$pf/adv.txt" 2>&1
-    echo "run_suite rc $?"; tail -8 "$pf/adv.txt" | cut -c1-200
-  fi
+  local check
+  for check in ${KAGENT_SHORT_CHECKS:-phantom accuracy adversarial}; do
+    case "$check" in
+      phantom)
+        echo "phantom_check, $(left) s"
+        timeout "$(cap 90)" python3 tests/gpu/phantom_check.py --out "$pf/phantom.json" \
+          > "$pf/phantom.txt" 2>&1
+        echo "phantom_check rc $?"; cut -c1-300 "$pf/phantom.txt" ;;
+      accuracy)
+        echo "reference_accuracy, $(left) s"
+        timeout "$(cap 150)" python3 tests/gpu/reference_accuracy.py --only 60_,62_,63_ --wide \
+          --out "$pf/ra.json" > "$pf/ra.txt" 2>&1
+        echo "reference_accuracy rc $?"; tail -16 "$pf/ra.txt" ;;
+      adversarial)
+        local adv="${KAGENT_PREFLIGHT_ADVERSARIAL:-1}"
+        if [ "$adv" != 0 ] && [ "$(left)" -gt 60 ]; then
+          # 1: the cases the timing checks touch; all: every case but the CUDA C++ build
+          # (74 s, its build not prepared in this script).
+          local sel=(--only 'case_study_row,case_study_tile32,oom_200gb,patched_clock,sleeps_when_timed,row_after_adversaries')
+          [ "$adv" = all ] && sel=(--skip cuda_load_inline)
+          echo "adversarial cases ($adv), $(left) s"
+          timeout "$(cap 240)" python3 tests/gpu/run_suite.py --server \
+            --cupti-lib .gpu/bin/libkagent_cupti.so "${sel[@]}" --json "$pf/adv.json" \
+            > "$pf/adv.txt" 2>&1
+          echo "run_suite rc $?"; tail -30 "$pf/adv.txt" | cut -c1-200
+        fi ;;
+      *) echo "unknown short check $check (phantom, accuracy, adversarial)" ;;
+    esac
+  done
 }
 if [ "$mode" = preflight ]; then
   # Each check bounded, so the suite detaches in time whatever they do.
