@@ -128,6 +128,7 @@ class JobTrials:
         self.signature = None
         self.compiled = None
         self.compiled_failed = None
+        self.model64 = None       # ref64's widened copy of the model (False: none)
         # The fastest of eager and torch.compile (median ms) in this supervisor's last
         # baselines of the job; None before any (timing_checks.short_timing_reason).
         self.pytorch_best_ms = None
@@ -194,6 +195,42 @@ class JobTrials:
         if self.device == "cuda":
             torch.cuda.synchronize()
         return outs
+
+    def ref64(self, inputs):
+        """The reference's outputs on `inputs` computed in float64 (the model and the
+        floating inputs widened; its floating outputs in float64), for a wide trial where the fp32 reference itself may be off (docs/harness.md, the
+        wide trials). None when the reference cannot run so: an op without float64, a
+        floating output not in float64 (the problem fixes its dtype), no memory."""
+        import copy
+        with self.lock:
+            if self.model64 is None:
+                try:
+                    m = copy.deepcopy(self.model)
+                    self.model64 = m.double() if isinstance(m, torch.nn.Module) else m
+                except Exception as e:  # noqa: BLE001 - the problem's own module
+                    self.log.add(f"no float64 reference ({type(e).__name__}: {e})")
+                    self.model64 = False
+            if self.model64 is False:
+                return None
+            wide = [x.detach().double() if isinstance(x, torch.Tensor) and
+                    x.is_floating_point() else x for x in clone_inputs(inputs)]
+            try:
+                raw = loader.flatten_outputs(self.model64(*wide))
+                outs = [o.detach() for o in raw]
+                if self.device == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - an op without float64, no memory
+                self.log.add(f"the float64 reference failed ({type(e).__name__}: {e})")
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()
+                return None
+            finally:
+                del wide
+            if any(isinstance(o, torch.Tensor) and o.is_floating_point() and
+                   o.dtype != torch.float64 for o in outs):
+                self.log.add("the float64 reference returned a narrower float: not used")
+                return None
+            return outs
 
     def _ref_with_flags(self, inputs):
         """Outputs on a copy of `inputs`, learning once whether the reference mutates or
@@ -421,6 +458,7 @@ class JobTrials:
             self.drop_tensors()
             self.compiled = None
             self.model = None
+            self.model64 = None
             if self.refdir:
                 shutil.rmtree(self.refdir, ignore_errors=True)
                 self.refdir = None

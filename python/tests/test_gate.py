@@ -225,3 +225,18 @@ def test_privilege_drop_keeps_the_candidate_away_from_the_supervisor(monkeypatch
     finally:
         monkeypatch.undo()
         bwrap.reset_probe()
+
+
+def test_wide_trial_decided_by_the_float64_reference_where_fp32_is_off():
+    # On the wide trials the fp32 reference can be off by more than the tolerance
+    # (sin of a product in the thousands); a candidate within it of the float64 reference
+    # passes, with a warning, and one wrong on the wide inputs still fails.
+    r = measure("problem_sin_wide.py", "cand_sin_wide_exact.py")
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    warned = [w for w in r["harness"]["warnings"] if "float64 reference" in w]
+    assert any("scale10" in w for w in warned), r["harness"]["warnings"]
+    r = measure("problem_sin_wide.py", "cand_sin_wide_clamped.py")
+    assert r["verdict"] == "INCORRECT", r["correctness"]["reason"]
+    assert "wide" in r["correctness"]["reason"], r["correctness"]["reason"]
+    assert "outside the tolerance of the fp32" not in " ".join(r["harness"]["warnings"])
+
