@@ -20,9 +20,9 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW,
     acc = tl.zeros([BLOCK, BLOCK_CO], tl.float32)
     for c in range(0, C):
         x_base = (n * C + c).to(tl.int64) * H * W
-        for kh in tl.static_range(KH):
+        for kh in range(KH):
             ih = oh * SH - PH + kh * DH
-            for kw in tl.static_range(KW):
+            for kw in range(KW):
                 iw = ow * SW - PW + kw * DW
                 valid = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
                 x = tl.load(x_ptr + x_base + ih * W + iw, mask=valid, other=0.0)

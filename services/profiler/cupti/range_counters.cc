@@ -41,10 +41,26 @@ struct Collection {
   int passes_started = 0;
 };
 
-// How long the first pass's start waits out CUPTI_ERROR_HARDWARE_BUSY, and how often it
-// asks again meanwhile (range_counters.h).
+// How long the first pass's start and a configuration in begin (both with the GPU held)
+// wait out CUPTI_ERROR_HARDWARE_BUSY, how long prepare's configuration does (before the
+// GPU is held, while another process may be profiling under it), and how often each asks
+// again meanwhile (range_counters.h).
 constexpr int kFirstPassBusyWaitMs = 2000;
+constexpr int kPrepareBusyWaitMs = 30000;
 constexpr int kBusyRetryMs = 20;
+
+// Calls `call` (returning a CUptiResult) again every kBusyRetryMs while it answers
+// CUPTI_ERROR_HARDWARE_BUSY, for up to `wait_ms`; returns its last answer.
+template <typename Call>
+CUptiResult RetryWhileBusy(int wait_ms, Call call) {
+  CUptiResult result = call();
+  for (int waited = 0; result == CUPTI_ERROR_HARDWARE_BUSY && waited < wait_ms;
+       waited += kBusyRetryMs) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kBusyRetryMs));
+    result = call();
+  }
+  return result;
+}
 
 struct Api {
   std::mutex mutex;
@@ -75,8 +91,10 @@ void TearDown(Collection* c) {
 }
 
 // Initializes the profiler and builds the configuration for the context's chip and
-// counter availability.
-std::string Configure(Collection* c, const std::vector<std::string>& requested) {
+// counter availability; the availability query waits out a busy profiler (another
+// process's collection ending) for up to `busy_wait_ms`.
+std::string Configure(Collection* c, const std::vector<std::string>& requested,
+                      int busy_wait_ms) {
   CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
   if (std::string e = CuptiFailure("cuptiProfilerInitialize", cuptiProfilerInitialize(&init));
       !e.empty()) {
@@ -95,15 +113,16 @@ std::string Configure(Collection* c, const std::vector<std::string>& requested) 
   CUpti_Profiler_GetCounterAvailability_Params availability = {
       CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   availability.ctx = c->context;
+  auto query = [&availability] { return cuptiProfilerGetCounterAvailability(&availability); };
   if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability (size)",
-                             cuptiProfilerGetCounterAvailability(&availability));
+                                   RetryWhileBusy(busy_wait_ms, query));
       !e.empty()) {
     return e;
   }
   std::vector<uint8_t> image(availability.counterAvailabilityImageSize);
   availability.pCounterAvailabilityImage = image.data();
   if (std::string e = CuptiFailure("cuptiProfilerGetCounterAvailability",
-                             cuptiProfilerGetCounterAvailability(&availability));
+                                   RetryWhileBusy(busy_wait_ms, query));
       !e.empty()) {
     return e;
   }
@@ -119,10 +138,10 @@ CUcontext CurrentContext() {
 // A new collection on `context`, configured for `requested` (Configure); null, with
 // `*error` set and nothing left initialized, when that failed.
 Collection* NewConfigured(CUcontext context, const std::vector<std::string>& requested,
-                          std::string* error) {
+                          int busy_wait_ms, std::string* error) {
   auto* c = new Collection();
   c->context = context;
-  *error = Configure(c, requested);
+  *error = Configure(c, requested, busy_wait_ms);
   if (error->empty()) return c;
   TearDown(c);
   return nullptr;
@@ -286,7 +305,8 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_prepare(const char* metrics_csv) {
     api.error = "no current CUDA context on this thread";
     return -1;
   }
-  Collection* c = kagent::cupti::NewConfigured(context, requested, &api.error);
+  Collection* c = kagent::cupti::NewConfigured(context, requested,
+                                               kagent::cupti::kPrepareBusyWaitMs, &api.error);
   if (c == nullptr) return -1;
   api.prepared = c;
   api.prepared_metrics = metrics_csv;
@@ -327,7 +347,8 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_begin_replay(const char* metrics_c
       kagent::cupti::TearDown(api.prepared);
       api.prepared = nullptr;
     }
-    api.active = kagent::cupti::NewConfigured(context, requested, &error);
+    api.active = kagent::cupti::NewConfigured(context, requested,
+                                              kagent::cupti::kFirstPassBusyWaitMs, &error);
   }
   if (error.empty()) {
     error = kagent::cupti::EnableProfiler(api.active, max_ranges, kernel_replay != 0);
@@ -345,15 +366,12 @@ KAGENT_CUPTI_EXPORT int kagent_cupti_counters_pass_begin(void) {
   if (c->all_submitted) return Finish(api, "every pass was already submitted", 0);
   CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
   start.pRangeProfilerObject = c->profiler;
-  CUptiResult result = cuptiRangeProfilerStart(&start);
-  for (int waited = 0; result == CUPTI_ERROR_HARDWARE_BUSY && c->passes_started == 0 &&
-                       waited < kagent::cupti::kFirstPassBusyWaitMs;
-       waited += kagent::cupti::kBusyRetryMs) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(kagent::cupti::kBusyRetryMs));
-    start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = c->profiler;
-    result = cuptiRangeProfilerStart(&start);
-  }
+  const CUptiResult result = kagent::cupti::RetryWhileBusy(
+      c->passes_started == 0 ? kagent::cupti::kFirstPassBusyWaitMs : 0, [&start, c] {
+        start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+        start.pRangeProfilerObject = c->profiler;
+        return cuptiRangeProfilerStart(&start);
+      });
   std::string error = CuptiFailure("cuptiRangeProfilerStart", result);
   if (result == CUPTI_ERROR_HARDWARE_BUSY && c->passes_started == 0) {
     error += " (still busy after " + std::to_string(kagent::cupti::kFirstPassBusyWaitMs) + " ms)";

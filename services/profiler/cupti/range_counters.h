@@ -17,7 +17,12 @@
 //       that the GPU would otherwise be held for). A begin with the same metrics_csv on
 //       the same context then only enables the profiler; one with others configures
 //       anew. Returns the number of passes (> 0), or -1 (and nothing kept). A prepare
-//       replaces an earlier one; refused while a collection runs.
+//       replaces an earlier one; refused while a collection runs. Its counter
+//       availability query waits out CUPTI_ERROR_HARDWARE_BUSY for up to
+//       kPrepareBusyWaitMs (30 s): before the GPU is held, another process may be
+//       profiling under it; a begin that must configure waits up to kFirstPassBusyWaitMs
+//       (2 of 44 profiles of the H100 suite's second half, session 26, failed so: their
+//       prepare had not configured and begin found the previous profile's profiler busy).
 //   int kagent_cupti_counters_begin_replay(const char* metrics_csv, int max_ranges,
 //                                          int kernel_replay)
 //       begin, with kernel replay when `kernel_replay` != 0: CUPTI replays each kernel
