@@ -151,6 +151,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.device = resolve_device(req)
         req.apply_floors(self.device, log)
         self.env = env or Env.one_shot(self.device, log)
+        self.one_shot = env is None   # its Env ends with this request (finish)
         self.job_id = job_id
         self.prepared = prepared
         self.result = {
@@ -311,6 +312,9 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         if self.job is not None:
             self.env.cache.done(self.job)
             self.job = None
+        if self.one_shot:
+            # Whatever process a failure path left active goes with its workdir.
+            self.env.pool.close()
         self.release_device_memory()
         now = time.monotonic()
         if self.device == "cuda":

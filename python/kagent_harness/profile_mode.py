@@ -45,7 +45,7 @@ class ProfileMixin:
                "log": ""}
         try:
             spec = ChildSpec.for_request(req, self.device, trace=False)
-            from kagent_harness.pool import spawn
+            from kagent_harness.pool import discard, spawn
             for attempt in range(1, PROFILE_START_ATTEMPTS + 1):
                 self.use_child(spawn(spec, self.log, req.timeout_s, req.memory_limit_mb,
                                      keep_injection=True, extra_env=req.child_env))
@@ -66,6 +66,7 @@ class ProfileMixin:
                     self.log.add(f"{f.reason}: a new process (attempt {attempt + 1} of "
                                  f"{PROFILE_START_ATTEMPTS})")
                     self.child.kill()
+                    discard(self.child)  # its workdir too
             if gate is not None:
                 self.compile_dry_run(self.child, req.language)
                 if req.cupti_counters and self.device == "cuda":

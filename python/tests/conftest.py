@@ -69,3 +69,12 @@ def start_server(d, extra_args=(), env=None, wait=True, cache_mb=64):
         assert time.monotonic() < deadline, "the server did not answer within 120 s"
         time.sleep(0.5)
     return path, proc, log
+
+
+def workdirs_of_this_process():
+    """The private directories (sandbox.make_workdir) this process has now."""
+    import glob
+    import tempfile
+    return {p for base in ("/dev/shm", tempfile.gettempdir())
+            for p in glob.glob(os.path.join(base, f"kagent-{os.getpid()}-*"))}
+

@@ -220,6 +220,8 @@ def test_a_profiled_process_whose_sandbox_failed_is_started_again(monkeypatch):
                                "kagent-x: No such file or directory")
         return real(self, *a, **k)
     monkeypatch.setattr(M.Supervisor, "start_child", flaky)
+    from conftest import workdirs_of_this_process
+    before = workdirs_of_this_process()
     req = P.Request(dict(FAST, problem_source=read("problem_relu_add.py"),
                          kernel_source=read("cand_relu_add_good.py"), profile_iters=2),
                     mode="profile")
@@ -230,3 +232,5 @@ def test_a_profiled_process_whose_sandbox_failed_is_started_again(monkeypatch):
     fails["left"] = profile_mode.PROFILE_START_ATTEMPTS
     res = M.Supervisor(req, P.Log()).run_profile()
     assert not res["ok"] and res["verdict"] == P.CRASH and "remount" in res["reason"]
+    # The processes started again left no workdir behind.
+    assert workdirs_of_this_process() <= before

@@ -459,15 +459,10 @@ def test_workdirs_of_supervisors_no_longer_running_are_swept(tmp_path):
 def test_a_pool_leaves_no_workdir_behind():
     # Retired processes are reaped on threads of their own; close() waits for them and
     # for a start in flight, so nothing of the pool's stays on /dev/shm or /tmp.
-    import glob
     import os
-    import tempfile
+    from conftest import workdirs_of_this_process as mine
     from kagent_harness import protocol as P
     from kagent_harness.pool import ChildPool, ChildSpec
-
-    def mine():
-        return {p for base in ("/dev/shm", tempfile.gettempdir())
-                for p in glob.glob(os.path.join(base, f"kagent-{os.getpid()}-*"))}
     before = mine()
     pool = ChildPool(ChildSpec("cpu", sandbox="best-effort"), 1, P.Log())
     taken = []
