@@ -138,6 +138,9 @@ void PrintJob(const v1::Job& j, std::ostream& out) {
                              FormatVersus(med > 0 ? m.compiled().median_ms() / med : 0,
                                           "torch.compile"));
     }
+    // What the harness said a user should know about the final run (a wide trial passed
+    // only against the float64 reference, ...).
+    for (const std::string& w : b.warnings()) out << "  warning         " << w << "\n";
     out << "  lineage: ";
     for (int i = 0; i < r.lineage_size(); ++i) out << (i ? " -> " : "") << r.lineage(i);
     out << "\n  source: kagent get " << j.id() << " --kernel-out best.py   or   kagent export "

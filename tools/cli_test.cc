@@ -256,6 +256,24 @@ v1::Job FinishedJob(const std::string& best_id) {
   return job;
 }
 
+TEST_CASE("cli: get shows the final run's harness warnings, one line each") {
+  v1::Job job = FinishedJob("job-9-c0");
+  std::ostringstream none;
+  cli::PrintJob(job, none);
+  CHECK(none.str().find("warning") == std::string::npos);
+  v1::Measurement* b = job.mutable_result()->mutable_best_measurement();
+  b->add_checks("gate: 11 trials passed");
+  b->add_warnings("trial scale10 (wide): within it of the float64 reference");
+  b->add_warnings("the starting kernel is wrong on the timing inputs (not timed)");
+  std::ostringstream two;
+  cli::PrintJob(job, two);
+  INFO(two.str());
+  CHECK(two.str().find("  warning         trial scale10 (wide): within it of the float64 "
+                       "reference\n  warning         the starting kernel is wrong") !=
+        std::string::npos);
+  CHECK(two.str().find("11 trials") == std::string::npos);  // checks are not warnings
+}
+
 TEST_CASE("cli: get never shows a 0 ms starting kernel or a made-up ratio") {
   // The best is the starting kernel: its final figures are its baseline run's, which
   // timed no reference kernel beside it.

@@ -98,6 +98,16 @@ kagent::v1::OpSignature SignatureFromJson(const nlohmann::json& json) {
   return signature;
 }
 
+// The longest prefix of `s` of at most `n` bytes that ends on a UTF-8 character boundary
+// (a JSON string must stay valid UTF-8).
+std::string Utf8Prefix(const std::string& s, int n) {
+  size_t end = std::min(s.size(), static_cast<size_t>(n));
+  while (end > 0 && end < s.size() && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return s.substr(0, end);
+}
+
 }  // namespace
 
 std::vector<std::string> HarnessArgv(const std::string& python, const std::string& mode,
@@ -252,6 +262,20 @@ absl::StatusOr<v1::Measurement> MeasurementFromHarnessJson(const nlohmann::json&
         if (ms.is_number()) phases[name] = ms;
       }
       m["phases_ms"] = std::move(phases);
+    }
+    for (const char* k : {"checks", "warnings"}) {
+      if (!h.contains(k) || !h[k].is_array()) continue;
+      nlohmann::json notes = nlohmann::json::array();
+      for (const auto& note : h[k]) {
+        if (!note.is_string()) continue;
+        if (notes.size() == static_cast<size_t>(kMaxHarnessNotes)) break;
+        std::string text = note.get<std::string>();
+        if (text.size() > static_cast<size_t>(kMaxHarnessNoteChars)) {
+          text = Utf8Prefix(text, kMaxHarnessNoteChars) + "...";
+        }
+        notes.push_back(std::move(text));
+      }
+      m[k] = std::move(notes);
     }
   }
   std::string reason = StringField(a, "reason");

@@ -61,6 +61,11 @@ std::string LargestPhases(const google::protobuf::Map<std::string, double>& phas
 // How many phases a worker's task line carries: all a harness run names (about 30), so
 // that a run's log accounts for the held seconds (tests/gpu/slot_timeline.py --phases).
 inline constexpr int kLoggedPhases = 64;
+// Bounds on the harness's checks and warnings a Measurement keeps (Measurement.checks,
+// .warnings): entries, and characters per entry (longer ones are cut at a character
+// boundary and end in "...").
+inline constexpr int kMaxHarnessNotes = 32;
+inline constexpr int kMaxHarnessNoteChars = 600;
 
 // What a prepare or prepare_screen answer says.
 struct PrepareAnswer {

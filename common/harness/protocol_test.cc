@@ -62,6 +62,30 @@ TEST_CASE("harness JSON: the phases' milliseconds come through, other entries do
   CHECK(m->phases_ms().empty());
 }
 
+TEST_CASE("harness JSON: checks and warnings come through, bounded, strings only") {
+  nlohmann::json j = {{"verdict", "CORRECT"}};
+  nlohmann::json checks = nlohmann::json::array({"gate: 11 trials passed", 3});
+  for (int i = 0; i < kMaxHarnessNotes + 5; ++i) checks.push_back("check " + std::to_string(i));
+  // A long warning whose cut point falls inside a two-byte character (U+00E9).
+  std::string long_warning(kMaxHarnessNoteChars - 1, 'w');
+  long_warning += "\xc3\xa9 and more";
+  j["harness"] = {{"checks", checks},
+                  {"warnings", {"trial scale10 (wide): within it of the float64 reference",
+                                long_warning}}};
+  auto m = MeasurementFromHarnessJson(j);
+  REQUIRE(m.ok());
+  REQUIRE(m->checks_size() == kMaxHarnessNotes);
+  CHECK(m->checks(0) == "gate: 11 trials passed");
+  CHECK(m->checks(1) == "check 0");  // the number was not a note
+  REQUIRE(m->warnings_size() == 2);
+  CHECK(m->warnings(0) == "trial scale10 (wide): within it of the float64 reference");
+  CHECK(m->warnings(1) == std::string(kMaxHarnessNoteChars - 1, 'w') + "...");
+  j["harness"]["warnings"] = "not a list";
+  m = MeasurementFromHarnessJson(j);
+  REQUIRE(m.ok());
+  CHECK(m->warnings().empty());
+}
+
 TEST_CASE("harness request: the op signature is skipped only when asked") {
   v1::MeasureRequest r = TritonMeasureRequest();
   auto j = HarnessRequestFor(r);

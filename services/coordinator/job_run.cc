@@ -606,6 +606,7 @@ absl::Status JobRun::EnsureDiagnosed(int round, v1::Candidate& c,
     d.mutable_measurement()->clear_log();
     d.mutable_measurement()->clear_op_signature();
     d.mutable_measurement()->clear_phases_ms();
+    d.mutable_measurement()->clear_checks();
     d.set_job_id(job_id_);
     SetLlmBudgetLeft(d);
     SetLlmAgents(d);

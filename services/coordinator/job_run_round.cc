@@ -234,6 +234,7 @@ JobRun::Stop JobRun::DiagnoseBeam(std::vector<v1::Candidate>& beam, v1::PlanRoun
       be->mutable_measurement()->clear_log();
       be->mutable_measurement()->clear_op_signature();
       be->mutable_measurement()->clear_phases_ms();
+      be->mutable_measurement()->clear_checks();
     }
     if (c.has_report()) *be->mutable_report() = c.report();
   }
@@ -273,6 +274,7 @@ JobRun::Stop JobRun::Generate(int round, const v1::RoundPlan& plan,
       m.clear_log();
       m.clear_op_signature();
       m.clear_phases_ms();
+      m.clear_checks();
     }
     if (c.has_metrics()) {
       v1::HardwareMetrics& hm = (*g.mutable_parent_metrics())[c.id()];
