@@ -151,14 +151,23 @@ def netns_prefix(log):
 def make_workdir(base=None):
     """A private 0700 directory, on /dev/shm when it has room (input files are big), in
     a place the dropped user can reach (bwrap.scratch_base). Its name carries this
-    process's pid (kagent-<pid>-*), so that sweep_stale_workdirs can tell a dead
-    supervisor's leftovers from a live one's."""
+    process's pid and PID namespace (kagent-<pid>-p<namespace>-*), so that
+    sweep_stale_workdirs can tell a dead supervisor's leftovers from a live one's."""
     import tempfile
     if base is None:
         base = bwrap.scratch_base(need_bytes=16 * 1024**3)
-    d = tempfile.mkdtemp(prefix=f"kagent-{os.getpid()}-", dir=base)
+    d = tempfile.mkdtemp(prefix=f"kagent-{os.getpid()}-p{_pid_namespace()}-", dir=base)
     os.chmod(d, 0o700)
     return d
+
+
+def _pid_namespace():
+    """This process's PID namespace (its /proc/self/ns/pid inode), 0 when unknown: a pid
+    means something only within it (containers sharing /dev/shm do not share pids)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _pid_alive(pid):
@@ -173,8 +182,9 @@ def _pid_alive(pid):
 
 def sweep_stale_workdirs(log=None, bases=None, min_age_s=60.0):
     """Removes the private directories (make_workdir) that supervisors now gone left
-    behind: a kagent-<pid>-* entry of the scratch places whose pid no process has and
-    that nothing changed for `min_age_s`. A supervisor killed with SIGKILL, or one whose
+    behind: a kagent-<pid>-p<namespace>-* entry of the scratch places, made in this
+    process's PID namespace, whose pid no process has and that nothing changed for
+    `min_age_s`. A supervisor killed with SIGKILL, or one whose
     background reaping was cut short at its exit, leaves its candidates' workdirs; on
     /dev/shm they hold RAM, and profile mode hides each one with a bwrap argument (with
     thousands, bwrap refuses its command line). Entries of another form are left alone.
@@ -182,15 +192,16 @@ def sweep_stale_workdirs(log=None, bases=None, min_age_s=60.0):
     import tempfile
     if bases is None:
         bases = sorted({"/dev/shm", tempfile.gettempdir()})
-    removed, now = 0, time.time()
+    removed, now, ns = 0, time.time(), f"p{_pid_namespace()}"
     for base in bases:
         try:
             names = os.listdir(base)
         except OSError:
             continue
         for n in names:
-            parts = n.split("-", 2)
-            if len(parts) != 3 or parts[0] != "kagent" or not parts[1].isdigit():
+            parts = n.split("-", 3)
+            if len(parts) != 4 or parts[0] != "kagent" or not parts[1].isdigit() or \
+                    parts[2] != ns or ns == "p0":
                 continue
             p = os.path.join(base, n)
             try:

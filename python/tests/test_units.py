@@ -432,9 +432,14 @@ def test_workdirs_of_supervisors_no_longer_running_are_swept(tmp_path):
     p.wait()
     dead = p.pid
     old = 1_000_000_000  # 2001: long unchanged
+    ns = "p%d" % os.stat("/proc/self/ns/pid").st_ino
     made = {}
-    for name in (f"kagent-{dead}-gone", f"kagent-{dead}-fresh", f"kagent-{os.getpid()}-mine",
-                 "kagent-noowner", f"kagent-{dead}-afile", f"other-{dead}-x"):
+    # Only a directory of this PID namespace, of a pid no process has, unchanged for a
+    # while, goes: not another namespace's (a container sharing /dev/shm), not a file.
+    for name in (f"kagent-{dead}-{ns}-gone", f"kagent-{dead}-{ns}-fresh",
+                 f"kagent-{os.getpid()}-{ns}-mine", "kagent-noowner",
+                 f"kagent-{dead}-p1-otherns", f"kagent-{dead}-{ns}-afile",
+                 f"other-{dead}-{ns}-x"):
         path = tmp_path / name
         if name.endswith("afile"):
             path.write_text("x")
@@ -445,10 +450,10 @@ def test_workdirs_of_supervisors_no_longer_running_are_swept(tmp_path):
             os.utime(path, (old, old))
         made[name] = path
     own = make_workdir(base=str(tmp_path))
-    assert os.path.basename(own).startswith(f"kagent-{os.getpid()}-")
+    assert os.path.basename(own).startswith(f"kagent-{os.getpid()}-{ns}-")
     os.utime(own, (old, old))
     assert sweep_stale_workdirs(bases=[str(tmp_path)]) == 1
-    assert not made[f"kagent-{dead}-gone"].exists()
+    assert not made[f"kagent-{dead}-{ns}-gone"].exists()
     for name, path in made.items():
         assert path.exists() or name.endswith("gone"), name
     assert os.path.isdir(own)
