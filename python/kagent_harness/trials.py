@@ -198,9 +198,10 @@ class JobTrials:
 
     def ref64(self, inputs):
         """The reference's outputs on `inputs` computed in float64 (the model and the
-        floating inputs widened; its floating outputs in float64), for a wide trial where the fp32 reference itself may be off (docs/harness.md, the
-        wide trials). None when the reference cannot run so: an op without float64, a
-        floating output not in float64 (the problem fixes its dtype), no memory."""
+        floating inputs widened; its floating outputs in float64), for a wide trial where
+        the fp32 reference itself may be off (docs/harness.md, the wide trials). None
+        when the reference cannot run so: an op without float64, a floating output not
+        in float64 (the problem fixes its dtype), no memory."""
         import copy
         with self.lock:
             if self.model64 is None:
@@ -212,9 +213,13 @@ class JobTrials:
                     self.model64 = False
             if self.model64 is False:
                 return None
-            wide = [x.detach().double() if isinstance(x, torch.Tensor) and
-                    x.is_floating_point() else x for x in clone_inputs(inputs)]
+            wide = None
             try:
+                # Widening copies the floating inputs (the kept ones stay untouched); the
+                # others are cloned, in case the reference writes them.
+                wide = [(x.detach().to(torch.float64, copy=True) if x.is_floating_point()
+                         else x.clone())
+                        if isinstance(x, torch.Tensor) else x for x in inputs]
                 raw = loader.flatten_outputs(self.model64(*wide))
                 outs = [o.detach() for o in raw]
                 if self.device == "cuda":

@@ -350,3 +350,26 @@ def test_out_of_device_memory_in_the_supervisor_drops_idle_jobs_trials(monkeypat
     r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=True)
     assert r["verdict"] == "INFRA_ERROR" and "OutOfMemoryError" in r["correctness"]["reason"]
     assert shed == [1] and "dropped 3 MiB of idle jobs' kept trials" in r["log"], r["log"][-800:]
+
+
+def test_the_float64_reference_never_writes_the_kept_inputs():
+    # ref64 widens the floating inputs into copies and clones the others: a reference
+    # that writes its inputs in place leaves the job's kept trial inputs as they were,
+    # float64 ones included (widening those would hand back the same tensor).
+    import torch
+    from kagent_harness import protocol as P
+    from kagent_harness.trials import TrialCache
+    cache = TrialCache(1 << 40, P.Log())
+    req = P.Request({"problem_source": read("problem_scale_inplace_f64.py"), "device": "cpu"})
+    jt, _ = cache.get(req, "job-f64", "cpu", P.Log())
+    jt.load()
+    t = jt.timing_trial()
+    inputs = jt.inputs_of(t)
+    before = [x.clone() for x in inputs]
+    out = jt.ref64(inputs)
+    assert out is not None and out[0].dtype == torch.float64
+    assert torch.equal(out[0], before[0] * 3.0)
+    assert all(torch.equal(a, b) for a, b in zip(inputs, before))
+    cache.done(jt)
+    cache.close()
+
