@@ -53,6 +53,31 @@ def tree(pid):
     return seen
 
 
+def start_time(pid):
+    """pid's start time in clock ticks since boot (field 22 of /proc/pid/stat), with its
+    state: (ticks, "R"/"S"/"Z"/...), or None when it is gone or unreadable. The start
+    time tells a process from a later one that was given the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces and ')'.
+    fields = text[text.rfind(")") + 2:].split()
+    try:
+        return int(fields[19]), fields[0]
+    except (IndexError, ValueError):
+        return None
+
+
+def exited(pid, started):
+    """Whether the process `pid` that started at `started` (start_time's ticks) has
+    exited: gone, a zombie (its files, a GPU context's among them, are released before
+    a process becomes one), or the pid now names a later process."""
+    now = start_time(pid)
+    return now is None or now[1] in ("Z", "X") or now[0] != started
+
+
 def scratch_usage(path, max_entries=200000):
     """(bytes allocated, entries) under path, without following links; stops counting
     entries at max_entries."""

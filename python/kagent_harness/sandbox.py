@@ -511,6 +511,30 @@ class Child:
             except ProcessLookupError:
                 pass
 
+    def end(self, timeout_s=10.0):
+        """Kills the sandbox's processes (kill) and waits until every one of them has
+        exited (procfs.exited: a zombie has released its files, its CUDA context with
+        them, so no GPU work of it is left), at most `timeout_s`. What close does
+        without the candidate's own clean exit (its interpreter's shutdown, the tracer's
+        flush: most of a second on the H100). Returns whether they all exited in time;
+        the process stays for close/retire to reap."""
+        if self.proc is None:
+            return True
+        procs = []
+        for pid in self._sandbox_pids():
+            st = procfs.start_time(pid)
+            if st is not None:
+                procs.append((pid, st[0]))
+        self.kill()
+        end = time.monotonic() + timeout_s
+        while True:
+            procs = [(p, t) for p, t in procs if not procfs.exited(p, t)]
+            if not procs:
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.002)
+
     @property
     def deadline(self):
         """When the process's time runs out: the time set, moved on by every stop since."""

@@ -75,6 +75,9 @@ def test_candidate_process_is_gone_before_the_starting_kernel_runs(monkeypatch):
     assert r["verdict"] == "CORRECT"
     assert len(seen) == 1 and seen[0] is not None  # exited before the start was timed
     assert r["reference_kernel"]["count"] == 3
+    # Killed and waited for, not asked to exit (its interpreter's shutdown is not the
+    # GPU's time).
+    assert "the candidate's process ended" in r["harness"]["phases_ms"]
 
 
 def test_wrong_starting_kernel_is_not_timed_and_does_not_fail_the_candidate():

@@ -287,6 +287,50 @@ def test_quiet_stops_every_process_of_a_sandbox():
         pool.retire(child)
 
 
+def test_end_returns_once_every_process_of_the_sandbox_has_exited():
+    # The final run ends the candidate's process this way before the starting kernel is
+    # timed: nothing of the sandbox may still run when end() returns True.
+    from kagent_harness import procfs
+    from kagent_harness import protocol as P
+    from kagent_harness.pool import ChildSpec, spawn
+    child = spawn(ChildSpec("cpu"), P.Log(), 60, 4096)
+    try:
+        deadline = time.monotonic() + 30
+        while len(child._sandbox_pids()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        procs = [(p, procfs.start_time(p)) for p in child._sandbox_pids()]
+        assert len(procs) >= 3 and all(st is not None for _, st in procs), procs
+        t0 = time.monotonic()
+        assert child.end(timeout_s=10.0)
+        assert time.monotonic() - t0 < 10.0
+        for pid, (started, _) in procs:
+            assert procfs.exited(pid, started), (pid, procfs.start_time(pid))
+        assert child.end(timeout_s=0.0)  # nothing left: at once
+    finally:
+        child.close()
+
+
+def test_exited_tells_a_live_process_from_a_zombie_and_a_reused_pid():
+    from kagent_harness import procfs
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started, state = procfs.start_time(p.pid)
+        assert state in ("R", "S", "D")
+        assert not procfs.exited(p.pid, started)
+        assert procfs.exited(p.pid, started + 1)  # another process given the same pid
+        p.kill()
+        deadline = time.monotonic() + 10
+        while not procfs.exited(p.pid, started) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert procfs.exited(p.pid, started)  # a zombie until reaped
+        assert procfs.start_time(p.pid)[1] == "Z"
+    finally:
+        p.kill()
+        p.wait()
+    assert procfs.exited(p.pid, started)
+    assert procfs.start_time(p.pid) is None
+
+
 # -- the start-time probe ---------------------------------------------------------------
 def _path_without_bwrap(d):
     bin_dir = os.path.join(d, "bin")
