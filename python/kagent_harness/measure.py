@@ -178,6 +178,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.workdir = None
         self.rk_child = None   # the starting kernel's process, taken early
         self.rk_ready = None   # its "ready" reply when it was prepared
+        self.ahead = None      # torch.compile compiling beside the gate (compile_ahead.py)
         self.child = None
         self.trace_path = None
         self.triton_hook = False
@@ -250,9 +251,11 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.log.add(f"op signature not recorded: {e!r}")
         try:
             if req.baselines:
+                from kagent_harness.compile_ahead import wanted
                 with self.phases("baselines"):
                     with self.env.quiet():
-                        self.time_baselines()
+                        self.time_baselines(compile_ahead=bool(req.kernel_source) and
+                                            wanted(self.device))
             if not req.kernel_source:
                 self.result["verdict"] = P.CORRECT if (self.result["eager"] or
                                                        self.result["compiled"]) else P.INFRA_ERROR
@@ -261,14 +264,27 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.result["correctness"]["reason"] = self.result["correctness"]["reason"] or \
                     "no candidate: baselines only"
                 return self.finish(t_start)
-            self.run_candidate()
+            try:
+                self.run_candidate()
+            finally:
+                if self.ahead is not None:
+                    # torch.compile was compiled while the candidate was gated and timed:
+                    # its baseline is timed now, whatever the candidate's verdict.
+                    self.finish_compiled_baseline()
             if req.reference_kernel_source and req.time_candidate:
-                # The candidate's process is done; it is closed before the starting kernel
-                # runs, so nothing it left running (a thread keeping the GPU busy) can slow
-                # the start and inflate the speedup over it.
-                self.child.close()
-                with self.phases("starting kernel"):
-                    self.time_reference_kernel()
+                # The candidate's process is done; it has ended (killed, every process of
+                # its sandbox exited) before the starting kernel runs, so nothing it left
+                # running (a thread or a kernel keeping the GPU busy) can slow the start
+                # and inflate the speedup over it.
+                with self.phases("the candidate's process ended"):
+                    ended = self.child.end()
+                if ended:
+                    with self.phases("starting kernel"):
+                        self.time_reference_kernel()
+                else:
+                    self.result["harness"]["warnings"].append(
+                        "the starting kernel could not be timed: the candidate's process "
+                        "did not end within 10 s of SIGKILL")
         except Rejection as r:
             self.result["verdict"] = r.verdict
             self.result["correctness"]["reason"] = r.reason
@@ -426,27 +442,62 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             torch.cuda.empty_cache()
 
     # -- baselines ----------------------------------------------------------------------
-    def time_baselines(self):
+    def time_baselines(self, compile_ahead=False):
+        """Times eager and torch.compile on the timing inputs. With `compile_ahead` (a
+        request that gates and times a candidate next, compile_ahead.wanted), a
+        torch.compile not yet compiled for this job is compiled on a thread while that
+        happens (compile_ahead.py) and timed by finish_compiled_baseline afterwards;
+        self.ahead is then set."""
         req = self.req
         inputs = self.timing_inputs()
+        if "eager" in req.baselines:
+            self._time_baseline(lambda: self.model(*inputs), "eager")
+        if "compiled" in req.baselines:
+            if compile_ahead and self.job.compiled is None:
+                from kagent_harness.compile_ahead import CompileAhead
+                try:
+                    self.ahead = CompileAhead(self.model, inputs, self.device)
+                except Exception as e:  # noqa: BLE001 - no stand-ins: compiled here
+                    self.log.add(f"torch.compile not compiled ahead ({type(e).__name__}: "
+                                 f"{e}): compiled in the slot")
+            if self.ahead is None:
+                self._time_compiled(inputs)
+        self._pytorch_best()
+
+    def finish_compiled_baseline(self):
+        """torch.compile's check and timing after its compilation ahead (time_baselines);
+        what it costs the slot beyond that compilation is in the phases."""
+        ahead, self.ahead = self.ahead, None
+        with self.phases("baselines"):
+            with self.phases("baselines: torch.compile's compilation ahead, waited for"):
+                ahead.join()
+            self.phases.add("baselines: torch.compile's compilation ahead (beside the gate)",
+                            ahead.seconds * 1e3)
+            if ahead.error:
+                self.log.add(f"torch.compile's compilation ahead failed ({ahead.error}): "
+                             "compiled on its first call")
+            if getattr(self, "cancelled", False):
+                return
+            with self.env.quiet():
+                self._time_compiled(self.timing_inputs(), ahead=not ahead.error)
+        self._pytorch_best()
+
+    def _time_baseline(self, fn, label):
+        req = self.req
         flush = l2_flush_bytes(self.device) if req.flush_l2 else 0
-        model = self.model
-
-        def run(fn, label):
-            with self.phases(f"baselines: {label} first call"):
-                fn()  # outside the protocol (compilation for torch.compile)
-            with self.phases(f"baselines: {label} timing"):
-                res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
-                                    req.warmup_ms, flush, budget_ms=req.timing_budget_ms)
-            self.result[label] = P.timing_stats(res["times_ms"])
-            self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
-                P.median(res["issue_ms"])
-            self.log.add(f"{label}: median {self.result[label]['median_ms']:.4f} ms over "
-                         f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls, "
-                         f"host issue {P.median(res['issue_ms']):.4f} ms hidden behind a "
-                         f"{res['spin_us']:.0f} us spin)")
-
-        def do_bench(fn, label):
+        with self.phases(f"baselines: {label} first call"):
+            fn()  # outside the protocol (compilation for torch.compile)
+        with self.phases(f"baselines: {label} timing"):
+            res = time_callable(fn, self.device, req.timing_reps, req.warmup_iters,
+                                req.warmup_ms, flush, budget_ms=req.timing_budget_ms)
+        self.result[label] = P.timing_stats(res["times_ms"])
+        self.result["harness"].setdefault("host_issue_median_ms", {})[label] = \
+            P.median(res["issue_ms"])
+        self.log.add(f"{label}: median {self.result[label]['median_ms']:.4f} ms over "
+                     f"{len(res['times_ms'])} reps ({res['warmup_calls']} warm-up calls, "
+                     f"host issue {P.median(res['issue_ms']):.4f} ms hidden behind a "
+                     f"{res['spin_us']:.0f} us spin)")
+        if req.do_bench_check and self.device == "cuda":
             # An independent reference measurement (Triton's own protocol) for audits.
             try:
                 import triton.testing
@@ -455,34 +506,36 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             except Exception as e:  # noqa: BLE001
                 self.result["harness"]["warnings"].append(f"do_bench failed: {e}")
 
-        if "eager" in req.baselines:
-            run(lambda: model(*inputs), "eager")
-            if req.do_bench_check and self.device == "cuda":
-                do_bench(lambda: model(*inputs), "eager")
-        if "compiled" in req.baselines:
-            try:
-                with self.phases("baselines: compiled compilation and check"):
-                    compiled = self.job.compiled
-                    if compiled is None:
-                        compiled = torch.compile(model, mode="default", dynamic=False)
-                    ref_out = self.ref([x.clone() if isinstance(x, torch.Tensor) else x
-                                        for x in inputs])
-                    got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
-                    self.job.compiled = compiled
-                atol, rtol = tolerances(ref_out, req.atol, req.rtol)
-                c = compare(ref_out, got, atol, rtol)
-                if not c["ok"]:
-                    self.result["harness"]["warnings"].append(
-                        "torch.compile output differs from eager: " + c["reason"])
-                run(lambda: compiled(*inputs), "compiled")
-                if req.do_bench_check and self.device == "cuda":
-                    do_bench(lambda: compiled(*inputs), "compiled")
-            except Exception as e:  # noqa: BLE001
-                self.log.add(f"torch.compile baseline failed: {type(e).__name__}: {e}")
-                self.result["harness"]["warnings"].append(f"torch.compile failed: {e}")
-                self.result["compiled"] = None
-        # The job's fastest PyTorch path, for the short protocol of hopeless candidates
-        # (timing_checks.py).
+    def _time_compiled(self, inputs, ahead=False):
+        from kagent_harness import compile_ahead
+        req = self.req
+        try:
+            with self.phases("baselines: compiled compilation and check"):
+                compiled = self.job.compiled
+                if compiled is None:
+                    compiled = compile_ahead.compiled_module(self.model)
+                ref_out = self.ref([x.clone() if isinstance(x, torch.Tensor) else x
+                                    for x in inputs])
+                before = compile_ahead.compiles()
+                got = [o.detach() for o in loader.flatten_outputs(compiled(*inputs))]
+                self.job.compiled = compiled
+            if ahead and compile_ahead.compiles() > before:
+                self.log.add("torch.compile compiled again on its first real call: the "
+                             "compilation ahead did not serve it")
+            atol, rtol = tolerances(ref_out, req.atol, req.rtol)
+            c = compare(ref_out, got, atol, rtol)
+            if not c["ok"]:
+                self.result["harness"]["warnings"].append(
+                    "torch.compile output differs from eager: " + c["reason"])
+            self._time_baseline(lambda: compiled(*inputs), "compiled")
+        except Exception as e:  # noqa: BLE001
+            self.log.add(f"torch.compile baseline failed: {type(e).__name__}: {e}")
+            self.result["harness"]["warnings"].append(f"torch.compile failed: {e}")
+            self.result["compiled"] = None
+
+    def _pytorch_best(self):
+        # The job's fastest PyTorch path so far, for the short protocol of hopeless
+        # candidates (timing_checks.py).
         medians = [self.result[k]["median_ms"] for k in ("eager", "compiled")
                    if self.result.get(k)]
         if medians:
