@@ -121,6 +121,11 @@ def _gpu_index(req):
     return int(first) if first.isdigit() else 0
 
 
+# The longest a baseline waits for torch.compile's compilation ahead (compile_ahead.py)
+# once its kernel is gated and timed; KernelBench-sized problems compile in 1-10 s.
+AHEAD_WAIT_S = 300.0
+
+
 class Env:
     """What supervisors of one process share: the trial cache, the candidate processes
     (warm pool, active ones) and the private CUDA memory pool for IPC. Thread-safe."""
@@ -470,7 +475,17 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         ahead, self.ahead = self.ahead, None
         with self.phases("baselines"):
             with self.phases("baselines: torch.compile's compilation ahead, waited for"):
-                ahead.join()
+                ended = ahead.join(timeout=AHEAD_WAIT_S)
+            if not ended:
+                # Still compiling (a compilation this long would have held the slot as
+                # long without the thread): no torch.compile baseline rather than a
+                # second compilation racing the first.
+                self.log.add(f"torch.compile's compilation ahead did not end within "
+                             f"{AHEAD_WAIT_S:.0f} s: no torch.compile baseline")
+                self.result["harness"]["warnings"].append(
+                    f"torch.compile failed: its compilation did not end within "
+                    f"{AHEAD_WAIT_S:.0f} s")
+                return
             self.phases.add("baselines: torch.compile's compilation ahead (beside the gate)",
                             ahead.seconds * 1e3)
             if ahead.error:

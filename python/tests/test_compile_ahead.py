@@ -98,3 +98,14 @@ def test_a_rejected_candidate_still_gets_its_torch_compile_baseline(monkeypatch)
     r = measure(PROBLEM, "cand_relu_add_wrong.py", baselines=True)
     assert r["verdict"] == "INCORRECT"
     assert r["compiled"] is not None and r["compiled"]["count"] == 3, r["log"]
+
+
+def test_a_compilation_that_does_not_end_leaves_no_torch_compile_baseline(monkeypatch):
+    # Bounded wait: no second compilation racing the first, a warning instead.
+    from kagent_harness import compile_ahead as ca
+    monkeypatch.setenv("KAGENT_COMPILE_AHEAD", "1")
+    monkeypatch.setattr(ca.CompileAhead, "join", lambda self, timeout=None: False)
+    r = measure(PROBLEM, "cand_relu_add_good.py", baselines=True)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    assert r["compiled"] is None and r["eager"] is not None
+    assert any("did not end within" in w for w in r["harness"]["warnings"])
