@@ -19,9 +19,13 @@ autotuning on first run, and whatever graph Dynamo reaches only after a graph br
 (compiled on first call, as before). The wrapper is one Python call per graph call on
 the host, hidden behind the timing protocol's spin like the rest of the host's issue.
 
-KAGENT_COMPILE_AHEAD: "auto" (the default: on the GPU only; on the CPU the compilation
-would take cores from the process being timed), "1" (always), "0" (never: compiled in
-the slot). A supervisor sets it once; measure.py asks `wanted`.
+KAGENT_COMPILE_AHEAD: "0" (the default: compiled in the slot, as before), "auto" (on the
+GPU only; on the CPU the compilation would take cores from the process being timed), "1"
+(always). A supervisor sets it once; measure.py asks `wanted`. Off by default since the
+H100 suite of session 27 (docs/measurement.md): with it on, the supervisor's host-side
+work (eager timing, the gate's comparisons, screens) ran 1-10x slower than in session
+26 for the same problems, with the GPU's kernel times unchanged, for a cause not yet
+found; a same-machine run with it off and on decides.
 """
 
 import os
@@ -64,12 +68,12 @@ def _inductor_once_compiled(gm, example_inputs):
 
 
 def wanted(device):
-    setting = os.environ.get("KAGENT_COMPILE_AHEAD", "auto").strip().lower()
-    if setting in ("0", "off", "no", "false"):
-        return False
+    setting = os.environ.get("KAGENT_COMPILE_AHEAD", "0").strip().lower()
     if setting in ("1", "on", "yes", "true"):
         return True
-    return device == "cuda"
+    if setting == "auto":
+        return device == "cuda"
+    return False
 
 
 def compiled_module(model):

@@ -528,7 +528,9 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             with self.phases("baselines: compiled compilation and check"):
                 compiled = self.job.compiled
                 if compiled is None:
-                    compiled = compile_ahead.compiled_module(self.model)
+                    # Through the compilation made ahead when there is one; else as always.
+                    compiled = compile_ahead.compiled_module(self.model) if ahead else \
+                        torch.compile(self.model, mode="default", dynamic=False)
                 ref_out = self.ref([x.clone() if isinstance(x, torch.Tensor) else x
                                     for x in inputs])
                 before = compile_ahead.compiles()

@@ -1,7 +1,6 @@
 """torch.compile compiled beside the gate (compile_ahead.py): the baseline measured from
 the compilation the thread made, a graph break refused before anything ran, and the
-measurement end to end with it on (KAGENT_COMPILE_AHEAD=1; on the CPU it is off by
-default)."""
+measurement end to end with it on (KAGENT_COMPILE_AHEAD=1; off by default)."""
 
 import torch
 
@@ -74,6 +73,8 @@ def test_stand_ins_keep_the_metadata_and_pass_other_values():
 def test_wanted_follows_the_setting(monkeypatch):
     from kagent_harness.compile_ahead import wanted
     monkeypatch.delenv("KAGENT_COMPILE_AHEAD", raising=False)
+    assert not wanted("cuda") and not wanted("cpu")  # off by default (session 27)
+    monkeypatch.setenv("KAGENT_COMPILE_AHEAD", "auto")
     assert wanted("cuda") and not wanted("cpu")
     monkeypatch.setenv("KAGENT_COMPILE_AHEAD", "1")
     assert wanted("cpu")
