@@ -25,7 +25,8 @@ GPU only; on the CPU the compilation would take cores from the process being tim
 H100 suite of session 27 (docs/measurement.md): with it on, the supervisor's host-side
 work (eager timing, the gate's comparisons, screens) ran 1-10x slower than in session
 26 for the same problems, with the GPU's kernel times unchanged, for a cause not yet
-found; a same-machine run with it off and on decides.
+found (the first baseline, timed before any compilation ahead, was slow too: the
+machine may be the cause); a same-machine run with it off and on decides.
 """
 
 import os
