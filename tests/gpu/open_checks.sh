@@ -23,6 +23,13 @@
 #                                             # C++ build), into $OUT/preflight/; then detach
 #   KAGENT_WAIT_CHECKS=1 ... wait SECONDS       # the same short checks after the detached
 #                                             # run has ended (the suite first)
+#   tests/gpu/open_checks.sh ab SECONDS       # the supervisor's A/B on this machine: the
+#                                             # problems of KAGENT_AB_ONLY twice, each on
+#                                             # a fresh state and fresh compile caches for
+#                                             # half the time, KAGENT_COMPILE_AHEAD=0 then
+#                                             # =auto (KAGENT_AB_ORDER="auto 0" turns the
+#                                             # order round), then compare_runs.py of the
+#                                             # two logs into $OUT/ab/compare.txt
 #
 # detach/wait: a command's processes end with it, but one in a session of its own
 # (setsid) runs on while the machine stays warm, so the suite need not be cut at the
@@ -43,9 +50,9 @@
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
-usage="usage: $0 all|suite|extras|detach|wait|preflight SECONDS"
+usage="usage: $0 all|suite|extras|detach|wait|preflight|ab SECONDS"
 mode="${1:?$usage}"; budget="${2:?$usage}"
-case "$mode" in all|suite|extras|detach|wait|preflight) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$mode" in all|suite|extras|detach|wait|preflight|ab) ;; *) echo "$usage" >&2; exit 2 ;; esac
 : "${OUT:?set OUT to the folder whose files come back}"
 [ -f .gpu/env.sh ] && source .gpu/env.sh
 [ -d .gpu/sbx/bin ] && export PATH=$PWD/.gpu/sbx/bin:$PATH
@@ -65,6 +72,29 @@ suite() {
   head -60 "$OUT/suite/slot.txt"
 }
 if [ "$mode" = suite ]; then suite; fi
+# The A/B of the supervisor with and without torch.compile compiled ahead (session 27's
+# suite was 1-10x slower on the host for a cause not found): the same problems twice on
+# this machine, each run on a state and compile caches of its own.
+ab() {
+  local order=(${KAGENT_AB_ORDER:-0 auto}) cfg half logs=()
+  half=$(( ($(left) - 30) / ${#order[@]} ))
+  for cfg in "${order[@]}"; do
+    local st="build-open/ab-$cfg" out="$OUT/ab/$cfg"
+    rm -rf "$st"; mkdir -p "$st" "$out"
+    echo "ab: KAGENT_COMPILE_AHEAD=$cfg for $half s"
+    KAGENT_COMPILE_AHEAD=$cfg TORCHINDUCTOR_CACHE_DIR="$PWD/$st/inductor" \
+      TRITON_CACHE_DIR="$PWD/$st/triton" KAGENT_BENCH_RUN_ID="ab-$cfg" \
+      bash tests/gpu/bench_suite.sh "$st" "$out" "$half" --rounds 1 --concurrency 32 \
+      --only "${KAGENT_AB_ONLY:-01_,02_,08_,10_,13_,16_,20_,21_,22_,23_,24_,25_,28_,30_,35_,40_}"
+    echo "bench_suite rc $?"; tail -2 "$out/bench.txt"
+    python3 tests/gpu/slot_timeline.py "$out/kagentd.log.gz" > "$out/slot.txt" 2>&1
+    logs+=("$out/kagentd.log.gz")
+  done
+  python3 tests/gpu/compare_runs.py "${logs[0]}" "${logs[1]}" --phases 10 \
+    --per-problem "baselines: eager timing" > "$OUT/ab/compare.txt" 2>&1
+  cat "$OUT/ab/compare.txt"
+}
+if [ "$mode" = ab ]; then ab; fi
 # The short checks of what changed since the last GPU run, into $OUT/preflight/; each
 # bounded by its cap and by the call's time left. KAGENT_SHORT_CHECKS names them, in
 # order (default "phantom accuracy adversarial").

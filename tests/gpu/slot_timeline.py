@@ -65,8 +65,9 @@ def _seconds(value):
 
 
 def read_tasks(lines):
-    """The slot's tasks in the log, each {kind, start, end, held, busy, prepare, wait},
-    by start (seconds since the epoch); lines that are not a task's are skipped."""
+    """The slot's tasks in the log, each {kind, start, end, held, busy, prepare, wait,
+    phases, job}, by start (seconds since the epoch); lines that are not a task's are
+    skipped."""
     tasks = []
     for line in lines:
         try:
@@ -87,7 +88,8 @@ def read_tasks(lines):
                       "prepare": _seconds(d.get("prepare_seconds")),
                       "wait": _seconds(d.get("slot_wait_seconds"))
                       if "slot_wait_seconds" in d else None,
-                      "phases": parse_phases(d.get("phases"))})
+                      "phases": parse_phases(d.get("phases")),
+                      "job": str(d.get("job_id") or "")})
     tasks.sort(key=lambda t: t["start"])
     return tasks
 
