@@ -63,8 +63,25 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu
 cat "$OUT/gpu.txt"
 state=build-open/state
 mkdir -p "$state"
+# The host's speed, appended to FILE as one line labelled LABEL: torch's import time and
+# how many turns of a Python loop one second gives, with the load (session 27's machine
+# ran host-side work 1.7-1.9x slower than session 25's: the runs' figures need it).
+host_probe() {
+  python3 - "$1" <<'PY' | tee -a "$2"
+import sys, time
+t = time.perf_counter()
+import torch  # noqa: F401
+imp = time.perf_counter() - t
+t, n = time.perf_counter(), 0
+while time.perf_counter() - t < 1.0:
+    n += 1
+print(f"{sys.argv[1]}: torch import {imp:.2f} s, {n / 1e6:.2f} M loop turns in 1 s, "
+      f"load {open('/proc/loadavg').read().split()[0]}")
+PY
+}
 suite() {
   echo "suite, $(left) s"
+  mkdir -p "$OUT/suite"; host_probe "suite start" "$OUT/suite/host.txt"
   KAGENT_BENCH_RUN_ID="${KAGENT_OPEN_RUN_ID:-open-checks}" bash tests/gpu/bench_suite.sh \
     "$state" "$OUT/suite" $(( $(left) - 15 )) --rounds 1 --concurrency 32 ${KAGENT_OPEN_BENCH_FLAGS:-}
   echo "bench_suite rc $?"; tail -3 "$OUT/suite/bench.txt"
@@ -82,6 +99,7 @@ ab() {
     local st="build-open/ab-$cfg" out="$OUT/ab/$cfg"
     rm -rf "$st"; mkdir -p "$st" "$out"
     echo "ab: KAGENT_COMPILE_AHEAD=$cfg for $half s"
+    host_probe "$cfg" "$OUT/ab/host.txt"
     KAGENT_COMPILE_AHEAD=$cfg TORCHINDUCTOR_CACHE_DIR="$PWD/$st/inductor" \
       TRITON_CACHE_DIR="$PWD/$st/triton" KAGENT_BENCH_RUN_ID="ab-$cfg" \
       bash tests/gpu/bench_suite.sh "$st" "$out" "$half" --rounds 1 --concurrency 32 \
