@@ -55,17 +55,19 @@ def tree(pid):
 
 def start_time(pid):
     """pid's start time in clock ticks since boot (field 22 of /proc/pid/stat), with its
-    state: (ticks, "R"/"S"/"Z"/...), or None when it is gone or unreadable. The start
-    time tells a process from a later one that was given the same pid."""
+    state: (ticks, "R"/"S"/"Z"/...), or None when it is gone or unreadable; pid "self"
+    for this process. The start time tells a process from a later one that was given
+    the same pid."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
     except OSError:
         return None
-    # The command name (field 2) is in parentheses and may hold spaces and ')'.
-    fields = text[text.rfind(")") + 2:].split()
+    # The command name (field 2) is in parentheses and may hold spaces, ')' and bytes
+    # that are not text (a process names itself): only what follows its last ')' is read.
+    fields = raw[raw.rfind(b")") + 2:].split()
     try:
-        return int(fields[19]), fields[0]
+        return int(fields[19]), fields[0].decode("ascii")
     except (IndexError, ValueError):
         return None
 

@@ -11,6 +11,8 @@ import os
 import sys
 import time
 
+from kagent_harness import procfs
+
 CORRECT = "CORRECT"
 INCORRECT = "INCORRECT"
 COMPILE_ERROR = "COMPILE_ERROR"
@@ -317,12 +319,13 @@ def add_child_steps(phases, steps, names=CHILD_STEPS, what="gate"):
 def process_age_ms():
     """Milliseconds since this process started (from /proc; None where unavailable):
     the interpreter's start and the imports before any phase could be timed."""
+    st = procfs.start_time("self")
+    if st is None:
+        return None
     try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
         with open("/proc/uptime", encoding="ascii") as f:
             uptime = float(f.read().split()[0])
-        start = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        start = st[0] / os.sysconf("SC_CLK_TCK")
         return max(0.0, (uptime - start) * 1e3)
     except (OSError, ValueError, IndexError):
         return None

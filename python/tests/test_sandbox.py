@@ -331,6 +331,25 @@ def test_exited_tells_a_live_process_from_a_zombie_and_a_reused_pid():
     assert procfs.start_time(p.pid) is None
 
 
+def test_a_process_that_names_itself_with_bytes_not_text_is_still_read():
+    # A candidate chooses its own command name (prctl PR_SET_NAME), ')' and all.
+    from kagent_harness import procfs
+    code = ("import ctypes, sys, time\n"
+            "ctypes.CDLL(None).prctl(15, b'\\xff) (\\xfe', 0, 0, 0)\n"
+            "sys.stdout.write('named\\n'); sys.stdout.flush(); time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"named\n"
+        with open(f"/proc/{p.pid}/stat", "rb") as f:
+            assert b"\xff) (\xfe" in f.read()
+        st = procfs.start_time(p.pid)
+        assert st is not None and st[1] in ("R", "S")
+        assert not procfs.exited(p.pid, st[0])
+    finally:
+        p.kill()
+        p.wait()
+
+
 # -- the start-time probe ---------------------------------------------------------------
 def _path_without_bwrap(d):
     bin_dir = os.path.join(d, "bin")
