@@ -32,6 +32,7 @@ import traceback
 import torch
 
 from kagent_harness import __version__
+from kagent_harness import compile_ahead
 from kagent_harness import kernels as K
 from kagent_harness import loader
 from kagent_harness import protocol as P
@@ -256,11 +257,10 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.log.add(f"op signature not recorded: {e!r}")
         try:
             if req.baselines:
-                from kagent_harness.compile_ahead import wanted
                 with self.phases("baselines"):
                     with self.env.quiet():
-                        self.time_baselines(compile_ahead=bool(req.kernel_source) and
-                                            wanted(self.device))
+                        self.time_baselines(ahead=bool(req.kernel_source) and
+                                            compile_ahead.wanted(self.device))
             if not req.kernel_source:
                 self.result["verdict"] = P.CORRECT if (self.result["eager"] or
                                                        self.result["compiled"]) else P.INFRA_ERROR
@@ -447,8 +447,8 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             torch.cuda.empty_cache()
 
     # -- baselines ----------------------------------------------------------------------
-    def time_baselines(self, compile_ahead=False):
-        """Times eager and torch.compile on the timing inputs. With `compile_ahead` (a
+    def time_baselines(self, ahead=False):
+        """Times eager and torch.compile on the timing inputs. With `ahead` (a
         request that gates and times a candidate next, compile_ahead.wanted), a
         torch.compile not yet compiled for this job is compiled on a thread while that
         happens (compile_ahead.py) and timed by finish_compiled_baseline afterwards;
@@ -458,10 +458,9 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         if "eager" in req.baselines:
             self._time_baseline(lambda: self.model(*inputs), "eager")
         if "compiled" in req.baselines:
-            if compile_ahead and self.job.compiled is None:
-                from kagent_harness.compile_ahead import CompileAhead
+            if ahead and self.job.compiled is None:
                 try:
-                    self.ahead = CompileAhead(self.model, inputs, self.device)
+                    self.ahead = compile_ahead.CompileAhead(self.model, inputs, self.device)
                 except Exception as e:  # noqa: BLE001 - no stand-ins: compiled here
                     self.log.add(f"torch.compile not compiled ahead ({type(e).__name__}: "
                                  f"{e}): compiled in the slot")
@@ -522,7 +521,6 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 self.result["harness"]["warnings"].append(f"do_bench failed: {e}")
 
     def _time_compiled(self, inputs, ahead=False):
-        from kagent_harness import compile_ahead
         req = self.req
         try:
             with self.phases("baselines: compiled compilation and check"):

@@ -4,7 +4,6 @@ import gzip
 import importlib.util
 import json
 import os
-import sys
 
 import pytest
 
@@ -13,7 +12,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture(scope="module")
 def cr():
-    sys.path.insert(0, os.path.join(REPO, "tests", "gpu"))
     spec = importlib.util.spec_from_file_location(
         "compare_runs", os.path.join(REPO, "tests", "gpu", "compare_runs.py"))
     mod = importlib.util.module_from_spec(spec)

@@ -344,7 +344,7 @@ def test_out_of_device_memory_in_the_supervisor_drops_idle_jobs_trials(monkeypat
     shed = []
     monkeypatch.setattr(TrialCache, "shed_idle", lambda self: shed.append(1) or (3 << 20))
 
-    def oom(self, compile_ahead=False):
+    def oom(self, ahead=False):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     monkeypatch.setattr(M.Supervisor, "time_baselines", oom)
     r = measure("problem_relu_add.py", "cand_relu_add_good.py", baselines=True)
