@@ -15,6 +15,17 @@ if PYDIR not in sys.path:
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def gpu_script(name):
+    """tests/gpu/NAME.py imported as a module (the GPU scripts that also read logs on
+    the CPU: slot_timeline, compare_runs)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(PYDIR), "tests", "gpu", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def read(name, folder=FIXTURES):
     with open(os.path.join(folder, name), encoding="utf-8") as f:
         return f.read()

@@ -1,22 +1,16 @@
 """tests/gpu/compare_runs.py: two runs' tasks matched by problem and kind (no GPU)."""
 
 import gzip
-import importlib.util
 import json
-import os
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import gpu_script
 
 
 @pytest.fixture(scope="module")
 def cr():
-    spec = importlib.util.spec_from_file_location(
-        "compare_runs", os.path.join(REPO, "tests", "gpu", "compare_runs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return gpu_script("compare_runs")
 
 
 def _submitted(job, name):

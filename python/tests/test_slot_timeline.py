@@ -1,11 +1,12 @@
 """tests/gpu/slot_timeline.py, the slot's account from a worker's log, on lines recorded
 on the H200 (tests/fixtures/kagentd) and on hand-made lines with slot_wait_seconds."""
 
-import importlib.util
 import json
 import os
 
 import pytest
+
+from conftest import gpu_script
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "kagentd", "h200_suite_slot_lines.jsonl")
@@ -13,11 +14,7 @@ FIXTURE = os.path.join(REPO, "tests", "fixtures", "kagentd", "h200_suite_slot_li
 
 @pytest.fixture(scope="module")
 def st():
-    spec = importlib.util.spec_from_file_location(
-        "slot_timeline", os.path.join(REPO, "tests", "gpu", "slot_timeline.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return gpu_script("slot_timeline")
 
 
 def test_recorded_lines_give_each_kind_and_the_occupancy(st):
