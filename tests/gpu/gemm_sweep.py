@@ -1,0 +1,209 @@
+"""fp32 GEMMs on the GPU: the CUDA C++ 3xTF32 templates' variants against cuBLAS (torch's
+exact fp32 matmul, TF32 off), per shape, with their error against a float64 product, so
+the brain's GEMM rules can be set from measurements (issue 20).
+
+  python3 tests/gpu/gemm_sweep.py [--out F.jsonl] [--only SHAPE,...] [--variants N]
+                                  [--build-jobs J] [--compiled] [--build-only]
+
+Every variant is rendered (engines/heuristic/tests/template_render.py) and built first,
+J at a time in their own processes (load_inline; one TORCH_EXTENSIONS_DIR), then each shape
+gets fresh seeded inputs, the float64 product, torch's fp32 matmul (and torch.compile's
+with --compiled) and every variant that takes the shape. Per (shape, variant) one JSON
+line: the median time of triton.testing.do_bench, the effective fp32 TFLOP/s (2 M N K L
+over the time), and the error as the largest |C - C64| / (atol + rtol |C64|) with the
+harness's fp32 tolerance (1e-4, 1e-4): at most 1 passes; the same ratio against torch's
+fp32 result (what the gate compares) and torch's own against float64. Not the harness:
+no sandbox, no L2 flush; figures rank variants, the harness's are the ones reported.
+Needs a CUDA GPU, nvcc and the nvidia-cutlass headers.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+ATOL = RTOL = 1e-4  # kagent_harness.protocol.default_tolerance("float32")
+
+# name: (L, M, K, N, A transposed, B transposed); L 0: a 2-D product, L > 0 a batch of L,
+# a negative L a 3-D A (-L, M, K) times a 2-D B.
+SHAPES = {
+    "square_4096": (0, 4096, 4096, 4096, False, False),
+    "square_2048": (0, 2048, 2048, 2048, False, False),
+    "square_8192": (0, 8192, 8192, 8192, False, False),
+    "tall_skinny_k128": (0, 262144, 128, 1024, False, False),
+    "batched_128x512x1024x512": (128, 512, 1024, 512, False, False),
+    "irregular_4099x2949x3001": (0, 4099, 2949, 3001, False, False),
+    "irregular_8205x2949x5921": (0, 8205, 2949, 5921, False, False),
+    "large_k_256x524288x256": (0, 256, 524288, 256, False, False),
+    "small_k_16384x32x16384": (0, 16384, 32, 16384, False, False),
+    "a_transposed_4096": (0, 4096, 4096, 4096, True, False),
+    "b_transposed_4096": (0, 4096, 4096, 4096, False, True),
+    "both_transposed_4096": (0, 4096, 4096, 4096, True, True),
+    "tensor3d_16x1024x2048x768": (-16, 1024, 2048, 768, False, False),
+    "wide_1024x8192x16384": (0, 1024, 8192, 16384, False, False),
+}
+
+
+def v(tile, cluster="1x1", schedule="cooperative", epilogue="tma", swizzle=1):
+    return ("gemm_sm90_tf32x3", {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
+                                 "EPILOGUE": epilogue, "SWIZZLE": swizzle})
+
+
+VARIANTS = [
+    v("128x128x32"), v("128x256x32"), v("256x128x32"),
+    v("128x256x32", "2x1"), v("256x128x32", "1x2"), v("128x128x32", "2x1"),
+    v("64x128x32", schedule="pingpong"), v("128x128x32", schedule="pingpong"),
+    v("64x256x32", schedule="pingpong"), v("128x128x64"),
+    v("128x256x32", "2x1", swizzle=4),
+    v("128x128x32", epilogue="direct"), v("128x256x32", "2x1", epilogue="direct"),
+    ("gemm_cutlass_tf32x3", {}),
+]
+
+
+def label(template, params):
+    if template == "gemm_sm90_tf32x3":
+        return (f"sm90 {params['TILE']} c{params['CLUSTER']} {params['SCHEDULE'][:4]} "
+                f"{params['EPILOGUE']} sw{params['SWIZZLE']}")
+    return template + "".join(f" {k}={val}" for k, val in sorted(params.items()))
+
+
+def build_one(template, params):
+    """Renders and imports the variant in this process (its import builds it)."""
+    from template_render import load_model_new
+    load_model_new(template, **params)
+
+
+def build_all(variants, jobs, emit):
+    """Builds every variant, `jobs` at a time, each in a child process of its own."""
+    pending = list(variants)
+    running = []
+    ok = set()
+    while pending or running:
+        while pending and len(running) < jobs:
+            template, params = pending.pop(0)
+            code = ("import sys, json; sys.path.insert(0, %r); import gemm_sweep; "
+                    "gemm_sweep.build_one(%r, json.loads(%r))" %
+                    (os.path.dirname(os.path.abspath(__file__)), template, json.dumps(params)))
+            proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            running.append((proc, template, params, time.time()))
+        time.sleep(0.5)
+        for item in list(running):
+            proc, template, params, t0 = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            out = proc.stdout.read()
+            row = {"build": label(template, params), "rc": proc.returncode,
+                   "seconds": round(time.time() - t0, 1)}
+            if proc.returncode == 0:
+                ok.add(label(template, params))
+            else:
+                row["error"] = out[-3000:]
+            emit(row)
+    return ok
+
+
+def make_inputs(torch, shape, seed):
+    L, M, K, N, at, bt = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lead = (abs(L),) if L else ()
+    a = torch.randn(*lead, *((K, M) if at else (M, K)), device="cuda", generator=g)
+    b_lead = lead if L > 0 else ()
+    b = torch.randn(*b_lead, *((N, K) if bt else (K, N)), device="cuda", generator=g)
+    A = a.mT if at else a
+    B = b.mT if bt else b
+    return A, B
+
+
+def excess(c, ref, atol=ATOL, rtol=RTOL):
+    """Largest |c - ref| / (atol + rtol |ref|), in float64."""
+    c64, r64 = c.double(), ref.double()
+    return ((c64 - r64).abs() / (atol + rtol * r64.abs())).max().item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--variants", type=int, default=len(VARIANTS))
+    ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--compiled", action="store_true")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build the variants and stop (a later run finds them built)")
+    args = ap.parse_args()
+    out = open(args.out, "a") if args.out else None
+
+    def emit(row):
+        line = json.dumps(row)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    import torch
+    import triton
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    variants = VARIANTS[:args.variants]
+    t0 = time.time()
+    built = build_all(variants, args.build_jobs, emit)
+    emit({"built": len(built), "of": len(variants), "seconds": round(time.time() - t0, 1)})
+    if args.build_only:
+        return 0 if built else 1
+    from template_render import load_model_new
+    models = {}
+    for template, params in variants:
+        name = label(template, params)
+        if name in built:
+            models[name] = load_model_new(template, **params)().cuda()
+    only = [s for s in args.only.split(",") if s]
+    for sname, shape in SHAPES.items():
+        if only and not any(sname.startswith(o) for o in only):
+            continue
+        L, M, K, N = abs(shape[0]) or 1, shape[1], shape[2], shape[3]
+        flop = 2.0 * L * M * N * K
+        try:
+            A, B = make_inputs(torch, shape, 1234)
+            with torch.no_grad():
+                ref64 = torch.matmul(A.double(), B.double())
+                ref32 = torch.matmul(A, B)
+                eager = triton.testing.do_bench(lambda: torch.matmul(A, B), return_mode="median")
+                row = {"shape": sname, "L": L, "M": M, "K": K, "N": N, "torch_ms": eager,
+                       "torch_tflops": flop / eager / 1e9, "torch_excess64": excess(ref32, ref64)}
+                if args.compiled:
+                    mm = torch.compile(lambda a, b: torch.matmul(a, b))
+                    mm(A, B)
+                    row["compiled_ms"] = triton.testing.do_bench(lambda: mm(A, B),
+                                                                 return_mode="median")
+            emit(row)
+        except Exception as e:  # noqa: BLE001 - one shape's failure is reported, not fatal
+            emit({"shape": sname, "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            continue
+        for name, model in models.items():
+            row = {"shape": sname, "variant": name}
+            try:
+                with torch.no_grad():
+                    c = model(A, B)
+                    torch.cuda.synchronize()
+                    row["excess64"] = excess(c, ref64)
+                    row["excess32"] = excess(c, ref32)
+                    row["ms"] = triton.testing.do_bench(lambda: model(A, B), return_mode="median")
+                row["tflops"] = flop / row["ms"] / 1e9
+                row["vs_torch"] = eager / row["ms"]
+                del c
+            except Exception as e:  # noqa: BLE001 - per variant
+                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            emit(row)
+        del A, B, ref64, ref32
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
