@@ -89,6 +89,10 @@ def _cases():
         c[f"mm_ta_{m}x{k}"] = (Fn(lambda a, b: a.T @ b), [],
                                lambda m=m, k=k: [_x((k, m)), _x((k, 64))])
         c[f"bmm_3x{m}x{k}"] = (Fn(torch.bmm), [], lambda m=m, k=k: [_x((3, m, k)), _x((3, k, 33))])
+        c[f"mm_tb_{m}x{k}"] = (Fn(lambda a, b: a @ b.T), [],
+                               lambda m=m, k=k: [_x((m, k)), _x((30, k))])
+        c[f"tensor3d_2x{m}x{k}"] = (Fn(torch.matmul), [],
+                                    lambda m=m, k=k: [_x((2, m, k)), _x((k, 12))])
         c[f"matvec_{m}x{k}"] = (Fn(torch.matmul), [], lambda m=m, k=k: [_x((m, k)), _x((k, 1))])
     # Elementwise, reductions, softmax, scans, row norms over the grid and 3-D shapes.
     shapes = MATRICES + [(5,), (2, 1, 3), (16, 4096, 4096), (1, 1, 100003), (100003, 1, 1)]
@@ -281,12 +285,38 @@ def _template_id(source):
     return source.split("\n", 1)[0].split(": ")[-1]
 
 
-def _check_cuda_inputs(template_id, inputs, ref):
+def _check_sm90_tf32x3_inputs(source, inputs, ref):
+    """gemm_sm90_tf32x3's module (its cpp_source's checks): A (M, K) or (L, M, K) and B
+    (K, N) or (L, K, N) after the forward's views, fp32, any strides; EPILOGUE tma needs
+    N a multiple of 4; the output is A @ B's shape."""
+    import re
+    a_expr, b_expr = re.search(r"return _ext\.gemm\((.+), (.+)\)\n", source).groups()
+    a, b = (eval(e, {}, {"A": inputs[0], "B": inputs[1]})  # noqa: S307 - our render
+            for e in (a_expr, b_expr))
+    assert a.dtype == b.dtype == torch.float32, f"rendered for {a.dtype} @ {b.dtype}"
+    assert a.dim() in (2, 3) and b.dim() in (2, 3) and b.dim() <= a.dim(), \
+        f"rendered for {tuple(a.shape)} @ {tuple(b.shape)}"
+    assert a.shape[-1] == b.shape[-2], f"inner dims differ: {tuple(a.shape)} @ {tuple(b.shape)}"
+    assert b.dim() == 2 or a.shape[0] == b.shape[0], "batch sizes differ"
+    if 'kEpilogue[] = "tma"' in source:
+        assert b.shape[-1] % 4 == 0, f"EPILOGUE tma rendered for N={b.shape[-1]}"
+    assert tuple(ref.shape) == tuple(torch.matmul(a.to("meta"), b.to("meta")).shape), \
+        "not A @ B"
+
+
+def _check_cuda_inputs(template_id, source, inputs, ref):
     """A CUDA C++ template's module builds with nvcc at import, so it is not built here
-    (test_gemm_cutlass.py checks its text, compile_cuda_templates.py compiles it):
-    what the rules render it for must be what the module takes."""
+    (test_gemm_cutlass.py and test_gemm_sm90.py check its text, compile_cuda_templates.py
+    compiles it): what the rules render it for must be what the module takes."""
+    if template_id == "gemm_sm90_tf32x3":
+        _check_sm90_tf32x3_inputs(source, inputs, ref)
+        return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
     a, b = inputs
+    if a.dim() == 3 and b.dim() == 2:  # the forward folds A's rows (a contiguous view)
+        assert a.is_contiguous(), "rendered for a non-contiguous 3-D A"
+        ref = ref.reshape(-1, ref.shape[-1])
+        a = a.reshape(-1, a.shape[-1])
     assert a.dim() == 2 and b.dim() == 2 and a.dtype == b.dtype == torch.float32, \
         f"rendered for {a.dtype} {tuple(a.shape)} @ {b.dtype} {tuple(b.shape)}"
     assert a.is_contiguous() and b.is_contiguous(), "rendered for a non-contiguous operand"
@@ -309,7 +339,7 @@ def _check_rendered(signatures, names, rendered, refusals=()):
             source = r["source"]
             _SEEN.add(_template_id(source))
             if load_meta(_template_id(source)).get("language", "triton") != "triton":
-                _check_cuda_inputs(_template_id(source), inputs, ref)
+                _check_cuda_inputs(_template_id(source), source, inputs, ref)
                 continue
             mod = _MODULES.get(source)
             if mod is None:
