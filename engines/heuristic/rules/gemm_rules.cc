@@ -56,6 +56,33 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
   return TemplateParams{};
 }
 
+absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
+                                                    const RecognizedOp& op,
+                                                    const GpuSpec* gpu) {
+  // What the CUDA module implements: A (M, K) or (L, M, K) times B (K, N) or (L, K, N),
+  // fp32, any strides (the split reads through them), compiled for sm_90a.
+  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
+    return Precondition(t, absl::StrCat("only a plain or batched A @ B (no bias, diag or "
+                                        "triangle), the problem is ",
+                                        DescribeOp(op)));
+  }
+  if (op.input_shape.size() < 2 || op.input_shape.size() > 3 ||
+      (op.batch > 1 && op.input_shape.size() != 3)) {
+    return Precondition(t, "A must be 2-D or 3-D, and 3-D when the product is batched");
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
+  const int cc = SmVersion(gpu);
+  if (cc > 0 && cc != 90) {
+    return Precondition(t, absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch()));
+  }
+  TemplateParams p;
+  p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
+  p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
+  // The TMA epilogue stores 16-byte rows of D.
+  p["EPILOGUE"] = op.n % 4 == 0 ? "tma" : "direct";
+  return p;
+}
+
 absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,
                                           const GpuSpec* gpu) {
   TemplateParams p;
