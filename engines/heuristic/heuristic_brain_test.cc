@@ -843,15 +843,39 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   CHECK(absl::StrContains(b, "INPUT_PRECISION=\"tf32x3\""));
   CHECK(absl::StrContains(b, "num_warps=4"));
   CHECK(absl::StrContains(b, "num_stages=4"));
-  // problems/03: K = 128 -> the same; problems/01 (square, K = 4096) stays exact fp32.
+  // problems/03 (K = 128) and problems/01 (square, K = 4096) on sm_90: 3xTF32 as one
+  // CUTLASS SM90 GEMM over 3K, 128 x 256 tiles in 2 x 1 clusters (1.96x and 2.14x cuBLAS's
+  // fp32 on an H200); on an sm_80 GPU 03 keeps gemm_tiled's tf32x3 dots and 01 exact fp32.
   v1::OpSignature skinny;
   AddOp(&skinny, "aten::mm", {{{262144, 128}}, {{128, 1024}}}, {{{262144, 1024}}});
-  CHECK(absl::StrContains(source(skinny, gpu, "gemm_tiled"), "INPUT_PRECISION=\"tf32x3\""));
+  std::string sm90 = source(skinny, gpu, "gemm_sm90_tf32x3");
+  CHECK(absl::StrContains(sm90, "kTile[] = \"128x256x32\""));
+  CHECK(absl::StrContains(sm90, "kCluster[] = \"2x1\""));
+  CHECK(absl::StrContains(sm90, "kEpilogue[] = \"tma\""));
   v1::OpSignature square;
   AddOp(&square, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
-  CHECK(absl::StrContains(source(square, gpu, "gemm_tiled"), "INPUT_PRECISION=\"ieee\""));
-  v1::GpuSpec cpu;  // no arch: never tf32x3
+  source(square, gpu, "gemm_sm90_tf32x3");
+  v1::GpuSpec a100 = gpu;
+  a100.set_arch("sm_80");
+  CHECK(absl::StrContains(source(skinny, a100, "gemm_tiled"), "INPUT_PRECISION=\"tf32x3\""));
+  CHECK(absl::StrContains(source(square, a100, "gemm_tiled"), "INPUT_PRECISION=\"ieee\""));
+  v1::GpuSpec cpu;  // no arch: never tf32x3, never CUDA C++
   CHECK(absl::StrContains(source(skinny, cpu, "gemm_tiled"), "INPUT_PRECISION=\"ieee\""));
+  // Where the sweep measured the SM90 kernel losing or too close to the tolerance: K over
+  // 4096 (8192^3: 0.98 of it), little work per operand element (1024^3: 0.79x), a batch
+  // of small products (problems/06 above: 1.05x).
+  // K over 4096 goes to the CUTLASS 2.x kernel instead (8192^3: 1.36x, 0.10 of it).
+  v1::OpSignature deep;
+  AddOp(&deep, "aten::mm", {{{8192, 8192}}, {{8192, 8192}}}, {{{8192, 8192}}});
+  source(deep, gpu, "gemm_cutlass_tf32x3");
+  source(deep, a100, "gemm_tiled");
+  v1::OpSignature small;
+  AddOp(&small, "aten::mm", {{{1024, 1024}}, {{1024, 1024}}}, {{{1024, 1024}}});
+  source(small, gpu, "gemm_tiled");
+  // An N that is no multiple of 4 (problems/90): the direct epilogue.
+  v1::OpSignature odd;
+  AddOp(&odd, "aten::mm", {{{4099, 2949}}, {{2949, 3001}}}, {{{4099, 3001}}});
+  CHECK(absl::StrContains(source(odd, gpu, "gemm_sm90_tf32x3"), "kEpilogue[] = \"direct\""));
   // problems/05: split-K with BLOCK_K 64 and about 4 programs per SM (16 tiles -> 33).
   v1::OpSignature large_k;
   AddOp(&large_k, "aten::mm", {{{256, 524288}}, {{524288, 256}}}, {{{256, 256}}});
@@ -868,8 +892,6 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   std::string t = source(ta, gpu, "gemm_persistent_tma");
   CHECK(absl::StrContains(t, "BLOCK_N = 256\n"));
   CHECK(absl::StrContains(t, "num_stages=3"));
-  v1::GpuSpec a100 = gpu;
-  a100.set_arch("sm_80");
   source(ta, a100, "gemm_tiled");
   v1::OpSignature plain;
   AddOp(&plain, "aten::mm", {{{8192, 8192}, "bfloat16"}, {{8192, 8192}, "bfloat16"}},
@@ -1092,13 +1114,13 @@ TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper onl
   CHECK(brain.ApplyFix(req).ok());
 }
 
-TEST_CASE("Brain: the CUTLASS 3xTF32 GEMM is a CUDA switch target, never a first kernel") {
+TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 4096") {
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;
   v1::GpuSpec gpu = H200();
   v1::OpSignature f32;
   AddOp(&f32, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
-  // Not chosen by the rules, for any fp32 GEMM shape (no GPU measurement yet).
+  // Not chosen by the rules up to K = 4096 (gemm_sm90_tf32x3 is faster there).
   for (int64_t m : {128, 4096}) {
     for (int64_t k : {64, 4096}) {
       v1::OpSignature sig;
@@ -1106,7 +1128,10 @@ TEST_CASE("Brain: the CUTLASS 3xTF32 GEMM is a CUDA switch target, never a first
       auto first = brain.FirstKernel({&problem, &sig, &gpu});
       REQUIRE(first.ok());
       CHECK(first->kernel.origin() != "template:gemm_cutlass_tf32x3");
-      CHECK(first->kernel.language() == v1::KERNEL_LANGUAGE_TRITON);
+      // The SM90 one is (a CUDA first kernel, gemm_sm90_tf32x3) where its rule says so.
+      CHECK(first->kernel.language() ==
+            (first->kernel.origin() == "template:gemm_sm90_tf32x3" ? v1::KERNEL_LANGUAGE_CUDA
+                                                                   : v1::KERNEL_LANGUAGE_TRITON));
     }
   }
   v1::KernelSource parent;
@@ -1375,11 +1400,13 @@ TEST_CASE("Brain: channel_norm for inference BatchNorm and GroupNorm (problems 2
 }
 
 TEST_CASE("Brain: a prescribed input_precision rewrites a rendered GEMM's choice knob") {
-  // problems/01 (square fp32, K = 4096) starts from gemm_tiled with exact fp32 dots; the
-  // database's tf32x3-tensor-cores-for-fp32 names the knob in lowercase.
+  // problems/01 (square fp32, K = 4096) on an sm_80 GPU starts from gemm_tiled with exact
+  // fp32 dots (on sm_90 from gemm_sm90_tf32x3); the database's tf32x3-tensor-cores-for-fp32
+  // names the knob in lowercase.
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;
   v1::GpuSpec gpu = H200();
+  gpu.set_arch("sm_80");
   v1::OpSignature square;
   AddOp(&square, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
   auto first = brain.FirstKernel({&problem, &square, &gpu});

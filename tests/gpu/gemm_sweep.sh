@@ -36,11 +36,11 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
     if "torch_ms" in r:
         print(f"\n{r['shape']}: torch {r['torch_ms']:.3f} ms ({r['torch_tflops']:.1f} TFLOP/s), "
-              f"torch err/tol vs fp64 {r['torch_excess64']:.3f}")
+              f"torch vs fp64 {r.get('torch_gate64', r['torch_excess64']):.3f} of the gate's tolerance")
     elif "variant" in r:
         if "error" in r:
             print(f"  {r['variant']:44s} ERROR {r['error'][:120]}")
         else:
             print(f"  {r['variant']:44s} {r['ms']:8.3f} ms {r['tflops']:6.1f} TF/s "
-                  f"x{r['vs_torch']:.2f}  err64 {r['excess64']:.3f} err32 {r['excess32']:.3f}")
+                  f"x{r['vs_torch']:.2f}  gate {r.get('gate', -1):.3f} gate64 {r.get('gate64', -1):.3f}")
 PY

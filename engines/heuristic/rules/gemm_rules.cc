@@ -51,8 +51,8 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
   if (cc > 0 && cc != 90) {
     return Precondition(t, absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch()));
   }
-  // The JSON's defaults: no measurement yet says which TILE / num_stages / SWIZZLE suits
-  // which shape.
+  // The JSON's defaults (128 x 128 x 32, 3 stages): the one configuration measured on a GPU
+  // (PrefersCutlassTf32x3's figures); no sweep of its TILE / num_stages / SWIZZLE yet.
   return TemplateParams{};
 }
 
@@ -78,9 +78,63 @@ absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
   TemplateParams p;
   p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
   p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
-  // The TMA epilogue stores 16-byte rows of D.
+  // 128 x 256 tiles in 2 x 1 clusters, cooperative: the fastest or within 10 % of it on
+  // every shape of tests/gpu/gemm_sweep.py on an H200 (2026-12-06; docs/benchmarks.md):
+  // 4096^2 1.247 ms (2.14x cuBLAS's fp32), 128 x 128 tiles 1.379-1.685, ping-pong 64 x 128
+  // 3.38 (H100).
+  p["TILE"] = "128x256x32";
+  p["CLUSTER"] = "2x1";
+  p["SCHEDULE"] = "cooperative";
+  // The TMA epilogue stores 16-byte rows of D; the direct one takes any N (4099 x 2949 x
+  // 3001: 0.866 ms, 1.93x) but is slower where the epilogue weighs (K = 32: 1.03 ms
+  // against 0.375 with TMA).
   p["EPILOGUE"] = op.n % 4 == 0 ? "tma" : "direct";
   return p;
+}
+
+bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
+  // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
+  // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
+  // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
+  // 1024 x 8192 x 16384 1.34x, 0.10 (256 x 524288 x 256: 0.04x, split-K's shape).
+  if (op.dtype != "float32" || SmVersion(gpu) != 90) return false;
+  if ((op.variant != "mm" && op.variant != "matmul") || op.batch > 1 ||
+      op.input_shape.size() != 2 || op.trans_a || op.trans_b) {
+    return false;
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 4096 || op.k > 65536) return false;
+  if (op.k % 4 != 0 || op.n % 4 != 0) return false;
+  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
+  return m * n / (8.0 * (m + n)) >= 80.0 &&
+         CeilDiv(op.m, 128) * CeilDiv(op.n, 128) >= SmCount(gpu);
+}
+
+bool PrefersSm90Tf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (op.dtype != "float32" || SmVersion(gpu) != 90) return false;
+  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") return false;
+  if (op.input_shape.size() < 2 || op.input_shape.size() > 3 ||
+      (op.batch > 1 && op.input_shape.size() != 3)) {
+    return false;
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return false;
+  // Accuracy: the tensor cores' fp32 accumulation loses more than cuBLAS's FMA chains, in
+  // proportion to K. Measured on an H200 against the gate's tolerance (randn operands,
+  // atol 1e-4 x rms(C), rtol 1e-4): 0.25 of it at K = 2048, 0.50 at 4096, 0.98 at 8192,
+  // 54 at K = 524288 (cuBLAS: 0.05-0.10). K <= 4096 keeps half the tolerance in reserve.
+  if (op.k > 4096) return false;
+  // Speed: the split writes 12 bytes per operand element before the GEMM reads them, so
+  // it pays where the product's work per operand element is large: M N / (8 (M + N))
+  // FLOP per split byte (per batch). Measured on an H200 (x cuBLAS's fp32): 2.0-2.3x at
+  // 92-1024 (4099 x 2949 x 3001, 262144 x 128 x 1024, 16384 x 32 x 16384, 16 x 2048^3,
+  // 16 x 1024 x 2048 x 768, 8192 x 256 x 8192), 1.97x at 128 (2048^3); 0.79x at 64
+  // (1024^3), 1.05x at 32 (128 x 512 x 1024 x 512), 0.64x at 16 (64 x 256 x 4096 x 256),
+  // 0.54x at 32 (512^3).
+  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
+  if (m * n / (8.0 * (m + n)) < 80.0) return false;
+  // And enough 128 x 256 tiles to fill the GPU: 2048^2 (128 tiles, 1.97x) does; 1024^2 (32)
+  // does not.
+  const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 256) * std::max<int64_t>(1, op.batch);
+  return tiles >= SmCount(gpu) / 2;
 }
 
 absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,
