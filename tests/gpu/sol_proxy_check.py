@@ -11,6 +11,7 @@ launch-bound tiny kernel) and prints, per kernel, sm__throughput, the largest co
 and which one it was, and the passes each metric set needs.
 
     python3 tests/gpu/sol_proxy_check.py --lib .gpu/bin/libkagent_cupti.so [--out F.json]
+                                         [--passes-only]
 
 Builds nothing; one process, user replay, as the backend runs it.
 """
@@ -69,6 +70,24 @@ def workloads(torch):
     ]
 
 
+def backend_set(cc):
+    """The CUPTI backend's counter set for compute capability `cc` (services/profiler's
+    CuptiCounterMetrics over kernel_model/ncu_metrics.tsv): launch__, the duration and
+    smsp__sass_ metrics left out."""
+    names = []
+    for line in open(os.path.join(REPO, "kernel_model", "ncu_metrics.tsv"), encoding="utf-8"):
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, _, arch = line.split("\t")[:3]
+        lo, _, hi = arch.partition("-")
+        ok = arch == "all" or (int(arch) == cc if not _ else
+                               int(lo) <= cc and (not hi or cc <= int(hi)))
+        if ok and not name.startswith(("launch__", "smsp__sass_")) and \
+                name != "gpu__time_duration.sum":
+            names.append(name)
+    return names
+
+
 def collect(lib, torch, metrics, forward):
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
         res = C.collect(lib, metrics, forward, torch.cuda.synchronize, f.name, 64)
@@ -89,13 +108,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", default="")
+    ap.add_argument("--passes-only", action="store_true",
+                    help="only the passes of each metric set, no workloads")
     args = ap.parse_args()
     import torch
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     C.declare(lib)
     torch.zeros(1, device="cuda")
     rows = []
-    for name, forward in workloads(torch):
+    for name, forward in ([] if args.passes_only else workloads(torch)):
         for _ in range(3):
             forward()
         torch.cuda.synchronize()
@@ -117,9 +138,18 @@ def main():
             print(f"{name:28s} r{k} sm__throughput {sol if sol is None else round(sol, 2)!s:>7} "
                   f"max component {mx if mx is None else round(mx, 2)!s:>7} "
                   f"({top.split('.')[0]}) passes {res['passes']}", flush=True)
-    # The passes of each set, as CUPTI plans them on this machine.
+    # The passes of each set, as CUPTI plans them on this machine; with the CUPTI backend's
+    # own set (kernel_model/ncu_metrics.tsv as CuptiCounterMetrics filters it for sm_90),
+    # without sm__throughput, and with the components in its place.
+    backend = backend_set(90)
     for label, metrics in (("sm__throughput alone", [SOL]),
-                           ("components", COMPONENTS), ("both", [SOL] + COMPONENTS)):
+                           ("components", COMPONENTS), ("both", [SOL] + COMPONENTS),
+                           ("the backend's set", backend),
+                           ("the backend's set without sm__throughput",
+                            [m for m in backend if m != SOL]),
+                           ("the backend's set, the components for sm__throughput",
+                            [m for m in backend if m != SOL] +
+                            [c for c in COMPONENTS if c not in backend])):
         res, _ = collect(lib, torch, metrics, lambda: torch.relu(torch.ones(8, device="cuda")))
         print(f"passes, {label}: {res['passes']}")
         rows.append({"passes_of": label, "passes": res["passes"], "ok": res["ok"]})
