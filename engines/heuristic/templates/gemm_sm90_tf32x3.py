@@ -113,7 +113,7 @@ __global__ void kagent_tf32x3_split_kernel(const float* __restrict__ x, float* _
                                            long long sk, int lo_mask, int k_contiguous) {
   __shared__ float tile[32][33];
   const long long l = blockIdx.z;
-  const int r0 = blockIdx.y * 32, k0 = blockIdx.x * 32;
+  const int r0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
   const float* xl = x + l * sl;
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     const int rr = k_contiguous ? i : int(threadIdx.x);
@@ -156,7 +156,10 @@ const char* kagent_tf32x3_split(const float* x, float* y, int L, int R, int K, i
                                 long long sl, long long sr, long long sk, int lo_mask,
                                 cudaStream_t stream) {
   if (L == 0 || R == 0) return nullptr;
-  const dim3 grid((Kp + 31) / 32, (R + 31) / 32, L), block(32, 8);
+  // Rows on x (up to 2^31 - 1 tiles: a tall operand's millions of rows), K on y (65535
+  // tiles: K up to 2 million).
+  if ((Kp + 31) / 32 > 65535) return "K is over 2,097,120 (the split's grid)";
+  const dim3 grid((R + 31) / 32, (Kp + 31) / 32, L), block(32, 8);
   const int k_contiguous = (sk == 1 || sr != 1) ? 1 : 0;
   kagent_tf32x3_split_kernel<<<grid, block, 0, stream>>>(x, y, R, K, Kp, sl, sr, sk, lo_mask,
                                                          k_contiguous);

@@ -80,6 +80,15 @@ def test_flags_build_for_sm90a_and_the_build_is_keyed_by_the_render():
     assert build_name(render(TID, CLUSTER="1x1")) != name
 
 
+def test_the_split_puts_rows_on_the_grid_dimension_that_takes_millions():
+    # gridDim.y and z stop at 65535: rows (a tall operand's millions) go on x, where 2^31 - 1
+    # tiles fit; K on y, bounded by the module with a message.
+    src = literals(render(TID))["cuda_source"]
+    assert "const dim3 grid((R + 31) / 32, (Kp + 31) / 32, L)" in src
+    assert "const int r0 = blockIdx.x * 32, k0 = blockIdx.y * 32;" in src
+    assert "if ((Kp + 31) / 32 > 65535)" in src
+
+
 def test_the_harness_counts_both_kernels_as_the_candidates_own():
     assert own_kernel_names(render(TID)) == ["kagent_tf32x3_split_kernel",
                                              "kagent_tf32x3_wgmma_kernel"]
