@@ -27,30 +27,63 @@ absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const Recog
   return p;
 }
 
+namespace {
+
+// Why gemm_cutlass_tf32x3's module cannot take `op` on `gpu` (an unknown arch passes), or
+// "" when it can: C = A @ B of 2-D row-major fp32 operands with 16-byte rows (CUTLASS's
+// alignment 4), compiled for sm_90a.
+std::string CutlassTf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (op.variant != "mm" && op.variant != "matmul") {
+    return absl::StrCat("only a plain A @ B (aten::mm / matmul), the problem is ",
+                        DescribeOp(op));
+  }
+  if (op.batch > 1 || op.tags.count("batched") || op.input_shape.size() != 2) {
+    return "2-D operands only (the problem is batched or A is not 2-D)";
+  }
+  if (op.trans_a || op.trans_b) {
+    return "row-major A and B only (the reference transposes an operand)";
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return "GEMM shapes unknown";
+  if (op.k % 4 != 0 || op.n % 4 != 0) {
+    return absl::StrCat("K and N must be multiples of 4 (16-byte rows), got K=", op.k,
+                        " N=", op.n);
+  }
+  const int cc = SmVersion(gpu);
+  if (cc > 0 && cc != 90) return absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch());
+  return "";
+}
+
+// The same for gemm_sm90_tf32x3's module: A (M, K) or (L, M, K) times B (K, N) or (L, K, N),
+// fp32, any strides (the split reads through them), compiled for sm_90a.
+std::string Sm90Tf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
+    return absl::StrCat("only a plain or batched A @ B (no bias, diag or triangle), the "
+                        "problem is ",
+                        DescribeOp(op));
+  }
+  if (op.input_shape.size() < 2 || op.input_shape.size() > 3 ||
+      (op.batch > 1 && op.input_shape.size() != 3)) {
+    return "A must be 2-D or 3-D, and 3-D when the product is batched";
+  }
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return "GEMM shapes unknown";
+  const int cc = SmVersion(gpu);
+  if (cc > 0 && cc != 90) return absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch());
+  return "";
+}
+
+// A 3xTF32 split writes 12 bytes per operand element: the product's FLOP per such byte,
+// M N / (8 (M + N)) (per batch), is what decides whether the split pays.
+double FlopPerSplitByte(const RecognizedOp& op) {
+  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
+  return m * n / (8.0 * (m + n));
+}
+
+}  // namespace
+
 absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const GpuSpec* gpu) {
-  // What the CUDA module implements: C = A @ B of 2-D row-major fp32 operands with
-  // 16-byte rows (CUTLASS's alignment 4), compiled for sm_90a.
-  if (op.variant != "mm" && op.variant != "matmul") {
-    return Precondition(t, absl::StrCat("only a plain A @ B (aten::mm / matmul), the problem is ",
-                                        DescribeOp(op)));
-  }
-  if (op.batch > 1 || op.tags.count("batched") || op.input_shape.size() != 2) {
-    return Precondition(t, "2-D operands only (the problem is batched or A is not 2-D)");
-  }
-  if (op.trans_a || op.trans_b) {
-    return Precondition(t, "row-major A and B only (the reference transposes an operand)");
-  }
-  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
-  if (op.k % 4 != 0 || op.n % 4 != 0) {
-    return Precondition(t, absl::StrCat("K and N must be multiples of 4 (16-byte rows), got K=",
-                                        op.k, " N=", op.n));
-  }
-  const int cc = SmVersion(gpu);
-  if (cc > 0 && cc != 90) {
-    return Precondition(t, absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch()));
-  }
+  if (std::string why = CutlassTf32x3Refusal(op, gpu); !why.empty()) return Precondition(t, why);
   // The JSON's defaults (128 x 128 x 32, 3 stages): the one configuration measured on a GPU
   // (PrefersCutlassTf32x3's figures); no sweep of its TILE / num_stages / SWIZZLE yet.
   return TemplateParams{};
@@ -59,22 +92,7 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
                                                     const RecognizedOp& op,
                                                     const GpuSpec* gpu) {
-  // What the CUDA module implements: A (M, K) or (L, M, K) times B (K, N) or (L, K, N),
-  // fp32, any strides (the split reads through them), compiled for sm_90a.
-  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
-    return Precondition(t, absl::StrCat("only a plain or batched A @ B (no bias, diag or "
-                                        "triangle), the problem is ",
-                                        DescribeOp(op)));
-  }
-  if (op.input_shape.size() < 2 || op.input_shape.size() > 3 ||
-      (op.batch > 1 && op.input_shape.size() != 3)) {
-    return Precondition(t, "A must be 2-D or 3-D, and 3-D when the product is batched");
-  }
-  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return Precondition(t, "GEMM shapes unknown");
-  const int cc = SmVersion(gpu);
-  if (cc > 0 && cc != 90) {
-    return Precondition(t, absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch()));
-  }
+  if (std::string why = Sm90Tf32x3Refusal(op, gpu); !why.empty()) return Precondition(t, why);
   TemplateParams p;
   p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
   p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
@@ -97,40 +115,30 @@ bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
   // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
   // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
   // 1024 x 8192 x 16384 1.34x, 0.10 (256 x 524288 x 256: 0.04x, split-K's shape).
-  if (op.dtype != "float32" || SmVersion(gpu) != 90) return false;
-  if ((op.variant != "mm" && op.variant != "matmul") || op.batch > 1 ||
-      op.input_shape.size() != 2 || op.trans_a || op.trans_b) {
+  if (op.dtype != "float32" || SmVersion(gpu) != 90 || !CutlassTf32x3Refusal(op, gpu).empty()) {
     return false;
   }
-  if (op.m <= 0 || op.n <= 0 || op.k <= 4096 || op.k > 65536) return false;
-  if (op.k % 4 != 0 || op.n % 4 != 0) return false;
-  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
-  return m * n / (8.0 * (m + n)) >= 80.0 &&
-         CeilDiv(op.m, 128) * CeilDiv(op.n, 128) >= SmCount(gpu);
+  if (op.k <= 4096 || op.k > 65536) return false;
+  return FlopPerSplitByte(op) >= 80.0 && CeilDiv(op.m, 128) * CeilDiv(op.n, 128) >= SmCount(gpu);
 }
 
 bool PrefersSm90Tf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (op.dtype != "float32" || SmVersion(gpu) != 90) return false;
-  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") return false;
-  if (op.input_shape.size() < 2 || op.input_shape.size() > 3 ||
-      (op.batch > 1 && op.input_shape.size() != 3)) {
+  if (op.dtype != "float32" || SmVersion(gpu) != 90 || !Sm90Tf32x3Refusal(op, gpu).empty()) {
     return false;
   }
-  if (op.m <= 0 || op.n <= 0 || op.k <= 0) return false;
   // Accuracy: the tensor cores' fp32 accumulation loses more than cuBLAS's FMA chains, in
   // proportion to K. Measured on an H200 against the gate's tolerance (randn operands,
   // atol 1e-4 x rms(C), rtol 1e-4): 0.25 of it at K = 2048, 0.50 at 4096, 0.98 at 8192,
   // 54 at K = 524288 (cuBLAS: 0.05-0.10). K <= 4096 keeps half the tolerance in reserve.
   if (op.k > 4096) return false;
   // Speed: the split writes 12 bytes per operand element before the GEMM reads them, so
-  // it pays where the product's work per operand element is large: M N / (8 (M + N))
-  // FLOP per split byte (per batch). Measured on an H200 (x cuBLAS's fp32): 2.0-2.3x at
+  // it pays where the product's work per operand element is large (FlopPerSplitByte).
+  // Measured on an H200 (x cuBLAS's fp32): 2.0-2.3x at
   // 92-1024 (4099 x 2949 x 3001, 262144 x 128 x 1024, 16384 x 32 x 16384, 16 x 2048^3,
   // 16 x 1024 x 2048 x 768, 8192 x 256 x 8192), 1.97x at 128 (2048^3); 0.79x at 64
   // (1024^3), 1.05x at 32 (128 x 512 x 1024 x 512), 0.64x at 16 (64 x 256 x 4096 x 256),
   // 0.54x at 32 (512^3).
-  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
-  if (m * n / (8.0 * (m + n)) < 80.0) return false;
+  if (FlopPerSplitByte(op) < 80.0) return false;
   // And enough 128 x 256 tiles to fill the GPU: 2048^2 (128 tiles, 1.97x) does; 1024^2 (32)
   // does not.
   const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 256) * std::max<int64_t>(1, op.batch);

@@ -20,6 +20,7 @@ model, no interpretation.
 """
 import inspect
 import json
+import re
 import subprocess
 
 import pytest
@@ -289,7 +290,6 @@ def _check_sm90_tf32x3_inputs(source, inputs, ref):
     """gemm_sm90_tf32x3's module (its cpp_source's checks): A (M, K) or (L, M, K) and B
     (K, N) or (L, K, N) after the forward's views, fp32, any strides; EPILOGUE tma needs
     N a multiple of 4; the output is A @ B's shape."""
-    import re
     a_expr, b_expr = re.search(r"return _ext\.gemm\((.+), (.+)\)\n", source).groups()
     a, b = (eval(e, {}, {"A": inputs[0], "B": inputs[1]})  # noqa: S307 - our render
             for e in (a_expr, b_expr))
