@@ -47,8 +47,8 @@ TEST_CASE("Templates: every embedded template renders with its defaults and pars
   CHECK(absl::StartsWith(absl::StrJoin(names, " "),
                          "BLOCK_M BLOCK_N BLOCK_K GROUP_M num_warps num_stages"));
   CHECK(lib->ForOpClass("matvec").size() == 3);
-  // tiled, split-K, persistent TMA, diag, CUTLASS 3xTF32 (SM80 and SM90)
-  CHECK(lib->ForOpClass("gemm").size() == 6);
+  // tiled, split-K, persistent TMA, diag, CUTLASS 3xTF32 (SM80 and SM90), SM90 bf16/fp16
+  CHECK(lib->ForOpClass("gemm").size() == 7);
   CHECK(lib->Find("gemm_tiled")->language == "triton");  // the default
   CHECK(lib->ForOpClass("norm").size() == 3);  // row_norm, channel_norm, frobenius_norm
 }
@@ -293,7 +293,7 @@ TEST_CASE("Templates: the embedded partials are included and are not templates")
   for (const char* partial : {"grouped_pid", "gemm_k_step", "partials/grouped_pid"}) {
     CHECK(lib->Find(partial) == nullptr);
   }
-  CHECK(lib->Ids().size() == 26);
+  CHECK(lib->Ids().size() == 27);
   // gemm_tiled includes grouped_pid inside its kernel at 4 spaces.
   CHECK(absl::StrContains(lib->Find("gemm_tiled")->source,
                           "    num_pid_n = tl.cdiv(N, BLOCK_N)\n"

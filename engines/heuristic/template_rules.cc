@@ -114,6 +114,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"gemm_diag", rules::GemmDiagParams},
       {"gemm_cutlass_tf32x3", rules::GemmCutlassTf32x3Params},
       {"gemm_sm90_tf32x3", rules::GemmSm90Tf32x3Params},
+      {"gemm_sm90_bf16", rules::GemmSm90Bf16Params},
       {"channel_norm", rules::ChannelNormParams},
       {"frobenius_norm", rules::FrobeniusNormParams},
       {"loss_rows", rules::LossRowsParams},

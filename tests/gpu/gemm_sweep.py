@@ -1,20 +1,28 @@
-"""fp32 GEMMs on the GPU: the CUDA C++ 3xTF32 templates' variants against cuBLAS (torch's
-exact fp32 matmul, TF32 off), per shape, with their error against a float64 product, so
-the brain's GEMM rules can be set from measurements (issue 20).
+"""GEMMs on the GPU: the CUDA C++ templates' variants against cuBLAS, per shape, with
+their error against a float64 product, so the brain's GEMM rules can be set from
+measurements (issue 20). --dtype float32 (the default): the 3xTF32 templates against
+torch's exact fp32 matmul (TF32 off); --dtype bfloat16: gemm_sm90_bf16 against torch's
+bf16 matmul (fp32 accumulation).
 
-  python3 tests/gpu/gemm_sweep.py [--out F.jsonl] [--only SHAPE,...] [--variants N]
+  python3 tests/gpu/gemm_sweep.py [--dtype float32|bfloat16] [--out F.jsonl]
+                                  [--only SHAPE,...] [--variants N] [--layout-variants N]
                                   [--build-jobs J] [--compiled] [--build-only]
+
+A variant of gemm_sm90_bf16 compiles its operands' layouts in (A_EXPR, B_EXPR): each is
+built once per layout the chosen shapes need, the transposed layouts for the first
+--layout-variants variants only (default 2).
 
 Every variant is rendered (engines/heuristic/tests/template_render.py) and built first,
 J at a time in their own processes (load_inline; one TORCH_EXTENSIONS_DIR), then each shape
-gets fresh seeded inputs, the float64 product, torch's fp32 matmul (and torch.compile's
-with --compiled) and every variant that takes the shape. Per (shape, variant) one JSON
-line: the median time of triton.testing.do_bench, the effective fp32 TFLOP/s (2 M N K L
-over the time), and the error as the largest |C - R| / (atol + rtol |R|) with the
-harness's fp32 tolerance: "gate" against torch's fp32 result R with the gate's atol
-(1e-4 times max(1, rms(R)), rtol 1e-4; at most 1 passes, as in the gate), "gate64" the same
-against the float64 product, and excess64 / excess32 with the unscaled atol 1e-4. Not the harness:
-no sandbox, no L2 flush; figures rank variants, the harness's are the ones reported.
+gets fresh seeded inputs, the float64 product, torch's matmul in the sweep's dtype (and
+torch.compile's with --compiled) and every variant that takes the shape. Per (shape,
+variant) one JSON line: the median time of triton.testing.do_bench, the effective TFLOP/s
+(2 M N K L over the time), and the error as the largest |C - R| / (atol + rtol |R|) with
+the harness's tolerance for the dtype (fp32: atol 1e-4, rtol 1e-4; bf16: 1e-2, 1e-2):
+"gate" against torch's result R with the gate's atol (atol times max(1, rms(R)); at most 1
+passes, as in the gate), "gate64" the same against the float64 product, and excess64 /
+excess32 with the unscaled atol. Not the harness: no sandbox, no L2 flush; figures rank
+variants, the harness's are the ones reported.
 Needs a CUDA GPU, nvcc and the nvidia-cutlass headers.
 """
 import argparse
@@ -30,7 +38,7 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
-ATOL, RTOL = default_tolerance("float32")
+ATOL, RTOL = default_tolerance("float32")  # the float32 sweep's; --dtype sets them
 
 # name: (L, M, K, N, A transposed, B transposed); L 0: a 2-D product, L > 0 a batch of L,
 # a negative L a 3-D A (-L, M, K) times a 2-D B.
@@ -57,9 +65,35 @@ SHAPES = {
 }
 
 
+# The bf16 sweep's shapes, the same tuple: problems/02, 04 and 07's and their neighbours.
+BF16_SHAPES = {
+    "square_8192": (0, 8192, 8192, 8192, False, False),
+    "square_4096": (0, 4096, 4096, 4096, False, False),
+    "square_2048": (0, 2048, 2048, 2048, False, False),
+    "square_1024": (0, 1024, 1024, 1024, False, False),
+    "small_k_32768x64x32768": (0, 32768, 64, 32768, False, False),
+    "small_k_16384x32x16384": (0, 16384, 32, 16384, False, False),
+    "a_transposed_8192": (0, 8192, 8192, 8192, True, False),
+    "b_transposed_4096": (0, 4096, 4096, 4096, False, True),
+    "both_transposed_4096": (0, 4096, 4096, 4096, True, True),
+    "tall_skinny_k128": (0, 262144, 128, 1024, False, False),
+    "irregular_4099x2949x3001": (0, 4099, 2949, 3001, False, False),
+    "irregular_8205x2949x5921": (0, 8205, 2949, 5921, False, False),
+    "batched_128x512x1024x512": (128, 512, 1024, 512, False, False),
+    "tensor3d_16x1024x2048x768": (-16, 1024, 2048, 768, False, False),
+    "large_k_256x524288x256": (0, 256, 524288, 256, False, False),
+    "wide_1024x8192x16384": (0, 1024, 8192, 16384, False, False),
+}
+
+
 def v(tile, cluster="1x1", schedule="cooperative", epilogue="tma", swizzle=1):
     return ("gemm_sm90_tf32x3", {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
                                  "EPILOGUE": epilogue, "SWIZZLE": swizzle})
+
+
+def v16(tile, cluster="2x1", schedule="cooperative", epilogue="tma", swizzle=1):
+    return ("gemm_sm90_bf16", {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
+                               "EPILOGUE": epilogue, "SWIZZLE": swizzle})
 
 
 VARIANTS = [
@@ -74,12 +108,46 @@ VARIANTS = [
     v("128x256x32", "2x1", swizzle=4),
 ]
 
+BF16_VARIANTS = [
+    v16("128x256x64"), v16("256x128x64", "1x2"), v16("128x256x64", "1x1"),
+    v16("128x128x64"), v16("64x256x64", schedule="pingpong"),
+    v16("128x256x64", epilogue="direct"), v16("128x128x128"),
+    v16("64x128x64", "1x1", schedule="pingpong"), v16("128x256x64", swizzle=4),
+]
+
+# An operand layout: the forward's A_EXPR and B_EXPR (a transposed shape's operand is
+# passed as its storage, and the forward takes the view).
+PLAIN = ("A", "B")
+
+
+def layout_of(shape):
+    return ("A.mT" if shape[4] else "A", "B.mT" if shape[5] else "B")
+
 
 def label(template, params):
-    if template == "gemm_sm90_tf32x3":
-        return (f"sm90 {params['TILE']} c{params['CLUSTER']} {params['SCHEDULE'][:4]} "
-                f"{params['EPILOGUE']} sw{params['SWIZZLE']}")
+    if template in ("gemm_sm90_tf32x3", "gemm_sm90_bf16"):
+        name = (f"{'sm90' if template == 'gemm_sm90_tf32x3' else 'sm90bf16'} {params['TILE']} "
+                f"c{params['CLUSTER']} {params['SCHEDULE'][:4]} {params['EPILOGUE']} "
+                f"sw{params['SWIZZLE']}")
+        layout = (params.get("A_EXPR", "A"), params.get("B_EXPR", "B"))
+        return name if layout == PLAIN else f"{name} {layout[0]},{layout[1]}"
     return template + "".join(f" {k}={val}" for k, val in sorted(params.items()))
+
+
+def builds(variants, shapes, dtype, layout_variants):
+    """(template, params) to build: the variants as given for float32; for bfloat16 each
+    variant with DTYPE and the plain layout, and the first `layout_variants` with every
+    transposed layout the shapes need too."""
+    if dtype == "float32":
+        return list(variants)
+    layouts = sorted({layout_of(s) for s in shapes}, key=lambda x: x != PLAIN)
+    out = []
+    for i, (template, params) in enumerate(variants):
+        for layout in layouts:
+            if layout == PLAIN or i < layout_variants:
+                out.append((template, dict(params, DTYPE=dtype, A_EXPR=layout[0],
+                                           B_EXPR=layout[1])))
+    return out
 
 
 def build_one(template, params):
@@ -119,16 +187,19 @@ def build_all(variants, jobs, emit):
     return ok
 
 
-def make_inputs(torch, shape, seed):
+def make_inputs(torch, shape, seed, dtype="float32"):
+    """(a, b, A, B): the operands' storage, and the product's operands (a.mT where the
+    shape transposes A, the same for B)."""
     L, M, K, N, at, bt = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
     lead = (abs(L),) if L else ()
-    a = torch.randn(*lead, *((K, M) if at else (M, K)), device="cuda", generator=g)
+    dt = getattr(torch, dtype)
+    a = torch.randn(*lead, *((K, M) if at else (M, K)), device="cuda", generator=g).to(dt)
     b_lead = lead if L > 0 else ()
-    b = torch.randn(*b_lead, *((N, K) if bt else (K, N)), device="cuda", generator=g)
+    b = torch.randn(*b_lead, *((N, K) if bt else (K, N)), device="cuda", generator=g).to(dt)
     A = a.mT if at else a
     B = b.mT if bt else b
-    return A, B
+    return a, b, A, B
 
 
 def excess(c, ref, atol=ATOL, rtol=RTOL):
@@ -149,6 +220,8 @@ def takes(template, params, A, B):
     multiple of 4; the SM80 one: 2-D, contiguous, K and N multiples of 4). A call that a
     module refuses (TORCH_CHECK) crashed the process on the H100 and the H200 with torch
     2.11: the sweep never makes one."""
+    if template == "gemm_sm90_bf16":
+        return True  # it stages what its compiled layouts cannot read
     if template != "gemm_cutlass_tf32x3":
         return params.get("EPILOGUE") != "tma" or B.shape[-1] % 4 == 0
     return (A.dim() == 2 and B.dim() == 2 and A.is_contiguous() and B.is_contiguous()
@@ -157,9 +230,11 @@ def takes(template, params, A, B):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
-    ap.add_argument("--variants", type=int, default=len(VARIANTS))
+    ap.add_argument("--variants", type=int, default=0, help="the first N (default all)")
+    ap.add_argument("--layout-variants", type=int, default=2)
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--compiled", action="store_true")
     ap.add_argument("--build-only", action="store_true",
@@ -174,11 +249,19 @@ def main():
             out.write(line + "\n")
             out.flush()
 
+    global ATOL, RTOL
+    ATOL, RTOL = default_tolerance(args.dtype)
     import torch
     import triton
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    variants = VARIANTS[:args.variants]
+    only = [s for s in args.only.split(",") if s]
+    shapes = {name: shape for name, shape in
+              (SHAPES if args.dtype == "float32" else BF16_SHAPES).items()
+              if not only or any(name.startswith(o) for o in only)}
+    listed = VARIANTS if args.dtype == "float32" else BF16_VARIANTS
+    variants = builds(listed[:args.variants or len(listed)], shapes.values(), args.dtype,
+                      args.layout_variants)
     t0 = time.time()
     built = build_all(variants, args.build_jobs, emit)
     emit({"built": len(built), "of": len(variants), "seconds": round(time.time() - t0, 1)})
@@ -188,14 +271,11 @@ def main():
     models = [(template, params, label(template, params),
                load_model_new(template, **params)().cuda())
               for template, params in variants if label(template, params) in built]
-    only = [s for s in args.only.split(",") if s]
-    for sname, shape in SHAPES.items():
-        if only and not any(sname.startswith(o) for o in only):
-            continue
+    for sname, shape in shapes.items():
         L, M, K, N = abs(shape[0]) or 1, shape[1], shape[2], shape[3]
         flop = 2.0 * L * M * N * K
         try:
-            A, B = make_inputs(torch, shape, 1234)
+            a, b, A, B = make_inputs(torch, shape, 1234, args.dtype)
             with torch.no_grad():
                 ref64 = torch.matmul(A.double(), B.double())
                 ref32 = torch.matmul(A, B)
@@ -217,24 +297,28 @@ def main():
         for template, params, name, model in models:
             if not takes(template, params, A, B):
                 continue
+            # A model with the layouts compiled in takes the storage and makes the views.
+            x, y = (a, b) if "A_EXPR" in params else (A, B)
+            if "A_EXPR" in params and (params["A_EXPR"], params["B_EXPR"]) != layout_of(shape):
+                continue
             row = {"shape": sname, "variant": name}
             try:
                 with torch.no_grad():
-                    c = model(A, B)
+                    c = model(x, y)
                     torch.cuda.synchronize()
                     row["excess64"] = excess(c, ref64)
                     row["excess32"] = excess(c, ref32)
                     # What the gate decides on: against the fp32 reference, atol scaled.
                     row["gate"] = excess(c, ref32, atol=atol)
                     row["gate64"] = excess(c, ref64, atol=atol)
-                    row["ms"] = triton.testing.do_bench(lambda: model(A, B), return_mode="median")
+                    row["ms"] = triton.testing.do_bench(lambda: model(x, y), return_mode="median")
                 row["tflops"] = flop / row["ms"] / 1e9
                 row["vs_torch"] = eager / row["ms"]
                 del c
             except Exception as e:  # noqa: BLE001 - per variant
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             emit(row)
-        del A, B, ref64, ref32
+        a = b = A = B = x = y = ref64 = ref32 = c = None
         torch.cuda.empty_cache()
     return 0
 

@@ -3,7 +3,7 @@
 # templates' variants built on the machine's cores while the CUPTI SOL-proxy check runs on
 # the GPU (issue 25), then every shape timed. The nvidia-cutlass wheel travels in .whl
 # (carry [".gpu", ".whl"]).
-#   bash tests/gpu/gemm_sweep.sh [SECONDS]
+#   [KAGENT_GEMM_SWEEP_FLAGS="--dtype bfloat16 ..."] bash tests/gpu/gemm_sweep.sh [SECONDS]
 set -u
 budget=${1:-560}
 t0=$(date +%s)
@@ -16,8 +16,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=/tmp/kagent-ext MAX_JOBS=2
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee "$OUT/gemm/gpu.txt"
+# shellcheck disable=SC2086  # the flags are a word list on purpose
 timeout $(( $(left) - 60 )) python3 tests/gpu/gemm_sweep.py --build-only \
-  --out "$OUT/gemm/build.jsonl" > "$OUT/gemm/build.txt" 2>&1 &
+  ${KAGENT_GEMM_SWEEP_FLAGS:-} --out "$OUT/gemm/build.jsonl" > "$OUT/gemm/build.txt" 2>&1 &
 build=$!
 if [ -f .gpu/env.sh ]; then
   ( source .gpu/env.sh; timeout 150 python3 tests/gpu/sol_proxy_check.py \

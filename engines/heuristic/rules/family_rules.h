@@ -32,7 +32,8 @@ using ParamsRule = absl::StatusOr<TemplateParams> (*)(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> MatvecParams(const TemplateInfo& t, const RecognizedOp& op,
                                             const kagent::v1::GpuSpec* gpu);
 
-// gemm_rules.cc: gemm_diag, gemm_cutlass_tf32x3 and gemm_sm90_tf32x3 (CUDA C++); the rest
+// gemm_rules.cc: gemm_diag, gemm_cutlass_tf32x3, gemm_sm90_tf32x3 and gemm_sm90_bf16 (CUDA
+// C++); the rest
 // of the gemm class (gemm_tiled, gemm_split_k, gemm_persistent_tma).
 absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const RecognizedOp& op,
                                               const kagent::v1::GpuSpec* gpu);
@@ -42,6 +43,9 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
                                                     const RecognizedOp& op,
                                                     const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t,
+                                                  const RecognizedOp& op,
+                                                  const kagent::v1::GpuSpec* gpu);
 absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const RecognizedOp& op,
                                           const kagent::v1::GpuSpec* gpu);
 // Whether an fp32 product is gemm_sm90_tf32x3's on this GPU (sm_90; K at most 4096; enough

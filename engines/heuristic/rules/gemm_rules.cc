@@ -1,5 +1,6 @@
-// The sizing rules of matrix products: gemm_diag, gemm_cutlass_tf32x3, and gemm_tiled,
-// gemm_split_k and gemm_persistent_tma (declared in family_rules.h).
+// The sizing rules of matrix products: gemm_diag, the CUDA C++ modules gemm_cutlass_tf32x3,
+// gemm_sm90_tf32x3 and gemm_sm90_bf16, and gemm_tiled, gemm_split_k and gemm_persistent_tma
+// (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
@@ -53,9 +54,10 @@ std::string CutlassTf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
   return "";
 }
 
-// The same for gemm_sm90_tf32x3's module: A (M, K) or (L, M, K) times B (K, N) or (L, K, N),
-// fp32, any strides (the split reads through them), compiled for sm_90a.
-std::string Sm90Tf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
+// The same for the SM90 CUDA modules, gemm_sm90_tf32x3's and gemm_sm90_bf16's: A (M, K) or
+// (L, M, K) times B (K, N) or (L, K, N), any strides (the fp32 split reads through them;
+// the 16-bit module copies what its compiled layouts cannot read), compiled for sm_90a.
+std::string Sm90GemmRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
   if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
     return absl::StrCat("only a plain or batched A @ B (no bias, diag or triangle), the "
                         "problem is ",
@@ -92,7 +94,7 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
                                                     const RecognizedOp& op,
                                                     const GpuSpec* gpu) {
-  if (std::string why = Sm90Tf32x3Refusal(op, gpu); !why.empty()) return Precondition(t, why);
+  if (std::string why = Sm90GemmRefusal(op, gpu); !why.empty()) return Precondition(t, why);
   TemplateParams p;
   p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
   p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
@@ -110,6 +112,24 @@ absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
   return p;
 }
 
+absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t, const RecognizedOp& op,
+                                                  const GpuSpec* gpu) {
+  if (!Is16Bit(op.dtype)) {
+    return Precondition(t, absl::StrCat("bf16 or fp16 operands only, the problem's are ",
+                                        op.dtype.empty() ? "unknown" : op.dtype));
+  }
+  if (std::string why = Sm90GemmRefusal(op, gpu); !why.empty()) return Precondition(t, why);
+  TemplateParams p;
+  p["DTYPE"] = op.dtype;
+  // The layouts compiled in: a transposed operand is read through its storage order.
+  p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
+  p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
+  // The TMA epilogue writes 16-byte rows; an N not a multiple of 8 would go through
+  // padded rows and a copy, which the direct epilogue avoids.
+  p["EPILOGUE"] = op.n % 8 == 0 ? "tma" : "direct";
+  return p;
+}
+
 bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
   // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
   // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
@@ -123,7 +143,7 @@ bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
 }
 
 bool PrefersSm90Tf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (op.dtype != "float32" || SmVersion(gpu) != 90 || !Sm90Tf32x3Refusal(op, gpu).empty()) {
+  if (op.dtype != "float32" || SmVersion(gpu) != 90 || !Sm90GemmRefusal(op, gpu).empty()) {
     return false;
   }
   // Accuracy: the tensor cores' fp32 accumulation loses more than cuBLAS's FMA chains, in

@@ -24,26 +24,14 @@ cuda_source = r"""
 
 namespace kagent_tf32x3 {
 
-// The i-th number of the tile choice "TBMxTBNxTBK_WMxWNxWK" (threadblock, then warp tile).
-constexpr int TileNumber(const char* s, int i) {
-  int n = 0, v = 0;
-  for (; *s != '\0'; ++s) {
-    if (*s >= '0' && *s <= '9') {
-      v = v * 10 + (*s - '0');
-    } else {
-      if (n == i) return v;
-      ++n;
-      v = 0;
-    }
-  }
-  return n == i ? v : -1;
-}
+// TILE is "TBMxTBNxTBK_WMxWNxWK" (threadblock, then warp tile).
+{{> cuda_knob_number}}
 
 constexpr char kTile[] = "{{TILE}}";
-using ThreadblockShape = cutlass::gemm::GemmShape<TileNumber(kTile, 0), TileNumber(kTile, 1),
-                                                  TileNumber(kTile, 2)>;
-using WarpShape = cutlass::gemm::GemmShape<TileNumber(kTile, 3), TileNumber(kTile, 4),
-                                           TileNumber(kTile, 5)>;
+using ThreadblockShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 0), KnobNumber(kTile, 1),
+                                                  KnobNumber(kTile, 2)>;
+using WarpShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 3), KnobNumber(kTile, 4),
+                                           KnobNumber(kTile, 5)>;
 using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{{SWIZZLE}}>;
 using Gemm = cutlass::gemm::device::Gemm<
     float, cutlass::layout::RowMajor, float, cutlass::layout::RowMajor,

@@ -33,20 +33,7 @@ cuda_source = r"""
 
 namespace kagent_sm90_tf32x3 {
 
-// The i-th number of a knob's text "AxBxC".
-constexpr int KnobNumber(const char* s, int i) {
-  int n = 0, v = 0;
-  for (; *s != '\0'; ++s) {
-    if (*s >= '0' && *s <= '9') {
-      v = v * 10 + (*s - '0');
-    } else {
-      if (n == i) return v;
-      ++n;
-      v = 0;
-    }
-  }
-  return n == i ? v : -1;
-}
+{{> cuda_knob_number}}
 
 constexpr char kTile[] = "{{TILE}}";
 constexpr char kCluster[] = "{{CLUSTER}}";

@@ -286,30 +286,43 @@ def _template_id(source):
     return source.split("\n", 1)[0].split(": ")[-1]
 
 
-def _check_sm90_tf32x3_inputs(source, inputs, ref):
-    """gemm_sm90_tf32x3's module (its cpp_source's checks): A (M, K) or (L, M, K) and B
-    (K, N) or (L, K, N) after the forward's views, fp32, any strides; EPILOGUE tma needs
-    N a multiple of 4; the output is A @ B's shape."""
+def _check_sm90_inputs(source, inputs, ref):
+    """The SM90 modules' checks (their cpp_sources): A (M, K) or (L, M, K) and B (K, N) or
+    (L, K, N) after the forward's views, the output A @ B's shape. gemm_sm90_tf32x3: fp32,
+    any strides, EPILOGUE tma needs N a multiple of 4. gemm_sm90_bf16: the compiled DTYPE,
+    and the compiled layouts those of the operands (K- or M-contiguous A, N- or
+    K-contiguous B: another layout is read correctly, through a copy each call, which the
+    rules must not cause)."""
     a_expr, b_expr = re.search(r"return _ext\.gemm\((.+), (.+)\)\n", source).groups()
     a, b = (eval(e, {}, {"A": inputs[0], "B": inputs[1]})  # noqa: S307 - our render
             for e in (a_expr, b_expr))
-    assert a.dtype == b.dtype == torch.float32, f"rendered for {a.dtype} @ {b.dtype}"
+    if _template_id(source) == "gemm_sm90_bf16":
+        dtype = re.search(r'constexpr char kDtype\[\] = "(\w+)";', source).group(1)
+        assert a.dtype == b.dtype == getattr(torch, dtype), \
+            f"rendered DTYPE {dtype} for {a.dtype} @ {b.dtype}"
+        for name, t, expr, plain_unit in (("A", a, a_expr, -1), ("B", b, b_expr, -1)):
+            unit = plain_unit if len(expr) == 1 else -2
+            assert t.stride(unit) == 1 or t.shape[unit] == 1, \
+                f"{name}_EXPR {expr} compiles dim {unit} contiguous, the operand's strides " \
+                f"are {t.stride()}"
+    else:
+        assert a.dtype == b.dtype == torch.float32, f"rendered for {a.dtype} @ {b.dtype}"
+        if 'kEpilogue[] = "tma"' in source:
+            assert b.shape[-1] % 4 == 0, f"EPILOGUE tma rendered for N={b.shape[-1]}"
     assert a.dim() in (2, 3) and b.dim() in (2, 3) and b.dim() <= a.dim(), \
         f"rendered for {tuple(a.shape)} @ {tuple(b.shape)}"
     assert a.shape[-1] == b.shape[-2], f"inner dims differ: {tuple(a.shape)} @ {tuple(b.shape)}"
     assert b.dim() == 2 or a.shape[0] == b.shape[0], "batch sizes differ"
-    if 'kEpilogue[] = "tma"' in source:
-        assert b.shape[-1] % 4 == 0, f"EPILOGUE tma rendered for N={b.shape[-1]}"
     assert tuple(ref.shape) == tuple(torch.matmul(a.to("meta"), b.to("meta")).shape), \
         "not A @ B"
 
 
 def _check_cuda_inputs(template_id, source, inputs, ref):
     """A CUDA C++ template's module builds with nvcc at import, so it is not built here
-    (test_gemm_cutlass.py and test_gemm_sm90.py check its text, compile_cuda_templates.py
+    (test_gemm_cutlass.py, test_gemm_sm90.py and test_gemm_sm90_bf16.py check its text, compile_cuda_templates.py
     compiles it): what the rules render it for must be what the module takes."""
-    if template_id == "gemm_sm90_tf32x3":
-        _check_sm90_tf32x3_inputs(source, inputs, ref)
+    if template_id in ("gemm_sm90_tf32x3", "gemm_sm90_bf16"):
+        _check_sm90_inputs(source, inputs, ref)
         return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
     a, b = inputs
