@@ -61,6 +61,14 @@ def _fail(exc, phase):
            "traceback": tb[-4000:]})
 
 
+def _mentions(path, word):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return word in f.read()
+    except OSError:
+        return False
+
+
 class _Launches:
     """Counts Triton launches; installed before the candidate is imported (best effort:
     the candidate can undo it, and the supervisor treats the counts as hints)."""
@@ -283,6 +291,15 @@ def main():
     with open(os.path.join(workdir, "child_config.json")) as f:
         cfg = json.load(f)
     st.launches.module_name = cfg["module_name"]
+    # load_inline through the build cache (prebuilt.py), before any of the candidate's code.
+    builds = None
+    sources = [cfg["candidate_path"]] + list(cfg.get("variant_paths") or [])
+    if any(_mentions(p, "load_inline") for p in sources if p):
+        from kagent_harness import prebuilt
+        builds = prebuilt.install(workdir)
+
+    def build_report():
+        return {} if builds is None else {"prebuilt": builds.loaded, "built": len(builds.built)}
 
     if cfg.get("variant_paths"):
         # A screen: several variants of one trusted kernel, each its own module and
@@ -306,7 +323,7 @@ def main():
                                "message": f"{type(e).__name__}: {str(e)[:1000]}"})
         st.model = None
         _send({"ok": True, "event": "ready", "variants": report, "triton_hook": st.hooked,
-               "torch": torch.__version__})
+               "torch": torch.__version__, **build_report()})
     else:
         # Import and build the candidate.
         try:
@@ -326,7 +343,7 @@ def main():
             return 1
         st.model = model
         _send({"ok": True, "event": "ready", "weights": weights, "triton_hook": st.hooked,
-               "torch": torch.__version__})
+               "torch": torch.__version__, **build_report()})
 
     def fn():
         st.last = st.model(*st.inputs)

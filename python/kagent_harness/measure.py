@@ -32,7 +32,7 @@ import traceback
 import torch
 
 from kagent_harness import __version__
-from kagent_harness import compile_ahead
+from kagent_harness import build_cache, compile_ahead
 from kagent_harness import kernels as K
 from kagent_harness import loader
 from kagent_harness import protocol as P
@@ -129,15 +129,18 @@ AHEAD_WAIT_S = 300.0
 
 class Env:
     """What supervisors of one process share: the trial cache, the candidate processes
-    (warm pool, active ones) and the private CUDA memory pool for IPC. Thread-safe."""
+    (warm pool, active ones), the private CUDA memory pool for IPC and the build cache.
+    Thread-safe."""
 
-    def __init__(self, device, cache, pool, log, dry_runs=None):
+    def __init__(self, device, cache, pool, log, dry_runs=None, builds=None):
         self.device = device
         self.cache = cache
         self.pool = pool
         self.log = log
         # The compile dry runs' device memory (prepare.DryRunRoom); default: no limit.
         self.dry_runs = dry_runs or DryRunRoom(0)
+        # Built extensions by source (build_cache.BuildCache); None: every process builds.
+        self.builds = builds
 
     @staticmethod
     def one_shot(device, log):
@@ -584,6 +587,8 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         cand_path = os.path.join(child.workdir, "candidate_source.py")
         with open(cand_path, "w", encoding="utf-8") as f:
             f.write(source)
+        if variants is None:
+            self._use_build_cache(child, source, language)
         init_path, state_path = self.job.child_files()
         local_init = os.path.join(child.workdir, "init_inputs.pt")
         shutil.copyfile(init_path, local_init)
@@ -606,6 +611,39 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         with open(os.path.join(child.workdir, "child_config.json"), "w") as f:
             json.dump(cfg, f)
         child.load()
+
+    def _use_build_cache(self, child, source, language):
+        """Copies what an earlier process of this source built into the process's workdir
+        and, once it is ready, keeps what it built (build_cache.py)."""
+        builds = self.env.builds
+        if builds is None:
+            return
+        key = build_cache.source_key(source, language, self.device)
+        t = time.monotonic()
+        try:
+            seeded = builds.seed(key, child.workdir)
+        except Exception as e:  # noqa: BLE001 - the cache is an optimization only
+            self.log.add(f"build cache: not seeded ({type(e).__name__}: {e})")
+            seeded = False
+        if seeded:
+            self.log.add(f"build cache: the modules an earlier process of this source built "
+                         f"were given to this one ({time.monotonic() - t:.2f} s)")
+
+        def keep(ready):
+            if ready.get("prebuilt"):
+                self.log.add(f"build cache: the process loaded {ready['prebuilt']} prebuilt "
+                             "module(s) instead of building them")
+            if seeded or not ready.get("built"):
+                return
+            try:
+                kept = builds.store(key, child.workdir)
+            except Exception as e:  # noqa: BLE001 - the cache is an optimization only
+                self.log.add(f"build cache: not stored ({type(e).__name__}: {e})")
+                return
+            if kept:
+                self.log.add(f"build cache: kept the {kept} module(s) this process built "
+                             "for later processes of this source")
+        child.on_ready = keep
 
     def start_child(self, source=None, language=None, what="candidate", ready=None):
         """Hands the candidate (`source`, default the request's kernel) to the current

@@ -268,6 +268,9 @@ class Child:
         self.peak_tasks = 0
         self.scratch_limit = scratch_limit_bytes()
         self.trace_path = None  # the CUPTI tracer's file, when the process has one
+        # Called once with the process's "ready" reply (import and construction done),
+        # before the caller sees it: measure.write_candidate's build-cache store.
+        self.on_ready = None
 
     def configure(self, timeout_s, memory_limit_mb):
         """Sets the limits of the request a started process now serves (a warm process
@@ -741,6 +744,9 @@ class Child:
         if not isinstance(msg, dict):
             self.kill()
             raise ChildFailure(P.REJECTED, "malformed protocol message from the candidate")
+        if self.on_ready is not None and msg.get("event") == "ready" and msg.get("ok"):
+            hook, self.on_ready = self.on_ready, None
+            hook(msg)
         return msg
 
     def request(self, msg, timeout=None, phase="?"):

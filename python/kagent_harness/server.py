@@ -58,7 +58,9 @@ class Server:
                  sandbox="required", sandbox_hide=()):
         import torch
         from kagent_harness import bwrap
-        from kagent_harness.sandbox import SandboxUnavailable, sweep_stale_workdirs
+        from kagent_harness.build_cache import BuildCache, build_cache_limit
+        from kagent_harness.sandbox import (SandboxUnavailable, make_workdir,
+                                            sweep_stale_workdirs)
         from kagent_harness.measure import Env
         from kagent_harness.pool import ChildPool, ChildSpec
         from kagent_harness.prepare import DryRunRoom, dry_run_room_limit
@@ -84,8 +86,9 @@ class Server:
             log.add("sandbox best-effort: candidates run without what is missing")
         limit = cache_bytes if cache_bytes is not None else default_limit_bytes(device)
         spec = ChildSpec(device, sandbox=sandbox, sandbox_hide=self.sandbox_hide)
+        builds = BuildCache(make_workdir(), build_cache_limit(), log)
         self.env = Env(device, TrialCache(limit, log), ChildPool(spec, pool_size, log), log,
-                       DryRunRoom(dry_run_room_limit(device)))
+                       DryRunRoom(dry_run_room_limit(device)), builds)
         self.gpu_lock = threading.Lock()
         self._lock = threading.Lock()
         self.prepared = {}            # handle -> Prepared
@@ -459,6 +462,7 @@ class Server:
             self._retire(p)
         self.env.pool.close()
         self.env.cache.close()
+        self.env.builds.close()
 
 
 class _Handler(socketserver.BaseRequestHandler):
