@@ -72,7 +72,12 @@ TEST_CASE("harness server: starts lazily, waits for readiness, runs with its fla
   std::vector<std::string> want = {"serve", "--socket", server.socket_path(), "--device", "cpu",
                                    "--pool", "3", "--prepared-max", "5", "--cache-mb", "512"};
   CHECK(argv == want);
-  CHECK(pong["env"]["PYTHONPATH"] == o.harness_dir);
+  // The harness's folder first, then the worker's PYTHONPATH when it has one.
+  const char* worker_path = std::getenv("PYTHONPATH");
+  CHECK(pong["env"]["PYTHONPATH"] ==
+        (worker_path != nullptr && *worker_path != '\0'
+             ? o.harness_dir + ":" + worker_path
+             : o.harness_dir));
   CHECK(pong["env"]["CUDA_VISIBLE_DEVICES"] == "3");
   CHECK(pong["env"]["KAGENT_CUPTI_LIB"] == "/opt/libkagent_cupti.so");
   CHECK(pong["env"]["TRITON_INTERPRET"] == "1");

@@ -1,6 +1,7 @@
 #include "common/harness/protocol.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -122,7 +123,14 @@ std::map<std::string, std::string> HarnessEnvironment(const std::string& harness
                                                       const std::string& cuda_visible_devices,
                                                       const std::string& cupti_lib) {
   std::map<std::string, std::string> env;
-  if (!harness_dir.empty()) env["PYTHONPATH"] = harness_dir;
+  // The harness's folder first, then the worker's own PYTHONPATH (packages installed
+  // there, such as the CUTLASS headers' nvidia-cutlass, must reach the candidates).
+  if (!harness_dir.empty()) {
+    const char* worker = std::getenv("PYTHONPATH");
+    env["PYTHONPATH"] = worker != nullptr && *worker != '\0'
+                            ? absl::StrCat(harness_dir, ":", worker)
+                            : harness_dir;
+  }
   env["PYTHONUNBUFFERED"] = "1";
   if (device == "cpu") env["TRITON_INTERPRET"] = "1";
   if (!cuda_visible_devices.empty()) env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices;

@@ -31,7 +31,8 @@ std::vector<std::string> HarnessArgv(const std::string& python, const std::strin
                                      std::vector<std::string> args);
 
 // The environment a harness process (one-shot or the server) runs with, on top of the
-// worker's: PYTHONPATH (the folder holding kagent_harness, when given), unbuffered
+// worker's: PYTHONPATH (the folder holding kagent_harness, when given, then the worker's
+// own PYTHONPATH), unbuffered
 // output, Triton's interpreter on the CPU, the worker's GPU pinned with
 // CUDA_VISIBLE_DEVICES, and the CUPTI tracer's library (each when given).
 std::map<std::string, std::string> HarnessEnvironment(const std::string& harness_dir,

@@ -144,3 +144,18 @@ TEST_CASE("profile request: cupti_counters only when asked and the collection re
 
 }  // namespace
 }  // namespace kagent
+
+TEST_CASE("harness environment: the harness's folder, then the worker's PYTHONPATH") {
+  const char* saved = std::getenv("PYTHONPATH");
+  const std::string restore = saved != nullptr ? saved : "";
+  setenv("PYTHONPATH", "/opt/site:/opt/more", 1);
+  auto env = kagent::HarnessEnvironment("/opt/kagent/python", "cuda", "2", "/opt/libcupti.so");
+  CHECK(env["PYTHONPATH"] == "/opt/kagent/python:/opt/site:/opt/more");
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2");
+  CHECK(env.count("TRITON_INTERPRET") == 0);
+  unsetenv("PYTHONPATH");
+  CHECK(kagent::HarnessEnvironment("/opt/kagent/python", "cpu", "", "")["PYTHONPATH"] ==
+        "/opt/kagent/python");
+  CHECK(kagent::HarnessEnvironment("", "cpu", "", "").count("PYTHONPATH") == 0);
+  if (saved != nullptr) setenv("PYTHONPATH", restore.c_str(), 1);
+}
