@@ -90,15 +90,26 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   CHECK(g->kernel.origin() == "template:gemm_tiled");
   CHECK(absl::StrContains(g->kernel.source(), "BLOCK_M = 128"));
   CHECK(absl::StrContains(g->kernel.source(), "BLOCK_N = 256"));  // large bf16: 128 x 256
-  v1::OpSignature small_k;  // problems/04's K of one step: 64 x 128, 4 warps, 2 stages
+  v1::OpSignature small_k;  // problems/04's K of one step: the CUTLASS SM90 kernel on Hopper
   AddOp(&small_k, "aten::mm", {{{32768, 64}, "bfloat16"}, {{64, 32768}, "bfloat16"}},
         {{{32768, 32768}, "bfloat16"}});
   auto sk = first(small_k);
   REQUIRE(sk.ok());
-  CHECK(absl::StrContains(sk->kernel.source(), "BLOCK_N = 128"));
-  CHECK(absl::StrContains(sk->kernel.source(), "BLOCK_M = 64"));
-  CHECK(absl::StrContains(sk->kernel.source(), "num_warps=4"));
-  CHECK(absl::StrContains(sk->kernel.source(), "num_stages=2"));
+  CHECK(sk->kernel.origin() == "template:gemm_sm90_bf16");
+  CHECK(sk->kernel.language() == v1::KERNEL_LANGUAGE_CUDA);
+  CHECK(absl::StrContains(sk->kernel.source(), "kCluster[] = \"1x1\""));
+  CHECK(absl::StrContains(sk->kernel.source(), "kDtype[] = \"bfloat16\""));
+  // Elsewhere gemm_tiled with 64 x 128 tiles, 4 warps, 2 stages.
+  v1::GpuSpec a100;
+  a100.set_arch("sm_80");
+  a100.set_sm_count(108);
+  auto sk80 = brain.FirstKernel({&problem, &small_k, &a100});
+  REQUIRE(sk80.ok());
+  CHECK(sk80->kernel.origin() == "template:gemm_tiled");
+  CHECK(absl::StrContains(sk80->kernel.source(), "BLOCK_N = 128"));
+  CHECK(absl::StrContains(sk80->kernel.source(), "BLOCK_M = 64"));
+  CHECK(absl::StrContains(sk80->kernel.source(), "num_warps=4"));
+  CHECK(absl::StrContains(sk80->kernel.source(), "num_stages=2"));
 
   v1::OpSignature skinny;  // few output tiles, long K: split-K
   AddOp(&skinny, "aten::mm", {{{64, 65536}}, {{65536, 64}}}, {{{64, 64}}});

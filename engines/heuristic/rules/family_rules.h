@@ -51,6 +51,9 @@ absl::StatusOr<TemplateParams> GemmParams(const TemplateInfo& t, const Recognize
 // Whether an fp32 product is gemm_sm90_tf32x3's on this GPU (sm_90; K at most 4096; enough
 // work per operand element and enough tiles), from the H200 sweep in gemm_rules.cc.
 bool PrefersSm90Tf32x3(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
+// Whether a 16-bit product is gemm_sm90_bf16's on this GPU (sm_90; one K step, K <= 64,
+// where its TMA epilogue beats cuBLAS; aligned rows; enough tiles).
+bool PrefersSm90Bf16(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 // Whether an fp32 product is gemm_cutlass_tf32x3's (sm_90, 2-D row-major, K over 4096 where
 // the SM90 one is too close to the tolerance, enough work and tiles).
 bool PrefersCutlassTf32x3(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);

@@ -125,8 +125,17 @@ absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t, const R
   p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
   p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
   // The TMA epilogue writes 16-byte rows; an N not a multiple of 8 would go through
-  // padded rows and a copy, which the direct epilogue avoids.
+  // padded rows and a copy, which the direct epilogue avoids (and is 5x slower where the
+  // output's stores dominate: 32768 x 64 x 32768 4.72 ms against 0.868 with TMA, H100).
   p["EPILOGUE"] = op.n % 8 == 0 ? "tma" : "direct";
+  // 128 x 256 x 64 tiles, cooperative: the fastest or within 2 % of it on 12 of the 14
+  // shapes tests/gpu/gemm_sweep.py --dtype bfloat16 ran on an H100 (2026-12-07; against
+  // cuBLAS's bf16: 2048^3 1.00x, 4096^3 1.01x, 1024 x 8192 x 16384 1.03x, 8192^3 0.84x,
+  // 128 x 512 x 1024 x 512 0.97x). With one K step (K <= 64) clusters gain nothing:
+  // 1 x 1 there (16384 x 32 x 16384 0.197 ms against 0.203 in 2 x 1).
+  p["TILE"] = "128x256x64";
+  p["SCHEDULE"] = "cooperative";
+  p["CLUSTER"] = op.k <= 64 ? "1x1" : "2x1";
   return p;
 }
 
@@ -140,6 +149,23 @@ bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
   }
   if (op.k <= 4096 || op.k > 65536) return false;
   return FlopPerSplitByte(op) >= 80.0 && CeilDiv(op.m, 128) * CeilDiv(op.n, 128) >= SmCount(gpu);
+}
+
+bool PrefersSm90Bf16(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (!Is16Bit(op.dtype) || SmVersion(gpu) != 90 || !Sm90GemmRefusal(op, gpu).empty()) {
+    return false;
+  }
+  // Against cuBLAS's bf16 on an H100 (tests/gpu/gemm_sweep.py --dtype bfloat16), the
+  // CUTLASS SM90 kernel ties it on large products (0.84-1.03x) and wins only where the
+  // output's stores dominate, K one 64-deep step: 32768 x 64 x 32768 0.867 ms against
+  // 0.920 (1.06x), 16384 x 32 x 16384 0.197 against 0.234 (1.19x); gemm_tiled's best there
+  // was 0.71x of cuBLAS on an H200 (0.964 ms against 0.684). Elsewhere gemm_tiled and
+  // gemm_persistent_tma already tie cuBLAS (problems/02, 07).
+  if (op.k > 64) return false;
+  // Rows TMA reads in place (16 bytes) and enough 128 x 256 tiles to fill the GPU.
+  if (op.k % 8 != 0 || op.n % 8 != 0 || op.m % 8 != 0) return false;
+  return CeilDiv(op.m, 128) * CeilDiv(op.n, 256) * std::max<int64_t>(1, op.batch) >=
+         SmCount(gpu);
 }
 
 bool PrefersSm90Tf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
