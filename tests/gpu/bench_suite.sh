@@ -11,6 +11,7 @@
 # trajectory.svg), bench.txt (the bench's progress, and its wall time in its last line),
 # metrics.txt (kagentd's Prometheus metrics when the bench ended: tasks, candidates, busy
 # seconds per worker), cpu.tsv (the host's CPU busy % and load every 5 s) and kagentd.log.gz.
+# Wheels in .whl/ (carried) are installed into .pysite/ for the candidates.
 # KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run,
 # KAGENT_DAEMON_FLAGS adds kagentd flags (e.g. "--worker-tasks=6 --prepared-max=8").
 # Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools,
@@ -26,6 +27,14 @@ bin="$(kagent_bin "$repo")"
 mkdir -p "$state" "$out"
 state="$(cd "$state" && pwd)"; out="$(cd "$out" && pwd)"
 [ -f "$state/db.tgz" ] && [ ! -f "$state/kagent.db" ] && tar xzf "$state/db.tgz" -C "$state"
+# Python wheels carried in .whl/ (the nvidia-cutlass headers of the CUDA C++ templates):
+# installed into .pysite/ of the checkout (not /tmp, which the candidates' sandbox hides)
+# and put on the worker's PYTHONPATH, which the harness passes on to the candidates.
+if ls "$repo"/.whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$repo/.pysite" "$repo"/.whl/*.whl \
+    && export PYTHONPATH="$repo/.pysite${PYTHONPATH:+:$PYTHONPATH}"
+fi
 port="${KAGENT_BENCH_PORT:-50081}"
 t0=$(date +%s)
 # shellcheck disable=SC2086  # KAGENT_DAEMON_FLAGS is a word list on purpose

@@ -128,11 +128,13 @@ absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t, const R
   // padded rows and a copy, which the direct epilogue avoids (and is 5x slower where the
   // output's stores dominate: 32768 x 64 x 32768 4.72 ms against 0.868 with TMA, H100).
   p["EPILOGUE"] = op.n % 8 == 0 ? "tma" : "direct";
-  // 128 x 256 x 64 tiles, cooperative: the fastest or within 2 % of it on 12 of the 14
-  // shapes tests/gpu/gemm_sweep.py --dtype bfloat16 ran on an H100 (2026-12-07; against
-  // cuBLAS's bf16: 2048^3 1.00x, 4096^3 1.01x, 1024 x 8192 x 16384 1.03x, 8192^3 0.84x,
-  // 128 x 512 x 1024 x 512 0.97x). With one K step (K <= 64) clusters gain nothing:
-  // 1 x 1 there (16384 x 32 x 16384 0.197 ms against 0.203 in 2 x 1).
+  // 128 x 256 x 64 tiles in 2 x 1 clusters, cooperative: the fastest of 9 variants or
+  // within 2 % of it on 9 of the 14 shapes tests/gpu/gemm_sweep.py --dtype bfloat16 ran on
+  // an H100 (2026-12-07; against cuBLAS's bf16: 2048^3 1.00x, 4096^3 1.01x, 1024 x 8192 x
+  // 16384 1.03x, 8192^3 0.85x, 128 x 512 x 1024 x 512 0.97x); not on 1024^3 (64-row
+  // ping-pong 33 % faster), 262144 x 128 x 1024 and the transposed A (2-4 % off) or
+  // 256 x 524288 x 256 (4x off: no split-K). With one K step (K <= 64) the clusters gain
+  // nothing: 1 x 1 there (16384 x 32 x 16384 0.197 ms against 0.203 in 2 x 1).
   p["TILE"] = "128x256x64";
   p["SCHEDULE"] = "cooperative";
   p["CLUSTER"] = op.k <= 64 ? "1x1" : "2x1";
