@@ -121,11 +121,8 @@ cuda_cflags = ["-O3", "-std=c++20", "-DNDEBUG", "-gencode=arch=compute_90a,code=
 {{> cutlass_include}}
 
 
-_ext = load_inline(
-    name="kagent_gemm_cutlass_tf32x3_" + hashlib.sha256(
-        "\0".join([cuda_source, cpp_source] + cuda_cflags).encode()).hexdigest()[:16],
-    cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["gemm"],
-    extra_cuda_cflags=cuda_cflags, extra_include_paths=[cutlass_include_dir()], verbose=False)
+_ext = load_cutlass_extension("kagent_gemm_cutlass_tf32x3_", cuda_source, cpp_source,
+                              cuda_cflags)
 
 
 class ModelNew(nn.Module):

@@ -43,35 +43,18 @@ constexpr char kEpilogue[] = "{{EPILOGUE}}";
 constexpr char kDtype[] = "{{DTYPE}}";
 constexpr char kAExpr[] = "{{A_EXPR}}";
 constexpr char kBExpr[] = "{{B_EXPR}}";
-constexpr bool kCooperative = kSchedule[0] == 'c';
-constexpr bool kTmaEpilogue = kEpilogue[0] == 't';
-constexpr int kClusterM = KnobNumber(kCluster, 0);
-constexpr int kClusterN = KnobNumber(kCluster, 1);
+
+{{> sm90_gemm_schedule}}
+static_assert(KnobNumber(kTile, 2) % 16 == 0, "TILE's K must be a multiple of 16 (16-bit wgmma)");
 // "A" is A (M, K) as the model gets it, K contiguous; a transposed view (A.t(), A.mT) has M
 // contiguous. "B" is B (K, N), N contiguous; B.t() / B.mT have K contiguous.
 constexpr bool kAKMajor = kAExpr[1] == '\0';
 constexpr bool kBNMajor = kBExpr[1] == '\0';
-
-static_assert(!kCooperative || KnobNumber(kTile, 0) % 128 == 0,
-              "SCHEDULE cooperative splits a tile between two warpgroups: TILE's M must be 128 "
-              "or 256 (pingpong takes 64)");
-static_assert(KnobNumber(kTile, 2) % 16 == 0, "TILE's K must be a multiple of 16 (16-bit wgmma)");
 using Element = std::conditional_t<kDtype[0] == 'b', cutlass::bfloat16_t, cutlass::half_t>;
 using LayoutA =
     std::conditional_t<kAKMajor, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;
 using LayoutB =
     std::conditional_t<kBNMajor, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;
-using TileShape = cute::Shape<cute::Int<KnobNumber(kTile, 0)>, cute::Int<KnobNumber(kTile, 1)>,
-                              cute::Int<KnobNumber(kTile, 2)>>;
-using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::Int<kClusterN>, cute::_1>;
-using MainloopSchedule =
-    std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                       cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
-using EpilogueSchedule = std::conditional_t<
-    kTmaEpilogue,
-    std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                       cutlass::epilogue::TmaWarpSpecialized>,
-    cutlass::epilogue::NoSmemWarpSpecialized>;
 // TMA reads and writes 16-byte rows: 8 elements.
 constexpr int kAlignment = 8;
 constexpr int kAlignmentD = kTmaEpilogue ? 8 : 1;
@@ -132,6 +115,8 @@ GemmKernel::Arguments MakeArguments(const void* A, const void* B, void* D, int M
   return args;
 }
 
+{{> sm90_gemm_launch}}
+
 }  // namespace kagent_sm90_16bit
 
 // The CUTLASS kernel's body, as the candidate's own kernel (cutlass::device_kernel's).
@@ -163,29 +148,8 @@ const char* kagent_sm90_16bit_gemm(const void* A, const void* B, void* D, int M,
   auto args = kagent_sm90_16bit::MakeArguments(A, B, D, M, N, K, L,
                                                {ld[0], ld[1], ld[2], ld[3], ld[4], ld[5]}, device,
                                                sm_count);
-  if (!GemmKernel::can_implement(args)) return "CUTLASS cannot implement these sizes";
-  if (GemmKernel::initialize_workspace(args, workspace, stream) != cutlass::Status::kSuccess) {
-    return "CUTLASS could not initialize its workspace";
-  }
-  auto params = GemmKernel::to_underlying_arguments(args, workspace);
-  const int smem = GemmKernel::SharedStorageSize;
-  static const cudaError_t attribute = cudaFuncSetAttribute(
-      kagent_sm90_16bit_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (attribute != cudaSuccess) return cudaGetErrorString(attribute);
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute cluster[1];
-  cluster[0].id = cudaLaunchAttributeClusterDimension;
-  cluster[0].val.clusterDim.x = kagent_sm90_16bit::kClusterM;
-  cluster[0].val.clusterDim.y = kagent_sm90_16bit::kClusterN;
-  cluster[0].val.clusterDim.z = 1;
-  config.gridDim = GemmKernel::get_grid_shape(params);
-  config.blockDim = GemmKernel::get_block_shape();
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = cluster;
-  config.numAttrs = 1;
-  const cudaError_t launched = cudaLaunchKernelEx(&config, kagent_sm90_16bit_wgmma_kernel, params);
-  return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
+  return kagent_sm90_16bit::LaunchGemm<GemmKernel>(kagent_sm90_16bit_wgmma_kernel, args,
+                                                  workspace, stream);
 }
 """
 
@@ -297,11 +261,8 @@ cuda_cflags = ["-O3", "-std=c++20", "-DNDEBUG", "--expt-relaxed-constexpr",
 {{> cutlass_include}}
 
 
-_ext = load_inline(
-    name="kagent_gemm_sm90_bf16_" + hashlib.sha256(
-        "\0".join([cuda_source, cpp_source] + cuda_cflags).encode()).hexdigest()[:16],
-    cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["gemm"],
-    extra_cuda_cflags=cuda_cflags, extra_include_paths=[cutlass_include_dir()], verbose=False)
+_ext = load_cutlass_extension("kagent_gemm_sm90_bf16_", cuda_source, cpp_source,
+                              cuda_cflags)
 
 
 class ModelNew(nn.Module):

@@ -39,26 +39,9 @@ constexpr char kTile[] = "{{TILE}}";
 constexpr char kCluster[] = "{{CLUSTER}}";
 constexpr char kSchedule[] = "{{SCHEDULE}}";
 constexpr char kEpilogue[] = "{{EPILOGUE}}";
-constexpr bool kCooperative = kSchedule[0] == 'c';
-constexpr bool kTmaEpilogue = kEpilogue[0] == 't';
-constexpr int kClusterM = KnobNumber(kCluster, 0);
-constexpr int kClusterN = KnobNumber(kCluster, 1);
 
-static_assert(!kCooperative || KnobNumber(kTile, 0) % 128 == 0,
-              "SCHEDULE cooperative splits a tile between two warpgroups: TILE's M must be 128 "
-              "or 256 (pingpong takes 64)");
+{{> sm90_gemm_schedule}}
 static_assert(KnobNumber(kTile, 2) % 8 == 0, "TILE's K must be a multiple of 8 (TF32 wgmma)");
-using TileShape = cute::Shape<cute::Int<KnobNumber(kTile, 0)>, cute::Int<KnobNumber(kTile, 1)>,
-                              cute::Int<KnobNumber(kTile, 2)>>;
-using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::Int<kClusterN>, cute::_1>;
-using MainloopSchedule =
-    std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                       cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
-using EpilogueSchedule = std::conditional_t<
-    kTmaEpilogue,
-    std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                       cutlass::epilogue::TmaWarpSpecialized>,
-    cutlass::epilogue::NoSmemWarpSpecialized>;
 // D (M, N) row-major: the TMA epilogue needs 16-byte rows (N a multiple of 4).
 constexpr int kAlignmentD = kTmaEpilogue ? 4 : 1;
 
@@ -88,6 +71,8 @@ __device__ __forceinline__ float Tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return __uint_as_float(r);
 }
+
+{{> sm90_gemm_launch}}
 
 }  // namespace kagent_sm90_tf32x3
 
@@ -193,29 +178,8 @@ const char* kagent_tf32x3_gemm(const float* A3, const float* B3, float* D, int M
   using kagent_sm90_tf32x3::GemmKernel;
   auto args = kagent_sm90_tf32x3::MakeArguments(A3, B3, D, M, N, K3, L, b_batch_stride, device,
                                                 sm_count);
-  if (!GemmKernel::can_implement(args)) return "CUTLASS cannot implement these sizes";
-  if (GemmKernel::initialize_workspace(args, workspace, stream) != cutlass::Status::kSuccess) {
-    return "CUTLASS could not initialize its workspace";
-  }
-  auto params = GemmKernel::to_underlying_arguments(args, workspace);
-  const int smem = GemmKernel::SharedStorageSize;
-  static const cudaError_t attribute = cudaFuncSetAttribute(
-      kagent_tf32x3_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (attribute != cudaSuccess) return cudaGetErrorString(attribute);
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute cluster[1];
-  cluster[0].id = cudaLaunchAttributeClusterDimension;
-  cluster[0].val.clusterDim.x = kagent_sm90_tf32x3::kClusterM;
-  cluster[0].val.clusterDim.y = kagent_sm90_tf32x3::kClusterN;
-  cluster[0].val.clusterDim.z = 1;
-  config.gridDim = GemmKernel::get_grid_shape(params);
-  config.blockDim = GemmKernel::get_block_shape();
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = cluster;
-  config.numAttrs = 1;
-  const cudaError_t launched = cudaLaunchKernelEx(&config, kagent_tf32x3_wgmma_kernel, params);
-  return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
+  return kagent_sm90_tf32x3::LaunchGemm<GemmKernel>(kagent_tf32x3_wgmma_kernel, args, workspace,
+                                                   stream);
 }
 """
 
@@ -292,11 +256,8 @@ cuda_cflags = ["-O3", "-std=c++20", "-DNDEBUG", "--expt-relaxed-constexpr",
 {{> cutlass_include}}
 
 
-_ext = load_inline(
-    name="kagent_gemm_sm90_tf32x3_" + hashlib.sha256(
-        "\0".join([cuda_source, cpp_source] + cuda_cflags).encode()).hexdigest()[:16],
-    cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["gemm"],
-    extra_cuda_cflags=cuda_cflags, extra_include_paths=[cutlass_include_dir()], verbose=False)
+_ext = load_cutlass_extension("kagent_gemm_sm90_tf32x3_", cuda_source, cpp_source,
+                              cuda_cflags)
 
 
 class ModelNew(nn.Module):

@@ -33,14 +33,21 @@ def literals(source):
 
 
 def build_name(source):
-    """The `name` load_inline gets, evaluated from the module's own expression."""
+    """The `name` load_inline gets: the module's own extension_name (the cutlass_include
+    partial) of the prefix it passes to load_cutlass_extension, evaluated without
+    importing the module (its import builds the extension)."""
     tree = ast.parse(source)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and getattr(n.func, "id", None) == "load_inline"]
+             and getattr(n.func, "id", None) == "load_cutlass_extension"]
     assert len(calls) == 1
-    name = next(k.value for k in calls[0].keywords if k.arg == "name")
-    return eval(compile(ast.Expression(name), "<name>", "eval"),  # noqa: S307 - our template
-                {"hashlib": hashlib, **literals(source)})
+    prefix = ast.literal_eval(calls[0].args[0])
+    namer = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
+                 and n.name == "extension_name")
+    scope = {"hashlib": hashlib}
+    exec(compile(ast.Module([namer], []), "<extension_name>", "exec"), scope)  # noqa: S102
+    lit = literals(source)
+    return scope["extension_name"](prefix, lit["cuda_source"], lit["cpp_source"],
+                                   lit["cuda_cflags"])
 
 
 def tile_numbers(tile):

@@ -9,3 +9,19 @@ def cutlass_include_dir():
         if not os.path.isfile(os.path.join(include, *header)):
             raise ImportError(f"no CUTLASS headers under {include} (nvidia-cutlass wheel)")
     return include
+
+
+def extension_name(prefix, cuda_source, cpp_source, cuda_cflags):
+    """The extension's name: `prefix` and a hash of its sources and flags, so that
+    identical renders share one build directory and different ones never do."""
+    text = "\0".join([cuda_source, cpp_source] + list(cuda_cflags))
+    return prefix + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_cutlass_extension(prefix, cuda_source, cpp_source, cuda_cflags):
+    """Builds the module's extension at import (load_inline; its `gemm` function) against
+    the CUTLASS headers, or finds it built."""
+    return load_inline(name=extension_name(prefix, cuda_source, cpp_source, cuda_cflags),
+                       cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["gemm"],
+                       extra_cuda_cflags=cuda_cflags,
+                       extra_include_paths=[cutlass_include_dir()], verbose=False)
