@@ -2,7 +2,7 @@
 # A CUDA C++ template's renders measured through the harness (one-shot `measure`, the
 # sandbox on: built with load_inline inside the candidate's sandbox, gated, timed beside
 # eager and torch.compile), a problem each, in parallel; the results as JSON under
-# $OUT/verdicts/. The nvidia-cutlass wheel travels in .whl, bwrap in .gpu/sbx
+# $OUT/verdicts.tgz. The nvidia-cutlass wheel travels in .whl, bwrap in .gpu/sbx
 # (carry [".whl", ".gpu"]).
 #   [KAGENT_VERDICT_TIMEOUT=540] bash tests/gpu/cuda_template_verdicts.sh \
 #     'PROBLEM TEMPLATE JSON_PARAMS' ...
@@ -50,3 +50,5 @@ print("  phases", {k: round(v) for k, v in ((r.get("harness") or {}).get("phases
                    if v > 1000})
 PY
 done
+# The device brings back at most 8 files: the folder goes back as one archive.
+tar czf "$OUT/verdicts.tgz" -C "$OUT" verdicts && rm -rf "$OUT/verdicts"

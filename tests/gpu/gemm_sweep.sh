@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GEMM sweep of issue 20 in one device call, results under $OUT/gemm/: the CUDA
+# The GEMM sweep of issue 20 in one device call, results in $OUT/gemm.tgz: the CUDA
 # templates' variants built on the machine's cores while the CUPTI SOL-proxy check runs on
 # the GPU (issue 25), then every shape timed. The nvidia-cutlass wheel travels in .whl
 # (carry [".gpu", ".whl"]).
@@ -45,3 +45,5 @@ for r in rows:
             print(f"  {r['variant']:44s} {r['ms']:8.3f} ms {r['tflops']:6.1f} TF/s "
                   f"x{r['vs_torch']:.2f}  gate {r.get('gate', -1):.3f} gate64 {r.get('gate64', -1):.3f}")
 PY
+# The device brings back at most 8 files: the folder goes back as one archive.
+tar czf "$OUT/gemm.tgz" -C "$OUT" gemm && rm -rf "$OUT/gemm"
