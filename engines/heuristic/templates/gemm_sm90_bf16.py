@@ -6,7 +6,8 @@
 # or M contiguous (a transposed view), B with N or K contiguous, batched or not; the
 # layouts are compiled in from A_EXPR and B_EXPR, and an operand whose strides the compiled
 # layout cannot read through (another view, rows not 16-byte aligned) is copied into it
-# first. CUDA C++ built with torch.utils.cpp_extension.load_inline at import, for sm_90a,
+# first; sizes CUTLASS cannot take (a contiguous extent not a multiple of 8) are computed on
+# zero-padded copies. CUDA C++ built with torch.utils.cpp_extension.load_inline at import, for sm_90a,
 # against the CUTLASS headers of the nvidia-cutlass package; the build directory is named by
 # a hash of the sources and flags, so identical renders reuse one build.
 import hashlib
@@ -195,6 +196,21 @@ torch::Tensor Staged(const torch::Tensor& t, int unit) {
   return staged;
 }
 
+// t (.., R, C) copied into the corner of zeros (.., rows, cols) with dim `unit` (-1 or -2)
+// contiguous: an operand whose extents CUTLASS cannot take (not multiples of 8), padded
+// with zeros that add nothing to the product.
+torch::Tensor ZeroPadded(const torch::Tensor& t, int64_t rows, int64_t cols, int unit) {
+  std::vector<int64_t> sizes = t.sizes().vec();
+  sizes[sizes.size() - 2] = unit == -1 ? rows : cols;
+  sizes[sizes.size() - 1] = unit == -1 ? cols : rows;
+  auto padded = torch::zeros(sizes, t.options());
+  if (unit == -2) padded = padded.mT();
+  padded.narrow(-2, 0, t.size(-2)).narrow(-1, 0, t.size(-1)).copy_(t);
+  return padded;
+}
+
+int64_t Up8(int64_t n) { return (n + 7) / 8 * 8; }
+
 }  // namespace
 
 // C = A @ B: A (M, K) or (L, M, K), B (K, N) or (L, K, N), bfloat16 or float16 as compiled.
@@ -228,28 +244,34 @@ torch::Tensor gemm(torch::Tensor A, torch::Tensor B) {
     M *= L;
     L = 1;
   }
-  a = Staged(a, a_k_major ? -1 : -2);
-  const torch::Tensor b = Staged(B, b_n_major ? -1 : -2);
-  TORCH_CHECK(L < 65536 && M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
+  // CUTLASS's SM90 kernel needs each operand's contiguous extent a multiple of 8 (K for a
+  // K-major A or B, M for an M-major A, N for an N-major B and for D under the TMA
+  // epilogue): other sizes are computed on zero-padded copies, D then copied out.
+  const int a_unit = a_k_major ? -1 : -2, b_unit = b_n_major ? -1 : -2;
+  const int64_t Kp = (a_k_major || !b_n_major) ? Up8(K) : K;
+  const int64_t Mp = a_k_major ? M : Up8(M);
+  const int64_t Np = (b_n_major || tma_epilogue) ? Up8(N) : N;
+  a = (Mp != M || Kp != K) ? ZeroPadded(a, Mp, Kp, a_unit) : Staged(a, a_unit);
+  const torch::Tensor b =
+      (Kp != K || Np != N) ? ZeroPadded(B, Kp, Np, b_unit) : Staged(B, b_unit);
+  TORCH_CHECK(L < 65536 && Mp < (1LL << 31) && Np < (1LL << 31) && Kp < (1LL << 31),
               "gemm_sm90_bf16: sizes must fit in int (and the batch in 65535)");
-  // The TMA epilogue writes 16-byte rows: an N that is not a multiple of 8 goes into rows
-  // padded to it, then copied out (EPILOGUE direct writes C itself).
-  const int64_t ldd = tma_epilogue ? (N + 7) / 8 * 8 : N;
-  torch::Tensor D = ldd == N ? C : torch::empty({L, M, ldd}, A.options());
+  const bool padded_d = Mp != M || Np != N;
+  torch::Tensor D = padded_d ? torch::empty({L, Mp, Np}, A.options()) : C;
   const long long ld[6] = {a.stride(a_k_major ? -2 : -1), a.dim() == 3 ? a.stride(0) : 0,
                            b.stride(b_n_major ? -2 : -1), b.dim() == 3 ? b.stride(0) : 0,
-                           ldd, M * ldd};
+                           Np, Mp * Np};
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int device = A.get_device();
   static int sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const size_t bytes = kagent_sm90_16bit_workspace(int(M), int(N), int(K), int(L), sm_count);
+  const size_t bytes = kagent_sm90_16bit_workspace(int(Mp), int(Np), int(Kp), int(L), sm_count);
   torch::Tensor workspace;
   if (bytes > 0) workspace = torch::empty({int64_t(bytes)}, A.options().dtype(torch::kUInt8));
   const char* error = kagent_sm90_16bit_gemm(
-      a.data_ptr(), b.data_ptr(), D.data_ptr(), int(M), int(N), int(K), int(L), ld, device,
+      a.data_ptr(), b.data_ptr(), D.data_ptr(), int(Mp), int(Np), int(Kp), int(L), ld, device,
       sm_count, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
   TORCH_CHECK(error == nullptr, "gemm_sm90_bf16: ", error);
-  if (ldd != N) C.copy_(D.narrow(-1, 0, N).view(C.sizes()));
+  if (padded_d) C.view({L, M, N}).copy_(D.narrow(-2, 0, M).narrow(-1, 0, N));
   return C;
 }
 """

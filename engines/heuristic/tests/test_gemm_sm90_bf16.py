@@ -71,8 +71,9 @@ def test_the_layouts_are_compiled_in_from_the_views(a_expr, b_expr, a_k_major, b
     # And the host stages each operand into the same layout.
     assert f'const bool a_k_major = std::string("{a_expr}") == "A";' in cpp
     assert f'const bool b_n_major = std::string("{b_expr}") == "B";' in cpp
-    assert "a = Staged(a, a_k_major ? -1 : -2);" in cpp
-    assert "Staged(B, b_n_major ? -1 : -2)" in cpp
+    assert "const int a_unit = a_k_major ? -1 : -2, b_unit = b_n_major ? -1 : -2;" in cpp
+    assert "ZeroPadded(a, Mp, Kp, a_unit) : Staged(a, a_unit);" in cpp
+    assert "ZeroPadded(B, Kp, Np, b_unit) : Staged(B, b_unit);" in cpp
 
 
 def test_the_module_reads_in_place_only_what_tma_can_read_and_pads_the_rest():
@@ -83,9 +84,15 @@ def test_the_module_reads_in_place_only_what_tma_can_read_and_pads_the_rest():
         assert check in cpp
     # Staged: rows padded to 8 elements.
     assert "const int64_t ld = (inner + 7) / 8 * 8;" in cpp
-    # The TMA epilogue's padded rows for an N not a multiple of 8, copied out.
-    assert "const int64_t ldd = tma_epilogue ? (N + 7) / 8 * 8 : N;" in cpp
-    assert "C.copy_(D.narrow(-1, 0, N).view(C.sizes()))" in cpp
+    # Extents CUTLASS cannot take (not multiples of 8) on zero-padded copies: K wherever
+    # an operand is K-contiguous, M for an M-contiguous A, N for an N-contiguous B or the
+    # TMA epilogue; D's corner copied out.
+    for check in ("const int64_t Kp = (a_k_major || !b_n_major) ? Up8(K) : K;",
+                  "const int64_t Mp = a_k_major ? M : Up8(M);",
+                  "const int64_t Np = (b_n_major || tma_epilogue) ? Up8(N) : N;",
+                  "auto padded = torch::zeros(sizes, t.options());",
+                  "C.view({L, M, N}).copy_(D.narrow(-2, 0, M).narrow(-1, 0, N))"):
+        assert check in cpp
     # A 3-D A times a 2-D B: one GEMM of L x M rows.
     assert "a = A.reshape({L * M, K});" in cpp
 
