@@ -845,10 +845,16 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
     CHECK(r->kernel.origin() == "template:" + id);
     return r->kernel.source();
   };
-  // problems/06: batched fp32 -> 128 x 64, 4 warps, 4 stages, tf32x3.
+  // problems/06: a batch of fp32 products on sm_90 -> the CUTLASS 2.x 3xTF32 kernel, one
+  // batch per grid z, no split; on an sm_80 GPU gemm_tiled's 128 x 64 tiles, 4 warps,
+  // 4 stages, tf32x3 dots.
   v1::OpSignature bmm;
   AddOp(&bmm, "aten::bmm", {{{128, 512, 1024}}, {{128, 1024, 512}}}, {{{128, 512, 512}}});
-  std::string b = source(bmm, gpu, "gemm_tiled");
+  CHECK(absl::StrContains(source(bmm, gpu, "gemm_cutlass_tf32x3"),
+                          "constexpr int kSplitK = 1;"));
+  v1::GpuSpec ampere = gpu;
+  ampere.set_arch("sm_80");
+  std::string b = source(bmm, ampere, "gemm_tiled");
   CHECK(absl::StrContains(b, "BLOCK_M = 128\n"));
   CHECK(absl::StrContains(b, "BLOCK_N = 64\n"));
   CHECK(absl::StrContains(b, "INPUT_PRECISION=\"tf32x3\""));
@@ -887,10 +893,14 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   v1::OpSignature odd;
   AddOp(&odd, "aten::mm", {{{4099, 2949}}, {{2949, 3001}}}, {{{4099, 3001}}});
   CHECK(absl::StrContains(source(odd, gpu, "gemm_sm90_tf32x3"), "kEpilogue[] = \"direct\""));
-  // problems/05: split-K with BLOCK_K 64 and about 4 programs per SM (16 tiles -> 33).
+  // problems/05 on sm_90: the CUTLASS 2.x kernel in 66 serial K slices (4 output tiles,
+  // 2 threadblocks per SM); elsewhere gemm_split_k with BLOCK_K 64 and about 4 programs per
+  // SM (16 tiles -> 33).
   v1::OpSignature large_k;
   AddOp(&large_k, "aten::mm", {{{256, 524288}}, {{524288, 256}}}, {{{256, 256}}});
-  std::string sk = source(large_k, gpu, "gemm_split_k");
+  CHECK(absl::StrContains(source(large_k, gpu, "gemm_cutlass_tf32x3"),
+                          "constexpr int kSplitK = 66;"));
+  std::string sk = source(large_k, a100, "gemm_split_k");
   CHECK(absl::StrContains(sk, "BLOCK_K = 64\n"));
   CHECK(absl::StrContains(sk, "SPLIT_K = 33\n"));
   CHECK(absl::StrContains(sk, "INPUT_PRECISION=\"ieee\""));
@@ -1186,8 +1196,9 @@ TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 40
   refusals[0] = {"bf16", {}, "dtype bfloat16"};
   AddOp(&refusals[0].sig, "aten::mm", {{{256, 256}, "bfloat16"}, {{256, 256}, "bfloat16"}},
         {{{256, 256}, "bfloat16"}});
-  refusals[1] = {"batched", {}, "only a plain A @ B"};
-  AddOp(&refusals[1].sig, "aten::bmm", {{{8, 256, 256}}, {{8, 256, 256}}}, {{{8, 256, 256}}});
+  refusals[1] = {"a 4-D batch", {}, "A must be 2-D, or 3-D for a batch of products"};
+  AddOp(&refusals[1].sig, "aten::matmul", {{{4, 8, 256, 256}}, {{4, 8, 256, 256}}},
+        {{{4, 8, 256, 256}}});
   refusals[2] = {"K not a multiple of 4", {}, "multiples of 4"};
   AddOp(&refusals[2].sig, "aten::mm", {{{256, 255}}, {{255, 256}}}, {{{256, 256}}});
   refusals[3] = {"N not a multiple of 4", {}, "multiples of 4"};

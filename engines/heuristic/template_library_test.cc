@@ -150,19 +150,27 @@ TEST_CASE("Templates: the CUDA template gemm_cutlass_tf32x3 renders its knobs in
   // Not Triton: nothing for the Triton source reader.
   CHECK_FALSE(absl::StrContains(*src, "@triton.jit"));
 
+  CHECK(absl::StrContains(*src, "constexpr int kSplitK = 1;"));
   auto other = lib->Render("gemm_cutlass_tf32x3", {{"TILE", "64x64x16_32x32x16"},
-                                                   {"num_stages", "6"}, {"SWIZZLE", "4"}});
+                                                   {"num_stages", "6"},
+                                                   {"SWIZZLE", "4"},
+                                                   {"SPLIT_K", "66"}});
   REQUIRE(other.ok());
   CHECK(absl::StrContains(*other, "kTile[] = \"64x64x16_32x32x16\";"));
   CHECK(absl::StrContains(*other, "/*Stages=*/6,"));
   CHECK(absl::StrContains(*other, "GemmIdentityThreadblockSwizzle<4>"));
+  CHECK(absl::StrContains(*other, "constexpr int kSplitK = 66;"));
   auto m = lib->MatchRender(*other);
   REQUIRE(m.ok());
-  CHECK(m->params == std::map<std::string, std::string>{
-                         {"TILE", "64x64x16_32x32x16"}, {"num_stages", "6"}, {"SWIZZLE", "4"}});
-  // Only the generator's tile descriptions, stages 3-8, SWIZZLE a power of two.
-  for (const auto& [name, value] : std::map<std::string, std::string>{
-           {"TILE", "128x128x8_32x64x8"}, {"num_stages", "2"}, {"SWIZZLE", "3"}}) {
+  CHECK(m->params == std::map<std::string, std::string>{{"TILE", "64x64x16_32x32x16"},
+                                                        {"num_stages", "6"},
+                                                        {"SWIZZLE", "4"},
+                                                        {"SPLIT_K", "66"}});
+  // Only the generator's tile descriptions, stages 3-8, SWIZZLE a power of two, SPLIT_K
+  // 1-512.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"TILE", "128x128x8_32x64x8"}, {"num_stages", "2"}, {"SWIZZLE", "3"},
+           {"SPLIT_K", "0"}, {"SPLIT_K", "513"}}) {
     INFO(name << "=" << value);
     CHECK(lib->Render("gemm_cutlass_tf32x3", {{name, value}}).status().code() ==
           absl::StatusCode::kInvalidArgument);

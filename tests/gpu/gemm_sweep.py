@@ -5,7 +5,8 @@ torch's exact fp32 matmul (TF32 off); --dtype bfloat16: gemm_sm90_bf16 against t
 bf16 matmul (fp32 accumulation).
 
   python3 tests/gpu/gemm_sweep.py [--dtype float32|bfloat16] [--out F.jsonl]
-                                  [--only SHAPE,...] [--variants N] [--layout-variants N]
+                                  [--only SHAPE,...] [--variants N] [--template ID]
+                                  [--layout-variants N]
                                   [--build-jobs J] [--compiled] [--build-only]
 
 A variant of gemm_sm90_bf16 compiles its operands' layouts in (A_EXPR, B_EXPR): each is
@@ -62,6 +63,10 @@ SHAPES = {
     "k256_8192x256x8192": (0, 8192, 256, 8192, False, False),
     "batched_16x2048x2048x2048": (16, 2048, 2048, 2048, False, False),
     "batched_64x256x4096x256": (64, 256, 4096, 256, False, False),
+    # Long K over small outputs (split-K's shapes), beside large_k above.
+    "large_k_512x262144x256": (0, 512, 262144, 256, False, False),
+    "large_k_1024x65536x1024": (0, 1024, 65536, 1024, False, False),
+    "large_k_128x1048576x128": (0, 128, 1048576, 128, False, False),
 }
 
 
@@ -86,14 +91,18 @@ BF16_SHAPES = {
 }
 
 
-def v(tile, cluster="1x1", schedule="cooperative", epilogue="tma", swizzle=1):
-    return ("gemm_sm90_tf32x3", {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
-                                 "EPILOGUE": epilogue, "SWIZZLE": swizzle})
+def sm90(template, tile, cluster, schedule="cooperative", epilogue="tma", swizzle=1):
+    """A variant of one of the SM90 templates (their knobs are the same)."""
+    return (template, {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
+                       "EPILOGUE": epilogue, "SWIZZLE": swizzle})
 
 
-def v16(tile, cluster="2x1", schedule="cooperative", epilogue="tma", swizzle=1):
-    return ("gemm_sm90_bf16", {"TILE": tile, "CLUSTER": cluster, "SCHEDULE": schedule,
-                               "EPILOGUE": epilogue, "SWIZZLE": swizzle})
+def v(tile, cluster="1x1", **knobs):
+    return sm90("gemm_sm90_tf32x3", tile, cluster, **knobs)
+
+
+def v16(tile, cluster="2x1", **knobs):
+    return sm90("gemm_sm90_bf16", tile, cluster, **knobs)
 
 
 VARIANTS = [
@@ -106,6 +115,13 @@ VARIANTS = [
     v("64x128x32", schedule="pingpong"), v("128x128x32", schedule="pingpong"),
     v("64x256x32", schedule="pingpong"), v("128x128x64"),
     v("128x256x32", "2x1", swizzle=4),
+    # The SM80 template's serial split-K (long K over few output tiles) and smaller tiles.
+    ("gemm_cutlass_tf32x3", {"SPLIT_K": 16}), ("gemm_cutlass_tf32x3", {"SPLIT_K": 33}),
+    ("gemm_cutlass_tf32x3", {"SPLIT_K": 66}), ("gemm_cutlass_tf32x3", {"SPLIT_K": 132}),
+    ("gemm_cutlass_tf32x3", {"TILE": "64x64x32_32x32x32", "SPLIT_K": 16, "num_stages": 4}),
+    ("gemm_cutlass_tf32x3", {"TILE": "64x64x32_32x32x32", "num_stages": 4}),
+    ("gemm_cutlass_tf32x3", {"TILE": "128x64x32_64x32x32", "num_stages": 4}),
+    ("gemm_cutlass_tf32x3", {"num_stages": 4}),
 ]
 
 BF16_VARIANTS = [
@@ -217,15 +233,18 @@ def gate_atol(ref32):
 
 def takes(template, params, A, B):
     """Whether the variant's module takes these operands (the SM90 one's TMA epilogue: N a
-    multiple of 4; the SM80 one: 2-D, contiguous, K and N multiples of 4). A call that a
+    multiple of 4; the SM80 one: 2-D or both 3-D, contiguous, K and N multiples of 4). A call that a
     module refuses (TORCH_CHECK) crashed the process on the H100 and the H200 with torch
-    2.11: the sweep never makes one."""
+    2.11: the sweep never makes one. The SM80 one takes batches (3-D A and B) too, where
+    its SPLIT_K does nothing: split variants are only timed on 2-D products."""
     if template == "gemm_sm90_bf16":
         return True  # it stages what its compiled layouts cannot read
     if template != "gemm_cutlass_tf32x3":
         return params.get("EPILOGUE") != "tma" or B.shape[-1] % 4 == 0
-    return (A.dim() == 2 and B.dim() == 2 and A.is_contiguous() and B.is_contiguous()
-            and A.shape[1] % 4 == 0 and B.shape[1] % 4 == 0)
+    if params.get("SPLIT_K", 1) > 1 and not (A.dim() == 2 and B.dim() == 2):
+        return False  # a batch ignores SPLIT_K: the same kernel as SPLIT_K 1
+    return (A.dim() == B.dim() and A.dim() in (2, 3) and A.is_contiguous()
+            and B.is_contiguous() and A.shape[-1] % 4 == 0 and B.shape[-1] % 4 == 0)
 
 
 def main():
@@ -234,6 +253,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
     ap.add_argument("--variants", type=int, default=0, help="the first N (default all)")
+    ap.add_argument("--template", default="",
+                    help="only this template's variants (after --variants)")
     ap.add_argument("--layout-variants", type=int, default=2)
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--compiled", action="store_true")
@@ -260,8 +281,9 @@ def main():
               (SHAPES if args.dtype == "float32" else BF16_SHAPES).items()
               if not only or any(name.startswith(o) for o in only)}
     listed = VARIANTS if args.dtype == "float32" else BF16_VARIANTS
-    variants = builds(listed[:args.variants or len(listed)], shapes.values(), args.dtype,
-                      args.layout_variants)
+    listed = [x for x in listed[:args.variants or len(listed)]
+              if not args.template or x[0] == args.template]
+    variants = builds(listed, shapes.values(), args.dtype, args.layout_variants)
     t0 = time.time()
     built = build_all(variants, args.build_jobs, emit)
     emit({"built": len(built), "of": len(variants), "seconds": round(time.time() - t0, 1)})

@@ -31,16 +31,20 @@ absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const Recog
 namespace {
 
 // Why gemm_cutlass_tf32x3's module cannot take `op` on `gpu` (an unknown arch passes), or
-// "" when it can: C = A @ B of 2-D row-major fp32 operands with 16-byte rows (CUTLASS's
+// "" when it can: C = A @ B of row-major fp32 operands, 2-D or a batch of them (A 3-D; the
+// module folds a 3-D A times a 2-D B into one product), with 16-byte rows (CUTLASS's
 // alignment 4), compiled for sm_90a.
 std::string CutlassTf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (op.variant != "mm" && op.variant != "matmul") {
-    return absl::StrCat("only a plain A @ B (aten::mm / matmul), the problem is ",
+  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
+    return absl::StrCat("only a plain or batched A @ B (aten::mm / bmm / matmul), the "
+                        "problem is ",
                         DescribeOp(op));
   }
-  if (op.batch > 1 || op.tags.count("batched") || op.input_shape.size() != 2) {
-    return "2-D operands only (the problem is batched or A is not 2-D)";
+  const bool batched = op.batch > 1 || op.tags.count("batched") > 0;
+  if (op.input_shape.size() != (batched ? 3u : 2u)) {
+    return "A must be 2-D, or 3-D for a batch of products";
   }
+  if (op.batch >= 65536) return "a batch of at most 65535 products (the grid's z)";
   if (op.trans_a || op.trans_b) {
     return "row-major A and B only (the reference transposes an operand)";
   }
@@ -80,15 +84,32 @@ double FlopPerSplitByte(const RecognizedOp& op) {
   return m * n / (8.0 * (m + n));
 }
 
+// gemm_cutlass_tf32x3's K slices for a 2-D product whose 128 x 128 tiles leave SMs idle:
+// enough slices for kSplitCtasPerSm threadblocks per SM, each slice at least kMinSliceK
+// deep; 1 for a batch (the module ignores SPLIT_K there) or a product that fills the GPU.
+constexpr int64_t kSplitCtasPerSm = 2;
+constexpr int64_t kMinSliceK = 2048;
+int64_t CutlassTf32x3SplitK(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (op.batch > 1 || op.tags.count("batched")) return 1;
+  const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 128);
+  const int64_t sms = SmCount(gpu);
+  if (tiles >= sms) return 1;
+  const int64_t by_depth = std::max<int64_t>(1, op.k / kMinSliceK);
+  return std::clamp<int64_t>(CeilDiv(kSplitCtasPerSm * sms, tiles), 1,
+                             std::min<int64_t>(512, by_depth));
+}
+
 }  // namespace
 
 absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const GpuSpec* gpu) {
   if (std::string why = CutlassTf32x3Refusal(op, gpu); !why.empty()) return Precondition(t, why);
-  // The JSON's defaults (128 x 128 x 32, 3 stages): the one configuration measured on a GPU
+  // The JSON's tile (128 x 128 x 32, 3 stages): the one configuration measured on a GPU
   // (PrefersCutlassTf32x3's figures); no sweep of its TILE / num_stages / SWIZZLE yet.
-  return TemplateParams{};
+  TemplateParams p;
+  p["SPLIT_K"] = std::to_string(CutlassTf32x3SplitK(op, gpu));
+  return p;
 }
 
 absl::StatusOr<TemplateParams> GemmSm90Tf32x3Params(const TemplateInfo& t,
@@ -142,15 +163,26 @@ absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t, const R
 }
 
 bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
-  // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
-  // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
-  // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
-  // 1024 x 8192 x 16384 1.34x, 0.10 (256 x 524288 x 256: 0.04x, split-K's shape).
   if (op.dtype != "float32" || SmVersion(gpu) != 90 || !CutlassTf32x3Refusal(op, gpu).empty()) {
     return false;
   }
+  const int64_t sms = SmCount(gpu);
+  const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 128);
+  // A batch of products (the SM90 kernel's rule, asked first, takes the large ones): each
+  // mma.sync step splits its operands in registers, where the SM90 kernel's split writes
+  // 12 bytes per operand element first (problems/06's 128 x 512 x 1024 x 512: 1.05x cuBLAS
+  // there). Enough tiles over the batch to fill the GPU.
+  if (op.batch > 1) return tiles * op.batch >= sms;
+  // Few output tiles over a long K (problems/05's 256 x 524288 x 256: 0.04x without a
+  // split): serial split-K (CutlassTf32x3SplitK) when slices at least kMinSliceK deep can
+  // fill the GPU.
+  if (tiles < sms) return tiles * (op.k / kMinSliceK) >= sms;
+  // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
+  // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
+  // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
+  // 1024 x 8192 x 16384 1.34x, 0.10.
   if (op.k <= 4096 || op.k > 65536) return false;
-  return FlopPerSplitByte(op) >= 80.0 && CeilDiv(op.m, 128) * CeilDiv(op.n, 128) >= SmCount(gpu);
+  return FlopPerSplitByte(op) >= 80.0;
 }
 
 bool PrefersSm90Bf16(const RecognizedOp& op, const GpuSpec* gpu) {

@@ -55,12 +55,13 @@ def tile_numbers(tile):
     return [int(v) for v in block.split("x")], [int(v) for v in warp.split("x")]
 
 
-def test_the_json_declares_a_cuda_fp32_gemm_with_three_knobs():
+def test_the_json_declares_a_cuda_fp32_gemm_with_four_knobs():
     assert META["language"] == "cuda"
     assert META["op_class"] == "gemm"
     assert META["dtypes"] == ["float32"]
     assert {n: p["kind"] for n, p in META["params"].items()} == {
-        "TILE": "knob", "num_stages": "knob", "SWIZZLE": "knob"}
+        "TILE": "knob", "num_stages": "knob", "SWIZZLE": "knob", "SPLIT_K": "knob"}
+    assert META["params"]["SPLIT_K"]["default"] == 1
     assert any("3xTF32" in c and "fp32" in c for c in META["conditions"])
 
 
@@ -89,6 +90,26 @@ def test_stages_and_swizzle_reach_the_cuda_source():
     assert "cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80" in default
 
 
+def test_split_k_reaches_the_cuda_source_and_a_batch_has_its_own_mode():
+    default = literals(render(TID))["cuda_source"]
+    assert "constexpr int kSplitK = 1;" in default
+    split = literals(render(TID, SPLIT_K=66))["cuda_source"]
+    assert "constexpr int kSplitK = 66;" in split
+    # The split is CUTLASS's serial one (kGemm with batch_count slices, semaphores in a
+    # workspace the call zeroes); a batch goes through kBatched with its strides instead.
+    assert "GemmUniversalMode::kGemm" in split and "GemmUniversalMode::kBatched" in split
+    assert "batched ? batch : kSplitK" in split
+    assert "init_workspace(workspace, stream)" in split
+    cpp = literals(render(TID, SPLIT_K=66))["cpp_source"]
+    assert "kagent_gemm_tf32x3_workspace(" in cpp
+
+
+@pytest.mark.parametrize("value", [0, 513, "x"])
+def test_split_k_out_of_range_is_refused(value):
+    with pytest.raises(Exception):
+        render(TID, SPLIT_K=value)
+
+
 def test_flags_build_for_sm90a_and_the_build_is_keyed_by_the_render():
     source = render(TID)
     flags = literals(source)["cuda_cflags"]
@@ -112,11 +133,14 @@ def test_the_harness_counts_the_cutlass_kernel_as_the_candidates_own():
 
 def test_the_module_refuses_what_the_conditions_exclude():
     cpp = literals(render(TID))["cpp_source"]
-    for check in ("A.scalar_type() == torch::kFloat", "A.dim() == 2 && B.dim() == 2",
-                  "A.is_contiguous() && B.is_contiguous()", "K % 4 == 0 && N % 4 == 0"):
+    for check in ("A.scalar_type() == torch::kFloat", "(A.dim() == 2 || A.dim() == 3)",
+                  "B.dim() == A.dim()", "A.size(0) == B.size(0)",
+                  "A.is_contiguous() && B.is_contiguous()", "K % 4 == 0 && N % 4 == 0",
+                  "L < 65536"):
         assert check in cpp
     conditions = " ".join(META["conditions"])
-    for said in ("row-major contiguous", "K and N multiples of 4", "sm_90a", "no batch"):
+    for said in ("row-major contiguous", "K and N multiples of 4", "sm_90a",
+                 "no transposed operand", "L < 65536", "a batch ignores it"):
         assert said in conditions
 
 
