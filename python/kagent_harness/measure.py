@@ -616,8 +616,8 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         """Copies what an earlier process of this source built into the process's workdir
         and, once it is ready, keeps what it built (build_cache.py)."""
         builds = self.env.builds
-        if builds is None:
-            return
+        if builds is None or "load_inline" not in source:
+            return  # the child's prebuilt loader is only installed for such sources too
         key = build_cache.source_key(source, language, self.device)
         t = time.monotonic()
         try:
