@@ -1,5 +1,6 @@
 #include "engines/heuristic/heuristic_brain.h"
 
+#include <array>
 #include <set>
 #include <utility>
 #include <vector>
@@ -900,6 +901,24 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   AddOp(&large_k, "aten::mm", {{{256, 524288}}, {{524288, 256}}}, {{{256, 256}}});
   CHECK(absl::StrContains(source(large_k, gpu, "gemm_cutlass_tf32x3"),
                           "constexpr int kSplitK = 66;"));
+  // The slices follow the output's tiles and K: 2 threadblocks per SM, each slice at
+  // least 2048 deep; where such slices cannot fill the GPU, gemm_split_k as before.
+  for (auto [m, k, n, split] : std::vector<std::array<int64_t, 4>>{
+           {512, 262144, 256, 33}, {1024, 65536, 1024, 5}, {128, 1048576, 128, 264},
+           {2048, 16384, 1024, 3}}) {
+    INFO(m << " x " << k << " x " << n);
+    v1::OpSignature sig;
+    AddOp(&sig, "aten::mm", {{{m, k}}, {{k, n}}}, {{{m, n}}});
+    CHECK(absl::StrContains(source(sig, gpu, "gemm_cutlass_tf32x3"),
+                            absl::StrCat("constexpr int kSplitK = ", split, ";")));
+  }
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {256, 8192, 256}, {128, 65536, 128}}) {  // 4 x 4 and 1 x 32 slices of 2048
+    INFO(m << " x " << k << " x " << n);
+    v1::OpSignature shallow;
+    AddOp(&shallow, "aten::mm", {{{m, k}}, {{k, n}}}, {{{m, n}}});
+    source(shallow, gpu, "gemm_split_k");
+  }
   std::string sk = source(large_k, a100, "gemm_split_k");
   CHECK(absl::StrContains(sk, "BLOCK_K = 64\n"));
   CHECK(absl::StrContains(sk, "SPLIT_K = 33\n"));
