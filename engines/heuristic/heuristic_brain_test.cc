@@ -851,8 +851,9 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   // 4 stages, tf32x3 dots.
   v1::OpSignature bmm;
   AddOp(&bmm, "aten::bmm", {{{128, 512, 1024}}, {{128, 1024, 512}}}, {{{128, 512, 512}}});
-  CHECK(absl::StrContains(source(bmm, gpu, "gemm_cutlass_tf32x3"),
-                          "constexpr int kSplitK = 1;"));
+  std::string batched = source(bmm, gpu, "gemm_cutlass_tf32x3");
+  CHECK(absl::StrContains(batched, "constexpr int kSplitK = 1;"));
+  CHECK(absl::StrContains(batched, "/*Stages=*/4,"));
   v1::GpuSpec ampere = gpu;
   ampere.set_arch("sm_80");
   std::string b = source(bmm, ampere, "gemm_tiled");
@@ -894,18 +895,18 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
   v1::OpSignature odd;
   AddOp(&odd, "aten::mm", {{{4099, 2949}}, {{2949, 3001}}}, {{{4099, 3001}}});
   CHECK(absl::StrContains(source(odd, gpu, "gemm_sm90_tf32x3"), "kEpilogue[] = \"direct\""));
-  // problems/05 on sm_90: the CUTLASS 2.x kernel in 66 serial K slices (4 output tiles,
-  // 2 threadblocks per SM); elsewhere gemm_split_k with BLOCK_K 64 and about 4 programs per
+  // problems/05 on sm_90: the CUTLASS 2.x kernel in 33 serial K slices (4 output tiles,
+  // a threadblock per SM); elsewhere gemm_split_k with BLOCK_K 64 and about 4 programs per
   // SM (16 tiles -> 33).
   v1::OpSignature large_k;
   AddOp(&large_k, "aten::mm", {{{256, 524288}}, {{524288, 256}}}, {{{256, 256}}});
   CHECK(absl::StrContains(source(large_k, gpu, "gemm_cutlass_tf32x3"),
-                          "constexpr int kSplitK = 66;"));
-  // The slices follow the output's tiles and K: 2 threadblocks per SM, each slice at
-  // least 2048 deep; where such slices cannot fill the GPU, gemm_split_k as before.
+                          "constexpr int kSplitK = 33;"));
+  // The slices follow the output's tiles and K: a threadblock per SM at least, slices at
+  // most 16384 deep and at least 2048; where such slices cannot fill the GPU, or their
+  // serial reduction would weigh (one tile in 132 slices), gemm_split_k as before.
   for (auto [m, k, n, split] : std::vector<std::array<int64_t, 4>>{
-           {512, 262144, 256, 33}, {1024, 65536, 1024, 5}, {128, 1048576, 128, 264},
-           {2048, 16384, 1024, 3}}) {
+           {512, 262144, 256, 17}, {1024, 65536, 1024, 4}, {2048, 16384, 1024, 2}}) {
     INFO(m << " x " << k << " x " << n);
     v1::OpSignature sig;
     AddOp(&sig, "aten::mm", {{{m, k}}, {{k, n}}}, {{{m, n}}});
@@ -913,7 +914,7 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
                             absl::StrCat("constexpr int kSplitK = ", split, ";")));
   }
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
-           {256, 8192, 256}, {128, 65536, 128}}) {  // 4 x 4 and 1 x 32 slices of 2048
+           {256, 8192, 256}, {128, 65536, 128}, {128, 1048576, 128}}) {
     INFO(m << " x " << k << " x " << n);
     v1::OpSignature shallow;
     AddOp(&shallow, "aten::mm", {{{m, k}}, {{k, n}}}, {{{m, n}}});

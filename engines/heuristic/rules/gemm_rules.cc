@@ -84,19 +84,36 @@ double FlopPerSplitByte(const RecognizedOp& op) {
   return m * n / (8.0 * (m + n));
 }
 
-// gemm_cutlass_tf32x3's K slices for a 2-D product whose 128 x 128 tiles leave SMs idle:
-// enough slices for kSplitCtasPerSm threadblocks per SM, each slice at least kMinSliceK
-// deep; 1 for a batch (the module ignores SPLIT_K there) or a product that fills the GPU.
-constexpr int64_t kSplitCtasPerSm = 2;
+// gemm_cutlass_tf32x3's K slices for a 2-D product whose 128 x 128 tiles leave SMs idle
+// (serial split-K), from tests/gpu/gemm_sweep.py on an H100 (2026-12-07; x cuBLAS's fp32,
+// slices -> ms): one wave of threadblocks is enough and deep slices are cheap, 4 tiles of
+// 256 x 524288 x 256: 33 slices 1.035 ms (1.27x), 66 1.037, 132 1.054, 16 1.823 (half
+// the SMs); 8 tiles of 512 x 262144 x 256: 16 0.970 (1.36x), 33 0.979, 66 1.001, 132
+// 1.026; 64 tiles of 1024 x 65536 x 1024: 16 1.889 (1.31x), 33 1.906, 1 3.641. So: at
+// least one threadblock per SM and slices at most kDeepSliceK deep, at least kMinSliceK;
+// 1 for a batch (the module ignores SPLIT_K there) or a product that fills the GPU.
 constexpr int64_t kMinSliceK = 2048;
+constexpr int64_t kDeepSliceK = 16384;
 int64_t CutlassTf32x3SplitK(const RecognizedOp& op, const GpuSpec* gpu) {
   if (op.batch > 1 || op.tags.count("batched")) return 1;
   const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 128);
   const int64_t sms = SmCount(gpu);
   if (tiles >= sms) return 1;
-  const int64_t by_depth = std::max<int64_t>(1, op.k / kMinSliceK);
-  return std::clamp<int64_t>(CeilDiv(kSplitCtasPerSm * sms, tiles), 1,
-                             std::min<int64_t>(512, by_depth));
+  const int64_t slices = std::max(CeilDiv(sms, tiles), CeilDiv(op.k, kDeepSliceK));
+  const int64_t most = std::min<int64_t>(512, std::max<int64_t>(1, op.k / kMinSliceK));
+  return std::clamp<int64_t>(slices, 1, most);
+}
+
+// Whether the serial reduction of CutlassTf32x3SplitK's slices costs under a tenth of the
+// product: each slice's epilogue waits for the one before it, about 2.3 us a link on an
+// H100 (128 x 1048576 x 128, one tile in 132 slices: 0.818 ms where its mainloops take
+// about 0.5 ms; 0.82x cuBLAS), against the product at the 66-73 TFLOP/s the split kernel
+// ran at (above).
+bool SplitChainPays(const RecognizedOp& op, const GpuSpec* gpu) {
+  const double chain_s = 2.3e-6 * static_cast<double>(CutlassTf32x3SplitK(op, gpu));
+  const double work_s = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) *
+                        static_cast<double>(op.k) / 70e12;
+  return chain_s <= 0.1 * work_s;
 }
 
 }  // namespace
@@ -109,6 +126,10 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
   // (PrefersCutlassTf32x3's figures); no sweep of its TILE / num_stages / SWIZZLE yet.
   TemplateParams p;
   p["SPLIT_K"] = std::to_string(CutlassTf32x3SplitK(op, gpu));
+  // A batch: 4 stages (H100, x cuBLAS's fp32: 128 x 512 x 1024 x 512 1.36x against 1.29x
+  // with 3, 16 x 2048^3 1.36x against 1.35x, 64 x 256 x 4096 x 256 1.52x against 1.46x);
+  // 2-D products keep 3 (4096^3: 1.41x against 1.37x with 4).
+  if (op.batch > 1) p["num_stages"] = "4";
   return p;
 }
 
@@ -170,13 +191,15 @@ bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
   const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 128);
   // A batch of products (the SM90 kernel's rule, asked first, takes the large ones): each
   // mma.sync step splits its operands in registers, where the SM90 kernel's split writes
-  // 12 bytes per operand element first (problems/06's 128 x 512 x 1024 x 512: 1.05x cuBLAS
-  // there). Enough tiles over the batch to fill the GPU.
+  // 12 bytes per operand element first. H100, x cuBLAS's fp32 (4 stages):
+  // 128 x 512 x 1024 x 512 (problems/06) 1.36x (the SM90 kernel 1.05x on an H200),
+  // 64 x 256 x 4096 x 256 1.52x (SM90 0.64x), 16 x 2048^3 1.36x. Enough tiles over the
+  // batch to fill the GPU.
   if (op.batch > 1) return tiles * op.batch >= sms;
-  // Few output tiles over a long K (problems/05's 256 x 524288 x 256: 0.04x without a
-  // split): serial split-K (CutlassTf32x3SplitK) when slices at least kMinSliceK deep can
-  // fill the GPU.
-  if (tiles < sms) return tiles * (op.k / kMinSliceK) >= sms;
+  // Few output tiles over a long K (problems/05's 256 x 524288 x 256: 0.05x without a
+  // split, 1.27x in 33 slices): serial split-K (CutlassTf32x3SplitK) when slices at least
+  // kMinSliceK deep can fill the GPU and their serial reduction is cheap.
+  if (tiles < sms) return tiles * (op.k / kMinSliceK) >= sms && SplitChainPays(op, gpu);
   // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
   // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
   // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
