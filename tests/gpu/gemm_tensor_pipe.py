@@ -4,7 +4,9 @@ pipe counters: per kernel, sm__pipe_tensor_op_gmma_cycles_active (wgmma, the SM9
 templates) and sm__pipe_tensor_op_hmma_cycles_active (mma.sync, the CUTLASS 2.x one) as a
 share of their sustained peak over the kernel's elapsed cycles, with the kernel's time. A
 3xTF32 kernel issues TF32 instructions only, so the pipe's share is its share of the TF32
-peak.
+peak. On an H100 with driver 580's ncu the gmma counter reads n/a and the hmma one counts
+the wgmma kernels too (2026-12-07: docs/benchmarks.md). ncu locks the clocks at base, so its
+kernel times are longer than do_bench's; the shares are of the peak at those clocks.
 
   python3 tests/gpu/gemm_tensor_pipe.py [--out F.txt] [--only CASE,...] [--build-only]
 
