@@ -100,6 +100,19 @@ TEST_CASE("Brain: first kernels by op class and shape") {
   CHECK(sk->kernel.language() == v1::KERNEL_LANGUAGE_CUDA);
   CHECK(absl::StrContains(sk->kernel.source(), "kCluster[] = \"1x1\""));
   CHECK(absl::StrContains(sk->kernel.source(), "kDtype[] = \"bfloat16\""));
+  // K or N not a multiple of 8 (cuBLAS's bf16 at 130 TFLOP/s there): the padded SM90
+  // kernel with the TMA epilogue, where its tiles fill the GPU; a small one stays Triton.
+  v1::OpSignature odd16;
+  AddOp(&odd16, "aten::mm", {{{4099, 2949}, "bfloat16"}, {{2949, 3001}, "bfloat16"}},
+        {{{4099, 3001}, "bfloat16"}});
+  auto o16 = first(odd16);
+  REQUIRE(o16.ok());
+  CHECK(o16->kernel.origin() == "template:gemm_sm90_bf16");
+  CHECK(absl::StrContains(o16->kernel.source(), "kEpilogue[] = \"tma\""));
+  v1::OpSignature odd16_small;
+  AddOp(&odd16_small, "aten::mm", {{{500, 2949}, "bfloat16"}, {{2949, 301}, "bfloat16"}},
+        {{{500, 301}, "bfloat16"}});
+  CHECK(first(odd16_small)->kernel.origin() != "template:gemm_sm90_bf16");
   // Elsewhere gemm_tiled with 64 x 128 tiles, 4 warps, 2 stages.
   v1::GpuSpec a100;
   a100.set_arch("sm_80");

@@ -218,8 +218,11 @@ def make_inputs(torch, shape, seed, dtype="float32"):
     return a, b, A, B
 
 
-def excess(c, ref, atol=ATOL, rtol=RTOL):
-    """Largest |c - ref| / (atol + rtol |ref|), in float64."""
+def excess(c, ref, atol=None, rtol=None):
+    """Largest |c - ref| / (atol + rtol |ref|), in float64; atol and rtol default to the
+    sweep's dtype's (read when called: main() sets them for --dtype)."""
+    atol = ATOL if atol is None else atol
+    rtol = RTOL if rtol is None else rtol
     c64, r64 = c.double(), ref.double()
     return ((c64 - r64).abs() / (atol + rtol * r64.abs())).max().item()
 

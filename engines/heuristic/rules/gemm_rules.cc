@@ -166,10 +166,11 @@ absl::StatusOr<TemplateParams> GemmSm90Bf16Params(const TemplateInfo& t, const R
   // The layouts compiled in: a transposed operand is read through its storage order.
   p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
   p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
-  // The TMA epilogue writes 16-byte rows; an N not a multiple of 8 would go through
-  // padded rows and a copy, which the direct epilogue avoids (and is 5x slower where the
-  // output's stores dominate: 32768 x 64 x 32768 4.72 ms against 0.868 with TMA, H100).
-  p["EPILOGUE"] = op.n % 8 == 0 ? "tma" : "direct";
+  // The TMA epilogue everywhere: the direct one is 5x slower where the output's stores
+  // dominate (32768 x 64 x 32768 4.72 ms against 0.868 with TMA, H100), and an N not a
+  // multiple of 8 through padded rows and a copy was measured with TMA (4099 x 2949 x
+  // 3001: 2.33x cuBLAS; PrefersSm90Bf16).
+  p["EPILOGUE"] = "tma";
   // 128 x 256 x 64 tiles in 2 x 1 clusters, cooperative: the fastest of 9 variants or
   // within 2 % of it on 9 of the 14 shapes tests/gpu/gemm_sweep.py --dtype bfloat16 ran on
   // an H100 (2026-12-07; against cuBLAS's bf16: 2048^3 1.00x, 4096^3 1.01x, 1024 x 8192 x
@@ -218,11 +219,17 @@ bool PrefersSm90Bf16(const RecognizedOp& op, const GpuSpec* gpu) {
   // 0.920 (1.06x), 16384 x 32 x 16384 0.197 against 0.234 (1.19x); gemm_tiled's best there
   // was 0.71x of cuBLAS on an H200 (0.964 ms against 0.684). Elsewhere gemm_tiled and
   // gemm_persistent_tma already tie cuBLAS (problems/02, 07).
-  if (op.k > 64) return false;
+  const bool fills = CeilDiv(op.m, 128) * CeilDiv(op.n, 256) * std::max<int64_t>(1, op.batch) >=
+                     SmCount(gpu);
+  // K or N not a multiple of 8 (rows TMA cannot read in place): the module computes on
+  // zero-padded copies, where cuBLAS's bf16 drops to 130-136 TFLOP/s (about 700 on aligned
+  // sizes). H100 (gemm_sweep.py --dtype bfloat16 --only irregular): 4099 x 2949 x 3001
+  // 0.240 ms against 0.560 (2.33x), 8205 x 2949 x 5921 0.713 against 2.127 (2.98x), its
+  // outputs within an ulp of the exactly rounded product (0.31 of the gate, as cuBLAS's).
+  if (op.k % 8 != 0 || op.n % 8 != 0) return fills;
+  if (op.k > 64 || op.m % 8 != 0) return false;
   // Rows TMA reads in place (16 bytes) and enough 128 x 256 tiles to fill the GPU.
-  if (op.k % 8 != 0 || op.n % 8 != 0 || op.m % 8 != 0) return false;
-  return CeilDiv(op.m, 128) * CeilDiv(op.n, 256) * std::max<int64_t>(1, op.batch) >=
-         SmCount(gpu);
+  return fills;
 }
 
 bool PrefersSm90Tf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
