@@ -169,10 +169,8 @@ absl::StatusOr<ProfileView> ProfileView::Build(const HardwareMetrics& metrics,
     }
     if (seconds > 0 && op_signature->flops() > 0) {
       // The peak the roofline uses too (roofline.h).
-      auto peak = gpu.peak_flops().find(DominantPeakKey(*op_signature));
-      if (peak != gpu.peak_flops().end() && peak->second > 0) {
-        view.values_[metric::kAchievedFlopsPct] =
-            100.0 * op_signature->flops() / seconds / peak->second;
+      if (const double peak = PeakFlops(*op_signature, gpu); peak > 0) {
+        view.values_[metric::kAchievedFlopsPct] = 100.0 * op_signature->flops() / seconds / peak;
       }
     }
   }

@@ -1,6 +1,8 @@
 #include "kernel_model/roofline.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "absl/strings/ascii.h"
 
@@ -36,6 +38,40 @@ std::string DominantPeakKey(const OpSignature& signature) {
   return "fp32";
 }
 
+namespace {
+
+// Whether the signature's work is matrix products or convolutions: the ops the tensor
+// cores take.
+bool MatrixWork(const OpSignature& signature) {
+  static const auto* kOps = new std::set<std::string>{
+      "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
+      "aten::matmul", "aten::linear", "aten::einsum", "aten::convolution",
+      "aten::_convolution", "aten::cudnn_convolution", "aten::conv1d", "aten::conv2d",
+      "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+      "aten::conv_transpose3d"};
+  for (const auto& op : signature.ops()) {
+    if (kOps->count(op.op())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double PeakFlops(const OpSignature& signature, const GpuSpec& spec, std::string* label) {
+  const std::string key = DominantPeakKey(signature);
+  if (label != nullptr) *label = key;
+  auto peak = spec.peak_flops().find(key);
+  if (peak == spec.peak_flops().end() || peak->second <= 0) return 0;
+  double flops = peak->second;
+  auto tf32 = spec.peak_flops().find("tf32");
+  if (key == "fp32" && tf32 != spec.peak_flops().end() && tf32->second / 3 > flops &&
+      MatrixWork(signature)) {
+    flops = tf32->second / 3;
+    if (label != nullptr) *label = "fp32 (3xTF32: tf32 / 3)";
+  }
+  return flops;
+}
+
 bool ApplyRoofline(const OpSignature& signature, const GpuSpec& spec,
                    HardwareMetrics* metrics) {
   const double seconds = metrics->aggregate().duration_ns() * 1e-9;
@@ -43,11 +79,10 @@ bool ApplyRoofline(const OpSignature& signature, const GpuSpec& spec,
       spec.peak_dram_bytes_per_second() <= 0) {
     return false;
   }
-  auto peak = spec.peak_flops().find(DominantPeakKey(signature));
-  if (peak == spec.peak_flops().end() || peak->second <= 0) return false;
+  const double peak = PeakFlops(signature, spec);
+  if (peak <= 0) return false;
   const double intensity = signature.flops() / signature.min_bytes();
-  const double attainable =
-      std::min(peak->second, intensity * spec.peak_dram_bytes_per_second());
+  const double attainable = std::min(peak, intensity * spec.peak_dram_bytes_per_second());
   const double achieved_flops = signature.flops() / seconds;
   metrics->set_arithmetic_intensity(intensity);
   metrics->set_achieved_flops(achieved_flops);

@@ -2,8 +2,9 @@
 // signature, the roofline figures of a profile, and the one roofline figure the job loop
 // and the reports judge a kernel by.
 //
-// One dtype rule for the whole project: DominantPeakKey picks the peak, both for the
-// roofline below and for the judge's achieved-FLOPs figure (ProfileView).
+// One rule for the whole project: PeakFlops (DominantPeakKey's dtype, 3xTF32 for fp32
+// matrix work) picks the peak, for the roofline below, the judge's achieved-FLOPs figure
+// (ProfileView) and the report's chart.
 //
 // Thread-safe (pure functions).
 #ifndef KAGENT_KERNEL_MODEL_ROOFLINE_H_
@@ -25,10 +26,20 @@ std::string PeakFlopsKeyForDtype(absl::string_view torch_dtype);
 // none is recorded.
 std::string DominantPeakKey(const kagent::v1::OpSignature& signature);
 
+// The FLOP/s ceiling of `signature` on `spec` (0 when the spec has no peak for its dtype):
+// the peak of DominantPeakKey, except that an fp32 signature whose work is matrix products
+// or convolutions (aten::mm, bmm, addmm, baddbmm, matmul, linear, convolution, ...) on a
+// GPU with a TF32 peak gets the larger of the fp32 peak and a third of the TF32 one: 3xTF32
+// (three TF32 products) keeps fp32's accuracy on the tensor cores, which the brain's GEMM
+// templates use, so a kernel past the FMA peak is not "past the roofline". `label` (may be
+// null) receives the key, "fp32 (3xTF32: tf32 / 3)" in that case.
+double PeakFlops(const kagent::v1::OpSignature& signature, const kagent::v1::GpuSpec& spec,
+                 std::string* label = nullptr);
+
 // Fills the arithmetic-intensity roofline fields of `metrics` (arithmetic_intensity,
 // achieved_flops, achieved_bytes_per_second, roofline_bound_pct) when the signature has
 // flops > 0 and min_bytes > 0, the spec has a DRAM peak and a FLOP peak for the
-// signature's dtype, and the aggregate has a duration. The achieved figures use the
+// signature (PeakFlops), and the aggregate has a duration. The achieved figures use the
 // signature's algorithmic work (flops and min_bytes over the total kernel time), so the
 // bound compares useful work against min(peak FLOP/s, intensity x peak bandwidth).
 // Returns false (fields untouched) when it cannot.

@@ -353,12 +353,8 @@ std::string RooflineSection(const v1::Job& job, const std::vector<v1::Candidate>
   }
   const std::string& device = job.result().best_measurement().gpu_name();
   absl::StatusOr<v1::GpuSpec> spec = LookupGpuSpec(device, 0);
-  const std::string key = DominantPeakKey(sig);
-  double peak_f = 0;
-  if (spec.ok()) {
-    auto it = spec->peak_flops().find(key);
-    if (it != spec->peak_flops().end()) peak_f = it->second;
-  }
+  std::string key = DominantPeakKey(sig);
+  const double peak_f = spec.ok() ? PeakFlops(sig, *spec, &key) : 0;
   if (!pts.empty() && spec.ok() && spec->peak_dram_bytes_per_second() > 0 && peak_f > 0) {
     absl::StrAppend(
         &h, report_charts::RooflineChart(spec->peak_dram_bytes_per_second(), peak_f, key, pts));
