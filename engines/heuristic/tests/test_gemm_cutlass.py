@@ -124,10 +124,11 @@ def test_flags_build_for_sm90a_and_the_build_is_keyed_by_the_render():
 def test_the_harness_counts_the_cutlass_kernel_as_the_candidates_own():
     source = render(TID)
     assert own_kernel_names(source) == ["kagent_gemm_tf32x3_kernel"]
-    # Its mangled name (cuobjdump of the sm_90a build) names CUTLASS in its template
-    # arguments; the candidate's own kernel all the same.
-    mangled = ("_Z25kagent_gemm_tf32x3_kernelN7cutlass4gemm6kernel4GemmINS0_11threadblock13"
-               "MmaMultistageINS0_9GemmShapeILi128ELi128ELi32EEE")
+    # Its mangled name names CUTLASS in its template arguments (GemmUniversal<MmaMultistage<
+    # GemmShape<128, 128, 32>, ... as ncu printed it on an H100); the candidate's own
+    # kernel all the same.
+    mangled = ("_Z25kagent_gemm_tf32x3_kernelN7cutlass4gemm6kernel13GemmUniversalINS0_11"
+               "threadblock13MmaMultistageINS0_9GemmShapeILi128ELi128ELi32EEE")
     assert is_own(mangled, own_kernel_names(source))
 
 
