@@ -353,7 +353,7 @@ std::string RooflineSection(const v1::Job& job, const std::vector<v1::Candidate>
   }
   const std::string& device = job.result().best_measurement().gpu_name();
   absl::StatusOr<v1::GpuSpec> spec = LookupGpuSpec(device, 0);
-  std::string key = DominantPeakKey(sig);
+  std::string key;  // PeakFlops' label for the chart
   const double peak_f = spec.ok() ? PeakFlops(sig, *spec, &key) : 0;
   if (!pts.empty() && spec.ok() && spec->peak_dram_bytes_per_second() > 0 && peak_f > 0) {
     absl::StrAppend(

@@ -10,8 +10,8 @@ kernel times are longer than do_bench's; the shares are of the peak at those clo
 
   python3 tests/gpu/gemm_tensor_pipe.py [--out F.txt] [--only CASE,...] [--build-only]
 
-Each case is rendered and built first (engines/heuristic/tests/template_render.py, one
-TORCH_EXTENSIONS_DIR, its import builds it), then run once under `ncu --kernel-name
+Each case is rendered and built first (gemm_sweep.build_all: each in a process of its own,
+one TORCH_EXTENSIONS_DIR, its import builds it), then run once under `ncu --kernel-name
 regex:kagent` in a process of its own (`--run CASE`: fresh seeded operands, one warm-up
 call, one profiled call). Needs a CUDA GPU, ncu, nvcc and the nvidia-cutlass headers.
 """
@@ -24,6 +24,9 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import gemm_sweep  # noqa: E402
 
 METRICS = [
     "gpu__time_duration.sum",
@@ -65,12 +68,6 @@ def run_case(name):
         torch.cuda.synchronize()
 
 
-def build(name):
-    from template_render import load_model_new
-    template, params, _ = CASES[name]
-    load_model_new(template, **params)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="")
@@ -93,15 +90,10 @@ def main():
 
     me = os.path.abspath(__file__)
     t0 = time.time()
-    builds = [(n, subprocess.Popen([sys.executable, "-c", "import sys; sys.path.insert(0, %r); "
-                                    "import gemm_tensor_pipe as g; g.build(%r)"
-                                    % (os.path.dirname(me), n)],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-              for n in names]
-    for n, p in builds:
-        text = p.communicate()[0]
-        say(f"# built {n}: rc {p.returncode}" + (f"\n{text[-2000:]}" if p.returncode else ""))
-    say(f"# builds took {time.time() - t0:.0f} s")
+    # gemm_sweep's builder: each variant imported (built) in a child process of its own.
+    variants = list({gemm_sweep.label(*CASES[n][:2]): CASES[n][:2] for n in names}.values())
+    built = gemm_sweep.build_all(variants, len(variants), lambda row: say(f"# {row}"))
+    say(f"# built {len(built)} of {len(variants)} in {time.time() - t0:.0f} s")
     if args.build_only:
         return 0
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
