@@ -926,6 +926,11 @@ TEST_CASE("Brain: GEMM first kernels follow the H200 measurements") {
     CHECK(absl::StrContains(source(sig, gpu, "gemm_cutlass_tf32x3"),
                             absl::StrCat("constexpr int kSplitK = ", split, ";")));
   }
+  // A batch of one (aten::bmm, 3-D operands) is sized as the 2-D product the module runs.
+  v1::OpSignature one;
+  AddOp(&one, "aten::bmm", {{{1, 256, 524288}}, {{1, 524288, 256}}}, {{{1, 256, 256}}});
+  CHECK(absl::StrContains(source(one, gpu, "gemm_cutlass_tf32x3"),
+                          "constexpr int kSplitK = 33;"));
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
            {256, 8192, 256}, {128, 65536, 128}, {128, 1048576, 128}}) {
     INFO(m << " x " << k << " x " << n);

@@ -91,11 +91,12 @@ double FlopPerSplitByte(const RecognizedOp& op) {
 // the SMs); 8 tiles of 512 x 262144 x 256: 16 0.970 (1.36x), 33 0.979, 66 1.001, 132
 // 1.026; 64 tiles of 1024 x 65536 x 1024: 16 1.889 (1.31x), 33 1.906, 1 3.641. So: at
 // least one threadblock per SM and slices at most kDeepSliceK deep, at least kMinSliceK;
-// 1 for a batch (the module ignores SPLIT_K there) or a product that fills the GPU.
+// 1 for a batch of more than one (the module ignores SPLIT_K there; a batch of one it
+// runs as a 2-D product, as PrefersCutlassTf32x3 sizes it) or a product that fills the GPU.
 constexpr int64_t kMinSliceK = 2048;
 constexpr int64_t kDeepSliceK = 16384;
 int64_t CutlassTf32x3SplitK(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (op.batch > 1 || op.tags.count("batched")) return 1;
+  if (op.batch > 1) return 1;
   const int64_t tiles = CeilDiv(op.m, 128) * CeilDiv(op.n, 128);
   const int64_t sms = SmCount(gpu);
   if (tiles >= sms) return 1;
