@@ -376,6 +376,8 @@ class Child:
         env = bwrap.child_env(os.environ, self.keep_injection)
         for sub in ("tmp", "triton_cache", "inductor_cache", "torch_extensions", "cache"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
+            # Its mode is set, not left to the umask (the candidate's user owns it below).
+            os.chmod(os.path.join(self.workdir, sub), 0o700)
         env.update({
             "PYTHONPATH": harness_root() + (os.pathsep + os.environ["PYTHONPATH"]
                                             if os.environ.get("PYTHONPATH") else ""),

@@ -563,6 +563,35 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     allow_reuse_address = True
 
 
+def _bind_private(path):
+    """The server's socket at `path`, mode 0600 from its first moment: bound inside a
+    fresh 0700 directory beside it, made 0600 there, then renamed into place (a Unix
+    socket is reached through its inode, so the rename keeps it listening). Not through
+    the process's umask: that is shared by every thread, and the warm pool's threads are
+    already making candidates' directories, which a umask of 0177 would leave without
+    their search bit (seen: a candidate's torch_extensions at 0600, its build denied)."""
+    import tempfile
+    path = os.path.abspath(path)
+    d = tempfile.mkdtemp(prefix=".kagent-sock-", dir=os.path.dirname(path))
+    tmp = os.path.join(d, "s")
+    try:
+        srv = _UnixServer(tmp, _Handler)
+        try:
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except OSError:
+            srv.server_close()
+            raise
+        srv.server_address = path
+        return srv
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        os.rmdir(d)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kagent_harness serve")
     parser.add_argument("--socket", required=True, help="Unix socket path to create")
@@ -602,11 +631,7 @@ def main(argv=None):
         os.unlink(args.socket)
     except FileNotFoundError:
         pass
-    old_umask = os.umask(0o177)
-    try:
-        srv = _UnixServer(args.socket, _Handler)
-    finally:
-        os.umask(old_umask)
+    srv = _bind_private(args.socket)
     srv.kagent = core
 
     def stop(signum, _frame):

@@ -273,3 +273,43 @@ def test_sigterm_ends_the_server_at_once_after_its_cleanup():
             proc.kill()
         log.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_socket_is_private_without_touching_the_umask():
+    """The server's socket is 0600 from its first moment, made without changing the
+    process's umask: a umask of 0177 set while the warm pool's threads made candidates'
+    directories once left a candidate's torch_extensions at 0600 (its build denied)."""
+    import os
+    import threading
+    from kagent_harness import server as srv_mod
+    d = tempfile.mkdtemp(prefix="kagent-sock-test-")
+    seen, stop = set(), threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            m = os.umask(0o022)
+            os.umask(m)
+            seen.add(m)
+
+    t = threading.Thread(target=watch)
+    before = os.umask(0o022)
+    t.start()
+    try:
+        path = os.path.join(d, "harness.sock")
+        srv = srv_mod._bind_private(path)
+        try:
+            st = os.stat(path)
+            assert oct(st.st_mode & 0o777) == oct(0o600)
+            assert srv.server_address == path
+            assert sorted(os.listdir(d)) == ["harness.sock"]  # its private directory is gone
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(path)  # the renamed file still reaches the listening socket
+            c.close()
+        finally:
+            srv.server_close()
+    finally:
+        stop.set()
+        t.join()
+        os.umask(before)
+        shutil.rmtree(d, ignore_errors=True)
+    assert seen == {0o022}, [oct(m) for m in seen]
