@@ -299,7 +299,18 @@ def main():
         builds = prebuilt.install(workdir)
 
     def build_report():
-        return {} if builds is None else {"prebuilt": builds.loaded, "built": len(builds.built)}
+        out = {} if builds is None else {"prebuilt": builds.loaded, "built": len(builds.built)}
+        # The kernels of the C++ extensions it imported, loaded onto the GPU now, before
+        # the slot, instead of at their first launch in the gate (cuda_preload.py).
+        if st.device == "cuda" and os.environ.get("KAGENT_CUDA_PRELOAD", "1") != "0":
+            try:
+                from kagent_harness import cuda_preload
+                paths = cuda_preload.extension_paths(workdir)
+                if paths:
+                    out["cuda_preload"] = cuda_preload.preload(paths)
+            except Exception as e:  # noqa: BLE001 - it only saves time
+                out["cuda_preload"] = {"error": f"{type(e).__name__}: {e}"}
+        return out
 
     if cfg.get("variant_paths"):
         # A screen: several variants of one trusted kernel, each its own module and
