@@ -673,12 +673,10 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         self.log.add(f"candidate ready (weights from {ready.get('weights')}, "
                      f"triton launch hook {'on' if ready.get('triton_hook') else 'off'})")
         self.triton_hook = bool(ready.get("triton_hook")) and language == "triton"
-        pre = ready.get("cuda_preload")
-        if isinstance(pre, dict):
-            self.log.add("the extensions' kernels loaded before the slot: " + (
-                f"{pre.get('kernels')} kernel(s) of {pre.get('tried')} functions in "
-                f"{pre.get('objects')} object(s), {pre.get('seconds')} s"
-                if "error" not in pre else f"not done ({pre['error']})"))
+        if "recorder_warm_up_s" in ready or "recorder_warm_up_error" in ready:
+            self.log.add("the op recorder warmed up when the process started: " + (
+                f"{ready['recorder_warm_up_s']} s" if "recorder_warm_up_s" in ready
+                else f"failed ({ready['recorder_warm_up_error']})"))
         with self.phases(f"{what} CUDA IPC probe"):
             self._probe_ipc()
 

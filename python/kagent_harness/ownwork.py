@@ -233,6 +233,29 @@ def make_recorder():
 _ACTIVE = [None]   # the recorder of the gate call in progress
 
 
+def warm_up(torch, device):
+    """One recording like a gate call's, over a few small ops of the harness's own on
+    `device` (one that torch runs from C++ too: matmul's mm), so that what the first op
+    under a dispatch mode costs a process is paid before the GPU slot: torch imports
+    torch._dynamo then (1.4 s on this project's CPU machine). Measured on an H100, a CUDA
+    C++ candidate's first forward under the recorder took 3.7 s, and 0.9 ms without it
+    (tests/gpu/first_call.py); a Triton candidate paid it in its compile dry run, under
+    another dispatch mode, and a CUDA C++ candidate has none. Returns seconds."""
+    import time
+    t0 = time.perf_counter()
+    rec = make_recorder()
+    with rec:
+        rec.sentinel()
+        a = torch.ones(8, 8, device=device)
+        b = torch.empty_like(a)
+        b.copy_(torch.matmul(a, a).relu())
+        rec.sentinel()
+    rec.summary(False)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
 def _flag(what):
     rec = _ACTIVE[0]
     if rec is not None and not getattr(rec, "_exiting", True) and rec.tampered is None:

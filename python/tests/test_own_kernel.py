@@ -196,3 +196,24 @@ def test_a_mode_left_above_the_recorder_is_tampering():
     with _OpRecording() as ops:         # a clean call afterwards
         torch.ones(8).sum()
     assert ops.summary["tampered"] is None and ops.summary["sentinels"] == 2
+
+
+def test_the_warm_up_pays_the_first_recording_and_leaves_no_mode_behind():
+    """ownwork.warm_up, in a process of its own (this one imported torch._dynamo long
+    ago): the import the first op under a dispatch mode makes happens in it, and neither
+    a mode nor an active recorder is left; a candidate's process reports it when ready."""
+    import subprocess
+    import sys
+    code = ("import sys, torch\n"
+            "from kagent_harness import ownwork\n"
+            "before = 'torch._dynamo' in sys.modules\n"
+            "s = ownwork.warm_up(torch, 'cpu')\n"
+            "from torch.utils._python_dispatch import _get_current_dispatch_mode\n"
+            "print(before, 'torch._dynamo' in sys.modules, _get_current_dispatch_mode(),\n"
+            "      ownwork._ACTIVE[0], s > 0)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(W.__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.stdout.split() == ["False", "True", "None", "None", "True"], out.stderr[-2000:]
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", time_candidate=False)
+    assert "the op recorder warmed up when the process started: " in r["log"], r["log"][-3000:]

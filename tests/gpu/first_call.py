@@ -21,8 +21,10 @@ the context, the import, the first and the second call. Conditions (joined with 
   home       HOME and the CUDA JIT cache in a directory of its own, kept for the next
              condition that says `home` (a JIT cache that a second process reuses shows)
   nocache    CUDA_CACHE_DISABLE=1
-  preload    the extension's kernels loaded after its import (kagent_harness.cuda_preload:
-             cudaFuncGetAttributes on each, nothing launched)
+  warm       the harness's warm-up of the op recorder (ownwork.warm_up) after the import,
+             as a candidate's process does before the slot, on GPU tensors (warmcpu: on
+             CPU tensors)
+  cprofile   the first call under cProfile (its 25 largest cumulative entries in the line)
 
 While a first call runs longer than a second, the threads' current system calls and
 wait channels (/proc/PID/task/*/syscall, wchan) are sampled every 0.5 s: where the time
@@ -48,9 +50,10 @@ VARIANTS = {
     "sm80": ("gemm_cutlass_tf32x3", {}),
 }
 
-CONDITIONS = ["plain", "eager", "preload", "cupti", "seccomp", "recorder",
-              "cupti+seccomp+recorder", "cupti+seccomp+recorder+preload", "home", "home",
-              "nocache"]
+CONDITIONS = ["plain", "eager", "cupti", "seccomp", "recorder", "recorder+cprofile",
+              "recorder+warm", "recorder+warmcpu", "cupti+seccomp+recorder",
+              "cupti+seccomp+recorder+warmcpu",
+              "home", "home", "nocache"]
 
 # The process of one condition: argv template, params (JSON), condition. Prints
 # "FIRST_CALL <pid>" on stderr just before the first call, then one JSON line.
@@ -71,10 +74,11 @@ if "seccomp" in cond:
 from template_render import load_model_new
 model = load_model_new(template, **params)()
 t_import = time.perf_counter()
-pre = None
-if "preload" in cond:
-    from kagent_harness import cuda_preload
-    pre = cuda_preload.preload(cuda_preload.extension_paths(os.environ["TORCH_EXTENSIONS_DIR"]))
+if "warm" in cond:
+    from kagent_harness import ownwork
+    ownwork.warm_up(torch, "cpu" if "warmcpu" in cond else "cuda")
+torch.cuda.synchronize()
+t_warm = time.perf_counter()
 g = torch.Generator(device="cuda").manual_seed(0)
 A = torch.randn(2048, 2048, device="cuda", generator=g)
 B = torch.randn(2048, 2048, device="cuda", generator=g)
@@ -86,10 +90,20 @@ if "recorder" in cond:
     rec.__enter__()
 sys.stderr.write("FIRST_CALL %%d\n" %% os.getpid())
 sys.stderr.flush()
+prof = None
+if "cprofile" in cond:
+    import cProfile, io, pstats
+    pr = cProfile.Profile()
+    pr.enable()
 t = time.perf_counter()
 out = model(A, B)
 torch.cuda.synchronize()
 first = time.perf_counter() - t
+if "cprofile" in cond:
+    pr.disable()
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("cumulative").print_stats(25)
+    prof = buf.getvalue()[-6000:]
 t = time.perf_counter()
 out = model(A, B)
 torch.cuda.synchronize()
@@ -101,7 +115,7 @@ print(json.dumps({"context_s": round(t_ctx - t0, 3), "import_s": round(t_import 
                   "first_s": round(first, 4), "second_s": round(second, 5),
                   "max_abs_err": float((out.double() - ref).abs().max()),
                   "module_loading": os.environ.get("CUDA_MODULE_LOADING", "(default)"),
-                  "preload": pre}))
+                  "warm_s": round(t_warm - t_import, 3), "profile": prof}))
 """
 
 
