@@ -74,7 +74,7 @@ if "seccomp" in cond:
 from template_render import load_model_new
 model = load_model_new(template, **params)()
 t_import = time.perf_counter()
-if "warm" in cond:
+if "warm" in cond or "warmcpu" in cond:
     from kagent_harness import ownwork
     ownwork.warm_up(torch, "cpu" if "warmcpu" in cond else "cuda")
 torch.cuda.synchronize()
@@ -229,14 +229,15 @@ def main():
     for template, params in chosen:
         for cond in args.conditions.split(","):
             env = dict(os.environ)
-            if "eager" in cond:
+            parts = cond.split("+")
+            if "eager" in parts:
                 env["CUDA_MODULE_LOADING"] = "EAGER"
-            if "nocache" in cond:
+            if "nocache" in parts:
                 env["CUDA_CACHE_DISABLE"] = "1"
-            if "home" in cond:
+            if "home" in parts:
                 env["HOME"] = home
                 env["CUDA_CACHE_PATH"] = os.path.join(home, "ComputeCache")
-            if "cupti" in cond:
+            if "cupti" in parts:
                 lib = os.environ.get("KAGENT_CUPTI_LIB", "")
                 if not lib:
                     emit({"template": template, "condition": cond,
