@@ -95,3 +95,15 @@ def test_phases_per_kind_and_the_held_seconds_outside_the_harness(st):
     assert cand["outside_harness_s"] == pytest.approx(0.3)
     assert s["kinds"]["profile"]["outside_harness_s"] == pytest.approx(0.5)
     assert s["kinds"]["baseline"]["outside_harness_s"] is None  # a line of before session 25
+
+
+def test_a_profiles_held_time_as_the_worker_split_it_shows_as_phases(st):
+    d = json.loads(_line("2026-12-07T00:00:09Z", "", 7.3, 0.15, 0.0, "profiled: ok"))
+    d.update({"phases": "profile: the GPU held, in the harness 1547 ms",
+              "grant_to_go_seconds": 0.002, "gpu_part_seconds": 1.6,
+              "slot_release_seconds": 5.7})
+    s = st.summarize(st.read_tasks([json.dumps(d)]), top_phases=4)
+    assert s["kinds"]["profile"]["phases_s"] == [
+        ["worker: the slot's release", 5.7], ["worker: go written to done seen", 1.6],
+        ["profile: the GPU held, in the harness", 1.547],
+        ["worker: slot granted to go written", 0.002]]

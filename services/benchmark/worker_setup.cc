@@ -114,6 +114,9 @@ class SlottedProfilerService final : public v1::ProfilerService::Service {
     }
     KLOG(INFO).With("gpu_seconds", gate.held_seconds()).With("gpu_busy_seconds", gate.busy_seconds())
         .With("prepare_seconds", info.prepare_seconds).With("slot_wait_seconds", gate.wait_seconds())
+        .With("grant_to_go_seconds", info.grant_to_go_seconds)
+        .With("gpu_part_seconds", info.gpu_part_seconds)
+        .With("slot_release_seconds", info.release_seconds)
         .With("phases", r.ok() ? LargestPhases(r->phases_ms(), kLoggedPhases) : std::string())
         << "profiled: " << (r.ok() ? "ok" : r.status().ToString())
         << (info.granted ? "" : " (the GPU was not taken)");

@@ -55,7 +55,10 @@ absl::StatusOr<SubprocessResult> RunGatedHarness(CommandRunner* runner,
   const std::string ready = absl::StrCat(gate_dir, "/ready");
   const std::string done = absl::StrCat(gate_dir, "/done");
   auto release = [&] {
+    const absl::Time from = absl::Now();
+    info->gpu_part_seconds = absl::ToDoubleSeconds(from - held_from);
     gate->Release();
+    info->release_seconds = absl::ToDoubleSeconds(absl::Now() - from);
     stage = Stage::kReleased;
   };
   while (!finished.load(std::memory_order_acquire)) {
@@ -67,8 +70,10 @@ absl::StatusOr<SubprocessResult> RunGatedHarness(CommandRunner* runner,
           info->prepare_seconds = absl::ToDoubleSeconds(now - start);
           gate_status = gate->Acquire(cancel);
           if (gate_status.ok()) {
+            const absl::Time granted = absl::Now();
             absl::Status wrote = WriteFileAtomically(absl::StrCat(gate_dir, "/go"), "go\n");
             held_from = absl::Now();
+            info->grant_to_go_seconds = absl::ToDoubleSeconds(held_from - granted);
             info->granted = true;
             stage = Stage::kOnGpu;
             if (!wrote.ok()) {  // the harness would wait for ever: end it

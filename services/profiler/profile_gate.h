@@ -43,6 +43,11 @@ class ProfileGpuGate {
 struct GatedRunInfo {
   bool granted = false;            // Acquire returned OK (go was written)
   double prepare_seconds = 0;      // from the start to ready
+  // Where a granted run's held time went, by this side's clock: from the gate's grant to
+  // `go` written; from `go` to `done` seen (or the process's end); the gate's Release.
+  double grant_to_go_seconds = 0;
+  double gpu_part_seconds = 0;
+  double release_seconds = 0;
 };
 
 // Runs `options` (a harness profile command; `--gate-dir gate_dir` is appended to its

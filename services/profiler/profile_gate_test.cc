@@ -92,6 +92,11 @@ TEST_CASE("A gated harness prepares, gets the GPU on ready and gives it back on 
   // Released at `done`, before the process's last half second.
   CHECK(gate.held_seconds < 0.45);
   CHECK(r->wall_seconds > gate.held_seconds + 0.4);
+  // The held time's parts, by the gate's clock: go to done is the shell's few steps.
+  CHECK(info.gpu_part_seconds > 0);
+  CHECK(info.gpu_part_seconds < 0.45);
+  CHECK(info.grant_to_go_seconds >= 0);
+  CHECK(info.release_seconds >= 0);
 }
 
 TEST_CASE("A gate that refuses stops the harness before it uses the GPU", "[profile_gate]") {

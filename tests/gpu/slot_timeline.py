@@ -14,7 +14,9 @@ from session 19 on, `slot_wait_seconds`) and prints:
   - per kind, the --phases longest of the harness's phases (the lines' "phases", all of
     them from session 25 on, six before), as seconds per task, and the held seconds
     outside the harness's own account of the slot (its "supervisor: the whole request",
-    a profile's "profile: the GPU held, in the harness"): the worker's and the RPC's.
+    a profile's "profile: the GPU held, in the harness"): the worker's and the RPC's;
+    a profile's held time as the worker's gate split it (from session 31 on) shows as
+    the phases "worker: ...".
 
     python3 tests/gpu/slot_timeline.py KAGENTD_LOG [--window 30] [--phases 8] [--json OUT]
 
@@ -83,15 +85,27 @@ def read_tasks(lines):
         held = _seconds(d.get("gpu_seconds"))
         if held <= 0:  # answered at prepare, or never granted: no slot time
             continue
+        phases = parse_phases(d.get("phases"))
+        # A profile's held time as the worker's gate saw it (from session 31 on).
+        for key, name in WORKER_GATE_FIELDS:
+            if key in d:
+                phases[name] = _seconds(d.get(key))
         tasks.append({"kind": task_kind(msg, str(d.get("task") or "")), "start": end - held,
                       "end": end, "held": held, "busy": _seconds(d.get("gpu_busy_seconds")),
                       "prepare": _seconds(d.get("prepare_seconds")),
                       "wait": _seconds(d.get("slot_wait_seconds"))
                       if "slot_wait_seconds" in d else None,
-                      "phases": parse_phases(d.get("phases")),
+                      "phases": phases,
                       "job": str(d.get("job_id") or "")})
     tasks.sort(key=lambda t: t["start"])
     return tasks
+
+
+# A profile's "profiled:" line: its held seconds split by the worker's gate
+# (services/profiler/profile_gate.h, GatedRunInfo), as phases of these names.
+WORKER_GATE_FIELDS = (("grant_to_go_seconds", "worker: slot granted to go written"),
+                      ("gpu_part_seconds", "worker: go written to done seen"),
+                      ("slot_release_seconds", "worker: the slot's release"))
 
 
 def phase_means(ts, top):
