@@ -278,7 +278,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         _fail(e, "harness start")
         return 1
-    # The op recorder's first use imports torch._dynamo (3.7 s on an H100 machine): paid
+    # The op recorder's first use imports torch._dynamo (2.9-5 s on the lent H100): paid
     # here, while the process waits in the pool, not in the gate's first call with the
     # GPU held (ownwork.warm_up; CPU tensors: nothing runs on the GPU).
     try:

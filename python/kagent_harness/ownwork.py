@@ -238,9 +238,10 @@ def warm_up(torch, device):
     `device` (one that torch runs from C++ too: matmul's mm), so that what the first op
     under a dispatch mode costs a process is paid before the GPU slot: torch imports
     torch._dynamo then (1.4 s on this project's CPU machine). Measured on an H100, a CUDA
-    C++ candidate's first forward under the recorder took 3.7 s, and 0.9 ms without it
-    (tests/gpu/first_call.py); a Triton candidate paid it in its compile dry run, under
-    another dispatch mode, and a CUDA C++ candidate has none. Returns seconds."""
+    C++ candidate's first forward under the recorder took 2.9-5.1 s, and 0.8 ms after this
+    warm-up on CPU tensors (tests/gpu/first_call.py); a Triton candidate paid it in its
+    compile dry run, under another dispatch mode, and a CUDA C++ candidate has none.
+    Returns seconds."""
     import time
     t0 = time.perf_counter()
     rec = make_recorder()
