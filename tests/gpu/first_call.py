@@ -50,6 +50,9 @@ VARIANTS = {
     "sm80": ("gemm_cutlass_tf32x3", {}),
 }
 
+KNOWN_PARTS = {"plain", "eager", "cupti", "seccomp", "recorder", "warm", "warmcpu",
+               "cprofile", "home", "nocache"}
+
 CONDITIONS = ["plain", "eager", "cupti", "seccomp", "recorder", "recorder+cprofile",
               "recorder+warm", "recorder+warmcpu", "cupti+seccomp+recorder",
               "cupti+seccomp+recorder+warmcpu",
@@ -183,6 +186,30 @@ def run_condition(template, params, cond, env, timeout_s=300):
     return row
 
 
+def condition_env(cond, base, home):
+    """The environment of a condition's process (the parts of `cond` joined with '+'),
+    or why it cannot run. Unknown parts are refused, so a typo does not pass for a run."""
+    parts = cond.split("+")
+    unknown = [p for p in parts if p not in KNOWN_PARTS]
+    if unknown:
+        return f"unknown condition part(s) {unknown}; known: {sorted(KNOWN_PARTS)}"
+    env = dict(base)
+    if "eager" in parts:
+        env["CUDA_MODULE_LOADING"] = "EAGER"
+    if "nocache" in parts:
+        env["CUDA_CACHE_DISABLE"] = "1"
+    if "home" in parts:
+        env["HOME"] = home
+        env["CUDA_CACHE_PATH"] = os.path.join(home, "ComputeCache")
+    if "cupti" in parts:
+        lib = base.get("KAGENT_CUPTI_LIB", "")
+        if not lib:
+            return "KAGENT_CUPTI_LIB is not set"
+        env.update({"CUDA_INJECTION64_PATH": lib,
+                    "KAGENT_CUPTI_OUT": os.path.join(home, "trace.jsonl")})
+    return env
+
+
 def cuobjdump(ext_dir):
     tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
     if not os.path.exists(tool):
@@ -228,23 +255,10 @@ def main():
     home = tempfile.mkdtemp(prefix="kagent-first-call-home-")
     for template, params in chosen:
         for cond in args.conditions.split(","):
-            env = dict(os.environ)
-            parts = cond.split("+")
-            if "eager" in parts:
-                env["CUDA_MODULE_LOADING"] = "EAGER"
-            if "nocache" in parts:
-                env["CUDA_CACHE_DISABLE"] = "1"
-            if "home" in parts:
-                env["HOME"] = home
-                env["CUDA_CACHE_PATH"] = os.path.join(home, "ComputeCache")
-            if "cupti" in parts:
-                lib = os.environ.get("KAGENT_CUPTI_LIB", "")
-                if not lib:
-                    emit({"template": template, "condition": cond,
-                          "error": "KAGENT_CUPTI_LIB is not set"})
-                    continue
-                env.update({"CUDA_INJECTION64_PATH": lib,
-                            "KAGENT_CUPTI_OUT": os.path.join(home, "trace.jsonl")})
+            env = condition_env(cond, os.environ, home)
+            if isinstance(env, str):
+                emit({"template": template, "condition": cond, "error": env})
+                continue
             row = run_condition(template, params, cond, env)
             row["template"] = template
             emit(row)
