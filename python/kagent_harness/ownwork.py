@@ -235,7 +235,8 @@ _ACTIVE = [None]   # the recorder of the gate call in progress
 
 def warm_up(torch, device):
     """One recording like a gate call's, over a few small ops of the harness's own on
-    `device` (one that torch runs from C++ too: matmul's mm), so that what the first op
+    `device` (one that torch runs from C++ too: stack's cat; no BLAS call, which could
+    start a thread pool in the candidate's process), so that what the first op
     under a dispatch mode costs a process is paid before the GPU slot: torch imports
     torch._dynamo then (1.4 s on this project's CPU machine). Measured on an H100, a CUDA
     C++ candidate's first forward under the recorder took 2.9-5.1 s, and 0.8 ms after this
@@ -249,7 +250,7 @@ def warm_up(torch, device):
         rec.sentinel()
         a = torch.ones(8, 8, device=device)
         b = torch.empty_like(a)
-        b.copy_(torch.matmul(a, a).relu())
+        b.copy_(torch.stack([a, a]).sum(0).relu())
         rec.sentinel()
     rec.summary(False)
     if device == "cuda":
