@@ -627,11 +627,7 @@ def main(argv=None):
     except Exception as e:  # noqa: BLE001
         log.add(f"cannot start: {type(e).__name__}: {e}")
         return 2
-    try:
-        os.unlink(args.socket)
-    except FileNotFoundError:
-        pass
-    srv = _bind_private(args.socket)
+    srv = _bind_private(args.socket)  # replaces a socket left at the path
     srv.kagent = core
 
     def stop(signum, _frame):
