@@ -123,6 +123,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"conv_transpose2d", rules::ConvTranspose2dParams},
       {"conv_transpose_nd", rules::ConvTransposeNdParams},
       {"conv3d_implicit_gemm", rules::Conv3dImplicitGemmParams},
+      {"conv_cutlass_fprop", rules::ConvCutlassFpropParams},
   };
   static const auto* by_class = new std::map<std::string, rules::ParamsRule>{
       {"matvec", rules::MatvecParams},
@@ -225,6 +226,9 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
       return "conv_transpose_nd";
     }
   }
+  // Standard convolutions on Hopper through CUTLASS's implicit GEMM on the tensor cores,
+  // where the sweep measured it ahead (rules::PrefersCutlassConv).
+  if (rules::PrefersCutlassConv(op, gpu)) return "conv_cutlass_fprop";
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {
     if (op.tags.count("depthwise_separable")) return "conv2d_depthwise_separable";
     return op.tags.count("depthwise") ? "conv2d_depthwise" : "conv2d_implicit_gemm";

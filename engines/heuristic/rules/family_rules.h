@@ -111,6 +111,12 @@ absl::StatusOr<TemplateParams> Conv3dImplicitGemmParams(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const RecognizedOp& op,
                                                         const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
+                                                      const RecognizedOp& op,
+                                                      const kagent::v1::GpuSpec* gpu);
+// Whether a standard convolution is conv_cutlass_fprop's first kernel on this GPU (sm_90,
+// a shape the module takes, where the sweep measured it ahead of the Triton templates).
+bool PrefersCutlassConv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 
 // attention_rules.cc: the attention class (attention_online).
 absl::StatusOr<TemplateParams> AttentionParams(const TemplateInfo& t, const RecognizedOp& op,

@@ -12,7 +12,11 @@ Exit 0 when every template compiles, 1 on a failure (nvcc's errors on stderr), 7
 skip) with the reason when nvcc, torch or the CUTLASS headers (pip package nvidia-cutlass,
 scripts/setup.sh) are missing. About 45 s per template on a 2-core machine.
 
-  .venv/bin/python engines/heuristic/tests/compile_cuda_templates.py [TEMPLATE_ID ...]
+  .venv/bin/python engines/heuristic/tests/compile_cuda_templates.py [TEMPLATE[:K=V,...] ...]
+
+A TEMPLATE:K=V,... argument compiles that render (the params given, the rest at their
+defaults), e.g. conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8; without arguments every
+CUDA template with its defaults, plus the renders of EXTRA_RENDERS.
 """
 import ast
 import glob
@@ -79,6 +83,23 @@ def module_literals(source):
     return found["cuda_source"], found["cuda_cflags"]
 
 
+# Renders compiled besides the defaults when no template is named: code paths a default
+# render leaves out (conv_cutlass_fprop's 3-D kernel and 16-bit types).
+EXTRA_RENDERS = ("conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8",)
+
+
+def parse_render(arg):
+    """'ID' or 'ID:K=V,K=V' -> (ID, {K: V})."""
+    tid, _, rest = arg.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"{arg!r}: a param is K=V, got {item!r}")
+        params[key] = value
+    return tid, params
+
+
 def nvcc_command(nvcc, cu, obj, cflags, cutlass):
     from torch.utils import cpp_extension
     try:
@@ -106,17 +127,18 @@ def main(argv):
         print("skipped: no CUTLASS headers (pip install nvidia-cutlass==4.2.0.0; "
               "scripts/setup.sh does)", file=sys.stderr)
         return SKIP
-    ids = argv or cuda_template_ids()
+    ids = argv or cuda_template_ids() + list(EXTRA_RENDERS)
     if not ids:
         print("no CUDA templates", file=sys.stderr)
         return 1
     failed = 0
     with tempfile.TemporaryDirectory(prefix="kagent_cuda_templates_") as tmp:
-        for tid in ids:
-            rendered = render(tid)
+        for n, arg in enumerate(ids):
+            tid, params = parse_render(arg)
+            rendered = render(tid, **params)
             source, cflags = module_literals(rendered)
-            cu = os.path.join(tmp, tid + ".cu")
-            obj = os.path.join(tmp, tid + ".o")
+            cu = os.path.join(tmp, f"{tid}_{n}.cu")
+            obj = os.path.join(tmp, f"{tid}_{n}.o")
             with open(cu, "w") as f:
                 f.write(LOAD_INLINE_PREFIX + source)
             start = time.monotonic()
@@ -124,7 +146,7 @@ def main(argv):
                                capture_output=True, text=True)
             took = time.monotonic() - start
             if r.returncode != 0:
-                print(f"{tid}: nvcc failed after {took:.1f} s:\n{r.stderr[-6000:]}", file=sys.stderr)
+                print(f"{arg}: nvcc failed after {took:.1f} s:\n{r.stderr[-6000:]}", file=sys.stderr)
                 failed += 1
                 continue
             with open(obj, "rb") as f:
@@ -132,11 +154,11 @@ def main(argv):
             own = own_kernel_names(rendered)
             missing = [n for n in own if n.encode() not in blob]
             if not own or missing:
-                print(f"{tid}: the harness finds the kernels {own} in the module, the object "
+                print(f"{arg}: the harness finds the kernels {own} in the module, the object "
                       f"lacks {missing}", file=sys.stderr)
                 failed += 1
                 continue
-            print(json.dumps({"template": tid, "seconds": round(took, 1), "bytes": len(blob),
+            print(json.dumps({"template": arg, "seconds": round(took, 1), "bytes": len(blob),
                               "flags": cflags}))
     return 1 if failed else 0
 

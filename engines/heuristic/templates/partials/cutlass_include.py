@@ -18,10 +18,10 @@ def extension_name(prefix, cuda_source, cpp_source, cuda_cflags):
     return prefix + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def load_cutlass_extension(prefix, cuda_source, cpp_source, cuda_cflags):
-    """Builds the module's extension at import (load_inline; its `gemm` function) against
-    the CUTLASS headers, or finds it built."""
+def load_cutlass_extension(prefix, cuda_source, cpp_source, cuda_cflags, functions=("gemm",)):
+    """Builds the module's extension at import (load_inline; its `functions`, by default
+    `gemm`) against the CUTLASS headers, or finds it built."""
     return load_inline(name=extension_name(prefix, cuda_source, cpp_source, cuda_cflags),
-                       cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["gemm"],
+                       cpp_sources=cpp_source, cuda_sources=cuda_source, functions=list(functions),
                        extra_cuda_cflags=cuda_cflags,
                        extra_include_paths=[cutlass_include_dir()], verbose=False)
