@@ -35,6 +35,16 @@ v1::GpuSpec H200() {
   return g;
 }
 
+// The kernel came from template `id` and contains every fragment.
+void CheckFragments(const BrainResult& r, const std::string& id,
+                    const std::vector<std::string>& fragments) {
+  CHECK(r.kernel.origin() == "template:" + id);
+  for (const std::string& f : fragments) {
+    INFO(f);
+    CHECK(absl::StrContains(r.kernel.source(), f));
+  }
+}
+
 // The brain's first kernel for `sig` on `gpu`: it comes from template `id`, contains every
 // fragment, and the knob tuner can move `knob` by `change` in it (the template's bounds
 // apply). Returns the tuned source.
@@ -46,22 +56,32 @@ std::string CheckFirstKernel(HeuristicBrain& brain, const v1::Problem& problem,
   auto r = brain.FirstKernel({&problem, &sig, &gpu});
   INFO(r.status().ToString());
   REQUIRE(r.ok());
-  CHECK(r->kernel.origin() == "template:" + id);
-  for (const std::string& f : fragments) {
-    INFO(f);
-    CHECK(absl::StrContains(r->kernel.source(), f));
-  }
-  auto info = ParseTritonSource(r->kernel.source());
-  REQUIRE(info.ok());
-  CHECK(info->template_id == id);
+  CheckFragments(*r, id, fragments);
   auto lib = TemplateLibrary::Embedded();
   REQUIRE(lib.ok());
+  REQUIRE((*lib)->Find(id) != nullptr);
+  if ((*lib)->Find(id)->language == "triton") {  // a CUDA C++ module has no @triton.jit
+    auto info = ParseTritonSource(r->kernel.source());
+    REQUIRE(info.ok());
+    CHECK(info->template_id == id);
+  }
   auto tuned = ApplyKnobChanges(r->kernel.source(), {{knob, change}}, lib->get());
   INFO(tuned.status().ToString());
   REQUIRE(tuned.ok());
   REQUIRE(tuned->edits.size() == 1);
   CHECK(tuned->edits[0].knob == knob);
   return tuned->source;
+}
+
+// Template `id` rendered for `sig` on `gpu` (a template switch's render): it contains every
+// fragment.
+void CheckRender(HeuristicBrain& brain, const std::string& id, const v1::OpSignature& sig,
+                 const v1::GpuSpec& gpu, const std::vector<std::string>& fragments) {
+  INFO(id);
+  auto r = brain.RenderFor(id, sig, &gpu);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CheckFragments(*r, id, fragments);
 }
 
 TEST_CASE("Brain: first kernels by op class and shape") {
@@ -376,11 +396,19 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   v1::OpSignature conv;  // problems/35: 3x3, padding 1, 64 -> 128, no bias, fp32
   AddOp(&conv, "aten::convolution", {{{16, 64, 256, 256}}, {{128, 64, 3, 3}}},
         {{{16, 128, 256, 256}}});
-  // On sm_90: 256 x 128 tiles with 3xTF32 dots (measured fastest on the H200).
-  check(conv, "conv2d_implicit_gemm",
-        {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "padding = _pair(1, -1)",
-         "stride = _pair(1, -1)", "bias = False\n", "INPUT_PRECISION=\"tf32x3\""},
-        "BLOCK_M", "/2");
+  // On sm_90 CUTLASS's implicit GEMM, 3xTF32 on 128 x 64 x 16 tiles in 5 stages (the H100
+  // sweep's fastest, 1.42x cuDNN); the Triton template's render, a template switch away,
+  // keeps 256 x 128 tiles with 3xTF32 dots (its fastest on the H200).
+  check(conv, "conv_cutlass_fprop",
+        {"constexpr char kTile[] = \"128x64x16_64x32x16\";", "/*Stages=*/5,",
+         "#define KAGENT_DTYPE_float32 1", "constexpr int kAlign = 4;", "dims = 2\n",
+         "    64, 128,\n", "_per_dim(dims, 1, 3, 3),",
+         "padding=_per_dim(dims, 0, 1, 1),", "stride=_per_dim(dims, 1, 1, 1),",
+         "bias=False)"},
+        "num_stages", "-1");
+  CheckRender(brain, "conv2d_implicit_gemm", conv, gpu,
+              {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "padding = _pair(1, -1)",
+               "stride = _pair(1, -1)", "bias = False\n", "INPUT_PRECISION=\"tf32x3\""});
   {  // An unknown GPU (the CPU worker) keeps exact fp32 dots and 64 x 64 tiles.
     v1::GpuSpec cpu;
     auto r = brain.FirstKernel({&problem, &conv, &cpu});
@@ -392,10 +420,54 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&conv16, "aten::convolution",
         {{{8, 32, 64, 64}, "bfloat16"}, {{256, 32, 3, 3}, "bfloat16"}, {{256}, "bfloat16"}},
         {{{8, 256, 32, 32}, "bfloat16"}});
-  check(conv16, "conv2d_implicit_gemm",
-        {"BLOCK_M = 128\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "stride = _pair(2, -1)",
-         "padding = _pair(1, -1)", "bias = True\n"},
-        "num_stages", "-1");
+  check(conv16, "conv_cutlass_fprop",
+        {"constexpr char kTile[] = \"128x256x64_64x64x64\";", "/*Stages=*/3,",
+         "#define KAGENT_DTYPE_bfloat16 1", "constexpr int kAlign = 8;",
+         "stride=_per_dim(dims, 1, 2, 2),", "padding=_per_dim(dims, 0, 1, 1),", "bias=True)"},
+        "TILE", "256x128x32_64x64x32");
+  CheckRender(brain, "conv2d_implicit_gemm", conv16, gpu,
+              {"BLOCK_M = 128\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "stride = _pair(2, -1)",
+               "padding = _pair(1, -1)", "bias = True\n"});
+  {  // Three input channels (an RGB stem): no 16-byte access, so the Triton template.
+    v1::OpSignature stem;
+    AddOp(&stem, "aten::convolution", {{{8, 3, 224, 224}}, {{64, 3, 7, 7}}},
+          {{{8, 64, 109, 109}}},
+          {{"stride.0", 2.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"groups", 1.0},
+           {"transposed", 0.0}});
+    auto r = brain.FirstKernel({&problem, &stem, &gpu});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv2d_implicit_gemm");
+    auto c = brain.RenderFor("conv_cutlass_fprop", stem, &gpu);  // a switch: 4-byte accesses
+    REQUIRE(c.ok());
+    CHECK(absl::StrContains(c->kernel.source(), "constexpr int kAlign = 1;"));
+    // A pointwise conv: the Triton template reads NCHW in place (problems/71).
+    v1::OpSignature pw;
+    AddOp(&pw, "aten::convolution", {{{16, 64, 128, 128}}, {{128, 64, 1, 1}}},
+          {{{16, 128, 128, 128}}},
+          {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"groups", 1.0},
+           {"transposed", 0.0}});
+    r = brain.FirstKernel({&problem, &pw, &gpu});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv2d_implicit_gemm");
+    // Odd channel counts in bf16 (cp.async moves 4 bytes or more): refused with the reason.
+    v1::OpSignature odd;
+    AddOp(&odd, "aten::convolution",
+          {{{2, 5, 16, 16}, "bfloat16"}, {{7, 5, 3, 3}, "bfloat16"}}, {{{2, 7, 14, 14}, "bfloat16"}},
+          {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"groups", 1.0},
+           {"transposed", 0.0}});
+    auto o = brain.RenderFor("conv_cutlass_fprop", odd, &gpu);
+    CHECK(o.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(o.status().message(), "no access width"));
+    // Another arch: the module is compiled for sm_90a only.
+    v1::GpuSpec a100;
+    a100.set_arch("sm_80");
+    a100.set_sm_count(108);
+    CHECK(brain.RenderFor("conv_cutlass_fprop", conv, &a100).status().code() ==
+          absl::StatusCode::kFailedPrecondition);
+    r = brain.FirstKernel({&problem, &conv, &a100});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv2d_implicit_gemm");
+  }
 
   v1::OpSignature grouped;  // groups 4: 64 -> 128 channels, 16 in and 32 out per group
   AddOp(&grouped, "aten::convolution", {{{8, 64, 32, 32}}, {{128, 16, 3, 3}}},
@@ -422,11 +494,14 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         {{{64, 256, 128, 128}, "bfloat16"}},
         {{"stride.0", 1.0}, {"padding.0", 2.0}, {"dilation.0", 2.0}, {"groups", 1.0},
          {"transposed", 0.0}});
-  check(dil, "conv2d_implicit_gemm",
-        {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 64\n", "num_warps=8",
-         "num_stages=3", "dilation = _pair(2, -1)", "padding = _pair(2, -1)",
-         "if \"recorded\" == \"torch\":", "kernel_size = (3, 3)"},
-        "num_stages", "-1");
+  check(dil, "conv_cutlass_fprop",
+        {"constexpr char kTile[] = \"128x256x64_64x64x64\";", "dilation=_per_dim(dims, 1, 2, 2),",
+         "padding=_per_dim(dims, 0, 2, 2),", "    256, 256,\n"},
+        "SWIZZLE", "x2");
+  CheckRender(brain, "conv2d_implicit_gemm", dil, gpu,
+              {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 64\n", "num_warps=8",
+               "num_stages=3", "dilation = _pair(2, -1)", "padding = _pair(2, -1)",
+               "if \"recorded\" == \"torch\":", "kernel_size = (3, 3)"});
 
   // nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1, output_padding=1) with a bias, as
   // aten::convolution records it; the parameters come from the scalars.
@@ -527,11 +602,16 @@ TEST_CASE("Brain: 3-D and 1-D convolutions through conv3d_implicit_gemm") {
   v1::OpSignature big;
   AddOp(&big, "aten::convolution", {{{4, 64, 16, 32, 32}}, {{128, 64, 3, 3, 3}}},
         {{{4, 128, 16, 32, 32}}});
-  check(big,
-        {"padding = _per_dim(dims, 1, 1, 1)", "stride = _per_dim(dims, 1, 1, 1)",
-         "bias = False\n", "BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n",
-         "num_warps=8", "INPUT_PRECISION=\"tf32x3\""},
-        &gpu, "BLOCK_M", "/2");
+  // On sm_90 the first kernel is CUTLASS's (its 3-D kernel); this template's render (a
+  // template switch) keeps the 2-D rule's 256 x 128 tiles with tf32x3.
+  CheckFirstKernel(brain, problem, big, gpu, "conv_cutlass_fprop",
+                   {"dims = 3\n", "#if 3 == 3", "padding=_per_dim(dims, 1, 1, 1),",
+                    "_per_dim(dims, 3, 3, 3),", "constexpr char kTile[] = \"128x64x16_64x32x16\";"},
+                   "num_stages", "-1");
+  CheckRender(brain, "conv3d_implicit_gemm", big, gpu,
+              {"padding = _per_dim(dims, 1, 1, 1)", "stride = _per_dim(dims, 1, 1, 1)",
+               "bias = False\n", "BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n",
+               "num_warps=8", "INPUT_PRECISION=\"tf32x3\""});
   v1::GpuSpec cpu;
   check(big, {"BLOCK_M = 64\n", "BLOCK_N = 64\n", "INPUT_PRECISION=\"ieee\""}, &cpu,
         "num_stages", "-1");

@@ -317,12 +317,41 @@ def _check_sm90_inputs(source, inputs, ref):
         "not A @ B"
 
 
+def _check_conv_cutlass(source, inputs, ref):
+    """conv_cutlass_fprop's module on meta tensors with the extension's stand-in
+    (conv_cutlass_double.py: the C++ wrapper's checks, the convolution's shape): the
+    layer, permutes and geometry the rules rendered must give the reference's output, and
+    the channel counts must take the rendered access width (CUTLASS's can_implement)."""
+    from unittest import mock
+
+    import torch.utils.cpp_extension as cpp_extension
+    from conv_cutlass_double import fake_load_inline
+    with mock.patch.object(cpp_extension, "load_inline", fake_load_inline):
+        mod = _MODULES.get(source) or exec_source(source, "grid_conv_cutlass")
+    _MODULES[source] = mod
+    with torch.device(META):
+        cand = mod.ModelNew()
+    align = int(re.search(r"constexpr int kAlign = (\d+);", source).group(1))
+    conv = cand.conv
+    assert conv.in_channels % align == 0 and conv.out_channels % align == 0, \
+        f"ALIGN {align} for {conv.in_channels} -> {conv.out_channels} channels"
+    assert max(conv.kernel_size) <= 32, f"kernel {conv.kernel_size} (CUTLASS's iterator: 32)"
+    assert inputs[0].dtype == ref.dtype, f"rendered for {inputs[0].dtype} -> {ref.dtype}"
+    with torch.no_grad():
+        out = cand(*inputs)
+    assert out.shape == ref.shape and out.dtype == ref.dtype, \
+        f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
+
+
 def _check_cuda_inputs(template_id, source, inputs, ref):
     """A CUDA C++ template's module builds with nvcc at import, so it is not built here
     (test_gemm_cutlass.py, test_gemm_sm90.py and test_gemm_sm90_bf16.py check its text, compile_cuda_templates.py
     compiles it): what the rules render it for must be what the module takes."""
     if template_id in ("gemm_sm90_tf32x3", "gemm_sm90_bf16"):
         _check_sm90_inputs(source, inputs, ref)
+        return
+    if template_id == "conv_cutlass_fprop":
+        _check_conv_cutlass(source, inputs, ref)
         return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
     a, b = inputs

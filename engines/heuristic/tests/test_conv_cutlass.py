@@ -1,0 +1,148 @@
+"""The CUDA C++ template conv_cutlass_fprop as rendered: its CUDA source, knobs and checks
+against its JSON (read without building: compile_cuda_templates.py, CTest's
+cuda_templates_compile_sm90a, compiles it), and the module's Python run on the CPU with a
+stand-in for the extension (conv_cutlass_double.py): 1-D, 2-D and 3-D layers built as the
+reference's with the same seed, the channels-last permutes, the geometry, the view it
+returns, against torch's own convolution at the harness's tolerance. The kernel itself
+runs on a GPU (tests/gpu/conv_cutlass_check.py, conv_sweep.py)."""
+import ast
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+from conv_cutlass_double import exec_module
+from template_render import REPO, load_meta, render
+
+sys.path.insert(0, os.path.join(REPO, "python"))
+from kagent_harness.compare import compare, tolerances  # noqa: E402
+from kagent_harness.kernels import own_kernel_names  # noqa: E402
+
+TID = "conv_cutlass_fprop"
+META = load_meta(TID)
+TILES = META["params"]["TILE"]["allowed"]
+SMEM_LIMIT = 227 * 1024  # bytes of shared memory an sm_90 block may have
+MODULES = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
+
+
+def cuda_source(source):
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "cuda_source":
+            return ast.literal_eval(node.value)
+    raise AssertionError("no cuda_source")
+
+
+def params_for(layer, dtype="float32"):
+    """The shape params the brain renders for `layer` (ConvCutlassFpropParams)."""
+    dims = layer.weight.dim() - 2
+    lead = 3 - dims
+    half = dtype != "float32"
+    align = next(a for a in ((8, 4, 2) if half else (4, 2, 1))
+                 if layer.in_channels % a == 0 and layer.out_channels % a == 0)
+    p = {"DTYPE": dtype, "DIMS": str(dims), "ALIGN": str(align),
+         "IN_CHANNELS": layer.in_channels, "OUT_CHANNELS": layer.out_channels,
+         "BIAS": str(layer.bias is not None)}
+    for name, values, unit in (("KERNEL", layer.kernel_size, 1), ("STRIDE", layer.stride, 1),
+                               ("PADDING", layer.padding, 0),
+                               ("DILATION", layer.dilation, 1)):
+        for d, v in zip("DHW", (unit,) * lead + tuple(values)):
+            p[f"{name}_{d}"] = v
+    return p
+
+
+def test_the_json_declares_a_cuda_conv_with_three_knobs():
+    assert META["language"] == "cuda" and META["op_class"] == "conv"
+    assert META["dtypes"] == ["float32", "bfloat16", "float16"]
+    knobs = sorted(n for n, p in META["params"].items() if p["kind"] == "knob")
+    assert knobs == ["SWIZZLE", "TILE", "num_stages"]
+    conditions = " ".join(META["conditions"])
+    for said in ("groups = 1", "at most 32", "2 GiB", "channels-last", "sm_90a", "3xTF32"):
+        assert said in conditions
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_every_tile_is_a_valid_cutlass_tile(tile):
+    block, warp = tile.split("_")
+    (tm, tn, tk), (wm, wn, wk) = ([int(v) for v in s.split("x")] for s in (block, warp))
+    assert tm % wm == 0 and tn % wn == 0 and wk == tk
+    assert (tm // wm) * (tn // wn) in (4, 8)
+    assert wm % 16 == 0 and wn % 8 == 0 and tk % 16 == 0
+    # The default stages fit for fp32 (4 bytes; a 16-bit tile takes half).
+    stages = int(META["params"]["num_stages"]["default"])
+    assert (tm + tn) * tk * 4 * stages <= SMEM_LIMIT or tk == 64
+    assert f'constexpr char kTile[] = "{tile}";' in cuda_source(render(TID, TILE=tile))
+
+
+def test_knobs_and_shape_params_reach_the_cuda_source():
+    src = cuda_source(render(TID, num_stages=5, SWIZZLE=4, DTYPE="bfloat16", ALIGN=8, DIMS=3))
+    assert "/*Stages=*/5," in src and "GemmIdentityThreadblockSwizzle<4>" in src
+    assert "#define KAGENT_DTYPE_bfloat16 1" in src and "constexpr int kAlign = 8;" in src
+    assert "#if 3 == 3" in src
+    default = cuda_source(render(TID))
+    assert "#define KAGENT_DTYPE_float32 1" in default and "#if 2 == 3" in default
+    assert "cutlass::arch::OpMultiplyAddFastF32" in default  # fp32 runs as 3xTF32
+    assert "cutlass::conv::IteratorAlgorithm::kOptimized" in default
+    # The source depends on the knobs, DTYPE, DIMS and ALIGN only: shapes are Python's, so
+    # problems of one dtype and rank share a build.
+    assert cuda_source(render(TID, IN_CHANNELS=64, KERNEL_W=7, PADDING_W=3)) == default
+
+
+def test_the_harness_counts_the_kernel_as_the_candidates_own():
+    assert own_kernel_names(render(TID)) == ["kagent_conv_fprop_kernel"]
+
+
+@pytest.mark.parametrize("value", [("ALIGN", 3), ("DIMS", 4), ("KERNEL_W", 33),
+                                   ("TILE", "96x64x16_48x32x16"), ("DTYPE", "float64")])
+def test_out_of_range_params_are_refused(value):
+    with pytest.raises(Exception):
+        render(TID, **{value[0]: value[1]})
+
+
+CASES = [
+    # (dims, input shape, ctor args, ctor kwargs, dtype)
+    (2, (2, 8, 13, 17), (8, 12, 3), dict(padding=1), "float32"),
+    (2, (1, 4, 20, 11), (4, 8, (5, 3)), dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2),
+                                             bias=False), "float32"),
+    (2, (3, 3, 16, 16), (3, 5, 7), dict(stride=2, padding=3), "float32"),  # ALIGN 1
+    (1, (2, 16, 50), (16, 24, 5), dict(stride=3, padding=2, dilation=2), "float32"),
+    (1, (16, 41), (16, 8, 3), dict(padding=1), "float32"),  # an unbatched input
+    (3, (2, 8, 5, 9, 7), (8, 16, (3, 2, 3)), dict(stride=(1, 2, 1), padding=(1, 0, 2),
+                                                  dilation=(2, 1, 1)), "float32"),
+    (2, (2, 16, 9, 10), (16, 32, 3), dict(padding=1), "bfloat16"),
+    (3, (1, 8, 4, 6, 6), (8, 8, 3), dict(padding=1, bias=False), "float16"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
+def test_the_module_computes_the_reference_convolution(case, monkeypatch):
+    dims, shape, args, kwargs, dtype_name = case
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(5)
+    ref = MODULES[dims](*args, **kwargs).to(dtype)
+    mod = exec_module(render(TID, **params_for(ref, dtype_name)), monkeypatch)
+    torch.manual_seed(5)
+    cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
+    assert torch.equal(cand.conv.weight.to(dtype), ref.weight)
+    x = torch.randn(*shape).to(dtype)
+    with torch.no_grad():
+        want = ref.double()(x.double()).to(dtype)
+        got = cand(x)
+    assert got.shape == want.shape and got.dtype == dtype
+    atol, rtol = tolerances([want])
+    assert compare([want], [got], atol, rtol)["ok"]
+    if x.dim() == dims + 2 and got.shape[1] > 1:  # a channels-last view, no copy back
+        assert got.stride(1) == 1
+
+
+def test_the_module_refuses_another_dtype_and_rank(monkeypatch):
+    mod = exec_module(render(TID, IN_CHANNELS=4, OUT_CHANNELS=4, KERNEL_H=3, KERNEL_W=3),
+                      monkeypatch)
+    model = mod.ModelNew()
+    with pytest.raises(TypeError, match="rendered for torch.float32"):
+        model(torch.randn(1, 4, 8, 8, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="rank-5 input to a 2-D conv"):
+        model(torch.randn(1, 4, 8, 8, 8))
+    with pytest.raises(NotImplementedError, match="padding_mode"):
+        mod.ModelNew(padding_mode="reflect")
