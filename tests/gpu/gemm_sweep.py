@@ -166,6 +166,19 @@ def builds(variants, shapes, dtype, layout_variants):
     return out
 
 
+def emitter(path):
+    """emit(row): prints the row as a JSON line and appends it to `path` (when given)."""
+    out = open(path, "a") if path else None
+
+    def emit(row):
+        line = json.dumps(row)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+    return emit
+
+
 def build_one(template, params):
     """Renders and imports the variant in this process (its import builds it)."""
     from template_render import load_model_new
@@ -264,14 +277,7 @@ def main():
     ap.add_argument("--build-only", action="store_true",
                     help="build the variants and stop (a later run finds them built)")
     args = ap.parse_args()
-    out = open(args.out, "a") if args.out else None
-
-    def emit(row):
-        line = json.dumps(row)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+    emit = emitter(args.out)
 
     global ATOL, RTOL
     ATOL, RTOL = default_tolerance(args.dtype)

@@ -22,20 +22,15 @@ import triton
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemm_sweep import emitter  # noqa: E402
 from template_render import load_model_new  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 
 def main():
     problem, template, configs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    out = open(sys.argv[4], "a") if len(sys.argv) > 4 else None
-
-    def emit(row):
-        line = json.dumps(row)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+    emit = emitter(sys.argv[4] if len(sys.argv) > 4 else "")
 
     spec = importlib.util.spec_from_file_location("p", os.path.join(REPO, "problems", problem + ".py"))
     prob = importlib.util.module_from_spec(spec)

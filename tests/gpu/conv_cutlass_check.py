@@ -1,0 +1,112 @@
+"""conv_cutlass_fprop's paths that the suite's problems leave out, run for real on a GPU:
+fp16 with a bias, a batch whose input holds 2 GiB or more (the module runs it in chunks
+below CUTLASS's 32-bit offsets), an unbatched 1-D input, odd spatial sizes with stride,
+padding and dilation per dim. Each case builds its render (in parallel, one process each),
+runs it on seeded inputs with the reference nn.Conv*d's weights and compares with the
+float64 convolution at the harness's tolerance for the dtype. One JSON line per case; exit
+1 when a case fails.
+
+  python3 tests/gpu/conv_cutlass_check.py [--out F.jsonl] [--build-jobs J]
+"""
+import argparse
+import os
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+from gemm_sweep import build_all, emitter, label  # noqa: E402
+from kagent_harness.protocol import default_tolerance  # noqa: E402
+
+TEMPLATE = "conv_cutlass_fprop"
+KNOBS = ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages")
+# name: (dtype, input shape, out channels, kernel, stride, padding, dilation, bias, tile,
+# stages); kernel and the rest per spatial dim.
+CASES = {
+    "fp16_bias_2d": ("float16", (4, 64, 57, 91), 96, (3, 5), (2, 1), (1, 2), (1, 2), True,
+                     "256x128x32_64x64x32", 3),
+    "fp32_chunked_2gib_2d": ("float32", (36, 64, 512, 512), 64, (3, 3), (1, 1), (1, 1),
+                             (1, 1), False, "128x64x16_64x32x16", 5),
+    "fp32_unbatched_1d": ("float32", (48, 1001), 96, (5,), (2,), (3,), (2,), True,
+                          "128x64x16_64x32x16", 5),
+    "bf16_3d_odd": ("bfloat16", (2, 32, 9, 17, 23), 64, (3, 2, 5), (1, 2, 3), (1, 0, 2),
+                    (2, 1, 1), True, "256x128x32_64x64x32", 3),
+}
+
+
+def params_of(case):
+    dtype, shape, cout, kernel, stride, padding, dilation, bias, tile, stages = case
+    dims = len(kernel)
+    cin = shape[-dims - 1]
+    half = dtype != "float32"
+    align = next(a for a in ((8, 4, 2) if half else (4, 2, 1)) if cin % a == 0 and cout % a == 0)
+    p = {"DTYPE": dtype, "DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": cin,
+         "OUT_CHANNELS": cout, "BIAS": str(bias), "TILE": tile, "num_stages": stages}
+    lead = 3 - dims
+    for name, values, unit in (("KERNEL", kernel, 1), ("STRIDE", stride, 1),
+                               ("PADDING", padding, 0), ("DILATION", dilation, 1)):
+        for d, v in zip("DHW", (unit,) * lead + tuple(values)):
+            p[f"{name}_{d}"] = v
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="")
+    ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    args = ap.parse_args()
+    emit = emitter(args.out)
+
+    import torch
+    import torch.nn as nn
+    from kagent_harness.trials import rms
+    from template_render import load_model_new
+    torch.backends.cudnn.allow_tf32 = False
+    renders = {name: params_of(case) for name, case in CASES.items()}
+    builds = {label(TEMPLATE, {k: p[k] for k in KNOBS}): (TEMPLATE, {k: p[k] for k in KNOBS})
+              for p in renders.values()}
+    built = build_all(list(builds.values()), args.build_jobs, emit)
+    failed = 0
+    for name, case in CASES.items():
+        p = renders[name]
+        row = {"case": name}
+        try:
+            dtype = getattr(torch, p["DTYPE"])
+            dims = int(p["DIMS"])
+            if label(TEMPLATE, {k: p[k] for k in KNOBS}) not in built:
+                raise RuntimeError("the render did not build")
+            torch.manual_seed(7)
+            new = load_model_new(TEMPLATE, **p)().cuda()
+            conv = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}[dims]
+            ref_layer = conv(p["IN_CHANNELS"], p["OUT_CHANNELS"], case[3], stride=case[4],
+                             padding=case[5], dilation=case[6], bias=case[7]).cuda()
+            with torch.no_grad():
+                new.conv.weight.copy_(ref_layer.weight)
+                if case[7]:
+                    new.conv.bias.copy_(ref_layer.bias)
+                x = torch.randn(*case[1], device="cuda").to(dtype)
+                y = new(x)
+                torch.cuda.synchronize()
+                w64 = ref_layer.weight.to(dtype).double()
+                b64 = ref_layer.bias.to(dtype).double() if case[7] else None
+                ref = torch.nn.functional.__dict__[f"conv{dims}d"](
+                    x.double(), w64, b64, case[4], case[5], case[6])
+                atol, rtol = default_tolerance(p["DTYPE"])
+                atol *= max(1.0, rms([ref.float()]))
+                err = ((y.double() - ref).abs() / (atol + rtol * ref.abs())).max().item()
+            row.update(shape=list(y.shape), ref_shape=list(ref.shape), dtype=str(y.dtype),
+                       gate64=err, input_gib=x.numel() * x.element_size() / 2 ** 30)
+            row["ok"] = list(y.shape) == list(ref.shape) and y.dtype == dtype and err <= 1.0
+            del x, y, ref
+            torch.cuda.empty_cache()
+        except Exception as e:  # noqa: BLE001 - per case
+            row.update(ok=False, error=f"{type(e).__name__}: {str(e)[:400]}")
+        failed += not row["ok"]
+        emit(row)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Convolutions on the GPU: conv_cutlass_fprop's variants against cuDNN (eager PyTorch,
+TF32 off as the problems set it) and the brain's Triton implicit GEMMs' speed as recorded,
+per problem of problems/ (the standard convolutions: groups 1, not transposed), with each
+variant's error against the problem's own reference, so the brain's conv rules can be set
+from measurements (issue 21).
+
+  python3 tests/gpu/conv_sweep.py [--out F.jsonl] [--only PREFIX,...] [--build-jobs J]
+                                  [--build-only] [--tiles T,...] [--reps N]
+
+Every problem of problems/ whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
+taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (TILE x
+num_stages per dtype, DIMS and ALIGN from the problem) are rendered
+(engines/heuristic/tests/template_render.py) and built first, J at a time in their own
+processes (gemm_sweep.build_all; one TORCH_EXTENSIONS_DIR); a render's CUDA source depends
+only on TILE, num_stages, SWIZZLE, DTYPE, DIMS and ALIGN, so problems share builds. Then
+each problem gets its seeded inputs, the reference's output and eager time, and each
+variant (the reference's weights copied in) one JSON line: the median of
+triton.testing.do_bench, the effective TFLOP/s and "gate", the largest |y - ref| / (atol
++ rtol |ref|) with the harness's tolerance for the dtype (atol scaled by max(1, rms(ref))
+as the gate does; at most 1 passes). Not the harness: no sandbox, no L2 flush; figures
+rank variants, the harness's are the ones reported. Needs a CUDA GPU, nvcc and the
+nvidia-cutlass headers.
+"""
+import argparse
+import glob
+import importlib.util
+import os
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+from gemm_sweep import build_all, emitter, label  # noqa: E402
+from kagent_harness.protocol import default_tolerance  # noqa: E402
+
+TEMPLATE = "conv_cutlass_fprop"
+# (TILE, num_stages) per dtype class: CUTLASS's generator's tiles for SM80 3xTF32
+# (GenerateSM80_TensorOp_1688_fast_fp32_math) and 16-bit (GenerateSM80_TensorOp_16816)
+# convolutions, the large ones first.
+FP32_TILES = [("128x64x32_64x32x32", 4), ("128x64x16_64x32x16", 5),
+              ("256x64x32_64x32x32", 3), ("128x64x32_64x32x32", 3),
+              ("128x64x32_64x32x32", 5), ("64x128x32_32x64x32", 4),
+              ("64x64x32_32x32x32", 5)]
+HALF_TILES = [("128x128x64_64x64x64", 4), ("128x256x64_64x64x64", 3),
+              ("256x128x32_64x64x32", 3), ("128x64x64_64x32x64", 4),
+              ("64x128x64_32x64x64", 4)]
+
+
+def conv_layer(model, nn):
+    """The model's one nn.Conv1d/2d/3d with groups 1, else None."""
+    convs = [m for m in model.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d))]
+    if len(convs) != 1 or convs[0].groups != 1 or convs[0].padding_mode != "zeros" or \
+            isinstance(convs[0].padding, str):
+        return None
+    return convs[0]
+
+
+def shape_params(conv, dtype_name):
+    """conv_cutlass_fprop's shape params for this layer (the brain's rule gives the same)."""
+    dims = conv.weight.dim() - 2
+    cin, cout = conv.in_channels, conv.out_channels
+    aligns = (4, 2, 1) if dtype_name == "float32" else (8, 4, 2)
+    align = next((a for a in aligns if cin % a == 0 and cout % a == 0), None)
+    if align is None or (dims == 3 and align != aligns[0]) or max(conv.kernel_size) > 32:
+        return None
+    lead = 3 - dims
+    p = {"DTYPE": dtype_name, "DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": cin,
+         "OUT_CHANNELS": cout, "BIAS": str(conv.bias is not None)}
+    for name, values, unit in (("KERNEL", conv.kernel_size, 1), ("STRIDE", conv.stride, 1),
+                               ("PADDING", conv.padding, 0), ("DILATION", conv.dilation, 1)):
+        full = (unit,) * lead + tuple(values)
+        for d, v in zip("DHW", full):
+            p[f"{name}_{d}"] = v
+    return p
+
+
+def load_problem(path):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def knobs(dtype_name, tiles, problems=3):
+    """The (TILE, num_stages) variants for a build configuration that `problems` problems
+    use: all listed for three or more, the first three otherwise (fewer builds)."""
+    listed = FP32_TILES if dtype_name == "float32" else HALF_TILES
+    listed = listed if problems >= 3 else listed[:3]
+    return [(t, s) for t, s in listed if not tiles or t in tiles]
+
+
+def config(params):
+    """What a render's CUDA source depends on besides the knobs."""
+    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN"))
+
+
+def excess(y, ref, atol, rtol):
+    y64, r64 = y.double(), ref.double()
+    return ((y64 - r64).abs() / (atol + rtol * r64.abs())).max().item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--tiles", default="", help="only these TILE values")
+    ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+    emit = emitter(args.out)
+
+    import torch
+    import torch.nn as nn
+    import triton
+    from kagent_harness.trials import rms
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    only = [s for s in args.only.split(",") if s]
+    tiles = [s for s in args.tiles.split(",") if s]
+    problems = []
+    for path in sorted(glob.glob(os.path.join(REPO, "problems", "*conv*.py"))):
+        name = os.path.basename(path)[:-3]
+        if name.endswith("_start") or (only and not any(name.startswith(o) for o in only)):
+            continue
+        mod = load_problem(path)
+        torch.manual_seed(0)
+        with torch.device("meta"):
+            model = mod.Model(*mod.get_init_inputs())
+        conv = conv_layer(model, nn)
+        params = None
+        if conv is not None:
+            params = shape_params(conv, str(conv.weight.dtype).replace("torch.", ""))
+        if params is None:
+            emit({"problem": name, "skipped": "not a standard groups-1 convolution CUTLASS's "
+                  "fprop takes (or its channels are misaligned)"})
+            continue
+        problems.append((name, path, params))
+    users = {}
+    for _, _, params in problems:
+        users[config(params)] = users.get(config(params), 0) + 1
+    variants = {}
+    for name, path, params in problems:
+        for tile, stages in knobs(params["DTYPE"], tiles, users[config(params)]):
+            key = {k: params[k] for k in ("DTYPE", "DIMS", "ALIGN")}
+            key.update(TILE=tile, num_stages=stages)
+            variants[label(TEMPLATE, key)] = (TEMPLATE, key)
+    t0 = time.time()
+    built = build_all(list(variants.values()), args.build_jobs, emit)
+    emit({"built": len(built), "of": len(variants), "seconds": round(time.time() - t0, 1)})
+    if args.build_only:
+        return 0 if built else 1
+    from template_render import load_model_new
+    for name, path, params in problems:
+        mod = load_problem(path)
+        try:
+            torch.manual_seed(1234)
+            model = mod.Model(*mod.get_init_inputs()).cuda()
+            torch.manual_seed(4321)
+            inputs = [t.cuda() if torch.is_tensor(t) else t for t in mod.get_inputs()]
+            conv = conv_layer(model, nn)
+            with torch.no_grad():
+                ref = model(*inputs)
+                eager = triton.testing.do_bench(lambda: model(*inputs), return_mode="median")
+            atol, rtol = default_tolerance(str(ref.dtype).replace("torch.", ""))
+            atol *= max(1.0, rms([ref.float()]))
+            taps = 1
+            for k in conv.kernel_size:
+                taps *= k
+            flop = 2.0 * ref.numel() * conv.in_channels * taps
+            emit({"problem": name, "eager_ms": eager, "eager_tflops": flop / eager / 1e9,
+                  "params": params, "input": list(inputs[0].shape)})
+        except Exception as e:  # noqa: BLE001 - one problem's failure is reported, not fatal
+            emit({"problem": name, "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            continue
+        for tile, stages in knobs(params["DTYPE"], tiles, users[config(params)]):
+            render = dict(params, TILE=tile, num_stages=stages)
+            key = {k: render[k] for k in ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages")}
+            if label(TEMPLATE, key) not in built:
+                continue
+            row = {"problem": name, "variant": f"{tile} s{stages}"}
+            try:
+                new = load_model_new(TEMPLATE, **render)().cuda()
+                with torch.no_grad():
+                    new.conv.weight.copy_(conv.weight)
+                    if conv.bias is not None:
+                        new.conv.bias.copy_(conv.bias)
+                    y = new(*inputs)
+                    torch.cuda.synchronize()
+                    row["gate"] = excess(y, ref, atol, rtol)
+                    row["shape_ok"] = list(y.shape) == list(ref.shape)
+                    row["ms"] = triton.testing.do_bench(lambda: new(*inputs),
+                                                        return_mode="median")
+                row["tflops"] = flop / row["ms"] / 1e9
+                row["vs_eager"] = eager / row["ms"]
+                del y
+            except Exception as e:  # noqa: BLE001 - per variant
+                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            emit(row)
+        model = inputs = ref = None
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
