@@ -5,7 +5,7 @@ variant's error against the problem's own reference, so the brain's conv rules c
 from measurements (issue 21).
 
   python3 tests/gpu/conv_sweep.py [--out F.jsonl] [--only PREFIX,...] [--build-jobs J]
-                                  [--build-only] [--tiles T,...] [--reps N]
+                                  [--build-only] [--tiles T,...]
 
 Every problem of problems/ whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
 taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (TILE x
