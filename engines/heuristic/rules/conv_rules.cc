@@ -186,6 +186,57 @@ std::string CutlassConvRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
   return "";
 }
 
+// The shape params of the channels-last CUTLASS convolution modules (conv_cutlass_fprop,
+// conv_sm90_fprop: partials/conv_channels_last_module): DTYPE, DIMS, channels, BIAS and
+// stride, padding and dilation per spatial dim from aten::convolution's recorded scalars
+// (name.i; a one-element list name.0 or a plain number for every dim), else (an older
+// harness) the stride and padding inferred from the shapes with dilation 1; the missing
+// leading dims of a 1-D or 2-D conv are unit dims. The layer comes from the params alone.
+// `op` passed CutlassConvRefusal.
+absl::Status ChannelsLastConvParams(const TemplateInfo& t, const RecognizedOp& op,
+                                    TemplateParams* p) {
+  const int nd = ConvRank(op);
+  const bool recorded = op.scalars.count("stride.0") > 0 || op.scalars.count("stride") > 0;
+  if (!recorded && !op.tags.count("conv_params_inferred")) {
+    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
+  }
+  auto value = [&](const DimArg& a, int i) {
+    if (!recorded) return static_cast<double>(a.inferred);
+    double v = ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN);
+    if (std::isnan(v) && !op.scalars.count(absl::StrCat(a.scalar, ".1"))) {
+      v = ScalarArg(op, absl::StrCat(a.scalar, ".0"), ScalarArg(op, a.scalar, NAN));
+    }
+    return v;
+  };
+  KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, op.weight_shape,
+                                         {{"stride", "STRIDE", 1, 16, 1, op.stride},
+                                          {"padding", "PADDING", 0, 64, 0, op.padding},
+                                          {"dilation", "DILATION", 1, 16, 1, op.dilation}},
+                                         value, p));
+  (*p)["DTYPE"] = op.dtype.empty() ? "float32" : op.dtype;
+  (*p)["DIMS"] = std::to_string(nd);
+  (*p)["IN_CHANNELS"] = std::to_string(op.input_shape[1]);
+  (*p)["OUT_CHANNELS"] = std::to_string(op.weight_shape[0]);
+  (*p)["BIAS"] = op.has_bias ? "True" : "False";
+  return absl::OkStatus();
+}
+
+// Why conv_sm90_fprop's module cannot take `op` on `gpu`, or "" when it can: what
+// CutlassConvRefusal says, and 16-bit with channel counts multiples of 8 (TMA's 16-byte
+// rows).
+std::string Sm90ConvRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (std::string why = CutlassConvRefusal(op, gpu); !why.empty()) return why;
+  if (!Is16Bit(op.dtype)) {
+    return absl::StrCat("16-bit convolutions only (fp32: conv_cutlass_fprop's 3xTF32), the "
+                        "problem is ", op.dtype);
+  }
+  if (op.input_shape[1] % 8 != 0 || op.weight_shape[0] % 8 != 0) {
+    return absl::StrCat(op.input_shape[1], " input and ", op.weight_shape[0],
+                        " output channels: TMA reads 16-byte rows, multiples of 8");
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<TemplateParams> Conv2dDepthwiseParams(const TemplateInfo& t, const RecognizedOp& op,
@@ -467,38 +518,10 @@ absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
                                                       const RecognizedOp& op,
                                                       const GpuSpec* gpu) {
   if (std::string why = CutlassConvRefusal(op, gpu); !why.empty()) return Precondition(t, why);
-  const int nd = ConvRank(op);
-  const std::vector<int64_t>& x = op.input_shape;
-  const std::vector<int64_t>& w = op.weight_shape;
-  // Stride, padding and dilation per spatial dim from aten::convolution's recorded scalars
-  // (name.i; a one-element list name.0 or a plain number for every dim), else (an older
-  // harness) the stride and padding inferred from the shapes with dilation 1; the missing
-  // leading dims of a 1-D or 2-D conv are unit dims. The layer comes from the params alone.
-  const bool recorded = op.scalars.count("stride.0") > 0 || op.scalars.count("stride") > 0;
-  if (!recorded && !op.tags.count("conv_params_inferred")) {
-    return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
-  }
-  auto value = [&](const DimArg& a, int i) {
-    if (!recorded) return static_cast<double>(a.inferred);
-    double v = ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN);
-    if (std::isnan(v) && !op.scalars.count(absl::StrCat(a.scalar, ".1"))) {
-      v = ScalarArg(op, absl::StrCat(a.scalar, ".0"), ScalarArg(op, a.scalar, NAN));
-    }
-    return v;
-  };
   TemplateParams p;
-  KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, w,
-                                         {{"stride", "STRIDE", 1, 16, 1, op.stride},
-                                          {"padding", "PADDING", 0, 64, 0, op.padding},
-                                          {"dilation", "DILATION", 1, 16, 1, op.dilation}},
-                                         value, &p));
-  const int64_t cin = x[1], cout = w[0];
-  p["DTYPE"] = op.dtype.empty() ? "float32" : op.dtype;
-  p["DIMS"] = std::to_string(nd);
-  p["ALIGN"] = std::to_string(CutlassConvAlign(op, nd, cin, cout));
-  p["IN_CHANNELS"] = std::to_string(cin);
-  p["OUT_CHANNELS"] = std::to_string(cout);
-  p["BIAS"] = op.has_bias ? "True" : "False";
+  KAGENT_RETURN_IF_ERROR(ChannelsLastConvParams(t, op, &p));
+  const int64_t cout = op.weight_shape[0];
+  p["ALIGN"] = std::to_string(CutlassConvAlign(op, ConvRank(op), op.input_shape[1], cout));
   // Tiles from tests/gpu/conv_sweep.py on an H100 (2026-12-07; x cuDNN, TF32 off):
   //  - fp32 (3xTF32): 128 x 64 x 16 with 64 x 32 warp tiles, 5 stages, the fastest or
   //    within 5 % of it on all nine problems: problems/35 1.42x (128 x 128 x 32, 3 stages,
@@ -543,6 +566,35 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
   int64_t taps = 1;
   for (size_t i = 2; i < op.weight_shape.size(); ++i) taps *= op.weight_shape[i];
   return taps > 1;
+}
+
+absl::StatusOr<TemplateParams> ConvSm90FpropParams(const TemplateInfo& t,
+                                                   const RecognizedOp& op,
+                                                   const GpuSpec* gpu) {
+  if (std::string why = Sm90ConvRefusal(op, gpu); !why.empty()) return Precondition(t, why);
+  TemplateParams p;
+  KAGENT_RETURN_IF_ERROR(ChannelsLastConvParams(t, op, &p));
+  // From tests/gpu/conv_sweep.py on an H100 (2026-12-07, x cuDNN): 128 x 128 x 64 tiles;
+  // 2-D in 1 x 2 clusters (problems/46 0.70x against 0.67x in 1 x 1, 79 0.80x against
+  // 0.75x), 1-D and 3-D in 1 x 1 (50 0.74x, 84 1.29x; 1 x 2 not run there). 64 x 128
+  // tiles 0.57-0.58x on 46, 50 and 79; 128 x 256 and 256 x 128 spilled (0.08-0.15x).
+  p["TILE"] = "128x128x64";
+  p["CLUSTER"] = ConvRank(op) == 2 ? "1x2" : "1x1";
+  return p;
+}
+
+bool PrefersSm90Conv(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (SmVersion(gpu) != 90 || !Sm90ConvRefusal(op, gpu).empty()) return false;
+  if (op.dtype != "bfloat16") return false;  // fp16 unmeasured
+  // Against conv_cutlass_fprop's best (mma.sync, the sweep's tiles), x cuDNN: problems/46
+  // 0.70 against 0.59, 50 (1-D) 0.74 against 0.64, 79 0.80 against 0.66, 84 (3-D, bias)
+  // 1.29 against 0.82. It lost where the output channels leave a ragged 128-wide tile:
+  // 74 (160 channels) 0.87 against 1.15 for conv_cutlass_fprop's 256 x 128 x 32. So
+  // output channels a multiple of 128, and a kernel larger than 1 x 1 (a pointwise conv is
+  // the Triton template's, as for fp32; no 16-bit one was measured).
+  int64_t taps = 1;
+  for (size_t i = 2; i < op.weight_shape.size(); ++i) taps *= op.weight_shape[i];
+  return taps > 1 && op.weight_shape[0] % 128 == 0;
 }
 
 }  // namespace kagent::rules

@@ -114,6 +114,13 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
                                                       const RecognizedOp& op,
                                                       const kagent::v1::GpuSpec* gpu);
+absl::StatusOr<TemplateParams> ConvSm90FpropParams(const TemplateInfo& t,
+                                                   const RecognizedOp& op,
+                                                   const kagent::v1::GpuSpec* gpu);
+// Whether a standard bf16 convolution is conv_sm90_fprop's first kernel on this GPU (sm_90,
+// channels multiples of 8, output channels of 128 x 128 tiles, where the sweep measured it
+// ahead of conv_cutlass_fprop).
+bool PrefersSm90Conv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 // Whether a standard convolution is conv_cutlass_fprop's first kernel on this GPU (sm_90,
 // a shape the module takes, where the sweep measured it ahead of the Triton templates).
 bool PrefersCutlassConv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);

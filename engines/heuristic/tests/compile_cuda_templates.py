@@ -84,8 +84,10 @@ def module_literals(source):
 
 
 # Renders compiled besides the defaults when no template is named: code paths a default
-# render leaves out (conv_cutlass_fprop's 3-D kernel and 16-bit types).
-EXTRA_RENDERS = ("conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8",)
+# render leaves out (the CUTLASS convolutions' 3-D kernels, conv_cutlass_fprop's 16-bit
+# types, conv_sm90_fprop's bias epilogue).
+EXTRA_RENDERS = ("conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8",
+                 "conv_sm90_fprop:DIMS=3,BIAS=True")
 
 
 def parse_render(arg):
@@ -106,8 +108,9 @@ def nvcc_command(nvcc, cu, obj, cflags, cutlass):
         torch_includes = cpp_extension.include_paths(device_type="cuda")
     except TypeError:  # older torch: include_paths(cuda=True)
         torch_includes = cpp_extension.include_paths(cuda=True)
+    util = os.path.normpath(os.path.join(cutlass, "..", "tools", "util", "include"))
     cmd = [nvcc, "-DTORCH_EXTENSION_NAME=kagent_compile_test", "-DTORCH_API_INCLUDE_EXTENSION_H",
-           "-I", cutlass]
+           "-I", cutlass, "-I", util]
     for path in torch_includes + [sysconfig.get_paths()["include"]]:
         cmd += ["-isystem", path]
     cmd += list(cpp_extension.COMMON_NVCC_FLAGS) + ["--compiler-options", "-fPIC"] + list(cflags)

@@ -11,6 +11,14 @@ def cutlass_include_dir():
     return include
 
 
+def cutlass_include_paths():
+    """The CUTLASS/CuTe headers and CUTLASS's utilities beside them
+    (tools/util/include: cutlass/util/packed_stride.hpp, which the 3.x convolutions use)."""
+    include = cutlass_include_dir()
+    util = os.path.normpath(os.path.join(include, "..", "tools", "util", "include"))
+    return [include, util] if os.path.isdir(util) else [include]
+
+
 def extension_name(prefix, cuda_source, cpp_source, cuda_cflags):
     """The extension's name: `prefix` and a hash of its sources and flags, so that
     identical renders share one build directory and different ones never do."""
@@ -24,4 +32,4 @@ def load_cutlass_extension(prefix, cuda_source, cpp_source, cuda_cflags, functio
     return load_inline(name=extension_name(prefix, cuda_source, cpp_source, cuda_cflags),
                        cpp_sources=cpp_source, cuda_sources=cuda_source, functions=list(functions),
                        extra_cuda_cflags=cuda_cflags,
-                       extra_include_paths=[cutlass_include_dir()], verbose=False)
+                       extra_include_paths=cutlass_include_paths(), verbose=False)
