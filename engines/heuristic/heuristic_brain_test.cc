@@ -420,11 +420,31 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&conv16, "aten::convolution",
         {{{8, 32, 64, 64}, "bfloat16"}, {{256, 32, 3, 3}, "bfloat16"}, {{256}, "bfloat16"}},
         {{{8, 256, 32, 32}, "bfloat16"}});
-  check(conv16, "conv_cutlass_fprop",
-        {"constexpr char kTile[] = \"128x256x64_64x64x64\";", "/*Stages=*/3,",
-         "#define KAGENT_DTYPE_bfloat16 1", "constexpr int kAlign = 8;",
+  // bf16 with 256 output channels (two 128-wide tiles): CUTLASS 3.x's TMA and wgmma
+  // kernel, 128 x 128 x 64 in 1 x 2 clusters; CUTLASS 2.x's render a switch away.
+  check(conv16, "conv_sm90_fprop",
+        {"constexpr char kTile[] = \"128x128x64\";", "constexpr char kCluster[] = \"1x2\";",
+         "constexpr char kDtype[] = \"bfloat16\";", "constexpr bool kBias = \"True\"[0]",
          "stride=_per_dim(dims, 1, 2, 2),", "padding=_per_dim(dims, 0, 1, 1),", "bias=True)"},
-        "TILE", "256x128x32_64x64x32");
+        "CLUSTER", "1x1");
+  CheckRender(brain, "conv_cutlass_fprop", conv16, gpu,
+              {"constexpr char kTile[] = \"128x256x64_64x64x64\";", "/*Stages=*/3,",
+               "#define KAGENT_DTYPE_bfloat16 1", "constexpr int kAlign = 8;"});
+  {  // 160 output channels leave a ragged 128-wide tile: CUTLASS 2.x's 256 x 128 x 32
+     // (problems/74: 1.15x cuDNN against 0.87x).
+    v1::OpSignature c160;
+    AddOp(&c160, "aten::convolution",
+          {{{8, 96, 64, 128}, "bfloat16"}, {{160, 96, 3, 3}, "bfloat16"}},
+          {{{8, 160, 62, 126}, "bfloat16"}},
+          {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"groups", 1.0},
+           {"transposed", 0.0}});
+    CheckFirstKernel(brain, problem, c160, gpu, "conv_cutlass_fprop",
+                     {"constexpr char kTile[] = \"256x128x32_64x64x32\";"}, "num_stages", "+1");
+    // fp32 is never the SM90 module's: it says so.
+    auto f = brain.RenderFor("conv_sm90_fprop", conv, &gpu);
+    CHECK(f.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(f.status().message(), "dtype float32 not in {bfloat16, float16}"));
+  }
   CheckRender(brain, "conv2d_implicit_gemm", conv16, gpu,
               {"BLOCK_M = 128\n", "BLOCK_N = 128\n", "BLOCK_K = 32\n", "stride = _pair(2, -1)",
                "padding = _pair(1, -1)", "bias = True\n"});
@@ -494,10 +514,10 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
         {{{64, 256, 128, 128}, "bfloat16"}},
         {{"stride.0", 1.0}, {"padding.0", 2.0}, {"dilation.0", 2.0}, {"groups", 1.0},
          {"transposed", 0.0}});
-  check(dil, "conv_cutlass_fprop",
-        {"constexpr char kTile[] = \"128x256x64_64x64x64\";", "dilation=_per_dim(dims, 1, 2, 2),",
-         "padding=_per_dim(dims, 0, 2, 2),", "    256, 256,\n"},
-        "SWIZZLE", "x2");
+  check(dil, "conv_sm90_fprop",
+        {"constexpr char kTile[] = \"128x128x64\";", "dilation=_per_dim(dims, 1, 2, 2),",
+         "padding=_per_dim(dims, 0, 2, 2),", "    256, 256,\n", "#if 2 == 3"},
+        "TILE", "64x256x64");
   CheckRender(brain, "conv2d_implicit_gemm", dil, gpu,
               {"BLOCK_M = 256\n", "BLOCK_N = 128\n", "BLOCK_K = 64\n", "num_warps=8",
                "num_stages=3", "dilation = _pair(2, -1)", "padding = _pair(2, -1)",

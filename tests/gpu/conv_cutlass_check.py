@@ -1,4 +1,5 @@
-"""conv_cutlass_fprop's paths that the suite's problems leave out, run for real on a GPU:
+"""The CUTLASS convolution templates' paths that the suite's problems leave out, run for
+real on a GPU (conv_cutlass_fprop; conv_sm90_fprop, the cases named sm90_*):
 fp16 with a bias, a batch whose input holds 2 GiB or more (the module runs it in chunks
 below CUTLASS's 32-bit offsets), an unbatched 1-D input, odd spatial sizes with stride,
 padding and dilation per dim. Each case builds its render (in parallel, one process each),
@@ -20,10 +21,12 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 from gemm_sweep import build_all, emitter, label  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
-TEMPLATE = "conv_cutlass_fprop"
-KNOBS = ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages")
+SM80, SM90 = "conv_cutlass_fprop", "conv_sm90_fprop"
+# What a render's build depends on (its CUDA source), per template.
+KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages"),
+         SM90: ("DTYPE", "DIMS", "BIAS", "TILE", "CLUSTER")}
 # name: (dtype, input shape, out channels, kernel, stride, padding, dilation, bias, tile,
-# stages); kernel and the rest per spatial dim.
+# stages, or the cluster for sm90_*); kernel and the rest per spatial dim.
 CASES = {
     "fp16_bias_2d": ("float16", (4, 64, 57, 91), 96, (3, 5), (2, 1), (1, 2), (1, 2), True,
                      "256x128x32_64x64x32", 3),
@@ -33,17 +36,33 @@ CASES = {
                           "128x64x16_64x32x16", 5),
     "bf16_3d_odd": ("bfloat16", (2, 32, 9, 17, 23), 64, (3, 2, 5), (1, 2, 3), (1, 0, 2),
                     (2, 1, 1), True, "256x128x32_64x64x32", 3),
+    "sm90_fp16_bias_2d": ("float16", (4, 64, 57, 91), 128, (3, 5), (2, 1), (1, 2), (1, 2),
+                          True, "128x128x64", "1x2"),
+    "sm90_bf16_chunked_2gib_2d": ("bfloat16", (40, 128, 512, 512), 128, (3, 3), (1, 1),
+                                  (1, 1), (1, 1), False, "128x128x64", "1x2"),
+    "sm90_bf16_unbatched_1d": ("bfloat16", (64, 1001), 128, (5,), (2,), (3,), (2,), True,
+                               "128x128x64", "1x1"),
+    "sm90_bf16_3d_odd": ("bfloat16", (2, 32, 9, 17, 23), 64, (3, 2, 5), (1, 2, 3), (1, 0, 2),
+                         (2, 1, 1), False, "64x128x64", "1x1"),
 }
 
 
-def params_of(case):
-    dtype, shape, cout, kernel, stride, padding, dilation, bias, tile, stages = case
+def template_of(name):
+    return SM90 if name.startswith("sm90_") else SM80
+
+
+def params_of(name, case):
+    dtype, shape, cout, kernel, stride, padding, dilation, bias, tile, last = case
     dims = len(kernel)
     cin = shape[-dims - 1]
     half = dtype != "float32"
     align = next(a for a in ((8, 4, 2) if half else (4, 2, 1)) if cin % a == 0 and cout % a == 0)
-    p = {"DTYPE": dtype, "DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": cin,
-         "OUT_CHANNELS": cout, "BIAS": str(bias), "TILE": tile, "num_stages": stages}
+    p = {"DTYPE": dtype, "DIMS": str(dims), "IN_CHANNELS": cin, "OUT_CHANNELS": cout,
+         "BIAS": str(bias), "TILE": tile}
+    if template_of(name) == SM90:
+        p["CLUSTER"] = last
+    else:
+        p.update(ALIGN=str(align), num_stages=last)
     lead = 3 - dims
     for name, values, unit in (("KERNEL", kernel, 1), ("STRIDE", stride, 1),
                                ("PADDING", padding, 0), ("DILATION", dilation, 1)):
@@ -64,9 +83,13 @@ def main():
     from kagent_harness.trials import rms
     from template_render import load_model_new
     torch.backends.cudnn.allow_tf32 = False
-    renders = {name: params_of(case) for name, case in CASES.items()}
-    builds = {label(TEMPLATE, {k: p[k] for k in KNOBS}): (TEMPLATE, {k: p[k] for k in KNOBS})
-              for p in renders.values()}
+    renders = {name: params_of(name, case) for name, case in CASES.items()}
+
+    def build_of(name):
+        template = template_of(name)
+        key = {k: renders[name][k] for k in KNOBS[template]}
+        return label(template, key), (template, key)
+    builds = dict(build_of(name) for name in CASES)
     built = build_all(list(builds.values()), args.build_jobs, emit)
     failed = 0
     for name, case in CASES.items():
@@ -75,10 +98,10 @@ def main():
         try:
             dtype = getattr(torch, p["DTYPE"])
             dims = int(p["DIMS"])
-            if label(TEMPLATE, {k: p[k] for k in KNOBS}) not in built:
+            if build_of(name)[0] not in built:
                 raise RuntimeError("the render did not build")
             torch.manual_seed(7)
-            new = load_model_new(TEMPLATE, **p)().cuda()
+            new = load_model_new(template_of(name), **p)().cuda()
             conv = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}[dims]
             ref_layer = conv(p["IN_CHANNELS"], p["OUT_CHANNELS"], case[3], stride=case[4],
                              padding=case[5], dilation=case[6], bias=case[7]).cuda()

@@ -1,18 +1,18 @@
-"""Convolutions on the GPU: conv_cutlass_fprop's variants against cuDNN (eager PyTorch,
-TF32 off as the problems set it) and the brain's Triton implicit GEMMs' speed as recorded,
-per problem of problems/ (the standard convolutions: groups 1, not transposed), with each
+"""Convolutions on the GPU: the CUDA C++ conv templates' variants (conv_cutlass_fprop,
+CUTLASS 2.x; conv_sm90_fprop, CUTLASS 3.x on Hopper, 16-bit) against cuDNN (eager PyTorch,
+TF32 off as the problems set it), per problem of problems/ (the standard convolutions: groups 1, not transposed), with each
 variant's error against the problem's own reference, so the brain's conv rules can be set
 from measurements (issue 21).
 
   python3 tests/gpu/conv_sweep.py [--out F.jsonl] [--only PREFIX,...] [--build-jobs J]
-                                  [--build-only] [--tiles T,...]
+                                  [--build-only] [--templates ID,...]
 
 Every problem of problems/ whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
-taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (TILE x
-num_stages per dtype, DIMS and ALIGN from the problem) are rendered
-(engines/heuristic/tests/template_render.py) and built first, J at a time in their own
-processes (gemm_sweep.build_all; one TORCH_EXTENSIONS_DIR); a render's CUDA source depends
-only on TILE, num_stages, SWIZZLE, DTYPE, DIMS and ALIGN, so problems share builds. Then
+taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (knobs per dtype,
+the shape params from the problem) are rendered (engines/heuristic/tests/template_render.py)
+and built first, J at a time in their own processes (gemm_sweep.build_all; one
+TORCH_EXTENSIONS_DIR); a render's CUDA source depends only on its knobs and a few shape
+params (SOURCE_PARAMS), so problems share builds. Then
 each problem gets its seeded inputs, the reference's output and eager time, and each
 variant (the reference's weights copied in) one JSON line: the median of
 triton.testing.do_bench, the effective TFLOP/s and "gate", the largest |y - ref| / (atol
@@ -36,17 +36,27 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 from gemm_sweep import build_all, emitter, label  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
-TEMPLATE = "conv_cutlass_fprop"
-# (TILE, num_stages) per dtype class: CUTLASS's generator's tiles for SM80 3xTF32
-# (GenerateSM80_TensorOp_1688_fast_fp32_math) and 16-bit (GenerateSM80_TensorOp_16816)
-# convolutions, the large ones first.
-FP32_TILES = [("128x64x32_64x32x32", 4), ("128x64x16_64x32x16", 5),
-              ("256x64x32_64x32x32", 3), ("128x64x32_64x32x32", 3),
-              ("128x64x32_64x32x32", 5), ("64x128x32_32x64x32", 4),
-              ("64x64x32_32x32x32", 5)]
-HALF_TILES = [("128x128x64_64x64x64", 4), ("128x256x64_64x64x64", 3),
-              ("256x128x32_64x64x32", 3), ("128x64x64_64x32x64", 4),
-              ("64x128x64_32x64x64", 4)]
+# (template, knobs) per dtype class. conv_cutlass_fprop (CUTLASS 2.x, Sm80 mma.sync): the
+# tiles of CUTLASS's generator for SM80 3xTF32 (GenerateSM80_TensorOp_1688_fast_fp32_math)
+# and 16-bit (GenerateSM80_TensorOp_16816) convolutions that won the first sweeps;
+# conv_sm90_fprop (CUTLASS 3.x, TMA im2col and wgmma) for 16-bit.
+SM80 = "conv_cutlass_fprop"
+SM90 = "conv_sm90_fprop"
+FP32_VARIANTS = [(SM80, {"TILE": "128x64x16_64x32x16", "num_stages": 5}),
+                 (SM80, {"TILE": "128x64x32_64x32x32", "num_stages": 4}),
+                 (SM80, {"TILE": "256x64x32_64x32x32", "num_stages": 3}),
+                 (SM80, {"TILE": "128x64x32_64x32x32", "num_stages": 3}),
+                 (SM80, {"TILE": "64x128x32_32x64x32", "num_stages": 4}),
+                 (SM80, {"TILE": "64x64x32_32x32x32", "num_stages": 5})]
+HALF_VARIANTS = [(SM90, {"TILE": "128x128x64", "CLUSTER": "1x1"}),
+                 (SM90, {"TILE": "64x128x64", "CLUSTER": "1x1"}),
+                 (SM80, {"TILE": "128x256x64_64x64x64", "num_stages": 3}),
+                 (SM90, {"TILE": "128x128x64", "CLUSTER": "1x2"}),
+                 (SM90, {"TILE": "64x256x64", "CLUSTER": "1x1"}),
+                 (SM90, {"TILE": "128x64x64", "CLUSTER": "1x1"}),
+                 (SM80, {"TILE": "256x128x32_64x64x32", "num_stages": 3})]
+# What a render's CUDA source depends on besides the knobs, per template.
+SOURCE_PARAMS = {SM80: ("DTYPE", "DIMS", "ALIGN"), SM90: ("DTYPE", "DIMS", "BIAS")}
 
 
 def conv_layer(model, nn):
@@ -84,17 +94,24 @@ def load_problem(path):
     return mod
 
 
-def knobs(dtype_name, tiles, problems=3):
-    """The (TILE, num_stages) variants for a build configuration that `problems` problems
-    use: all listed for three or more, the first three otherwise (fewer builds)."""
-    listed = FP32_TILES if dtype_name == "float32" else HALF_TILES
-    listed = listed if problems >= 3 else listed[:3]
-    return [(t, s) for t, s in listed if not tiles or t in tiles]
+def variants_for(params, templates, problems=3):
+    """The (template, knobs) variants for a problem whose build configuration `problems`
+    problems share: all listed for three or more, the first three otherwise (fewer
+    builds); only `templates` when given."""
+    listed = FP32_VARIANTS if params["DTYPE"] == "float32" else HALF_VARIANTS
+    listed = [v for v in listed if (not templates or v[0] in templates) and
+              (v[0] != SM90 or params["ALIGN"] == "8")]  # TMA's 16-byte channel rows
+    return listed if problems >= 3 else listed[:3]
+
+
+def build_key(template, knobs, params):
+    """The render's build: the template, its knobs and the params its CUDA source reads."""
+    return dict({k: params[k] for k in SOURCE_PARAMS[template]}, **knobs)
 
 
 def config(params):
-    """What a render's CUDA source depends on besides the knobs."""
-    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN"))
+    """The problem's build configuration (the params any template's CUDA source reads)."""
+    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "BIAS"))
 
 
 def excess(y, ref, atol, rtol):
@@ -106,7 +123,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
-    ap.add_argument("--tiles", default="", help="only these TILE values")
+    ap.add_argument("--templates", default="", help="only these templates' variants")
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
@@ -119,7 +136,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     only = [s for s in args.only.split(",") if s]
-    tiles = [s for s in args.tiles.split(",") if s]
+    templates = [s for s in args.templates.split(",") if s]
     problems = []
     for path in sorted(glob.glob(os.path.join(REPO, "problems", "*conv*.py"))):
         name = os.path.basename(path)[:-3]
@@ -143,10 +160,9 @@ def main():
         users[config(params)] = users.get(config(params), 0) + 1
     variants = {}
     for name, path, params in problems:
-        for tile, stages in knobs(params["DTYPE"], tiles, users[config(params)]):
-            key = {k: params[k] for k in ("DTYPE", "DIMS", "ALIGN")}
-            key.update(TILE=tile, num_stages=stages)
-            variants[label(TEMPLATE, key)] = (TEMPLATE, key)
+        for template, knobs in variants_for(params, templates, users[config(params)]):
+            key = build_key(template, knobs, params)
+            variants[label(template, key)] = (template, key)
     t0 = time.time()
     built = build_all(list(variants.values()), args.build_jobs, emit)
     emit({"built": len(built), "of": len(variants), "seconds": round(time.time() - t0, 1)})
@@ -175,14 +191,15 @@ def main():
         except Exception as e:  # noqa: BLE001 - one problem's failure is reported, not fatal
             emit({"problem": name, "error": f"{type(e).__name__}: {str(e)[:300]}"})
             continue
-        for tile, stages in knobs(params["DTYPE"], tiles, users[config(params)]):
-            render = dict(params, TILE=tile, num_stages=stages)
-            key = {k: render[k] for k in ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages")}
-            if label(TEMPLATE, key) not in built:
+        for template, knobs in variants_for(params, templates, users[config(params)]):
+            render = dict(params, **knobs)
+            if template == SM90:
+                del render["ALIGN"]
+            if label(template, build_key(template, knobs, params)) not in built:
                 continue
-            row = {"problem": name, "variant": f"{tile} s{stages}"}
+            row = {"problem": name, "variant": label(template, knobs)}
             try:
-                new = load_model_new(TEMPLATE, **render)().cuda()
+                new = load_model_new(template, **render)().cuda()
                 with torch.no_grad():
                     new.conv.weight.copy_(conv.weight)
                     if conv.bias is not None:

@@ -29,9 +29,9 @@ for r in rows:
         print(f"\n{r['problem']}: cuDNN {r['eager_ms']:.3f} ms ({r['eager_tflops']:.1f} TFLOP/s)")
     elif "variant" in r:
         if "error" in r:
-            print(f"  {r['variant']:24s} error {r['error'][:160]}")
+            print(f"  {r['variant']:56s} error {r['error'][:160]}")
         else:
-            print(f"  {r['variant']:24s} {r['ms']:.3f} ms {r['tflops']:6.1f} TFLOP/s "
+            print(f"  {r['variant']:56s} {r['ms']:.3f} ms {r['tflops']:6.1f} TFLOP/s "
                   f"{r['vs_eager']:.2f}x cuDNN, gate {r['gate']:.3f}")
     elif "error" in r:
         print(r)

@@ -1,7 +1,8 @@
-"""A CPU stand-in for conv_cutlass_fprop's nvcc-built extension, for tests only: the
+"""A CPU stand-in for the nvcc-built extension of the CUTLASS convolution templates
+(conv_cutlass_fprop, conv_sm90_fprop: partials/conv_channels_last_*), for tests only: the
 rendered module's Python (its layer, the channels-last permutes, the geometry it passes,
 the view it returns) runs on the CPU or the meta device while `conv` computes what the
-CUDA kernel computes, with the C++ wrapper's checks. The real extension is compiled by
+CUDA kernel computes, with the C++ wrapper's checks. The real extensions are compiled by
 compile_cuda_templates.py and run on a GPU by tests/gpu/conv_cutlass_check.py and
 conv_sweep.py."""
 import types
@@ -31,7 +32,7 @@ def conv(x, w, bias, geometry):
 def fake_load_inline(**kwargs):
     """load_inline's stand-in: checks what the module asks to build, returns `conv`."""
     assert kwargs["functions"] == ["conv"], kwargs["functions"]
-    assert "kagent_conv_fprop_kernel" in kwargs["cuda_sources"]
+    assert "const char* kagent_conv_fprop(" in kwargs["cuda_sources"]
     return types.SimpleNamespace(conv=conv)
 
 

@@ -146,3 +146,59 @@ def test_the_module_refuses_another_dtype_and_rank(monkeypatch):
         model(torch.randn(1, 4, 8, 8, 8))
     with pytest.raises(NotImplementedError, match="padding_mode"):
         mod.ModelNew(padding_mode="reflect")
+
+
+# -- conv_sm90_fprop: the same module (partials/conv_channels_last_*), CUTLASS 3.x's kernel --
+
+SM90 = "conv_sm90_fprop"
+SM90_META = load_meta(SM90)
+
+
+def test_the_sm90_json_declares_a_16bit_cuda_conv():
+    assert SM90_META["language"] == "cuda" and SM90_META["op_class"] == "conv"
+    assert SM90_META["dtypes"] == ["bfloat16", "float16"]
+    knobs = sorted(n for n, p in SM90_META["params"].items() if p["kind"] == "knob")
+    assert knobs == ["CLUSTER", "TILE"]
+    # One consumer warpgroup holds the tile: at most 128 x 128 accumulators.
+    for tile in SM90_META["params"]["TILE"]["allowed"]:
+        m, n, k = (int(v) for v in tile.split("x"))
+        assert m * n <= 16384 and k % 16 == 0 and m in (64, 128)
+    shape = {n for n, p in SM90_META["params"].items() if p["kind"] == "shape"}
+    assert shape == {n for n, p in META["params"].items() if p["kind"] == "shape"} - {"ALIGN"}
+
+
+def test_the_sm90_source_takes_its_knobs_dims_and_bias():
+    src = cuda_source(render(SM90, TILE="64x128x64", CLUSTER="2x1", DTYPE="float16",
+                             DIMS=3, BIAS="True"))
+    assert 'constexpr char kTile[] = "64x128x64";' in src
+    assert 'constexpr char kCluster[] = "2x1";' in src
+    assert 'constexpr char kDtype[] = "float16";' in src
+    assert "#if 3 == 3" in src and 'constexpr bool kBias = "True"[0] == \'T\';' in src
+    assert "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90" in src
+    assert "LinCombPerColBias" in src
+    one_d = cuda_source(render(SM90, DIMS=1))
+    assert "#if 1 == 3" in one_d and "cutlass::layout::TensorNWC" in one_d
+    assert own_kernel_names(render(SM90)) == ["kagent_conv_sm90_kernel"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] != "float32"],
+                         ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
+def test_the_sm90_module_computes_the_reference_convolution(case, monkeypatch):
+    dims, shape, args, kwargs, dtype_name = case
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(5)
+    ref = MODULES[dims](*args, **kwargs).to(dtype)
+    params = params_for(ref, dtype_name)
+    del params["ALIGN"]
+    mod = exec_module(render(SM90, **params), monkeypatch)
+    torch.manual_seed(5)
+    cand = mod.ModelNew()
+    x = torch.randn(*shape).to(dtype)
+    with torch.no_grad():
+        want = ref.double()(x.double()).to(dtype)
+        got = cand(x)
+    assert got.shape == want.shape and got.dtype == dtype
+    atol, rtol = tolerances([want])
+    assert compare([want], [got], atol, rtol)["ok"]
+    with pytest.raises(TypeError, match=f"{SM90}: rendered for"):
+        cand(x.float())

@@ -318,7 +318,7 @@ def _check_sm90_inputs(source, inputs, ref):
 
 
 def _check_conv_cutlass(source, inputs, ref):
-    """conv_cutlass_fprop's module on meta tensors with the extension's stand-in
+    """A CUTLASS convolution module (conv_cutlass_fprop, conv_sm90_fprop) on meta tensors with the extension's stand-in
     (conv_cutlass_double.py: the C++ wrapper's checks, the convolution's shape): the
     layer, permutes and geometry the rules rendered must give the reference's output, and
     the channel counts must take the rendered access width (CUTLASS's can_implement)."""
@@ -331,7 +331,7 @@ def _check_conv_cutlass(source, inputs, ref):
     _MODULES[source] = mod
     with torch.device(META):
         cand = mod.ModelNew()
-    align = int(re.search(r"constexpr int kAlign = (\d+);", source).group(1))
+    align = int(re.search(r"constexpr int kAlign(?:ment)? = (\d+);", source).group(1))
     conv = cand.conv
     assert conv.in_channels % align == 0 and conv.out_channels % align == 0, \
         f"ALIGN {align} for {conv.in_channels} -> {conv.out_channels} channels"
@@ -350,7 +350,7 @@ def _check_cuda_inputs(template_id, source, inputs, ref):
     if template_id in ("gemm_sm90_tf32x3", "gemm_sm90_bf16"):
         _check_sm90_inputs(source, inputs, ref)
         return
-    if template_id == "conv_cutlass_fprop":
+    if template_id in ("conv_cutlass_fprop", "conv_sm90_fprop"):
         _check_conv_cutlass(source, inputs, ref)
         return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
