@@ -7,7 +7,7 @@ runs it on seeded inputs with the reference nn.Conv*d's weights and compares wit
 float64 convolution at the harness's tolerance for the dtype. One JSON line per case; exit
 1 when a case fails.
 
-  python3 tests/gpu/conv_cutlass_check.py [--out F.jsonl] [--build-jobs J]
+  python3 tests/gpu/conv_cutlass_check.py [--out F.jsonl] [--build-jobs J] [--only PREFIX]
 """
 import argparse
 import os
@@ -75,7 +75,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="")
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--only", default="", help="only the cases whose name starts so")
     args = ap.parse_args()
+    cases = {n: c for n, c in CASES.items() if n.startswith(args.only)}
     emit = emitter(args.out)
 
     import torch
@@ -83,16 +85,16 @@ def main():
     from kagent_harness.trials import rms
     from template_render import load_model_new
     torch.backends.cudnn.allow_tf32 = False
-    renders = {name: params_of(name, case) for name, case in CASES.items()}
+    renders = {name: params_of(name, case) for name, case in cases.items()}
 
     def build_of(name):
         template = template_of(name)
         key = {k: renders[name][k] for k in KNOBS[template]}
         return label(template, key), (template, key)
-    builds = dict(build_of(name) for name in CASES)
+    builds = dict(build_of(name) for name in cases)
     built = build_all(list(builds.values()), args.build_jobs, emit)
     failed = 0
-    for name, case in CASES.items():
+    for name, case in cases.items():
         p = renders[name]
         row = {"case": name}
         try:
