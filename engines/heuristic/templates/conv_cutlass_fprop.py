@@ -138,6 +138,9 @@ const char* kagent_conv_fprop(const void* x, const void* w, const void* bias, vo
                            Layout(Layout::Stride(0)));
   typename Kernel::Arguments args(problem, ref_x, ref_w, bias ? ref_bias : ref_y, ref_y,
                                   {1.0f, bias ? 1.0f : 0.0f});
+  // What ImplicitGemmConvolution::can_implement checks besides the iterators: the
+  // epilogue's accesses of the output channels (the batch chunks keep the sizes in range).
+  if (problem.K % kAlign != 0) return "output channels not a multiple of ALIGN";
   cutlass::Status status = Kernel::Mma::IteratorA::can_implement(problem);
   if (status == cutlass::Status::kSuccess) status = Kernel::Mma::IteratorB::can_implement(problem);
   if (status != cutlass::Status::kSuccess) return cutlass::cutlassGetStatusString(status);
