@@ -116,12 +116,18 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
-def test_the_module_computes_the_reference_convolution(case, monkeypatch):
+def check_module(template, case, monkeypatch):
+    """The template's module for `case` (rendered with the brain's shape params, built with
+    the reference's seed) against the reference layer in float64, at the harness's
+    tolerance; returns the candidate, its input and output."""
     dims, shape, args, kwargs, dtype_name = case
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(5)
     ref = MODULES[dims](*args, **kwargs).to(dtype)
-    mod = exec_module(render(TID, **params_for(ref, dtype_name)), monkeypatch)
+    params = params_for(ref, dtype_name)
+    if "ALIGN" not in load_meta(template)["params"]:
+        del params["ALIGN"]
+    mod = exec_module(render(template, **params), monkeypatch)
     torch.manual_seed(5)
     cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
     assert torch.equal(cand.conv.weight.to(dtype), ref.weight)
@@ -132,6 +138,12 @@ def test_the_module_computes_the_reference_convolution(case, monkeypatch):
     assert got.shape == want.shape and got.dtype == dtype
     atol, rtol = tolerances([want])
     assert compare([want], [got], atol, rtol)["ok"]
+    return cand, x, got
+
+
+def test_the_module_computes_the_reference_convolution(case, monkeypatch):
+    dims = case[0]
+    _, x, got = check_module(TID, case, monkeypatch)
     if x.dim() == dims + 2 and got.shape[1] > 1:  # a channels-last view, no copy back
         assert got.stride(1) == 1
 
@@ -184,21 +196,6 @@ def test_the_sm90_source_takes_its_knobs_dims_and_bias():
 @pytest.mark.parametrize("case", [c for c in CASES if c[4] != "float32"],
                          ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
 def test_the_sm90_module_computes_the_reference_convolution(case, monkeypatch):
-    dims, shape, args, kwargs, dtype_name = case
-    dtype = getattr(torch, dtype_name)
-    torch.manual_seed(5)
-    ref = MODULES[dims](*args, **kwargs).to(dtype)
-    params = params_for(ref, dtype_name)
-    del params["ALIGN"]
-    mod = exec_module(render(SM90, **params), monkeypatch)
-    torch.manual_seed(5)
-    cand = mod.ModelNew()
-    x = torch.randn(*shape).to(dtype)
-    with torch.no_grad():
-        want = ref.double()(x.double()).to(dtype)
-        got = cand(x)
-    assert got.shape == want.shape and got.dtype == dtype
-    atol, rtol = tolerances([want])
-    assert compare([want], [got], atol, rtol)["ok"]
+    cand, x, _ = check_module(SM90, case, monkeypatch)
     with pytest.raises(TypeError, match=f"{SM90}: rendered for"):
         cand(x.float())
