@@ -115,7 +115,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
 def check_module(template, case, monkeypatch):
     """The template's module for `case` (rendered with the brain's shape params, built with
     the reference's seed) against the reference layer in float64, at the harness's
@@ -141,6 +140,7 @@ def check_module(template, case, monkeypatch):
     return cand, x, got
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
 def test_the_module_computes_the_reference_convolution(case, monkeypatch):
     dims = case[0]
     _, x, got = check_module(TID, case, monkeypatch)
