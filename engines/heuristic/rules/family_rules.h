@@ -111,6 +111,9 @@ absl::StatusOr<TemplateParams> Conv3dImplicitGemmParams(const TemplateInfo& t,
 absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const RecognizedOp& op,
                                                         const kagent::v1::GpuSpec* gpu);
+
+// conv_cutlass_rules.cc: the CUDA C++ modules on CUTLASS's implicit GEMMs,
+// conv_cutlass_fprop and conv_sm90_fprop, and when the brain starts from them.
 absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
                                                       const RecognizedOp& op,
                                                       const kagent::v1::GpuSpec* gpu);
