@@ -3,7 +3,6 @@
 // when the brain starts from them (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,11 +28,6 @@ int CutlassConvAlign(const RecognizedOp& op, int nd, int64_t cin, int64_t cout) 
     if (cin % a == 0 && cout % a == 0) return a;
   }
   return 0;
-}
-
-// The spatial rank of a convolution variant (conv1d/2d/3d), 0 for another.
-int ConvRank(const RecognizedOp& op) {
-  return op.variant == "conv1d" ? 1 : op.variant == "conv2d" ? 2 : op.variant == "conv3d" ? 3 : 0;
 }
 
 // Why conv_cutlass_fprop's module cannot take `op` on `gpu` (an unknown arch passes), or ""
@@ -84,12 +78,7 @@ absl::Status ChannelsLastConvParams(const TemplateInfo& t, const RecognizedOp& o
     return Precondition(t, "stride and padding neither recorded nor inferable from the shapes");
   }
   auto value = [&](const DimArg& a, int i) {
-    if (!recorded) return static_cast<double>(a.inferred);
-    double v = ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN);
-    if (std::isnan(v) && !op.scalars.count(absl::StrCat(a.scalar, ".1"))) {
-      v = ScalarArg(op, absl::StrCat(a.scalar, ".0"), ScalarArg(op, a.scalar, NAN));
-    }
-    return v;
+    return recorded ? RecordedDimScalar(op, a.scalar, i) : static_cast<double>(a.inferred);
   };
   KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, op.weight_shape,
                                          {{"stride", "STRIDE", 1, 16, 1, op.stride},
@@ -171,9 +160,7 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
       (Is16Bit(op.dtype) ? 8 : 4)) {
     return false;
   }
-  int64_t taps = 1;
-  for (size_t i = 2; i < op.weight_shape.size(); ++i) taps *= op.weight_shape[i];
-  return taps > 1;
+  return Prod(op.weight_shape, 2, op.weight_shape.size()) > 1;  // the kernel's taps
 }
 
 absl::StatusOr<TemplateParams> ConvSm90FpropParams(const TemplateInfo& t,
@@ -200,8 +187,7 @@ bool PrefersSm90Conv(const RecognizedOp& op, const GpuSpec* gpu) {
   // 74 (160 channels) 0.87 against 1.15 for conv_cutlass_fprop's 256 x 128 x 32. So
   // output channels a multiple of 128, and a kernel larger than 1 x 1 (a pointwise conv is
   // the Triton template's, as for fp32; no 16-bit one was measured).
-  int64_t taps = 1;
-  for (size_t i = 2; i < op.weight_shape.size(); ++i) taps *= op.weight_shape[i];
+  const int64_t taps = Prod(op.weight_shape, 2, op.weight_shape.size());
   return taps > 1 && op.weight_shape[0] % 128 == 0;
 }
 

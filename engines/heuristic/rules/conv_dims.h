@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "engines/heuristic/template_library.h"
+#include "engines/heuristic/template_rules.h"  // RecognizedOp
 
 namespace kagent::rules {
 
@@ -36,6 +37,14 @@ absl::Status SetPerDimParams(const TemplateInfo& t, int nd, const std::vector<in
                              const std::vector<DimArg>& args,
                              const std::function<double(const DimArg&, int)>& value,
                              std::map<std::string, std::string>* p);
+
+// The spatial rank of a convolution variant (conv1d/2d/3d), 0 for another.
+int ConvRank(const RecognizedOp& op);
+
+// The recorded value of aten::convolution's per-dim scalar `scalar` along spatial dim i:
+// "<scalar>.i"; when the op records no "<scalar>.1" (a one-element list or a plain
+// number), "<scalar>.0", else "<scalar>"; NaN when none is there.
+double RecordedDimScalar(const RecognizedOp& op, const char* scalar, int i);
 
 }  // namespace kagent::rules
 

@@ -21,6 +21,20 @@ namespace kagent::rules {
 using kagent::v1::GpuSpec;
 
 // conv_dims.h.
+int ConvRank(const RecognizedOp& op) {
+  return op.variant == "conv1d" ? 1 : op.variant == "conv2d" ? 2 : op.variant == "conv3d" ? 3 : 0;
+}
+
+// conv_dims.h.
+double RecordedDimScalar(const RecognizedOp& op, const char* scalar, int i) {
+  double v = ScalarArg(op, absl::StrCat(scalar, ".", i), NAN);
+  if (std::isnan(v) && !op.scalars.count(absl::StrCat(scalar, ".1"))) {
+    v = ScalarArg(op, absl::StrCat(scalar, ".0"), ScalarArg(op, scalar, NAN));
+  }
+  return v;
+}
+
+// conv_dims.h.
 absl::Status SetPerDimParams(const TemplateInfo& t, int nd, const std::vector<int64_t>& w,
                              const std::vector<DimArg>& args,
                              const std::function<double(const DimArg&, int)>& value,
@@ -245,10 +259,7 @@ absl::StatusOr<TemplateParams> ConvTransposeNdParams(const TemplateInfo& t,
                                                     const GpuSpec* gpu) {
   TemplateParams p;
   const bool half = Is16Bit(op.dtype);
-  const int nd = op.variant == "conv1d"   ? 1
-                 : op.variant == "conv2d" ? 2
-                 : op.variant == "conv3d" ? 3
-                                          : 0;
+  const int nd = ConvRank(op);
   if (nd == 0 || !op.tags.count("transposed")) {
     return Precondition(t, absl::StrCat("serves transposed 1-D, 2-D and 3-D convolutions, the "
                                         "problem is ", DescribeOp(op)));
@@ -280,13 +291,7 @@ absl::StatusOr<TemplateParams> ConvTransposeNdParams(const TemplateInfo& t,
   // stands for every dim). The layer comes from the params alone (CTOR recorded),
   // whatever the order of the reference's constructor; the missing leading dims of a 1-D
   // or 2-D conv are unit dims.
-  auto recorded = [&](const DimArg& a, int i) {
-    double v = ScalarArg(op, absl::StrCat(a.scalar, ".", i), NAN);
-    if (std::isnan(v) && !op.scalars.count(absl::StrCat(a.scalar, ".1"))) {
-      v = ScalarArg(op, absl::StrCat(a.scalar, ".0"), ScalarArg(op, a.scalar, NAN));
-    }
-    return v;
-  };
+  auto recorded = [&](const DimArg& a, int i) { return RecordedDimScalar(op, a.scalar, i); };
   KAGENT_RETURN_IF_ERROR(SetPerDimParams(t, nd, w,
                                          {{"stride", "STRIDE", 1, 16, 1, -1},
                                           {"padding", "PADDING", 0, 64, 0, -1},
