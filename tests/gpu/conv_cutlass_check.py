@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
-from gemm_sweep import build_all, emitter, label  # noqa: E402
+from conv_sweep import shape_params  # noqa: E402
+from gemm_sweep import build_all, emitter, excess, label  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 SM80, SM90 = "conv_cutlass_fprop", "conv_sm90_fprop"
@@ -51,23 +52,26 @@ def template_of(name):
     return SM90 if name.startswith("sm90_") else SM80
 
 
-def params_of(name, case):
-    dtype, shape, cout, kernel, stride, padding, dilation, bias, tile, last = case
+def reference_layer(case, torch):
+    """The case's nn.Conv1d/2d/3d (fp32 weights, as the problems build theirs)."""
+    dtype, shape, cout, kernel, stride, padding, dilation, bias = case[:8]
     dims = len(kernel)
-    cin = shape[-dims - 1]
-    half = dtype != "float32"
-    align = next(a for a in ((8, 4, 2) if half else (4, 2, 1)) if cin % a == 0 and cout % a == 0)
-    p = {"DTYPE": dtype, "DIMS": str(dims), "IN_CHANNELS": cin, "OUT_CHANNELS": cout,
-         "BIAS": str(bias), "TILE": tile}
+    module = {1: torch.nn.Conv1d, 2: torch.nn.Conv2d, 3: torch.nn.Conv3d}[dims]
+    return module(shape[-dims - 1], cout, kernel, stride=stride, padding=padding,
+                  dilation=dilation, bias=bias)
+
+
+def params_of(name, case, torch):
+    """The render's params: the brain's shape params for the case's layer
+    (conv_sweep.shape_params) and the case's knobs."""
+    with torch.device("meta"):
+        p = shape_params(reference_layer(case, torch), case[0])
+    p["TILE"] = case[8]
     if template_of(name) == SM90:
-        p["CLUSTER"] = last
+        del p["ALIGN"]
+        p["CLUSTER"] = case[9]
     else:
-        p.update(ALIGN=str(align), num_stages=last)
-    lead = 3 - dims
-    for name, values, unit in (("KERNEL", kernel, 1), ("STRIDE", stride, 1),
-                               ("PADDING", padding, 0), ("DILATION", dilation, 1)):
-        for d, v in zip("DHW", (unit,) * lead + tuple(values)):
-            p[f"{name}_{d}"] = v
+        p["num_stages"] = case[9]
     return p
 
 
@@ -81,11 +85,10 @@ def main():
     emit = emitter(args.out)
 
     import torch
-    import torch.nn as nn
     from kagent_harness.trials import rms
     from template_render import load_model_new
     torch.backends.cudnn.allow_tf32 = False
-    renders = {name: params_of(name, case) for name, case in cases.items()}
+    renders = {name: params_of(name, case, torch) for name, case in cases.items()}
 
     def build_of(name):
         template = template_of(name)
@@ -104,9 +107,7 @@ def main():
                 raise RuntimeError("the render did not build")
             torch.manual_seed(7)
             new = load_model_new(template_of(name), **p)().cuda()
-            conv = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}[dims]
-            ref_layer = conv(p["IN_CHANNELS"], p["OUT_CHANNELS"], case[3], stride=case[4],
-                             padding=case[5], dilation=case[6], bias=case[7]).cuda()
+            ref_layer = reference_layer(case, torch).cuda()
             with torch.no_grad():
                 new.conv.weight.copy_(ref_layer.weight)
                 if case[7]:
@@ -120,7 +121,7 @@ def main():
                     x.double(), w64, b64, case[4], case[5], case[6])
                 atol, rtol = default_tolerance(p["DTYPE"])
                 atol *= max(1.0, rms([ref.float()]))
-                err = ((y.double() - ref).abs() / (atol + rtol * ref.abs())).max().item()
+                err = excess(y, ref, atol, rtol)
             row.update(shape=list(y.shape), ref_shape=list(ref.shape), dtype=str(y.dtype),
                        gate64=err, input_gib=x.numel() * x.element_size() / 2 ** 30)
             row["ok"] = list(y.shape) == list(ref.shape) and y.dtype == dtype and err <= 1.0

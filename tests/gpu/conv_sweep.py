@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "engines", "heuristic", "tests"))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
-from gemm_sweep import build_all, emitter, label  # noqa: E402
+from gemm_sweep import build_all, emitter, excess, label  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 # (template, knobs) per dtype class. conv_cutlass_fprop (CUTLASS 2.x, Sm80 mma.sync): the
@@ -112,11 +112,6 @@ def build_key(template, knobs, params):
 def config(params):
     """The problem's build configuration (the params any template's CUDA source reads)."""
     return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "BIAS"))
-
-
-def excess(y, ref, atol, rtol):
-    y64, r64 = y.double(), ref.double()
-    return ((y64 - r64).abs() / (atol + rtol * r64.abs())).max().item()
 
 
 def main():
