@@ -17,6 +17,8 @@ from conv_cutlass_double import exec_module
 from template_render import REPO, load_meta, render
 
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "tests", "gpu"))
+from conv_sweep import shape_params  # noqa: E402
 from kagent_harness.compare import compare, tolerances  # noqa: E402
 from kagent_harness.kernels import own_kernel_names  # noqa: E402
 
@@ -35,21 +37,11 @@ def cuda_source(source):
 
 
 def params_for(layer, dtype="float32"):
-    """The shape params the brain renders for `layer` (ConvCutlassFpropParams)."""
-    dims = layer.weight.dim() - 2
-    lead = 3 - dims
-    half = dtype != "float32"
-    align = next(a for a in ((8, 4, 2) if half else (4, 2, 1))
-                 if layer.in_channels % a == 0 and layer.out_channels % a == 0)
-    p = {"DTYPE": dtype, "DIMS": str(dims), "ALIGN": str(align),
-         "IN_CHANNELS": layer.in_channels, "OUT_CHANNELS": layer.out_channels,
-         "BIAS": str(layer.bias is not None)}
-    for name, values, unit in (("KERNEL", layer.kernel_size, 1), ("STRIDE", layer.stride, 1),
-                               ("PADDING", layer.padding, 0),
-                               ("DILATION", layer.dilation, 1)):
-        for d, v in zip("DHW", (unit,) * lead + tuple(values)):
-            p[f"{name}_{d}"] = v
-    return p
+    """The shape params the brain renders for `layer` (ConvCutlassFpropParams), as the GPU
+    sweep computes them."""
+    params = shape_params(layer, dtype)
+    assert params is not None, f"no CUTLASS render for {layer}"
+    return params
 
 
 def test_the_json_declares_a_cuda_conv_with_three_knobs():
