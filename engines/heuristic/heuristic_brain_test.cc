@@ -457,9 +457,11 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
     auto r = brain.FirstKernel({&problem, &stem, &gpu});
     REQUIRE(r.ok());
     CHECK(r->kernel.origin() == "template:conv2d_implicit_gemm");
-    auto c = brain.RenderFor("conv_cutlass_fprop", stem, &gpu);  // a switch: 4-byte accesses
+    // A switch pads the channels to 4 for the fixed-channels iterators.
+    auto c = brain.RenderFor("conv_cutlass_fprop", stem, &gpu);
     REQUIRE(c.ok());
-    CHECK(absl::StrContains(c->kernel.source(), "constexpr int kAlign = 1;"));
+    CHECK(absl::StrContains(c->kernel.source(), "constexpr int kAlign = 4;"));
+    CHECK(absl::StrContains(c->kernel.source(), "#define KAGENT_PAD_CHANNELS_True 1"));
     // A pointwise conv: the Triton template reads NCHW in place (problems/71).
     v1::OpSignature pw;
     AddOp(&pw, "aten::convolution", {{{16, 64, 128, 128}}, {{128, 64, 1, 1}}},

@@ -2,12 +2,14 @@
 real on a GPU (conv_cutlass_fprop; conv_sm90_fprop, the cases named sm90_*):
 fp16 with a bias, a batch whose input holds 2 GiB or more (the module runs it in chunks
 below CUTLASS's 32-bit offsets), an unbatched 1-D input, odd spatial sizes with stride,
-padding and dilation per dim. Each case builds its render (in parallel, one process each),
-runs it on seeded inputs with the reference nn.Conv*d's weights and compares with the
-float64 convolution at the harness's tolerance for the dtype. One JSON line per case; exit
-1 when a case fails.
+padding and dilation per dim, stems whose few input channels the module pads to a 16-byte
+access (PAD_CHANNELS, the fixed-channels iterators). Each case builds its render (in
+parallel, one process each), runs it on seeded inputs with the reference nn.Conv*d's
+weights and compares with the float64 convolution at the harness's tolerance for the
+dtype. One JSON line per case; exit 1 when a case fails.
 
-  python3 tests/gpu/conv_cutlass_check.py [--out F.jsonl] [--build-jobs J] [--only PREFIX]
+  python3 tests/gpu/conv_cutlass_check.py [--out F.jsonl] [--build-jobs J]
+                                          [--only PREFIX,...]
 """
 import argparse
 import os
@@ -24,7 +26,7 @@ from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 SM80, SM90 = "conv_cutlass_fprop", "conv_sm90_fprop"
 # What a render's build depends on (its CUDA source), per template.
-KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "TILE", "num_stages"),
+KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "TILE", "num_stages"),
          SM90: ("DTYPE", "DIMS", "BIAS", "TILE", "CLUSTER")}
 # name: (dtype, input shape, out channels, kernel, stride, padding, dilation, bias, tile,
 # stages, or the cluster for sm90_*); kernel and the rest per spatial dim.
@@ -37,6 +39,10 @@ CASES = {
                           "128x64x16_64x32x16", 5),
     "bf16_3d_odd": ("bfloat16", (2, 32, 9, 17, 23), 64, (3, 2, 5), (1, 2, 3), (1, 0, 2),
                     (2, 1, 1), True, "256x128x32_64x64x32", 3),
+    "fp32_stem_2d": ("float32", (6, 3, 67, 91), 64, (7, 5), (2, 3), (3, 1), (1, 2), True,
+                     "128x64x16_64x32x16", 5),
+    "bf16_stem_1d": ("bfloat16", (5, 2, 301), 24, (9,), (2,), (4,), (1,), False,
+                     "128x128x32_64x64x32", 3),
     "sm90_fp16_bias_2d": ("float16", (4, 64, 57, 91), 128, (3, 5), (2, 1), (1, 2), (1, 2),
                           True, "128x128x64", "1x2"),
     "sm90_bf16_chunked_2gib_2d": ("bfloat16", (40, 128, 512, 512), 128, (3, 3), (1, 1),
@@ -68,7 +74,7 @@ def params_of(name, case, torch):
         p = shape_params(reference_layer(case, torch), case[0])
     p["TILE"] = case[8]
     if template_of(name) == SM90:
-        del p["ALIGN"]
+        del p["ALIGN"], p["PAD_CHANNELS"]
         p["CLUSTER"] = case[9]
     else:
         p["num_stages"] = case[9]
@@ -79,9 +85,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="")
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
-    ap.add_argument("--only", default="", help="only the cases whose name starts so")
+    ap.add_argument("--only", default="",
+                    help="only the cases whose name starts with one of these (comma-separated)")
     args = ap.parse_args()
-    cases = {n: c for n, c in CASES.items() if n.startswith(args.only)}
+    only = args.only.split(",")
+    cases = {n: c for n, c in CASES.items() if any(n.startswith(o) for o in only)}
     emit = emitter(args.out)
 
     import torch

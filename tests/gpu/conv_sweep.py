@@ -5,7 +5,8 @@ variant's error against the problem's own reference, so the brain's conv rules c
 from measurements (issue 21).
 
   python3 tests/gpu/conv_sweep.py [--out F.jsonl] [--only PREFIX,...] [--build-jobs J]
-                                  [--build-only] [--templates ID,...]
+                                  [--build-only] [--templates ID,...] [--all-variants]
+                                  [--brain ID,...]
 
 Every problem of problems/ whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
 taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (knobs per dtype,
@@ -20,6 +21,14 @@ triton.testing.do_bench, the effective TFLOP/s and "gate", the largest |y - ref|
 as the gate does; at most 1 passes). Not the harness: no sandbox, no L2 flush; figures
 rank variants, the harness's are the ones reported. Needs a CUDA GPU, nvcc and the
 nvidia-cutlass headers.
+
+--all-variants times every listed variant of the dtype even where fewer than three problems
+share a build. --brain ID,... also times template ID as the brain renders it for the
+problem's recorded op signature (`kagent-template-render --first-kernel 132 --arch sm_90
+--template ID --batch`: what a template switch gives; $KAGENT_TEMPLATE_RENDER or a
+build's binary), e.g. the Triton implicit GEMMs beside CUTLASS's; its row is
+{"variant": "brain:ID"}. The candidate is built under the reference's seed and takes the
+reference's state_dict where the keys match, as the harness builds it.
 """
 import argparse
 import glob
@@ -56,7 +65,7 @@ HALF_VARIANTS = [(SM90, {"TILE": "128x128x64", "CLUSTER": "1x1"}),
                  (SM90, {"TILE": "128x64x64", "CLUSTER": "1x1"}),
                  (SM80, {"TILE": "256x128x32_64x64x32", "num_stages": 3})]
 # What a render's CUDA source depends on besides the knobs, per template.
-SOURCE_PARAMS = {SM80: ("DTYPE", "DIMS", "ALIGN"), SM90: ("DTYPE", "DIMS", "BIAS")}
+SOURCE_PARAMS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS"), SM90: ("DTYPE", "DIMS", "BIAS")}
 
 
 def conv_layer(model, nn):
@@ -73,12 +82,15 @@ def shape_params(conv, dtype_name):
     dims = conv.weight.dim() - 2
     cin, cout = conv.in_channels, conv.out_channels
     aligns = (4, 2, 1) if dtype_name == "float32" else (8, 4, 2)
-    align = next((a for a in aligns if cin % a == 0 and cout % a == 0), None)
+    # Fewer input channels than a 16-byte access (a stem): padded to it, 1-D and 2-D.
+    pad = dims <= 2 and cin < aligns[0] and cout % aligns[0] == 0
+    align = aligns[0] if pad else next((a for a in aligns if cin % a == 0 and cout % a == 0),
+                                       None)
     if align is None or (dims == 3 and align != aligns[0]) or max(conv.kernel_size) > 32:
         return None
     lead = 3 - dims
-    p = {"DTYPE": dtype_name, "DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": cin,
-         "OUT_CHANNELS": cout, "BIAS": str(conv.bias is not None)}
+    p = {"DTYPE": dtype_name, "DIMS": str(dims), "ALIGN": str(align), "PAD_CHANNELS": str(pad),
+         "IN_CHANNELS": cin, "OUT_CHANNELS": cout, "BIAS": str(conv.bias is not None)}
     for name, values, unit in (("KERNEL", conv.kernel_size, 1), ("STRIDE", conv.stride, 1),
                                ("PADDING", conv.padding, 0), ("DILATION", conv.dilation, 1)):
         full = (unit,) * lead + tuple(values)
@@ -100,7 +112,7 @@ def variants_for(params, templates, problems=3):
     builds); only `templates` when given."""
     listed = FP32_VARIANTS if params["DTYPE"] == "float32" else HALF_VARIANTS
     listed = [v for v in listed if (not templates or v[0] in templates) and
-              (v[0] != SM90 or params["ALIGN"] == "8")]  # TMA's 16-byte channel rows
+              (v[0] != SM90 or (params["ALIGN"] == "8" and params["PAD_CHANNELS"] == "False"))]
     return listed if problems >= 3 else listed[:3]
 
 
@@ -111,7 +123,7 @@ def build_key(template, knobs, params):
 
 def config(params):
     """The problem's build configuration (the params any template's CUDA source reads)."""
-    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "BIAS"))
+    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "BIAS"))
 
 
 def main():
@@ -121,6 +133,8 @@ def main():
     ap.add_argument("--templates", default="", help="only these templates' variants")
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--all-variants", action="store_true")
+    ap.add_argument("--brain", default="", help="also the brain's render of these templates")
     args = ap.parse_args()
     emit = emitter(args.out)
 
@@ -152,7 +166,7 @@ def main():
         problems.append((name, path, params))
     users = {}
     for _, _, params in problems:
-        users[config(params)] = users.get(config(params), 0) + 1
+        users[config(params)] = users.get(config(params), 0) + (3 if args.all_variants else 1)
     variants = {}
     for name, path, params in problems:
         for template, knobs in variants_for(params, templates, users[config(params)]):
@@ -189,7 +203,7 @@ def main():
         for template, knobs in variants_for(params, templates, users[config(params)]):
             render = dict(params, **knobs)
             if template == SM90:
-                del render["ALIGN"]
+                del render["ALIGN"], render["PAD_CHANNELS"]
             if label(template, build_key(template, knobs, params)) not in built:
                 continue
             row = {"problem": name, "variant": label(template, knobs)}
@@ -211,9 +225,52 @@ def main():
             except Exception as e:  # noqa: BLE001 - per variant
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             emit(row)
+        for template in filter(None, args.brain.split(",")):
+            emit(time_brain_render(template, name, mod, model, inputs, ref, eager, flop,
+                                   atol, rtol))
         model = inputs = ref = None
         torch.cuda.empty_cache()
     return 0
+
+
+def time_brain_render(template, name, mod, model, inputs, ref, eager, flop, atol, rtol):
+    """Template `template` as the brain renders it for the problem's recorded signature,
+    timed as the variants are: one JSON row."""
+    import json
+    import subprocess
+
+    import torch
+    import triton
+    from kagent_harness.signature import record
+    from template_render import cli_binary, exec_source
+    row = {"problem": name, "variant": f"brain:{template}"}
+    try:
+        sig = record(model, inputs)
+        done = subprocess.run([cli_binary(), "--first-kernel", "132", "--arch", "sm_90",
+                               "--template", template, "--batch"], input=json.dumps([sig]),
+                              capture_output=True, text=True, timeout=60)
+        answer = json.loads(done.stdout or "[{}]")[0]
+        if "source" not in answer:
+            row["error"] = f"render: {answer.get('error') or done.stderr[-300:]}"
+            return row
+        torch.manual_seed(1234)
+        new = exec_source(answer["source"], f"brain_{template}").ModelNew(
+            *mod.get_init_inputs()).cuda()
+        own, theirs = new.state_dict(), model.state_dict()
+        if own and set(own) == set(theirs) and all(own[k].shape == theirs[k].shape
+                                                   for k in own):
+            new.load_state_dict(theirs)
+        with torch.no_grad():
+            y = new(*inputs)
+            torch.cuda.synchronize()
+            row["gate"] = excess(y, ref, atol, rtol)
+            row["shape_ok"] = list(y.shape) == list(ref.shape)
+            row["ms"] = triton.testing.do_bench(lambda: new(*inputs), return_mode="median")
+        row["tflops"] = flop / row["ms"] / 1e9
+        row["vs_eager"] = eager / row["ms"]
+    except Exception as e:  # noqa: BLE001 - per render
+        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return row
 
 
 if __name__ == "__main__":

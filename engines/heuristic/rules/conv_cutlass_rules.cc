@@ -18,22 +18,33 @@ using kagent::v1::GpuSpec;
 
 namespace {
 
-// Elements per channel access conv_cutlass_fprop can use for `op` (the largest of 4, 2,
-// 1 for fp32 and 8, 4, 2 for 16-bit dividing both channel counts; a 3-D convolution only
-// the 16-byte one), or 0 when none can.
-int CutlassConvAlign(const RecognizedOp& op, int nd, int64_t cin, int64_t cout) {
+// How conv_cutlass_fprop reads the channels of `op`: `align` elements per access (0: no
+// access fits), and whether the forward pads the input channels to exactly `align` for the
+// fixed-channels iterators (`pad`).
+struct ChannelAccess {
+  int align = 0;
+  bool pad = false;
+};
+
+// The 16-byte access (4 fp32, 8 16-bit elements) for a 1-D or 2-D convolution with fewer
+// input channels than that (a stem: the padded channels of several taps fill one reduction
+// step) when it divides the output channels; else the largest of 4, 2, 1 for fp32 and 8,
+// 4, 2 for 16-bit dividing both channel counts (a 3-D convolution only the 16-byte one).
+ChannelAccess CutlassConvAccess(const RecognizedOp& op, int nd, int64_t cin, int64_t cout) {
   const bool half = Is16Bit(op.dtype);
+  const int full = half ? 8 : 4;
+  if (nd <= 2 && cin < full && cout % full == 0) return {full, true};
   for (int a : half ? std::vector<int>{8, 4, 2} : std::vector<int>{4, 2, 1}) {
-    if (nd == 3 && a != (half ? 8 : 4)) break;
-    if (cin % a == 0 && cout % a == 0) return a;
+    if (nd == 3 && a != full) break;
+    if (cin % a == 0 && cout % a == 0) return {a, false};
   }
-  return 0;
+  return {};
 }
 
 // Why conv_cutlass_fprop's module cannot take `op` on `gpu` (an unknown arch passes), or ""
 // when it can: a standard convolution (groups 1, not transposed), fp32 / bf16 / fp16, its
-// kernel at most 32 along every dim, channels a multiple of an access width
-// (CutlassConvAlign), compiled for sm_90a.
+// kernel at most 32 along every dim, channels a multiple of an access width or few enough
+// to pad (CutlassConvAccess), compiled for sm_90a.
 std::string CutlassConvRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
   const int nd = ConvRank(op);
   if (op.op_class != "conv" || nd == 0 || op.tags.count("transposed") ||
@@ -53,7 +64,7 @@ std::string CutlassConvRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
       return absl::StrCat("a kernel extent of ", w[i], " (CUTLASS's optimized iterator takes 1-32)");
     }
   }
-  if (CutlassConvAlign(op, nd, x[1], w[0]) == 0) {
+  if (CutlassConvAccess(op, nd, x[1], w[0]).align == 0) {
     return absl::StrCat(x[1], " input and ", w[0], " output channels: no access width divides "
                         "both (", nd == 3 ? "16-byte accesses for 3-D" : "at least 4 bytes",
                         ")");
@@ -118,7 +129,9 @@ absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
   TemplateParams p;
   KAGENT_RETURN_IF_ERROR(ChannelsLastConvParams(t, op, &p));
   const int64_t cout = op.weight_shape[0];
-  p["ALIGN"] = std::to_string(CutlassConvAlign(op, ConvRank(op), op.input_shape[1], cout));
+  const ChannelAccess access = CutlassConvAccess(op, ConvRank(op), op.input_shape[1], cout);
+  p["ALIGN"] = std::to_string(access.align);
+  p["PAD_CHANNELS"] = access.pad ? "True" : "False";
   // Tiles from tests/gpu/conv_sweep.py on an H100 (2026-12-07; x cuDNN, TF32 off):
   //  - fp32 (3xTF32): 128 x 64 x 16 with 64 x 32 warp tiles, 5 stages, the fastest or
   //    within 5 % of it on all nine problems: problems/35 1.42x (128 x 128 x 32, 3 stages,
@@ -155,11 +168,9 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
   //    (0.77x cuDNN);
   //  - channels without a 16-byte access (problems/72 and 73, 3 input channels: 4-byte
   //    accesses, 0.09-0.15x cuDNN).
-  const int nd = ConvRank(op);
-  if (CutlassConvAlign(op, nd, op.input_shape[1], op.weight_shape[0]) !=
-      (Is16Bit(op.dtype) ? 8 : 4)) {
-    return false;
-  }
+  const ChannelAccess access =
+      CutlassConvAccess(op, ConvRank(op), op.input_shape[1], op.weight_shape[0]);
+  if (access.align != (Is16Bit(op.dtype) ? 8 : 4) || access.pad) return false;
   return Prod(op.weight_shape, 2, op.weight_shape.size()) > 1;  // the kernel's taps
 }
 

@@ -42,8 +42,19 @@ namespace kagent_fprop {
 constexpr char kTile[] = "{{TILE}}";
 constexpr int kDims = {{DIMS}};
 // Elements per 16-, 8- or 4-byte access of the channel dims (C of the input and the
-// weight, K of the output): the largest that divides both channel counts.
+// weight, K of the output): the largest that divides both channel counts, or with
+// PAD_CHANNELS the input's channels zero-padded to exactly ALIGN.
 constexpr int kAlign = {{ALIGN}};
+// True: few input channels (a stem), padded to ALIGN by the forward, read by CUTLASS's
+// fixed-channels iterators, which pack the ALIGN channels of several filter taps into each
+// reduction step (C must equal ALIGN); False: the optimized iterators (C a multiple of
+// ALIGN, one tap per step).
+#define KAGENT_PAD_CHANNELS_{{PAD_CHANNELS}} 1
+#if defined(KAGENT_PAD_CHANNELS_True)
+constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kFixedChannels;
+#else
+constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kOptimized;
+#endif
 
 #define KAGENT_DTYPE_{{DTYPE}} 1
 #if defined(KAGENT_DTYPE_float32)
@@ -71,6 +82,8 @@ using Epilogue = cutlass::epilogue::thread::LinearCombination<Element, kAlign, f
 using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{{SWIZZLE}}>;
 
 #if {{DIMS}} == 3
+static_assert(kIterator == cutlass::conv::IteratorAlgorithm::kOptimized,
+              "CUTLASS's fixed-channels iterators are 2-D only (PAD_CHANNELS False for 3-D)");
 static_assert(kAlign * cutlass::sizeof_bits<Element>::value == 128,
               "CUTLASS's 3-D fprop reads 16-byte channel accesses (ALIGN 4 fp32, 8 16-bit)");
 using Layout = cutlass::layout::TensorNDHWC;
@@ -85,8 +98,8 @@ using ProblemSize = cutlass::conv::Conv2dProblemSize;
 using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     Element, Layout, Element, Layout, Element, Layout, float, cutlass::arch::OpClassTensorOp,
     cutlass::arch::Sm80, ThreadblockShape, WarpShape, Instruction, Epilogue, Swizzle,
-    /*Stages=*/{{num_stages}}, MathOp, cutlass::conv::IteratorAlgorithm::kOptimized,
-    cutlass::conv::StrideSupport::kStrided, kAlign, kAlign>::Kernel;
+    /*Stages=*/{{num_stages}}, MathOp, kIterator, cutlass::conv::StrideSupport::kStrided, kAlign,
+    kAlign>::Kernel;
 #endif
 
 static_assert(sizeof(Kernel::SharedStorage) <= 227 * 1024,
@@ -172,5 +185,7 @@ _ext = load_cutlass_extension("kagent_conv_cutlass_fprop_", cuda_source, cpp_sou
                               cuda_cflags, functions=["conv"])
 
 _TEMPLATE = "conv_cutlass_fprop"
+# The forward pads the input channels (and the weight's) with zeros to this many (0: none).
+_PAD_CHANNELS_TO = {{ALIGN}} if {{PAD_CHANNELS}} else 0
 
 {{> conv_channels_last_module}}

@@ -87,6 +87,7 @@ def module_literals(source):
 # render leaves out (the CUTLASS convolutions' 3-D kernels, conv_cutlass_fprop's 16-bit
 # types, conv_sm90_fprop's bias epilogue).
 EXTRA_RENDERS = ("conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8",
+                 "conv_cutlass_fprop:PAD_CHANNELS=True,IN_CHANNELS=3,BIAS=True",
                  "conv_sm90_fprop:DIMS=3,BIAS=True")
 
 

@@ -104,6 +104,11 @@ CASES = [
                                                   dilation=(2, 1, 1)), "float32"),
     (2, (2, 16, 9, 10), (16, 32, 3), dict(padding=1), "bfloat16"),
     (3, (1, 8, 4, 6, 6), (8, 8, 3), dict(padding=1, bias=False), "float16"),
+    # Stems: the input channels padded to a 16-byte access (PAD_CHANNELS).
+    (2, (2, 3, 19, 23), (3, 8, (7, 5)), dict(stride=(2, 1), padding=(3, 2), dilation=(1, 2)),
+     "float32"),
+    (1, (2, 2, 40), (2, 12, 5), dict(stride=2, padding=1, bias=False), "float32"),
+    (2, (1, 3, 15, 12), (3, 16, 3), dict(stride=2, padding=1), "bfloat16"),
 ]
 
 
@@ -117,7 +122,7 @@ def check_module(template, case, monkeypatch):
     ref = MODULES[dims](*args, **kwargs).to(dtype)
     params = params_for(ref, dtype_name)
     if "ALIGN" not in load_meta(template)["params"]:
-        del params["ALIGN"]
+        del params["ALIGN"], params["PAD_CHANNELS"]
     mod = exec_module(render(template, **params), monkeypatch)
     torch.manual_seed(5)
     cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
@@ -138,6 +143,25 @@ def test_the_module_computes_the_reference_convolution(case, monkeypatch):
     _, x, got = check_module(TID, case, monkeypatch)
     if x.dim() == dims + 2 and got.shape[1] > 1:  # a channels-last view, no copy back
         assert got.stride(1) == 1
+
+
+def test_a_stem_reaches_the_kernel_with_its_channels_padded_to_align(monkeypatch):
+    import conv_cutlass_double
+    seen, real = [], conv_cutlass_double.conv
+
+    def conv(x, w, bias, geometry):
+        seen.append((x.shape[-1], w.shape[-1], x[..., 3:].abs().max().item(),
+                     w[..., 3:].abs().max().item()))
+        return real(x, w, bias, geometry)
+    monkeypatch.setattr(conv_cutlass_double, "conv", conv)
+    case = (2, (2, 3, 19, 23), (3, 8, (7, 5)), dict(stride=(2, 1), padding=(3, 2)), "float32")
+    params = params_for(MODULES[2](*case[2], **case[3]))
+    assert params["ALIGN"] == "4" and params["PAD_CHANNELS"] == "True"
+    src = render(TID, **params)
+    assert "#define KAGENT_PAD_CHANNELS_True 1" in cuda_source(src)
+    assert "cutlass::conv::IteratorAlgorithm::kFixedChannels;" in cuda_source(src)
+    check_module(TID, case, monkeypatch)
+    assert seen == [(4, 4, 0.0, 0.0)]  # the fourth channel zeros in the input and weight
 
 
 def test_the_module_refuses_another_dtype_and_rank(monkeypatch):
@@ -168,7 +192,8 @@ def test_the_sm90_json_declares_a_16bit_cuda_conv():
         m, n, k = (int(v) for v in tile.split("x"))
         assert m * n <= 16384 and k % 16 == 0 and m in (64, 128)
     shape = {n for n, p in SM90_META["params"].items() if p["kind"] == "shape"}
-    assert shape == {n for n, p in META["params"].items() if p["kind"] == "shape"} - {"ALIGN"}
+    assert shape == {n for n, p in META["params"].items()
+                     if p["kind"] == "shape"} - {"ALIGN", "PAD_CHANNELS"}
 
 
 def test_the_sm90_source_takes_its_knobs_dims_and_bias():
@@ -185,7 +210,7 @@ def test_the_sm90_source_takes_its_knobs_dims_and_bias():
     assert own_kernel_names(render(SM90)) == ["kagent_conv_sm90_kernel"]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[4] != "float32"],
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] != "float32" and c[2][0] % 8 == 0],
                          ids=lambda c: f"{c[0]}d-{c[4]}-{'x'.join(map(str, c[1]))}")
 def test_the_sm90_module_computes_the_reference_convolution(case, monkeypatch):
     cand, x, _ = check_module(SM90, case, monkeypatch)

@@ -333,7 +333,11 @@ def _check_conv_cutlass(source, inputs, ref):
         cand = mod.ModelNew()
     align = int(re.search(r"constexpr int kAlign(?:ment)? = (\d+);", source).group(1))
     conv = cand.conv
-    assert conv.in_channels % align == 0 and conv.out_channels % align == 0, \
+    padded = "#define KAGENT_PAD_CHANNELS_True 1" in source  # C zero-padded to ALIGN
+    assert not padded or (conv.in_channels < align and len(conv.kernel_size) <= 2), \
+        f"PAD_CHANNELS for {conv.in_channels} channels at ALIGN {align}, " \
+        f"{len(conv.kernel_size)}-D (fixed-channels iterators: fewer channels, 2-D)"
+    assert (padded or conv.in_channels % align == 0) and conv.out_channels % align == 0, \
         f"ALIGN {align} for {conv.in_channels} -> {conv.out_channels} channels"
     assert max(conv.kernel_size) <= 32, f"kernel {conv.kernel_size} (CUTLASS's iterator: 32)"
     assert inputs[0].dtype == ref.dtype, f"rendered for {inputs[0].dtype} -> {ref.dtype}"

@@ -1,5 +1,6 @@
-# Python, for a CUTLASS convolution template (after `_TEMPLATE = "<id>"` and `_ext`, its
-# extension with the `conv` of partials/conv_channels_last_wrapper): the layer built from
+# Python, for a CUTLASS convolution template (after `_TEMPLATE = "<id>"`, `_ext`, its
+# extension with the `conv` of partials/conv_channels_last_wrapper, and `_PAD_CHANNELS_TO`,
+# the input channel count the kernel wants, zero-padded, or 0): the layer built from
 # the shape params (DIMS, channels, KERNEL/STRIDE/PADDING/DILATION_D/H/W, BIAS, DTYPE) and
 # a forward that permutes the input and weight to channels-last and returns the result as
 # an NC(D)HW view.
@@ -54,8 +55,11 @@ class ModelNew(nn.Module):
         lead = (1,) * (3 - dims)
         x5 = x.reshape(x.shape[0], x.shape[1], *lead, *x.shape[2:])
         w5 = w.reshape(w.shape[0], w.shape[1], *lead, *w.shape[2:])
-        y5 = _ext.conv(x5.permute(0, 2, 3, 4, 1).contiguous(),
-                       w5.permute(0, 2, 3, 4, 1).contiguous(), bias, self.geometry)
+        x5, w5 = x5.permute(0, 2, 3, 4, 1), w5.permute(0, 2, 3, 4, 1)
+        if _PAD_CHANNELS_TO > x5.shape[-1]:  # zero channels add nothing to the products
+            pad = (0, _PAD_CHANNELS_TO - x5.shape[-1])
+            x5, w5 = nn.functional.pad(x5, pad), nn.functional.pad(w5, pad)
+        y5 = _ext.conv(x5.contiguous(), w5.contiguous(), bias, self.geometry)
         # (N, Z, P, Q, K) back to the reference's (N, K, *spatial) as a view.
         y = y5.permute(0, 4, 1, 2, 3)
         return y.reshape(y.shape[0], y.shape[1], *y.shape[2 + 3 - dims:]) if dims < 3 else y
