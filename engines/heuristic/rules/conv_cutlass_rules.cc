@@ -166,11 +166,13 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
   //  - a pointwise conv (every kernel extent 1), where conv2d_implicit_gemm reads NCHW in
   //    place (problems/71: 2.15x torch.compile) and this module's layout copies dominate
   //    (0.77x cuDNN);
-  //  - channels without a 16-byte access (problems/72 and 73, 3 input channels: 4-byte
-  //    accesses, 0.09-0.15x cuDNN).
+  //  - channels without a 16-byte access (problems/72 and 73, 3 input channels read 4 bytes
+  //    at a time with one tap per reduction step, 13 of 16 lanes masked: 0.09-0.15x
+  //    cuDNN). A stem now pads its channels to 16 bytes for the fixed-channels iterators
+  //    (PAD_CHANNELS, 4 taps per step of 16) and is taken here too.
   const ChannelAccess access =
       CutlassConvAccess(op, ConvRank(op), op.input_shape[1], op.weight_shape[0]);
-  if (access.align != (Is16Bit(op.dtype) ? 8 : 4) || access.pad) return false;
+  if (access.align != (Is16Bit(op.dtype) ? 8 : 4)) return false;
   return Prod(op.weight_shape, 2, op.weight_shape.size()) > 1;  // the kernel's taps
 }
 
