@@ -181,6 +181,14 @@ double ScalarArg(const RecognizedOp& op, const std::string& name, double fallbac
 // One line for logs and expected-effect text: "matvec M=2048 K=1048576 bfloat16".
 std::string DescribeOp(const RecognizedOp& op);
 
+// The convolution class of `op` for reports, as KernelBench level 1 divides its
+// convolutions: the rank ("conv1d", "conv2d", "conv3d") and then "transposed" (with
+// "grouped" when it has groups), "depthwise-separable", "depthwise", "grouped",
+// "pointwise" (every kernel extent 1) or "stem" (fewer than 4 input channels), or nothing
+// for a standard one: "conv2d", "conv3d transposed grouped", "conv2d stem". "" for an op
+// that is not a convolution.
+std::string ConvClass(const RecognizedOp& op);
+
 }  // namespace kagent
 
 #endif  // KAGENT_KERNEL_MODEL_OP_RECOGNITION_H_

@@ -251,3 +251,28 @@ bool Recognizer::Matmul() {
 }
 
 }  // namespace kagent::op_recognition_internal
+
+namespace kagent {
+
+std::string ConvClass(const RecognizedOp& op) {
+  if (op.op_class != "conv" || op.variant.rfind("conv", 0) != 0) return "";
+  std::string c = op.variant;
+  if (op.tags.count("transposed")) {
+    absl::StrAppend(&c, " transposed", op.tags.count("grouped") ? " grouped" : "");
+  } else if (op.tags.count("depthwise_separable")) {
+    absl::StrAppend(&c, " depthwise-separable");
+  } else if (op.tags.count("depthwise")) {
+    absl::StrAppend(&c, " depthwise");
+  } else if (op.tags.count("grouped")) {
+    absl::StrAppend(&c, " grouped");
+  } else if (op.weight_shape.size() > 2 &&
+             std::all_of(op.weight_shape.begin() + 2, op.weight_shape.end(),
+                         [](int64_t k) { return k == 1; })) {
+    absl::StrAppend(&c, " pointwise");
+  } else if (op.input_shape.size() > 1 && op.input_shape[1] < 4) {
+    absl::StrAppend(&c, " stem");
+  }
+  return c;
+}
+
+}  // namespace kagent

@@ -141,6 +141,10 @@ struct BenchRow {
   // The op class the job recognized (JobResult.op_class, else recognized from a stored op
   // signature); "" when none.
   std::string op_class;
+  // For a convolution, its class (kernel_model/op_recognition.h ConvClass: "conv2d",
+  // "conv2d depthwise", "conv1d transposed grouped", ...) from a stored op signature; ""
+  // otherwise.
+  std::string conv_class;
   // What the job recommends deploying (kernel_model/recommendation.h DeployKey: "kernel",
   // "eager", "torch.compile"); "" without a final run.
   std::string deploy;
@@ -163,7 +167,9 @@ inline constexpr int kFastPCount = 3;
 
 // KernelBench's figures over some rows (a suite, or one op class of it).
 struct BenchCoverage {
-  std::string op_class;  // "" for the whole suite; "(not recognized)" for rows without one
+  // "" for the whole suite; "(not recognized)" for rows without one; the convolution class
+  // in CoverageByConvClass's figures.
+  std::string op_class;
   int problems = 0;
   int verified = 0;      // HasVerifiedKernel
   double geomean_vs_compile = 0;   // over verified rows with a known ratio
@@ -179,15 +185,21 @@ BenchCoverage Coverage(const std::vector<BenchRow>& rows);
 // "(not recognized)", last).
 std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows);
 
+// The figures per convolution class (BenchRow::conv_class, in op_class), ordered by class
+// name, over the rows of op class "conv" (those without a class, e.g. merged from a file
+// written before it existed, under "conv (class not recorded)"); empty when there are none.
+std::vector<BenchCoverage> CoverageByConvClass(const std::vector<BenchRow>& rows);
+
 // The figures in one line, printed at the end of a run and a merge: "coverage 8 of 10
 // (80%); geometric mean 1.12x vs torch.compile, 1.05x vs the best PyTorch baseline; fast_0
 // 8, fast_0.5 7, fast_1 5 of 10; 3 fell back to PyTorch".
 std::string CoverageLine(const BenchCoverage& coverage);
 
 // results.md's KernelBench section: coverage, the geometric means, fast_p, the fallbacks,
-// and a table per op class.
+// a table per op class and, when there are convolutions, one per convolution class.
 std::string RenderCoverageMarkdown(const BenchCoverage& suite,
-                                   const std::vector<BenchCoverage>& by_class);
+                                   const std::vector<BenchCoverage>& by_class,
+                                   const std::vector<BenchCoverage>& by_conv_class = {});
 
 // The row for `job`. The best kernel's final measurement (best, starting kernel, eager and
 // torch.compile timed side by side) is preferred; without one (e.g. a job that failed
@@ -225,6 +237,7 @@ struct BenchSummary {
   // KernelBench's figures, for the suite and per op class (Coverage, CoverageByOpClass).
   BenchCoverage coverage;
   std::vector<BenchCoverage> by_op_class;
+  std::vector<BenchCoverage> by_conv_class;  // CoverageByConvClass
 };
 
 // "worker" when every row of `s` ran on the CPU worker (the held time is a CPU worker's
@@ -269,11 +282,11 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
 // the other fields are optional (files from before they existed still parse: gpu_trajectory,
 // an array of {gpu_seconds, best_speedup_vs_start}, and max_rounds among them) but must have
 // the right type when present (a number may be null: RenderBenchJson writes NaN so; read as
-// 0; candidates_measured, variants_screened and rounds must be integers; op_class and
-// deploy strings; cpu_worker a boolean, false when absent). The derived candidates_per_gpu_minute, gpu_busy_fraction and
+// 0; candidates_measured, variants_screened and rounds must be integers; op_class,
+// conv_class and deploy strings; cpu_worker a boolean, false when absent). The derived candidates_per_gpu_minute, gpu_busy_fraction and
 // speedup_vs_best_baseline are not read: they are recomputed. "settings" must be an
 // object when present ({} when absent). "summary" (with its "kernelbench" and
-// "by_op_class" figures) and "suite_trajectory" are not read: they are recomputed from the
+// "by_op_class" and "by_conv_class" figures) and "suite_trajectory" are not read: they are recomputed from the
 // rows. INVALID_ARGUMENT
 // naming `source` (the file, for messages) and the field, e.g.
 // "a/results.json: problems[3].best_ms: expected a number".

@@ -22,6 +22,24 @@ std::string Share(int n, int of) {
 // "0", "0.5", "1": p as KernelBench writes it in fast_p.
 std::string P(double p) { return absl::StrFormat("%g", p); }
 
+// A markdown table of `rows`' figures, one line each, the first column headed `what`;
+// "" when there are none.
+std::string CoverageTable(const std::string& what, const std::vector<BenchCoverage>& rows) {
+  if (rows.empty()) return "";
+  std::string o = absl::StrCat("\n| ", what, " | problems | verified | vs compile | vs best PyTorch |");
+  for (int i = 0; i < kFastPCount; ++i) absl::StrAppend(&o, " fast_", P(kFastP[i]), " |");
+  o += " kept PyTorch |\n|---|---:|---:|---:|---:|";
+  for (int i = 0; i < kFastPCount; ++i) o += "---:|";
+  o += "---:|\n";
+  for (const BenchCoverage& c : rows) {
+    o += absl::StrFormat("| %s | %d | %d | %s | %s |", c.op_class, c.problems, c.verified,
+                         X(c.geomean_vs_compile), X(c.geomean_vs_baseline));
+    for (int i = 0; i < kFastPCount; ++i) absl::StrAppend(&o, " ", c.fast_p[i], " |");
+    absl::StrAppend(&o, " ", c.fell_back, " |\n");
+  }
+  return o;
+}
+
 }  // namespace
 
 double SpeedupVsBestBaseline(const BenchRow& row) {
@@ -52,6 +70,23 @@ BenchCoverage Coverage(const std::vector<BenchRow>& rows) {
   c.geomean_vs_compile = GeometricMean(vs_compile);
   c.geomean_vs_baseline = GeometricMean(vs_baseline);
   return c;
+}
+
+std::vector<BenchCoverage> CoverageByConvClass(const std::vector<BenchRow>& rows) {
+  std::map<std::string, std::vector<BenchRow>> by_class;
+  for (const BenchRow& r : rows) {
+    if (!r.conv_class.empty()) {
+      by_class[r.conv_class].push_back(r);
+    } else if (r.op_class == "conv") {
+      by_class["conv (class not recorded)"].push_back(r);
+    }
+  }
+  std::vector<BenchCoverage> out;
+  for (const auto& [conv_class, members] : by_class) {
+    out.push_back(Coverage(members));
+    out.back().op_class = conv_class;
+  }
+  return out;
 }
 
 std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows) {
@@ -87,7 +122,8 @@ std::string CoverageLine(const BenchCoverage& c) {
 }
 
 std::string RenderCoverageMarkdown(const BenchCoverage& s,
-                                   const std::vector<BenchCoverage>& by_class) {
+                                   const std::vector<BenchCoverage>& by_class,
+                                   const std::vector<BenchCoverage>& by_conv_class) {
   std::string o = "\n## KernelBench figures\n\n";
   o += absl::StrFormat("- coverage: a verified kernel for %d of %d problems (%s)\n", s.verified,
                        s.problems,
@@ -107,17 +143,10 @@ std::string RenderCoverageMarkdown(const BenchCoverage& s,
       "- fell back to PyTorch (no kernel beat eager and torch.compile in its final run, so the "
       "job recommends keeping PyTorch): %d of the %d verified\n",
       s.fell_back, s.verified);
-  if (by_class.empty()) return o;
-  o += "\n| op class | problems | verified | vs compile | vs best PyTorch |";
-  for (int i = 0; i < kFastPCount; ++i) absl::StrAppend(&o, " fast_", P(kFastP[i]), " |");
-  o += " kept PyTorch |\n|---|---:|---:|---:|---:|";
-  for (int i = 0; i < kFastPCount; ++i) o += "---:|";
-  o += "---:|\n";
-  for (const BenchCoverage& c : by_class) {
-    o += absl::StrFormat("| %s | %d | %d | %s | %s |", c.op_class, c.problems, c.verified,
-                         X(c.geomean_vs_compile), X(c.geomean_vs_baseline));
-    for (int i = 0; i < kFastPCount; ++i) absl::StrAppend(&o, " ", c.fast_p[i], " |");
-    absl::StrAppend(&o, " ", c.fell_back, " |\n");
+  o += CoverageTable("op class", by_class);
+  if (!by_conv_class.empty()) {
+    o += "\nThe convolutions by class:\n";
+    o += CoverageTable("conv class", by_conv_class);
   }
   return o;
 }

@@ -98,9 +98,11 @@ BenchRow RowFromJob(const std::string& name, const v1::Job& job) {
   // A job that did not finish (or stored before JobResult.op_class) names no class: the
   // class of a stored op signature, recognized as the coordinator does.
   for (const v1::OpSignature* sig : {&base.op_signature(), &best.op_signature()}) {
-    if (!r.op_class.empty() || sig->ops_size() == 0) continue;
+    if (sig->ops_size() == 0) continue;
     absl::StatusOr<RecognizedOp> op = RecognizeOp(*sig);
-    if (op.ok() && op->op_class != "unknown") r.op_class = op->op_class;
+    if (!op.ok()) continue;
+    if (r.op_class.empty() && op->op_class != "unknown") r.op_class = op->op_class;
+    if (r.conv_class.empty()) r.conv_class = ConvClass(*op);
   }
   if (job.state() == v1::JOB_STATE_DONE && !res.best_candidate_id().empty()) {
     r.deploy = DeployKey(RecommendationOf(res).deploy());
@@ -186,6 +188,7 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   s.gpu_busy_fraction = GpuBusyFraction(s.gpu_busy_seconds, busy_held);
   s.coverage = Coverage(rows);
   s.by_op_class = CoverageByOpClass(rows);
+  s.by_conv_class = CoverageByConvClass(rows);
   return s;
 }
 
@@ -278,7 +281,7 @@ std::string RenderBenchMarkdown(const std::vector<BenchRow>& rows, const BenchSu
                            ? " (no problem reported busy time: CPU workers or no NVML)"
                            : absl::StrFormat(" (over the %d problems that report it)", s.busy_rows));
   o += absl::StrFormat("- kernel variants screened before measuring: %d\n", s.variants_screened);
-  o += RenderCoverageMarkdown(s.coverage, s.by_op_class);
+  o += RenderCoverageMarkdown(s.coverage, s.by_op_class, s.by_conv_class);
   o += RenderStopRulesMarkdown(AccountStopRules(rows));
   o += "\n![best-so-far speedup against rounds](trajectory.svg)\n";
   o += "\n![best-so-far speedup against GPU-seconds](gpu_curve.svg)\n";
@@ -327,6 +330,14 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
   nlohmann::json classes = nlohmann::json::array();
   for (const BenchCoverage& c : s.by_op_class) classes.push_back(coverage(c));
   j["summary"]["by_op_class"] = classes;
+  nlohmann::json conv_classes = nlohmann::json::array();
+  for (const BenchCoverage& c : s.by_conv_class) {
+    nlohmann::json one = coverage(c);
+    one.erase("op_class");
+    one["conv_class"] = c.op_class;
+    conv_classes.push_back(one);
+  }
+  j["summary"]["by_conv_class"] = conv_classes;
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json traj = nlohmann::json::array();
@@ -363,6 +374,7 @@ std::string RenderBenchJson(const std::vector<BenchRow>& rows, const BenchSummar
                     CandidatesPerGpuMinute(r.candidates_measured, r.gpu_seconds)},
                    {"gpu_busy_fraction", busy > 0 ? nlohmann::json(busy) : nlohmann::json(nullptr)},
                    {"op_class", r.op_class},
+                   {"conv_class", r.conv_class},
                    {"deploy", r.deploy},
                    {"speedup_vs_best_baseline", SpeedupVsBestBaseline(r)},
                    {"trajectory", traj},

@@ -82,6 +82,7 @@ absl::StatusOr<std::vector<BenchRow>> ParseBenchJson(const std::string& text,
     str("error", false, &r.error);
     str("stop_reason", false, &r.stop_reason);
     str("op_class", false, &r.op_class);
+    str("conv_class", false, &r.conv_class);
     str("deploy", false, &r.deploy);
     num("start_ms", true, &r.start_ms);
     num("eager_ms", true, &r.eager_ms);

@@ -351,6 +351,59 @@ TEST_CASE("bench: KernelBench figures: coverage, geometric means, fast_p, fallba
         "PyTorch baseline; fast_0 5, fast_0.5 4, fast_1 3 of 6; 2 fell back to PyTorch");
 }
 
+TEST_CASE("bench: convolutions are also reported per convolution class") {
+  // The row's class comes from the stored op signature (kernel_model ConvClass).
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_DONE);
+  v1::OpRecord* op = job.mutable_baseline()->mutable_op_signature()->add_ops();
+  op->set_op("aten::convolution");
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 64, 32, 32},
+                                            std::vector<int64_t>{64, 1, 3, 3}}) {
+    v1::TensorInfo* t = op->add_inputs();
+    for (int64_t d : shape) t->add_shape(d);
+    t->set_dtype("float32");
+  }
+  v1::TensorInfo* y = op->add_outputs();
+  for (int64_t d : {8, 64, 30, 30}) y->add_shape(d);
+  y->set_dtype("float32");
+  (*op->mutable_scalars())["groups"] = 64;
+  (*op->mutable_scalars())["transposed"] = 0;
+  BenchRow from_job = RowFromJob("dw", job);
+  CHECK(from_job.op_class == "conv");
+  CHECK(from_job.conv_class == "conv2d depthwise");
+
+  std::vector<BenchRow> rows = {KbRow("a", "conv", 3, 2, "kernel"),
+                                KbRow("b", "conv", 4, 8, "kernel"),
+                                KbRow("c", "conv", 0.5, 0.6, "eager"),
+                                KbRow("d", "conv", 2, 2, "kernel"),
+                                KbRow("e", "matmul", 2, 2, "kernel")};
+  rows[0].conv_class = rows[1].conv_class = "conv2d";
+  rows[2].conv_class = "conv2d stem";  // d: merged from an older file, no class
+  std::vector<BenchCoverage> by = CoverageByConvClass(rows);
+  REQUIRE(by.size() == 3);
+  CHECK(by[0].op_class == "conv (class not recorded)");
+  CHECK(by[1].op_class == "conv2d");
+  CHECK(by[1].problems == 2);
+  CHECK(by[1].geomean_vs_compile == Approx(4.0));  // sqrt(2 * 8)
+  CHECK(by[2].op_class == "conv2d stem");
+  CHECK(by[2].fell_back == 1);
+  CHECK(CoverageByConvClass({rows[4]}).empty());
+
+  BenchSummary s = Summarize(rows);
+  const std::string md = RenderBenchMarkdown(rows, s, "");
+  CHECK(absl::StrContains(md, "The convolutions by class:\n\n| conv class | problems |"));
+  CHECK(absl::StrContains(md, "| conv2d | 2 | 2 | 4.00x | 2.83x | 2 | 2 | 2 | 0 |\n"));
+  CHECK_FALSE(absl::StrContains(RenderBenchMarkdown({rows[4]}, Summarize({rows[4]}), ""),
+                                "conv class"));
+  nlohmann::json j = nlohmann::json::parse(RenderBenchJson(rows, s, "{}"));
+  CHECK(j["summary"]["by_conv_class"][1]["conv_class"] == "conv2d");
+  CHECK(j["problems"][2]["conv_class"] == "conv2d stem");
+  auto back = ParseBenchJson(RenderBenchJson(rows, s, "{}"), "x", nullptr);
+  REQUIRE(back.ok());
+  CHECK((*back)[2].conv_class == "conv2d stem");
+  CHECK((*back)[3].conv_class.empty());
+}
+
 TEST_CASE("bench: suite trajectory carries each problem's best forward") {
   std::vector<BenchRow> rows = {Row("a", 4, 1, {{1, 2.0}, {3, 4.0}}), Row("b", 1, 1, {}),
                                 Row("c", 2, 1, {{2, 2.0}})};

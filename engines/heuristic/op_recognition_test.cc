@@ -575,6 +575,35 @@ using testing::AddOp;
 using v1::OpSignature;
 
 // Signatures as the harness records them for problems/31-44 (at a reduced scale).
+TEST_CASE("Recognition: the convolution class reports group problems by") {
+  auto conv = [](std::vector<int64_t> x, std::vector<int64_t> w, std::vector<int64_t> y,
+                 double groups, double transposed) {
+    OpSignature s;
+    AddOp(&s, "aten::convolution", {{x}, {w}}, {{y}},
+          {{"groups", groups}, {"transposed", transposed}, {"stride.0", 1.0}});
+    return ConvClass(Recognize(s));
+  };
+  CHECK(conv({8, 64, 32, 32}, {128, 64, 3, 3}, {8, 128, 30, 30}, 1, 0) == "conv2d");
+  CHECK(conv({8, 64, 100}, {128, 64, 5}, {8, 128, 96}, 1, 0) == "conv1d");
+  CHECK(conv({2, 16, 8, 8, 8}, {32, 16, 3, 3, 3}, {2, 32, 6, 6, 6}, 1, 0) == "conv3d");
+  CHECK(conv({8, 64, 32, 32}, {128, 64, 1, 1}, {8, 128, 32, 32}, 1, 0) == "conv2d pointwise");
+  CHECK(conv({8, 3, 224, 224}, {64, 3, 7, 7}, {8, 64, 218, 218}, 1, 0) == "conv2d stem");
+  CHECK(conv({8, 1, 64, 64}, {16, 1, 3, 3}, {8, 16, 62, 62}, 1, 0) == "conv2d stem");
+  CHECK(conv({8, 64, 32, 32}, {64, 1, 3, 3}, {8, 64, 30, 30}, 64, 0) == "conv2d depthwise");
+  CHECK(conv({8, 64, 32, 32}, {128, 16, 3, 3}, {8, 128, 30, 30}, 4, 0) == "conv2d grouped");
+  CHECK(conv({8, 64, 32, 32}, {64, 32, 3, 3}, {8, 32, 34, 34}, 1, 1) == "conv2d transposed");
+  CHECK(conv({4, 32, 100}, {32, 4, 5}, {4, 16, 104}, 4, 1) == "conv1d transposed grouped");
+  OpSignature sep;  // a depthwise conv, then a pointwise one
+  AddOp(&sep, "aten::convolution", {{{2, 6, 9, 11}}, {{6, 1, 3, 3}}}, {{{2, 6, 9, 11}}},
+        {{"groups", 6.0}, {"transposed", 0.0}, {"padding.0", 1.0}});
+  AddOp(&sep, "aten::convolution", {{{2, 6, 9, 11}}, {{10, 6, 1, 1}}}, {{{2, 10, 9, 11}}},
+        {{"groups", 1.0}, {"transposed", 0.0}});
+  CHECK(ConvClass(Recognize(sep)) == "conv2d depthwise-separable");
+  OpSignature mm;
+  AddOp(&mm, "aten::mm", {{{64, 32}}, {{32, 16}}}, {{{64, 16}}});
+  CHECK(ConvClass(Recognize(mm)).empty());
+}
+
 TEST_CASE("Recognition: 1-D pooling runs as an unsqueezed 2-D op") {
   OpSignature mp1;  // nn.MaxPool1d(3, 2, 1) on (2, 64, 2048)
   AddOp(&mp1, "aten::unsqueeze", {{{2, 64, 2048}}}, {{{2, 64, 1, 2048}}});
