@@ -5,17 +5,38 @@ reference) and the child uses it for the candidate. Nothing here runs candidate 
 the supervisor: load_source is only called on candidate source inside the child.
 """
 
+import contextlib
 import importlib.util
 import os
 import random
 import sys
 import textwrap
+import threading
 
 import torch
 
+# The generators a seeded draw uses (Python's random, torch's CPU and CUDA generators,
+# numpy's) belong to the process, and the supervisor serves several requests at once on
+# threads. A seed-then-draw on one thread must not interleave with another's: a reference
+# built under seed S while another job's inputs were seeded and drawn got weights no
+# process seeded with S reproduces, and every candidate built from the seed alone (its
+# parameter names differ from the reference's, so no state_dict is loaded) failed every
+# element of the gate: problems/45, 60 and 62 through kagentd, 21 jobs at once, on an
+# H100 (session 33), where one job alone passed. Every seeded draw holds SEEDED.
+SEEDED = threading.RLock()
+
+
+@contextlib.contextmanager
+def seeded(seed):
+    """Seeds every generator (set_seed) and keeps them to this thread for the block."""
+    with SEEDED:
+        set_seed(seed)
+        yield
+
 
 def set_seed(seed):
-    """Seeds every generator a model constructor or get_inputs may draw from."""
+    """Seeds every generator a model constructor or get_inputs may draw from. Without
+    SEEDED held, another thread may reseed or draw before this one draws: use seeded()."""
     seed = int(seed) % (2**63 - 1)
     random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
@@ -72,16 +93,16 @@ def build_model(cls, init_inputs, seed, device):
     """KernelBench convention: seed, construct, move. Model and ModelNew built this way
     under the same seed get identical weights when they create parameters in the same
     order."""
-    set_seed(seed)
-    model = cls(*init_inputs)
+    with seeded(seed):
+        model = cls(*init_inputs)
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
     return model
 
 
 def make_init_inputs(module, seed):
-    set_seed(seed)
-    return list(module.get_init_inputs())
+    with seeded(seed):
+        return list(module.get_init_inputs())
 
 
 def make_inputs(get_inputs, seed, device, on_device=True):
@@ -92,12 +113,12 @@ def make_inputs(get_inputs, seed, device, on_device=True):
     instead of on the host and copied (a 6 GiB input took a minute that way). Tensors a
     problem makes on the host anyway (numpy, an explicit device="cpu") are moved after.
     The same seed gives the same values every time, in this process and any other."""
-    set_seed(seed)
-    if device == "cuda" and on_device:
-        with torch.device("cuda"):
+    with seeded(seed):
+        if device == "cuda" and on_device:
+            with torch.device("cuda"):
+                values = list(get_inputs())
+        else:
             values = list(get_inputs())
-    else:
-        values = list(get_inputs())
     return [to_device(x, device) for x in values]
 
 

@@ -59,19 +59,19 @@ def is_degenerate(inputs):
 def variant(inputs, kind, seed):
     """A wide-distribution transform of the floating inputs (integer and bool inputs
     unchanged): neg (-x), scale10 (x10), randn (standard normal), const (0.75)."""
-    loader.set_seed(seed)
     out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.is_floating_point():
-            if kind == "neg":
-                x = -x
-            elif kind == "scale10":
-                x = x * 10
-            elif kind == "randn":
-                x = torch.randn_like(x)
-            elif kind == "const":
-                x = torch.full_like(x, 0.75)
-        out.append(x)
+    with loader.seeded(seed):
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                if kind == "neg":
+                    x = -x
+                elif kind == "scale10":
+                    x = x * 10
+                elif kind == "randn":
+                    x = torch.randn_like(x)
+                elif kind == "const":
+                    x = torch.full_like(x, 0.75)
+            out.append(x)
     return out
 
 

@@ -334,6 +334,47 @@ def test_same_seed_same_weights(tmp_path):
     assert torch.equal(x1[0], x2[0]) and not torch.equal(x1[0], x3[0])
 
 
+class _SlowDraws(torch.nn.Module):
+    """A constructor that draws in several steps with pauses between them, so another
+    thread's seeding or drawing would land in the middle."""
+
+    def __init__(self):
+        super().__init__()
+        import time
+        parts = []
+        for _ in range(8):
+            parts.append(torch.randn(16))
+            time.sleep(0.002)
+        self.w = torch.nn.Parameter(torch.cat(parts))
+
+
+def test_seeded_draws_on_threads_give_what_one_thread_gives():
+    """The supervisor builds references and makes inputs on several threads at once:
+    each build must still give what a process seeded alike gives (loader.SEEDED)."""
+    import threading
+    alone = {s: loader.build_model(_SlowDraws, [], s, "cpu").w.detach().clone()
+             for s in (1, 2, 3, 4)}
+    inputs_alone = loader.make_inputs(lambda: [torch.randn(64)], 9, "cpu")[0]
+    got, inputs = {}, []
+
+    def build(s):
+        got[s] = loader.build_model(_SlowDraws, [], s, "cpu").w.detach().clone()
+
+    def draw():
+        for _ in range(20):
+            inputs.append(loader.make_inputs(lambda: [torch.randn(64)], 9, "cpu")[0])
+
+    threads = [threading.Thread(target=build, args=(s,)) for s in alone]
+    threads.append(threading.Thread(target=draw))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s, w in alone.items():
+        assert torch.equal(got[s], w), f"seed {s} gave other weights on a thread"
+    assert all(torch.equal(x, inputs_alone) for x in inputs)
+
+
 def test_problem_loading_and_get_inputs_override(tmp_path):
     prob = loader.load_source(read("problem_relu_add.py"), "t_problem_relu", str(tmp_path))
     loader.check_problem(prob)
