@@ -12,11 +12,14 @@ Exit 0 when every template compiles, 1 on a failure (nvcc's errors on stderr), 7
 skip) with the reason when nvcc, torch or the CUTLASS headers (pip package nvidia-cutlass,
 scripts/setup.sh) are missing. About 45 s per template on a 2-core machine.
 
-  .venv/bin/python engines/heuristic/tests/compile_cuda_templates.py [TEMPLATE[:K=V,...] ...]
+  .venv/bin/python engines/heuristic/tests/compile_cuda_templates.py [--shard K/N]
+                                                                  [TEMPLATE[:K=V,...] ...]
 
 A TEMPLATE:K=V,... argument compiles that render (the params given, the rest at their
 defaults), e.g. conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8; without arguments every
-CUDA template with its defaults, plus the renders of EXTRA_RENDERS.
+CUDA template with its defaults, plus the renders of EXTRA_RENDERS. --shard K/N compiles
+the K-th of N interleaved parts of that list (K from 1): CTest runs the parts as tests of
+their own, so no one test holds all the compiles (over 600 s on a 2-core machine).
 """
 import ast
 import glob
@@ -131,7 +134,19 @@ def main(argv):
         print("skipped: no CUTLASS headers (pip install nvidia-cutlass==4.2.0.0; "
               "scripts/setup.sh does)", file=sys.stderr)
         return SKIP
+    shard = None
+    if argv[:1] == ["--shard"] and len(argv) >= 2:
+        k, _, n = argv[1].partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            print(f"--shard K/N with 1 <= K <= N, got {argv[1]!r}", file=sys.stderr)
+            return 2
+        shard, argv = (int(k), int(n)), argv[2:]
     ids = argv or cuda_template_ids() + list(EXTRA_RENDERS)
+    if shard is not None:
+        ids = ids[shard[0] - 1::shard[1]]
+        if not ids:
+            print(f"shard {shard[0]}/{shard[1]}: nothing to compile")
+            return 0
     if not ids:
         print("no CUDA templates", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """The CUDA C++ template conv_cutlass_fprop as rendered: its CUDA source, knobs and checks
 against its JSON (read without building: compile_cuda_templates.py, CTest's
-cuda_templates_compile_sm90a, compiles it), and the module's Python run on the CPU with a
+cuda_templates_compile_sm90a_*of4, compiles it), and the module's Python run on the CPU with a
 stand-in for the extension (conv_cutlass_double.py): 1-D, 2-D and 3-D layers built as the
 reference's with the same seed, the channels-last permutes, the geometry, the view it
 returns, against torch's own convolution at the harness's tolerance. The kernel itself

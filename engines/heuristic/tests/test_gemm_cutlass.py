@@ -1,7 +1,7 @@
 """The CUDA C++ template gemm_cutlass_tf32x3 as rendered: the module's CUDA source, flags,
 build name, knobs and checks against its JSON, read without importing the module (its
 import builds the extension with nvcc: compile_cuda_templates.py, CTest's
-cuda_templates_compile_sm90a, compiles it; running it needs a GPU)."""
+cuda_templates_compile_sm90a_*of4, compiles it; running it needs a GPU)."""
 import ast
 import hashlib
 import os

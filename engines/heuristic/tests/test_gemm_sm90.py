@@ -1,6 +1,6 @@
 """The CUDA C++ template gemm_sm90_tf32x3 as rendered (its source, flags, knobs and checks
 against its JSON, read without importing the module: the import builds the extension with
-nvcc; compile_cuda_templates.py, CTest's cuda_templates_compile_sm90a, compiles it), and
+nvcc; compile_cuda_templates.py, CTest's cuda_templates_compile_sm90a_*of4, compiles it), and
 the arithmetic of its split, emulated on the CPU over awkward shapes: the three TF32
 products it sums come within the fp32 gate's tolerance of the exact product where one
 TF32 product does not."""

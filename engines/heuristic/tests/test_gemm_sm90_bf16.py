@@ -1,6 +1,6 @@
 """The CUDA C++ template gemm_sm90_bf16 as rendered: its source, flags, knobs, shape params and
 module checks against its JSON, read without importing the module (the import builds the
-extension with nvcc; compile_cuda_templates.py, CTest's cuda_templates_compile_sm90a,
+extension with nvcc; compile_cuda_templates.py, CTest's cuda_templates_compile_sm90a_*of4,
 compiles it for sm_90a; tests/gpu/gemm_sweep.py --dtype bfloat16 runs it)."""
 import ast
 import os
