@@ -169,7 +169,11 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
   //  - channels without a 16-byte access (problems/72 and 73, 3 input channels read 4 bytes
   //    at a time with one tap per reduction step, 13 of 16 lanes masked: 0.09-0.15x
   //    cuDNN). A stem now pads its channels to 16 bytes for the fixed-channels iterators
-  //    (PAD_CHANNELS, 4 taps per step of 16) and is taken here too.
+  //    (PAD_CHANNELS, 4 taps per step of 16) and is taken here: on an H100 (session 33,
+  //    conv_sweep.py --all-variants --brain conv2d_implicit_gemm) 72 1.29x and 73 1.30x
+  //    cuDNN with the fp32 tile below (the fastest of the six; 256 x 64 x 32 1.21x and
+  //    1.13x), where the Triton implicit GEMM's render ran 0.22x and 0.27x; through kagentd
+  //    1.93x and 1.79x torch.compile.
   const ChannelAccess access =
       CutlassConvAccess(op, ConvRank(op), op.input_shape[1], op.weight_shape[0]);
   if (access.align != (Is16Bit(op.dtype) ? 8 : 4)) return false;
@@ -199,7 +203,11 @@ bool PrefersSm90Conv(const RecognizedOp& op, const GpuSpec* gpu) {
   // 1.29 against 0.82. It lost where the output channels leave a ragged 128-wide tile:
   // 74 (160 channels) 0.87 against 1.15 for conv_cutlass_fprop's 256 x 128 x 32. So
   // output channels a multiple of 128, and a kernel larger than 1 x 1 (a pointwise conv is
-  // the Triton template's, as for fp32; no 16-bit one was measured).
+  // the Triton template's, as for fp32; no 16-bit one was measured). Through kagentd on an
+  // H100 (session 33, against session 32's conv_cutlass_fprop, x torch.compile): 46 0.63x
+  // (0.53x), 50 0.71x (0.61x), 79 0.71x (0.56x), 84 1.07x (0.69x); still behind cuDNN
+  // but on 84: one consumer warpgroup holds at most 128 x 128 accumulators, and CUTLASS's
+  // conv kernels take no cooperative or ping-pong schedule yet.
   const int64_t taps = Prod(op.weight_shape, 2, op.weight_shape.size());
   return taps > 1 && op.weight_shape[0] % 128 == 0;
 }
