@@ -69,6 +69,33 @@ def test_a_jobs_trials_are_kept_and_reused(server):
     assert call(path, {"op": "release_job", "job_id": "job-a"})["released"] is False
 
 
+def test_jobs_built_at_once_give_what_a_same_seeded_candidate_reproduces(server):
+    """Two jobs whose references draw their weights slowly, prepared at once: each
+    reference is built on its own server thread while the other draws, and a candidate
+    that names its parameter otherwise (weights from the seed alone) must still match
+    (loader.seeded; every element failed before, problems/45 through kagentd)."""
+    import threading
+    path, _, _ = server
+    results = {}
+
+    def measure(job):
+        # Prepares run at once (measures take the GPU slot in turn): each builds its job's
+        # reference, then the candidate's process, from the job's seed.
+        msg = request("prepare", "cand_scale_seeded.py", job_id=job,
+                      problem_source=read("problem_scale_slow_init.py"))
+        p = call(path, msg)
+        assert p["prepared"], p
+        results[job] = call(path, dict(msg, op="measure", prepared=p["prepared"]))
+
+    threads = [threading.Thread(target=measure, args=(j,)) for j in ("race-a", "race-b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for job, r in results.items():
+        assert r["verdict"] == "CORRECT", f"{job}: {r['correctness']['reason']}"
+
+
 def test_prepare_then_measure(server):
     path, _, _ = server
     call(path, request("measure", "cand_relu_add_good.py", job_id="job-p"))  # the trials
