@@ -15,6 +15,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=/tmp/kagent-ext MAX_JOBS=2
+# --brain ID renders through the bundle's kagent-template-render (tests/gpu/README.md),
+# which needs the bundle's libraries.
+[ -f .gpu/env.sh ] && source .gpu/env.sh
+if [ -z "${KAGENT_TEMPLATE_RENDER:-}" ] && [ -x .gpu/bin/kagent-template-render ]; then
+  export KAGENT_TEMPLATE_RENDER=$PWD/.gpu/bin/kagent-template-render
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee "$OUT/conv/gpu.txt"
 # shellcheck disable=SC2086  # the flags are a word list on purpose
 timeout $(( $(left) - 30 )) python3 tests/gpu/conv_sweep.py --out "$OUT/conv/sweep.jsonl" \
