@@ -72,6 +72,21 @@ BenchCoverage Coverage(const std::vector<BenchRow>& rows) {
   return c;
 }
 
+namespace {
+
+// The figures of each group, in the map's (name) order, each named by its group.
+std::vector<BenchCoverage> CoverageOfGroups(
+    const std::map<std::string, std::vector<BenchRow>>& groups) {
+  std::vector<BenchCoverage> out;
+  for (const auto& [name, members] : groups) {
+    out.push_back(Coverage(members));
+    out.back().op_class = name;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<BenchCoverage> CoverageByConvClass(const std::vector<BenchRow>& rows) {
   std::map<std::string, std::vector<BenchRow>> by_class;
   for (const BenchRow& r : rows) {
@@ -81,12 +96,7 @@ std::vector<BenchCoverage> CoverageByConvClass(const std::vector<BenchRow>& rows
       by_class["conv (class not recorded)"].push_back(r);
     }
   }
-  std::vector<BenchCoverage> out;
-  for (const auto& [conv_class, members] : by_class) {
-    out.push_back(Coverage(members));
-    out.back().op_class = conv_class;
-  }
-  return out;
+  return CoverageOfGroups(by_class);
 }
 
 std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows) {
@@ -95,11 +105,7 @@ std::vector<BenchCoverage> CoverageByOpClass(const std::vector<BenchRow>& rows) 
   for (const BenchRow& r : rows) {
     (r.op_class.empty() ? unrecognized : by_class[r.op_class]).push_back(r);
   }
-  std::vector<BenchCoverage> out;
-  for (const auto& [op_class, members] : by_class) {
-    out.push_back(Coverage(members));
-    out.back().op_class = op_class;
-  }
+  std::vector<BenchCoverage> out = CoverageOfGroups(by_class);
   if (!unrecognized.empty()) {
     out.push_back(Coverage(unrecognized));
     out.back().op_class = kNotRecognized;

@@ -213,15 +213,7 @@ def main():
                     new.conv.weight.copy_(conv.weight)
                     if conv.bias is not None:
                         new.conv.bias.copy_(conv.bias)
-                    y = new(*inputs)
-                    torch.cuda.synchronize()
-                    row["gate"] = excess(y, ref, atol, rtol)
-                    row["shape_ok"] = list(y.shape) == list(ref.shape)
-                    row["ms"] = triton.testing.do_bench(lambda: new(*inputs),
-                                                        return_mode="median")
-                row["tflops"] = flop / row["ms"] / 1e9
-                row["vs_eager"] = eager / row["ms"]
-                del y
+                time_against(row, new, inputs, ref, eager, flop, atol, rtol)
             except Exception as e:  # noqa: BLE001 - per variant
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             emit(row)
@@ -233,6 +225,23 @@ def main():
     return 0
 
 
+def time_against(row, new, inputs, ref, eager, flop, atol, rtol):
+    """Fills `row` with `new`'s error measure against `ref` (the gate's, at most 1
+    passes), whether its shape is the reference's, its median time (do_bench), TFLOP/s
+    and speedup over eager."""
+    import torch
+    import triton
+    with torch.no_grad():
+        y = new(*inputs)
+        torch.cuda.synchronize()
+        row["gate"] = excess(y, ref, atol, rtol)
+        row["shape_ok"] = list(y.shape) == list(ref.shape)
+        del y
+        row["ms"] = triton.testing.do_bench(lambda: new(*inputs), return_mode="median")
+    row["tflops"] = flop / row["ms"] / 1e9
+    row["vs_eager"] = eager / row["ms"]
+
+
 def time_brain_render(template, name, mod, model, inputs, ref, eager, flop, atol, rtol):
     """Template `template` as the brain renders it for the problem's recorded signature,
     timed as the variants are: one JSON row."""
@@ -240,7 +249,6 @@ def time_brain_render(template, name, mod, model, inputs, ref, eager, flop, atol
     import subprocess
 
     import torch
-    import triton
     from kagent_harness.signature import record
     from template_render import cli_binary, exec_source
     row = {"problem": name, "variant": f"brain:{template}"}
@@ -260,14 +268,7 @@ def time_brain_render(template, name, mod, model, inputs, ref, eager, flop, atol
         if own and set(own) == set(theirs) and all(own[k].shape == theirs[k].shape
                                                    for k in own):
             new.load_state_dict(theirs)
-        with torch.no_grad():
-            y = new(*inputs)
-            torch.cuda.synchronize()
-            row["gate"] = excess(y, ref, atol, rtol)
-            row["shape_ok"] = list(y.shape) == list(ref.shape)
-            row["ms"] = triton.testing.do_bench(lambda: new(*inputs), return_mode="median")
-        row["tflops"] = flop / row["ms"] / 1e9
-        row["vs_eager"] = eager / row["ms"]
+        time_against(row, new, inputs, ref, eager, flop, atol, rtol)
     except Exception as e:  # noqa: BLE001 - per render
         row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     return row
