@@ -406,6 +406,26 @@ TEST_CASE("loop: the first kernel's request on a CPU worker describes the CPU wo
   CHECK(g.gpu().arch() == "cpu");
 }
 
+TEST_CASE("loop: without a starting kernel the first kernel is written for the reference's GPU") {
+  // kagentd's workers report no GPU when they register: before the job has a baseline, the
+  // GPU the reference run ran on is the one the brain's first kernel is for (its template
+  // and sizes depend on the arch and SM count), not an unknown GPU.
+  Loop loop;
+  for (FakeGpu* g : {&loop.gpu_a, &loop.gpu_b}) {
+    g->op_signature = ReluSignature();
+    g->gpu_name = "NVIDIA H200";
+  }
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE(loop.services.first_kernel_requests.size() == 1);
+  const v1::GenerateRequest& g = loop.services.first_kernel_requests[0];
+  CHECK(g.gpu().name() == "NVIDIA H200");
+  CHECK(g.gpu().arch() == "sm_90");
+  CHECK(g.gpu().sm_count() == 132);
+}
+
 TEST_CASE("loop: without a starting kernel and no op signature the job fails, saying why") {
   Loop loop;  // the fake harness records no signature
   v1::Job job = loop.WaitDone(loop.Submit(1, "").id());

@@ -320,6 +320,9 @@ class JobRun {
   // The reference run (RecordReferenceSignature) ran on a CPU worker: the first kernel's
   // request then describes the CPU worker, not an unknown GPU.
   bool reference_on_cpu_worker_ = false;
+  // The GPU the reference run ran on (its measurement's gpu_name): before a job without a
+  // starting kernel has a baseline, the first kernel is written for it (EnsureGpuSpec).
+  std::string reference_gpu_name_;
   // GPU work charged and not yet stored in the job (ChargeGpu, Persist).
   struct GpuCharges {
     double held_seconds = 0;

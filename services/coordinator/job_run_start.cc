@@ -93,6 +93,7 @@ JobRun::Stop JobRun::RecordReferenceSignature() {
   }
   SetSignature(ref->op_signature());
   reference_on_cpu_worker_ = MeasuredOnCpuWorker(*ref);
+  reference_gpu_name_ = ref->gpu_name();
   return {};
 }
 
