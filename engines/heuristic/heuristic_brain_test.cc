@@ -1272,7 +1272,7 @@ TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper onl
   CHECK(brain.ApplyFix(req).ok());
 }
 
-TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 4096") {
+TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 4096, or for a triangle") {
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;
   v1::GpuSpec gpu = H200();
@@ -1340,10 +1340,11 @@ TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 40
   AddOp(&refusals[2].sig, "aten::mm", {{{256, 255}}, {{255, 256}}}, {{{256, 256}}});
   refusals[3] = {"N not a multiple of 4", {}, "multiples of 4"};
   AddOp(&refusals[3].sig, "aten::mm", {{{256, 256}}, {{256, 250}}}, {{{256, 250}}});
-  refusals[4] = {"transposed B", {}, "row-major"};
-  AddOp(&refusals[4].sig, "aten::t", {{{256, 512}}}, {{{512, 256}, "float32", {1, 512}}});
-  AddOp(&refusals[4].sig, "aten::mm", {{{256, 512}}, {{512, 256}, "float32", {1, 512}}},
-        {{{256, 256}}});
+  // A transposed A is read column-major in place: its M is the contiguous dimension.
+  refusals[4] = {"a transposed A whose M is not a multiple of 4", {}, "A's 254"};
+  AddOp(&refusals[4].sig, "aten::t", {{{512, 254}}}, {{{254, 512}, "float32", {1, 254}}});
+  AddOp(&refusals[4].sig, "aten::mm", {{{254, 512}, "float32", {1, 254}}, {{512, 256}}},
+        {{{254, 256}}});
   for (Refusal& no : refusals) {
     INFO(no.what);
     req.signature = &no.sig;
@@ -1352,6 +1353,38 @@ TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 40
     CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
     CHECK(absl::StrContains(refused.status().message(), no.message));
   }
+  // A transposed B (A @ B.T) and a triangle of a product (torch.tril(A @ B, -1)) render
+  // the layouts and the triangle the module compiles in.
+  v1::OpSignature trans_b;
+  AddOp(&trans_b, "aten::t", {{{256, 512}}}, {{{512, 256}, "float32", {1, 512}}});
+  AddOp(&trans_b, "aten::mm", {{{256, 512}}, {{512, 256}, "float32", {1, 512}}},
+        {{{256, 256}}});
+  req.signature = &trans_b;
+  auto tb = brain.ApplyFix(req);
+  INFO(tb.status().ToString());
+  REQUIRE(tb.ok());
+  CHECK(absl::StrContains(tb->kernel.source(), "constexpr char kBExpr[] = \"B.mT\";"));
+  CHECK(absl::StrContains(tb->kernel.source(), "        A, B = A, B.mT\n"));
+  v1::OpSignature lower;
+  AddOp(&lower, "aten::mm", {{{4096, 4096}}, {{4096, 4096}}}, {{{4096, 4096}}});
+  AddOp(&lower, "aten::tril", {{{4096, 4096}}}, {{{4096, 4096}}}, {{"diagonal", -1.0}});
+  // The first kernel too: the SM90 module takes no triangle, this one skips the tiles
+  // outside it.
+  auto first_lower = brain.FirstKernel({&problem, &lower, &gpu});
+  REQUIRE(first_lower.ok());
+  CHECK(first_lower->kernel.origin() == "template:gemm_cutlass_tf32x3");
+  CHECK(absl::StrContains(first_lower->kernel.source(), "kTriangle[] = \"lower\";"));
+  CHECK(absl::StrContains(first_lower->kernel.source(), "kDiagonal = -1;"));
+  // 528 of its 128 x 128 tiles hold the triangle: four waves, the JSON's tile.
+  CHECK(absl::StrContains(first_lower->kernel.source(), "kTile[] = \"128x128x32_32x64x32\";"));
+  // A triangle with one wave of 128 x 128 tiles (136 of 2048 x 3072's) takes 128 x 64 ones.
+  v1::OpSignature narrow;
+  AddOp(&narrow, "aten::mm", {{{2048, 8192}}, {{8192, 3072}}}, {{{2048, 3072}}});
+  AddOp(&narrow, "aten::tril", {{{2048, 3072}}}, {{{2048, 3072}}});
+  auto first_narrow = brain.FirstKernel({&problem, &narrow, &gpu});
+  REQUIRE(first_narrow.ok());
+  CHECK(absl::StrContains(first_narrow->kernel.source(), "kTile[] = \"128x64x32_64x32x32\";"));
+  CHECK(absl::StrContains(first_narrow->kernel.source(), "/*Stages=*/4,"));
   req.signature = &f32;
   gpu.set_arch("sm_80");
   auto ampere = brain.ApplyFix(req);

@@ -165,7 +165,11 @@ TEST_CASE("Templates: the CUDA template gemm_cutlass_tf32x3 renders its knobs in
   CHECK(m->params == std::map<std::string, std::string>{{"TILE", "64x64x16_32x32x16"},
                                                         {"num_stages", "6"},
                                                         {"SWIZZLE", "4"},
-                                                        {"SPLIT_K", "66"}});
+                                                        {"SPLIT_K", "66"},
+                                                        {"A_EXPR", "A"},
+                                                        {"B_EXPR", "B"},
+                                                        {"TRIANGLE", "none"},
+                                                        {"DIAGONAL", "0"}});
   // Only the generator's tile descriptions, stages 3-8, SWIZZLE a power of two, SPLIT_K
   // 1-512.
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{

@@ -159,7 +159,11 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   if (op.op_class == "gemm") {
     if (op.variant == "diag") return "gemm_diag";
-    if (op.variant == "triangular") return "gemm_tiled";  // its TRIANGLE
+    // torch.triu / tril of a product: TRIANGLE, on the tensor cores in 3xTF32 where the
+    // CUTLASS 2.x module takes it, else in gemm_tiled.
+    if (op.variant == "triangular") {
+      return rules::PrefersCutlassTf32x3(op, gpu) ? "gemm_cutlass_tf32x3" : "gemm_tiled";
+    }
     // fp32 products on Hopper through 3xTF32 on the tensor cores, where the H200 sweep
     // measured them 1.9-2.4x cuBLAS's exact fp32 within the gate's tolerance.
     if (rules::PrefersSm90Tf32x3(op, gpu)) return "gemm_sm90_tf32x3";

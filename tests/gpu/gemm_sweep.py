@@ -9,8 +9,10 @@ bf16 matmul (fp32 accumulation).
                                   [--layout-variants N]
                                   [--build-jobs J] [--compiled] [--build-only]
 
-A variant of gemm_sm90_bf16 compiles its operands' layouts in (A_EXPR, B_EXPR): each is
-built once per layout the chosen shapes need, the transposed layouts for the first
+A variant of gemm_sm90_bf16 or gemm_cutlass_tf32x3 compiles its operands' layouts in
+(A_EXPR, B_EXPR), and gemm_cutlass_tf32x3 the triangle it keeps (TRIANGLE, for the
+triangular shapes: torch.tril / triu of the product): each is built once per layout and
+triangle the chosen shapes need, the transposed layouts and triangles for the first
 --layout-variants variants only (default 2).
 
 Every variant is rendered (engines/heuristic/tests/template_render.py) and built first,
@@ -41,8 +43,9 @@ from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 ATOL, RTOL = default_tolerance("float32")  # the float32 sweep's; --dtype sets them
 
-# name: (L, M, K, N, A transposed, B transposed); L 0: a 2-D product, L > 0 a batch of L,
-# a negative L a 3-D A (-L, M, K) times a 2-D B.
+# name: (L, M, K, N, A transposed, B transposed[, triangle]); L 0: a 2-D product, L > 0 a
+# batch of L, a negative L a 3-D A (-L, M, K) times a 2-D B; a triangle ("lower" or
+# "upper") makes the product torch.tril / torch.triu of A @ B.
 SHAPES = {
     "square_4096": (0, 4096, 4096, 4096, False, False),
     "square_2048": (0, 2048, 2048, 2048, False, False),
@@ -67,6 +70,15 @@ SHAPES = {
     "large_k_512x262144x256": (0, 512, 262144, 256, False, False),
     "large_k_1024x65536x1024": (0, 1024, 65536, 1024, False, False),
     "large_k_128x1048576x128": (0, 128, 1048576, 128, False, False),
+    # Transposed operands with a K past the SM90 kernel's accuracy bound (KernelBench's
+    # transposed products), and triangular outputs (its triu / tril of a product).
+    "a_transposed_2048x8192x4096": (0, 2048, 8192, 4096, True, False),
+    "b_transposed_2048x8192x4096": (0, 2048, 8192, 4096, False, True),
+    "both_transposed_2048x8192x4096": (0, 2048, 8192, 4096, True, True),
+    "lower_4096": (0, 4096, 4096, 4096, False, False, "lower"),
+    "upper_4096": (0, 4096, 4096, 4096, False, False, "upper"),
+    "lower_2048x8192x3072": (0, 2048, 8192, 3072, False, False, "lower"),
+    "upper_batched_8x1024x1024x1024": (8, 1024, 1024, 1024, False, False, "upper"),
 }
 
 
@@ -115,13 +127,15 @@ VARIANTS = [
     v("64x128x32", schedule="pingpong"), v("128x128x32", schedule="pingpong"),
     v("64x256x32", schedule="pingpong"), v("128x128x64"),
     v("128x256x32", "2x1", swizzle=4),
-    # The SM80 template's serial split-K (long K over few output tiles) and smaller tiles.
+    # The SM80 template's other stages and tiles (the first two, with the plain variant
+    # above, are the ones --template gemm_cutlass_tf32x3 --layout-variants 3 builds in every
+    # layout and triangle), then its serial split-K (long K over few output tiles).
+    ("gemm_cutlass_tf32x3", {"num_stages": 4}),
+    ("gemm_cutlass_tf32x3", {"TILE": "128x64x32_64x32x32", "num_stages": 4}),
     ("gemm_cutlass_tf32x3", {"SPLIT_K": 16}), ("gemm_cutlass_tf32x3", {"SPLIT_K": 33}),
     ("gemm_cutlass_tf32x3", {"SPLIT_K": 66}), ("gemm_cutlass_tf32x3", {"SPLIT_K": 132}),
     ("gemm_cutlass_tf32x3", {"TILE": "64x64x32_32x32x32", "SPLIT_K": 16, "num_stages": 4}),
     ("gemm_cutlass_tf32x3", {"TILE": "64x64x32_32x32x32", "num_stages": 4}),
-    ("gemm_cutlass_tf32x3", {"TILE": "128x64x32_64x32x32", "num_stages": 4}),
-    ("gemm_cutlass_tf32x3", {"num_stages": 4}),
 ]
 
 BF16_VARIANTS = [
@@ -140,6 +154,14 @@ def layout_of(shape):
     return ("A.mT" if shape[4] else "A", "B.mT" if shape[5] else "B")
 
 
+def triangle_of(shape):
+    return shape[6] if len(shape) > 6 else "none"
+
+
+# The templates whose variants compile the operands' layouts (and, the last, a triangle).
+LAYOUT_TEMPLATES = ("gemm_sm90_bf16", "gemm_cutlass_tf32x3")
+
+
 def label(template, params):
     if template in ("gemm_sm90_tf32x3", "gemm_sm90_bf16"):
         name = (f"{'sm90' if template == 'gemm_sm90_tf32x3' else 'sm90bf16'} {params['TILE']} "
@@ -147,22 +169,30 @@ def label(template, params):
                 f"sw{params['SWIZZLE']}")
         layout = (params.get("A_EXPR", "A"), params.get("B_EXPR", "B"))
         return name if layout == PLAIN else f"{name} {layout[0]},{layout[1]}"
-    return template + "".join(f" {k}={val}" for k, val in sorted(params.items()))
+    return template + "".join(f" {k}={val}" for k, val in sorted(params.items())
+                              if (k, val) not in (("A_EXPR", "A"), ("B_EXPR", "B")))
 
 
 def builds(variants, shapes, dtype, layout_variants):
-    """(template, params) to build: the variants as given for float32; for bfloat16 each
-    variant with DTYPE and the plain layout, and the first `layout_variants` with every
-    transposed layout the shapes need too."""
-    if dtype == "float32":
-        return list(variants)
-    layouts = sorted({layout_of(s) for s in shapes}, key=lambda x: x != PLAIN)
+    """(template, params) to build: a variant of a template that compiles no layout as
+    given; one of LAYOUT_TEMPLATES with the plain layout (and, for bfloat16, DTYPE), and the
+    first `layout_variants` of the list with every transposed layout (gemm_cutlass_tf32x3:
+    every layout and triangle) the shapes need too."""
+    needs = sorted({layout_of(s) + (triangle_of(s),) for s in shapes},
+                   key=lambda x: x != PLAIN + ("none",))
     out = []
     for i, (template, params) in enumerate(variants):
-        for layout in layouts:
-            if layout == PLAIN or i < layout_variants:
-                out.append((template, dict(params, DTYPE=dtype, A_EXPR=layout[0],
-                                           B_EXPR=layout[1])))
+        if template not in LAYOUT_TEMPLATES:
+            out.append((template, dict(params)))
+            continue
+        extra = {"DTYPE": dtype} if dtype != "float32" else {}
+        for a_expr, b_expr, triangle in needs:
+            if triangle != "none" and template != "gemm_cutlass_tf32x3":
+                continue
+            if (a_expr, b_expr, triangle) != PLAIN + ("none",) and i >= layout_variants:
+                continue
+            tri = {"TRIANGLE": triangle} if triangle != "none" else {}
+            out.append((template, dict(params, A_EXPR=a_expr, B_EXPR=b_expr, **extra, **tri)))
     return out
 
 
@@ -219,7 +249,7 @@ def build_all(variants, jobs, emit):
 def make_inputs(torch, shape, seed, dtype="float32"):
     """(a, b, A, B): the operands' storage, and the product's operands (a.mT where the
     shape transposes A, the same for B)."""
-    L, M, K, N, at, bt = shape
+    L, M, K, N, at, bt = shape[:6]
     g = torch.Generator(device="cuda").manual_seed(seed)
     lead = (abs(L),) if L else ()
     dt = getattr(torch, dtype)
@@ -249,7 +279,8 @@ def gate_atol(ref32):
 
 def takes(template, params, A, B):
     """Whether the variant's module takes these operands (the SM90 one's TMA epilogue: N a
-    multiple of 4; the SM80 one: 2-D or both 3-D, contiguous, K and N multiples of 4). A call that a
+    multiple of 4; the SM80 one: 2-D or both 3-D, each contiguous in its compiled layout,
+    its contiguous dim and N multiples of 4). A call that a
     module refuses (TORCH_CHECK) crashed the process on the H100 and the H200 with torch
     2.11: the sweep never makes one. The SM80 one takes batches (3-D A and B) too, where
     its SPLIT_K does nothing: split variants are only timed on 2-D products."""
@@ -259,8 +290,11 @@ def takes(template, params, A, B):
         return params.get("EPILOGUE") != "tma" or B.shape[-1] % 4 == 0
     if params.get("SPLIT_K", 1) > 1 and not (A.dim() == 2 and B.dim() == 2):
         return False  # a batch ignores SPLIT_K: the same kernel as SPLIT_K 1
-    return (A.dim() == B.dim() and A.dim() in (2, 3) and A.is_contiguous()
-            and B.is_contiguous() and A.shape[-1] % 4 == 0 and B.shape[-1] % 4 == 0)
+    a_col, b_col = params.get("A_EXPR", "A") != "A", params.get("B_EXPR", "B") != "B"
+    a_store, b_store = (A.mT if a_col else A), (B.mT if b_col else B)
+    return (A.dim() == B.dim() and A.dim() in (2, 3) and a_store.is_contiguous()
+            and b_store.is_contiguous() and a_store.shape[-1] % 4 == 0
+            and b_store.shape[-1] % 4 == 0 and B.shape[-1] % 4 == 0)
 
 
 def main():
@@ -304,20 +338,25 @@ def main():
               for template, params in variants if label(template, params) in built]
     for sname, shape in shapes.items():
         L, M, K, N = abs(shape[0]) or 1, shape[1], shape[2], shape[3]
+        # A triangle's FLOP are the full product's: the figure compares with cuBLAS's.
         flop = 2.0 * L * M * N * K
+        triangle = triangle_of(shape)
+        keep = {"none": lambda c: c, "lower": torch.tril, "upper": torch.triu}[triangle]
         try:
             a, b, A, B = make_inputs(torch, shape, 1234, args.dtype)
             with torch.no_grad():
-                ref64 = torch.matmul(A.double(), B.double())
-                ref32 = torch.matmul(A, B)
-                eager = triton.testing.do_bench(lambda: torch.matmul(A, B), return_mode="median")
+                ref64 = keep(torch.matmul(A.double(), B.double()))
+                ref32 = keep(torch.matmul(A, B))
+                eager = triton.testing.do_bench(lambda: keep(torch.matmul(A, B)),
+                                                return_mode="median")
                 atol = gate_atol(ref32)
-                row = {"shape": sname, "L": L, "M": M, "K": K, "N": N, "torch_ms": eager,
+                row = {"shape": sname, "L": L, "M": M, "K": K, "N": N, "triangle": triangle,
+                       "torch_ms": eager,
                        "torch_tflops": flop / eager / 1e9, "gate_atol": atol,
                        "torch_excess64": excess(ref32, ref64),
                        "torch_gate64": excess(ref32, ref64, atol=atol)}
                 if args.compiled:
-                    mm = torch.compile(lambda a, b: torch.matmul(a, b))
+                    mm = torch.compile(lambda a, b: keep(torch.matmul(a, b)))
                     mm(A, B)
                     row["compiled_ms"] = triton.testing.do_bench(lambda: mm(A, B),
                                                                  return_mode="median")
@@ -326,7 +365,8 @@ def main():
             emit({"shape": sname, "error": f"{type(e).__name__}: {str(e)[:300]}"})
             continue
         for template, params, name, model in models:
-            if not takes(template, params, A, B):
+            if not takes(template, params, A, B) or \
+                    params.get("TRIANGLE", "none") != triangle:
                 continue
             # A model with the layouts compiled in takes the storage and makes the views.
             x, y = (a, b) if "A_EXPR" in params else (A, B)

@@ -54,8 +54,9 @@ bool PrefersSm90Tf32x3(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 // Whether a 16-bit product is gemm_sm90_bf16's on this GPU (sm_90; one K step, K <= 64,
 // where its TMA epilogue beats cuBLAS; aligned rows; enough tiles).
 bool PrefersSm90Bf16(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
-// Whether an fp32 product is gemm_cutlass_tf32x3's (sm_90, 2-D row-major, K over 4096 where
-// the SM90 one is too close to the tolerance, enough work and tiles).
+// Whether an fp32 product is gemm_cutlass_tf32x3's (sm_90; 2-D or batched, operands
+// row-major or transposed; K over 4096 where the SM90 one is too close to the tolerance,
+// enough work and tiles; a batch; a long K in split-K; or torch.triu / tril of a product).
 bool PrefersCutlassTf32x3(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 
 // reduction_rules.cc: row-wise kernels over (OUTER, R, INNER): the softmax class

@@ -31,27 +31,33 @@ absl::StatusOr<TemplateParams> GemmDiagParams(const TemplateInfo& t, const Recog
 namespace {
 
 // Why gemm_cutlass_tf32x3's module cannot take `op` on `gpu` (an unknown arch passes), or
-// "" when it can: C = A @ B of row-major fp32 operands, 2-D or a batch of them (A 3-D; the
-// module folds a 3-D A times a 2-D B into one product), with 16-byte rows (CUTLASS's
+// "" when it can: C = A @ B of fp32 operands, 2-D or a batch of them (A 3-D; the module
+// folds a row-major 3-D A times a 2-D B into one product), each row-major or transposed by
+// the reference (read column-major in place), optionally torch.triu / tril of the product,
+// with 16-byte accesses along each operand's contiguous dimension and C's rows (CUTLASS's
 // alignment 4), compiled for sm_90a.
 std::string CutlassTf32x3Refusal(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm") {
-    return absl::StrCat("only a plain or batched A @ B (aten::mm / bmm / matmul), the "
-                        "problem is ",
+  const bool triangle = op.variant == "triangular";
+  if (op.variant != "mm" && op.variant != "matmul" && op.variant != "bmm" && !triangle) {
+    return absl::StrCat("only a plain or batched A @ B (aten::mm / bmm / matmul) or its "
+                        "triu / tril, the problem is ",
                         DescribeOp(op));
+  }
+  if (triangle && op.triangle.empty()) {
+    return "the reference's tril / triu does not take the product (an operand's triangle, or "
+           "more than one)";
   }
   const bool batched = op.batch > 1 || op.tags.count("batched") > 0;
   if (op.input_shape.size() != (batched ? 3u : 2u)) {
     return "A must be 2-D, or 3-D for a batch of products";
   }
   if (op.batch >= 65536) return "a batch of at most 65535 products (the grid's z)";
-  if (op.trans_a || op.trans_b) {
-    return "row-major A and B only (the reference transposes an operand)";
-  }
   if (op.m <= 0 || op.n <= 0 || op.k <= 0) return "GEMM shapes unknown";
-  if (op.k % 4 != 0 || op.n % 4 != 0) {
-    return absl::StrCat("K and N must be multiples of 4 (16-byte rows), got K=", op.k,
-                        " N=", op.n);
+  const int64_t a_lead = op.trans_a ? op.m : op.k, b_lead = op.trans_b ? op.k : op.n;
+  if (a_lead % 4 != 0 || b_lead % 4 != 0 || op.n % 4 != 0) {
+    return absl::StrCat("each operand's contiguous dimension and N must be multiples of 4 "
+                        "(16-byte accesses), got A's ",
+                        a_lead, ", B's ", b_lead, ", N=", op.n);
   }
   const int cc = SmVersion(gpu);
   if (cc > 0 && cc != 90) return absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch());
@@ -105,6 +111,28 @@ int64_t CutlassTf32x3SplitK(const RecognizedOp& op, const GpuSpec* gpu) {
   return std::clamp<int64_t>(slices, 1, most);
 }
 
+// The threadblock tiles (tm x tn) of gemm_cutlass_tf32x3's output that hold an element of
+// a triangular product's kept triangle, over the batch: the module skips the others (its
+// OutsideTriangle, on whole tiles: a tile row's rows [r0, r0 + tm)). All tiles without a
+// triangle.
+int64_t CutlassTf32x3KeptTiles(const RecognizedOp& op, int64_t tm, int64_t tn) {
+  const int64_t batch = std::max<int64_t>(1, op.batch);
+  if (op.variant != "triangular" || op.triangle.empty()) {
+    return CeilDiv(op.m, tm) * CeilDiv(op.n, tn) * batch;
+  }
+  int64_t kept = 0;
+  for (int64_t r0 = 0; r0 < op.m; r0 += tm) {
+    if (op.triangle == "lower") {  // columns j <= i + diagonal
+      const int64_t last = std::min(op.n - 1, r0 + tm - 1 + op.diagonal);
+      if (last >= 0) kept += last / tn + 1;
+    } else {  // upper: columns j >= i + diagonal
+      const int64_t first = std::max<int64_t>(0, r0 + op.diagonal);
+      if (first <= op.n - 1) kept += (op.n - 1) / tn - first / tn + 1;
+    }
+  }
+  return kept * batch;
+}
+
 // Whether the serial reduction of CutlassTf32x3SplitK's slices costs under a tenth of the
 // product: each slice's epilogue waits for the one before it, about 2.3 us a link on an
 // H100 (128 x 1048576 x 128, one tile in 132 slices: 0.818 ms where its mainloops take
@@ -123,9 +151,31 @@ absl::StatusOr<TemplateParams> GemmCutlassTf32x3Params(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const GpuSpec* gpu) {
   if (std::string why = CutlassTf32x3Refusal(op, gpu); !why.empty()) return Precondition(t, why);
-  // The JSON's tile (128 x 128 x 32, 3 stages): the one configuration measured on a GPU
-  // (PrefersCutlassTf32x3's figures); no sweep of its TILE / num_stages / SWIZZLE yet.
+  // The JSON's tile (128 x 128 x 32, 3 stages) unless a sweep below says otherwise.
   TemplateParams p;
+  // A transposed operand is read through its storage order (a column-major layout), at
+  // cuBLAS's plain-layout speed and better. H100, tests/gpu/gemm_sweep.py (2026-12-07, x
+  // cuBLAS's fp32 on the same transposed operands, 2048 x 8192 x 4096): A.T @ B 1.37x
+  // (1.909 ms; 4 stages 1.908), A @ B.T 1.43x (1.832; 4 stages 1.818), A.T @ B.T 1.42x
+  // (1.884; 4 stages 1.843); the gate's error 0.08-0.10 of its tolerance.
+  p["A_EXPR"] = op.trans_a ? "A.mT" : "A";
+  p["B_EXPR"] = op.trans_b ? "B.mT" : "B";
+  if (op.trans_b) p["num_stages"] = "4";
+  if (op.variant == "triangular") {
+    p["TRIANGLE"] = op.triangle;
+    p["DIAGONAL"] = std::to_string(op.diagonal);
+    // The tiles outside the triangle skip their main loop, so the computed tiles are fewer
+    // than the grid's: under two waves of 128 x 128 tiles, 128 x 64 ones balance the SMs
+    // better. H100 (the same sweep, x cuBLAS's product and tril/triu): tril of 2048 x 8192
+    // x 3072 (136 computed 128 x 128 tiles) 0.752 ms at 128 x 64 in 4 stages (2.79x)
+    // against 0.940 at 128 x 128 (2.24x); tril of 4096^3 (528) 0.994 at 128 x 128 (2.69x)
+    // against 1.043, triu 0.976 (2.78x) against 1.033; triu of 8 x 1024^3 (288) 0.211 at
+    // 128 x 128 (1.80x) against 0.215.
+    if (CutlassTf32x3KeptTiles(op, 128, 128) < 2 * static_cast<int64_t>(SmCount(gpu))) {
+      p["TILE"] = "128x64x32_64x32x32";
+      p["num_stages"] = "4";
+    }
+  }
   p["SPLIT_K"] = std::to_string(CutlassTf32x3SplitK(op, gpu));
   // A batch: 4 stages (H100, x cuBLAS's fp32: 128 x 512 x 1024 x 512 1.36x against 1.29x
   // with 3, 16 x 2048^3 1.36x against 1.35x, 64 x 256 x 4096 x 256 1.52x against 1.46x);
@@ -202,6 +252,9 @@ bool PrefersCutlassTf32x3(const RecognizedOp& op, const GpuSpec* gpu) {
   // split, 1.27x in 33 slices): serial split-K (CutlassTf32x3SplitK) when slices at least
   // kMinSliceK deep can fill the GPU and their serial reduction is cheap.
   if (tiles < sms) return tiles * (op.k / kMinSliceK) >= sms && SplitChainPays(op, gpu);
+  // torch.triu / tril of a product (the SM90 kernel takes no triangle): the tiles outside
+  // the triangle skip their main loop, about half of a square product's work.
+  if (op.variant == "triangular") return true;
   // Where gemm_sm90_tf32x3's error is too close to the tolerance (K over 4096), the CUTLASS
   // 2.x kernel's three mma.sync products per step keep it far inside: measured on an H200
   // (tests/gpu/gemm_sweep.py, x cuBLAS's fp32, the gate's error): 8192^3 1.36x, 0.10;
