@@ -135,10 +135,10 @@ class ModelNew(nn.Module):
     def forward(self, A, B):
         A = {{A_EXPR}}
         B = {{B_EXPR}}
-        # A 3-D A times a 2-D B (torch.matmul) is one product of its rows: the reference's
-        # matmul records it as aten::mm on the folded rows, which the rules size.
+        # A 3-D (or einsum's 4-D) A times a 2-D B (torch.matmul) is one product of its rows:
+        # the reference records it as aten::mm on the folded rows, which the rules size.
         lead = A.shape[:-1]
-        if A.dim() == 3 and B.dim() == 2:
+        if A.dim() > 2 and B.dim() == 2:
             A = A.reshape(-1, A.shape[-1])
         if A.dim() != 2 or B.dim() != 2:
             raise ValueError(f"gemm_persistent_tma is 2-D only, got A {tuple(A.shape)} and "

@@ -60,7 +60,9 @@ def test_the_knobs_reach_the_cuda_source():
 
 def test_the_views_reach_the_forward_and_the_module_checks_what_the_conditions_say():
     source = render(TID, A_EXPR="A.mT", B_EXPR="B.t()")
-    assert "return _ext.gemm(A.mT, B.t())" in source
+    assert "        A, B = A.mT, B.t()\n" in source
+    # A 4-D (or more) A times a matrix: one batch over A's leading dims.
+    assert "_ext.gemm(A.reshape(-1, A.shape[-2], A.shape[-1]), B)" in source
     cpp = literals(render(TID))["cpp_source"]
     for check in ("A.scalar_type() == torch::kFloat", "A.size(-1) == B.size(-2)",
                   "!tma_epilogue || N % 4 == 0", "std::string(\"tma\") == \"tma\""):

@@ -92,8 +92,18 @@ def _cases():
         c[f"bmm_3x{m}x{k}"] = (Fn(torch.bmm), [], lambda m=m, k=k: [_x((3, m, k)), _x((3, k, 33))])
         c[f"mm_tb_{m}x{k}"] = (Fn(lambda a, b: a @ b.T), [],
                                lambda m=m, k=k: [_x((m, k)), _x((30, k))])
+        # Both transposed, a wide output and K past 4096 (the CUTLASS 2.x module's layouts).
+        c[f"mm_tab_{m}x{k}"] = (Fn(lambda a, b: a.T @ b.T), [],
+                                lambda m=m, k=k: [_x((8192, m)), _x((k, 8192))])
         c[f"tensor3d_2x{m}x{k}"] = (Fn(torch.matmul), [],
                                     lambda m=m, k=k: [_x((2, m, k)), _x((k, 12))])
+        # KernelBench's 4-D tensor-matrix product (einsum over the last dim), N wide. Not
+        # at K = 1, where einsum multiplies by broadcast (no product; an elementwise op of
+        # two shapes that no template serves yet).
+        if k > 1:
+            c[f"tensor4d_2x3x{m}x{k}"] = (
+                Fn(lambda a, b: torch.einsum("bijl,lk->bijk", a, b)), [],
+                lambda m=m, k=k: [_x((2, 3, m, k)), _x((k, 768))])
         c[f"matvec_{m}x{k}"] = (Fn(torch.matmul), [], lambda m=m, k=k: [_x((m, k)), _x((k, 1))])
     # Elementwise, reductions, softmax, scans, row norms over the grid and 3-D shapes.
     shapes = MATRICES + [(5,), (2, 1, 3), (16, 4096, 4096), (1, 1, 100003), (100003, 1, 1)]
@@ -136,6 +146,8 @@ def _cases():
                                    lambda m=m, k=k: [_x((m,)), _x((m, k))])
         c[f"triu_{m}x{k}"] = (Fn(lambda a, b: torch.triu(a @ b)), [],
                               lambda m=m, k=k: [_x((m, k)), _x((k, m))])
+        c[f"tril_tb_{m}x{k}"] = (Fn(lambda a, b: torch.tril(a @ b.T, diagonal=-1)), [],
+                                 lambda m=m, k=k: [_x((m, k)), _x((m, k))])
         c[f"frobenius_{m}x{k}"] = (Fn(lambda x: x / torch.norm(x, p="fro")), [],
                                    lambda m=m, k=k: [_x((m, k))])
         c[f"rmsnorm_{m}x{k}"] = (
@@ -293,9 +305,12 @@ def _check_sm90_inputs(source, inputs, ref):
     and the compiled layouts those of the operands (K- or M-contiguous A, N- or
     K-contiguous B: another layout is read correctly, through a copy each call, which the
     rules must not cause)."""
-    a_expr, b_expr = re.search(r"return _ext\.gemm\((.+), (.+)\)\n", source).groups()
+    a_expr, b_expr = re.search(r"\n        A, B = (.+), (.+)\n", source).groups()
     a, b = (eval(e, {}, {"A": inputs[0], "B": inputs[1]})  # noqa: S307 - our render
             for e in (a_expr, b_expr))
+    if a.dim() > 3 and b.dim() == 2:  # the forward makes one batch of A's leading dims
+        a = a.reshape(-1, a.shape[-2], a.shape[-1])
+        ref = ref.reshape(-1, ref.shape[-2], ref.shape[-1])
     if _template_id(source) == "gemm_sm90_bf16":
         dtype = re.search(r'constexpr char kDtype\[\] = "(\w+)";', source).group(1)
         assert a.dtype == b.dtype == getattr(torch, dtype), \
@@ -358,17 +373,28 @@ def _check_cuda_inputs(template_id, source, inputs, ref):
         _check_conv_cutlass(source, inputs, ref)
         return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
-    a, b = inputs
-    if a.dim() == 3 and b.dim() == 2:  # the forward folds A's rows (a contiguous view)
-        assert a.is_contiguous(), "rendered for a non-contiguous 3-D A"
+    # The forward's operands (A.mT / B.mT where the layout is compiled column-major).
+    a_expr, b_expr = re.search(r"\n        A, B = (.+), (.+)\n", source).groups()
+    a, b = (eval(e, {}, {"A": inputs[0], "B": inputs[1]})  # noqa: S307 - our render
+            for e in (a_expr, b_expr))
+    triangle = re.search(r'constexpr char kTriangle\[\] = "(\w+)";', source).group(1)
+    if a.dim() > 2 and b.dim() == 2:  # the forward folds A's rows (a contiguous view)
+        assert a.is_contiguous() and triangle == "none", \
+            "rendered for a non-contiguous 3-D A, or a triangle of a folded product"
         ref = ref.reshape(-1, ref.shape[-1])
         a = a.reshape(-1, a.shape[-1])
-    assert a.dim() == 2 and b.dim() == 2 and a.dtype == b.dtype == torch.float32, \
+    assert a.dim() == b.dim() and a.dim() in (2, 3) and a.dtype == b.dtype == torch.float32, \
         f"rendered for {a.dtype} {tuple(a.shape)} @ {b.dtype} {tuple(b.shape)}"
-    assert a.is_contiguous() and b.is_contiguous(), "rendered for a non-contiguous operand"
-    assert a.shape[1] % 4 == 0 and b.shape[1] % 4 == 0, \
-        f"rendered for K={a.shape[1]} N={b.shape[1]} (multiples of 4 only)"
-    assert tuple(ref.shape) == (a.shape[0], b.shape[1]), "not a plain A @ B"
+    # The module's checks: each operand contiguous in its compiled layout, 16-byte accesses.
+    a_store = a.mT if a_expr != "A" else a
+    b_store = b.mT if b_expr != "B" else b
+    assert a_store.is_contiguous() and b_store.is_contiguous(), \
+        f"rendered {a_expr}, {b_expr} for operands of strides {a.stride()}, {b.stride()}"
+    assert a_store.shape[-1] % 4 == 0 and b_store.shape[-1] % 4 == 0 and b.shape[-1] % 4 == 0, \
+        f"rendered for contiguous dims {a_store.shape[-1]}, {b_store.shape[-1]}, " \
+        f"N={b.shape[-1]} (multiples of 4 only)"
+    assert tuple(ref.shape) == tuple(torch.matmul(a.to("meta"), b.to("meta")).shape), \
+        "not A @ B"
 
 
 def _check_rendered(signatures, names, rendered, refusals=()):
