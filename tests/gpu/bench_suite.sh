@@ -13,6 +13,8 @@
 # seconds per worker), cpu.tsv (the host's CPU busy % and load every 5 s) and kagentd.log.gz.
 # Wheels in .whl/ (carried) are installed into .pysite/ for the candidates.
 # KAGENT_GPUS (default auto) picks the GPUs (e.g. 0 for one), KAGENT_BENCH_RUN_ID the run,
+# KAGENT_BENCH_PROBLEMS the folder of problems (default problems; relative to the checkout,
+# e.g. tests/gpu/level1_gemm),
 # KAGENT_DAEMON_FLAGS adds kagentd flags (e.g. "--worker-tasks=6 --prepared-max=8").
 # Builds nothing: it runs the binaries in $KAGENT_BIN (default .gpu/bin, else build/tools,
 # else build-test/tools).
@@ -64,7 +66,9 @@ PY
 sampler=$!
 left=$(( seconds - ($(date +%s) - t0) - 25 ))
 b0=$(date +%s.%N)
-timeout "$left" "$bin/kagent" bench "$repo/problems" --out "$state/bench" \
+problems="${KAGENT_BENCH_PROBLEMS:-problems}"
+[[ "$problems" = /* ]] || problems="$repo/$problems"
+timeout "$left" "$bin/kagent" bench "$problems" --out "$state/bench" \
   --run-id "${KAGENT_BENCH_RUN_ID:-h200}" "$@" > "$out/bench.txt" 2>&1
 rc=$?
 echo "bench exit $rc after $(( $(date +%s) - t0 )) s; bench wall $(python3 -c "import time; print(round(time.time() - $b0, 1))") s" >> "$out/bench.txt"

@@ -1,0 +1,25 @@
+# 11_tensor4d_matrix_fp32: C = einsum('bijl,lk->bijk', A, B): A 8 x 256 x 512 x 256, B 256 x 768.
+# KernelBench level 1's matrix-product problem of this form, at its sizes, fp32, exact (TF32
+# off, as the reference runs). No starting kernel: the brain starts from its first kernel.
+# The inputs are made on the default device (the harness makes it the GPU), as KernelBench's.
+import torch
+import torch.nn as nn
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.einsum("bijl,lk->bijk", A, B)
+
+
+def get_inputs():
+    return [torch.randn(8, 256, 512, 256), torch.randn(256, 768)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,25 @@
+# 18_transposed_both_fp32: C = A.T @ B.T: A stored 8192 x 2048, B stored 4096 x 8192.
+# KernelBench level 1's matrix-product problem of this form, at its sizes, fp32, exact (TF32
+# off, as the reference runs). No starting kernel: the brain starts from its first kernel.
+# The inputs are made on the default device (the harness makes it the GPU), as KernelBench's.
+import torch
+import torch.nn as nn
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A.T, B.T)
+
+
+def get_inputs():
+    return [torch.randn(8192, 2048), torch.randn(4096, 8192)]
+
+
+def get_init_inputs():
+    return []
