@@ -4,13 +4,13 @@ eager PyTorch and torch.compile: the cheapest measurement of the templates and t
 sizing rules over a whole suite (a benchmark that prints figures, not a test).
 
     python3 tests/gpu/first_kernels.py --render build/engines/heuristic/kagent-template-render \\
-        [--folder problems] [--only REGEX] [--out DIR] [--sms 132] [--no-compile]
+        [--folder problems] [--only REGEX] [--out DIR] [--sms N] [--arch sm_XY] [--no-compile]
         [--problem-timeout 240]
 
 For each problem (NAME.py with `class Model`, `_start.py` files skipped): the reference is
 built under a seed and its op signature recorded by the harness's recorder on one forward;
-`kagent-template-render --first-kernel SMS` renders the brain's first kernel (or says why
-it refuses); the kernel is built under the same seed with the reference's state_dict
+`kagent-template-render --first-kernel SMS --arch ARCH` renders the brain's first kernel
+for this GPU (or says why it refuses); the kernel is built under the same seed with the reference's state_dict
 loaded when the keys match (as the harness does) and compared with the harness's rule
 (kagent_harness.compare, tolerances by dtype); then the kernel, eager and torch.compile
 are timed with triton.testing.do_bench (median; on a machine without CUDA, the median of
@@ -90,7 +90,8 @@ def measure_one(args, name, torch, compare, record, exec_source):
     torch.manual_seed(SEED + 1)
     inputs = [x.to(dev) if torch.is_tensor(x) else x for x in prob.get_inputs()]
     sig = record(copy.deepcopy(ref), inputs)
-    r = subprocess.run([args.render, "--first-kernel", str(args.sms)], input=json.dumps(sig),
+    arch = ["--arch", args.arch] if args.arch else []
+    r = subprocess.run([args.render, "--first-kernel", str(args.sms)] + arch, input=json.dumps(sig),
                        capture_output=True, text=True)
     if r.returncode != 0:
         row.update(status="refused", reason=(r.stderr.strip().splitlines() or [""])[-1])
@@ -156,7 +157,7 @@ def run_all(args, names):
     todo = list(names)
     while todo:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(todo)]
-        for flag in ("render", "folder", "sms"):
+        for flag in ("render", "folder", "sms", "arch"):
             cmd += [f"--{flag}", str(getattr(args, flag))]
         if args.no_compile:
             cmd.append("--no-compile")
@@ -243,7 +244,11 @@ def main():
     ap.add_argument("--folder", default=os.path.join(REPO, "problems"))
     ap.add_argument("--only", default="", help="regex on the problem names")
     ap.add_argument("--out", default="", help="folder for first_kernels.jsonl and table.md")
-    ap.add_argument("--sms", type=int, default=132, help="SM count given to the brain")
+    ap.add_argument("--sms", type=int, default=0,
+                    help="SM count given to the brain (default: this GPU's, else 132)")
+    ap.add_argument("--arch", default=None,
+                    help="arch given to the brain, e.g. sm_90 (default: this GPU's, else none: "
+                         "the rules then take no arch-specific template)")
     ap.add_argument("--no-compile", action="store_true", help="do not time torch.compile")
     ap.add_argument("--problem-timeout", type=float, default=240)
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
@@ -251,6 +256,16 @@ def main():
     if args.worker:
         worker(args, json.loads(args.worker))
         return
+    # The brain picks templates by arch and sizes grids by SM count: this GPU's by default
+    # (without an arch no Hopper rule applies, as for a job on an unknown GPU).
+    import torch
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        args.sms = args.sms or props.multi_processor_count
+        if args.arch is None:
+            args.arch = f"sm_{props.major}{props.minor}"
+    args.sms = args.sms or 132
+    args.arch = args.arch or ""
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     names = problems_in(args.folder, args.only)
