@@ -387,6 +387,17 @@ TEST_CASE("loop: without a starting kernel the brain writes the first one") {
   for (const auto& c : cands) CHECK(c.prescription().pattern_id() != kLibrarySeedPattern);
 }
 
+// The GPU named by the one first-kernel request of a job without a starting kernel, run
+// to DONE on `loop`.
+v1::GpuSpec FirstKernelGpu(Loop& loop) {
+  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
+  INFO(job.error());
+  REQUIRE(job.state() == v1::JOB_STATE_DONE);
+  absl::MutexLock lock(&loop.services.mu);
+  REQUIRE(loop.services.first_kernel_requests.size() == 1);
+  return loop.services.first_kernel_requests[0].gpu();
+}
+
 TEST_CASE("loop: the first kernel's request on a CPU worker describes the CPU worker") {
   Loop loop;
   loop.gpu_a.op_signature = loop.gpu_b.op_signature = ReluSignature();
@@ -395,15 +406,10 @@ TEST_CASE("loop: the first kernel's request on a CPU worker describes the CPU wo
     m.set_gpu_name(kCpuWorkerGpuName);
     return m;
   };
-  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
-  INFO(job.error());
-  REQUIRE(job.state() == v1::JOB_STATE_DONE);
-  absl::MutexLock lock(&loop.services.mu);
-  REQUIRE(loop.services.first_kernel_requests.size() == 1);
   // Not "an NVIDIA GPU (details not given)" in an LLM brain's prompt: the interpreter.
-  const v1::GenerateRequest& g = loop.services.first_kernel_requests[0];
-  CHECK(g.gpu().name() == kCpuWorkerGpuName);
-  CHECK(g.gpu().arch() == "cpu");
+  const v1::GpuSpec gpu = FirstKernelGpu(loop);
+  CHECK(gpu.name() == kCpuWorkerGpuName);
+  CHECK(gpu.arch() == "cpu");
 }
 
 TEST_CASE("loop: without a starting kernel the first kernel is written for the reference's GPU") {
@@ -415,15 +421,10 @@ TEST_CASE("loop: without a starting kernel the first kernel is written for the r
     g->op_signature = ReluSignature();
     g->gpu_name = "NVIDIA H200";
   }
-  v1::Job job = loop.WaitDone(loop.Submit(1, "").id());
-  INFO(job.error());
-  REQUIRE(job.state() == v1::JOB_STATE_DONE);
-  absl::MutexLock lock(&loop.services.mu);
-  REQUIRE(loop.services.first_kernel_requests.size() == 1);
-  const v1::GenerateRequest& g = loop.services.first_kernel_requests[0];
-  CHECK(g.gpu().name() == "NVIDIA H200");
-  CHECK(g.gpu().arch() == "sm_90");
-  CHECK(g.gpu().sm_count() == 132);
+  const v1::GpuSpec gpu = FirstKernelGpu(loop);
+  CHECK(gpu.name() == "NVIDIA H200");
+  CHECK(gpu.arch() == "sm_90");
+  CHECK(gpu.sm_count() == 132);
 }
 
 TEST_CASE("loop: without a starting kernel and no op signature the job fails, saying why") {
