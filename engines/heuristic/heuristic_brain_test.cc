@@ -1272,7 +1272,7 @@ TEST_CASE("Brain: the TMA persistent GEMM is a switch target, 2-D and Hopper onl
   CHECK(brain.ApplyFix(req).ok());
 }
 
-TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM is a first kernel only past K = 4096, or for a triangle") {
+TEST_CASE("Brain: the CUTLASS 2.x 3xTF32 GEMM starts past K = 4096, or for a triangle") {
   HeuristicBrain brain = MakeBrain();
   v1::Problem problem;
   v1::GpuSpec gpu = H200();

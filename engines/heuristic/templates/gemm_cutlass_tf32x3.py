@@ -146,8 +146,9 @@ size_t kagent_gemm_tf32x3_workspace(int M, int N, int K, int batch) {
 }
 
 // C[l] (M, N) = A[l] (M, K) @ B[l] (K, N) for l < batch, each operand contiguous in its
-// layout and C row-major, then the triangle's zeros, on `stream`; `workspace` holds kagent_gemm_tf32x3_workspace()'s bytes (zeroed here). nullptr
-// on success, else a static message.
+// layout and C row-major, then the triangle's zeros, on `stream`; `workspace` holds
+// kagent_gemm_tf32x3_workspace()'s bytes (zeroed here). nullptr on success, else a static
+// message.
 const char* kagent_gemm_tf32x3(const float* A, const float* B, float* C, int M, int N, int K,
                                int batch, void* workspace, cudaStream_t stream) {
   using namespace kagent_tf32x3;
