@@ -564,16 +564,14 @@ absl::Status JobRun::Profile(v1::Candidate& c, std::string* failure) {
 void JobRun::EnsureGpuSpec() {
   if (!gpu_.name().empty()) return;
   absl::StatusOr<v1::GpuSpec> spec = deps_.scheduler->AnyGpuSpec();
-  if (!spec.ok()) {
-    // Workers that report no GPU at registration (kagentd's own) and no profile yet (or a
-    // failed one): the spec table's entry for the GPU the baseline ran on; before a job
-    // without a starting kernel has one, for the GPU its reference run ran on (so the
-    // brain's first kernel is sized and chosen for that GPU, not for an unknown one).
-    if (!job_.baseline().gpu_name().empty() && !MeasuredOnCpuWorker(job_.baseline())) {
-      spec = LookupGpuSpec(job_.baseline().gpu_name(), 0);
-    } else if (!reference_gpu_name_.empty() && !reference_on_cpu_worker_) {
-      spec = LookupGpuSpec(reference_gpu_name_, 0);
-    }
+  // Workers that report no GPU at registration (kagentd's own) and no profile yet (or a
+  // failed one): the spec table's entry for the GPU the baseline ran on; before a job
+  // without a starting kernel has one, for the GPU its reference run ran on (so the brain's
+  // first kernel is sized and chosen for that GPU, not for an unknown one).
+  const std::string& ran_on = job_.baseline().gpu_name().empty() ? reference_gpu_name_
+                                                                   : job_.baseline().gpu_name();
+  if (!spec.ok() && !ran_on.empty() && ran_on != kCpuWorkerGpuName) {
+    spec = LookupGpuSpec(ran_on, 0);
   }
   if (spec.ok()) gpu_ = *spec;
 }

@@ -317,11 +317,9 @@ class JobRun {
   v1::JobCheckpoint ckpt_;
   v1::GpuSpec gpu_;
   v1::OpSignature signature_;
-  // The reference run (RecordReferenceSignature) ran on a CPU worker: the first kernel's
-  // request then describes the CPU worker, not an unknown GPU.
-  bool reference_on_cpu_worker_ = false;
-  // The GPU the reference run ran on (its measurement's gpu_name): before a job without a
-  // starting kernel has a baseline, the first kernel is written for it (EnsureGpuSpec).
+  // The GPU the reference run (RecordReferenceSignature) ran on, its measurement's
+  // gpu_name: before a job without a starting kernel has a baseline, the first kernel is
+  // written for it (EnsureGpuSpec), or for the CPU worker when it is kCpuWorkerGpuName.
   std::string reference_gpu_name_;
   // GPU work charged and not yet stored in the job (ChargeGpu, Persist).
   struct GpuCharges {

@@ -92,7 +92,6 @@ JobRun::Stop JobRun::RecordReferenceSignature() {
                          "); the brain cannot write a first kernel without it")};
   }
   SetSignature(ref->op_signature());
-  reference_on_cpu_worker_ = MeasuredOnCpuWorker(*ref);
   reference_gpu_name_ = ref->gpu_name();
   return {};
 }
@@ -125,7 +124,7 @@ absl::StatusOr<v1::GeneratedKernel> JobRun::FirstKernel(const std::string& artif
   *g.mutable_op_signature() = signature_;
   if (!gpu_.name().empty()) {
     *g.mutable_gpu() = gpu_;
-  } else if (reference_on_cpu_worker_) {
+  } else if (reference_gpu_name_ == kCpuWorkerGpuName) {
     *g.mutable_gpu() = CpuWorkerGpuSpec();  // an LLM brain's prompt then says so
   }
   g.set_brain(cfg_.brain());
