@@ -266,9 +266,4 @@ class ModelNew(nn.Module):
 
     def forward(self, A, B):
         A, B = {{A_EXPR}}, {{B_EXPR}}
-        if A.dim() > 3 and B.dim() == 2:
-            # A 4-D (or more) tensor times a matrix (torch.matmul, einsum "bijl,lk->bijk"):
-            # one batch over its leading dims (a view when they are contiguous).
-            out = _ext.gemm(A.reshape(-1, A.shape[-2], A.shape[-1]), B)
-            return out.reshape(*A.shape[:-1], B.shape[-1])
-        return _ext.gemm(A, B)
+        {{> sm90_gemm_forward}}
