@@ -10,8 +10,8 @@ sizing rules over a whole suite (a benchmark that prints figures, not a test).
 For each problem (NAME.py with `class Model`, `_start.py` files skipped): the reference is
 built under a seed and its op signature recorded by the harness's recorder on one forward;
 `kagent-template-render --first-kernel SMS --arch ARCH` renders the brain's first kernel
-for this GPU (or says why it refuses); the kernel is built under the same seed with the reference's state_dict
-loaded when the keys match (as the harness does) and compared with the harness's rule
+for this GPU (or says why it refuses); the kernel is built under the same seed with the
+reference's state_dict loaded when the keys match (as the harness does) and compared with the harness's rule
 (kagent_harness.compare, tolerances by dtype); then the kernel, eager and torch.compile
 are timed with triton.testing.do_bench (median; on a machine without CUDA, the median of
 three wall-clock calls under Triton's interpreter and no torch.compile).
@@ -91,8 +91,8 @@ def measure_one(args, name, torch, compare, record, exec_source):
     inputs = [x.to(dev) if torch.is_tensor(x) else x for x in prob.get_inputs()]
     sig = record(copy.deepcopy(ref), inputs)
     arch = ["--arch", args.arch] if args.arch else []
-    r = subprocess.run([args.render, "--first-kernel", str(args.sms)] + arch, input=json.dumps(sig),
-                       capture_output=True, text=True)
+    r = subprocess.run([args.render, "--first-kernel", str(args.sms)] + arch,
+                       input=json.dumps(sig), capture_output=True, text=True)
     if r.returncode != 0:
         row.update(status="refused", reason=(r.stderr.strip().splitlines() or [""])[-1])
         return row
