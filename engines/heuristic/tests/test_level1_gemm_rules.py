@@ -30,8 +30,10 @@ OTHER = {"04_matvec_fp32": ("matvec_row_per_program", "matvec_split_k"),
          "12_diag_matmul_fp32": ("gemm_diag",)}
 
 
-def _first_kernel(name):
-    spec = importlib.util.spec_from_file_location(f"l1_{name}", os.path.join(FOLDER, name + ".py"))
+def first_kernel(folder, name):
+    """The brain's first kernel for problem NAME of FOLDER (a standalone problem file) on an
+    H200's description, from its op signature recorded on the meta device."""
+    spec = importlib.util.spec_from_file_location(f"l1_{name}", os.path.join(folder, name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     with torch.device("meta"):
@@ -55,7 +57,7 @@ def test_the_folder_holds_every_form():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_form_starts_on_the_template_its_shape_calls_for(name):
-    source = _first_kernel(name)
+    source = first_kernel(FOLDER, name)
     template = source.split("\n", 1)[0].split(": ")[-1]
     if name in OTHER:
         assert template in OTHER[name], f"{name}: {template}"

@@ -1,0 +1,27 @@
+# 57_conv_transpose2d_square_fp32: a transposed 2-D convolution, 64 -> 64 channels, 3 x 3
+# kernel, batch 8 of 1024 x 1024. KernelBench level 1's convolution problem 57 (transposed),
+# at its sizes, fp32, exact (TF32 off, as the reference runs). No starting kernel: the brain
+# starts from its first kernel. The inputs are made on the default device (the harness makes
+# it the GPU).
+import torch
+import torch.nn as nn
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(64, 64, 3, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.rand(8, 64, 1024, 1024)]
+
+
+def get_init_inputs():
+    return []
