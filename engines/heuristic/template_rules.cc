@@ -124,6 +124,7 @@ absl::StatusOr<std::map<std::string, std::string>> TemplateParamsFor(
       {"conv_transpose_nd", rules::ConvTransposeNdParams},
       {"conv3d_implicit_gemm", rules::Conv3dImplicitGemmParams},
       {"conv_cutlass_fprop", rules::ConvCutlassFpropParams},
+      {"conv_pointwise_gemm", rules::ConvPointwiseGemmParams},
       {"conv_sm90_fprop", rules::ConvSm90FpropParams},
   };
   static const auto* by_class = new std::map<std::string, rules::ParamsRule>{
@@ -233,7 +234,9 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   // Standard convolutions on Hopper through CUTLASS's implicit GEMMs on the tensor cores,
   // where the sweeps measured them ahead: 3.x's TMA and wgmma for bf16 whose output
-  // channels fill 128-wide tiles (rules::PrefersSm90Conv), else 2.x's (PrefersCutlassConv).
+  // channels fill 128-wide tiles (rules::PrefersSm90Conv), else 2.x's (PrefersCutlassConv);
+  // a pointwise fp32 one as a batched GEMM over its NC(D)HW tensors (PrefersPointwiseGemm).
+  if (rules::PrefersPointwiseGemm(op, gpu)) return "conv_pointwise_gemm";
   if (rules::PrefersSm90Conv(op, gpu)) return "conv_sm90_fprop";
   if (rules::PrefersCutlassConv(op, gpu)) return "conv_cutlass_fprop";
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {

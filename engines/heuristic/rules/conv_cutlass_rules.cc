@@ -1,6 +1,7 @@
-// The sizing rules of the CUDA C++ convolution modules on CUTLASS's implicit GEMMs:
-// conv_cutlass_fprop (2.x, Sm80 mma.sync) and conv_sm90_fprop (3.x, TMA and wgmma), and
-// when the brain starts from them (declared in family_rules.h).
+// The sizing rules of the CUDA C++ convolution modules on CUTLASS: the implicit GEMMs
+// conv_cutlass_fprop (2.x, Sm80 mma.sync) and conv_sm90_fprop (3.x, TMA and wgmma), the
+// pointwise conv_pointwise_gemm (2.x's batched GEMM), and when the brain starts from them
+// (declared in family_rules.h).
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <cstdint>
@@ -120,6 +121,48 @@ std::string Sm90ConvRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
   return "";
 }
 
+// Elements per access of conv_pointwise_gemm for input channels `cin` and `pixels` (the
+// product of the spatial dims): the largest of 4, 2, 1 dividing both.
+int PointwiseAlign(int64_t cin, int64_t pixels) {
+  for (int a : {4, 2}) {
+    if (cin % a == 0 && pixels % a == 0) return a;
+  }
+  return 1;
+}
+
+// Why conv_pointwise_gemm's module cannot take `op` on `gpu` (an unknown arch passes), or ""
+// when it can: a standard fp32 convolution with every kernel extent 1, stride 1 and no
+// padding (recorded, or inferred from the shapes: equal spatial dims), groups 1, compiled
+// for sm_90a.
+std::string PointwiseGemmRefusal(const RecognizedOp& op, const GpuSpec* gpu) {
+  const int nd = ConvRank(op);
+  if (op.op_class != "conv" || nd == 0 || op.tags.count("transposed") ||
+      op.tags.count("depthwise") || op.tags.count("depthwise_separable")) {
+    return absl::StrCat("serves pointwise 1-D, 2-D and 3-D convolutions (not transposed, "
+                        "depthwise or a separable pair), the problem is ", DescribeOp(op));
+  }
+  const size_t rank = nd + 2;
+  const std::vector<int64_t>& x = op.input_shape;
+  const std::vector<int64_t>& w = op.weight_shape;
+  if (x.size() != rank || w.size() != rank || w[1] <= 0) return "convolution shapes unknown";
+  if (x[1] != w[1]) return absl::StrCat("groups 1 only, the problem has ", x[1] / w[1]);
+  if (op.dtype != "float32") return absl::StrCat("float32 only, the problem is ", op.dtype);
+  for (size_t i = 2; i < rank; ++i) {
+    if (w[i] != 1) return absl::StrCat("a 1 x 1 kernel only, the kernel has ", w[i], " taps");
+  }
+  const bool recorded = op.scalars.count("stride.0") > 0 || op.scalars.count("stride") > 0;
+  for (int i = 0; i < nd; ++i) {
+    if (recorded ? RecordedDimScalar(op, "stride", i) != 1.0 ||
+                       RecordedDimScalar(op, "padding", i) != 0.0
+                 : op.output_shape.size() != rank || op.output_shape[2 + i] != x[2 + i]) {
+      return "stride 1 and no padding only";
+    }
+  }
+  const int cc = SmVersion(gpu);
+  if (cc > 0 && cc != 90) return absl::StrCat("compiled for sm_90a only, the GPU is ", gpu->arch());
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
@@ -210,6 +253,34 @@ bool PrefersSm90Conv(const RecognizedOp& op, const GpuSpec* gpu) {
   // conv kernels take no cooperative or ping-pong schedule yet.
   const int64_t taps = Prod(op.weight_shape, 2, op.weight_shape.size());
   return taps > 1 && op.weight_shape[0] % 128 == 0;
+}
+
+absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
+                                                       const RecognizedOp& op,
+                                                       const GpuSpec* gpu) {
+  if (std::string why = PointwiseGemmRefusal(op, gpu); !why.empty()) return Precondition(t, why);
+  TemplateParams p;
+  KAGENT_RETURN_IF_ERROR(ChannelsLastConvParams(t, op, &p));
+  const int64_t pixels = Prod(op.input_shape, 2, op.input_shape.size());
+  p["ALIGN"] = std::to_string(PointwiseAlign(op.input_shape[1], pixels));
+  // M is the output channels, N the pixels: 128 x 128 tiles with 32 x 64 warp tiles (the
+  // 3xTF32 tile that does not spill, as gemm_cutlass_tf32x3's), 16 channels deep, 4 stages.
+  // Not swept yet: the knob tuner's variants screen the other tiles.
+  p["TILE"] = op.weight_shape[0] >= 128 ? "128x128x16_32x64x16" : "64x128x16_32x64x16";
+  p["num_stages"] = "4";
+  return p;
+}
+
+bool PrefersPointwiseGemm(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (SmVersion(gpu) != 90 || !PointwiseGemmRefusal(op, gpu).empty() || op.has_bias) {
+    return false;
+  }
+  // problems/71 (8 x 64 -> 128 x 1024 x 384, fp32, H100, session 33): cuDNN 1.87 ms, 39 %
+  // of the DRAM roofline; conv2d_implicit_gemm's best 2.42 ms (30 %) and conv_cutlass_fprop
+  // 3.73 ms (its two layout copies). This GEMM reads the input and writes the output once,
+  // in place. With a bias its second pass over the output is left to measure first.
+  const int64_t pixels = Prod(op.input_shape, 2, op.input_shape.size());
+  return PointwiseAlign(op.input_shape[1], pixels) == 4;
 }
 
 }  // namespace kagent::rules

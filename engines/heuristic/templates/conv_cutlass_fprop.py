@@ -188,4 +188,7 @@ _TEMPLATE = "conv_cutlass_fprop"
 # The forward pads the input channels (and the weight's) with zeros to this many (0: none).
 _PAD_CHANNELS_TO = {{ALIGN}} if {{PAD_CHANNELS}} else 0
 
+{{> conv_layer}}
+
+
 {{> conv_channels_last_module}}

@@ -1,8 +1,9 @@
 """A CPU stand-in for the nvcc-built extension of the CUTLASS convolution templates
-(conv_cutlass_fprop, conv_sm90_fprop: partials/conv_channels_last_*), for tests only: the
-rendered module's Python (its layer, the channels-last permutes, the geometry it passes,
-the view it returns) runs on the CPU or the meta device while `conv` computes what the
-CUDA kernel computes, with the C++ wrapper's checks. The real extensions are compiled by
+(conv_cutlass_fprop, conv_sm90_fprop: partials/conv_channels_last_*; conv_pointwise_gemm),
+for tests only: the rendered module's Python (its layer, the channels-last permutes or the
+(N, C, P) view, the geometry it passes, the result it returns) runs on the CPU or the meta
+device while `conv` and `pointwise` compute what the CUDA kernels compute, with the C++
+wrappers' checks. The real extensions are compiled by
 compile_cuda_templates.py and run on a GPU by tests/gpu/conv_cutlass_check.py and
 conv_sweep.py."""
 import types
@@ -29,11 +30,34 @@ def conv(x, w, bias, geometry):
     return y.permute(0, 2, 3, 4, 1).contiguous().to(x.dtype)
 
 
+def pointwise(x, w, bias):
+    """conv_pointwise_gemm's wrapper: x (N, C, P) and w (K, C) contiguous fp32, P and C
+    multiples of the render's ALIGN (checked by the caller's test); returns y (N, K, P)
+    contiguous [+ bias along K]. Computed in float64 and rounded once to fp32."""
+    assert x.dim() == 3 and w.dim() == 2 and x.shape[1] == w.shape[1], (x.shape, w.shape)
+    assert x.dtype == torch.float32 and w.dtype == torch.float32, (x.dtype, w.dtype)
+    assert x.is_contiguous() and w.is_contiguous(), "x and w must be contiguous"
+    compute = torch.float64 if x.device.type != "meta" else x.dtype
+    y = torch.matmul(w.to(compute), x.to(compute)).to(x.dtype)
+    if bias is not None:
+        assert bias.numel() == w.shape[0] and bias.dtype == torch.float32
+        y = y + bias.reshape(1, -1, 1)
+    return y.contiguous()
+
+
+# Each extension function the templates build (looked up at load time, so that a test may
+# replace it), and the CUDA entry point its source defines.
+_ENTRIES = {"conv": "const char* kagent_conv_fprop(",
+            "pointwise": "const char* kagent_pointwise_gemm("}
+
+
 def fake_load_inline(**kwargs):
-    """load_inline's stand-in: checks what the module asks to build, returns `conv`."""
-    assert kwargs["functions"] == ["conv"], kwargs["functions"]
-    assert "const char* kagent_conv_fprop(" in kwargs["cuda_sources"]
-    return types.SimpleNamespace(conv=conv)
+    """load_inline's stand-in: checks what the module asks to build, returns its function
+    (`conv` or `pointwise`)."""
+    names = kwargs["functions"]
+    assert len(names) == 1 and names[0] in _ENTRIES, names
+    assert _ENTRIES[names[0]] in kwargs["cuda_sources"], _ENTRIES[names[0]]
+    return types.SimpleNamespace(**{names[0]: globals()[names[0]]})
 
 
 def exec_module(source, monkeypatch):

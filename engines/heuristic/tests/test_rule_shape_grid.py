@@ -20,6 +20,7 @@ model, no interpretation.
 """
 import inspect
 import json
+import math
 import re
 import subprocess
 
@@ -362,6 +363,32 @@ def _check_conv_cutlass(source, inputs, ref):
         f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
 
 
+def _check_conv_pointwise(source, inputs, ref):
+    """conv_pointwise_gemm's module on meta tensors with the extension's stand-in: the layer
+    the rules rendered must be pointwise (the module refuses others when it is built), its
+    ALIGN must divide the input channels and the pixels (CUTLASS's can_implement), and the
+    output must be the reference's."""
+    from unittest import mock
+
+    import torch.utils.cpp_extension as cpp_extension
+    from conv_cutlass_double import fake_load_inline
+    with mock.patch.object(cpp_extension, "load_inline", fake_load_inline):
+        mod = _MODULES.get(source) or exec_source(source, "grid_conv_pointwise")
+    _MODULES[source] = mod
+    with torch.device(META):
+        cand = mod.ModelNew()
+    align = int(re.search(r"constexpr int kAlign = (\d+);", source).group(1))
+    x = inputs[0]
+    pixels = math.prod(x.shape[2:])
+    assert x.shape[1] % align == 0 and pixels % align == 0, \
+        f"ALIGN {align} for {x.shape[1]} channels and {pixels} pixels"
+    assert x.dtype == ref.dtype == torch.float32, f"rendered for {x.dtype} -> {ref.dtype}"
+    with torch.no_grad():
+        out = cand(*inputs)
+    assert out.shape == ref.shape and out.dtype == ref.dtype, \
+        f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
+
+
 def _check_cuda_inputs(template_id, source, inputs, ref):
     """A CUDA C++ template's module builds with nvcc at import, so it is not built here
     (test_gemm_cutlass.py, test_gemm_sm90.py and test_gemm_sm90_bf16.py check its text, compile_cuda_templates.py
@@ -371,6 +398,9 @@ def _check_cuda_inputs(template_id, source, inputs, ref):
         return
     if template_id in ("conv_cutlass_fprop", "conv_sm90_fprop"):
         _check_conv_cutlass(source, inputs, ref)
+        return
+    if template_id == "conv_pointwise_gemm":
+        _check_conv_pointwise(source, inputs, ref)
         return
     assert template_id == "gemm_cutlass_tf32x3", f"no input check for CUDA template {template_id}"
     # The forward's operands (A.mT / B.mT where the layout is compiled column-major).

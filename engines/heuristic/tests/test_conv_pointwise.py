@@ -1,0 +1,168 @@
+"""The CUDA C++ template conv_pointwise_gemm as rendered: its CUDA source, knobs and checks
+against its JSON (read without building: compile_cuda_templates.py, CTest's
+cuda_templates_compile_sm90a_*of4, compiles it), and the module's Python run on the CPU with a
+stand-in for the extension (conv_cutlass_double.py): 1-D, 2-D and 3-D pointwise layers
+built as the reference's with the same seed, the (N, C, P) view it passes, the alignment
+and contiguity it ensures, the bias, against torch's own convolution at the harness's
+tolerance; and the brain's first kernel for pointwise convolutions on an H200's
+description (kagent-template-render --first-kernel on a recorded signature). The kernel
+itself runs on a GPU (tests/gpu/conv_cutlass_check.py)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+from conv_cutlass_double import exec_module
+from template_render import REPO, load_meta, render
+from test_conv_cutlass import cuda_source
+from test_problems_first_kernel import BINARY, record
+
+sys.path.insert(0, os.path.join(REPO, "python"))
+from kagent_harness.compare import compare, tolerances  # noqa: E402
+from kagent_harness.kernels import own_kernel_names  # noqa: E402
+
+TID = "conv_pointwise_gemm"
+META = load_meta(TID)
+MODULES = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
+
+
+def test_the_json_declares_an_fp32_cuda_conv_with_three_knobs():
+    assert META["language"] == "cuda" and META["op_class"] == "conv"
+    assert META["dtypes"] == ["float32"]
+    knobs = sorted(n for n, p in META["params"].items() if p["kind"] == "knob")
+    assert knobs == ["SWIZZLE", "TILE", "num_stages"]
+    conditions = " ".join(META["conditions"])
+    for said in ("kernel extent 1", "stride 1", "groups 1", "sm_90a", "3xTF32", "NC(D)HW"):
+        assert said in conditions
+    # The layer's params are conv_cutlass_fprop's (partials/conv_layer builds it).
+    shape = {n for n, p in META["params"].items() if p["kind"] == "shape"}
+    fprop = load_meta("conv_cutlass_fprop")["params"]
+    assert shape == {n for n, p in fprop.items() if p["kind"] == "shape"} - {"PAD_CHANNELS"}
+
+
+def test_knobs_reach_the_cuda_source_and_shapes_do_not():
+    src = cuda_source(render(TID, TILE="64x128x32_32x64x32", num_stages=5, SWIZZLE=2, ALIGN=2))
+    assert 'constexpr char kTile[] = "64x128x32_32x64x32";' in src
+    assert "/*Stages=*/5," in src and "GemmIdentityThreadblockSwizzle<2>" in src
+    assert "constexpr int kAlign = 2;" in src
+    default = cuda_source(render(TID))
+    assert "cutlass::arch::OpMultiplyAddFastF32" in default  # 3xTF32
+    assert "GemmUniversalMode::kBatched" in default and "/*batch_stride_A=*/0" in default
+    # Problems of one ALIGN and knobs share a build: the channels and kernel are Python's.
+    assert cuda_source(render(TID, IN_CHANNELS=64, OUT_CHANNELS=96, DIMS=3)) == default
+    assert own_kernel_names(render(TID)) == ["kagent_pointwise_gemm_kernel"]
+
+
+@pytest.mark.parametrize("value", [("ALIGN", 8), ("DTYPE", "bfloat16"), ("DIMS", 4),
+                                   ("TILE", "128x128x64_64x64x64")])
+def test_out_of_range_params_are_refused(value):
+    with pytest.raises(Exception):
+        render(TID, **{value[0]: value[1]})
+
+
+def layer_params(conv, align):
+    """The shape params of `conv` (a pointwise layer) with ALIGN `align`."""
+    dims = conv.weight.dim() - 2
+    p = {"DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": conv.in_channels,
+         "OUT_CHANNELS": conv.out_channels, "BIAS": str(conv.bias is not None)}
+    return p
+
+
+CASES = [
+    # (dims, input shape, in, out, bias, ALIGN)
+    (2, (2, 8, 6, 10), 8, 12, False, 4),
+    (2, (3, 4, 5, 7), 4, 6, True, 1),  # 35 pixels: 4-byte accesses
+    (1, (2, 16, 22), 16, 8, False, 2),
+    (1, (16, 30), 16, 24, True, 2),  # an unbatched input
+    (3, (1, 12, 3, 4, 6), 12, 20, False, 4),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{'x'.join(map(str, c[1]))}")
+def test_the_module_computes_the_reference_convolution(case, monkeypatch):
+    dims, shape, cin, cout, bias, align = case
+    torch.manual_seed(7)
+    ref = MODULES[dims](cin, cout, 1, bias=bias)
+    mod = exec_module(render(TID, **layer_params(ref, align)), monkeypatch)
+    torch.manual_seed(7)
+    cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
+    assert torch.equal(cand.conv.weight, ref.weight)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        want = ref.double()(x.double()).float()
+        got = cand(x)
+    assert got.shape == want.shape and got.dtype == torch.float32 and got.is_contiguous()
+    atol, rtol = tolerances([want])
+    assert compare([want], [got], atol, rtol)["ok"]
+
+
+def test_a_strided_input_reaches_the_kernel_as_a_contiguous_copy(monkeypatch):
+    import conv_cutlass_double
+    seen, real = [], conv_cutlass_double.pointwise
+
+    def pointwise(x, w, bias):
+        seen.append((x.is_contiguous(), x.data_ptr() % 16))
+        return real(x, w, bias)
+    monkeypatch.setattr(conv_cutlass_double, "pointwise", pointwise)
+    torch.manual_seed(3)
+    ref = nn.Conv2d(8, 4, 1, bias=False)
+    mod = exec_module(render(TID, **layer_params(ref, 4)), monkeypatch)
+    torch.manual_seed(3)
+    cand = mod.ModelNew()
+    x = torch.randn(2, 8, 8, 12).permute(0, 1, 3, 2)  # NCWH storage: not contiguous
+    with torch.no_grad():
+        got, want = cand(x), ref(x)
+    assert torch.allclose(got, want, atol=1e-5) and seen == [(True, 0)]
+
+
+def test_the_module_refuses_other_layers_dtypes_and_ranks(monkeypatch):
+    for bad in (dict(KERNEL_W=3), dict(STRIDE_H=2), dict(PADDING_W=1)):
+        mod = exec_module(render(TID, IN_CHANNELS=4, OUT_CHANNELS=4, **bad), monkeypatch)
+        with pytest.raises(NotImplementedError, match="a 1 x 1 kernel, stride 1"):
+            mod.ModelNew()
+    mod = exec_module(render(TID, IN_CHANNELS=4, OUT_CHANNELS=4), monkeypatch)
+    model = mod.ModelNew()
+    with pytest.raises(TypeError, match="rendered for torch.float32"):
+        model(torch.randn(1, 4, 8, 8, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="rank-5 input to a 2-D conv"):
+        model(torch.randn(1, 4, 8, 8, 8))
+
+
+def _first_kernel_template(layer, shape):
+    """The template of the brain's first kernel for `layer` on an H200's description."""
+    with torch.device("meta"):
+        x = torch.empty(*shape)
+    sig = record(layer.to("meta"), [x])
+    r = subprocess.run([BINARY, "--first-kernel", "132", "--arch", "sm_90"],
+                       input=json.dumps(sig), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-400:]
+    return r.stdout.split("\n", 1)[0].split(": ")[-1], r.stdout
+
+
+@pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+def test_the_brain_starts_a_pointwise_fp32_conv_on_it(monkeypatch):
+    # KernelBench level 1's pointwise conv (87, at half its batch) and a 3-D one.
+    for layer, shape in ((nn.Conv2d(64, 128, 1, bias=False), (8, 64, 1024, 1024)),
+                         (nn.Conv3d(32, 48, 1, bias=False), (2, 32, 8, 16, 16))):
+        template, source = _first_kernel_template(layer, shape)
+        assert template == TID, (layer, template)
+        assert "constexpr int kAlign = 4;" in cuda_source(source)
+        # The render builds the reference's layer (CTOR from the recorded op).
+        mod = exec_module(source, monkeypatch)
+        assert mod.ModelNew().conv.weight.shape == layer.weight.shape
+
+
+@pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+@pytest.mark.parametrize("layer,shape", [
+    (nn.Conv2d(64, 128, 1, bias=True), (8, 64, 64, 64)),  # a bias: unmeasured here
+    (nn.Conv2d(64, 128, 1, bias=False), (8, 64, 63, 63)),  # pixels without 16-byte rows
+    (nn.Conv2d(64, 128, 1, stride=2, bias=False), (8, 64, 64, 64)),
+    (nn.Conv2d(64, 128, 3, padding=1, bias=False), (8, 64, 64, 64)),
+], ids=["bias", "odd_pixels", "stride", "3x3"])
+def test_other_convolutions_start_elsewhere(layer, shape):
+    template, _ = _first_kernel_template(layer, shape)
+    assert template != TID
