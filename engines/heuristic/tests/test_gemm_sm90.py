@@ -157,9 +157,12 @@ def test_three_tf32_products_pass_the_fp32_tolerance_where_one_does_not(m, k, n)
     exact = a.double() @ b.double()
     three = product_3x(a, b)
     fp32 = (a @ b).double()
-    # The left-out A_lo B_lo and the TF32 parts' rounding cost less than fp32's own
-    # accumulation (which the GPU adds to both alike): inside the tolerance by far.
+    # The left-out A_lo B_lo and the TF32 parts' rounding cost about what fp32's own
+    # accumulation costs (which the GPU adds to both alike): inside the tolerance by far.
+    # Within half again of fp32's: both sums are fp32, in orders that differ between the
+    # emulation and the CPU's BLAS (and between torch releases: 0.049 against 0.045 at
+    # 17 x 4099 x 3 with torch 2.15).
     assert excess(three, exact) < 0.25
-    assert excess(three, exact) <= max(excess(fp32, exact), 0.01)
+    assert excess(three, exact) <= max(1.5 * excess(fp32, exact), 0.01)
     one = tf32_rna(a).double() @ tf32_rna(b).double()
     assert excess(one, exact) > 1.0  # one TF32 product fails the gate
