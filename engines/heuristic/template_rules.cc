@@ -80,6 +80,8 @@ const std::map<std::string, std::string>& TemplateAliases() {
       {"conv_depthwise", "conv2d_depthwise"},
       {"dwconv", "conv2d_depthwise"},
       {"depthwise_separable", "conv2d_depthwise_separable"},
+      {"pointwise", "conv_pointwise_gemm"},
+      {"conv1x1", "conv_pointwise_gemm"},
       {"separable", "conv2d_depthwise_separable"},
       {"conv3d", "conv3d_implicit_gemm"},
       {"conv1d", "conv3d_implicit_gemm"},
@@ -234,9 +236,7 @@ absl::StatusOr<std::string> SelectTemplate(const RecognizedOp& op, const GpuSpec
   }
   // Standard convolutions on Hopper through CUTLASS's implicit GEMMs on the tensor cores,
   // where the sweeps measured them ahead: 3.x's TMA and wgmma for bf16 whose output
-  // channels fill 128-wide tiles (rules::PrefersSm90Conv), else 2.x's (PrefersCutlassConv);
-  // a pointwise fp32 one as a batched GEMM over its NC(D)HW tensors (PrefersPointwiseGemm).
-  if (rules::PrefersPointwiseGemm(op, gpu)) return "conv_pointwise_gemm";
+  // channels fill 128-wide tiles (rules::PrefersSm90Conv), else 2.x's (PrefersCutlassConv).
   if (rules::PrefersSm90Conv(op, gpu)) return "conv_sm90_fprop";
   if (rules::PrefersCutlassConv(op, gpu)) return "conv_cutlass_fprop";
   if (op.op_class == "conv" && op.variant == "conv2d" && !op.tags.count("transposed")) {

@@ -1,5 +1,7 @@
 """The CUTLASS convolution templates' paths that the suite's problems leave out, run for
-real on a GPU (conv_cutlass_fprop; conv_sm90_fprop, the cases named sm90_*):
+real on a GPU (conv_cutlass_fprop; conv_sm90_fprop, the cases named sm90_*;
+conv_pointwise_gemm, the cases named pw_*: 1-D, 2-D and 3-D pointwise layers, 16-, 8- and
+4-byte accesses, a bias, an unbatched input, a batch past a grid's 65535 images):
 fp16 with a bias, a batch whose input holds 2 GiB or more (the module runs it in chunks
 below CUTLASS's 32-bit offsets), an unbatched 1-D input, odd spatial sizes with stride,
 padding and dilation per dim, stems whose few input channels the module pads to a 16-byte
@@ -12,6 +14,7 @@ dtype. One JSON line per case; exit 1 when a case fails.
                                           [--only PREFIX,...]
 """
 import argparse
+import math
 import os
 import sys
 
@@ -24,10 +27,11 @@ from conv_sweep import shape_params  # noqa: E402
 from gemm_sweep import build_all, emitter, excess, label  # noqa: E402
 from kagent_harness.protocol import default_tolerance  # noqa: E402
 
-SM80, SM90 = "conv_cutlass_fprop", "conv_sm90_fprop"
+SM80, SM90, PW = "conv_cutlass_fprop", "conv_sm90_fprop", "conv_pointwise_gemm"
 # What a render's build depends on (its CUDA source), per template.
 KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "TILE", "num_stages"),
-         SM90: ("DTYPE", "DIMS", "BIAS", "TILE", "CLUSTER")}
+         SM90: ("DTYPE", "DIMS", "BIAS", "TILE", "CLUSTER"),
+         PW: ("ALIGN", "TILE", "num_stages")}
 # name: (dtype, input shape, out channels, kernel, stride, padding, dilation, bias, tile,
 # stages, or the cluster for sm90_*); kernel and the rest per spatial dim.
 CASES = {
@@ -51,11 +55,19 @@ CASES = {
                                "128x128x64", "1x1"),
     "sm90_bf16_3d_odd": ("bfloat16", (2, 32, 9, 17, 23), 64, (3, 2, 5), (1, 2, 3), (1, 0, 2),
                          (2, 1, 1), False, "64x128x64", "1x1"),
+    "pw_fp32_2d": ("float32", (8, 64, 96, 96), 128, (1, 1), (1, 1), (0, 0), (1, 1), False,
+                   "128x128x16_32x64x16", 4),
+    "pw_fp32_bias_3d_odd": ("float32", (3, 12, 5, 7, 9), 20, (1, 1, 1), (1, 1, 1), (0, 0, 0),
+                            (1, 1, 1), True, "64x128x16_32x64x16", 4),
+    "pw_fp32_unbatched_1d": ("float32", (16, 1002), 24, (1,), (1,), (0,), (1,), False,
+                             "128x128x32_32x64x32", 3),
+    "pw_fp32_batch_70000_2d": ("float32", (70000, 8, 2, 2), 16, (1, 1), (1, 1), (0, 0),
+                               (1, 1), False, "64x128x16_32x64x16", 4),
 }
 
 
 def template_of(name):
-    return SM90 if name.startswith("sm90_") else SM80
+    return SM90 if name.startswith("sm90_") else PW if name.startswith("pw_") else SM80
 
 
 def reference_layer(case, torch):
@@ -78,6 +90,11 @@ def params_of(name, case, torch):
         p["CLUSTER"] = case[9]
     else:
         p["num_stages"] = case[9]
+    if template_of(name) == PW:  # 16-, 8- or 4-byte accesses of channels and pixels
+        del p["PAD_CHANNELS"]
+        dims, shape = len(case[3]), case[1]
+        channels, pixels = shape[-dims - 1], math.prod(shape[-dims:])
+        p["ALIGN"] = str(next(a for a in (4, 2, 1) if channels % a == 0 and pixels % a == 0))
     return p
 
 

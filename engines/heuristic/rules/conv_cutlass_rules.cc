@@ -266,21 +266,16 @@ absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
   // M is the output channels, N the pixels: 128 x 128 tiles with 32 x 64 warp tiles (the
   // 3xTF32 tile that does not spill, as gemm_cutlass_tf32x3's), 16 channels deep, 4 stages.
   // Not swept yet: the knob tuner's variants screen the other tiles.
+  //
+  // Not yet any convolution's first kernel: it has not run on a GPU (session 35 got no
+  // device). A switch that names it (an LLM agent's, the aliases "pointwise" and
+  // "conv1x1", the blind sweep's) renders it. What it should win, from problems/71
+  // (8 x 64 -> 128 x 1024 x 384, fp32, H100, session 33): cuDNN 1.87 ms, 39 % of the DRAM
+  // roofline; conv2d_implicit_gemm's best 2.42 ms (30 %), conv_cutlass_fprop 3.73 ms (its
+  // two layout copies); this GEMM reads the input and writes the output once, in place.
   p["TILE"] = op.weight_shape[0] >= 128 ? "128x128x16_32x64x16" : "64x128x16_32x64x16";
   p["num_stages"] = "4";
   return p;
-}
-
-bool PrefersPointwiseGemm(const RecognizedOp& op, const GpuSpec* gpu) {
-  if (SmVersion(gpu) != 90 || !PointwiseGemmRefusal(op, gpu).empty() || op.has_bias) {
-    return false;
-  }
-  // problems/71 (8 x 64 -> 128 x 1024 x 384, fp32, H100, session 33): cuDNN 1.87 ms, 39 %
-  // of the DRAM roofline; conv2d_implicit_gemm's best 2.42 ms (30 %) and conv_cutlass_fprop
-  // 3.73 ms (its two layout copies). This GEMM reads the input and writes the output once,
-  // in place. With a bias its second pass over the output is left to measure first.
-  const int64_t pixels = Prod(op.input_shape, 2, op.input_shape.size());
-  return PointwiseAlign(op.input_shape[1], pixels) == 4;
 }
 
 }  // namespace kagent::rules

@@ -114,8 +114,8 @@ absl::StatusOr<TemplateParams> Conv2dImplicitGemmParams(const TemplateInfo& t,
                                                         const kagent::v1::GpuSpec* gpu);
 
 // conv_cutlass_rules.cc: the CUDA C++ modules on CUTLASS's implicit GEMMs,
-// conv_cutlass_fprop and conv_sm90_fprop, the pointwise GEMM conv_pointwise_gemm, and when
-// the brain starts from them.
+// conv_cutlass_fprop and conv_sm90_fprop, and when the brain starts from them; the
+// pointwise GEMM conv_pointwise_gemm (rendered when a switch names it; no first kernel yet).
 absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
                                                       const RecognizedOp& op,
                                                       const kagent::v1::GpuSpec* gpu);
@@ -132,10 +132,6 @@ bool PrefersCutlassConv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const kagent::v1::GpuSpec* gpu);
-// Whether a pointwise fp32 convolution (1 x 1 kernel, stride 1, no padding, groups 1, no
-// bias, channels and pixels multiples of 4) is conv_pointwise_gemm's first kernel on this
-// GPU (sm_90): one batched GEMM over the NC(D)HW tensors, no layout copy.
-bool PrefersPointwiseGemm(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 
 // attention_rules.cc: the attention class (attention_online).
 absl::StatusOr<TemplateParams> AttentionParams(const TemplateInfo& t, const RecognizedOp& op,

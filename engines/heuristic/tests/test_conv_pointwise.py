@@ -132,37 +132,54 @@ def test_the_module_refuses_other_layers_dtypes_and_ranks(monkeypatch):
         model(torch.randn(1, 4, 8, 8, 8))
 
 
-def _first_kernel_template(layer, shape):
-    """The template of the brain's first kernel for `layer` on an H200's description."""
+def _render_for(layer, shape, template=None):
+    """The brain's render for `layer` on an H200's description: its first kernel, or with
+    `template` that template as a switch renders it; (exit code, stdout, stderr)."""
     with torch.device("meta"):
         x = torch.empty(*shape)
     sig = record(layer.to("meta"), [x])
-    r = subprocess.run([BINARY, "--first-kernel", "132", "--arch", "sm_90"],
-                       input=json.dumps(sig), capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-400:]
-    return r.stdout.split("\n", 1)[0].split(": ")[-1], r.stdout
+    args = [BINARY, "--first-kernel", "132", "--arch", "sm_90"]
+    if not template:
+        r = subprocess.run(args, input=json.dumps(sig), capture_output=True, text=True)
+        return r.returncode, r.stdout, r.stderr
+    r = subprocess.run(args + ["--template", template, "--batch"], input=json.dumps([sig]),
+                       capture_output=True, text=True, check=True)
+    [out] = json.loads(r.stdout)
+    return (0, out["source"], "") if "source" in out else (2, "", out["error"])
 
 
 @pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
-def test_the_brain_starts_a_pointwise_fp32_conv_on_it(monkeypatch):
-    # KernelBench level 1's pointwise conv (87, at half its batch) and a 3-D one.
+def test_the_brain_renders_it_for_pointwise_fp32_convs(monkeypatch):
+    # KernelBench level 1's pointwise conv (87, at half its batch) and a 3-D one. Not yet
+    # their first kernel (no GPU run so far): rendered when a switch names it.
     for layer, shape in ((nn.Conv2d(64, 128, 1, bias=False), (8, 64, 1024, 1024)),
-                         (nn.Conv3d(32, 48, 1, bias=False), (2, 32, 8, 16, 16))):
-        template, source = _first_kernel_template(layer, shape)
-        assert template == TID, (layer, template)
+                         (nn.Conv3d(32, 48, 1, bias=True), (2, 32, 8, 16, 16))):
+        rc, source, err = _render_for(layer, shape, TID)
+        assert rc == 0, err[-400:]
+        assert source.startswith(f"# kagent-template: {TID}")
         assert "constexpr int kAlign = 4;" in cuda_source(source)
         # The render builds the reference's layer (CTOR from the recorded op).
-        mod = exec_module(source, monkeypatch)
-        assert mod.ModelNew().conv.weight.shape == layer.weight.shape
+        conv = exec_module(source, monkeypatch).ModelNew().conv
+        assert conv.weight.shape == layer.weight.shape
+        assert (conv.bias is None) == (layer.bias is None)
+        rc, first, _ = _render_for(layer, shape)
+        assert rc == 0 and not first.startswith(f"# kagent-template: {TID}")
 
 
 @pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
-@pytest.mark.parametrize("layer,shape", [
-    (nn.Conv2d(64, 128, 1, bias=True), (8, 64, 64, 64)),  # a bias: unmeasured here
-    (nn.Conv2d(64, 128, 1, bias=False), (8, 64, 63, 63)),  # pixels without 16-byte rows
-    (nn.Conv2d(64, 128, 1, stride=2, bias=False), (8, 64, 64, 64)),
-    (nn.Conv2d(64, 128, 3, padding=1, bias=False), (8, 64, 64, 64)),
-], ids=["bias", "odd_pixels", "stride", "3x3"])
-def test_other_convolutions_start_elsewhere(layer, shape):
-    template, _ = _first_kernel_template(layer, shape)
-    assert template != TID
+def test_pixels_without_16_byte_rows_take_narrower_accesses():
+    rc, source, err = _render_for(nn.Conv2d(64, 128, 1, bias=False), (8, 64, 63, 63), TID)
+    assert rc == 0, err[-400:]
+    assert "constexpr int kAlign = 1;" in cuda_source(source)  # 3969 pixels
+
+
+@pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+@pytest.mark.parametrize("layer,shape,why", [
+    (nn.Conv2d(64, 128, 1, stride=2, bias=False), (8, 64, 64, 64), "stride 1 and no padding"),
+    (nn.Conv2d(64, 128, 1, padding=1, bias=False), (8, 64, 64, 64), "stride 1 and no padding"),
+    (nn.Conv2d(64, 128, 3, padding=1, bias=False), (8, 64, 64, 64), "a 1 x 1 kernel only"),
+    (nn.Conv2d(64, 128, 1, groups=2, bias=False), (8, 64, 64, 64), "groups 1 only"),
+], ids=["stride", "padding", "3x3", "grouped"])
+def test_other_convolutions_are_refused_with_the_reason(layer, shape, why):
+    rc, _, err = _render_for(layer, shape, TID)
+    assert rc != 0 and why in err, err[-400:]
