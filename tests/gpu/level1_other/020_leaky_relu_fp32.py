@@ -1,0 +1,25 @@
+# 020_leaky_relu_fp32: F.leaky_relu(x, 0.01). KernelBench level 1's problem 20 at its sizes,
+# fp32, exact (TF32 off, as the reference runs). No starting kernel: the brain starts from its
+# first kernel. The inputs are made on the default device (the harness makes it the GPU).
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.leaky_relu(x, negative_slope=0.01)
+
+
+def get_inputs():
+    return [torch.rand(4096, 393216)]
+
+
+def get_init_inputs():
+    return []

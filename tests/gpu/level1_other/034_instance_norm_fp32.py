@@ -1,0 +1,27 @@
+# 034_instance_norm_fp32: nn.InstanceNorm2d(64). KernelBench level 1's problem 34 at its
+# sizes, fp32, exact (TF32 off, as the reference runs). No starting kernel: the brain starts
+# from its first kernel. The inputs are made on the default device (the harness makes it the
+# GPU).
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(64)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def get_inputs():
+    return [torch.rand(112, 64, 512, 512)]
+
+
+def get_init_inputs():
+    return []

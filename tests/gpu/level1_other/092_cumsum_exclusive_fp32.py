@@ -1,0 +1,27 @@
+# 092_cumsum_exclusive_fp32: an exclusive cumsum: zeros, then the cumsum of all but the last.
+# KernelBench level 1's problem 92 at its sizes, fp32, exact (TF32 off, as the reference
+# runs). No starting kernel: the brain starts from its first kernel. The inputs are made on
+# the default device (the harness makes it the GPU).
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        cumsum = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)
+        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), cumsum), dim=1)
+
+
+def get_inputs():
+    return [torch.rand(32768, 32768)]
+
+
+def get_init_inputs():
+    return []

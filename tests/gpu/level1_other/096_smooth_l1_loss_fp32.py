@@ -1,0 +1,26 @@
+# 096_smooth_l1_loss_fp32: F.smooth_l1_loss (Huber, beta 1). KernelBench level 1's problem 96
+# at its sizes, fp32, exact (TF32 off, as the reference runs). No starting kernel: the brain
+# starts from its first kernel. The inputs are made on the default device (the harness makes
+# it the GPU).
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return F.smooth_l1_loss(predictions, targets)
+
+
+def get_inputs():
+    return [torch.rand(32768, 32768) * torch.rand(()), torch.rand(32768, 32768)]
+
+
+def get_init_inputs():
+    return []

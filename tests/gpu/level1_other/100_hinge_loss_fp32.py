@@ -1,0 +1,26 @@
+# 100_hinge_loss_fp32: mean(clamp(1 - p t, min=0)), t broadcast along the rows. KernelBench
+# level 1's problem 100 at its sizes, fp32, exact (TF32 off, as the reference runs). No
+# starting kernel: the brain starts from its first kernel. The inputs are made on the default
+# device (the harness makes it the GPU).
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+def get_inputs():
+    return [torch.rand(32768, 32768), torch.randint(0, 2, (32768,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
