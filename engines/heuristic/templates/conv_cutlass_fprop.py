@@ -71,15 +71,11 @@ using MathOp = cutlass::arch::OpMultiplyAdd;
 using Instruction = cutlass::gemm::GemmShape<16, 8, 16>;
 #endif
 
-using ThreadblockShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 0), KnobNumber(kTile, 1),
-                                                  KnobNumber(kTile, 2)>;
-using WarpShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 3), KnobNumber(kTile, 4),
-                                           KnobNumber(kTile, 5)>;
+{{> cutlass_sm80_tile}}
 static_assert(ThreadblockShape::kK % Instruction::kK == 0 && WarpShape::kK == ThreadblockShape::kK,
               "TILE's K must be a multiple of the instruction's (8 fp32, 16 bf16/fp16)");
 // D = acc + bias (beta 1 with a stride-0 bias as the source), or acc (beta 0: no source).
 using Epilogue = cutlass::epilogue::thread::LinearCombination<Element, kAlign, float, float>;
-using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{{SWIZZLE}}>;
 
 #if {{DIMS}} == 3
 static_assert(kIterator == cutlass::conv::IteratorAlgorithm::kOptimized,

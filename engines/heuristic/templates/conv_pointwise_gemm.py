@@ -36,11 +36,7 @@ namespace kagent_pointwise {
 {{> cuda_knob_number}}
 
 constexpr char kTile[] = "{{TILE}}";
-using ThreadblockShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 0), KnobNumber(kTile, 1),
-                                                  KnobNumber(kTile, 2)>;
-using WarpShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 3), KnobNumber(kTile, 4),
-                                           KnobNumber(kTile, 5)>;
-using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{{SWIZZLE}}>;
+{{> cutlass_sm80_tile}}
 
 // Elements per access of W's rows (input channels), x's and y's rows (pixels).
 constexpr int kAlign = {{ALIGN}};

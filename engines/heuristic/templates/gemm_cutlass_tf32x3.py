@@ -37,11 +37,7 @@ namespace kagent_tf32x3 {
 {{> cuda_knob_number}}
 
 constexpr char kTile[] = "{{TILE}}";
-using ThreadblockShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 0), KnobNumber(kTile, 1),
-                                                  KnobNumber(kTile, 2)>;
-using WarpShape = cutlass::gemm::GemmShape<KnobNumber(kTile, 3), KnobNumber(kTile, 4),
-                                           KnobNumber(kTile, 5)>;
-using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{{SWIZZLE}}>;
+{{> cutlass_sm80_tile}}
 
 // An operand the reference transposes (its expression A.mT / B.mT, not the bare name) is
 // read through its storage order: column-major in the product's terms.
