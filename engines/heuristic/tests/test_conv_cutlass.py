@@ -112,17 +112,19 @@ CASES = [
 ]
 
 
-def check_module(template, case, monkeypatch):
-    """The template's module for `case` (rendered with the brain's shape params, built with
-    the reference's seed) against the reference layer in float64, at the harness's
-    tolerance; returns the candidate, its input and output."""
+def check_module(template, case, monkeypatch, params=None):
+    """The template's module for `case` (rendered with `params`, by default the brain's
+    shape params for the case's layer, built with the reference's seed) against the
+    reference layer in float64, at the harness's tolerance; returns the candidate, its
+    input and output."""
     dims, shape, args, kwargs, dtype_name = case
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(5)
     ref = MODULES[dims](*args, **kwargs).to(dtype)
-    params = params_for(ref, dtype_name)
-    if "ALIGN" not in load_meta(template)["params"]:
-        del params["ALIGN"], params["PAD_CHANNELS"]
+    if params is None:
+        params = params_for(ref, dtype_name)
+        if "ALIGN" not in load_meta(template)["params"]:
+            del params["ALIGN"], params["PAD_CHANNELS"]
     mod = exec_module(render(template, **params), monkeypatch)
     torch.manual_seed(5)
     cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights

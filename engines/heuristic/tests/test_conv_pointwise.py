@@ -18,16 +18,14 @@ import torch.nn as nn
 
 from conv_cutlass_double import exec_module
 from template_render import REPO, load_meta, render
-from test_conv_cutlass import cuda_source
+from test_conv_cutlass import check_module, cuda_source
 from test_problems_first_kernel import BINARY, record
 
 sys.path.insert(0, os.path.join(REPO, "python"))
-from kagent_harness.compare import compare, tolerances  # noqa: E402
 from kagent_harness.kernels import own_kernel_names  # noqa: E402
 
 TID = "conv_pointwise_gemm"
 META = load_meta(TID)
-MODULES = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
 
 
 def test_the_json_declares_an_fp32_cuda_conv_with_three_knobs():
@@ -64,12 +62,10 @@ def test_out_of_range_params_are_refused(value):
         render(TID, **{value[0]: value[1]})
 
 
-def layer_params(conv, align):
-    """The shape params of `conv` (a pointwise layer) with ALIGN `align`."""
-    dims = conv.weight.dim() - 2
-    p = {"DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": conv.in_channels,
-         "OUT_CHANNELS": conv.out_channels, "BIAS": str(conv.bias is not None)}
-    return p
+def layer_params(dims, cin, cout, bias, align):
+    """The shape params of a pointwise layer with ALIGN `align`."""
+    return {"DIMS": str(dims), "ALIGN": str(align), "IN_CHANNELS": cin,
+            "OUT_CHANNELS": cout, "BIAS": str(bias)}
 
 
 CASES = [
@@ -85,19 +81,10 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{'x'.join(map(str, c[1]))}")
 def test_the_module_computes_the_reference_convolution(case, monkeypatch):
     dims, shape, cin, cout, bias, align = case
-    torch.manual_seed(7)
-    ref = MODULES[dims](cin, cout, 1, bias=bias)
-    mod = exec_module(render(TID, **layer_params(ref, align)), monkeypatch)
-    torch.manual_seed(7)
-    cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
-    assert torch.equal(cand.conv.weight, ref.weight)
-    x = torch.randn(*shape)
-    with torch.no_grad():
-        want = ref.double()(x.double()).float()
-        got = cand(x)
-    assert got.shape == want.shape and got.dtype == torch.float32 and got.is_contiguous()
-    atol, rtol = tolerances([want])
-    assert compare([want], [got], atol, rtol)["ok"]
+    layer = (dims, shape, (cin, cout, 1), dict(bias=bias), "float32")
+    _, _, got = check_module(TID, layer, monkeypatch,
+                             params=layer_params(dims, cin, cout, bias, align))
+    assert got.is_contiguous()
 
 
 def test_a_strided_input_reaches_the_kernel_as_a_contiguous_copy(monkeypatch):
@@ -110,7 +97,7 @@ def test_a_strided_input_reaches_the_kernel_as_a_contiguous_copy(monkeypatch):
     monkeypatch.setattr(conv_cutlass_double, "pointwise", pointwise)
     torch.manual_seed(3)
     ref = nn.Conv2d(8, 4, 1, bias=False)
-    mod = exec_module(render(TID, **layer_params(ref, 4)), monkeypatch)
+    mod = exec_module(render(TID, **layer_params(2, 8, 4, False, 4)), monkeypatch)
     torch.manual_seed(3)
     cand = mod.ModelNew()
     x = torch.randn(2, 8, 8, 12).permute(0, 1, 3, 2)  # NCWH storage: not contiguous

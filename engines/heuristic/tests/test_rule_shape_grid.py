@@ -333,20 +333,34 @@ def _check_sm90_inputs(source, inputs, ref):
         "not A @ B"
 
 
-def _check_conv_cutlass(source, inputs, ref):
-    """A CUTLASS convolution module (conv_cutlass_fprop, conv_sm90_fprop) on meta tensors with the extension's stand-in
-    (conv_cutlass_double.py: the C++ wrapper's checks, the convolution's shape): the
-    layer, permutes and geometry the rules rendered must give the reference's output, and
-    the channel counts must take the rendered access width (CUTLASS's can_implement)."""
+def _conv_candidate(source, name):
+    """The rendered CUDA convolution module's ModelNew, built on the meta device with the
+    extension's stand-in (conv_cutlass_double.py: the C++ wrappers' checks, the
+    convolution's shape) in place of its nvcc build; modules are kept by source."""
     from unittest import mock
 
     import torch.utils.cpp_extension as cpp_extension
     from conv_cutlass_double import fake_load_inline
     with mock.patch.object(cpp_extension, "load_inline", fake_load_inline):
-        mod = _MODULES.get(source) or exec_source(source, "grid_conv_cutlass")
+        mod = _MODULES.get(source) or exec_source(source, name)
     _MODULES[source] = mod
     with torch.device(META):
-        cand = mod.ModelNew()
+        return mod.ModelNew()
+
+
+def _check_conv_output(cand, inputs, ref):
+    """The candidate's output on the meta inputs has the reference's shape and dtype."""
+    with torch.no_grad():
+        out = cand(*inputs)
+    assert out.shape == ref.shape and out.dtype == ref.dtype, \
+        f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
+
+
+def _check_conv_cutlass(source, inputs, ref):
+    """A CUTLASS convolution module (conv_cutlass_fprop, conv_sm90_fprop) on meta tensors with the extension's stand-in:
+    the layer, permutes and geometry the rules rendered must give the reference's output,
+    and the channel counts must take the rendered access width (CUTLASS's can_implement)."""
+    cand = _conv_candidate(source, "grid_conv_cutlass")
     align = int(re.search(r"constexpr int kAlign(?:ment)? = (\d+);", source).group(1))
     conv = cand.conv
     padded = "#define KAGENT_PAD_CHANNELS_True 1" in source  # C zero-padded to ALIGN
@@ -357,10 +371,7 @@ def _check_conv_cutlass(source, inputs, ref):
         f"ALIGN {align} for {conv.in_channels} -> {conv.out_channels} channels"
     assert max(conv.kernel_size) <= 32, f"kernel {conv.kernel_size} (CUTLASS's iterator: 32)"
     assert inputs[0].dtype == ref.dtype, f"rendered for {inputs[0].dtype} -> {ref.dtype}"
-    with torch.no_grad():
-        out = cand(*inputs)
-    assert out.shape == ref.shape and out.dtype == ref.dtype, \
-        f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
+    _check_conv_output(cand, inputs, ref)
 
 
 def _check_conv_pointwise(source, inputs, ref):
@@ -368,25 +379,14 @@ def _check_conv_pointwise(source, inputs, ref):
     the rules rendered must be pointwise (the module refuses others when it is built), its
     ALIGN must divide the input channels and the pixels (CUTLASS's can_implement), and the
     output must be the reference's."""
-    from unittest import mock
-
-    import torch.utils.cpp_extension as cpp_extension
-    from conv_cutlass_double import fake_load_inline
-    with mock.patch.object(cpp_extension, "load_inline", fake_load_inline):
-        mod = _MODULES.get(source) or exec_source(source, "grid_conv_pointwise")
-    _MODULES[source] = mod
-    with torch.device(META):
-        cand = mod.ModelNew()
+    cand = _conv_candidate(source, "grid_conv_pointwise")
     align = int(re.search(r"constexpr int kAlign = (\d+);", source).group(1))
     x = inputs[0]
     pixels = math.prod(x.shape[2:])
     assert x.shape[1] % align == 0 and pixels % align == 0, \
         f"ALIGN {align} for {x.shape[1]} channels and {pixels} pixels"
     assert x.dtype == ref.dtype == torch.float32, f"rendered for {x.dtype} -> {ref.dtype}"
-    with torch.no_grad():
-        out = cand(*inputs)
-    assert out.shape == ref.shape and out.dtype == ref.dtype, \
-        f"output {tuple(out.shape)} {out.dtype}, the reference's {tuple(ref.shape)} {ref.dtype}"
+    _check_conv_output(cand, inputs, ref)
 
 
 def _check_cuda_inputs(template_id, source, inputs, ref):
