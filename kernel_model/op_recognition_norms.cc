@@ -118,6 +118,8 @@ bool Recognizer::Norm() {
       out_.has_affine = r.inputs_size() > 1;
       out_.num_dims = out_.has_affine ? std::max(1, r.inputs(1).shape_size()) : 1;
       out_.dim = rank - out_.num_dims;
+      // LayerNorm(bias=False) records x and the weight only.
+      if (it->second == "layer" && r.inputs_size() == 2) out_.tags.insert("partial_affine");
     } else if (it->second == "batch") {
       // Tensor inputs (None is not recorded): x, weight?, bias?, running_mean?,
       // running_var?. Inference always passes the running statistics: 5 = affine,

@@ -459,8 +459,8 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
     CHECK(r->kernel.origin() == "template:conv_cutlass_fprop");
     CHECK(absl::StrContains(r->kernel.source(), "constexpr int kAlign = 4;"));
     CHECK(absl::StrContains(r->kernel.source(), "#define KAGENT_PAD_CHANNELS_True 1"));
-    // A pointwise conv: the Triton template reads NCHW in place (problems/71);
-    // conv_pointwise_gemm is a template switch until it has run on a GPU.
+    // A bias-free fp32 pointwise conv with 16-byte accesses (64 channels, 128 x 128
+    // pixels): the batched GEMM over NCHW in place (its H100 sweep, 1.27-1.83x cuDNN).
     v1::OpSignature pw;
     AddOp(&pw, "aten::convolution", {{{16, 64, 128, 128}}, {{128, 64, 1, 1}}},
           {{{16, 128, 128, 128}}},
@@ -468,12 +468,22 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
            {"transposed", 0.0}});
     r = brain.FirstKernel({&problem, &pw, &gpu});
     REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv_pointwise_gemm");
+    CHECK(absl::StrContains(r->kernel.source(), "constexpr int kAlign = 4;"));
+    CHECK(absl::StrContains(r->kernel.source(), "constexpr char kTile[] = \"64x128x16_32x64x16\";"));
+    // With a bias (a second pass over the output, unmeasured) the Triton implicit GEMM
+    // starts; a switch naming the GEMM (the alias "pointwise") renders it.
+    v1::OpSignature pw_bias;
+    AddOp(&pw_bias, "aten::convolution", {{{16, 64, 128, 128}}, {{128, 64, 1, 1}}, {{128}}},
+          {{{16, 128, 128, 128}}},
+          {{"stride.0", 1.0}, {"padding.0", 0.0}, {"dilation.0", 1.0}, {"groups", 1.0},
+           {"transposed", 0.0}});
+    r = brain.FirstKernel({&problem, &pw_bias, &gpu});
+    REQUIRE(r.ok());
     CHECK(r->kernel.origin() == "template:conv2d_implicit_gemm");
-    // A switch naming it (the alias "pointwise") renders the batched GEMM, 16-byte accesses
-    // (64 channels, 128 x 128 pixels).
     v1::Prescription to_gemm;
     to_gemm.set_template_switch("pointwise");
-    FixRequest fix{&r->kernel, &to_gemm, nullptr, &pw, &gpu, nullptr, nullptr, 0};
+    FixRequest fix{&r->kernel, &to_gemm, nullptr, &pw_bias, &gpu, nullptr, nullptr, 0};
     auto switched = brain.ApplyFix(fix);
     REQUIRE(switched.ok());
     CHECK(switched->kernel.origin() == "template:conv_pointwise_gemm");
@@ -542,7 +552,8 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
          {"output_padding.1", 1.0}, {"dilation.0", 1.0}, {"dilation.1", 1.0}});
   check(deconv, "conv_transpose2d",
         {"stride = _pair(2, -1)", "padding = _pair(1, -1)", "output_padding = _pair(1, -1)",
-         "dilation = _pair(1, -1)", "bias = True", "\"in_out_kernel\" == \"torch\""},
+         "dilation = _pair(1, -1)", "bias = True", "\"recorded\" == \"torch\"",
+         "in_channels, out_channels = 64, 32", "kernel_size = (4, 4)"},
         "BLOCK_M", "x2");
   v1::OpSignature deconv_old = deconv;  // an older harness: no scalars, no parameters
   deconv_old.mutable_ops(0)->clear_scalars();

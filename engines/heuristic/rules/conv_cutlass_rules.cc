@@ -255,6 +255,17 @@ bool PrefersSm90Conv(const RecognizedOp& op, const GpuSpec* gpu) {
   return taps > 1 && op.weight_shape[0] % 128 == 0;
 }
 
+bool PrefersPointwiseGemm(const RecognizedOp& op, const GpuSpec* gpu) {
+  if (SmVersion(gpu) != 90 || !PointwiseGemmRefusal(op, gpu).empty() || op.has_bias) {
+    return false;
+  }
+  // The sweep (ConvPointwiseGemmParams's tile, x cuDNN 1.27-1.83 on six bias-free fp32
+  // shapes with 16-byte accesses); a bias is a second pass over the output and 8- or
+  // 4-byte accesses were not measured.
+  const int64_t pixels = Prod(op.input_shape, 2, op.input_shape.size());
+  return PointwiseAlign(op.input_shape[1], pixels) == 4;
+}
+
 absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const GpuSpec* gpu) {
@@ -263,17 +274,16 @@ absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
   KAGENT_RETURN_IF_ERROR(ChannelsLastConvParams(t, op, &p));
   const int64_t pixels = Prod(op.input_shape, 2, op.input_shape.size());
   p["ALIGN"] = std::to_string(PointwiseAlign(op.input_shape[1], pixels));
-  // M is the output channels, N the pixels: 128 x 128 tiles with 32 x 64 warp tiles (the
-  // 3xTF32 tile that does not spill, as gemm_cutlass_tf32x3's), 16 channels deep, 4 stages.
-  // Not swept yet: the knob tuner's variants screen the other tiles.
-  //
-  // Not yet any convolution's first kernel: it has not run on a GPU (session 35 got no
-  // device). A switch that names it (an LLM agent's, the aliases "pointwise" and
-  // "conv1x1", the blind sweep's) renders it. What it should win, from problems/71
-  // (8 x 64 -> 128 x 1024 x 384, fp32, H100, session 33): cuDNN 1.87 ms, 39 % of the DRAM
-  // roofline; conv2d_implicit_gemm's best 2.42 ms (30 %), conv_cutlass_fprop 3.73 ms (its
-  // two layout copies); this GEMM reads the input and writes the output once, in place.
-  p["TILE"] = op.weight_shape[0] >= 128 ? "128x128x16_32x64x16" : "64x128x16_32x64x16";
+  // M is the output channels, N the pixels. Swept on an H100 (session 36, .gpu/pw.py's
+  // in-process do_bench against cuDNN with TF32 off, seven tiles x six shapes, every
+  // render within the gate): 64 x 128 x 16 with 32 x 64 warp tiles and 4 stages was the
+  // fastest or within 1 % of it on all six, x cuDNN: problems/71 (8 x 64 -> 128 x 1024 x
+  // 384) 1.53 (1.23 ms against 1.88), 8 x 64 -> 128 x 1024 x 1024 1.43, 16 x 256 -> 64 x
+  // 56 x 56 1.43, 32 x 128 -> 512 x 28 x 28 1.27, 16 x 512 -> 256 x 14 x 14 1.83, 3-D 4 x
+  // 32 -> 64 x 16 x 64 x 64 1.62. 128 x 128 (the earlier pick for 128+ channels) 0.79-1.23;
+  // 128 x 64 tied on the wide images, 64 x 256 lost where K or the pixels are few,
+  // 256 x 64 (3 stages) 0.51-1.20, 128 x 128 x 32 and 6 stages no better than 128 x 128.
+  p["TILE"] = "64x128x16_32x64x16";
   p["num_stages"] = "4";
   return p;
 }

@@ -236,8 +236,10 @@ absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t, cons
   // Stride, padding, output padding and dilation are not recoverable from the shapes
   // alone (H 32 -> 34 with k 3 is stride 1, padding 0 or stride 2, padding 16, output
   // padding 1): they come from aten::convolution's recorded scalars, and the module is
-  // built from in/out/kernel plus these (CTOR in_out_kernel), whatever the order of the
-  // reference's constructor.
+  // built from the weight's shape plus these (CTOR recorded), whatever the reference's
+  // constructor takes (another order, fewer arguments, or none: KernelBench-style
+  // modules with the sizes inside; session 36 saw CTOR in_out_kernel, which read in/out/
+  // kernel from the constructor, fail on six of those at construction).
   KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "stride", 1, 16, NAN, "STRIDE", "STRIDE_W", &p));
   KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "padding", 0, 32, NAN, "PADDING", "PADDING_W", &p));
   KAGENT_RETURN_IF_ERROR(PerDimPair(t, op, "output_padding", 0, 15, NAN, "OUTPUT_PADDING",
@@ -249,7 +251,15 @@ absl::StatusOr<TemplateParams> ConvTranspose2dParams(const TemplateInfo& t, cons
   const int64_t cin = op.weight_shape[0], cout = op.weight_shape[1];
   const std::vector<int64_t>& out = op.output_shape.size() == 4 ? op.output_shape : op.input_shape;
   ConvTiles(half, SmVersion(gpu), cin, cout, out[0] * out[2] * out[3], &p);
-  p["CTOR"] = "in_out_kernel";
+  const std::vector<int64_t>& w = op.weight_shape;
+  if (cin < 1 || cout < 1 || w[2] < 1 || w[3] < 1 || w[2] > 64 || w[3] > 64) {
+    return Precondition(t, "kernel outside 1-64 or no channels");
+  }
+  p["CTOR"] = "recorded";
+  p["IN_CHANNELS"] = std::to_string(cin);
+  p["OUT_CHANNELS"] = std::to_string(cout);
+  p["KERNEL_H"] = std::to_string(w[2]);
+  p["KERNEL_W"] = std::to_string(w[3]);
   p["BIAS"] = op.has_bias ? "True" : "False";
   return p;
 }

@@ -129,6 +129,10 @@ bool PrefersSm90Conv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 // Whether a standard convolution is conv_cutlass_fprop's first kernel on this GPU (sm_90,
 // a shape the module takes, where the sweep measured it ahead of the Triton templates).
 bool PrefersCutlassConv(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
+// Whether a pointwise fp32 convolution is conv_pointwise_gemm's first kernel on this GPU
+// (sm_90, no bias, channels and pixels in 16-byte accesses: where the sweep measured it
+// ahead of cuDNN).
+bool PrefersPointwiseGemm(const RecognizedOp& op, const kagent::v1::GpuSpec* gpu);
 absl::StatusOr<TemplateParams> ConvPointwiseGemmParams(const TemplateInfo& t,
                                                        const RecognizedOp& op,
                                                        const kagent::v1::GpuSpec* gpu);

@@ -3,6 +3,7 @@
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,24 @@ absl::StatusOr<TemplateParams> RowNormParams(const TemplateInfo& t, const Recogn
   p["DIM"] = std::to_string(op.dim);
   p["NUM_DIMS"] = std::to_string(std::max(1, op.num_dims));
   p["num_stages"] = "1";
+  // layer / rms: the recorded eps (what the reference ran with) where the constructor
+  // gives none.
+  const double eps = ScalarArg(op, "eps", NAN);
+  if (!lp && std::isfinite(eps) && eps >= 0) p["EPS"] = FloatText(eps);
+  if (p["AFFINE"] != "none") {
+    // For a module whose constructor gives no normalized_shape (its sizes inside): the
+    // recorded one, eps (negative: torch's default) and bias (session 36's H100 run saw
+    // nn.LayerNorm() built with no arguments fail at construction).
+    const std::vector<int64_t>& x = op.input_shape;
+    const int nd = std::max(1, op.num_dims);
+    if (nd <= 4 && static_cast<int>(x.size()) >= nd) {
+      for (int i = 0; i < nd; ++i) {
+        p[absl::StrCat("NORM_SHAPE_", i)] = std::to_string(x[x.size() - nd + i]);
+      }
+    }
+    if (!std::isfinite(eps) || eps < 0) p["EPS"] = op.variant == "layer" ? "1e-05" : "-1";
+    p["LN_BIAS"] = op.tags.count("partial_affine") ? "False" : "True";
+  }
   return p;
 }
 

@@ -2,6 +2,7 @@
 #include "engines/heuristic/rules/family_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,44 @@ absl::StatusOr<TemplateParams> PoolParams(const TemplateInfo& t, const Recognize
   p["BLOCK_W"] = std::to_string(bw);
   p["BLOCK_H"] = std::to_string(bh);
   p["num_warps"] = bw * bh >= 256 ? "4" : "2";
+  // The window from the recorded op's scalars where there are some (CTOR recorded: any
+  // constructor, none included; session 36's H100 run saw five level-1 pools whose
+  // modules hold their sizes inside get the params' defaults, CTOR torch, and fail the
+  // gate). A 1-D pool runs as a 2-D one over an unsqueezed H = 1: its dim is the recorded
+  // op's last, and the leading recorded dims of fewer pooled dims are unit ones.
+  if (!op.scalars.count("kernel_size.0")) return p;
+  int recorded_dims = 0;
+  while (op.scalars.count(absl::StrCat("kernel_size.", recorded_dims))) ++recorded_dims;
+  const int nd = one_d ? 1 : absl::EndsWith(op.variant, "2d") ? 2 : 3;
+  if (recorded_dims < nd) return Precondition(t, "the recorded window has fewer dims than the pool");
+  if (ScalarArg(op, "ceil_mode", 0) != 0) return Precondition(t, "ceil_mode is not supported");
+  const char* kDim = "DHW";
+  for (int i = 0; i < nd; ++i) {
+    const int src = recorded_dims - nd + i;
+    auto at = [&](const char* name, double fallback) {
+      return ScalarArg(op, absl::StrCat(name, ".", src), fallback);
+    };
+    const double k = at("kernel_size", NAN);
+    const double s = at("stride", k);  // torch's default stride is the window
+    const double pad = at("padding", 0);
+    const double dil = at("dilation", 1);
+    if (!(k >= 1 && k <= 64 && s >= 1 && s <= 64 && pad >= 0 && pad <= 32 && dil >= 1 &&
+          dil <= 64)) {
+      return Precondition(t, absl::StrCat("recorded window outside the template's bounds (kernel ",
+                                          k, ", stride ", s, ", padding ", pad, ", dilation ",
+                                          dil, ")"));
+    }
+    const std::string d(1, kDim[3 - nd + i]);
+    p["KERNEL_" + d] = std::to_string(static_cast<int64_t>(k));
+    p["STRIDE_" + d] = std::to_string(static_cast<int64_t>(s));
+    p["PADDING_" + d] = std::to_string(static_cast<int64_t>(pad));
+    p["DILATION_" + d] = std::to_string(static_cast<int64_t>(dil));
+  }
+  p["CTOR"] = "recorded";
+  p["COUNT_INCLUDE_PAD"] = ScalarArg(op, "count_include_pad", 1) != 0 ? "True" : "False";
+  const double divisor = ScalarArg(op, "divisor_override", 0);
+  if (divisor < 0 || divisor > 1048576) return Precondition(t, "divisor_override out of range");
+  p["DIVISOR"] = std::to_string(static_cast<int64_t>(divisor));
   return p;
 }
 

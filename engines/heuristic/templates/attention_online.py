@@ -74,7 +74,15 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, LQ, LK, D, DV, qk_scale, num_m,
                 if UPCAST:
                     qc = qc.to(tl.float32)
                     kc = kc.to(tl.float32)
-                s = tl.dot(qc, kc, s, input_precision=INPUT_PRECISION)
+                if qc.dtype == tl.float32:
+                    # fp32 on the FMA units: each chunk's dot from zero, then added, so a
+                    # long head dim's rounding grows with the chunk and the chunk count,
+                    # not their product (session 36, KernelBench's head dim 1024 on an
+                    # H100: one running sum put the x10 trial's output 0.0052 from
+                    # float64, torch's fp32 reference 0.0011, and failed the gate).
+                    s += tl.dot(qc, kc, input_precision=INPUT_PRECISION)
+                else:
+                    s = tl.dot(qc, kc, s, input_precision=INPUT_PRECISION)
         s = s * qk_scale
         keep = n_ok[None, :]
         if CAUSAL:

@@ -132,11 +132,14 @@ class ModelNew(nn.Module):
         super().__init__()
         # CTOR torch: the constructor's arguments in nn.ConvTranspose2d order
         # (in_channels, out_channels, kernel_size, stride, padding, output_padding, groups,
-        # bias, dilation), what it does not give from STRIDE, PADDING, OUTPUT_PADDING,
-        # DILATION, BIAS. CTOR in_out_kernel: only in_channels, out_channels, kernel_size
-        # come from the constructor (problems whose constructors take another order), the
-        # rest from the params. The layer is built like the reference's, so the same seed
-        # gives the same weights (stride and the like draw nothing).
+        # bias, dilation), what it does not give from the params. CTOR recorded: the layer
+        # comes from the params alone (channels, kernel, stride, padding, output_padding,
+        # dilation and bias as the recorded aten::convolution had them), whatever the
+        # reference's constructor takes: another order, fewer arguments or none. Either way
+        # the layer is built like the reference's, so the same seed gives the same weights
+        # (stride and the like draw nothing).
+        in_channels, out_channels = {{IN_CHANNELS}}, {{OUT_CHANNELS}}
+        kernel_size = ({{KERNEL_H}}, {{KERNEL_W}})
         stride = _pair({{STRIDE}}, {{STRIDE_W}})
         padding = _pair({{PADDING}}, {{PADDING_W}})
         output_padding = _pair({{OUTPUT_PADDING}}, {{OUTPUT_PADDING_W}})
@@ -144,6 +147,9 @@ class ModelNew(nn.Module):
         bias = {{BIAS}}
         groups = 1
         if "{{CTOR}}" == "torch":
+            in_channels = _arg(args, kwargs, 0, "in_channels", in_channels)
+            out_channels = _arg(args, kwargs, 1, "out_channels", out_channels)
+            kernel_size = _arg(args, kwargs, 2, "kernel_size", kernel_size)
             stride = _arg(args, kwargs, 3, "stride", stride)
             padding = _arg(args, kwargs, 4, "padding", padding)
             output_padding = _arg(args, kwargs, 5, "output_padding", output_padding)
@@ -155,8 +161,7 @@ class ModelNew(nn.Module):
         if kwargs.get("padding_mode", "zeros") != "zeros":
             raise NotImplementedError("conv_transpose2d: only padding_mode='zeros'")
         self.conv = nn.ConvTranspose2d(
-            _arg(args, kwargs, 0, "in_channels", None), _arg(args, kwargs, 1, "out_channels", None),
-            _arg(args, kwargs, 2, "kernel_size", None), stride=stride, padding=padding,
+            in_channels, out_channels, kernel_size, stride=stride, padding=padding,
             output_padding=output_padding, groups=1, bias=bool(bias), dilation=dilation)
 
     def forward(self, x):

@@ -156,9 +156,20 @@ def _triple(v):
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
-        # KernelBench order: (kernel_size, stride, padding[, dilation]) like nn.MaxPool*d;
-        # nn.AvgPool*d's other options by keyword only.
+        # CTOR torch: KernelBench order, (kernel_size, stride, padding[, dilation]) like
+        # nn.MaxPool*d, nn.AvgPool*d's other options by keyword only; KERNEL / STRIDE /
+        # PADDING where the constructor gives none. CTOR recorded: everything from the
+        # recorded op's scalars (per dim, D H W; a 1-D or 2-D pool's leading ones unused),
+        # whatever the reference's constructor takes (none, with the sizes inside).
         op = "{{OP}}"
+        if "{{CTOR}}" == "recorded":
+            self.kernel = ({{KERNEL_D}}, {{KERNEL_H}}, {{KERNEL_W}})
+            self.stride = ({{STRIDE_D}}, {{STRIDE_H}}, {{STRIDE_W}})
+            self.padding = ({{PADDING_D}}, {{PADDING_H}}, {{PADDING_W}})
+            self.dilation = ({{DILATION_D}}, {{DILATION_H}}, {{DILATION_W}})
+            self.count_include_pad = {{COUNT_INCLUDE_PAD}}
+            self.divisor = {{DIVISOR}} or None
+            return
         self.kernel = _arg(args, kwargs, 0, "kernel_size", {{KERNEL}})
         self.stride = _arg(args, kwargs, 1, "stride", None)
         if self.stride is None:

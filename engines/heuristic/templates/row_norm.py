@@ -170,6 +170,24 @@ class ModelNew(nn.Module):
         # The harness copies the reference's state_dict only when the keys match, else the
         # seed alone gives the weights: the LayerNorm is `ln` like the references' (this
         # suite's and KernelBench's `self.ln = nn.LayerNorm(...)`); `norm` reads either.
+        # A constructor that gives no normalized_shape (a module with its sizes inside,
+        # Model() with no arguments) gets the recorded one: NORM_SHAPE_0..3 (0: no such
+        # dim), the recorded eps (EPS; negative: torch's default, None for RMSNorm) and
+        # LN_BIAS (LayerNorm(bias=False) records no bias input).
+        given = bool(args) or "normalized_shape" in kwargs
+        if self.affine != "none" and not given:
+            shape = tuple(d for d in ({{NORM_SHAPE_0}}, {{NORM_SHAPE_1}}, {{NORM_SHAPE_2}},
+                                      {{NORM_SHAPE_3}}) if d > 0)
+            if not shape:
+                raise TypeError("row_norm: the constructor gives no normalized_shape and none "
+                                "was recorded (more than four normalized dims)")
+            eps = {{EPS}}
+            args = (shape,)
+            kwargs = dict(kwargs, eps=None if eps < 0 else eps)
+            if self.affine == "layernorm_module":
+                kwargs.setdefault("bias", {{LN_BIAS}})
+                if kwargs["eps"] is None:
+                    kwargs["eps"] = 1e-05
         if self.affine == "layernorm_module":
             self.ln = nn.LayerNorm(*args, **kwargs)
         elif self.affine == "rmsnorm_module":

@@ -89,17 +89,30 @@ def test_conv_transpose2d_shape_params_when_constructor_omits_them():
     _check(cand(x), ref(x))
 
 
-def test_conv_transpose2d_ctor_in_out_kernel_asymmetric_params():
+def test_conv_transpose2d_ctor_recorded_asymmetric_params():
     # KernelBench-style constructor in another order, (in, out, k, stride, padding,
-    # dilation, bias): CTOR in_out_kernel takes only (in, out, k) from it and everything
-    # else from the params (the recorded op's scalars), W values apart from H.
-    params = dict(CTOR="in_out_kernel", STRIDE=2, STRIDE_W=3, PADDING=1, PADDING_W=0,
-                  OUTPUT_PADDING=1, OUTPUT_PADDING_W=2, DILATION=1, DILATION_W=2, BIAS="False")
+    # dilation, bias): CTOR recorded takes nothing from it, everything from the params
+    # (the recorded op's weight shape and scalars), W values apart from H.
+    params = dict(CTOR="recorded", IN_CHANNELS=3, OUT_CHANNELS=5, KERNEL_H=3, KERNEL_W=3,
+                  STRIDE=2, STRIDE_W=3, PADDING=1, PADDING_W=0, OUTPUT_PADDING=1,
+                  OUTPUT_PADDING_W=2, DILATION=1, DILATION_W=2, BIAS="False")
     ref, cand = _pair((3, 5, 3, (2, 3), (1, 0), (1, 2), False), {}, params=params,
                       ref_ctor=(3, 5, 3), ref_kw=dict(stride=(2, 3), padding=(1, 0),
                                                       output_padding=(1, 2), dilation=(1, 2),
                                                       bias=False))
     x = torch.randn(2, 3, 4, 5)
+    _check(cand(x), ref(x))
+
+
+def test_conv_transpose2d_ctor_recorded_without_constructor_arguments():
+    # A module with its sizes inside (Model() with no arguments, as tests/gpu/level1_conv's
+    # are): session 36's H100 run saw the constructor's None reach nn.ConvTranspose2d
+    # ("unsupported operand type(s) for %: 'NoneType' and 'int'") on six such problems.
+    params = dict(CTOR="recorded", IN_CHANNELS=4, OUT_CHANNELS=6, KERNEL_H=3, KERNEL_W=5,
+                  STRIDE=2, PADDING=1, OUTPUT_PADDING=1, BIAS="True")
+    ref, cand = _pair((), {}, params=params, ref_ctor=(4, 6, (3, 5)),
+                      ref_kw=dict(stride=2, padding=1, output_padding=1, bias=True))
+    x = torch.randn(2, 4, 5, 6)
     _check(cand(x), ref(x))
 
 

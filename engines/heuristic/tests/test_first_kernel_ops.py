@@ -213,6 +213,20 @@ class ConvSame(nn.Module):
         return self.conv(x)
 
 
+def Fixed(make_layer):
+    """A model class whose layer is built inside with fixed sizes: a constructor with no
+    arguments (tests/gpu/level1_* write theirs this way; session 36's H100 run saw the
+    templates that read the sizes from the constructor fail on 12 of them)."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = make_layer()
+
+        def forward(self, x):
+            return self.layer(x)
+    return Model
+
+
 def _x(*shape):
     return torch.randn(*shape)
 
@@ -368,6 +382,32 @@ CASES = {
     "attention_written_out_4d_mul": (Lambda(lambda q, k, v: torch.matmul(torch.softmax(
         torch.matmul(q, k.transpose(-2, -1)) * 0.3, dim=-1), v)), [],
         lambda: [_x(2, 3, 17, 16), _x(2, 3, 17, 16), _x(2, 3, 17, 16)], "attention_online"),
+    # Sizes inside the module (no constructor arguments): the layer from the recorded op.
+    "fixed_conv_transpose2d": (Fixed(lambda: nn.ConvTranspose2d(5, 6, (3, 2), stride=(2, 1),
+                                                               padding=1, output_padding=(1, 0),
+                                                               dilation=(1, 2))),
+                               [], lambda: [_x(2, 5, 6, 7)], "conv_transpose2d"),
+    "fixed_layer_norm": (Fixed(lambda: nn.LayerNorm((6, 10), eps=1e-3)), [],
+                         lambda: [_x(3, 6, 10)], "row_norm"),
+    "fixed_layer_norm_no_bias": (Fixed(lambda: nn.LayerNorm(20, bias=False)), [],
+                                 lambda: [_x(7, 20)], "row_norm"),
+    "fixed_max_pool1d_dilated": (Fixed(lambda: nn.MaxPool1d(4, stride=1, padding=2,
+                                                            dilation=3)),
+                                 [], lambda: [_x(2, 3, 40)], "pool_nd"),
+    "fixed_max_pool2d_asymmetric": (Fixed(lambda: nn.MaxPool2d((3, 2), stride=(1, 2),
+                                                               padding=(1, 0))),
+                                    [], lambda: [_x(2, 3, 11, 10)], "pool_nd"),
+    "fixed_max_pool3d_dilated": (Fixed(lambda: nn.MaxPool3d(3, stride=2, padding=1,
+                                                            dilation=2)),
+                                 [], lambda: [_x(1, 2, 9, 10, 11)], "pool_nd"),
+    "fixed_avg_pool1d_padded": (Fixed(lambda: nn.AvgPool1d(5, stride=1, padding=2)), [],
+                                lambda: [_x(2, 3, 33)], "pool_nd"),
+    "fixed_avg_pool2d_exclude_pad": (Fixed(lambda: nn.AvgPool2d(3, stride=2, padding=1,
+                                                                count_include_pad=False)),
+                                     [], lambda: [_x(2, 3, 9, 12)], "pool_nd"),
+    "fixed_avg_pool3d_divisor": (Fixed(lambda: nn.AvgPool3d(2, padding=1,
+                                                            divisor_override=5)),
+                                 [], lambda: [_x(1, 2, 5, 6, 7)], "pool_nd"),
     "attention_given_k_transposed": (Lambda(lambda q, kt, v: torch.bmm(torch.softmax(
         torch.bmm(q, kt) * 0.125, dim=-1), v)), [],
         lambda: [_x(3, 20, 64), _x(3, 64, 27), _x(3, 27, 64)], "attention_online"),
