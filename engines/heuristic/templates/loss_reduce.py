@@ -4,6 +4,8 @@
 # of the flattened inputs in BLOCK chunks into a BLOCK-wide fp32 accumulator and writes
 # one partial sum; a second one-program kernel adds the SPLIT_N partials in order, scales
 # and casts. No atomics: the result is the same run to run.
+import math
+
 import torch
 import torch.nn as nn
 import triton
@@ -11,16 +13,21 @@ import triton.language as tl
 
 
 @triton.jit
-def loss_partial_kernel(p_ptr, t_ptr, part_ptr, n, per_program, beta,
-                        BLOCK: tl.constexpr, LOSS: tl.constexpr, LOG_INPUT: tl.constexpr):
+def loss_partial_kernel(p_ptr, t_ptr, part_ptr, n, per_program, beta, p_period, t_period,
+                        BLOCK: tl.constexpr, LOSS: tl.constexpr, LOG_INPUT: tl.constexpr,
+                        P_REPEATS: tl.constexpr, T_REPEATS: tl.constexpr):
     pid = tl.program_id(0)
     start = pid.to(tl.int64) * per_program
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for i in range(0, per_program, BLOCK):
         offs = start + i + tl.arange(0, BLOCK)
         mask = offs < n
-        p = tl.load(p_ptr + offs, mask=mask, other=1.0).to(tl.float32)  # log(1) = 0 off the end
-        t = tl.load(t_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        # An input broadcast over leading dims repeats every `period` elements of the
+        # flattened broadcast shape: read in place, never expanded.
+        p_offs = offs % p_period if P_REPEATS else offs
+        t_offs = offs % t_period if T_REPEATS else offs
+        p = tl.load(p_ptr + p_offs, mask=mask, other=1.0).to(tl.float32)  # log(1) = 0 off the end
+        t = tl.load(t_ptr + t_offs, mask=mask, other=0.0).to(tl.float32)
         if LOSS == "mse":
             d = p - t
             v = d * d
@@ -55,6 +62,19 @@ def loss_final_kernel(part_ptr, out_ptr, num_parts, scale, BLOCK_P: tl.constexpr
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 
 
+def _operand(x, shape):
+    """(tensor, period, repeats) for reading x as its broadcast to `shape` flattened: x
+    itself (contiguous) with period x.numel() when its dims, leading ones dropped, are
+    shape's trailing dims and it has fewer elements; else x expanded to shape."""
+    dims = list(x.shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    if (x.numel() > 0 and x.numel() < math.prod(shape) and
+            tuple(dims) == tuple(shape[len(shape) - len(dims):])):
+        return x.contiguous(), x.numel(), True
+    return x.expand(shape).contiguous(), 1, False
+
+
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -63,16 +83,19 @@ class ModelNew(nn.Module):
     def forward(self, predictions, targets):
         p, t = predictions, targets
         out_dtype = torch.promote_types(p.dtype, t.dtype)
-        if p.shape != t.shape:
-            p, t = torch.broadcast_tensors(p, t)
-        p = p.contiguous()
-        t = t.contiguous()
-        n = p.numel()
+        shape = torch.broadcast_shapes(p.shape, t.shape)
+        # An input whose shape is the broadcast shape's trailing dims (targets (N,) against
+        # predictions (M, N)) is read in place with a period; any other broadcast is
+        # expanded (KernelBench's hinge loss expanded a 128 KB target to 4 GiB, tripling
+        # the traffic).
+        p, p_period, p_repeats = _operand(p, shape)
+        t, t_period, t_repeats = _operand(t, shape)
+        n = math.prod(shape)
         reduction = "{{REDUCTION}}"
         if reduction == "mean":
             scale = 1.0 / max(n, 1)
         elif reduction == "batchmean":
-            scale = 1.0 / (p.shape[0] if p.dim() > 0 else 1)
+            scale = 1.0 / (shape[0] if len(shape) > 0 else 1)
         else:
             scale = 1.0
         out = torch.empty((), device=p.device, dtype=out_dtype)
@@ -82,8 +105,9 @@ class ModelNew(nn.Module):
         per_program = triton.cdiv(triton.cdiv(n, parts), BLOCK) * BLOCK
         partials = torch.empty(parts, device=p.device, dtype=torch.float32)
         loss_partial_kernel[(parts,)](
-            p, t, partials, n, per_program, self.beta,
+            p, t, partials, n, per_program, self.beta, p_period, t_period,
             BLOCK=BLOCK, LOSS="{{LOSS}}", LOG_INPUT={{LOG_INPUT}},
+            P_REPEATS=p_repeats, T_REPEATS=t_repeats,
             num_warps={{num_warps}}, num_stages={{num_stages}})
         loss_final_kernel[(1,)](partials, out, parts, scale,
                                 BLOCK_P=triton.next_power_of_2(parts))

@@ -61,6 +61,38 @@ def test_loss_sum_kl_without_log_broadcast_and_noncontiguous():
     torch.testing.assert_close(hinge(hp, ht), REFS["hinge"](hp, ht), atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")
+def test_loss_reads_a_trailing_broadcast_in_place():
+    # KernelBench's hinge today: predictions (M, N) against targets (N,): the targets are
+    # read with a period of N, never expanded (the kernel gets the (N,) tensor itself);
+    # also predictions broadcast over leading dims, a 0-dim target, batchmean.
+    torch.manual_seed(3)
+    hinge = load_model_new("loss_reduce", LOSS="hinge", BLOCK=64, SPLIT_N=3)()
+    seen = []
+    kernel = hinge.forward.__globals__["loss_partial_kernel"]
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(p, t, *args, **kwargs):
+                seen.append((tuple(p.shape), tuple(t.shape), kwargs["T_REPEATS"]))
+                return kernel[grid](p, t, *args, **kwargs)
+            return launch
+
+    hinge.forward.__globals__["loss_partial_kernel"] = Spy()
+    try:
+        p, t = torch.randn(37, 29), torch.randint(0, 2, (29,)).float() * 2 - 1
+        torch.testing.assert_close(hinge(p, t), REFS["hinge"](p, t), atol=1e-6, rtol=1e-5)
+        assert seen[-1] == ((37, 29), (29,), True)
+        t0 = torch.tensor(-0.5)
+        torch.testing.assert_close(hinge(p, t0), REFS["hinge"](p, t0), atol=1e-6, rtol=1e-5)
+        assert seen[-1] == ((37, 29), (), True)
+    finally:
+        hinge.forward.__globals__["loss_partial_kernel"] = kernel
+    mse = load_model_new("loss_reduce", LOSS="mse", REDUCTION="batchmean", BLOCK=64, SPLIT_N=2)()
+    p1, t1 = torch.randn(1, 3, 10), torch.randn(4, 3, 10)
+    torch.testing.assert_close(mse(p1, t1), ((p1 - t1) ** 2).sum() / 4, atol=1e-5, rtol=1e-5)
+
+
 def test_loss_bf16_smooth_l1():
     torch.manual_seed(2)
     p, t = _inputs("smooth_l1", (33, 70), torch.bfloat16)
