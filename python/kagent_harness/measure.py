@@ -309,9 +309,7 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 # reference, the baselines): the other jobs' kept trials go, so that the
                 # worker's retry of this INFRA_ERROR has room.
                 e = None
-                freed = self.env.cache.shed_idle()
-                self.log.add(f"out of device memory: dropped {freed >> 20} MiB of idle "
-                             "jobs' kept trials for a retry")
+                self._shed_idle_trials("out of device memory, for a retry")
         return self.finish(t_start)
 
     def finish(self, t_start):
@@ -375,9 +373,17 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
             return
         sup, child = trial_floor(nbytes(inputs), nbytes(ref_out),
                                  getattr(self, "use_ipc", False))
-        total = torch.cuda.mem_get_info()[1]
+        free, total = torch.cuda.mem_get_info()
         if sup + child + CONTEXTS_BYTES > total:
             raise Rejection(P.INFRA_ERROR, self._too_large(sup, child, total, inputs, ref_out))
+        # The candidate's process needs its floor beside what this process holds: other
+        # jobs' kept trials (up to a quarter of the device) go first when the device could
+        # not spare it otherwise (session 36's H100 run: 6 GiB activations at KernelBench's
+        # sizes failed all three attempts with the supervisor holding 46-59 GiB).
+        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if free < child + CONTEXTS_BYTES:
+            self._shed_idle_trials(f"the candidate's process needs {_gib(child)} for this "
+                                   f"trial and {_gib(free)} are free")
 
     def _too_large(self, sup, child, total, inputs, ref_out):
         return (f"the harness's limit, not the candidate's: a gate trial of this problem "
@@ -413,9 +419,22 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         need = held + asked + CONTEXTS_BYTES
         if held + others + child + CONTEXTS_BYTES > total or \
                 (others > 0 and need <= total < need + others):
+            # The worker measures it again: other jobs' kept trials go now, so that the
+            # retry has the room this attempt lacked.
+            self._shed_idle_trials("the candidate's process ran out of device memory beside "
+                                   "the harness")
             return ChildFailure(P.INFRA_ERROR, f"the harness's limit, not the candidate's: "
                                 f"{figures} ({failure.reason})")
         return ChildFailure(P.OOM, f"{failure.reason} [{figures}]")
+
+    def _shed_idle_trials(self, why):
+        """Drops the kept trials of every job no request is using (TrialCache.shed_idle,
+        which gives the blocks back to the driver) and logs why."""
+        env = getattr(self, "env", None)
+        if env is None:
+            return
+        freed = env.cache.shed_idle()
+        self.log.add(f"{why}: dropped {freed >> 20} MiB of idle jobs' kept trials")
 
     def _others_bytes(self, held):
         """(bytes of the device held by processes other than this one and the candidate's,

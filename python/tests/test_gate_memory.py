@@ -129,6 +129,51 @@ def test_a_candidates_oom_beside_a_full_supervisor_is_the_harness_limit(monkeypa
     assert _gpu_supervisor(12 * GIB).gate_oom(crash, x, x) is crash
 
 
+def _with_cache(sup):
+    """sup with a log and a trial cache whose shed_idle is counted (3 MiB each)."""
+    from kagent_harness import protocol as P
+    shed = []
+    sup.log = P.Log()
+    sup.env = types.SimpleNamespace(cache=types.SimpleNamespace(
+        shed_idle=lambda: shed.append(1) or (3 << 20)))
+    return sup, shed
+
+
+def test_other_jobs_kept_trials_go_when_a_trial_needs_their_room(monkeypatch):
+    # Session 36's H100 run: 6 GiB activations (12 GiB trials, a 24 GiB floor in the
+    # candidate's process) failed all three attempts with the supervisor holding 46-59
+    # GiB, other jobs' kept trials among it. Before the candidate's call, the device must
+    # spare its floor, this process's cached blocks counted; else the idle jobs' kept
+    # trials go. With room to spare nothing is dropped.
+    from kagent_harness import protocol as P
+    from kagent_harness.sandbox import ChildFailure
+    monkeypatch.setattr("kagent_harness.measure.nbytes", lambda xs: 6 * GIB)
+    x = [torch.empty(0)]
+    FakeDevice(monkeypatch, total=80 * GIB, free=20 * GIB, allocated=30 * GIB,
+               reserved=33 * GIB)
+    sup, shed = _with_cache(_gpu_supervisor(12 * GIB))
+    sup.check_working_set(x, x)      # 20 + 3 cached < 24 + 1: shed
+    assert shed == [1]
+    assert "needs 24.0 GiB for this trial and 23.0 GiB are free: dropped 3 MiB" in \
+        sup.log.tail(""), sup.log.tail("")
+    FakeDevice(monkeypatch, total=80 * GIB, free=30 * GIB, allocated=30 * GIB,
+               reserved=30 * GIB)
+    sup, shed = _with_cache(_gpu_supervisor(12 * GIB))
+    sup.check_working_set(x, x)
+    assert shed == []
+    # A candidate's OOM judged the harness's limit drops them too, for the worker's retry;
+    # its own OOM does not.
+    oom = ChildFailure(P.OOM, "gate trial 0: OutOfMemoryError during the gate's call")
+    FakeDevice(monkeypatch, total=80 * GIB, free=24 * GIB, allocated=30 * GIB,
+               reserved=44 * GIB)
+    sup, shed = _with_cache(_gpu_supervisor(12 * GIB))
+    assert sup.gate_oom(oom, x, x).verdict == P.INFRA_ERROR and shed == [1]
+    FakeDevice(monkeypatch, total=80 * GIB, free=50 * GIB, allocated=18 * GIB,
+               reserved=18 * GIB)
+    sup, shed = _with_cache(_gpu_supervisor(12 * GIB))
+    assert sup.gate_oom(oom, x, x).verdict == P.OOM and shed == []
+
+
 def test_a_candidates_oom_beside_other_processes_is_the_harness_limit(monkeypatch):
     # Seen on the H100 with 16 tasks in flight: the supervisor held 45 GiB, prepared
     # candidates' processes 17 GiB, and a starting kernel that needs 16 GiB got the OOM.
