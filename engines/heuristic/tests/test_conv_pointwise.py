@@ -9,6 +9,7 @@ description (kagent-template-render --first-kernel on a recorded signature). The
 itself runs on a GPU (tests/gpu/conv_cutlass_check.py)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -172,3 +173,34 @@ def test_pixels_without_16_byte_rows_take_narrower_accesses():
 def test_other_convolutions_are_refused_with_the_reason(layer, shape, why):
     rc, _, err = _render_for(layer, shape, TID)
     assert rc != 0 and why in err, err[-400:]
+
+
+SWEEP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata",
+                     "conv_pointwise_gemm_sweep_h100.jsonl")
+
+
+@pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
+def test_the_rule_takes_the_tile_its_sweep_measured_fastest():
+    # The sweep's lines as they came back from the H100 (session 36: .gpu/pw.py, each
+    # tile rendered, built, gated against cuDNN's result and timed with do_bench beside
+    # cuDNN, TF32 off): on every shape the brain's render (its first kernel: bias-free,
+    # 16-byte accesses) takes a tile within 2 % of the fastest measured there, and that
+    # tile beat cuDNN. A rule changed without a sweep that backs it fails here.
+    with open(SWEEP) as f:
+        lines = [json.loads(line) for line in f]
+    shapes = {}
+    for d in lines:
+        shapes.setdefault((tuple(d["shape"]), d["cout"]), {})[d["variant"]] = d
+    assert len(shapes) == 6
+    for (shape, cout), rows in shapes.items():
+        layer = (nn.Conv2d if len(shape) == 4 else nn.Conv3d)(shape[1], cout, 1, bias=False)
+        rc, source, err = _render_for(layer, shape)
+        assert rc == 0 and source.startswith(f"# kagent-template: {TID}"), err[-400:]
+        cuda = cuda_source(source)
+        tile = re.search(r'constexpr char kTile\[\] = "([^"]+)";', cuda).group(1)
+        stages = re.search(r"/\*Stages=\*/(\d+)", cuda).group(1)
+        mine = rows[f"{tile} s{stages}"]
+        assert mine["ok"] and "error" not in mine, (shape, mine)
+        best = min(r["ms"] for v, r in rows.items() if v != "cudnn" and r.get("ok"))
+        assert mine["ms"] <= 1.02 * best, (shape, tile, mine["ms"], best)
+        assert mine["ms"] < rows["cudnn"]["ms"], (shape, mine["ms"], rows["cudnn"]["ms"])
