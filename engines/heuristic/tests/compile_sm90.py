@@ -129,10 +129,16 @@ def main():
                   stride_w=1, PACKED=True, SWP=2), 2, 3)
 
     loss = _load("loss_reduce")
-    lsig = dict(p_ptr=fp32, t_ptr=fp32, part_ptr=fp32, n="i64", per_program="i64", beta="fp32")
+    lsig = dict(p_ptr=fp32, t_ptr=fp32, part_ptr=fp32, n="i64", per_program="i64", beta="fp32",
+                p_period="i64", t_period="i64")
     for op in ("mse", "smooth_l1", "huber", "hinge", "kl_div"):  # problems/37, 39-41
         _compile(f"loss_reduce {op} 4096", loss.loss_partial_kernel, lsig,
-                 dict(BLOCK=4096, LOSS=op, LOG_INPUT=True), 8, 2)
+                 dict(BLOCK=4096, LOSS=op, LOG_INPUT=True, P_REPEATS=False, T_REPEATS=False),
+                 8, 2)
+    # KernelBench's hinge loss: (N,) targets against (M, N) predictions, read in place.
+    _compile("loss_reduce hinge 4096 periodic targets", loss.loss_partial_kernel, lsig,
+             dict(BLOCK=4096, LOSS="hinge", LOG_INPUT=False, P_REPEATS=False, T_REPEATS=True),
+             8, 2)
     _compile("loss_reduce final", loss.loss_final_kernel,
              dict(part_ptr=fp32, out_ptr=bf16, num_parts="i32", scale="fp32"), dict(BLOCK_P=1024), 4, 3)
 
@@ -298,6 +304,17 @@ def main():
     _compile("attention_online bf16 d128 64x64 causal", att.attention_kernel,
              dict(asig, q_ptr=bf16, k_ptr=bf16, v_ptr=bf16, o_ptr=bf16),
              dict(abase, BLOCK_M=64, BLOCK_N=64, BLOCK_D=128, BLOCK_DV=128, CAUSAL=True), 8, 3)
+    # KernelBench's SDPA, head dim 1024: fp32 at the brain's tiles for it (32 x 32, value
+    # columns 256, 8 warps, 2 stages; 3 stages spill 16 bytes), Q @ K^T in 64-wide
+    # chunks, each chunk's dot from zero then added; bf16 with 64 x 64 tiles, the chunks
+    # accumulated in the dot.
+    _compile("attention_online fp32 d1024 chunks of 64", att.attention_kernel, asig,
+             dict(abase, ONE_D=False, BLOCK_M=32, BLOCK_N=32, BLOCK_D=64, BLOCK_DV=256,
+                  CAUSAL=False), 8, 2)
+    _compile("attention_online bf16 d1024 chunks of 64", att.attention_kernel,
+             dict(asig, q_ptr=bf16, k_ptr=bf16, v_ptr=bf16, o_ptr=bf16),
+             dict(abase, ONE_D=False, BLOCK_M=64, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=256,
+                  CAUSAL=False), 8, 2)
 
     # The elementwise clamps propagate NaN like torch (relu(nan) = nan).
     ew = _load("elementwise", OP="relu")
