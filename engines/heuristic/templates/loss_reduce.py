@@ -13,9 +13,24 @@ import triton.language as tl
 
 
 @triton.jit
+def _folded(offs0, period, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Offsets offs0 + arange(BLOCK) of the flattened broadcast shape, read in an input
+    that repeats every `period` elements. MODE 0: no repeat; 1: period >= BLOCK (one
+    scalar modulo, at most one wrap inside the block); 2: a shorter period (32-bit
+    modulo per element on values below period + BLOCK). No 64-bit division per element."""
+    if MODE == 0:
+        return offs0 + tl.arange(0, BLOCK)
+    base = offs0 % period
+    if MODE == 1:
+        r = base + tl.arange(0, BLOCK)
+        return tl.where(r >= period, r - period, r)
+    return (base.to(tl.int32) + tl.arange(0, BLOCK)) % period
+
+
+@triton.jit
 def loss_partial_kernel(p_ptr, t_ptr, part_ptr, n, per_program, beta, p_period, t_period,
                         BLOCK: tl.constexpr, LOSS: tl.constexpr, LOG_INPUT: tl.constexpr,
-                        P_REPEATS: tl.constexpr, T_REPEATS: tl.constexpr):
+                        P_MODE: tl.constexpr, T_MODE: tl.constexpr):
     pid = tl.program_id(0)
     start = pid.to(tl.int64) * per_program
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -24,8 +39,8 @@ def loss_partial_kernel(p_ptr, t_ptr, part_ptr, n, per_program, beta, p_period, 
         mask = offs < n
         # An input broadcast over leading dims repeats every `period` elements of the
         # flattened broadcast shape: read in place, never expanded.
-        p_offs = offs % p_period if P_REPEATS else offs
-        t_offs = offs % t_period if T_REPEATS else offs
+        p_offs = _folded(start + i, p_period, BLOCK, P_MODE)
+        t_offs = _folded(start + i, t_period, BLOCK, T_MODE)
         p = tl.load(p_ptr + p_offs, mask=mask, other=1.0).to(tl.float32)  # log(1) = 0 off the end
         t = tl.load(t_ptr + t_offs, mask=mask, other=0.0).to(tl.float32)
         if LOSS == "mse":
@@ -75,6 +90,11 @@ def _operand(x, shape):
     return x.expand(shape).contiguous(), 1, False
 
 
+def _fold_mode(repeats, period, block):
+    """_folded's MODE for an operand read with `period` (repeats) or as it is."""
+    return 0 if not repeats else 1 if period >= block else 2
+
+
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -107,7 +127,8 @@ class ModelNew(nn.Module):
         loss_partial_kernel[(parts,)](
             p, t, partials, n, per_program, self.beta, p_period, t_period,
             BLOCK=BLOCK, LOSS="{{LOSS}}", LOG_INPUT={{LOG_INPUT}},
-            P_REPEATS=p_repeats, T_REPEATS=t_repeats,
+            P_MODE=_fold_mode(p_repeats, p_period, BLOCK),
+            T_MODE=_fold_mode(t_repeats, t_period, BLOCK),
             num_warps={{num_warps}}, num_stages={{num_stages}})
         loss_final_kernel[(1,)](partials, out, parts, scale,
                                 BLOCK_P=triton.next_power_of_2(parts))

@@ -133,12 +133,14 @@ def main():
                 p_period="i64", t_period="i64")
     for op in ("mse", "smooth_l1", "huber", "hinge", "kl_div"):  # problems/37, 39-41
         _compile(f"loss_reduce {op} 4096", loss.loss_partial_kernel, lsig,
-                 dict(BLOCK=4096, LOSS=op, LOG_INPUT=True, P_REPEATS=False, T_REPEATS=False),
-                 8, 2)
-    # KernelBench's hinge loss: (N,) targets against (M, N) predictions, read in place.
+                 dict(BLOCK=4096, LOSS=op, LOG_INPUT=True, P_MODE=0, T_MODE=0), 8, 2)
+    # KernelBench's hinge loss: (N,) targets against (M, N) predictions, read in place
+    # (N >= BLOCK: one wrap per block; a shorter period: 32-bit modulo).
     _compile("loss_reduce hinge 4096 periodic targets", loss.loss_partial_kernel, lsig,
-             dict(BLOCK=4096, LOSS="hinge", LOG_INPUT=False, P_REPEATS=False, T_REPEATS=True),
-             8, 2)
+             dict(BLOCK=4096, LOSS="hinge", LOG_INPUT=False, P_MODE=0, T_MODE=1), 8, 2)
+    _compile("loss_reduce hinge 4096 short period", loss.loss_partial_kernel,
+             dict(lsig, t_period="i32"),
+             dict(BLOCK=4096, LOSS="hinge", LOG_INPUT=False, P_MODE=0, T_MODE=2), 8, 2)
     _compile("loss_reduce final", loss.loss_final_kernel,
              dict(part_ptr=fp32, out_ptr=bf16, num_parts="i32", scale="fp32"), dict(BLOCK_P=1024), 4, 3)
 

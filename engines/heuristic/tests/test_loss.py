@@ -74,7 +74,7 @@ def test_loss_reads_a_trailing_broadcast_in_place():
     class Spy:
         def __getitem__(self, grid):
             def launch(p, t, *args, **kwargs):
-                seen.append((tuple(p.shape), tuple(t.shape), kwargs["T_REPEATS"]))
+                seen.append((tuple(p.shape), tuple(t.shape), kwargs["T_MODE"]))
                 return kernel[grid](p, t, *args, **kwargs)
             return launch
 
@@ -82,10 +82,13 @@ def test_loss_reads_a_trailing_broadcast_in_place():
     try:
         p, t = torch.randn(37, 29), torch.randint(0, 2, (29,)).float() * 2 - 1
         torch.testing.assert_close(hinge(p, t), REFS["hinge"](p, t), atol=1e-6, rtol=1e-5)
-        assert seen[-1] == ((37, 29), (29,), True)
+        assert seen[-1] == ((37, 29), (29,), 2)       # a period shorter than BLOCK
+        p, t = torch.randn(5, 150), torch.randint(0, 2, (150,)).float() * 2 - 1
+        torch.testing.assert_close(hinge(p, t), REFS["hinge"](p, t), atol=1e-6, rtol=1e-5)
+        assert seen[-1] == ((5, 150), (150,), 1)      # one wrap inside a block at most
         t0 = torch.tensor(-0.5)
         torch.testing.assert_close(hinge(p, t0), REFS["hinge"](p, t0), atol=1e-6, rtol=1e-5)
-        assert seen[-1] == ((37, 29), (), True)
+        assert seen[-1] == ((5, 150), (), 2)
     finally:
         hinge.forward.__globals__["loss_partial_kernel"] = kernel
     mse = load_model_new("loss_reduce", LOSS="mse", REDUCTION="batchmean", BLOCK=64, SPLIT_N=2)()
