@@ -459,6 +459,23 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
     CHECK(r->kernel.origin() == "template:conv_cutlass_fprop");
     CHECK(absl::StrContains(r->kernel.source(), "constexpr int kAlign = 4;"));
     CHECK(absl::StrContains(r->kernel.source(), "#define KAGENT_PAD_CHANNELS_True 1"));
+    // A 3-D stem (KernelBench's 54: 3 -> 64 channels, 3 x 3 x 3): still the Triton
+    // conv3d_implicit_gemm first (the fold below has not run on a GPU); a switch renders
+    // the CUTLASS module with the depth taps folded into the channels.
+    v1::OpSignature stem3d;
+    AddOp(&stem3d, "aten::convolution", {{{16, 3, 64, 64, 64}}, {{64, 3, 3, 3, 3}}},
+          {{{16, 64, 62, 62, 62}}},
+          {{"stride.0", 1.0}, {"stride.1", 1.0}, {"stride.2", 1.0}, {"padding.0", 0.0},
+           {"padding.1", 0.0}, {"padding.2", 0.0}, {"dilation.0", 1.0}, {"dilation.1", 1.0},
+           {"dilation.2", 1.0}, {"groups", 1.0}, {"transposed", 0.0}});
+    r = brain.FirstKernel({&problem, &stem3d, &gpu});
+    REQUIRE(r.ok());
+    CHECK(r->kernel.origin() == "template:conv3d_implicit_gemm");
+    auto folded = brain.RenderFor("conv_cutlass_fprop", stem3d, &gpu);
+    REQUIRE(folded.ok());
+    CHECK(absl::StrContains(folded->kernel.source(), "#define KAGENT_FOLD_DEPTH_True 1"));
+    CHECK(absl::StrContains(folded->kernel.source(), "#define KAGENT_PAD_CHANNELS_False 1"));
+    CHECK(absl::StrContains(folded->kernel.source(), "constexpr int kAlign = 4;"));
     // A bias-free fp32 pointwise conv with 16-byte accesses (64 channels, 128 x 128
     // pixels): the batched GEMM over NCHW in place (its H100 sweep, 1.27-1.83x cuDNN).
     v1::OpSignature pw;

@@ -5,7 +5,9 @@ conv_pointwise_gemm, the cases named pw_*: 1-D, 2-D and 3-D pointwise layers, 16
 fp16 with a bias, a batch whose input holds 2 GiB or more (the module runs it in chunks
 below CUTLASS's 32-bit offsets), an unbatched 1-D input, odd spatial sizes with stride,
 padding and dilation per dim, stems whose few input channels the module pads to a 16-byte
-access (PAD_CHANNELS, the fixed-channels iterators). Each case builds its render (in
+access (PAD_CHANNELS, the fixed-channels iterators), 3-D stems whose depth taps the module
+folds into the channels (FOLD_DEPTH, the few-channels iterators; the cases named
+*_stem_fold_*). Each case builds its render (in
 parallel, one process each), runs it on seeded inputs with the reference nn.Conv*d's
 weights and compares with the float64 convolution at the harness's tolerance for the
 dtype. One JSON line per case; exit 1 when a case fails.
@@ -29,12 +31,20 @@ from kagent_harness.protocol import default_tolerance  # noqa: E402
 
 SM80, SM90, PW = "conv_cutlass_fprop", "conv_sm90_fprop", "conv_pointwise_gemm"
 # What a render's build depends on (its CUDA source), per template.
-KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "TILE", "num_stages"),
+KNOBS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "FOLD_DEPTH", "TILE", "num_stages"),
          SM90: ("DTYPE", "DIMS", "BIAS", "TILE", "CLUSTER"),
          PW: ("ALIGN", "TILE", "num_stages")}
 # name: (dtype, input shape, out channels, kernel, stride, padding, dilation, bias, tile,
 # stages, or the cluster for sm90_*); kernel and the rest per spatial dim.
 CASES = {
+    # 3-D stems, the depth taps folded into the channels (FOLD_DEPTH, few-channels iterators).
+    "fp32_stem_fold_3d": ("float32", (2, 3, 9, 20, 22), 16, (3, 3, 3), (1, 1, 1), (0, 0, 0),
+                          (1, 1, 1), False, "128x64x16_64x32x16", 5),
+    "fp32_stem_fold_strided_bias_3d": ("float32", (3, 3, 11, 17, 19), 24, (3, 5, 7),
+                                       (2, 1, 2), (1, 2, 3), (2, 1, 1), True,
+                                       "128x64x16_64x32x16", 5),
+    "bf16_stem_fold_3d": ("bfloat16", (2, 3, 8, 16, 16), 32, (5, 3, 3), (1, 1, 1),
+                          (2, 1, 1), (1, 1, 1), True, "256x128x32_64x64x32", 3),
     "fp16_bias_2d": ("float16", (4, 64, 57, 91), 96, (3, 5), (2, 1), (1, 2), (1, 2), True,
                      "256x128x32_64x64x32", 3),
     "fp32_chunked_2gib_2d": ("float32", (36, 64, 512, 512), 64, (3, 3), (1, 1), (1, 1),
@@ -86,12 +96,12 @@ def params_of(name, case, torch):
         p = shape_params(reference_layer(case, torch), case[0])
     p["TILE"] = case[8]
     if template_of(name) == SM90:
-        del p["ALIGN"], p["PAD_CHANNELS"]
+        del p["ALIGN"], p["PAD_CHANNELS"], p["FOLD_DEPTH"]
         p["CLUSTER"] = case[9]
     else:
         p["num_stages"] = case[9]
     if template_of(name) == PW:  # 16-, 8- or 4-byte accesses of channels and pixels
-        del p["PAD_CHANNELS"]
+        del p["PAD_CHANNELS"], p["FOLD_DEPTH"]
         dims, shape = len(case[3]), case[1]
         channels, pixels = shape[-dims - 1], math.prod(shape[-dims:])
         p["ALIGN"] = str(next(a for a in (4, 2, 1) if channels % a == 0 and pixels % a == 0))

@@ -6,9 +6,9 @@ from measurements (issue 21).
 
   python3 tests/gpu/conv_sweep.py [--out F.jsonl] [--only PREFIX,...] [--build-jobs J]
                                   [--build-only] [--templates ID,...] [--all-variants]
-                                  [--brain ID,...]
+                                  [--brain ID,...] [--problems DIR]
 
-Every problem of problems/ whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
+Every problem of problems/ (or DIR, e.g. tests/gpu/level1_conv) whose model holds exactly one nn.Conv1d/2d/3d with groups 1 is
 taken (KAGENT_PROBLEM_SCALE shrinks them, as everywhere). The variants (knobs per dtype,
 the shape params from the problem) are rendered (engines/heuristic/tests/template_render.py)
 and built first, J at a time in their own processes (gemm_sweep.build_all; one
@@ -65,7 +65,8 @@ HALF_VARIANTS = [(SM90, {"TILE": "128x128x64", "CLUSTER": "1x1"}),
                  (SM90, {"TILE": "128x64x64", "CLUSTER": "1x1"}),
                  (SM80, {"TILE": "256x128x32_64x64x32", "num_stages": 3})]
 # What a render's CUDA source depends on besides the knobs, per template.
-SOURCE_PARAMS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS"), SM90: ("DTYPE", "DIMS", "BIAS")}
+SOURCE_PARAMS = {SM80: ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "FOLD_DEPTH"),
+                 SM90: ("DTYPE", "DIMS", "BIAS")}
 
 
 def conv_layer(model, nn):
@@ -82,15 +83,17 @@ def shape_params(conv, dtype_name):
     dims = conv.weight.dim() - 2
     cin, cout = conv.in_channels, conv.out_channels
     aligns = (4, 2, 1) if dtype_name == "float32" else (8, 4, 2)
-    # Fewer input channels than a 16-byte access (a stem): padded to it, 1-D and 2-D.
-    pad = dims <= 2 and cin < aligns[0] and cout % aligns[0] == 0
-    align = aligns[0] if pad else next((a for a in aligns if cin % a == 0 and cout % a == 0),
-                                       None)
+    # Fewer input channels than a 16-byte access (a stem): padded to it, 1-D and 2-D; a 3-D
+    # one folds its depth taps into the channels (FOLD_DEPTH).
+    stem = cin < aligns[0] and cout % aligns[0] == 0
+    pad, fold = stem and dims <= 2, stem and dims == 3
+    align = aligns[0] if stem else next((a for a in aligns if cin % a == 0 and cout % a == 0),
+                                        None)
     if align is None or (dims == 3 and align != aligns[0]) or max(conv.kernel_size) > 32:
         return None
     lead = 3 - dims
     p = {"DTYPE": dtype_name, "DIMS": str(dims), "ALIGN": str(align), "PAD_CHANNELS": str(pad),
-         "IN_CHANNELS": cin, "OUT_CHANNELS": cout, "BIAS": str(conv.bias is not None)}
+         "FOLD_DEPTH": str(fold), "IN_CHANNELS": cin, "OUT_CHANNELS": cout, "BIAS": str(conv.bias is not None)}
     for name, values, unit in (("KERNEL", conv.kernel_size, 1), ("STRIDE", conv.stride, 1),
                                ("PADDING", conv.padding, 0), ("DILATION", conv.dilation, 1)):
         full = (unit,) * lead + tuple(values)
@@ -112,7 +115,8 @@ def variants_for(params, templates, problems=3):
     builds); only `templates` when given."""
     listed = FP32_VARIANTS if params["DTYPE"] == "float32" else HALF_VARIANTS
     listed = [v for v in listed if (not templates or v[0] in templates) and
-              (v[0] != SM90 or (params["ALIGN"] == "8" and params["PAD_CHANNELS"] == "False"))]
+              (v[0] != SM90 or (params["ALIGN"] == "8" and params["PAD_CHANNELS"] == "False"
+                                and params["FOLD_DEPTH"] == "False"))]
     return listed if problems >= 3 else listed[:3]
 
 
@@ -123,13 +127,16 @@ def build_key(template, knobs, params):
 
 def config(params):
     """The problem's build configuration (the params any template's CUDA source reads)."""
-    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "BIAS"))
+    return tuple(params[k] for k in ("DTYPE", "DIMS", "ALIGN", "PAD_CHANNELS", "FOLD_DEPTH",
+                                     "BIAS"))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
+    ap.add_argument("--problems", default=os.path.join(REPO, "problems"),
+                    help="the folder of problems (e.g. tests/gpu/level1_conv)")
     ap.add_argument("--templates", default="", help="only these templates' variants")
     ap.add_argument("--build-jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--build-only", action="store_true")
@@ -147,7 +154,7 @@ def main():
     only = [s for s in args.only.split(",") if s]
     templates = [s for s in args.templates.split(",") if s]
     problems = []
-    for path in sorted(glob.glob(os.path.join(REPO, "problems", "*conv*.py"))):
+    for path in sorted(glob.glob(os.path.join(args.problems, "*conv*.py"))):
         name = os.path.basename(path)[:-3]
         if name.endswith("_start") or (only and not any(name.startswith(o) for o in only)):
             continue
@@ -203,7 +210,7 @@ def main():
         for template, knobs in variants_for(params, templates, users[config(params)]):
             render = dict(params, **knobs)
             if template == SM90:
-                del render["ALIGN"], render["PAD_CHANNELS"]
+                del render["ALIGN"], render["PAD_CHANNELS"], render["FOLD_DEPTH"]
             if label(template, build_key(template, knobs, params)) not in built:
                 continue
             row = {"problem": name, "variant": label(template, knobs)}

@@ -21,20 +21,24 @@ namespace {
 
 // How conv_cutlass_fprop reads the channels of `op`: `align` elements per access (0: no
 // access fits), and whether the forward pads the input channels to exactly `align` for the
-// fixed-channels iterators (`pad`).
+// fixed-channels iterators (`pad`) or folds a 3-D convolution's depth taps into them for
+// the few-channels iterators (`fold`).
 struct ChannelAccess {
   int align = 0;
   bool pad = false;
+  bool fold = false;
 };
 
-// The 16-byte access (4 fp32, 8 16-bit elements) for a 1-D or 2-D convolution with fewer
-// input channels than that (a stem: the padded channels of several taps fill one reduction
-// step) when it divides the output channels; else the largest of 4, 2, 1 for fp32 and 8,
-// 4, 2 for 16-bit dividing both channel counts (a 3-D convolution only the 16-byte one).
+// The 16-byte access (4 fp32, 8 16-bit elements) for a convolution with fewer input
+// channels than that (a stem: the padded channels of several taps fill one reduction step;
+// a 3-D one with its depth taps folded into the channels) when it divides the output
+// channels; else the largest of 4, 2, 1 for fp32 and 8, 4, 2 for 16-bit dividing both
+// channel counts (a 3-D convolution only the 16-byte one).
 ChannelAccess CutlassConvAccess(const RecognizedOp& op, int nd, int64_t cin, int64_t cout) {
   const bool half = Is16Bit(op.dtype);
   const int full = half ? 8 : 4;
-  if (nd <= 2 && cin < full && cout % full == 0) return {full, true};
+  if (nd <= 2 && cin < full && cout % full == 0) return {full, true, false};
+  if (nd == 3 && cin < full && cout % full == 0) return {full, false, true};
   for (int a : half ? std::vector<int>{8, 4, 2} : std::vector<int>{4, 2, 1}) {
     if (nd == 3 && a != full) break;
     if (cin % a == 0 && cout % a == 0) return {a, false};
@@ -175,6 +179,10 @@ absl::StatusOr<TemplateParams> ConvCutlassFpropParams(const TemplateInfo& t,
   const ChannelAccess access = CutlassConvAccess(op, ConvRank(op), op.input_shape[1], cout);
   p["ALIGN"] = std::to_string(access.align);
   p["PAD_CHANNELS"] = access.pad ? "True" : "False";
+  // A 3-D stem folded to 2-D: not yet run on a GPU (session 36 wrote it after the H100 run
+  // where the Triton conv3d_implicit_gemm ran KernelBench's four 3-D stems at 0.28-0.43x
+  // eager); the fp32 tile below, a switch renders it, no first kernel (PrefersCutlassConv).
+  p["FOLD_DEPTH"] = access.fold ? "True" : "False";
   // Tiles from tests/gpu/conv_sweep.py on an H100 (2026-12-07; x cuDNN, TF32 off):
   //  - fp32 (3xTF32): 128 x 64 x 16 with 64 x 32 warp tiles, 5 stages, the fastest or
   //    within 5 % of it on all nine problems: problems/35 1.42x (128 x 128 x 32, 3 stages,
@@ -219,7 +227,7 @@ bool PrefersCutlassConv(const RecognizedOp& op, const GpuSpec* gpu) {
   //    1.93x and 1.79x torch.compile.
   const ChannelAccess access =
       CutlassConvAccess(op, ConvRank(op), op.input_shape[1], op.weight_shape[0]);
-  if (access.align != (Is16Bit(op.dtype) ? 8 : 4)) return false;
+  if (access.align != (Is16Bit(op.dtype) ? 8 : 4) || access.fold) return false;
   return Prod(op.weight_shape, 2, op.weight_shape.size()) > 1;  // the kernel's taps
 }
 

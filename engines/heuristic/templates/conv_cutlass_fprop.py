@@ -50,10 +50,22 @@ constexpr int kAlign = {{ALIGN}};
 // reduction step (C must equal ALIGN); False: the optimized iterators (C a multiple of
 // ALIGN, one tap per step).
 #define KAGENT_PAD_CHANNELS_{{PAD_CHANNELS}} 1
+// FOLD_DEPTH True: a 3-D stem (fewer input channels than ALIGN) run as a 2-D convolution
+// over (H, W): the forward folds the KD depth taps into the channels (C * KD, zero-padded
+// to a multiple of ALIGN) and the batch and output depth into one dim; CUTLASS's
+// few-channels iterators flatten (R, S, C) into the reduction, so the padded channels of
+// several taps fill each reduction step. (CUTLASS 2.x has no fixed- or few-channels
+// iterator for 3-D: the optimized one reads one tap of 16-byte channels per step.)
+#define KAGENT_FOLD_DEPTH_{{FOLD_DEPTH}} 1
 #if defined(KAGENT_PAD_CHANNELS_True)
 constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kFixedChannels;
+#elif defined(KAGENT_FOLD_DEPTH_True)
+constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kFewChannels;
 #else
 constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kOptimized;
+#endif
+#if defined(KAGENT_FOLD_DEPTH_True) && {{DIMS}} != 3
+#error "FOLD_DEPTH folds a 3-D convolution's depth taps (DIMS 3 only)"
 #endif
 
 #define KAGENT_DTYPE_{{DTYPE}} 1
@@ -77,7 +89,7 @@ static_assert(ThreadblockShape::kK % Instruction::kK == 0 && WarpShape::kK == Th
 // D = acc + bias (beta 1 with a stride-0 bias as the source), or acc (beta 0: no source).
 using Epilogue = cutlass::epilogue::thread::LinearCombination<Element, kAlign, float, float>;
 
-#if {{DIMS}} == 3
+#if {{DIMS}} == 3 && !defined(KAGENT_FOLD_DEPTH_True)
 static_assert(kIterator == cutlass::conv::IteratorAlgorithm::kOptimized,
               "CUTLASS's fixed-channels iterators are 2-D only (PAD_CHANNELS False for 3-D)");
 static_assert(kAlign * cutlass::sizeof_bits<Element>::value == 128,
@@ -106,7 +118,7 @@ static_assert(sizeof(Kernel::SharedStorage) <= 227 * 1024,
 // output depth, height, width), conv[] is pad_d, pad_h, pad_w, stride_d, stride_h,
 // stride_w, dil_d, dil_h, dil_w. A 2-D problem ignores the depth entries.
 ProblemSize MakeProblem(const int* d, const int* c) {
-#if {{DIMS}} == 3
+#if {{DIMS}} == 3 && !defined(KAGENT_FOLD_DEPTH_True)
   return ProblemSize(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11],
                      c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
                      cutlass::conv::Mode::kCrossCorrelation);
@@ -183,6 +195,9 @@ _ext = load_cutlass_extension("kagent_conv_cutlass_fprop_", cuda_source, cpp_sou
 _TEMPLATE = "conv_cutlass_fprop"
 # The forward pads the input channels (and the weight's) with zeros to this many (0: none).
 _PAD_CHANNELS_TO = {{ALIGN}} if {{PAD_CHANNELS}} else 0
+# The forward folds a 3-D convolution's depth taps into the channels, padded to a multiple
+# of this many (0: no folding).
+_FOLD_DEPTH_ALIGN = {{ALIGN}} if {{FOLD_DEPTH}} else 0
 
 {{> conv_layer}}
 

@@ -158,6 +158,7 @@ _ext = load_cutlass_extension("kagent_conv_sm90_fprop_", cuda_source, cpp_source
 
 _TEMPLATE = "conv_sm90_fprop"
 _PAD_CHANNELS_TO = 0  # the channels as they are (multiples of 8: TMA's 16-byte rows)
+_FOLD_DEPTH_ALIGN = 0  # no folding (a 3-D convolution runs as one)
 
 {{> conv_layer}}
 

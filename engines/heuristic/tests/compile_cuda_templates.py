@@ -91,6 +91,7 @@ def module_literals(source):
 # types, conv_sm90_fprop's bias epilogue).
 EXTRA_RENDERS = ("conv_cutlass_fprop:DIMS=3,DTYPE=bfloat16,ALIGN=8",
                  "conv_cutlass_fprop:PAD_CHANNELS=True,IN_CHANNELS=3,BIAS=True",
+                 "conv_cutlass_fprop:DIMS=3,FOLD_DEPTH=True,IN_CHANNELS=3,KERNEL_D=3",
                  "conv_sm90_fprop:DIMS=3,BIAS=True",
                  "gemm_cutlass_tf32x3:A_EXPR=A.mT,B_EXPR=B.mT,TRIANGLE=lower,DIAGONAL=-1")
 

@@ -109,6 +109,13 @@ CASES = [
      "float32"),
     (1, (2, 2, 40), (2, 12, 5), dict(stride=2, padding=1, bias=False), "float32"),
     (2, (1, 3, 15, 12), (3, 16, 3), dict(stride=2, padding=1), "bfloat16"),
+    # 3-D stems: the depth taps folded into the channels (FOLD_DEPTH), KernelBench's kernels
+    # (3, 3, 3), (3, 3, 1) and (3, 5, 7), stride, padding and dilation along the depth.
+    (3, (2, 3, 7, 9, 8), (3, 8, 3), dict(bias=False), "float32"),
+    (3, (1, 3, 6, 10, 4), (3, 12, (3, 3, 1)), dict(padding=(1, 1, 0)), "float32"),
+    (3, (2, 3, 11, 9, 12), (3, 8, (3, 5, 7)), dict(stride=(2, 1, 2), padding=(2, 2, 3),
+                                                   dilation=(2, 1, 1)), "float32"),
+    (3, (1, 2, 5, 6, 7), (2, 16, (5, 3, 3)), dict(padding=(2, 1, 1)), "bfloat16"),
 ]
 
 
@@ -124,7 +131,7 @@ def check_module(template, case, monkeypatch, params=None):
     if params is None:
         params = params_for(ref, dtype_name)
         if "ALIGN" not in load_meta(template)["params"]:
-            del params["ALIGN"], params["PAD_CHANNELS"]
+            del params["ALIGN"], params["PAD_CHANNELS"], params["FOLD_DEPTH"]
     mod = exec_module(render(template, **params), monkeypatch)
     torch.manual_seed(5)
     cand = mod.ModelNew()  # built from the params alone: the seed gives the same weights
@@ -166,6 +173,31 @@ def test_a_stem_reaches_the_kernel_with_its_channels_padded_to_align(monkeypatch
     assert seen == [(4, 4, 0.0, 0.0)]  # the fourth channel zeros in the input and weight
 
 
+def test_a_3d_stem_reaches_the_kernel_as_a_2d_one_with_its_depth_taps_as_channels(monkeypatch):
+    # 3 input channels, kernel depth 3, stride 2 and padding 1 along it: the kernel sees a
+    # 2-D problem of N * OD images, 3 * 3 = 9 channels padded to 12 (zeros in the input and
+    # the weight), the depth geometry unit, and the output comes back as the reference's.
+    import conv_cutlass_double
+    seen, real = [], conv_cutlass_double.conv
+
+    def conv(x, w, bias, geometry):
+        seen.append((tuple(x.shape), tuple(w.shape), tuple(geometry),
+                     x[..., 9:].abs().max().item(), w[..., 9:].abs().max().item()))
+        return real(x, w, bias, geometry)
+    monkeypatch.setattr(conv_cutlass_double, "conv", conv)
+    case = (3, (2, 3, 9, 10, 11), (3, 8, 3), dict(stride=(2, 1, 1), padding=1), "float32")
+    params = params_for(MODULES[3](*case[2], **case[3]))
+    assert params["ALIGN"] == "4" and params["FOLD_DEPTH"] == "True"
+    assert params["PAD_CHANNELS"] == "False"
+    src = cuda_source(render(TID, **params))
+    assert "#define KAGENT_FOLD_DEPTH_True 1" in src
+    assert "cutlass::conv::IteratorAlgorithm::kFewChannels;" in src
+    check_module(TID, case, monkeypatch)
+    # OD = (9 + 2 - 3) // 2 + 1 = 5 output depths of 2 images: 10 2-D images.
+    assert seen == [((10, 1, 10, 11, 12), (8, 1, 3, 3, 12), (0, 1, 1, 1, 1, 1, 1, 1, 1),
+                     0.0, 0.0)]
+
+
 def test_the_module_refuses_another_dtype_and_rank(monkeypatch):
     mod = exec_module(render(TID, IN_CHANNELS=4, OUT_CHANNELS=4, KERNEL_H=3, KERNEL_W=3),
                       monkeypatch)
@@ -195,7 +227,7 @@ def test_the_sm90_json_declares_a_16bit_cuda_conv():
         assert m * n <= 16384 and k % 16 == 0 and m in (64, 128)
     shape = {n for n, p in SM90_META["params"].items() if p["kind"] == "shape"}
     assert shape == {n for n, p in META["params"].items()
-                     if p["kind"] == "shape"} - {"ALIGN", "PAD_CHANNELS"}
+                     if p["kind"] == "shape"} - {"ALIGN", "PAD_CHANNELS", "FOLD_DEPTH"}
 
 
 def test_the_sm90_source_takes_its_knobs_dims_and_bias():

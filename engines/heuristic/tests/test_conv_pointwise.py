@@ -40,7 +40,8 @@ def test_the_json_declares_an_fp32_cuda_conv_with_three_knobs():
     # The layer's params are conv_cutlass_fprop's (partials/conv_layer builds it).
     shape = {n for n, p in META["params"].items() if p["kind"] == "shape"}
     fprop = load_meta("conv_cutlass_fprop")["params"]
-    assert shape == {n for n, p in fprop.items() if p["kind"] == "shape"} - {"PAD_CHANNELS"}
+    assert shape == {n for n, p in fprop.items() if p["kind"] == "shape"} - {"PAD_CHANNELS",
+                                                                             "FOLD_DEPTH"}
 
 
 def test_knobs_reach_the_cuda_source_and_shapes_do_not():
