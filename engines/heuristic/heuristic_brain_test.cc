@@ -331,6 +331,40 @@ TEST_CASE("Brain: first kernels for scans, pooling, losses and conv2d (problems 
   AddOp(&ap3, "aten::avg_pool3d", {{{4, 4, 8, 8, 8}}}, {{{4, 4, 4, 4, 4}}});
   check(ap3, "pool_nd", {"op = \"avg\"", "BLOCK_W = min(16,", "BLOCK_H = min(4,"},
         "num_warps", "x2");
+  // The window recorded (CTOR recorded): per dim; a one-element list stands for every
+  // dim; a 1-D pool's dim is the unsqueezed 2-D op's last; ceil_mode refused.
+  v1::OpSignature mp3;
+  AddOp(&mp3, "aten::max_pool3d_with_indices", {{{2, 4, 9, 9, 9}}}, {{{2, 4, 4, 5, 4}}},
+        {{"kernel_size.0", 3.0}, {"kernel_size.1", 2.0}, {"kernel_size.2", 3.0},
+         {"stride.0", 2.0}, {"stride.1", 2.0}, {"stride.2", 2.0}, {"padding.0", 1.0},
+         {"padding.1", 1.0}, {"padding.2", 0.0}, {"dilation.0", 1.0}, {"dilation.1", 1.0},
+         {"dilation.2", 1.0}, {"ceil_mode", 0.0}});
+  check(mp3, "pool_nd",
+        {"\"recorded\" == \"recorded\"", "self.kernel = (3, 2, 3)", "self.stride = (2, 2, 2)",
+         "self.padding = (1, 1, 0)", "self.dilation = (1, 1, 1)"},
+        "num_warps", "x2");
+  v1::OpSignature ap3_one;
+  AddOp(&ap3_one, "aten::avg_pool3d", {{{4, 4, 8, 8, 8}}}, {{{4, 4, 4, 4, 4}}},
+        {{"kernel_size.0", 2.0}, {"ceil_mode", 0.0}, {"count_include_pad", 0.0}});
+  check(ap3_one, "pool_nd",
+        {"self.kernel = (2, 2, 2)", "self.stride = (2, 2, 2)", "self.padding = (0, 0, 0)",
+         "self.count_include_pad = False"},
+        "num_warps", "x2");
+  v1::OpSignature mp1_dil;
+  AddOp(&mp1_dil, "aten::max_pool2d_with_indices", {{{4, 8, 1, 100}}}, {{{4, 8, 1, 95}}},
+        {{"kernel_size.0", 1.0}, {"kernel_size.1", 4.0}, {"stride.0", 1.0}, {"stride.1", 1.0},
+         {"padding.0", 0.0}, {"padding.1", 2.0}, {"dilation.0", 1.0}, {"dilation.1", 3.0},
+         {"ceil_mode", 0.0}});
+  auto one_d = brain.RenderFor("pool_nd", mp1_dil, &gpu);
+  REQUIRE(one_d.ok());
+  for (const char* want : {"self.kernel = (1, 1, 4)", "self.padding = (0, 0, 2)",
+                           "self.dilation = (1, 1, 3)", "self.stride = (1, 1, 1)"}) {
+    CHECK(absl::StrContains(one_d->kernel.source(), want));
+  }
+  v1::OpSignature ceil = mp3;
+  (*ceil.mutable_ops(0)->mutable_scalars())["ceil_mode"] = 1.0;
+  CHECK(brain.RenderFor("pool_nd", ceil, &gpu).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
   v1::OpSignature adaptive;  // adaptive pooling has no template
   AddOp(&adaptive, "aten::_adaptive_avg_pool2d", {{{4, 4, 8, 8}}}, {{{4, 4, 1, 1}}});
   CHECK(brain.FirstKernel({&problem, &adaptive, &gpu}).status().code() ==

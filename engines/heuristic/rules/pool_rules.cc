@@ -45,22 +45,31 @@ absl::StatusOr<TemplateParams> PoolParams(const TemplateInfo& t, const Recognize
   // modules hold their sizes inside get the params' defaults, CTOR torch, and fail the
   // gate). A 1-D pool runs as a 2-D one over an unsqueezed H = 1: its dim is the recorded
   // op's last, and the leading recorded dims of fewer pooled dims are unit ones.
-  if (!op.scalars.count("kernel_size.0")) return p;
+  if (!op.scalars.count("kernel_size.0") && !op.scalars.count("kernel_size")) return p;
   int recorded_dims = 0;
   while (op.scalars.count(absl::StrCat("kernel_size.", recorded_dims))) ++recorded_dims;
   const int nd = one_d ? 1 : absl::EndsWith(op.variant, "2d") ? 2 : 3;
-  if (recorded_dims < nd) return Precondition(t, "the recorded window has fewer dims than the pool");
+  if (recorded_dims > 1 && recorded_dims < nd) {
+    return Precondition(t, "the recorded window has fewer dims than the pool");
+  }
   if (ScalarArg(op, "ceil_mode", 0) != 0) return Precondition(t, "ceil_mode is not supported");
+  // Pooled dim i's value of scalar `name`: name.j of the recorded op's own dims (the last
+  // nd of them), a one-element list name.0 or a plain number for every dim, else
+  // `fallback`.
+  auto value = [&](const std::string& name, int i, double fallback) {
+    const std::string own = absl::StrCat(name, ".", recorded_dims - nd + i);
+    if (recorded_dims >= nd && op.scalars.count(own)) return ScalarArg(op, own, fallback);
+    if (op.scalars.count(name + ".0") && !op.scalars.count(name + ".1")) {
+      return ScalarArg(op, name + ".0", fallback);
+    }
+    return ScalarArg(op, name, fallback);
+  };
   const char* kDim = "DHW";
   for (int i = 0; i < nd; ++i) {
-    const int src = recorded_dims - nd + i;
-    auto at = [&](const char* name, double fallback) {
-      return ScalarArg(op, absl::StrCat(name, ".", src), fallback);
-    };
-    const double k = at("kernel_size", NAN);
-    const double s = at("stride", k);  // torch's default stride is the window
-    const double pad = at("padding", 0);
-    const double dil = at("dilation", 1);
+    const double k = value("kernel_size", i, NAN);
+    const double s = value("stride", i, k);  // torch's default stride is the window
+    const double pad = value("padding", i, 0);
+    const double dil = value("dilation", i, 1);
     if (!(k >= 1 && k <= 64 && s >= 1 && s <= 64 && pad >= 0 && pad <= 32 && dil >= 1 &&
           dil <= 64)) {
       return Precondition(t, absl::StrCat("recorded window outside the template's bounds (kernel ",
