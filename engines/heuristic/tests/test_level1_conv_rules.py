@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from test_level1_gemm_rules import first_kernel
+from test_level1_gemm_rules import assert_builds_the_reference_layers, first_kernel
 from test_problems_first_kernel import BINARY
 from template_render import REPO
 
@@ -47,3 +47,9 @@ def test_each_convolution_starts_on_its_class_template(name):
     source = first_kernel(FOLDER, name)
     template = source.split("\n", 1)[0].split(": ")[-1]
     assert template in _templates_for(name), f"{name}: {template}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_convolutions_first_kernel_builds_the_reference_layers(name, monkeypatch):
+    # Every one of these modules holds its sizes inside (no constructor arguments).
+    assert_builds_the_reference_layers(FOLDER, name, first_kernel(FOLDER, name), monkeypatch)

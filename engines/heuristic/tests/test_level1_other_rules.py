@@ -12,7 +12,7 @@ import re
 import pytest
 
 from template_render import REPO
-from test_level1_gemm_rules import first_kernel
+from test_level1_gemm_rules import assert_builds_the_reference_layers, first_kernel
 from test_problems_first_kernel import BINARY
 
 pytestmark = pytest.mark.skipif(BINARY is None, reason="kagent-template-render not built")
@@ -46,3 +46,9 @@ def test_each_problem_starts_on_its_class_template(name):
     source = first_kernel(FOLDER, name)
     template = source.split("\n", 1)[0].split(": ")[-1]
     assert template == TEMPLATE_OF[int(name[:3])], f"{name}: {template}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_problems_first_kernel_builds_the_reference_layers(name, monkeypatch):
+    # Every one of these modules holds its sizes inside (no constructor arguments).
+    assert_builds_the_reference_layers(FOLDER, name, first_kernel(FOLDER, name), monkeypatch)
