@@ -353,11 +353,12 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
         return self.result
 
     def release_between_trials(self):
-        """Between two gate trials of a large problem (see LARGE_TRIAL_DIVISOR): the
-        blocks torch's caching allocator keeps after the previous trial (the reference's
-        private copies, its outputs, the candidate's outputs) go back to the driver. The
-        next trial's shared buffers (CUDA VMM, outside torch's allocator) and the
-        candidate's process cannot use blocks this process keeps cached."""
+        """Between two gate trials of a large problem (see LARGE_TRIAL_DIVISOR), and
+        between a trial's reference and the candidate's call: the blocks torch's caching
+        allocator keeps (the previous trial's tensors; the reference's private copy of the
+        inputs and its raw outputs) go back to the driver. The receive buffers (CUDA VMM,
+        outside torch's allocator) and the candidate's process cannot use blocks this
+        process keeps cached."""
         if self.device != "cuda" or not self.job.trial_bytes:
             return
         total = torch.cuda.mem_get_info()[1]
@@ -787,6 +788,11 @@ class Supervisor(TransferMixin, TimingChecksMixin, OwnWorkChecksMixin, PrepareMi
                 if kind == "wide" and trial.skipped:
                     self.release_inputs(in_field)
                     continue
+                # Its private copy of the inputs and its raw outputs are free now: on a
+                # large problem their blocks go back before the receive buffers and the
+                # candidate's process need the room (session 36's H100 run: 6 GiB
+                # activations failed with the supervisor holding 10-20 GiB over its floor).
+                self.release_between_trials()
             if poison is None and ref_out is not None:
                 poison = output_spec(ref_out)
                 self.check_working_set(inputs, ref_out)

@@ -65,6 +65,44 @@ def test_a_trials_tensors_are_gone_before_the_next_trials_call(monkeypatch):
     assert all(n == 0 for _, n in checked), checked
 
 
+def test_the_references_freed_blocks_go_back_before_the_candidates_call(monkeypatch):
+    # On a trial whose reference runs first, its private copy of the inputs and its raw
+    # outputs are freed when it returns; on a large problem those blocks go back to the
+    # driver (release_between_trials) before the receive buffers are made and the call
+    # is sent, not only at the next trial.
+    from kagent_harness import measure as M
+    from kagent_harness import trials as T
+    events = []
+    real_ref_of, real_out_field = T.JobTrials.ref_of, M.Supervisor.out_field
+
+    def ref_of(self, trial, inputs):
+        events.append("ref")
+        return real_ref_of(self, trial, inputs)
+
+    def out_field(self, poison):
+        events.append("call")
+        return real_out_field(self, poison)
+
+    monkeypatch.setattr(T.JobTrials, "ref_of", ref_of)
+    monkeypatch.setattr(M.Supervisor, "out_field", out_field)
+    monkeypatch.setattr(M.Supervisor, "release_between_trials",
+                        lambda self: events.append("release"))
+    r = measure("problem_relu_add.py", "cand_relu_add_good.py", time_candidate=False)
+    assert r["verdict"] == "CORRECT", r["correctness"]["reason"] + r["log"]
+    calls, ref_first = 0, 0
+    since = []
+    for e in events:
+        if e == "call":
+            calls += 1
+            if "ref" in since:
+                ref_first += 1
+                assert "release" in since[since.index("ref"):], events
+            since = []
+        else:
+            since.append(e)
+    assert calls == r["correctness"]["trials"] and 0 < ref_first < calls, events
+
+
 def _gpu_supervisor(trial_bytes, use_ipc=True):
     from kagent_harness.measure import Supervisor
     sup = Supervisor.__new__(Supervisor)
