@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engines/heuristic/rules/conv_dims.h"
 #include "engines/heuristic/rules/sizing.h"
 
 namespace kagent::rules {
@@ -53,16 +54,12 @@ absl::StatusOr<TemplateParams> PoolParams(const TemplateInfo& t, const Recognize
     return Precondition(t, "the recorded window has fewer dims than the pool");
   }
   if (ScalarArg(op, "ceil_mode", 0) != 0) return Precondition(t, "ceil_mode is not supported");
-  // Pooled dim i's value of scalar `name`: name.j of the recorded op's own dims (the last
-  // nd of them), a one-element list name.0 or a plain number for every dim, else
-  // `fallback`.
-  auto value = [&](const std::string& name, int i, double fallback) {
-    const std::string own = absl::StrCat(name, ".", recorded_dims - nd + i);
-    if (recorded_dims >= nd && op.scalars.count(own)) return ScalarArg(op, own, fallback);
-    if (op.scalars.count(name + ".0") && !op.scalars.count(name + ".1")) {
-      return ScalarArg(op, name + ".0", fallback);
-    }
-    return ScalarArg(op, name, fallback);
+  // Pooled dim i's value of scalar `name`: the recorded op's own dim (the last nd of its
+  // dims), a one-element list or a plain number for every dim (RecordedDimScalar, as the
+  // conv rules read theirs), else `fallback`.
+  auto value = [&](const char* name, int i, double fallback) {
+    const double v = RecordedDimScalar(op, name, std::max(0, recorded_dims - nd + i));
+    return std::isnan(v) ? fallback : v;
   };
   const char* kDim = "DHW";
   for (int i = 0; i < nd; ++i) {
